@@ -1,0 +1,168 @@
+/**
+ * The agent: an Effect service that drives one session. You talk to it while it works — queue a turn
+ * (`followup`), steer the running turn (`steer`), slip context in without making the model run (`inject`) — and
+ * stop a turn without losing what was queued (`cancel`). Everything the model sees is an event in the session
+ * log; every request is derived from it.
+ *
+ * @since 0.0.0
+ */
+import type { LanguageModel } from "@effect/ai"
+import type { Effect, Layer, Queue, Scope, Stream } from "effect"
+import { Context } from "effect"
+import type { AgentEvent, Ids, Message, SessionEvent } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
+import type { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "./AgentError.js"
+import type { AgentTool } from "./AgentTool.js"
+import type { Hooks, RequestConfig } from "./Hooks.js"
+
+/**
+ * Why a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
+ *
+ * @since 0.0.0
+ */
+export type SendError = Message.InvalidMessageError | AgentDisposedError | SessionLog.SessionLogError
+
+/**
+ * One operation of a {@link Service.batch}.
+ *
+ * @since 0.0.0
+ */
+export type BatchOp =
+  | { readonly send: readonly [Message.UserMessageData, Message.SendOptions] }
+  | {
+    readonly cancel: readonly [
+      import("@harness/domain").AgentEvent.CancelCause,
+      { readonly keepInbox?: boolean | undefined }?
+    ]
+  }
+
+/**
+ * The options of a preset: an optional caller-supplied id for idempotent acceptance.
+ *
+ * @since 0.0.0
+ */
+export interface PresetOptions {
+  readonly id?: Ids.AgentMessageId | undefined
+}
+
+/**
+ * One agent, driving one session.
+ *
+ * @since 0.0.0
+ */
+export interface Service {
+  /** The session's id (an agent shares its session's identity). */
+  readonly id: Ids.SessionId
+  /**
+   * Accepts a message and routes it by `target` × `wakeup` (R28) against the state at this instant.
+   *
+   * Contract: the input is decoded (and so copied and frozen) before anything happens; invalid input fails with
+   * `InvalidMessageError` and changes nothing. A FIFO item publishes `agent/inbox/enqueue` with its placement
+   * before `send` returns; an idle injection is appended before `send` returns. An id this agent already accepted
+   * returns that id again and changes nothing. The driver never claims work inside `send`: placement is decided
+   * against pre-admission state. Two separate sends are not guaranteed to see the same state (the fiber may be
+   * rescheduled between them): use {@link batch} for that.
+   */
+  readonly send: (input: Message.UserMessageData, options: Message.SendOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  /** `send` with `{ target: "next-turn", wakeup: true }`: queue a whole turn and wake the agent. */
+  readonly followup: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  /** `send` with `{ target: "next-step", wakeup: true }`: join the open turn, or start one when idle. */
+  readonly steer: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  /** `send` with `{ target: "next-step", wakeup: false }`: model-visible context that never makes the model run. */
+  readonly inject: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  /**
+   * Runs sends and cancels in order while holding the acceptance window's lock, so the driver cannot claim
+   * between them (the Effect form of the reference's "same synchronous caller stack", R30, R83).
+   *
+   * Contract: every input is decoded before anything is applied (all or nothing); results come in order
+   * (`undefined` for a cancel). If an idle injection's append fails, the batch stops there, keeps what was
+   * applied and fails with `BatchError { applied, cause }`.
+   */
+  readonly batch: (ops: ReadonlyArray<BatchOp>) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId | undefined>, SendError | BatchError>
+  /** A batch of sends. */
+  readonly sendAll: (
+    items: ReadonlyArray<readonly [Message.UserMessageData, Message.SendOptions]>
+  ) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId>, SendError | BatchError>
+  /**
+   * Cancels the running admission or turn (R77–R85).
+   *
+   * Contract: returns without waiting for the turn to unwind (a hook or tool may cancel its own agent; use
+   * {@link whenIdle} to wait). The first cause wins for the activity it cancels. Without `keepInbox`, pending
+   * queued and steering items are discarded with one `agent/inbox/discard`; staged context is never dropped (it
+   * is logged). With `keepInbox`, nothing pending is touched and the next waking item runs next. Cancel on an idle
+   * agent with nothing pending, or after disposal, does nothing.
+   */
+  readonly cancel: (
+    cause: AgentEvent.CancelCause,
+    options?: { readonly keepInbox?: boolean | undefined }
+  ) => Effect.Effect<void>
+  /** Starts a turn over the current log without a new prompt (trigger `retry`). Fails if an admission or turn is active. */
+  readonly retry: Effect.Effect<void, AgentBusyError>
+  /** Waits until the agent is quiescent: no activity and no waking item queued (parked items do not count). */
+  readonly whenIdle: Effect.Effect<void>
+  /** `running` from the first claim of work until nothing waking is left. */
+  readonly status: Effect.Effect<AgentEvent.AgentStatus>
+  /** Whether a `next-step` send would join the open admission or turn right now (R24). */
+  readonly acceptsNextStep: Effect.Effect<boolean>
+  /** Subscribes to live events. Contract: subscribed when it returns, so "subscribe, then send" misses nothing. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<AgentEvent.AgentEvent>, never, Scope.Scope>
+  /** The live events as a stream; subscribes when run and ends after `agent/disposed`. */
+  readonly events: Stream.Stream<AgentEvent.AgentEvent>
+  /** Every durable event of the session, seeded ones included. */
+  readonly log: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
+}
+
+/**
+ * The agent of the current context.
+ *
+ * @since 0.0.0
+ */
+export class Agent extends Context.Tag("@harness/agent/Agent")<Agent, Service>() {}
+
+/**
+ * The route of the model request being made. The agent provides it around every `LanguageModel` call, so a
+ * routing `LanguageModel` can read the `request` hook's decision.
+ *
+ * @since 0.0.0
+ */
+export class CurrentRequest extends Context.Reference<CurrentRequest>()("@harness/agent/CurrentRequest", {
+  defaultValue: (): RequestConfig => ({ model: "default" })
+}) {}
+
+/**
+ * How to build an agent. `R` is what the tools, hooks and system prompt need.
+ *
+ * @since 0.0.0
+ */
+export interface Options<R = never> {
+  /** The session to drive: fresh or seeded. A new memory session when absent. */
+  readonly session?: SessionLog.Service | undefined
+  /** The system prompt: a string, or an Effect evaluated at each step. */
+  readonly system?: string | Effect.Effect<string, unknown, R> | undefined
+  /** The route label recorded in `request/header` (the `LanguageModel` in context does the work). */
+  readonly model?: string | undefined
+  /** The provider label recorded in `request/header`. */
+  readonly provider?: string | undefined
+  readonly hooks?: Hooks<R> | undefined
+  readonly tools?: ReadonlyArray<AgentTool<R>> | undefined
+  /** The cap of the rolling pool of parallel tool calls: a positive integer, default 10 (1 = serial). */
+  readonly maxParallelToolCalls?: number | undefined
+}
+
+/**
+ * Builds an agent in the current scope; closing the scope disposes it.
+ *
+ * @since 0.0.0
+ */
+export declare const make: <R = never>(
+  options?: Options<R>
+) => Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R>
+
+/**
+ * The agent as a layer.
+ *
+ * @since 0.0.0
+ */
+export declare const layer: <R = never>(
+  options?: Options<R>
+) => Layer.Layer<Agent, AgentConfigError | SessionLog.SessionLogError, LanguageModel.LanguageModel | R>

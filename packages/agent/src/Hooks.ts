@@ -1,0 +1,173 @@
+/**
+ * The agent's seams: one `Hooks` record, every field optional. Each hook receives the agent's `Service` (so it
+ * can steer, inject or cancel) and returns an Effect. Waterfall hooks (`promptSubmit`, `request`,
+ * `requestError`, `toolApproval`) also get `next`, the decision of the hooks inside them: they may decide alone
+ * or delegate. Serial hooks (`step`, `turnStopping`) run outer first, then inner. A hook's failure is any failure
+ * of its Effect; what it means is stated per hook.
+ *
+ * There are no pre-step, post-step, step-result, turn-continuation or turn-stop seams (R55): continuation is
+ * data (tool calls, steering, a concluding tool).
+ *
+ * @since 0.0.0
+ */
+import type { AiError } from "@effect/ai"
+import { Effect } from "effect"
+import type { Ids, Json, LlmFailure, Message, Turn } from "@harness/domain"
+import type { Service } from "./Agent.js"
+
+/**
+ * The route of one model request, recorded in `request/header`. `model` and `provider` are labels (the
+ * `LanguageModel` in context does the work); `options` are provider settings a routing `LanguageModel` may read
+ * from `Agent.CurrentRequest`.
+ *
+ * @since 0.0.0
+ */
+export interface RequestConfig {
+  readonly model: string
+  readonly provider?: string | undefined
+  readonly options?: Json.JsonObject | undefined
+}
+
+/**
+ * Prompt admission (R39–R45). Contract: `allow` admits the claimed prompt (optionally with rewritten content and
+ * additional contexts, each decoded like a `send`); `block` or a failure means no turn: nothing is written for the
+ * prompt, which was dequeued and is gone.
+ *
+ * @since 0.0.0
+ */
+export type PromptSubmit<R> = (
+  input: { readonly agent: Service; readonly message: Message.AgentMessage },
+  next: Effect.Effect<Turn.PromptDecision, unknown, R>
+) => Effect.Effect<Turn.PromptDecision, unknown, R>
+
+/**
+ * Runs before each step's request is derived (R49); it may inject or steer (both join this step's request). A
+ * failure fails the turn with no step opened (R50).
+ *
+ * @since 0.0.0
+ */
+export type Step<R> = (
+  input: { readonly agent: Service; readonly turn: number; readonly step: number }
+) => Effect.Effect<void, unknown, R>
+
+/**
+ * May replace the route of this request (R51). A failure fails the turn.
+ *
+ * @since 0.0.0
+ */
+export type Request<R> = (
+  input: { readonly agent: Service; readonly turn: number; readonly step: number; readonly config: RequestConfig },
+  next: Effect.Effect<RequestConfig, unknown, R>
+) => Effect.Effect<RequestConfig, unknown, R>
+
+/**
+ * Runs when a turn has nothing left to do (R54). Steering it sends is enqueued, balanced and forces another step;
+ * context it injects is logged in this turn without a step. A failure fails the turn.
+ *
+ * @since 0.0.0
+ */
+export type TurnStopping<R> = (
+  input: { readonly agent: Service; readonly turn: number }
+) => Effect.Effect<void, unknown, R>
+
+/**
+ * Runs after a failed model request's step closed (R75) and answers `retry` (a new turn with trigger `retry`
+ * follows at once) or `fail`. The default is `fail`; a hook failure is logged and counts as `fail`; a cancel
+ * wins over `retry`.
+ *
+ * @since 0.0.0
+ */
+export type RequestError<R> = (
+  input: {
+    readonly agent: Service
+    readonly turn: number
+    readonly step: number
+    readonly error: AiError.AiError
+    readonly failure: LlmFailure.LlmFailure
+  },
+  next: Effect.Effect<"retry" | "fail", unknown, R>
+) => Effect.Effect<"retry" | "fail", unknown, R>
+
+/**
+ * The answer to an approval request.
+ *
+ * @since 0.0.0
+ */
+export type ApprovalDecision = { readonly kind: "allow" } | { readonly kind: "deny"; readonly reason: string }
+
+/**
+ * Decides whether a call of a tool that requires approval may run. It may suspend while it asks a person; a
+ * cancel interrupts it. A denial (or a failure) becomes an error result the model can read. Without this hook,
+ * such calls are denied with a result that says how to allow them.
+ *
+ * @since 0.0.0
+ */
+export type ToolApproval<R> = (
+  input: {
+    readonly agent: Service
+    readonly turn: number
+    readonly step: number
+    readonly callId: Ids.ToolCallId
+    readonly name: string
+    /** The model's raw argument text. */
+    readonly arguments: string
+    /** The arguments decoded with the tool's parameter schema. */
+    readonly params: unknown
+  },
+  next: Effect.Effect<ApprovalDecision, unknown, R>
+) => Effect.Effect<ApprovalDecision, unknown, R>
+
+/**
+ * The seams, every field optional. (Hooks are declared as methods so that hooks needing less context fit where
+ * more is available: a `Hooks<never>` is a `Hooks<R>`.)
+ *
+ * @since 0.0.0
+ */
+export interface Hooks<R = never> {
+  promptSubmit?(...args: Parameters<PromptSubmit<R>>): ReturnType<PromptSubmit<R>>
+  step?(...args: Parameters<Step<R>>): ReturnType<Step<R>>
+  request?(...args: Parameters<Request<R>>): ReturnType<Request<R>>
+  turnStopping?(...args: Parameters<TurnStopping<R>>): ReturnType<TurnStopping<R>>
+  requestError?(...args: Parameters<RequestError<R>>): ReturnType<RequestError<R>>
+  toolApproval?(...args: Parameters<ToolApproval<R>>): ReturnType<ToolApproval<R>>
+}
+
+type Waterfall<I, A, R> = (input: I, next: Effect.Effect<A, unknown, R>) => Effect.Effect<A, unknown, R>
+
+const waterfall = <I, A, R>(
+  outer: Waterfall<I, A, R> | undefined,
+  inner: Waterfall<I, A, R> | undefined
+): Waterfall<I, A, R> | undefined =>
+  outer === undefined || inner === undefined
+    ? outer ?? inner
+    : (input, next) => outer(input, inner(input, next))
+
+type Serial<I, R> = (input: I) => Effect.Effect<void, unknown, R>
+
+const serial = <I, R>(outer: Serial<I, R> | undefined, inner: Serial<I, R> | undefined): Serial<I, R> | undefined =>
+  outer === undefined || inner === undefined
+    ? outer ?? inner
+    : (input) => Effect.zipRight(outer(input), inner(input))
+
+/**
+ * Combines two records: for waterfall hooks `outer` runs first and its `next` is `inner`; serial hooks run
+ * `outer` then `inner`.
+ *
+ * @since 0.0.0
+ */
+export const compose = <R>(outer: Hooks<R>, inner: Hooks<R>): Hooks<R> => {
+  const hooks: { -readonly [K in keyof Hooks<R>]: Hooks<R>[K] } = {}
+  const promptSubmit = waterfall(outer.promptSubmit, inner.promptSubmit)
+  if (promptSubmit) hooks.promptSubmit = promptSubmit
+  const step = serial(outer.step, inner.step)
+  if (step) hooks.step = step
+  const request = waterfall(outer.request, inner.request)
+  if (request) hooks.request = request
+  const turnStopping = serial(outer.turnStopping, inner.turnStopping)
+  if (turnStopping) hooks.turnStopping = turnStopping
+  const requestError = waterfall(outer.requestError, inner.requestError)
+  if (requestError) hooks.requestError = requestError
+  const toolApproval = waterfall(outer.toolApproval, inner.toolApproval)
+  if (toolApproval) hooks.toolApproval = toolApproval
+  return hooks
+}

@@ -1,0 +1,7 @@
+/**
+ * @since 0.0.0
+ */
+export * as Agent from "./Agent.js"
+export * as AgentError from "./AgentError.js"
+export * as AgentTool from "./AgentTool.js"
+export * as Hooks from "./Hooks.js"

@@ -1,0 +1,213 @@
+/**
+ * The durable session log's vocabulary. Each event sits in an envelope `{ seq, time, type, data,
+ * sourceEventSeqs? }`: `seq` is gap-free from 0, `time` is epoch milliseconds from `Clock`, `type` is the
+ * contract's wire name and `sourceEventSeqs` cites earlier events (an assistant message its chunks, a tool result
+ * its call). Only `user/message` may stand outside a turn.
+ *
+ * Room for compaction: a later "replace" marker will be one more optional envelope field (absent meaning
+ * "append"), so logs written today decode unchanged.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+import { AssistantBlock, TextBlock } from "./Content.js"
+import { AgentMessageId, ToolCallId } from "./Ids.js"
+import { JsonObject, JsonValue, NonNegativeInt, PositiveInt } from "./Json.js"
+import { MessageSource } from "./MessageSource.js"
+import { TurnEndReason, TurnTrigger } from "./Turn.js"
+
+const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** @since 0.0.0 */
+export const TurnStart = Schema.Struct({ turn: PositiveInt, trigger: TurnTrigger })
+/** @since 0.0.0 */
+export const TurnEnd = Schema.Struct({ turn: PositiveInt, reason: TurnEndReason })
+/** @since 0.0.0 */
+export const StepStart = Schema.Struct({ turn: PositiveInt, step: PositiveInt })
+/** @since 0.0.0 */
+export const StepEnd = Schema.Struct({ turn: PositiveInt, step: PositiveInt })
+
+/**
+ * A user-role message: a prompt, injected context, a hook's additional context, a goal message. `messageId` is
+ * the accepting id when the message came through the agent's `send`, so the log says which accepted message it
+ * holds (resume and idempotent delivery depend on it).
+ *
+ * @since 0.0.0
+ */
+export const UserMessage = Schema.Struct({
+  messageId: optional(AgentMessageId),
+  content: Schema.NonEmptyArray(TextBlock),
+  source: MessageSource
+})
+
+/**
+ * Steering drained into the open turn; it always came through the inbox, so it carries its id.
+ *
+ * @since 0.0.0
+ */
+export const SteeringMessage = Schema.Struct({
+  turn: PositiveInt,
+  messageId: AgentMessageId,
+  content: Schema.NonEmptyArray(TextBlock),
+  source: MessageSource
+})
+
+/**
+ * One raw stream part as the model produced it (the encoded `@effect/ai` stream part).
+ *
+ * @since 0.0.0
+ */
+export const AssistantChunk = Schema.Struct({ turn: PositiveInt, step: PositiveInt, chunk: JsonValue })
+
+/**
+ * Token usage as the provider reported it.
+ *
+ * @since 0.0.0
+ */
+export const Usage = Schema.Struct({
+  inputTokens: optional(NonNegativeInt),
+  outputTokens: optional(NonNegativeInt),
+  totalTokens: optional(NonNegativeInt),
+  reasoningTokens: optional(NonNegativeInt),
+  cachedInputTokens: optional(NonNegativeInt)
+})
+/** @since 0.0.0 */
+export type Usage = typeof Usage.Type
+
+/**
+ * The model's message of one step: text, reasoning and tool calls (truncated calls of a `max-tokens` finish are
+ * removed). `provenance` names the route; `replayState` is provider-private data needed to replay it.
+ *
+ * @since 0.0.0
+ */
+export const AssistantMessage = Schema.Struct({
+  turn: PositiveInt,
+  step: PositiveInt,
+  content: Schema.Array(AssistantBlock),
+  provenance: Schema.Struct({
+    model: Schema.String,
+    provider: optional(Schema.String),
+    replayState: optional(JsonValue)
+  }),
+  finishReason: optional(Schema.String),
+  usage: optional(Usage)
+})
+
+/**
+ * A tool call the loop is about to answer. `arguments` is the model's raw text, verbatim.
+ *
+ * @since 0.0.0
+ */
+export const ToolCall = Schema.Struct({
+  turn: PositiveInt,
+  step: PositiveInt,
+  callId: ToolCallId,
+  name: Schema.String,
+  arguments: Schema.String
+})
+
+/**
+ * The answer to a tool call. `error` carries routing facts for failed calls (`code` such as `ABORTED`,
+ * `UNKNOWN_TOOL`, `TOOL_OUTCOME_UNKNOWN`).
+ *
+ * @since 0.0.0
+ */
+export const ToolResult = Schema.Struct({
+  turn: PositiveInt,
+  step: PositiveInt,
+  callId: ToolCallId,
+  name: Schema.String,
+  content: Schema.Array(TextBlock),
+  isError: Schema.Boolean,
+  error: optional(Schema.Struct({ name: Schema.String, code: Schema.String })),
+  meta: optional(JsonObject)
+})
+
+/**
+ * A tool as advertised to the model.
+ *
+ * @since 0.0.0
+ */
+export const ToolDescriptor = Schema.Struct({
+  name: Schema.String,
+  description: optional(Schema.String),
+  parameters: JsonObject
+})
+/** @since 0.0.0 */
+export type ToolDescriptor = typeof ToolDescriptor.Type
+
+/**
+ * What a request was made with: the route (`model`, optional `provider` and options), the system prompt and the
+ * advertised tools. Logged when it first appears and whenever it changes.
+ *
+ * @since 0.0.0
+ */
+export const RequestHeader = Schema.Struct({
+  header: Schema.Struct({
+    config: Schema.Struct({
+      model: Schema.String,
+      provider: optional(Schema.String),
+      options: optional(JsonObject)
+    }),
+    system: optional(Schema.String),
+    tools: optional(Schema.Array(ToolDescriptor))
+  }),
+  reason: Schema.Literal("initial", "resume", "change")
+})
+/** @since 0.0.0 */
+export type RequestHeader = typeof RequestHeader.Type
+
+const envelope = <T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
+  Schema.Struct({
+    seq: NonNegativeInt,
+    time: NonNegativeInt,
+    type: Schema.Literal(type),
+    data,
+    sourceEventSeqs: optional(Schema.Array(NonNegativeInt))
+  }).annotations({ identifier: type })
+
+/**
+ * Every durable event, in its envelope, keyed by `type`.
+ *
+ * @since 0.0.0
+ */
+export const SessionEvent = Schema.Union(
+  envelope("turn/start", TurnStart),
+  envelope("turn/end", TurnEnd),
+  envelope("step/start", StepStart),
+  envelope("step/end", StepEnd),
+  envelope("user/message", UserMessage),
+  envelope("steering/message", SteeringMessage),
+  envelope("assistant/chunk", AssistantChunk),
+  envelope("assistant/message", AssistantMessage),
+  envelope("tool/call", ToolCall),
+  envelope("tool/result", ToolResult),
+  envelope("request/header", RequestHeader)
+).annotations({ identifier: "SessionEvent" })
+/** @since 0.0.0 */
+export type SessionEvent = typeof SessionEvent.Type
+
+/** @since 0.0.0 */
+export type SessionEventType = SessionEvent["type"]
+
+/**
+ * The durable event of a given type.
+ *
+ * @since 0.0.0
+ */
+export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { readonly type: T }>
+
+/**
+ * An event before the log numbers and stamps it.
+ *
+ * @since 0.0.0
+ */
+export type SessionEventInput = SessionEvent extends infer E ? E extends SessionEvent ? Omit<E, "seq" | "time"> : never
+  : never
+
+/**
+ * The input of a given type.
+ *
+ * @since 0.0.0
+ */
+export type SessionEventInputOf<T extends SessionEventType> = Omit<SessionEventOf<T>, "seq" | "time">

@@ -1,0 +1,123 @@
+/**
+ * The vocabulary of turns: why a turn started, how it ended, how it settled for live observers, and what prompt
+ * admission decided.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+import { TextBlock } from "./Content.js"
+import { NonNegativeInt } from "./Json.js"
+import { LlmFailure } from "./LlmFailure.js"
+import { UserMessageData } from "./Message.js"
+import { MessageSource } from "./MessageSource.js"
+
+/**
+ * Why a turn started: an admitted queued prompt (with its original source, even if admission rewrote the
+ * content), or a retry over the current log.
+ *
+ * @since 0.0.0
+ */
+export const TurnTrigger = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("message"), source: MessageSource }),
+  Schema.Struct({ kind: Schema.Literal("retry") })
+).annotations({ identifier: "TurnTrigger" })
+/** @since 0.0.0 */
+export type TurnTrigger = typeof TurnTrigger.Type
+
+/**
+ * A turn that failed on a model request: the `LlmFailure` says why (R16).
+ *
+ * @since 0.0.0
+ */
+export const RequestErrorReason = Schema.Struct({
+  kind: Schema.Literal("error"),
+  step: NonNegativeInt,
+  failure: LlmFailure
+}).annotations({ identifier: "RequestErrorReason" })
+
+/**
+ * A turn that failed for any other reason (a hook, a log append, a configuration problem).
+ *
+ * @since 0.0.0
+ */
+export const TurnErrorReason = Schema.Struct({
+  kind: Schema.Literal("error"),
+  step: NonNegativeInt,
+  message: Schema.String,
+  code: Schema.optionalWith(Schema.String, { exact: true })
+}).annotations({ identifier: "TurnErrorReason" })
+
+/**
+ * How a turn ended. `interrupted` is only written by crash repair, never by the loop.
+ *
+ * @since 0.0.0
+ */
+export const TurnEndReason = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("completed") }),
+  Schema.Struct({ kind: Schema.Literal("aborted") }),
+  Schema.Struct({ kind: Schema.Literal("disposed") }),
+  Schema.Struct({ kind: Schema.Literal("max-tokens") }),
+  Schema.Struct({ kind: Schema.Literal("interrupted") }),
+  RequestErrorReason,
+  TurnErrorReason
+).annotations({ identifier: "TurnEndReason" })
+/** @since 0.0.0 */
+export type TurnEndReason = typeof TurnEndReason.Type
+
+/**
+ * How a turn settled, for live observers of `agent/settled`: `max-tokens` settles as `completed`, `disposed` as
+ * `aborted` (R58).
+ *
+ * @since 0.0.0
+ */
+export const SettleReason = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("completed") }),
+  Schema.Struct({ kind: Schema.Literal("aborted") }),
+  Schema.Struct({
+    kind: Schema.Literal("error"),
+    message: Schema.String,
+    code: Schema.optionalWith(Schema.String, { exact: true }),
+    failure: Schema.optionalWith(LlmFailure, { exact: true })
+  })
+).annotations({ identifier: "SettleReason" })
+/** @since 0.0.0 */
+export type SettleReason = typeof SettleReason.Type
+
+/**
+ * What prompt admission decided: allow (optionally rewriting the content and adding contexts), or block.
+ *
+ * @since 0.0.0
+ */
+export const PromptDecision = Schema.Union(
+  Schema.Struct({
+    kind: Schema.Literal("allow"),
+    content: Schema.optionalWith(Schema.NonEmptyArray(TextBlock), { exact: true }),
+    additionalContexts: Schema.optionalWith(Schema.Array(UserMessageData), { exact: true })
+  }),
+  Schema.Struct({ kind: Schema.Literal("block"), reason: Schema.String })
+).annotations({ identifier: "PromptDecision" })
+/** @since 0.0.0 */
+export type PromptDecision = typeof PromptDecision.Type
+
+/**
+ * The settle reason a turn end maps to (R58).
+ *
+ * @since 0.0.0
+ */
+export const settleReasonOf = (reason: TurnEndReason): SettleReason => {
+  switch (reason.kind) {
+    case "completed":
+    case "max-tokens":
+      return { kind: "completed" }
+    case "aborted":
+    case "disposed":
+    case "interrupted":
+      return { kind: "aborted" }
+    case "error":
+      return "failure" in reason
+        ? { kind: "error", message: reason.failure.message, failure: reason.failure }
+        : reason.code === undefined
+        ? { kind: "error", message: reason.message }
+        : { kind: "error", message: reason.message, code: reason.code }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * @since 0.0.0
+ */
+export * as AgentEvent from "./AgentEvent.js"
+export * as Content from "./Content.js"
+export * as Ids from "./Ids.js"
+export * as Json from "./Json.js"
+export * as LlmFailure from "./LlmFailure.js"
+export * as Message from "./Message.js"
+export * as MessageSource from "./MessageSource.js"
+export * as SessionEvent from "./SessionEvent.js"
+export * as Turn from "./Turn.js"

@@ -1,0 +1,113 @@
+/**
+ * The append-only session log: the single source of truth for everything a model ever sees. Each append is
+ * checked against the enclosure rules (R100) and JSON-losslessness, numbered (`seq` gap-free from 0), stamped
+ * (`time` from `Clock`), written through to the `SessionStore`, folded into the derived history, and then
+ * published to observers — or refused with a `SessionLogError` that leaves everything unchanged.
+ *
+ * @since 0.0.0
+ */
+import { Context, Effect, Queue, Schema, Scope, Stream } from "effect"
+import { Ids, SessionEvent } from "@harness/domain"
+import type { History } from "./History.js"
+import type { LogState } from "./LogCheck.js"
+import { SessionStore } from "./SessionStore.js"
+
+/**
+ * A refused append, seed or load. `reason` names the rule that refused it: an enclosure rule of R100 (see
+ * `LogCheck.Rule`), `invalid-event` (the event does not match its schema or is not JSON-lossless), `store` (the
+ * driver failed) or `invalid-seed` (a seed or a stored log that is not a balanced, gap-free log).
+ *
+ * @since 0.0.0
+ */
+export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
+  "SessionLogError",
+  {
+    reason: Schema.String,
+    message: Schema.String,
+    seq: Schema.optionalWith(Schema.Number, { exact: true })
+  }
+) {}
+
+/**
+ * One session's log.
+ *
+ * @since 0.0.0
+ */
+export interface Service {
+  readonly id: Ids.SessionId
+  /**
+   * Appends one event and returns the stored envelope.
+   *
+   * Contract: appends are serialised. Before anything is stored the event is checked against the enclosure
+   * rules and encoded as JSON; `seq` is the previous one plus 1, `time` is `Clock.currentTimeMillis`. The row is
+   * written through to the store; only when that succeeds do the events, the state and the history change and
+   * observers see the event. Any refusal fails with `SessionLogError` and changes nothing.
+   */
+  readonly append: <E extends SessionEvent.SessionEventInput>(
+    input: E
+  ) => Effect.Effect<Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>, SessionLogError>
+  /** Every event, seeded ones included, in `seq` order. */
+  readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
+  /** The enclosure state after the last event (open turn and step, last turn number, last request header…). */
+  readonly state: Effect.Effect<LogState>
+  /** The derived model history after the last event, kept current per append (never rebuilt from the log). */
+  readonly history: Effect.Effect<History>
+  /**
+   * Subscribes to appended events. Contract: subscribed when it returns; unbounded (a slow observer never blocks
+   * an append); events arrive in `seq` order.
+   */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<SessionEvent.SessionEvent>, never, Scope.Scope>
+  /** The appended events as a stream; subscribes when run. */
+  readonly changes: Stream.Stream<SessionEvent.SessionEvent>
+}
+
+/**
+ * The tag of the current session's log.
+ *
+ * @since 0.0.0
+ */
+export class SessionLog extends Context.Tag("@harness/session/SessionLog")<SessionLog, Service>() {}
+
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.0.0
+ */
+export interface MakeOptions {
+  /** The session id; a random UUID when absent. */
+  readonly id?: Ids.SessionId | undefined
+  /**
+   * An existing log to continue (fork, resume). Contract: it must be gap-free from seq 0, pass `checkLog` and be
+   * balanced (no open turn), else `invalid-seed`. It is written to the store as the new session's first rows.
+   */
+  readonly seed?: ReadonlyArray<SessionEvent.SessionEvent> | undefined
+}
+
+/**
+ * Creates a new session in the store (optionally seeded). Fails with `store` if the id already exists.
+ *
+ * @since 0.0.0
+ */
+export declare const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError, SessionStore>
+
+/**
+ * Opens a stored session: loads, decodes and checks its rows (a log that is corrupt or ends inside a turn is
+ * `invalid-seed` until crash repair exists) and continues it.
+ *
+ * @since 0.0.0
+ */
+export declare const open: (id: Ids.SessionId) => Effect.Effect<Service, SessionLogError, SessionStore>
+
+/**
+ * A new session over its own fresh memory store: the default of every agent.
+ *
+ * @since 0.0.0
+ */
+export declare const memory: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError>
+
+/**
+ * A layer providing a new memory session.
+ *
+ * @since 0.0.0
+ */
+export declare const layerMemory: (options?: MakeOptions) => import("effect").Layer.Layer<SessionLog, SessionLogError>

@@ -1,0 +1,7 @@
+/**
+ * @since 0.0.0
+ */
+export * as History from "./History.js"
+export * as LogCheck from "./LogCheck.js"
+export * as SessionLog from "./SessionLog.js"
+export * as SessionStore from "./SessionStore.js"
