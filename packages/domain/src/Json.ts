@@ -103,7 +103,8 @@ export const copyJson = (u: unknown): { readonly value: JsonValue } | { readonly
           const item = go((v as Record<string, unknown>)[key])
           if (issue !== undefined) return undefined
           path.pop()
-          out[key] = item!
+          // defineProperty, not assignment: `out["__proto__"] = …` would set the prototype and drop the key
+          Object.defineProperty(out, key, { value: item!, enumerable: true, writable: true, configurable: true })
         }
         seen.delete(v)
         return Object.freeze(out)

@@ -68,6 +68,9 @@ const header = (headers: Readonly<Record<string, string>>, name: string): string
   return undefined
 }
 
+// A hint too large for a safe integer would make the failure fail its own schema (`NonNegativeInt`): drop it.
+const safeDelay = (ms: number): number | undefined => Number.isSafeInteger(ms) ? ms : undefined
+
 /**
  * Reads `retry-after-ms`, or `retry-after` as seconds or as an HTTP date (relative to `now`, epoch ms).
  *
@@ -75,12 +78,12 @@ const header = (headers: Readonly<Record<string, string>>, name: string): string
  */
 export const retryAfterMs = (headers: Readonly<Record<string, string>>, now: number): number | undefined => {
   const ms = header(headers, "retry-after-ms")
-  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms))
+  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return safeDelay(Math.ceil(Number(ms)))
   const value = header(headers, "retry-after")
   if (value === undefined) return undefined
-  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000)
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return safeDelay(Math.ceil(Number(value) * 1000))
   const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+  return Number.isNaN(date) ? undefined : safeDelay(Math.max(0, Math.ceil(date - now)))
 }
 
 const contextLengthPattern =

@@ -18,7 +18,12 @@ import { MessageSource } from "./MessageSource.js"
  */
 export const UserMessageData = Schema.Struct({
   content: Schema.NonEmptyArray(TextBlock).annotations({
-    message: () => ({ message: "content must be a non-empty list of text blocks", override: true })
+    // Overrides only an empty list (whose raw issue would be "[0] is missing"); a bad block keeps its own,
+    // more precise issue (its index and what is wrong with it).
+    message: (issue) => ({
+      message: "content must be a non-empty list of text blocks",
+      override: Array.isArray(issue.actual) && issue.actual.length === 0
+    })
   }),
   source: MessageSource
 }).annotations({ identifier: "UserMessageData" })

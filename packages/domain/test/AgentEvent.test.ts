@@ -1,0 +1,125 @@
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AgentEvent from "../src/AgentEvent.js"
+import type { AgentMessage } from "../src/Message.js"
+import { agentMessage, decodeError, fullFailure, goalContinuation, otherMessageId, roundTrip, sessionEvents } from "./fixtures.js"
+
+const steering: AgentMessage = {
+  content: [{ type: "text", text: "also run the tests" }],
+  id: otherMessageId,
+  source: goalContinuation
+}
+
+/** Every live event type, each variant the contract names. */
+const agentEvents: ReadonlyArray<readonly [string, AgentEvent.AgentEvent]> = [
+  ["agent/status idle", { type: "agent/status", status: "idle" }],
+  ["agent/status running", { type: "agent/status", status: "running" }],
+  ["agent/inbox/enqueue queued", { type: "agent/inbox/enqueue", message: agentMessage, placement: "queued" }],
+  ["agent/inbox/enqueue steering", { type: "agent/inbox/enqueue", message: steering, placement: "steering" }],
+  ["agent/inbox/dequeue", { type: "agent/inbox/dequeue", message: agentMessage }],
+  ["agent/inbox/discard", { type: "agent/inbox/discard", messages: [agentMessage, steering] }],
+  ["agent/cancel-requested user", { type: "agent/cancel-requested", cause: "user" }],
+  ["agent/cancel-requested parent", { type: "agent/cancel-requested", cause: "parent" }],
+  ["agent/settled completed", { type: "agent/settled", turn: 1, reason: { kind: "completed" } }],
+  ["agent/settled aborted", { type: "agent/settled", turn: 2, reason: { kind: "aborted" } }],
+  ["agent/settled error with a failure", {
+    type: "agent/settled",
+    turn: 3,
+    reason: { kind: "error", message: fullFailure.message, failure: fullFailure }
+  }],
+  ["agent/settled error with a code", { type: "agent/settled", turn: 3, reason: { kind: "error", message: "x", code: "C" } }],
+  ["agent/error with a code", {
+    type: "agent/error",
+    turn: 1,
+    step: 2,
+    error: { message: "step/end append failed", code: "APPEND_FAILED" }
+  }],
+  ["agent/error without a code", { type: "agent/error", turn: 0, step: 0, error: { message: "admission failed" } }],
+  ["agent/disposed", { type: "agent/disposed" }],
+  ...sessionEvents.map(([name, event]) =>
+    [`session/event wrapping ${name}`, { type: "session/event", event }] as const
+  )
+]
+
+/** The compiler insists on every live name here. */
+const liveNames: Record<AgentEvent.AgentEvent["type"], true> = {
+  "agent/status": true,
+  "agent/inbox/enqueue": true,
+  "agent/inbox/dequeue": true,
+  "agent/inbox/discard": true,
+  "agent/cancel-requested": true,
+  "agent/settled": true,
+  "agent/error": true,
+  "agent/disposed": true,
+  "session/event": true
+}
+
+describe("AgentEvent round trips", () => {
+  it("the samples cover every live event name", () => {
+    assert.deepStrictEqual([...new Set(agentEvents.map(([, event]) => event.type))].sort(), Object.keys(liveNames).sort())
+  })
+
+  for (const [name, event] of agentEvents) {
+    it.effect(name, () => roundTrip(AgentEvent.AgentEvent, event))
+  }
+
+  it.effect("the cause vocabularies", () =>
+    Effect.gen(function*() {
+      for (const cause of AgentEvent.CancelCause.literals) yield* roundTrip(AgentEvent.CancelCause, cause)
+      for (const reason of AgentEvent.InterruptReason.literals) yield* roundTrip(AgentEvent.InterruptReason, reason)
+      for (const status of AgentEvent.AgentStatus.literals) yield* roundTrip(AgentEvent.AgentStatus, status)
+    }))
+})
+
+describe("AgentEvent refuses", () => {
+  it.effect("`disposed` as a caller's cancel cause (it is internal to teardown)", () =>
+    Effect.gen(function*() {
+      const message = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/cancel-requested", cause: "disposed" })
+      expect(message).toContain("[\"cause\"]")
+      expect(message).toContain("actual \"disposed\"")
+    }))
+
+  it.effect("a discard of no messages", () =>
+    Effect.gen(function*() {
+      const message = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/inbox/discard", messages: [] })
+      expect(message).toContain("[\"messages\"]")
+      expect(message).toContain("is missing")
+    }))
+
+  it.effect("an enqueue whose message has no id, or an unknown placement", () =>
+    Effect.gen(function*() {
+      const noId = yield* decodeError(AgentEvent.AgentEvent, {
+        type: "agent/inbox/enqueue",
+        message: { content: agentMessage.content, source: agentMessage.source },
+        placement: "queued"
+      })
+      expect(noId).toContain("[\"message\"]")
+      expect(noId).toContain("[\"id\"]")
+      const placement = yield* decodeError(AgentEvent.AgentEvent, {
+        type: "agent/inbox/enqueue",
+        message: agentMessage,
+        placement: "front"
+      })
+      expect(placement).toContain("[\"placement\"]")
+    }))
+
+  it.effect("a status that is not idle or running, and an unknown live name", () =>
+    Effect.gen(function*() {
+      expect(yield* decodeError(AgentEvent.AgentEvent, { type: "agent/status", status: "disposed" })).toContain(
+        "actual \"disposed\""
+      )
+      const unknown = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/queued" })
+      expect(unknown).toContain("[\"type\"]")
+      expect(unknown).toContain("actual \"agent/queued\"")
+    }))
+
+  it.effect("a session/event whose event is not a valid durable event", () =>
+    Effect.gen(function*() {
+      const message = yield* decodeError(AgentEvent.AgentEvent, {
+        type: "session/event",
+        event: { seq: 0, time: 0, type: "turn/start", data: { turn: 0, trigger: { kind: "retry" } } }
+      })
+      expect(message).toContain("[\"event\"]")
+      expect(message).toContain("expected a positive integer, got 0")
+    }))
+})

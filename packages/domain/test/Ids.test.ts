@@ -1,0 +1,50 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import * as Ids from "../src/Ids.js"
+import { decodeError, roundTrip } from "./fixtures.js"
+
+const idSuite = <A extends string>(
+  name: string,
+  schema: Schema.Schema<A, string> & { readonly make: (raw: string) => A }
+) =>
+  describe(name, () => {
+    it.effect("round trips any non-empty string", () =>
+      Effect.gen(function*() {
+        for (const raw of ["a", "0b6f1c2e-6c1d-4d8e-9a8f-3c2b1a0f9e8d", "call_01 with spaces", "ü"]) {
+          yield* roundTrip(schema, yield* Schema.decodeUnknown(schema)(raw))
+        }
+      }))
+
+    it.effect("refuses an empty string, naming the problem", () =>
+      Effect.gen(function*() {
+        expect(yield* decodeError(schema, "")).toContain("an id must be a non-empty string")
+      }))
+
+    it.effect("refuses a number, null and undefined", () =>
+      Effect.gen(function*() {
+        expect(yield* decodeError(schema, 42)).toContain("Expected string, actual 42")
+        expect(yield* decodeError(schema, null)).toContain("Expected string, actual null")
+        expect(yield* decodeError(schema, undefined)).toContain("Expected string, actual undefined")
+      }))
+
+    it("make refuses an empty id", () => {
+      expect(() => schema.make("")).toThrow("an id must be a non-empty string")
+    })
+  })
+
+describe("Ids", () => {
+  idSuite("SessionId", Ids.SessionId)
+  idSuite("AgentMessageId", Ids.AgentMessageId)
+  idSuite("ToolCallId", Ids.ToolCallId)
+
+  it("the brands keep one kind of id from standing for another (compile time)", () => {
+    const takesMessageId = (id: Ids.AgentMessageId): string => id
+    // @ts-expect-error a SessionId is not an AgentMessageId
+    takesMessageId(Ids.SessionId.make("s-1"))
+    // @ts-expect-error a ToolCallId is not an AgentMessageId
+    takesMessageId(Ids.ToolCallId.make("c-1"))
+    // @ts-expect-error a plain string is not an AgentMessageId
+    takesMessageId("m-1")
+    expect(takesMessageId(Ids.AgentMessageId.make("m-1"))).toBe("m-1")
+  })
+})

@@ -1,0 +1,281 @@
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import * as Message from "../src/Message.js"
+import { agentMessage, decodeError, isDeepFrozen, messageId, roundTrip, sources, userData } from "./fixtures.js"
+
+const text = [{ type: "text", text: "hi" }]
+const goal0 = { kind: "goal", goalId: "g-1", revision: 1, round: 0 } as const
+
+/** Runs `decodeUserMessageData`, expects `InvalidMessageError`, returns its message. */
+const refusal = (input: unknown) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(Message.decodeUserMessageData(input))
+    assert.instanceOf(error, Message.InvalidMessageError)
+    assert.strictEqual(error._tag, "InvalidMessageError")
+    expect(error.message).toMatch(/^invalid message: /)
+    return error.message
+  })
+
+/** [what, bad value placed in a goal's `change`, the path and problem the message must name] */
+const notJson: ReadonlyArray<readonly [string, () => unknown, string]> = [
+  ["NaN", () => ({ score: NaN }), "score is NaN"],
+  ["Infinity", () => ({ limit: Infinity }), "limit is Infinity"],
+  ["-0", () => ({ n: [1, -0] }), "n[1] is -0"],
+  ["undefined", () => ({ note: undefined }), "note is undefined"],
+  ["a function", () => ({ run: () => 1 }), "run is a function"],
+  ["a bigint", () => ({ big: 1n }), "big is the bigint 1n"],
+  ["a Date", () => ({ at: new Date(0) }), "at is an instance of Date"],
+  ["a Map", () => ({ m: new Map() }), "m is an instance of Map"],
+  ["a cycle", () => {
+    const self: Record<string, unknown> = {}
+    self["self"] = self
+    return { self }
+  }, "self.self is a cycle"],
+  // `[1, , 3]` has a real hole at index 1
+  ["a sparse array", () => ({ list: [1, , 3] }), "list[1] is a hole in a sparse array"]
+]
+
+describe("Message schemas round trip", () => {
+  for (const [name, source] of sources) {
+    it.effect(`UserMessageData with a ${name} source`, () =>
+      roundTrip(Message.UserMessageData, { content: [{ type: "text", text: "x" }], source }))
+  }
+
+  it.effect("UserMessageData with several blocks", () => roundTrip(Message.UserMessageData, userData))
+
+  it.effect("AgentMessage", () => roundTrip(Message.AgentMessage, agentMessage))
+
+  it.effect("AgentMessage keys are exactly content, id, source (R6)", () =>
+    Effect.gen(function*() {
+      const decoded = yield* Schema.decodeUnknown(Message.AgentMessage)({ ...agentMessage })
+      assert.deepStrictEqual(Object.keys(decoded).sort(), ["content", "id", "source"])
+      const encoded = yield* Schema.encode(Message.AgentMessage)(agentMessage)
+      assert.deepStrictEqual(Object.keys(encoded).sort(), ["content", "id", "source"])
+    }))
+
+  it.effect("SendOptions for every target, with and without id", () =>
+    Effect.gen(function*() {
+      for (const target of Message.SendTarget.literals) {
+        for (const wakeup of [true, false]) {
+          yield* roundTrip(Message.SendOptions, { target, wakeup })
+          yield* roundTrip(Message.SendOptions, { target, wakeup, id: messageId })
+        }
+      }
+    }))
+
+  it.effect("InboxPlacement", () =>
+    Effect.gen(function*() {
+      for (const placement of ["queued", "steering"] as const) yield* roundTrip(Message.InboxPlacement, placement)
+    }))
+
+  it.effect("InvalidMessageError (so it can be logged durably)", () =>
+    Effect.gen(function*() {
+      const error = new Message.InvalidMessageError({ message: "invalid message: x" })
+      const encoded = yield* Schema.encode(Message.InvalidMessageError)(error)
+      assert.deepStrictEqual(encoded, { _tag: "InvalidMessageError", message: "invalid message: x" })
+      const decoded = yield* Schema.decodeUnknown(Message.InvalidMessageError)(JSON.parse(JSON.stringify(encoded)))
+      assert.instanceOf(decoded, Message.InvalidMessageError)
+      assert.strictEqual(decoded.message, error.message)
+    }))
+
+  it("make builds a user message, or one with the given source", () => {
+    assert.deepStrictEqual(Message.make("hi"), { content: [{ type: "text", text: "hi" }], source: { kind: "user" } })
+    assert.deepStrictEqual(Message.make("hi", { kind: "plugin", plugin: "p" }).source, { kind: "plugin", plugin: "p" })
+  })
+})
+
+describe("Message schemas refuse", () => {
+  it.effect("SendOptions without wakeup, naming the key", () =>
+    Effect.gen(function*() {
+      const message = yield* decodeError(Message.SendOptions, { target: "next-turn" })
+      expect(message).toContain("[\"wakeup\"]")
+      expect(message).toContain("is missing")
+    }))
+
+  it.effect("SendOptions with a wrong id brand: empty string or number", () =>
+    Effect.gen(function*() {
+      const empty = yield* decodeError(Message.SendOptions, { target: "next-step", wakeup: true, id: "" })
+      expect(empty).toContain("[\"id\"]")
+      expect(empty).toContain("an id must be a non-empty string")
+      const number = yield* decodeError(Message.SendOptions, { target: "next-step", wakeup: true, id: 7 })
+      expect(number).toContain("[\"id\"]")
+      expect(number).toContain("Expected string, actual 7")
+    }))
+
+  it.effect("AgentMessage without an id, or with an empty one", () =>
+    Effect.gen(function*() {
+      const missing = yield* decodeError(Message.AgentMessage, { content: text, source: { kind: "user" } })
+      expect(missing).toContain("[\"id\"]")
+      expect(missing).toContain("is missing")
+      const empty = yield* decodeError(Message.AgentMessage, { content: text, source: { kind: "user" }, id: "" })
+      expect(empty).toContain("an id must be a non-empty string")
+    }))
+
+  it.effect("an unknown target or placement", () =>
+    Effect.gen(function*() {
+      const target = yield* decodeError(Message.SendTarget, "now")
+      expect(target).toContain("\"next-turn\" | \"next-step\"")
+      expect(target).toContain("actual \"now\"")
+      const placement = yield* decodeError(Message.InboxPlacement, "front")
+      expect(placement).toContain("\"queued\" | \"steering\"")
+      expect(placement).toContain("actual \"front\"")
+    }))
+})
+
+describe("Message.decodeUserMessageData", () => {
+  it.effect("accepts valid input and returns an equal value", () =>
+    Effect.gen(function*() {
+      for (const [, source] of sources) {
+        const input: Message.UserMessageData = { content: [{ type: "text", text: "go" }], source }
+        assert.deepStrictEqual(yield* Message.decodeUserMessageData(input), input)
+      }
+    }))
+
+  it.effect("frozen at acceptance: the result is deep-frozen and later mutation of the input changes nothing", () =>
+    Effect.gen(function*() {
+      const change = { status: "active", budget: { turns: 3 }, tags: ["a"] }
+      const content = [{ type: "text", text: "original" }]
+      const source: { kind: "goal"; goalId: string; revision: number; round: number; change: typeof change } = {
+        ...goal0,
+        change
+      }
+      const input = { content, source }
+      const accepted = yield* Message.decodeUserMessageData(input)
+      assert.isTrue(isDeepFrozen(accepted))
+
+      content[0] = { type: "text", text: "mutated" }
+      content.push({ type: "text", text: "more" })
+      change.status = "mutated"
+      change.budget.turns = 99
+      change.tags.push("b")
+      source.goalId = "other"
+
+      assert.deepStrictEqual(accepted, {
+        content: [{ type: "text", text: "original" }],
+        source: { ...goal0, change: { status: "active", budget: { turns: 3 }, tags: ["a"] } }
+      })
+    }))
+
+  it.effect("the accepted value cannot be mutated", () =>
+    Effect.gen(function*() {
+      const accepted = yield* Message.decodeUserMessageData({ content: text, source: { kind: "user" } })
+      assert.isFalse(Reflect.set(accepted, "source", { kind: "plugin", plugin: "x" }))
+      assert.isFalse(Reflect.set(accepted.content, 0, { type: "text", text: "changed" }))
+      assert.isFalse(Reflect.set(accepted.content[0], "text", "changed"))
+      assert.deepStrictEqual(accepted, { content: [{ type: "text", text: "hi" }], source: { kind: "user" } })
+    }))
+
+  it.effect("refuses empty content", () =>
+    Effect.gen(function*() {
+      const message = yield* refusal({ content: [], source: { kind: "user" } })
+      expect(message).toContain("[\"content\"]")
+      expect(message).toContain("content must be a non-empty list of text blocks")
+    }))
+
+  it.effect("refuses content that is not a list", () =>
+    Effect.gen(function*() {
+      for (const content of ["hi", null, { type: "text", text: "hi" }]) {
+        const message = yield* refusal({ content, source: { kind: "user" } })
+        expect(message).toContain("[\"content\"]")
+        expect(message).toContain("content must be a non-empty list of text blocks")
+      }
+    }))
+
+  it.effect("refuses a non-text block, naming its index and its type", () =>
+    Effect.gen(function*() {
+      const reasoning = yield* refusal({
+        content: [{ type: "text", text: "ok" }, { type: "reasoning", text: "hmm" }],
+        source: { kind: "user" }
+      })
+      expect(reasoning).toContain("[\"content\"]")
+      expect(reasoning).toContain("[1]")
+      expect(reasoning).toContain("[\"type\"]")
+      expect(reasoning).toContain("Expected \"text\", actual \"reasoning\"")
+
+      const toolCall = yield* refusal({
+        content: [{ type: "tool-call", id: "c", name: "x", arguments: "{}" }],
+        source: { kind: "user" }
+      })
+      expect(toolCall).toContain("[0]")
+      expect(toolCall).toContain("Expected \"text\", actual \"tool-call\"")
+    }))
+
+  it.effect("refuses a text block whose text is not a string", () =>
+    Effect.gen(function*() {
+      const message = yield* refusal({ content: [{ type: "text", text: NaN }], source: { kind: "user" } })
+      expect(message).toContain("[0]")
+      expect(message).toContain("[\"text\"]")
+      expect(message).toContain("Expected string, actual NaN")
+    }))
+
+  it.effect("refuses a missing or unknown source kind", () =>
+    Effect.gen(function*() {
+      const missing = yield* refusal({ content: text })
+      expect(missing).toContain("[\"source\"]")
+      expect(missing).toContain("is missing")
+      const unknown = yield* refusal({ content: text, source: { kind: "tool" } })
+      expect(unknown).toContain("[\"source\"]")
+      expect(unknown).toContain("[\"kind\"]")
+      expect(unknown).toContain("Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
+    }))
+
+  it.effect("refuses goal round 0 without change", () =>
+    Effect.gen(function*() {
+      const message = yield* refusal({ content: text, source: goal0 })
+      expect(message).toContain("[\"source\"]")
+      expect(message).toContain("[\"change\"]")
+      expect(message).toContain("round 0 is a goal state change and must carry its `change`")
+    }))
+
+  it.effect("refuses goal round ≥ 1 with change", () =>
+    Effect.gen(function*() {
+      const message = yield* refusal({ content: text, source: { ...goal0, round: 3, change: {} } })
+      expect(message).toContain("[\"change\"]")
+      expect(message).toContain("round 3 is a continuation prompt and must not carry a `change`")
+    }))
+
+  describe("refuses values JSON cannot carry losslessly, naming the path", () => {
+    for (const [what, make, expected] of notJson) {
+      it.effect(what, () =>
+        Effect.gen(function*() {
+          const message = yield* refusal({ content: text, source: { ...goal0, change: make() } })
+          expect(message).toContain("[\"source\"]")
+          expect(message).toContain("[\"change\"]")
+          expect(message).toContain(`${expected}, which JSON cannot represent losslessly`)
+        }))
+    }
+
+    it.effect("a change that is undefined, or not an object", () =>
+      Effect.gen(function*() {
+        const undef = yield* refusal({ content: text, source: { ...goal0, change: undefined } })
+        expect(undef).toContain("the value is undefined, which JSON cannot represent losslessly")
+        const list = yield* refusal({ content: text, source: { ...goal0, change: [1] } })
+        expect(list).toContain("expected a JSON object, got an array")
+      }))
+  })
+
+  it.effect("refuses unknown extra keys, at the top, in a block and in the source", () =>
+    Effect.gen(function*() {
+      const top = yield* refusal({ content: text, source: { kind: "user" }, priority: 1 })
+      expect(top).toContain("[\"priority\"]")
+      expect(top).toContain("is unexpected, expected: \"content\" | \"source\"")
+
+      const block = yield* refusal({ content: [{ type: "text", text: "x", cache: true }], source: { kind: "user" } })
+      expect(block).toContain("[\"cache\"]")
+      expect(block).toContain("is unexpected")
+
+      const source = yield* refusal({ content: text, source: { kind: "user", name: "ann" } })
+      expect(source).toContain("[\"name\"]")
+      expect(source).toContain("is unexpected")
+
+      const undefinedKey = yield* refusal({ content: text, source: { kind: "user" }, extra: undefined })
+      expect(undefinedKey).toContain("[\"extra\"]")
+    }))
+
+  it.effect("refuses input that is not an object", () =>
+    Effect.gen(function*() {
+      for (const input of [null, undefined, "hi", 42, [text]]) {
+        expect(yield* refusal(input)).toContain("Expected UserMessageData")
+      }
+    }))
+})
