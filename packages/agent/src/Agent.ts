@@ -7,13 +7,14 @@
  * @since 0.0.0
  */
 import type { LanguageModel } from "@effect/ai"
-import type { Effect, Layer, Queue, Scope, Stream } from "effect"
-import { Context } from "effect"
+import type { Effect, Queue, Scope, Stream } from "effect"
+import { Context, Layer } from "effect"
 import type { AgentEvent, Ids, Message, SessionEvent } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import type { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
 import type { Hooks, RequestConfig } from "./Hooks.js"
+import * as internal from "./internal/agent.js"
 
 /**
  * Why a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
@@ -154,15 +155,17 @@ export interface Options<R = never> {
  *
  * @since 0.0.0
  */
-export declare const make: <R = never>(
+export const make: <R = never>(
   options?: Options<R>
-) => Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R>
+) => Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R> =
+  internal.make
 
 /**
  * The agent as a layer.
  *
  * @since 0.0.0
  */
-export declare const layer: <R = never>(
+export const layer = <R = never>(
   options?: Options<R>
-) => Layer.Layer<Agent, AgentConfigError | SessionLog.SessionLogError, LanguageModel.LanguageModel | R>
+): Layer.Layer<Agent, AgentConfigError | SessionLog.SessionLogError, LanguageModel.LanguageModel | R> =>
+  Layer.scoped(Agent, internal.make(options))

@@ -1,0 +1,377 @@
+/**
+ * Builds an agent: validates its options, captures its context, and implements the public `Service` — acceptance
+ * (`send` and its presets, `batch`), `cancel`, `retry`, quiescence, status and events — on the shared runtime.
+ */
+import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
+import { Chunk, Deferred, Effect, ExecutionStrategy, Fiber, HashSet, Option, ParseResult, PubSub, Queue, Random, Ref, Schema, Scope, Stream } from "effect"
+import type { AgentEvent, Ids as IdsT, SessionEvent } from "@harness/domain"
+import { Ids, Json, Message } from "@harness/domain"
+import { SessionLog } from "@harness/session"
+import type { BatchOp, Options, PresetOptions, Service } from "../Agent.js"
+import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "../AgentError.js"
+import type { AgentTool } from "../AgentTool.js"
+import { ensureDriver, flushContext, startActivity } from "./driver.js"
+import type { Env, OutboxItem, QueuedItem, State } from "./runtime.js"
+import { accept, append, locked, publish, read, update, userMessageData } from "./runtime.js"
+
+const toolName = /^[a-zA-Z0-9_-]{1,64}$/
+
+const isJsonObject = (value: Json.JsonValue | undefined): value is Json.JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const permissive = Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/**
+ * Advertises each tool through a permissive transport definition — parameters accept any object, annotated with
+ * the tool's real JSON Schema — because `@effect/ai` decodes every `tool-call` part against the toolkit and would
+ * fail the whole stream on arguments that do not match. The loop decodes arguments itself (ADR 0005).
+ */
+const transport = (tools: ReadonlyArray<AgentTool<unknown>>) => {
+  const record: Record<string, Tool.Any> = {}
+  const descriptors: Array<SessionEvent.ToolDescriptor> = []
+  for (const tool of tools) {
+    const schema = Tool.getJsonSchemaFromSchemaAst(tool.tool.parametersSchema.ast)
+    const copied = Json.copyJson(schema)
+    const parameters = "issue" in copied ? undefined : copied.value
+    if (!isJsonObject(parameters)) {
+      return new AgentConfigError({ option: "tools", message: `tool "${tool.name}" has a parameter schema that is not a JSON object schema` })
+    }
+    const description = tool.tool.description
+    record[tool.name] = Tool.make(tool.name, description === undefined ? {} : { description }).setParameters(
+      permissive.annotations({ jsonSchema: schema })
+    )
+    descriptors.push(
+      description === undefined
+        ? { name: tool.name, parameters }
+        : { name: tool.name, description, parameters }
+    )
+  }
+  const toolkit: Toolkit.WithHandler<Record<string, Tool.Any>> = {
+    tools: record,
+    // Tool-call resolution is disabled: the loop runs the tools itself.
+    handle: () => Effect.dieMessage("Harness runs tool calls itself; the toolkit handler is never called")
+  }
+  return { toolkit, descriptors }
+}
+
+const validate = (options: Options<unknown>) =>
+  Effect.gen(function*() {
+    const maxParallel = options.maxParallelToolCalls ?? 10
+    if (!Number.isSafeInteger(maxParallel) || maxParallel < 1) {
+      return yield* new AgentConfigError({
+        option: "maxParallelToolCalls",
+        message: `maxParallelToolCalls must be a positive integer (1 runs calls one at a time), got ${String(maxParallel)}`
+      })
+    }
+    const tools = new Map<string, AgentTool<unknown>>()
+    for (const tool of options.tools ?? []) {
+      if (!toolName.test(tool.name)) {
+        return yield* new AgentConfigError({
+          option: "tools",
+          message: `tool name "${tool.name}" is invalid: use 1 to 64 letters, digits, "_" or "-"`
+        })
+      }
+      if (tools.has(tool.name)) {
+        return yield* new AgentConfigError({ option: "tools", message: `two tools are named "${tool.name}"` })
+      }
+      tools.set(tool.name, tool)
+    }
+    if (options.model !== undefined && options.model === "") {
+      return yield* new AgentConfigError({ option: "model", message: "model must be a non-empty route label" })
+    }
+    const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
+    if (advertised instanceof AgentConfigError) return yield* advertised
+    return { maxParallel, tools, advertised }
+  })
+
+const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
+  Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]),
+  (words) => {
+    const hex = words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
+    return Ids.AgentMessageId.make(
+      `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+    )
+  }
+)
+
+const decodeOptions = Schema.decodeUnknownEither(Message.SendOptions, { onExcessProperty: "error", errors: "all" })
+
+const checkOptions = (options: unknown): Effect.Effect<Message.SendOptions, Message.InvalidMessageError> => {
+  const decoded = decodeOptions(options)
+  return decoded._tag === "Right"
+    ? Effect.succeed(decoded.right)
+    : Effect.fail(
+      new Message.InvalidMessageError({
+        message: `invalid send options: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+      })
+    )
+}
+
+/**
+ * Routes one decoded send (R28). Must run holding the lock.
+ */
+const sendLocked = (
+  env: Env,
+  data: Message.UserMessageData,
+  options: Message.SendOptions
+): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.disposed) return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+    if (options.id !== undefined && HashSet.has(state.accepted, options.id)) return options.id
+    const id = options.id ?? (yield* mintId)
+    if (options.target === "next-step" && !options.wakeup) {
+      if (state.window) {
+        yield* update(env, (s) => accept({ ...s, outbox: Chunk.append(s.outbox, { _tag: "context", data, id }) }, id))
+      } else {
+        // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
+        yield* append(env, { type: "user/message", data: userMessageData(data, id) })
+        yield* update(env, (s) => accept(s, id))
+      }
+      return id
+    }
+    const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+    if (options.target === "next-step" && state.window) {
+      const item: OutboxItem = { _tag: "steering", message }
+      yield* update(env, (s) => accept({ ...s, outbox: Chunk.append(s.outbox, item) }, id))
+      yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
+      return id
+    }
+    const item: QueuedItem = { message, wakeup: options.wakeup }
+    yield* Queue.offer(env.queue, item)
+    yield* update(env, (s) => accept({ ...s, queued: s.queued + 1, waking: s.waking + (options.wakeup ? 1 : 0) }, id))
+    // The driver may claim only once this critical section ends, so every send in it sees the same
+    // pre-admission state (R30).
+    if (options.wakeup) yield* ensureDriver(env)
+    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+    return id
+  })
+
+/**
+ * One `cancel` (R77–R85, with the agent issue's departures). Must run holding the lock.
+ */
+const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.disposed && reason !== "disposed") return
+    const effective = state.activity !== undefined || (!keepInbox && (state.queued > 0 || state.outbox.length > 0))
+    if (!effective) return
+    if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
+    if (!keepInbox) {
+      const queued = yield* Queue.takeAll(env.queue)
+      const steering = Chunk.filterMap(state.outbox, (item) =>
+        item._tag === "steering" ? Option.some(item.message) : Option.none())
+      const discarded = [...Chunk.map(queued, (item) => item.message), ...steering]
+      yield* update(env, (s) => ({
+        ...s,
+        queued: 0,
+        waking: 0,
+        outbox: Chunk.filter(s.outbox, (item) => item._tag === "context")
+      }))
+      if (discarded.length > 0) {
+        const [first, ...rest] = discarded
+        yield* publish(env, { type: "agent/inbox/discard", messages: [first!, ...rest] })
+      }
+    }
+    if (state.activity !== undefined) {
+      yield* update(env, (s) => ({
+        ...s,
+        cause: s.cause ?? reason,
+        logContextOnClose: s.logContextOnClose || !keepInbox
+      }))
+      yield* Fiber.interruptFork(state.activity.fiber)
+    } else if (!keepInbox) {
+      // Outside any turn, staged context is logged rather than dropped.
+      yield* flushContext(env)
+    }
+  })
+
+/**
+ * Builds an agent in the current scope.
+ */
+export const make = <R>(
+  options: Options<R> = {}
+): Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R> =>
+  Effect.gen(function*() {
+    const erased: Options<unknown> = options
+    const { advertised, maxParallel, tools } = yield* validate(erased)
+    const log = options.session ?? (yield* SessionLog.memory())
+    const model = yield* LanguageModel.LanguageModel
+    const context = yield* Effect.context<R>()
+    const scope = yield* Effect.scope
+    // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
+    // the driver to close the turn) and the fibers are interrupted only after it.
+    const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const accepted = HashSet.fromIterable(
+      (yield* log.events).flatMap((event) =>
+        (event.type === "user/message" || event.type === "steering/message") && event.data.messageId !== undefined
+          ? [event.data.messageId]
+          : []
+      )
+    )
+    const initial: State = {
+      queued: 0,
+      waking: 0,
+      outbox: Chunk.empty(),
+      window: false,
+      status: "idle",
+      driver: undefined,
+      idle: undefined,
+      activity: undefined,
+      cause: undefined,
+      logContextOnClose: false,
+      accepted,
+      disposed: false,
+      header: undefined
+    }
+    const state = yield* Ref.make(initial)
+    const lock = yield* Effect.makeSemaphore(1)
+    const queue = yield* Queue.unbounded<QueuedItem>()
+    const events = yield* PubSub.unbounded<AgentEvent.AgentEvent>()
+
+    const send = (input: Message.UserMessageData, sendOptions: Message.SendOptions) =>
+      Effect.gen(function*() {
+        const data = yield* Message.decodeUserMessageData(input)
+        const checked = yield* checkOptions(sendOptions)
+        return yield* locked(env, sendLocked(env, data, checked))
+      })
+    const preset = (target: Message.SendTarget, wakeup: boolean) => (input: Message.UserMessageData, preset?: PresetOptions) =>
+      send(input, preset?.id === undefined ? { target, wakeup } : { target, wakeup, id: preset.id })
+
+    const batch = (ops: ReadonlyArray<BatchOp>) =>
+      Effect.gen(function*() {
+        type Decoded =
+          | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
+          | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
+        const decoded: Array<Decoded> = []
+        for (const op of ops) {
+          if ("send" in op) {
+            decoded.push({
+              _tag: "send",
+              data: yield* Message.decodeUserMessageData(op.send[0]),
+              options: yield* checkOptions(op.send[1])
+            })
+          } else {
+            const cause = op.cancel[0]
+            if (cause !== "user" && cause !== "parent") {
+              return yield* new Message.InvalidMessageError({ message: `invalid cancel cause: ${JSON.stringify(cause)}` })
+            }
+            decoded.push({ _tag: "cancel", cause, keepInbox: op.cancel[1]?.keepInbox === true })
+          }
+        }
+        return yield* locked(
+          env,
+          Effect.gen(function*() {
+            if ((yield* read(env)).disposed) {
+              return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+            }
+            const applied: Array<IdsT.AgentMessageId | undefined> = []
+            for (const op of decoded) {
+              if (op._tag === "cancel") {
+                yield* cancelLocked(env, op.cause, op.keepInbox)
+                applied.push(undefined)
+                continue
+              }
+              const result = yield* Effect.either(sendLocked(env, op.data, op.options))
+              if (result._tag === "Left") {
+                if (result.left._tag === "AgentDisposedError") return yield* result.left
+                return yield* new BatchError({
+                  applied,
+                  cause: result.left,
+                  message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
+                })
+              }
+              applied.push(result.right)
+            }
+            return applied
+          })
+        )
+      })
+
+    const whenIdle: Effect.Effect<void> = Effect.gen(function*() {
+      while (true) {
+        const idle = (yield* Ref.get(state)).idle
+        if (idle === undefined) return
+        yield* Deferred.await(idle)
+      }
+    })
+
+    const service: Service = {
+      id: log.id,
+      send,
+      followup: preset("next-turn", true),
+      steer: preset("next-step", true),
+      inject: preset("next-step", false),
+      batch,
+      sendAll: (items) =>
+        batch(items.map((send) => ({ send }))).pipe(
+          Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
+        ),
+      cancel: (cause, cancelOptions) => locked(env, cancelLocked(env, cause, cancelOptions?.keepInbox === true)),
+      retry: Effect.suspend(() =>
+        locked(
+          env,
+          Effect.gen(function*() {
+          const current = yield* read(env)
+          if (current.disposed) return yield* new AgentBusyError({ message: "the agent was disposed" })
+          if (current.activity !== undefined) {
+            return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
+          }
+          yield* startActivity(env, { _tag: "retry" })
+          })
+        )
+      ),
+      whenIdle,
+      status: Effect.map(Ref.get(state), (s) => s.status),
+      acceptsNextStep: Effect.map(Ref.get(state), (s) => s.window),
+      subscribe: PubSub.subscribe(events),
+      events: Stream.unwrapScoped(
+        Effect.gen(function*() {
+          if ((yield* Ref.get(state)).disposed) return Stream.empty
+          const queue = yield* PubSub.subscribe(events)
+          return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
+        })
+      ),
+      log: log.events
+    }
+
+    const env: Env = {
+      options: erased,
+      service,
+      log,
+      model,
+      context,
+      fibers,
+      state,
+      lock,
+      queue,
+      events,
+      tools,
+      toolkit: advertised?.toolkit,
+      descriptors: advertised?.descriptors,
+      defaultConfig: options.provider === undefined
+        ? { model: options.model ?? "default" }
+        : { model: options.model ?? "default", provider: options.provider },
+      maxParallel
+    }
+
+    // Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close
+    // the turn, log staged context, then publish `agent/disposed`, the last event.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        const driver = yield* locked(
+          env,
+          Effect.gen(function*() {
+            yield* cancelLocked(env, "disposed", false)
+            yield* update(env, (s) => ({ ...s, disposed: true }))
+            return (yield* read(env)).driver
+          })
+        )
+        if (driver !== undefined) yield* Fiber.await(driver)
+        yield* locked(env, flushContext(env))
+        yield* publish(env, { type: "agent/disposed" })
+      })
+    )
+    return service
+  })
+

@@ -1,0 +1,234 @@
+/**
+ * The driver: a fiber that exists only while there is work. It claims the head of the queued FIFO (opening the
+ * acceptance window before admission, R35), runs each activity in its own fiber and waits for it with
+ * `Fiber.await`, then settles it: an activity that ended on its own wrote its `turn/end`; one that was interrupted
+ * (cancel, disposal) or failed is closed here, well-formed (R57, R59, R72 with the agent issue's departures):
+ * owed tool results, then staged context (default cancel only), then `step/end`, then `turn/end`.
+ */
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
+import type { Turn as TurnT } from "@harness/domain"
+import { Turn } from "@harness/domain"
+import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
+import { append, drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
+import { abortedBeforeDispatchMessage, abortedMessage, errorResult } from "./toolCalls.js"
+import { runActivity, TurnFailure } from "./turn.js"
+
+/**
+ * Makes sure a driver runs. Must run holding the lock.
+ */
+export const ensureDriver = (env: Env): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.driver !== undefined) return
+    const idle = yield* Deferred.make<void>()
+    const driver = yield* Effect.forkIn(Effect.interruptible(driverLoop(env)), env.fibers)
+    yield* update(env, (s) => ({ ...s, driver, idle }))
+  })
+
+/**
+ * Installs a new activity: opens the window, reports `running` if idle, forks the activity fiber. Must run holding
+ * the lock. For a claimed prompt, `agent/inbox/dequeue` follows `agent/status` (R35, R89).
+ */
+export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.status === "idle") yield* publish(env, { type: "agent/status", status: "running" })
+    const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
+    const tools = yield* makeToolRuntime
+    const fiber = yield* Effect.forkIn(Effect.interruptible(runActivity(env, job, progress, tools)), env.fibers)
+    const activity: Activity = { job, fiber, progress, tools }
+    yield* update(env, (s) => ({
+      ...s,
+      status: "running",
+      window: true,
+      activity,
+      cause: undefined,
+      logContextOnClose: false
+    }))
+    if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
+    yield* ensureDriver(env)
+    return activity
+  })
+
+/** The next activity to await, claiming a waking item if there is no activity; `undefined` ends the driver. */
+const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.activity !== undefined) return state.activity
+    if (!state.disposed && state.waking > 0) {
+      const item = Option.getOrThrow(yield* Queue.poll(env.queue)) // `waking > 0` implies a queued item
+      yield* update(env, (s) => ({ ...s, queued: s.queued - 1, waking: item.wakeup ? s.waking - 1 : s.waking }))
+      return yield* startActivity(env, { _tag: "prompt", item, retained: state.outbox.length })
+    }
+    if (state.status === "running") yield* publish(env, { type: "agent/status", status: "idle" })
+    yield* update(env, (s) => ({ ...s, driver: undefined, idle: undefined, status: "idle" }))
+    if (state.idle !== undefined) yield* Deferred.succeed(state.idle, undefined)
+    return undefined
+  })
+
+const driverLoop = (env: Env): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (true) {
+      const activity = yield* locked(env, nextActivity(env))
+      if (activity === undefined) return
+      const exit = yield* Fiber.await(activity.fiber)
+      yield* settle(env, activity, exit)
+    }
+  })
+
+/**
+ * Logs staged context outside any turn, in order (like an idle inject). Must run holding the lock. A failing append
+ * keeps the rest staged and is logged as a warning.
+ */
+export const flushContext = (env: Env): Effect.Effect<void> =>
+  drain(env, { turn: undefined, only: "context" }).pipe(
+    Effect.catchAll((error) => Effect.logWarning("staged context could not be logged; it stays staged", error)),
+    Effect.asVoid
+  )
+
+const errorMessage = (exit: Exit.Exit<ActivityResult, unknown>): { readonly message: string; readonly code?: string } => {
+  if (Exit.isSuccess(exit)) return { message: "the turn ended without closing" }
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure) && failure.value instanceof TurnFailure) {
+    return failure.value.code === undefined
+      ? { message: failure.value.message }
+      : { message: failure.value.message, code: failure.value.code }
+  }
+  return { message: `the turn failed unexpectedly: ${Cause.pretty(exit.cause)}`, code: "DEFECT" }
+}
+
+/**
+ * Settles an activity whose fiber has exited. The driver is not interrupted by a cancel, so everything the log
+ * owes is written here.
+ */
+const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, unknown>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const progress = yield* Ref.get(activity.progress)
+    if (progress.turn === undefined) {
+      // No turn opened: the admission blocked, failed or was cancelled (R42–R43, R80), or `turn/start` itself
+      // failed (R60).
+      const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+      if (Option.isSome(failure)) {
+        const { code, message } = errorMessage(exit)
+        const turn = (yield* env.log.state).lastTurn + 1
+        yield* publish(env, { type: "agent/error", turn, step: 0, error: code === undefined ? { message } : { message, code } })
+      }
+      yield* locked(
+        env,
+        Effect.gen(function*() {
+          yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+          // Context-only staged input is logged at once; steering keeps its context beside it, staged (R43).
+          if (!hasSteering((yield* read(env)).outbox)) yield* flushContext(env)
+        })
+      )
+      return
+    }
+    const turn = progress.turn
+    let reason: TurnT.TurnEndReason | undefined = progress.ended
+    if (reason === undefined) reason = yield* close(env, activity, exit, turn)
+    const retried = yield* locked(
+      env,
+      Effect.gen(function*() {
+        const state = yield* read(env)
+        const retry = state.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" && exit.value.retry
+        if (retry && !state.disposed) {
+          yield* update(env, (s) => ({ ...s, activity: undefined }))
+          yield* startActivity(env, { _tag: "retry" })
+          return true
+        }
+        if (state.cause !== undefined && state.logContextOnClose) yield* flushContext(env)
+        yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+        return false
+      })
+    )
+    // Only the terminal turn of a retry chain settles (R57).
+    if (!retried) yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
+  })
+
+/**
+ * Closes a turn its activity left open: stops the tool handlers (`interrupt` calls are interrupted, `finish` calls
+ * complete), answers every owed call in model order, logs staged context after a default cancel, closes the open
+ * step and ends the turn. Returns the reason it wrote.
+ */
+const close = (
+  env: Env,
+  activity: Activity,
+  exit: Exit.Exit<ActivityResult, unknown>,
+  turn: number
+): Effect.Effect<TurnT.TurnEndReason> =>
+  Effect.gen(function*() {
+    const cause = (yield* read(env)).cause
+    const progress = yield* Ref.get(activity.progress)
+    let reason: TurnT.TurnEndReason
+    if (cause !== undefined) {
+      reason = cause === "disposed" ? { kind: "disposed" } : { kind: "aborted" }
+    } else {
+      const error = errorMessage(exit)
+      reason = error.code === undefined
+        ? { kind: "error", step: progress.step, message: error.message }
+        : { kind: "error", step: progress.step, message: error.message, code: error.code }
+      // R59: `agent/error` precedes `turn/end` (interruption beats error: none for a cancelled turn).
+      yield* publish(env, { type: "agent/error", turn, step: progress.step, error })
+    }
+    const running = yield* Ref.get(activity.tools.running)
+    yield* Effect.forEach(
+      running.values(),
+      (call) => call.onCancel === "finish" ? Fiber.await(call.fiber) : Fiber.interrupt(call.fiber),
+      { concurrency: "unbounded", discard: true }
+    )
+    const finished = yield* Ref.get(activity.tools.finished)
+    const dispatched = yield* Ref.get(activity.tools.dispatched)
+    const written = yield* locked(
+      env,
+      Effect.gen(function*() {
+        const log = yield* env.log.state
+        const step = log.openStep
+        if (step !== undefined) {
+          for (const owed of log.owed) {
+            const call = { turn, step, callId: owed.callId, name: owed.name }
+            let callSeq = owed.callSeq
+            if (callSeq === undefined) {
+              // Never started: a synthetic pair keeps the transcript provider-valid (R72).
+              callSeq = (yield* append(env, {
+                type: "tool/call",
+                data: { turn, step, callId: owed.callId, name: owed.name, arguments: owed.arguments }
+              })).seq
+            }
+            const done = finished.get(owed.callId)
+            const data = done !== undefined
+              ? done.data
+              : owed.callSeq !== undefined && dispatched.has(owed.callId)
+              ? errorResult(call, "ABORTED", abortedMessage, "AbortError")
+              : errorResult(call, "ABORTED_BEFORE_DISPATCH", abortedBeforeDispatchMessage, "AbortError")
+            yield* append(env, { type: "tool/result", data, sourceEventSeqs: [callSeq] })
+            if (done !== undefined && done.contexts.length > 0) {
+              yield* update(env, (s) => ({
+                ...s,
+                outbox: Chunk.appendAll(
+                  s.outbox,
+                  Chunk.fromIterable(done.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
+                )
+              }))
+            }
+          }
+        }
+        const state = yield* read(env)
+        if (state.cause !== undefined && state.logContextOnClose) {
+          yield* drain(env, { turn, only: "context" })
+        }
+        if (step !== undefined) yield* append(env, { type: "step/end", data: { turn, step } })
+        yield* update(env, (s) => ({ ...s, window: false }))
+        yield* append(env, { type: "turn/end", data: { turn, reason } })
+      }).pipe(Effect.either)
+    )
+    if (written._tag === "Left") {
+      yield* Effect.logError("the turn could not be closed in the session log", written.left)
+      yield* publish(env, {
+        type: "agent/error",
+        turn,
+        step: progress.step,
+        error: { message: `the turn could not be closed: ${written.left.message}`, code: "SESSION_LOG" }
+      })
+    }
+    return reason
+  })

@@ -1,0 +1,228 @@
+/**
+ * The agent's shared runtime: its state (one immutable record in a `Ref`, guarded by a one-permit semaphore — the
+ * acceptance window), the queued FIFO (`Queue`), and the helpers every part of the agent uses to append to the log
+ * and publish live events in one true order.
+ */
+import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
+import type { Context, Deferred, Fiber, Queue, Scope } from "effect"
+import { Chunk, Effect, HashSet, PubSub, Ref } from "effect"
+import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
+import type { Options, Service } from "../Agent.js"
+import type * as AgentTool from "../AgentTool.js"
+import type { RequestConfig } from "../Hooks.js"
+
+/** An item of the queued FIFO: a whole turn, waking or parked. */
+export interface QueuedItem {
+  readonly message: Message.AgentMessage
+  readonly wakeup: boolean
+}
+
+/** An item of the one ordered outbox: steering (with its inbox id) or staged context. */
+export type OutboxItem =
+  | { readonly _tag: "steering"; readonly message: Message.AgentMessage }
+  | { readonly _tag: "context"; readonly data: Message.UserMessageData; readonly id: Ids.AgentMessageId | undefined }
+
+/** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
+export interface Progress {
+  /** The committed turn number, once `turn/start` is in the log. */
+  readonly turn: number | undefined
+  /** The current step counter (0 before the first step). */
+  readonly step: number
+  /** The `turn/end` reason once written by the turn itself. */
+  readonly ended: Turn.TurnEndReason | undefined
+  /** Whether any step of this turn finished with `max-tokens`. */
+  readonly maxTokens: boolean
+}
+
+/** A running tool handler, as the close procedure needs to see it. */
+export interface RunningCall {
+  readonly fiber: Fiber.RuntimeFiber<void>
+  readonly onCancel: AgentTool.CancelPolicy
+}
+
+/** A call whose handler finished, with what its result owes the turn. */
+export interface FinishedCall {
+  readonly data: SessionEvent.SessionEventInputOf<"tool/result">["data"]
+  readonly concludes: boolean
+  readonly contexts: ReadonlyArray<Message.UserMessageData>
+}
+
+/** The tool calls of the current turn: what is running and what finished but is not yet committed. */
+export interface ToolRuntime {
+  readonly running: Ref.Ref<ReadonlyMap<string, RunningCall>>
+  readonly finished: Ref.Ref<ReadonlyMap<string, FinishedCall>>
+  readonly dispatched: Ref.Ref<ReadonlySet<string>>
+}
+
+/** A fresh tool runtime for one activity. */
+export const makeToolRuntime: Effect.Effect<ToolRuntime> = Effect.all({
+  running: Ref.make<ReadonlyMap<string, RunningCall>>(new Map()),
+  finished: Ref.make<ReadonlyMap<string, FinishedCall>>(new Map()),
+  dispatched: Ref.make<ReadonlySet<string>>(new Set())
+})
+
+/** What the activity fiber returns when it ends on its own. */
+export type ActivityResult =
+  | { readonly _tag: "NoTurn" }
+  | { readonly _tag: "Ended"; readonly retry: boolean }
+
+/** A job for an activity. */
+export type Job =
+  | { readonly _tag: "prompt"; readonly item: QueuedItem; readonly retained: number }
+  | { readonly _tag: "retry" }
+
+/** The current activity. */
+export interface Activity {
+  readonly job: Job
+  readonly fiber: Fiber.RuntimeFiber<ActivityResult, unknown>
+  readonly progress: Ref.Ref<Progress>
+  readonly tools: ToolRuntime
+}
+
+/**
+ * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads of
+ * `status`/`window` for the public accessors).
+ */
+export interface State {
+  /** Items in the queued FIFO, and how many of them are waking. */
+  readonly queued: number
+  readonly waking: number
+  /** Steering and staged context, in acceptance order. */
+  readonly outbox: Chunk.Chunk<OutboxItem>
+  /** `acceptsNextStep`: the next-step acceptance window is open. */
+  readonly window: boolean
+  readonly status: AgentEvent.AgentStatus
+  /** The driver fiber, present exactly while there is work (an activity or a waking item). */
+  readonly driver: Fiber.RuntimeFiber<void> | undefined
+  /** Completed when the current driver exits. */
+  readonly idle: Deferred.Deferred<void> | undefined
+  readonly activity: Activity | undefined
+  /** The first cancel cause recorded for the current activity. */
+  readonly cause: AgentEvent.InterruptReason | undefined
+  /** A default cancel hit the current activity: staged context is logged when it closes. */
+  readonly logContextOnClose: boolean
+  /** Every id this agent accepted (for idempotent acceptance). */
+  readonly accepted: HashSet.HashSet<string>
+  readonly disposed: boolean
+  /** The header this agent last logged (`undefined` before its first request). */
+  readonly header: SessionEvent.RequestHeader["header"] | undefined
+}
+
+/** Everything the agent's parts share. */
+export interface Env {
+  readonly options: Options<unknown>
+  readonly service: Service
+  readonly log: SessionLog.Service
+  readonly model: LanguageModel.Service
+  /** The context captured at creation: what tools, hooks and the system prompt need. */
+  readonly context: Context.Context<never>
+  readonly fibers: Scope.Scope
+  readonly state: Ref.Ref<State>
+  readonly lock: Effect.Semaphore
+  readonly queue: Queue.Queue<QueuedItem>
+  readonly events: PubSub.PubSub<AgentEvent.AgentEvent>
+  readonly tools: ReadonlyMap<string, AgentTool.AgentTool<unknown>>
+  readonly toolkit: Toolkit.WithHandler<Record<string, Tool.Any>> | undefined
+  readonly descriptors: ReadonlyArray<SessionEvent.ToolDescriptor> | undefined
+  readonly defaultConfig: RequestConfig
+  readonly maxParallel: number
+}
+
+/**
+ * Runs `effect` holding the window's lock, uninterruptibly (a critical section is never left half done; waiting
+ * for the lock stays interruptible).
+ */
+export const locked = <A, E, R>(env: Env, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  env.lock.withPermits(1)(Effect.uninterruptible(effect))
+
+/**
+ * Provides the context captured at creation to an effect of a tool, hook or system prompt.
+ */
+export const provide = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): Effect.Effect<A, E> =>
+  // `Agent.make` required `R` and captured that context, so every requirement of `effect` is in `env.context`;
+  // the options are stored with `R` erased to `unknown`, which is why the type has to be restored here.
+  Effect.provide(effect as Effect.Effect<A, E>, env.context)
+
+/** Publishes a live event. Never blocks (the PubSub is unbounded). */
+export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
+  Effect.asVoid(PubSub.publish(env.events, event))
+
+/** Appends a durable event and republishes it live as `session/event`. */
+export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E) =>
+  Effect.tap(env.log.append(input), (event) => publish(env, { type: "session/event", event }))
+
+/** Updates the state. */
+export const update = (env: Env, f: (state: State) => State): Effect.Effect<void> => Ref.update(env.state, f)
+
+/** Reads the state. */
+export const read = (env: Env): Effect.Effect<State> => Ref.get(env.state)
+
+/** Records an accepted id. */
+export const accept = (state: State, id: string): State => ({ ...state, accepted: HashSet.add(state.accepted, id) })
+
+/** Whether the outbox holds steering. */
+export const hasSteering = (outbox: Chunk.Chunk<OutboxItem>): boolean =>
+  Chunk.some(outbox, (item) => item._tag === "steering")
+
+/** The durable event an outbox item becomes when drained into `turn` (or outside any turn). */
+export const outboxEvent = (
+  item: OutboxItem,
+  turn: number | undefined
+): SessionEvent.SessionEventInputOf<"user/message"> | SessionEvent.SessionEventInputOf<"steering/message"> =>
+  item._tag === "steering"
+    ? {
+      type: "steering/message",
+      data: { turn: turn!, messageId: item.message.id, content: item.message.content, source: item.message.source }
+    }
+    : { type: "user/message", data: userMessageData(item.data, item.id) }
+
+/** The data of a `user/message` for accepted input. */
+export const userMessageData = (
+  data: Message.UserMessageData,
+  id: Ids.AgentMessageId | undefined
+): SessionEvent.SessionEventInputOf<"user/message">["data"] =>
+  id === undefined
+    ? { content: data.content, source: data.source }
+    : { messageId: id, content: data.content, source: data.source }
+
+/**
+ * Drains a prefix of the outbox into the log (R47): steering becomes `steering/message` (and publishes its
+ * `dequeue`), context becomes `user/message`. Must run holding the lock.
+ *
+ * Contract: items leave the outbox only once appended; if an append fails, the failing item and the rest stay at
+ * the front of the outbox (R63, as a port should) and the failure is returned. `only` limits the drain to one
+ * kind of item (the others keep their places).
+ */
+export const drain = (
+  env: Env,
+  options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
+): Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    const limit = Math.min(options.limit ?? Infinity, state.outbox.length)
+    let steering = false
+    let index = 0
+    const kept: Array<OutboxItem> = []
+    const items = Chunk.toReadonlyArray(state.outbox)
+    for (; index < limit; index++) {
+      const item = items[index]!
+      if (options.only !== undefined && item._tag !== options.only) {
+        kept.push(item)
+        continue
+      }
+      const result = yield* Effect.either(append(env, outboxEvent(item, options.turn)))
+      if (result._tag === "Left") {
+        yield* update(env, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
+        return yield* Effect.fail(result.left)
+      }
+      if (item._tag === "steering") {
+        steering = true
+        yield* publish(env, { type: "agent/inbox/dequeue", message: item.message })
+      }
+    }
+    if (index > 0) {
+      yield* update(env, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
+    }
+    return { steering }
+  })

@@ -1,0 +1,304 @@
+/**
+ * Runs the tool calls of one step (R64–R73, with interruption): a rolling pool of parallel calls with a cap,
+ * exclusive calls as barriers, preparation (argument decoding, approval) in model order, results committed strictly
+ * in model order as soon as the finished prefix allows. Handler fibers live outside the turn fiber so that a cancel
+ * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
+ */
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
+import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
+import { Message } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
+import * as AgentTool from "../AgentTool.js"
+import type { ApprovalDecision } from "../Hooks.js"
+import type { Env, FinishedCall, ToolRuntime } from "./runtime.js"
+import { append, locked, provide, update } from "./runtime.js"
+
+type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
+
+// Tool schemas are `@effect/ai` schemas whose context is typed `any`; tools whose schemas need services are not
+// supported (decoding runs without them), so the schemas are viewed as context-free here.
+const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown> => schema as Schema.Schema<unknown, unknown>
+
+/** Builds an error result the model can read. */
+export const errorResult = (
+  call: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
+  code: string,
+  message: string,
+  name = "ToolError"
+): ToolResultData => ({
+  turn: call.turn,
+  step: call.step,
+  callId: call.callId,
+  name: call.name,
+  content: [{ type: "text", text: `Error: ${message}` }],
+  isError: true,
+  error: { name, code }
+})
+
+/** The text of `ABORTED` results. */
+export const abortedMessage = "tool call aborted"
+/** The text of `ABORTED_BEFORE_DISPATCH` results. */
+export const abortedBeforeDispatchMessage = "tool call aborted before dispatch"
+
+type Prepared =
+  | { readonly _tag: "final"; readonly result: FinishedCall }
+  | {
+    readonly _tag: "run"
+    readonly tool: AgentTool.AgentTool<unknown>
+    readonly params: unknown
+    readonly parallel: boolean
+  }
+
+const final = (data: ToolResultData): Prepared => ({ _tag: "final", result: { data, concludes: false, contexts: [] } })
+
+const parseArguments = (raw: string): { readonly value: unknown } | { readonly error: string } => {
+  if (raw.trim() === "") return { value: {} }
+  try {
+    return { value: JSON.parse(raw) }
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) }
+  }
+}
+
+const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolean => {
+  if (typeof tool.parallel === "boolean") return tool.parallel
+  try {
+    return tool.parallel(params) === true
+  } catch {
+    return false // a throwing predicate means exclusive (R65)
+  }
+}
+
+const denyWithoutHook = (name: string): ApprovalDecision => ({
+  kind: "deny",
+  reason: `tool "${name}" requires approval and this agent has no toolApproval hook, so the call was not run. ` +
+    `To allow such calls, give the agent a hooks.toolApproval that answers { kind: "allow" }.`
+})
+
+const prepare = (
+  env: Env,
+  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }
+): Effect.Effect<Prepared> =>
+  Effect.gen(function*() {
+    const { block, step, turn } = call
+    const base = { turn, step, callId: block.id, name: block.name }
+    const tool = env.tools.get(block.name)
+    if (tool === undefined) {
+      const known = [...env.tools.keys()].join(", ")
+      return final(errorResult(
+        base,
+        "UNKNOWN_TOOL",
+        `unknown tool "${block.name}". ${known === "" ? "No tools are available." : `Available tools: ${known}.`}`
+      ))
+    }
+    const parsed = parseArguments(block.arguments)
+    if ("error" in parsed) {
+      return final(errorResult(
+        base,
+        "INVALID_ARGUMENTS",
+        `the arguments of "${block.name}" are not valid JSON (${parsed.error}); the tool was not run. ` +
+          `Send the arguments as one JSON object.`
+      ))
+    }
+    const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
+      errors: "all",
+      onExcessProperty: "error"
+    })(parsed.value)
+    if (decoded._tag === "Left") {
+      return final(errorResult(
+        base,
+        "INVALID_ARGUMENTS",
+        `invalid arguments for "${block.name}": ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+      ))
+    }
+    const params = decoded.right
+    if (tool.approval === "required") {
+      const fallback = Effect.succeed(denyWithoutHook(block.name))
+      const hook = env.options.hooks?.toolApproval
+      const decision = hook === undefined
+        ? denyWithoutHook(block.name)
+        : yield* provide(
+          env,
+          hook({ agent: env.service, turn, step, callId: block.id, name: block.name, arguments: block.arguments, params }, fallback)
+        ).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${Cause.pretty(cause)}` })
+          )
+        )
+      if (decision.kind === "deny") {
+        return final(errorResult(base, "DENIED", `the call was denied: ${decision.reason}`))
+      }
+    }
+    return { _tag: "run", tool, params, parallel: isParallel(tool, params) }
+  })
+
+const render = (value: unknown): string =>
+  typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value) ?? String(value)
+
+/** Turns a handler's exit into the result the model reads (R69). */
+const resultOf = (
+  base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
+  tool: AgentTool.AgentTool<unknown>,
+  exit: Exit.Exit<unknown, unknown>
+): Effect.Effect<FinishedCall> =>
+  Effect.gen(function*() {
+    if (Exit.isSuccess(exit)) {
+      const outcome = AgentTool.isOutcome(exit.value) ? exit.value : undefined
+      const value = outcome === undefined ? exit.value : outcome.value
+      const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.successSchema))(value)
+      if (encoded._tag === "Left") {
+        return {
+          data: errorResult(base, "INVALID_OUTPUT", `"${base.name}" produced an invalid result: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`),
+          concludes: false,
+          contexts: []
+        }
+      }
+      const contexts: Array<MessageT.UserMessageData> = []
+      for (const context of outcome?.contexts ?? []) {
+        const decoded = yield* Effect.either(Message.decodeUserMessageData(context))
+        if (decoded._tag === "Left") {
+          return {
+            data: errorResult(base, "INVALID_OUTPUT", `"${base.name}" attached an invalid context: ${decoded.left.message}`),
+            concludes: false,
+            contexts: []
+          }
+        }
+        contexts.push(decoded.right)
+      }
+      const text = render(encoded.right)
+      return {
+        data: {
+          turn: base.turn,
+          step: base.step,
+          callId: base.callId,
+          name: base.name,
+          content: text === "" ? [] : [{ type: "text", text }],
+          isError: false
+        },
+        concludes: outcome?.concludesTurn === true,
+        contexts
+      }
+    }
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure)) {
+      const error = failure.value
+      const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.failureSchema))(error)
+      const message = typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== ""
+        ? error.message
+        : render(encoded._tag === "Right" ? encoded.right : String(error))
+      const name = typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
+        ? error._tag
+        : "ToolError"
+      return { data: errorResult(base, "TOOL_FAILED", message, name), concludes: false, contexts: [] }
+    }
+    if (Cause.isInterruptedOnly(exit.cause)) {
+      return { data: errorResult(base, "ABORTED", abortedMessage, "AbortError"), concludes: false, contexts: [] }
+    }
+    return {
+      data: errorResult(base, "TOOL_DEFECT", `"${base.name}" crashed: ${Cause.pretty(exit.cause)}`, "ToolDefect"),
+      concludes: false,
+      contexts: []
+    }
+  })
+
+/**
+ * Runs the calls of one step and commits their results in model order; returns whether a result concluded the
+ * turn. Contract: every call gets its `tool/call` before its preparation and exactly one `tool/result`; the
+ * results' contexts are staged on the outbox (the D2 drain logs them after the whole batch, R68).
+ */
+export const runToolCalls = (
+  env: Env,
+  input: {
+    readonly turn: number
+    readonly step: number
+    readonly calls: ReadonlyArray<Content.ToolCallBlock>
+    readonly runtime: ToolRuntime
+  }
+): Effect.Effect<{ readonly concluded: boolean }, SessionLog.SessionLogError> =>
+  Effect.gen(function*() {
+    const { calls, runtime, step, turn } = input
+    const pool = yield* Effect.makeSemaphore(env.maxParallel)
+    const done = yield* Effect.forEach(calls, () => Deferred.make<{ readonly seq: number; readonly result: FinishedCall }>())
+    const concluded = yield* Ref.make(false)
+
+    const start = (block: Content.ToolCallBlock, index: number) =>
+      Effect.gen(function*() {
+        const called = yield* locked(
+          env,
+          append(env, { type: "tool/call", data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments } })
+        )
+        const prepared = yield* prepare(env, { turn, step, block })
+        if (prepared._tag === "final") {
+          yield* Deferred.succeed(done[index]!, { seq: called.seq, result: prepared.result })
+          return
+        }
+        const permits = prepared.parallel ? 1 : env.maxParallel
+        const base = { turn, step, callId: block.id, name: block.name }
+        const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
+          Effect.tap((result) =>
+            Effect.zipRight(
+              Ref.update(runtime.finished, (all) => new Map(all).set(block.id, result)),
+              Deferred.succeed(done[index]!, { seq: called.seq, result })
+            )
+          ),
+          Effect.ensuring(
+            Effect.zipRight(
+              Ref.update(runtime.running, (all) => {
+                const next = new Map(all)
+                next.delete(block.id)
+                return next
+              }),
+              pool.release(permits)
+            )
+          ),
+          Effect.asVoid
+        )
+        yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            yield* restore(pool.take(permits))
+            yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
+            const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
+            yield* Ref.update(runtime.running, (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel }))
+            // An exclusive call is a barrier: nothing else starts until it is done (R66).
+            if (!prepared.parallel) yield* restore(Fiber.await(fiber))
+          })
+        )
+      })
+
+    const commit = (index: number) =>
+      Effect.gen(function*() {
+        const { result, seq } = yield* Deferred.await(done[index]!)
+        yield* locked(
+          env,
+          Effect.gen(function*() {
+            yield* append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [seq] })
+            yield* Ref.update(runtime.finished, (all) => {
+              const next = new Map(all)
+              next.delete(result.data.callId)
+              return next
+            })
+            if (result.contexts.length > 0) {
+              yield* update(env, (s) => ({
+                ...s,
+                outbox: Chunk.appendAll(
+                  s.outbox,
+                  Chunk.fromIterable(result.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
+                )
+              }))
+            }
+          })
+        )
+        if (result.concludes && !result.data.isError) yield* Ref.set(concluded, true)
+      })
+
+    yield* Effect.all(
+      [
+        Effect.forEach(calls, start, { discard: true }),
+        Effect.forEach(calls, (_, index) => commit(index), { discard: true })
+      ],
+      { concurrency: 2, discard: true }
+    )
+    return { concluded: yield* Ref.get(concluded) }
+  })

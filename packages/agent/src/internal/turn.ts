@@ -1,0 +1,379 @@
+/**
+ * One activity: prompt admission (R39–R44) and the turn it admits, or a retry turn (R45–R46); the turn's steps
+ * (R47–R53), continuation (R54) and model-request failures (R74–R75). Everything here runs in the activity fiber,
+ * which a cancel interrupts; the driver closes whatever an interrupted or failed activity left open.
+ */
+import { AiError, Prompt } from "@effect/ai"
+import { Cause, Clock, Data, Effect, Option, Ref, Schema, Stream } from "effect"
+import type { Content, LlmFailure as LlmFailureT, Message as MessageT, SessionEvent, Turn as TurnT } from "@harness/domain"
+import { Json, LlmFailure, Turn } from "@harness/domain"
+import { History, type SessionLog } from "@harness/session"
+import { CurrentRequest } from "../Agent.js"
+import type { RequestConfig } from "../Hooks.js"
+import { chunkJson, ContentBuilder } from "./content.js"
+import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
+import { append, drain, hasSteering, locked, provide, publish, read, update, userMessageData } from "./runtime.js"
+import { runToolCalls } from "./toolCalls.js"
+
+/**
+ * A turn failure that is not a model-request failure (R59): a hook, the system prompt, a log append.
+ */
+export class TurnFailure extends Data.TaggedError("TurnFailure")<{
+  readonly step: number
+  readonly message: string
+  readonly code?: string | undefined
+}> {}
+
+const failTurn = (step: number, what: string) => (cause: Cause.Cause<unknown>) =>
+  new TurnFailure({ step, message: `${what}: ${Cause.pretty(cause)}` })
+
+const logFailure = (step: number) => (error: SessionLog.SessionLogError) =>
+  new TurnFailure({ step, message: `the session log refused an append: ${error.message}`, code: "SESSION_LOG" })
+
+type Admitted = { readonly data: MessageT.UserMessageData; readonly id: MessageT.AgentMessage["id"] | undefined }
+
+const decodeDecision = Schema.decodeUnknownEither(Turn.PromptDecision, { errors: "all", onExcessProperty: "error" })
+
+/** Runs one activity to its end. */
+export const runActivity = (
+  env: Env,
+  job: Job,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime
+): Effect.Effect<ActivityResult, TurnFailure> =>
+  job._tag === "retry"
+    ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: 0, admitted: [] })
+    : admit(env, job.item.message).pipe(
+      Effect.flatMap((admitted) =>
+        admitted === undefined
+          ? Effect.succeed<ActivityResult>({ _tag: "NoTurn" })
+          : runTurn(env, progress, tools, {
+            trigger: { kind: "message", source: job.item.message.source },
+            retained: job.retained,
+            admitted
+          })
+      )
+    )
+
+/**
+ * Prompt admission (R39–R42): the `promptSubmit` waterfall decides. Returns the admitted inputs (the prompt, then
+ * each additional context), or `undefined` when the prompt is blocked or the hook failed (logged as a warning; no
+ * `agent/error`, there is no turn to attribute it to).
+ */
+const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> =>
+  Effect.gen(function*() {
+    const hook = env.options.hooks?.promptSubmit
+    const allow: TurnT.PromptDecision = { kind: "allow" }
+    const outcome = hook === undefined
+      ? Option.some<unknown>(allow)
+      : yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
+        Effect.map(Option.some<unknown>),
+        Effect.catchAllCause((cause) =>
+          Effect.as(
+            Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
+            Option.none()
+          )
+        )
+      )
+    if (Option.isNone(outcome)) return undefined
+    const decision = decodeDecision(outcome.value)
+    if (decision._tag === "Left") {
+      yield* Effect.logWarning("promptSubmit hook returned an invalid decision; the prompt was dropped", decision.left)
+      return undefined
+    }
+    if (decision.right.kind === "block") {
+      yield* Effect.logDebug(`prompt ${message.id} blocked: ${decision.right.reason}`)
+      return undefined
+    }
+    const prompt: Admitted = {
+      data: { content: decision.right.content ?? message.content, source: message.source },
+      id: message.id
+    }
+    return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
+  })
+
+/** Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`). */
+const endTurnLocked = (env: Env, progress: Ref.Ref<Progress>, turn: number, reason: TurnT.TurnEndReason) =>
+  Effect.gen(function*() {
+    yield* update(env, (s) => ({ ...s, window: false }))
+    yield* append(env, { type: "turn/end", data: { turn, reason } })
+    yield* Ref.update(progress, (p) => ({ ...p, ended: reason }))
+  })
+
+const turnReason = (progress: Progress): TurnT.TurnEndReason =>
+  progress.maxTokens ? { kind: "max-tokens" } : { kind: "completed" }
+
+/**
+ * Opens a turn (R45) and runs its steps until it ends (R54). Contract: returns only after its own `turn/end`;
+ * fails with a `TurnFailure` (or is interrupted) with the turn still open, for the driver to close.
+ */
+const runTurn = (
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime,
+  opening: {
+    readonly trigger: TurnT.TurnTrigger
+    readonly retained: number
+    readonly admitted: ReadonlyArray<Admitted>
+  }
+): Effect.Effect<ActivityResult, TurnFailure> =>
+  Effect.gen(function*() {
+    const turn = yield* locked(
+      env,
+      Effect.gen(function*() {
+        const turn = (yield* env.log.state).lastTurn + 1
+        yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
+        yield* Ref.update(progress, (p) => ({ ...p, turn }))
+        // Retained input (staged before this admission) enters before the prompt; input accepted during the
+        // admission enters after it (R45).
+        yield* drain(env, { turn, limit: opening.retained })
+        for (const input of opening.admitted) {
+          yield* append(env, { type: "user/message", data: userMessageData(input.data, input.id) })
+        }
+        yield* drain(env, { turn })
+        return turn
+      }).pipe(Effect.mapError(logFailure(0)))
+    )
+    let step = 0
+    while (true) {
+      step += 1
+      const n = step
+      yield* Ref.update(progress, (p) => ({ ...p, step: n }))
+      const outcome = yield* runStep(env, tools, turn, n)
+      if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
+      if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
+      if (outcome.concluded) {
+        yield* locked(
+          env,
+          Effect.flatMap(Ref.get(progress), (p) => endTurnLocked(env, progress, turn, turnReason(p)))
+        ).pipe(Effect.mapError(logFailure(n)))
+        return { _tag: "Ended", retry: false }
+      }
+      if (outcome.continue) continue
+      // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
+      if (hasSteering((yield* read(env)).outbox)) continue
+      const stopping = env.options.hooks?.turnStopping
+      if (stopping !== undefined) {
+        yield* provide(env, stopping({ agent: env.service, turn })).pipe(
+          Effect.mapErrorCause((cause) => Cause.fail(failTurn(n, "turnStopping hook failed")(cause)))
+        )
+      }
+      // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
+      const ended = yield* locked(
+        env,
+        Effect.gen(function*() {
+          const drained = yield* drain(env, { turn })
+          if (drained.steering || hasSteering((yield* read(env)).outbox)) return false
+          yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+          return true
+        })
+      ).pipe(Effect.mapError(logFailure(n)))
+      if (ended) return { _tag: "Ended", retry: false }
+    }
+  })
+
+type StepOutcome =
+  | { readonly _tag: "Completed"; readonly continue: boolean; readonly concluded: boolean; readonly maxTokens: boolean }
+  | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
+
+const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
+  _tag: "RequestFailed",
+  error: new AiError.UnknownError({ module: "Agent", method: "step", description: failure.message, cause: failure }),
+  failure
+})
+
+const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined, TurnFailure> => {
+  const system = env.options.system
+  if (system === undefined || typeof system === "string") return Effect.succeed(system)
+  return provide(env, system).pipe(Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))))
+}
+
+const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> => {
+  const hook = env.options.hooks?.request
+  if (hook === undefined) return Effect.succeed(env.defaultConfig)
+  return provide(env, hook({ agent: env.service, turn, step, config: env.defaultConfig }, Effect.succeed(env.defaultConfig)))
+    .pipe(
+      Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
+      Effect.filterOrFail(
+        (config) =>
+          typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
+          (config.options === undefined || !("issue" in Json.copyJson(config.options))),
+        () => new TurnFailure({ step, message: "the request hook returned a config without a model (or with non-JSON options)" })
+      )
+    )
+}
+
+const headerOf = (
+  env: Env,
+  config: RequestConfig,
+  system: string | undefined
+): SessionEvent.RequestHeader["header"] => {
+  const route: { -readonly [K in keyof SessionEvent.RequestHeader["header"]["config"]]: SessionEvent.RequestHeader["header"]["config"][K] } = {
+    model: config.model
+  }
+  if (config.provider !== undefined) route.provider = config.provider
+  if (config.options !== undefined) route.options = config.options
+  const header: { -readonly [K in keyof SessionEvent.RequestHeader["header"]]: SessionEvent.RequestHeader["header"][K] } = {
+    config: route
+  }
+  if (system !== undefined) header.system = system
+  if (env.descriptors !== undefined) header.tools = env.descriptors
+  return header
+}
+
+const sameHeader = (a: SessionEvent.RequestHeader["header"], b: SessionEvent.RequestHeader["header"]): boolean =>
+  a.system === b.system && a.tools === b.tools && a.config.model === b.config.model &&
+  a.config.provider === b.config.provider && JSON.stringify(a.config.options) === JSON.stringify(b.config.options)
+
+/**
+ * Logs the request header (R51): always before this agent's first request (`initial` on a log without one,
+ * `resume` otherwise), and later only when it changed. Must run holding the lock.
+ */
+const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]) =>
+  Effect.gen(function*() {
+    const last = (yield* read(env)).header
+    if (last !== undefined && sameHeader(last, header)) return
+    const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
+    yield* append(env, { type: "request/header", data: { header, reason } })
+    yield* update(env, (s) => ({ ...s, header }))
+  })
+
+/** One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. */
+const runStep = (
+  env: Env,
+  tools: ToolRuntime,
+  turn: number,
+  step: number
+): Effect.Effect<StepOutcome, TurnFailure> =>
+  Effect.gen(function*() {
+    const hook = env.options.hooks?.step
+    if (hook !== undefined) {
+      yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
+        Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
+      )
+    }
+    yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    const system = yield* systemPrompt(env, step)
+    // The reconstruction boundary (R103): the request sees the log as it is right before `step/start`.
+    const history = yield* locked(
+      env,
+      Effect.zipLeft(env.log.history, append(env, { type: "step/start", data: { turn, step } }))
+    ).pipe(Effect.mapError(logFailure(step)))
+    const config = yield* requestConfig(env, turn, step)
+    yield* locked(env, logHeader(env, headerOf(env, config, system))).pipe(Effect.mapError(logFailure(step)))
+
+    const messages = History.messages(history)
+    const prompt = Prompt.fromMessages(
+      system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
+    )
+    const builder = new ContentBuilder()
+    const chunkSeqs: Array<number> = []
+    const streamed = yield* env.model.streamText({
+      prompt,
+      toolkit: env.toolkit,
+      disableToolCallResolution: true
+    }).pipe(
+      Stream.runForEach((part) =>
+        locked(
+          env,
+          Effect.map(
+            append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
+            (event) => {
+              chunkSeqs.push(event.seq)
+              builder.add(part)
+            }
+          )
+        )
+      ),
+      Effect.provideService(CurrentRequest, config),
+      Effect.either
+    )
+    if (streamed._tag === "Left") {
+      const error = streamed.left
+      if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
+      return { _tag: "RequestFailed", error, failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis) }
+    }
+    const assembled = builder.result()
+    if (assembled.hasError) {
+      const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
+      return requestFailure(Option.getOrElse(carried, () => ({
+        code: "UNKNOWN" as const,
+        message: `the model stream reported an error: ${JSON.stringify(chunkJson({ error: assembled.error }))}`
+      })))
+    }
+    if (assembled.finishReason === "error") {
+      return requestFailure({ code: "SERVER", message: "the model finished with an error" })
+    }
+    if (assembled.finishReason === "content-filter") {
+      return requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
+    }
+    const maxTokens = assembled.finishReason === "length"
+    // Truncated tool calls are never executed or logged as calls (R52).
+    const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
+      ? assembled.content.filter((block) => block.type !== "tool-call")
+      : assembled.content
+    const data: { -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]: SessionEvent.SessionEventInputOf<"assistant/message">["data"][K] } = {
+      turn,
+      step,
+      content,
+      provenance: config.provider === undefined ? { model: config.model } : { model: config.model, provider: config.provider }
+    }
+    if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
+    if (assembled.usage !== undefined) data.usage = assembled.usage
+    yield* locked(env, append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs })).pipe(
+      Effect.mapError(logFailure(step))
+    )
+    const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
+    const concluded = calls.length === 0
+      ? false
+      : (yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(Effect.mapError(logFailure(step)))).concluded
+    // D2, then `step/end`: steering drained here forces another step (R48).
+    const drained = yield* locked(
+      env,
+      Effect.zipLeft(drain(env, { turn }), append(env, { type: "step/end", data: { turn, step } }))
+    ).pipe(Effect.mapError(logFailure(step)))
+    return {
+      _tag: "Completed",
+      continue: (calls.length > 0 && !concluded) || drained.steering,
+      concluded,
+      maxTokens
+    }
+  })
+
+/**
+ * A failed model request (R75): `step/end` first, then the `requestError` waterfall (default `fail`; a hook failure
+ * counts as `fail`), then `agent/error` (even when a retry follows) and `turn/end { error }`.
+ */
+const requestFailed = (
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  step: number,
+  outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
+): Effect.Effect<ActivityResult, TurnFailure> =>
+  Effect.gen(function*() {
+    yield* locked(env, append(env, { type: "step/end", data: { turn, step } })).pipe(Effect.mapError(logFailure(step)))
+    const hook = env.options.hooks?.requestError
+    const decision = hook === undefined
+      ? "fail"
+      : yield* provide(
+        env,
+        hook({ agent: env.service, turn, step, error: outcome.error, failure: outcome.failure }, Effect.succeed("fail"))
+      ).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning("requestError hook failed; the request failure stands", cause), "fail" as const)
+        )
+      )
+    const failure = outcome.failure
+    yield* publish(env, {
+      type: "agent/error",
+      turn,
+      step,
+      error: { message: failure.message, code: failure.code }
+    })
+    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "error", step, failure })).pipe(
+      Effect.mapError(logFailure(step))
+    )
+    return { _tag: "Ended", retry: decision === "retry" }
+  })
+

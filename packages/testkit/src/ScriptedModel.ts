@@ -1,0 +1,323 @@
+/**
+ * A real `LanguageModel` (built with `LanguageModel.make`) that answers from a script, for deterministic agent
+ * tests. Each request takes the next scripted reply; a reply streams its parts (optionally after a delay that runs
+ * on `Clock`, so `TestClock` drives it), then finishes, fails with an `LlmFailure`, or hangs until interrupted.
+ * Every request is recorded.
+ *
+ * Tool calls are emitted the way Harness's own provider emits them: `tool-params-start/delta/end` parts with the
+ * raw argument text (which may be invalid JSON, or name a tool nobody advertised), and a final `tool-call` part
+ * only when the name was advertised and the arguments parse to an object.
+ *
+ * @since 0.0.0
+ */
+import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
+import { Context, Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import type { LlmFailure } from "@harness/domain"
+
+/**
+ * One piece of a scripted reply's content.
+ *
+ * @since 0.0.0
+ */
+export type Piece =
+  | { readonly _tag: "text"; readonly text: string }
+  | { readonly _tag: "reasoning"; readonly text: string }
+  | { readonly _tag: "tool-call"; readonly id: string | undefined; readonly name: string; readonly arguments: string }
+
+/**
+ * One scripted reply.
+ *
+ * @since 0.0.0
+ */
+export interface Reply {
+  readonly pieces: ReadonlyArray<Piece>
+  /** The finish reason; `tool-calls` when a tool call is present, else `stop`, unless set. */
+  readonly finish?: Response.FinishReason | undefined
+  readonly usage?: { readonly inputTokens?: number; readonly outputTokens?: number } | undefined
+  /** Waits this long (on `Clock`) before the first part. */
+  readonly delay?: Duration.DurationInput | undefined
+  /** After the pieces, fail with this failure instead of finishing. */
+  readonly failure?: LlmFailure.LlmFailure | undefined
+  /** After the pieces, never finish (until interrupted). */
+  readonly hang?: boolean | undefined
+}
+
+/**
+ * A text piece.
+ *
+ * @since 0.0.0
+ */
+export const text = (text: string): Piece => ({ _tag: "text", text })
+
+/**
+ * A reasoning piece.
+ *
+ * @since 0.0.0
+ */
+export const reasoning = (text: string): Piece => ({ _tag: "reasoning", text })
+
+/**
+ * A tool-call piece. `args` is the raw argument text, or a value serialised with `JSON.stringify`.
+ *
+ * @since 0.0.0
+ */
+export const toolCall = (name: string, args: string | object = {}, options?: { readonly id?: string }): Piece => ({
+  _tag: "tool-call",
+  id: options?.id,
+  name,
+  arguments: typeof args === "string" ? args : JSON.stringify(args)
+})
+
+/**
+ * A reply from pieces.
+ *
+ * @since 0.0.0
+ */
+export const reply = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces })
+
+/**
+ * A reply that only says `text`.
+ *
+ * @since 0.0.0
+ */
+export const textResponse = (value: string): Reply => reply(text(value))
+
+/**
+ * A reply that makes tool calls (optionally with text before them).
+ *
+ * @since 0.0.0
+ */
+export const toolCallResponse = (...calls: ReadonlyArray<Piece>): Reply => reply(...calls)
+
+/**
+ * A reply truncated by the output limit (finish `length`): its tool calls are incomplete.
+ *
+ * @since 0.0.0
+ */
+export const maxTokensResponse = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces, finish: "length" })
+
+/**
+ * A provider failure with an `LlmFailure` code, carried as the `AiError`'s cause (so `failureOf` returns it).
+ *
+ * @since 0.0.0
+ */
+export const failure = (
+  code: LlmFailure.LlmFailureCode,
+  message = `scripted ${code} failure`,
+  extra?: { readonly status?: number; readonly retryAfterMs?: number }
+): Reply => ({ pieces: [], failure: { code, message, ...extra } })
+
+/**
+ * Streams `pieces`, then fails with the given code: a failure after partial output.
+ *
+ * @since 0.0.0
+ */
+export const failureAfter = (
+  pieces: ReadonlyArray<Piece>,
+  code: LlmFailure.LlmFailureCode,
+  message = `scripted ${code} failure after partial output`
+): Reply => ({ pieces, failure: { code, message } })
+
+/**
+ * Streams `pieces`, then hangs until the request is interrupted.
+ *
+ * @since 0.0.0
+ */
+export const hanging = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces, hang: true })
+
+/**
+ * The same reply, after a delay on `Clock`.
+ *
+ * @since 0.0.0
+ */
+export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => ({ ...value, delay })
+
+/**
+ * What the model received in one request.
+ *
+ * @since 0.0.0
+ */
+export interface Request {
+  readonly prompt: Prompt.Prompt
+  readonly tools: ReadonlyArray<{ readonly name: string; readonly description: string | undefined; readonly parameters: unknown }>
+  readonly toolChoice: unknown
+}
+
+/**
+ * The script's controls.
+ *
+ * @since 0.0.0
+ */
+export interface Service {
+  /** Every request received so far, in order. */
+  readonly requests: Effect.Effect<ReadonlyArray<Request>>
+  /** Appends replies to the script. */
+  readonly push: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
+  /** How many scripted replies are left. */
+  readonly remaining: Effect.Effect<number>
+}
+
+/**
+ * The script's controls in context.
+ *
+ * @since 0.0.0
+ */
+export class ScriptedModel extends Context.Tag("@harness/testkit/ScriptedModel")<ScriptedModel, Service>() {}
+
+const isObjectJson = (raw: string): Option.Option<Record<string, unknown>> => {
+  try {
+    const value: unknown = JSON.parse(raw === "" ? "{}" : raw)
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Option.some(value as Record<string, unknown>) // checked just above: a plain JSON object
+      : Option.none()
+  } catch {
+    return Option.none()
+  }
+}
+
+const partsOf = (value: Reply, index: number, advertised: ReadonlySet<string>): Array<Response.StreamPartEncoded> => {
+  const parts: Array<Response.StreamPartEncoded> = []
+  let hasToolCalls = false
+  value.pieces.forEach((piece, i) => {
+    const id = `${index}-${i}`
+    switch (piece._tag) {
+      case "text":
+        parts.push({ type: "text-start", id }, { type: "text-delta", id, delta: piece.text }, { type: "text-end", id })
+        break
+      case "reasoning":
+        parts.push(
+          { type: "reasoning-start", id },
+          { type: "reasoning-delta", id, delta: piece.text },
+          { type: "reasoning-end", id }
+        )
+        break
+      case "tool-call": {
+        hasToolCalls = true
+        const callId = piece.id ?? `call-${id}`
+        const half = Math.ceil(piece.arguments.length / 2)
+        parts.push({ type: "tool-params-start", id: callId, name: piece.name })
+        if (piece.arguments.length > 0) {
+          parts.push({ type: "tool-params-delta", id: callId, delta: piece.arguments.slice(0, half) })
+          if (half < piece.arguments.length) {
+            parts.push({ type: "tool-params-delta", id: callId, delta: piece.arguments.slice(half) })
+          }
+        }
+        parts.push({ type: "tool-params-end", id: callId })
+        const params = isObjectJson(piece.arguments)
+        if (advertised.has(piece.name) && Option.isSome(params)) {
+          parts.push({ type: "tool-call", id: callId, name: piece.name, params: params.value })
+        }
+        break
+      }
+    }
+  })
+  if (value.failure === undefined && value.hang !== true) {
+    parts.push({
+      type: "finish",
+      reason: value.finish ?? (hasToolCalls ? "tool-calls" : "stop"),
+      usage: {
+        inputTokens: value.usage?.inputTokens ?? 0,
+        outputTokens: value.usage?.outputTokens ?? 0,
+        totalTokens: (value.usage?.inputTokens ?? 0) + (value.usage?.outputTokens ?? 0)
+      }
+    })
+  }
+  return parts
+}
+
+const failWith = (failure: LlmFailure.LlmFailure) =>
+  new AiError.UnknownError({
+    module: "ScriptedModel",
+    method: "streamText",
+    description: failure.message,
+    cause: failure
+  })
+
+/**
+ * Builds a scripted model and its controls.
+ *
+ * Contract: requests take replies in order; a request with no reply left fails with an `UnknownError` that says
+ * so (code `UNKNOWN`).
+ *
+ * @since 0.0.0
+ */
+export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
+  Effect.gen(function*() {
+    const script = yield* Ref.make<ReadonlyArray<Reply>>(replies)
+    const received = yield* Ref.make<ReadonlyArray<Request>>([])
+    const take = (options: LanguageModel.ProviderOptions) =>
+      Effect.gen(function*() {
+        const index = (yield* Ref.get(received)).length
+        yield* Ref.update(received, (all) => [
+          ...all,
+          {
+            prompt: options.prompt,
+            tools: options.tools.map((tool) => ({
+              name: tool.name,
+              description: tool.description,
+              parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
+            })),
+            toolChoice: options.toolChoice
+          }
+        ])
+        const next = yield* Ref.modify(script, (all) => [all[0], all.slice(1)] as const)
+        return { index, next, advertised: new Set(options.tools.map((tool) => tool.name)) }
+      })
+    const streamText = (options: LanguageModel.ProviderOptions) =>
+      Stream.unwrap(Effect.gen(function*() {
+        const { advertised, index, next } = yield* take(options)
+        if (next === undefined) {
+          return Stream.fail(failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` }))
+        }
+        if (next.delay !== undefined) yield* Effect.sleep(next.delay)
+        const parts = Stream.fromIterable(partsOf(next, index, advertised))
+        return next.failure !== undefined
+          ? Stream.concat(parts, Stream.fail(failWith(next.failure)))
+          : next.hang === true
+          ? Stream.concat(parts, Stream.never)
+          : parts
+      }))
+    const model = yield* LanguageModel.make({
+      streamText,
+      generateText: (options) =>
+        Stream.runCollect(streamText(options)).pipe(
+          Effect.map((chunk) => aggregate(Array.from(chunk)))
+        )
+    })
+    const controls: Service = {
+      requests: Ref.get(received),
+      push: (...more) => Ref.update(script, (all) => [...all, ...more]),
+      remaining: Effect.map(Ref.get(script), (all) => all.length)
+    }
+    return [model, controls] as const
+  })
+
+const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
+  const out: Array<Response.PartEncoded> = []
+  for (const part of parts) {
+    switch (part.type) {
+      case "text-delta":
+        out.push({ type: "text", text: part.delta })
+        break
+      case "reasoning-delta":
+        out.push({ type: "reasoning", text: part.delta })
+        break
+      case "tool-call":
+      case "finish":
+        out.push(part)
+        break
+    }
+  }
+  return out
+}
+
+/**
+ * A layer providing the scripted `LanguageModel` and its controls.
+ *
+ * @since 0.0.0
+ */
+export const layer = (replies: ReadonlyArray<Reply> = []): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(
+    Effect.map(make(replies), ([model, controls]) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls)))
+  )
