@@ -97,8 +97,11 @@ export const copyJson = (u: unknown): { readonly value: JsonValue } | { readonly
         if (!isPlainObject(v)) return fail(describe(v))
         seen.add(v)
         const out: Record<string, JsonValue> = {}
-        for (const key of Reflect.ownKeys(v)) {
-          if (typeof key === "symbol") return fail("an object with a symbol key")
+        // What JSON sees: own enumerable string keys; an enumerable symbol key would be lost silently.
+        if (Object.getOwnPropertySymbols(v).some((symbol) => Object.prototype.propertyIsEnumerable.call(v, symbol))) {
+          return fail("an object with a symbol key")
+        }
+        for (const key of Object.keys(v)) {
           path.push(key)
           const item = go((v as Record<string, unknown>)[key])
           if (issue !== undefined) return undefined
