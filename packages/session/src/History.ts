@@ -8,19 +8,33 @@
  * `tool/result` → a tool message with the result's text blocks joined; everything else → nothing. A tool call's
  * `params` is the parsed arguments when they are valid JSON (`{}` for empty text) and the raw text otherwise; the
  * raw text also travels in the part's options as `options.harness.rawArguments`, so a provider can send it back
- * byte for byte (prefix stability, R103).
+ * byte for byte (prefix stability, R103). An assistant message carries its logged `provenance` (route and
+ * provider replay state) as `options.harness.provenance`. Consecutive user messages are not merged.
  *
  * @since 0.0.0
  */
 import type { Prompt } from "@effect/ai"
+import type { Chunk } from "effect"
 import type { SessionEvent } from "@harness/domain"
+import * as internal from "./internal/history.js"
 
 /**
- * The provider-options key under which derived parts carry Harness facts (`rawArguments` on tool calls).
+ * The provider-options key under which derived messages and parts carry Harness facts: `rawArguments` on tool-call
+ * parts, `provenance` on assistant messages.
  *
  * @since 0.0.0
  */
-export const optionsKey = "harness"
+export const optionsKey: "harness" = internal.optionsKey
+
+/**
+ * Marks a {@link History}; its value is the persistent sequence of derived messages.
+ *
+ * @since 0.0.0
+ */
+export const TypeId: typeof internal.TypeId = internal.TypeId
+
+/** @since 0.0.0 */
+export type TypeId = typeof TypeId
 
 /**
  * The derived history: an opaque, immutable projection.
@@ -28,29 +42,44 @@ export const optionsKey = "harness"
  * @since 0.0.0
  */
 export interface History {
+  /** The number of derived messages. */
   readonly length: number
+  /** The derived messages as a persistent sequence (an implementation detail; use {@link messages}). */
+  readonly [TypeId]: Chunk.Chunk<Prompt.Message>
 }
 
-/** @since 0.0.0 */
-export declare const empty: History
-
 /**
- * Folds one event in. Contract: O(1) amortised; `history` is not changed (the result shares structure with it).
+ * The history of an empty log.
  *
  * @since 0.0.0
  */
-export declare const fold: (history: History, event: SessionEvent.SessionEvent) => History
+export const empty: History = internal.empty
 
 /**
- * The messages of a history, in log order. Contract: cheap to call once per request (no re-derivation).
+ * Folds one event in.
+ *
+ * Contract: pure; O(log n) at worst (one persistent append) and O(1) for an event the model never sees, which
+ * returns `history` itself; `history` is not changed (the result shares structure with it). Derived messages and
+ * their parts are frozen.
  *
  * @since 0.0.0
  */
-export declare const messages: (history: History) => ReadonlyArray<Prompt.Message>
+export const fold: (history: History, event: SessionEvent.SessionEvent) => History = internal.fold
+
+/**
+ * The messages of a history, in log order.
+ *
+ * Contract: cheap to call once per request: no re-derivation, at most one copy of the message references (the
+ * array is then cached, so calling it again on the same history is O(1)). Do not mutate the array.
+ *
+ * @since 0.0.0
+ */
+export const messages: (history: History) => ReadonlyArray<Prompt.Message> = internal.messages
 
 /**
  * The whole-log derivation: `messages(events.reduce(fold, empty))`.
  *
  * @since 0.0.0
  */
-export declare const deriveMessages: (events: Iterable<SessionEvent.SessionEvent>) => ReadonlyArray<Prompt.Message>
+export const deriveMessages: (events: Iterable<SessionEvent.SessionEvent>) => ReadonlyArray<Prompt.Message> =
+  internal.deriveMessages

@@ -5,12 +5,15 @@
  *
  * @since 0.0.0
  */
-import type { SessionEvent } from "@harness/domain"
+import { Schema } from "effect"
+import type { Ids, SessionEvent } from "@harness/domain"
+import * as internal from "./internal/logCheck.js"
 
 /**
  * The name of each rule a log can break.
  *
- * - `seq-gap`: `seq` is not the previous one plus 1 (the first is 0).
+ * - `seq-gap`: `seq` is not the previous one plus 1 (the first is 0). A `SessionLog` numbers events itself, so only
+ *   seeds, stored logs and hand-made logs can break it.
  * - `outside-turn`: an event other than `user/message` outside a turn.
  * - `turn-number`: a `turn/start` whose number is not the previous turn's plus 1.
  * - `nested-turn`: a `turn/start` while a turn is open.
@@ -19,7 +22,8 @@ import type { SessionEvent } from "@harness/domain"
  * - `step-number`: a `step/start` whose number is not the previous step's plus 1 in this turn (from 1).
  * - `nested-step`: a `step/start` while a step is open.
  * - `step-end-mismatch`: a `step/end` that does not name the open step.
- * - `wrong-turn`: an event naming a turn that is not the open one (e.g. an event of a closed turn).
+ * - `wrong-turn`: an event naming a turn that is not the open one (e.g. an event of a closed turn); with no turn
+ *   open it is `outside-turn`.
  * - `outside-step`: an assistant chunk or message, tool call or fresh tool result outside the step it names.
  * - `unknown-tool-call`: a `tool/result` with no prior `tool/call` of that id in the same step (crash repair's
  *   `TOOL_NOT_STARTED` result excepted).
@@ -31,23 +35,26 @@ import type { SessionEvent } from "@harness/domain"
  *
  * @since 0.0.0
  */
-export type Rule =
-  | "seq-gap"
-  | "outside-turn"
-  | "turn-number"
-  | "nested-turn"
-  | "turn-end-mismatch"
-  | "turn-end-step-open"
-  | "step-number"
-  | "nested-step"
-  | "step-end-mismatch"
-  | "wrong-turn"
-  | "outside-step"
-  | "unknown-tool-call"
-  | "duplicate-tool-call"
-  | "duplicate-tool-result"
-  | "unanswered-tool-call"
-  | "unclosed-turn"
+export const Rule = Schema.Literal(
+  "seq-gap",
+  "outside-turn",
+  "turn-number",
+  "nested-turn",
+  "turn-end-mismatch",
+  "turn-end-step-open",
+  "step-number",
+  "nested-step",
+  "step-end-mismatch",
+  "wrong-turn",
+  "outside-step",
+  "unknown-tool-call",
+  "duplicate-tool-call",
+  "duplicate-tool-result",
+  "unanswered-tool-call",
+  "unclosed-turn"
+)
+/** @since 0.0.0 */
+export type Rule = typeof Rule.Type
 
 /**
  * One broken rule, at the event that broke it.
@@ -58,6 +65,33 @@ export interface Violation {
   readonly seq: number
   readonly rule: Rule
   readonly message: string
+}
+
+/**
+ * A tool call of the open step that is still owed a result.
+ *
+ * @since 0.0.0
+ */
+export interface OwedCall {
+  readonly callId: Ids.ToolCallId
+  readonly name: string
+  /** The model's raw argument text. */
+  readonly arguments: string
+  /** The `seq` of the call's `tool/call` event, or `undefined` when the call was never recorded (only its block in
+   * the assistant message exists: crash repair answers it `TOOL_NOT_STARTED`, not `TOOL_OUTCOME_UNKNOWN`). */
+  readonly callSeq: number | undefined
+}
+
+/**
+ * Every tool call of the open step, answered or not: the bookkeeping of the tool-call rules.
+ *
+ * @since 0.0.0
+ */
+export interface StepCall extends OwedCall {
+  /** The `seq` of the `tool/result` that answered it, if any. */
+  readonly resultSeq: number | undefined
+  /** Whether it is a `tool-call` block of one of the step's assistant messages. */
+  readonly inMessage: boolean
 }
 
 /**
@@ -78,28 +112,49 @@ export interface LogState {
   readonly openStep: number | undefined
   /** The header of the last `request/header` event, if any (R51). */
   readonly header: SessionEvent.RequestHeader["header"] | undefined
+  /**
+   * Every tool call of the open step in model order: the `tool-call` blocks of its assistant messages in content
+   * order, then the calls known only from `tool/call` events, in log order. Empty when no step is open.
+   */
+  readonly calls: ReadonlyArray<StepCall>
+  /**
+   * The calls of {@link calls} still owed a `tool/result`, in the same order: what the agent's cancellation
+   * finalizer answers with synthetic results, and what crash repair closes. Empty when no step is open.
+   */
+  readonly owed: ReadonlyArray<OwedCall>
 }
 
-/** @since 0.0.0 */
-export declare const initial: LogState
-
 /**
- * Checks one event against the state after the events before it.
- *
- * Contract: pure; returns the next state, or the violation that refuses the event (append-time rules only; the
- * state is then unchanged).
+ * The state of an empty log.
  *
  * @since 0.0.0
  */
-export declare const step: (
+export const initial: LogState = internal.initial
+
+/**
+ * Checks one event against the state after the events before it: its `seq` must be `state.nextSeq`, and it must
+ * keep the enclosure rules (R100). The checkLog-only rules (`unanswered-tool-call`, `unclosed-turn`) are not
+ * append-time rules and never refuse an event.
+ *
+ * Contract: pure and cheap (O(1), or O(tool calls of the open step) for tool events; no scan of the log). Returns
+ * the next state, or the violation that refuses the event (the caller's state then stands unchanged).
+ *
+ * @since 0.0.0
+ */
+export const step: (
   state: LogState,
   event: SessionEvent.SessionEvent
-) => { readonly state: LogState } | { readonly violation: Violation }
+) => { readonly state: LogState } | { readonly violation: Violation } = internal.step
 
 /**
- * Every violation in a whole log, in `seq` order. Contract: pure; continues after a violation (so one bad event
- * does not hide later ones); also reports the checkLog-only rules.
+ * Every violation in a whole log, in `seq` order. It runs the same fold as {@link step}.
+ *
+ * Contract: pure; continues after a violation (so one bad event does not hide later ones: a refused event is
+ * skipped, except that a misnumbered or nested `turn/start` / `step/start` still opens its turn or step and a
+ * matching `turn/end` still closes its turn); also reports the checkLog-only rules: `unanswered-tool-call` (one per
+ * call owed at a `step/end`) and `unclosed-turn` (at the last event).
  *
  * @since 0.0.0
  */
-export declare const checkLog: (events: ReadonlyArray<SessionEvent.SessionEvent>) => ReadonlyArray<Violation>
+export const checkLog: (events: ReadonlyArray<SessionEvent.SessionEvent>) => ReadonlyArray<Violation> =
+  internal.checkLog

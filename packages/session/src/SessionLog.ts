@@ -6,11 +6,13 @@
  *
  * @since 0.0.0
  */
-import { Context, Effect, Queue, Schema, Scope, Stream } from "effect"
-import { Ids, SessionEvent } from "@harness/domain"
+import type { Queue, Scope, Stream } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { Ids, SessionEvent } from "@harness/domain"
 import type { History } from "./History.js"
-import type { LogState } from "./LogCheck.js"
-import { SessionStore } from "./SessionStore.js"
+import * as internal from "./internal/sessionLog.js"
+import { type LogState, Rule } from "./LogCheck.js"
+import * as SessionStore from "./SessionStore.js"
 
 /**
  * A refused append, seed or load. `reason` names the rule that refused it: an enclosure rule of R100 (see
@@ -22,7 +24,7 @@ import { SessionStore } from "./SessionStore.js"
 export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
   "SessionLogError",
   {
-    reason: Schema.String,
+    reason: Schema.Union(Rule, Schema.Literal("invalid-event", "store", "invalid-seed")),
     message: Schema.String,
     seq: Schema.optionalWith(Schema.Number, { exact: true })
   }
@@ -38,23 +40,33 @@ export interface Service {
   /**
    * Appends one event and returns the stored envelope.
    *
-   * Contract: appends are serialised. Before anything is stored the event is checked against the enclosure
-   * rules and encoded as JSON; `seq` is the previous one plus 1, `time` is `Clock.currentTimeMillis`. The row is
-   * written through to the store; only when that succeeds do the events, the state and the history change and
-   * observers see the event. Any refusal fails with `SessionLogError` and changes nothing.
+   * Contract: appends are serialised (one at a time, under a one-permit lock).
+   * `seq` is the previous one plus 1, `time` is `Clock.currentTimeMillis`. Before anything is stored the event is
+   * validated and copied (so later mutation of `input` changes nothing; a schema or JSON-losslessness failure is
+   * `invalid-event`), checked against the enclosure rules (`reason` = the `LogCheck.Rule` it breaks) and encoded
+   * once as a JSON row. The row is written through to the store (a driver failure is `store`); only when that
+   * succeeds do the events, the state and the history change and observers see the event. From the store write
+   * on, the append is uninterruptible, so memory never disagrees with the store. Any refusal fails with
+   * `SessionLogError` (with the refused `seq`, except for `store`) and changes nothing, and the next append gets
+   * the same `seq`. Cost per append does not grow with the log.
    */
   readonly append: <E extends SessionEvent.SessionEventInput>(
     input: E
   ) => Effect.Effect<Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>, SessionLogError>
-  /** Every event, seeded ones included, in `seq` order. */
+  /** Every event, seeded ones included, in `seq` order. Do not mutate the array. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
-  /** The enclosure state after the last event (open turn and step, last turn number, last request header…). */
+  /**
+   * The enclosure state after the last event: open turn and step, last turn number, last request header, and the
+   * tool calls of the open step still owed a result (`owed`).
+   */
   readonly state: Effect.Effect<LogState>
   /** The derived model history after the last event, kept current per append (never rebuilt from the log). */
   readonly history: Effect.Effect<History>
   /**
-   * Subscribes to appended events. Contract: subscribed when it returns; unbounded (a slow observer never blocks
-   * an append); events arrive in `seq` order.
+   * Subscribes to appended events. Contract: subscribed when it returns (so "subscribe, then append" misses
+   * nothing); unbounded (a slow observer never blocks an append, which runs under the agent's lock); events
+   * arrive in `seq` order, each only after its row is stored; refused appends are never seen. The subscription
+   * ends with the scope.
    */
   readonly subscribe: Effect.Effect<Queue.Dequeue<SessionEvent.SessionEvent>, never, Scope.Scope>
   /** The appended events as a stream; subscribes when run. */
@@ -84,11 +96,13 @@ export interface MakeOptions {
 }
 
 /**
- * Creates a new session in the store (optionally seeded). Fails with `store` if the id already exists.
+ * Creates a new session in the store (optionally seeded): validates the seed (`invalid-seed`, before anything is
+ * stored), creates the session (`store` if the id already exists) and writes the seed rows in one append.
  *
  * @since 0.0.0
  */
-export declare const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError, SessionStore>
+export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> =
+  internal.make
 
 /**
  * Opens a stored session: loads, decodes and checks its rows (a log that is corrupt or ends inside a turn is
@@ -96,18 +110,21 @@ export declare const make: (options?: MakeOptions) => Effect.Effect<Service, Ses
  *
  * @since 0.0.0
  */
-export declare const open: (id: Ids.SessionId) => Effect.Effect<Service, SessionLogError, SessionStore>
+export const open: (id: Ids.SessionId) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> =
+  internal.open
 
 /**
  * A new session over its own fresh memory store: the default of every agent.
  *
  * @since 0.0.0
  */
-export declare const memory: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError>
+export const memory = (options?: MakeOptions): Effect.Effect<Service, SessionLogError> =>
+  Effect.provideServiceEffect(make(options), SessionStore.SessionStore, SessionStore.makeMemory)
 
 /**
  * A layer providing a new memory session.
  *
  * @since 0.0.0
  */
-export declare const layerMemory: (options?: MakeOptions) => import("effect").Layer.Layer<SessionLog, SessionLogError>
+export const layerMemory = (options?: MakeOptions): Layer.Layer<SessionLog, SessionLogError> =>
+  Layer.effect(SessionLog, memory(options))

@@ -9,7 +9,8 @@
  * @since 0.0.0
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { Ids } from "@harness/domain"
+import type { Ids } from "@harness/domain"
+import * as internal from "./internal/memoryStore.js"
 
 /**
  * One stored event. `json` is the JSON text of the encoded envelope (it includes `seq`, `type` and `time`, which
@@ -97,29 +98,36 @@ export interface Faults {
 export class StoreFaults extends Context.Tag("@harness/session/StoreFaults")<StoreFaults, Faults>() {}
 
 /**
- * A memory backend: one fresh, empty store.
+ * A memory backend: one fresh, empty store. Contract: every operation is atomic; an append costs O(log n) in the
+ * session's size and copies no stored row; `load` returns the rows in `seq` order.
  *
  * @since 0.0.0
  */
-export declare const makeMemory: Effect.Effect<Service>
+export const makeMemory: Effect.Effect<Service> = internal.makeMemory
 
 /**
- * The memory backend as a layer.
+ * The memory backend as a layer (a fresh store each time the layer is built).
  *
  * @since 0.0.0
  */
-export declare const layerMemory: Layer.Layer<SessionStore>
+export const layerMemory: Layer.Layer<SessionStore> = Layer.effect(SessionStore, makeMemory)
 
 /**
- * Wraps any driver so tests can make chosen appends fail.
+ * Wraps any driver so tests can make chosen appends fail. Contract: a failing append fails with `Injected` before
+ * the wrapped driver is called, so nothing is stored; every other operation is the wrapped driver's.
  *
  * @since 0.0.0
  */
-export declare const withFaults: (store: Service) => Effect.Effect<readonly [Service, Faults]>
+export const withFaults: (store: Service) => Effect.Effect<readonly [Service, Faults]> = internal.withFaults
 
 /**
  * The memory backend with a fault injector.
  *
  * @since 0.0.0
  */
-export declare const layerMemoryWithFaults: Layer.Layer<SessionStore | StoreFaults>
+export const layerMemoryWithFaults: Layer.Layer<SessionStore | StoreFaults> = Layer.effectContext(
+  Effect.gen(function*() {
+    const [store, faults] = yield* withFaults(yield* makeMemory)
+    return Context.make(SessionStore, store).pipe(Context.add(StoreFaults, faults))
+  })
+)

@@ -1,0 +1,292 @@
+/**
+ * The enclosure fold behind `LogCheck`: one transition function that both the append-time check (`step`) and the
+ * whole-log checker (`checkLog`) run, so the two can never disagree.
+ */
+import type { Ids, SessionEvent } from "@harness/domain"
+import type { LogState, OwedCall, Rule, StepCall, Violation } from "../LogCheck.js"
+
+/** Crash repair's code for a tool result whose call was never recorded (R106); exempt from `unknown-tool-call`. */
+const TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+
+const noCalls: ReadonlyArray<never> = Object.freeze([])
+
+export const initial: LogState = Object.freeze({
+  nextSeq: 0,
+  lastTurn: 0,
+  openTurn: undefined,
+  lastStep: 0,
+  openStep: undefined,
+  header: undefined,
+  calls: noCalls,
+  owed: noCalls
+})
+
+/** The result of one transition: the next state (lenient: what the log would be if the event were let in) and the
+ * append-time rule the event breaks, if any. */
+export interface Transition {
+  readonly next: LogState
+  readonly violation: Violation | undefined
+}
+
+const violation = (seq: number, rule: Rule, message: string): Violation => ({ seq, rule, message })
+
+const owedOf = (calls: ReadonlyArray<StepCall>): ReadonlyArray<OwedCall> => {
+  const owed: Array<OwedCall> = []
+  for (const call of calls) {
+    if (call.resultSeq === undefined) {
+      owed.push({ callId: call.callId, name: call.name, arguments: call.arguments, callSeq: call.callSeq })
+    }
+  }
+  return owed.length === 0 ? noCalls : owed
+}
+
+const withCalls = (state: LogState, nextSeq: number, calls: ReadonlyArray<StepCall>): LogState => ({
+  ...state,
+  nextSeq,
+  calls,
+  owed: owedOf(calls)
+})
+
+/**
+ * Merges the tool-call blocks of an assistant message into the step's calls: message calls first (earlier
+ * messages, then this one, in content order), then calls known only from `tool/call` events, in log order.
+ * O(calls of the step).
+ */
+const mergeMessageCalls = (
+  calls: ReadonlyArray<StepCall>,
+  content: SessionEvent.SessionEventOf<"assistant/message">["data"]["content"]
+): ReadonlyArray<StepCall> => {
+  const byId = new Map<Ids.ToolCallId, StepCall>()
+  for (const call of calls) byId.set(call.callId, call)
+  const fromMessages: Array<StepCall> = []
+  const placed = new Set<Ids.ToolCallId>()
+  for (const call of calls) {
+    if (call.inMessage) {
+      fromMessages.push(call)
+      placed.add(call.callId)
+    }
+  }
+  let added = false
+  for (const block of content) {
+    if (block.type !== "tool-call" || placed.has(block.id)) continue
+    const known = byId.get(block.id)
+    fromMessages.push({
+      callId: block.id,
+      name: block.name,
+      arguments: block.arguments,
+      callSeq: known?.callSeq,
+      resultSeq: known?.resultSeq,
+      inMessage: true
+    })
+    placed.add(block.id)
+    added = true
+  }
+  if (!added) return calls
+  for (const call of calls) if (!placed.has(call.callId)) fromMessages.push(call)
+  return fromMessages
+}
+
+const replaceCall = (calls: ReadonlyArray<StepCall>, index: number, call: StepCall): ReadonlyArray<StepCall> => {
+  const copy = calls.slice()
+  copy[index] = call
+  return copy
+}
+
+const findCall = (calls: ReadonlyArray<StepCall>, callId: Ids.ToolCallId): number => {
+  for (let i = 0; i < calls.length; i++) if (calls[i]!.callId === callId) return i
+  return -1
+}
+
+/**
+ * Checks the event against the enclosure rules (not `seq`: see {@link checkSeq}) and computes the next state.
+ * When the event breaks a rule, `next` is a best-effort state so that a whole-log check can go on without one bad
+ * event hiding later ones: opening events (`turn/start`, `step/start`) resynchronise the numbering, a matching
+ * `turn/end` closes its turn even while a step is open, and every other refused event changes nothing but `seq`.
+ */
+export const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
+  const seq = event.seq
+  const nextSeq = seq + 1
+  const same = (): LogState => ({ ...state, nextSeq })
+  const refuse = (rule: Rule, message: string): Transition => ({ next: same(), violation: violation(seq, rule, message) })
+  const accept = (next: LogState): Transition => ({ next, violation: undefined })
+  const { openTurn, openStep } = state
+
+  // Shared check of events that name their turn (and step).
+  const enclosure = (turn: number, step: number | undefined): Transition | undefined => {
+    if (openTurn === undefined) return refuse("outside-turn", `${event.type} names turn ${turn} but no turn is open`)
+    if (turn !== openTurn) {
+      return refuse("wrong-turn", `${event.type} names turn ${turn} but the open turn is ${openTurn}`)
+    }
+    if (step === undefined) return undefined
+    if (openStep === undefined) {
+      return refuse("outside-step", `${event.type} names step ${step} of turn ${turn} but no step is open`)
+    }
+    if (step !== openStep) {
+      return refuse("outside-step", `${event.type} names step ${step} but the open step is ${openStep}`)
+    }
+    return undefined
+  }
+
+  switch (event.type) {
+    case "user/message":
+      return accept(same())
+    case "turn/start": {
+      const { turn } = event.data
+      const opened: LogState = {
+        ...state,
+        nextSeq,
+        lastTurn: turn,
+        openTurn: turn,
+        lastStep: 0,
+        openStep: undefined,
+        calls: noCalls,
+        owed: noCalls
+      }
+      if (openTurn !== undefined) {
+        return { next: opened, violation: violation(seq, "nested-turn", `turn/start ${turn} while turn ${openTurn} is open`) }
+      }
+      if (turn !== state.lastTurn + 1) {
+        return {
+          next: opened,
+          violation: violation(seq, "turn-number", `turn/start ${turn} but the next turn is ${state.lastTurn + 1}`)
+        }
+      }
+      return accept(opened)
+    }
+    case "turn/end": {
+      const { turn } = event.data
+      if (openTurn === undefined) return refuse("turn-end-mismatch", `turn/end ${turn} but no turn is open`)
+      if (turn !== openTurn) return refuse("turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
+      const closed: LogState = { ...state, nextSeq, openTurn: undefined, openStep: undefined, calls: noCalls, owed: noCalls }
+      if (openStep !== undefined) {
+        return {
+          next: closed,
+          violation: violation(seq, "turn-end-step-open", `turn/end ${turn} while step ${openStep} is open`)
+        }
+      }
+      return accept(closed)
+    }
+    case "step/start": {
+      const { step, turn } = event.data
+      const misplaced = enclosure(turn, undefined)
+      if (misplaced !== undefined) return misplaced
+      const opened: LogState = { ...state, nextSeq, lastStep: step, openStep: step, calls: noCalls, owed: noCalls }
+      if (openStep !== undefined) {
+        return { next: opened, violation: violation(seq, "nested-step", `step/start ${step} while step ${openStep} is open`) }
+      }
+      if (step !== state.lastStep + 1) {
+        return {
+          next: opened,
+          violation: violation(seq, "step-number", `step/start ${step} but the next step of turn ${turn} is ${state.lastStep + 1}`)
+        }
+      }
+      return accept(opened)
+    }
+    case "step/end": {
+      const { step, turn } = event.data
+      const misplaced = enclosure(turn, undefined)
+      if (misplaced !== undefined) return misplaced
+      if (openStep === undefined) return refuse("step-end-mismatch", `step/end ${step} but no step is open`)
+      if (step !== openStep) return refuse("step-end-mismatch", `step/end ${step} but the open step is ${openStep}`)
+      return accept({ ...state, nextSeq, openStep: undefined, calls: noCalls, owed: noCalls })
+    }
+    case "steering/message":
+      return enclosure(event.data.turn, undefined) ?? accept(same())
+    case "request/header": {
+      if (openTurn === undefined) return refuse("outside-turn", "request/header outside a turn")
+      return accept({ ...state, nextSeq, header: event.data.header })
+    }
+    case "assistant/chunk":
+      return enclosure(event.data.turn, event.data.step) ?? accept(same())
+    case "assistant/message": {
+      const misplaced = enclosure(event.data.turn, event.data.step)
+      if (misplaced !== undefined) return misplaced
+      const calls = mergeMessageCalls(state.calls, event.data.content)
+      return accept(calls === state.calls ? same() : withCalls(state, nextSeq, calls))
+    }
+    case "tool/call": {
+      const { arguments: args, callId, name, step, turn } = event.data
+      const misplaced = enclosure(turn, step)
+      if (misplaced !== undefined) return misplaced
+      const index = findCall(state.calls, callId)
+      if (index === -1) {
+        return accept(
+          withCalls(state, nextSeq, [...state.calls, {
+            callId,
+            name,
+            arguments: args,
+            callSeq: seq,
+            resultSeq: undefined,
+            inMessage: false
+          }])
+        )
+      }
+      const known = state.calls[index]!
+      if (known.callSeq !== undefined) {
+        return refuse("duplicate-tool-call", `tool/call ${callId} was already called at seq ${known.callSeq}`)
+      }
+      return accept(withCalls(state, nextSeq, replaceCall(state.calls, index, { ...known, callSeq: seq })))
+    }
+    case "tool/result": {
+      const { callId, error, name, step, turn } = event.data
+      const misplaced = enclosure(turn, step)
+      if (misplaced !== undefined) return misplaced
+      const notStarted = error?.code === TOOL_NOT_STARTED
+      const index = findCall(state.calls, callId)
+      const known = index === -1 ? undefined : state.calls[index]!
+      if (known?.resultSeq !== undefined) {
+        return refuse("duplicate-tool-result", `tool/result ${callId} was already answered at seq ${known.resultSeq}`)
+      }
+      if (known?.callSeq === undefined && !notStarted) {
+        return refuse("unknown-tool-call", `tool/result ${callId} answers no tool/call of step ${step}`)
+      }
+      const calls = known === undefined
+        ? [...state.calls, { callId, name, arguments: "", callSeq: undefined, resultSeq: seq, inMessage: false }]
+        : replaceCall(state.calls, index, { ...known, resultSeq: seq })
+      return accept(withCalls(state, nextSeq, calls))
+    }
+  }
+}
+
+/** The `seq-gap` violation of an event, if its `seq` is not the one the state expects. */
+export const checkSeq = (state: LogState, event: SessionEvent.SessionEvent): Violation | undefined =>
+  event.seq === state.nextSeq
+    ? undefined
+    : violation(event.seq, "seq-gap", `seq ${event.seq} but the next seq is ${state.nextSeq}`)
+
+export const step = (
+  state: LogState,
+  event: SessionEvent.SessionEvent
+): { readonly state: LogState } | { readonly violation: Violation } => {
+  const gap = checkSeq(state, event)
+  if (gap !== undefined) return { violation: gap }
+  const { next, violation } = transition(state, event)
+  return violation === undefined ? { state: next } : { violation }
+}
+
+export const checkLog = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<Violation> => {
+  const found: Array<Violation> = []
+  let state = initial
+  for (const event of events) {
+    const gap = checkSeq(state, event)
+    if (gap !== undefined) found.push(gap)
+    if (
+      event.type === "step/end" && event.data.turn === state.openTurn && event.data.step === state.openStep
+    ) {
+      for (const call of state.owed) {
+        found.push(violation(
+          event.seq,
+          "unanswered-tool-call",
+          `step/end ${event.data.step} of turn ${event.data.turn} leaves tool call ${call.callId} (${call.name}) unanswered`
+        ))
+      }
+    }
+    const { next, violation: broken } = transition(state, event)
+    if (broken !== undefined) found.push(broken)
+    state = next
+  }
+  if (state.openTurn !== undefined) {
+    found.push(violation(state.nextSeq - 1, "unclosed-turn", `the log ends inside turn ${state.openTurn}`))
+  }
+  return found
+}
