@@ -1,0 +1,468 @@
+/**
+ * The built-in workspace toolset: `read_file`, `list_dir`, `find_files`, `grep`, `write_file`, `edit_file` and
+ * `shell`, as `AgentTool`s confined to one workspace root. Reads run in parallel without approval; writes and
+ * `shell` are exclusive and need the agent's approval. Every result is text for the model, and every cut of a
+ * large output is marked in it with how to get the rest.
+ *
+ * @since 0.0.0
+ */
+import { Tool } from "@effect/ai"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import type { FileSystem } from "@effect/platform/FileSystem"
+import type { Path } from "@effect/platform/Path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import type { Context } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
+import { AgentTool } from "@harness/agent"
+import * as Files from "./internal/files.js"
+import * as Commands from "./internal/shell.js"
+import * as Workspace from "./Workspace.js"
+import { WorkspaceError } from "./WorkspaceError.js"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Limits
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The limits of the toolset. Whatever a limit cuts is marked in the result (`… [truncated: ...]`).
+ *
+ * @since 0.0.0
+ */
+export interface Limits {
+  /** The largest file `read_file` and `edit_file` load, in bytes (larger: `TooLarge`). Default 10 MiB. */
+  readonly maxFileBytes: number
+  /** The most lines one `read_file` call returns (also the cap of its `limit`). Default 2000. */
+  readonly maxReadLines: number
+  /** The longest line shown by `read_file` and `grep`; longer lines are cut with a marker. Default 2000. */
+  readonly maxLineChars: number
+  /** The most characters of any one result; `read_file` stops at a whole line before it. Default 50,000. */
+  readonly maxOutputChars: number
+  /** The most entries `list_dir` shows. Default 1000. */
+  readonly maxListEntries: number
+  /** The most paths `find_files` returns (also the cap of its `limit`). Default 1000. */
+  readonly maxFindResults: number
+  /** The cap of `grep`'s `maxMatches` (which defaults to 100). Default 1000. */
+  readonly maxGrepMatches: number
+  /** The most files one `grep` call searches. Default 10,000. */
+  readonly maxGrepFiles: number
+  /** `grep` skips files larger than this, in bytes (and says so). Default 1 MiB. */
+  readonly maxGrepFileBytes: number
+  /** `shell`'s timeout when the call gives none. Default 2 minutes. */
+  readonly shellTimeout: Duration.DurationInput
+  /** The cap of `shell`'s `timeoutSeconds`. Default 10 minutes. */
+  readonly maxShellTimeout: Duration.DurationInput
+  /** The most bytes of `shell` output (stdout and stderr together) kept: the last ones. Default 50,000. */
+  readonly maxShellOutputBytes: number
+  /** How long a killed process tree gets between SIGTERM and SIGKILL. Default 2 seconds. */
+  readonly shellKillGrace: Duration.DurationInput
+}
+
+/**
+ * The default {@link Limits}.
+ *
+ * @since 0.0.0
+ */
+export const defaultLimits: Limits = {
+  maxFileBytes: 10 * 1024 * 1024,
+  maxReadLines: 2000,
+  maxLineChars: 2000,
+  maxOutputChars: 50_000,
+  maxListEntries: 1000,
+  maxFindResults: 1000,
+  maxGrepMatches: 1000,
+  maxGrepFiles: 10_000,
+  maxGrepFileBytes: 1024 * 1024,
+  shellTimeout: Duration.minutes(2),
+  maxShellTimeout: Duration.minutes(10),
+  maxShellOutputBytes: 50_000,
+  shellKillGrace: Duration.seconds(2)
+}
+
+const countLimits = [
+  "maxFileBytes",
+  "maxReadLines",
+  "maxLineChars",
+  "maxOutputChars",
+  "maxListEntries",
+  "maxFindResults",
+  "maxGrepMatches",
+  "maxGrepFiles",
+  "maxGrepFileBytes",
+  "maxShellOutputBytes"
+] as const
+
+const durationLimits = ["shellTimeout", "maxShellTimeout", "shellKillGrace"] as const
+
+/**
+ * Completes partial limits with the defaults and checks them.
+ *
+ * Contract: fails with `InvalidArgument` naming the first limit that is not a positive integer (counts) or a
+ * positive duration (durations).
+ *
+ * @since 0.0.0
+ */
+export const makeLimits = (limits?: Partial<Limits> | undefined): Effect.Effect<Limits, WorkspaceError> =>
+  Effect.gen(function*() {
+    const merged: Limits = { ...defaultLimits, ...limits }
+    for (const key of countLimits) {
+      const value = merged[key]
+      if (!Number.isSafeInteger(value) || value <= 0) {
+        return yield* new WorkspaceError({
+          reason: "InvalidArgument",
+          message: `limits.${key} must be a positive integer, got ${String(value)}.`
+        })
+      }
+    }
+    for (const key of durationLimits) {
+      const value = Duration.decodeUnknown(merged[key])
+      if (Option.isNone(value) || !Duration.greaterThan(value.value, Duration.zero)) {
+        return yield* new WorkspaceError({
+          reason: "InvalidArgument",
+          message: `limits.${key} must be a positive duration (e.g. "30 seconds" or a number of milliseconds).`
+        })
+      }
+    }
+    return merged
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tool definitions (what the model sees)
+// ---------------------------------------------------------------------------------------------------------------
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+
+const PathParam = (description: string) => Schema.String.annotations({ description })
+
+/**
+ * `read_file`: numbered lines of a text file, paged by `offset`/`limit`.
+ *
+ * @since 0.0.0
+ */
+export const ReadFile = Tool.make("read_file", {
+  description: "Read a text file in the workspace. Returns its lines numbered as `<number>\\t<text>`. " +
+    "Long files are returned in pages: the result ends with a `[truncated: ...; use offset=N to read on]` marker " +
+    "when there is more. Use grep to find lines in large files.",
+  parameters: {
+    path: PathParam("The file, relative to the workspace root."),
+    offset: Schema.optional(PositiveInt.annotations({ description: "The 1-based line to start at (default 1)." })),
+    limit: Schema.optional(PositiveInt.annotations({ description: "The most lines to return." }))
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, false)
+
+/**
+ * `list_dir`: the entries of one directory.
+ *
+ * @since 0.0.0
+ */
+export const ListDir = Tool.make("list_dir", {
+  description: "List the entries of a directory in the workspace, sorted by name: directories end with `/`, " +
+    "files show their size, symbolic links show `-> target`.",
+  parameters: {
+    path: Schema.optional(PathParam("The directory, relative to the workspace root (default: the root)."))
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, false)
+
+/**
+ * `find_files`: files matching a glob, sorted.
+ *
+ * @since 0.0.0
+ */
+export const FindFiles = Tool.make("find_files", {
+  description: "Find files whose path matches a glob pattern (`*`, `**`, `?`, `[abc]`, `{a,b}`), e.g. " +
+    "`**/*.ts` or `src/**/test_*.py`. Returns workspace-relative paths, sorted, one per line. `.git` and " +
+    "`node_modules` are skipped unless includeIgnored is true.",
+  parameters: {
+    pattern: Schema.String.annotations({ description: "The glob, relative to `path`." }),
+    path: Schema.optional(PathParam("The directory to search from (default: the workspace root).")),
+    limit: Schema.optional(PositiveInt.annotations({ description: "The most paths to return." })),
+    includeIgnored: Schema.optional(
+      Schema.Boolean.annotations({ description: "Also search `.git` and `node_modules` (default false)." })
+    )
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, false)
+
+/**
+ * `grep`: lines matching a JavaScript regular expression.
+ *
+ * @since 0.0.0
+ */
+export const Grep = Tool.make("grep", {
+  description: "Search file contents for a JavaScript regular expression. Returns `path:line: text` for each " +
+    "matching line. Binary files, `.git` and `node_modules` are skipped (the last two unless includeIgnored).",
+  parameters: {
+    pattern: Schema.String.annotations({
+      description: "A JavaScript regular expression without slashes or flags, e.g. `function\\s+main`."
+    }),
+    path: Schema.optional(PathParam("A file or directory to search (default: the workspace root).")),
+    glob: Schema.optional(
+      Schema.String.annotations({ description: "Only search files matching this glob, relative to `path`." })
+    ),
+    ignoreCase: Schema.optional(Schema.Boolean.annotations({ description: "Match case-insensitively." })),
+    maxMatches: Schema.optional(
+      PositiveInt.annotations({ description: "Stop after this many matching lines (default 100)." })
+    ),
+    includeIgnored: Schema.optional(
+      Schema.Boolean.annotations({ description: "Also search `.git` and `node_modules` (default false)." })
+    )
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, false)
+
+/**
+ * `write_file`: creates or replaces a file, with its parent directories.
+ *
+ * @since 0.0.0
+ */
+export const WriteFile = Tool.make("write_file", {
+  description: "Create a file, or replace a file's whole content. Missing parent directories are created. " +
+    "To change part of an existing file, prefer edit_file.",
+  parameters: {
+    path: PathParam("The file, relative to the workspace root."),
+    content: Schema.String.annotations({ description: "The complete new content of the file." })
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.Idempotent, true).annotate(Tool.OpenWorld, false)
+
+/**
+ * `edit_file`: replaces one exact, unique occurrence of a string (or all, with `replaceAll`).
+ *
+ * @since 0.0.0
+ */
+export const EditFile = Tool.make("edit_file", {
+  description: "Replace an exact piece of text in a file. `oldString` must occur exactly once (include enough " +
+    "surrounding lines to make it unique), or set replaceAll to replace every occurrence. Whitespace and " +
+    "indentation must match the file exactly.",
+  parameters: {
+    path: PathParam("The file, relative to the workspace root."),
+    oldString: Schema.String.annotations({ description: "The exact text to replace." }),
+    newString: Schema.String.annotations({ description: "The text to put in its place." }),
+    replaceAll: Schema.optional(
+      Schema.Boolean.annotations({ description: "Replace every occurrence instead of exactly one (default false)." })
+    )
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+}).annotate(Tool.OpenWorld, false)
+
+/**
+ * `shell`: runs a command (argv or a `sh -c` line) in the workspace.
+ *
+ * @since 0.0.0
+ */
+export const Shell = Tool.make("shell", {
+  description: "Run a command in the workspace: either `command`, a shell line run with `sh -c` (pipes and " +
+    "redirections allowed), or `argv`, a program and its arguments run without a shell. Returns the combined " +
+    "stdout and stderr (the end of it, if long) and the exit code. Standard input is empty. The command is " +
+    "killed, with every process it started, when it times out; background processes do not outlive it.",
+  parameters: {
+    command: Schema.optional(Schema.String.annotations({ description: "A shell command line (run with `sh -c`)." })),
+    argv: Schema.optional(
+      Schema.NonEmptyArray(Schema.String).annotations({
+        description: "A program and its arguments, e.g. [\"git\", \"status\"]; give this or `command`."
+      })
+    ),
+    cwd: Schema.optional(PathParam("The working directory, relative to the workspace root (default: the root).")),
+    timeoutSeconds: Schema.optional(
+      Schema.Number.pipe(Schema.positive()).annotations({
+        description: "Kill the command after this many seconds (default 120, at most 600)."
+      })
+    )
+  },
+  success: Schema.String,
+  failure: WorkspaceError
+})
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tools (definition + handler + policy). Each takes `limits` as given: build them with `makeLimits`.
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * `read_file` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ *
+ * @since 0.0.0
+ */
+export const readFile = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(ReadFile, {
+    handler: (params) => Files.readFile(workspace, limits, params),
+    parallel: true,
+    approval: "none",
+    onCancel: "interrupt"
+  })
+
+/**
+ * `list_dir` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ *
+ * @since 0.0.0
+ */
+export const listDir = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(ListDir, {
+    handler: (params) => Files.listDir(workspace, limits, params),
+    parallel: true,
+    approval: "none",
+    onCancel: "interrupt"
+  })
+
+/**
+ * `find_files` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ *
+ * @since 0.0.0
+ */
+export const findFiles = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(FindFiles, {
+    handler: (params) => Files.findFiles(workspace, limits, params),
+    parallel: true,
+    approval: "none",
+    onCancel: "interrupt"
+  })
+
+/**
+ * `grep` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ *
+ * @since 0.0.0
+ */
+export const grep = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(Grep, {
+    handler: (params) => Files.grep(workspace, limits, params),
+    parallel: true,
+    approval: "none",
+    onCancel: "interrupt"
+  })
+
+/**
+ * `write_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (the write is atomic
+ * and short; finishing keeps the logged result true to the disk).
+ *
+ * @since 0.0.0
+ */
+export const writeFile = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(WriteFile, {
+    handler: (params) => Files.writeFile(workspace, limits, params),
+    parallel: false,
+    approval: "required",
+    onCancel: "finish"
+  })
+
+/**
+ * `edit_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (like `write_file`).
+ *
+ * @since 0.0.0
+ */
+export const editFile = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<FileSystem | Path> =>
+  AgentTool.make(EditFile, {
+    handler: (params) => Files.editFile(workspace, limits, params),
+    parallel: false,
+    approval: "required",
+    onCancel: "finish"
+  })
+
+/**
+ * `shell` in `workspace`. Policy: exclusive, approval required, interrupted on cancel — which kills its whole
+ * process tree.
+ *
+ * @since 0.0.0
+ */
+export const shell = (
+  workspace: Workspace.Workspace,
+  limits: Limits = defaultLimits
+): AgentTool.AgentTool<CommandExecutor | FileSystem | Path> =>
+  AgentTool.make(Shell, {
+    handler: (params) => Commands.run(workspace, limits, params),
+    parallel: false,
+    approval: "required",
+    onCancel: "interrupt"
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// The toolset
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * How to build the toolset.
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /** The workspace root: an existing directory, absolute or relative to the process's working directory. */
+  readonly root: string
+  /** Overrides of {@link defaultLimits}. */
+  readonly limits?: Partial<Limits> | undefined
+}
+
+/**
+ * Gives a tool its services once, so its handler needs nothing from the agent's context.
+ *
+ * @since 0.0.0
+ */
+export const provide = <R>(tool: AgentTool.AgentTool<R>, context: Context.Context<R>): AgentTool.AgentTool<never> => ({
+  ...tool,
+  handler: (params, callContext) => Effect.provide(tool.handler(params, callContext), context)
+})
+
+/**
+ * Builds the seven tools over one workspace root, in the order `read_file`, `list_dir`, `find_files`, `grep`,
+ * `write_file`, `edit_file`, `shell`.
+ *
+ * Contract: fails with a `WorkspaceError` when the root is not an existing directory (`NotFound`,
+ * `NotADirectory`) or a limit is invalid (`InvalidArgument`). The `FileSystem`, `Path` and `CommandExecutor` in
+ * context are captured here, so the tools require nothing (`AgentTool<never>`). Policies: reads are parallel
+ * with no approval; `write_file`, `edit_file` and `shell` are exclusive and need approval; writes finish on
+ * cancel, everything else is interrupted (`shell` with its whole process tree).
+ *
+ * @since 0.0.0
+ */
+export const make = (
+  options: Options
+): Effect.Effect<
+  ReadonlyArray<AgentTool.AgentTool<never>>,
+  WorkspaceError,
+  FileSystem | Path | CommandExecutor
+> =>
+  Effect.gen(function*() {
+    const limits = yield* makeLimits(options.limits)
+    const workspace = yield* Workspace.make(options.root)
+    const context = yield* Effect.context<FileSystem | Path | CommandExecutor>()
+    const tools: ReadonlyArray<AgentTool.AgentTool<FileSystem | Path | CommandExecutor>> = [
+      readFile(workspace, limits),
+      listDir(workspace, limits),
+      findFiles(workspace, limits),
+      grep(workspace, limits),
+      writeFile(workspace, limits),
+      editFile(workspace, limits),
+      shell(workspace, limits)
+    ]
+    return tools.map((tool) => provide(tool, context))
+  })
+
+/**
+ * {@link make} on Node: the file system, paths and child processes of `@effect/platform-node`.
+ *
+ * @since 0.0.0
+ */
+export const makeNode = (options: Options): Effect.Effect<ReadonlyArray<AgentTool.AgentTool<never>>, WorkspaceError> =>
+  make(options).pipe(Effect.provide(NodeContext.layer))

@@ -1,0 +1,220 @@
+/**
+ * The `shell` tool's handler: runs a command in the workspace with a timeout, keeps the tail of its combined
+ * output, and makes sure its whole process tree dies with the call.
+ *
+ * Process tree: `@effect/platform-node`'s executor spawns every child with `detached: true`, so on POSIX the child
+ * leads a new process group (its pgid is its pid) that its descendants inherit. Killing the tree is signalling
+ * that group: SIGTERM, a grace period (until the leader exited and the output pipes closed), then SIGKILL. This
+ * happens on timeout and on interruption (cancel), and also after a normal exit, to reap background jobs the
+ * command left behind. A descendant that starts its own session (`setsid`, daemons) leaves the group and escapes.
+ */
+import type { Tool } from "@effect/ai"
+import * as Command from "@effect/platform/Command"
+import type { Process } from "@effect/platform/CommandExecutor"
+import type { PlatformError } from "@effect/platform/Error"
+import { FileSystem } from "@effect/platform/FileSystem"
+import { Chunk, Deferred, Duration, Effect, Either, Exit, Option, Ref, Stream } from "effect"
+import type { Workspace } from "../Workspace.js"
+import { WorkspaceError } from "../WorkspaceError.js"
+import type { Limits, Shell } from "../WorkspaceTools.js"
+import { errnoCode, fromPlatformError } from "./platformError.js"
+import { decodeUtf8, formatBytes } from "./render.js"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Output: the last `max` bytes of stdout and stderr, interleaved as they arrive
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Tail {
+  readonly chunks: Chunk.Chunk<Uint8Array>
+  /** Bytes held in `chunks`. */
+  readonly kept: number
+  /** Bytes already dropped from the front. */
+  readonly dropped: number
+}
+
+const emptyTail: Tail = { chunks: Chunk.empty(), kept: 0, dropped: 0 }
+
+/** Appends a chunk, dropping whole chunks from the front while the rest still holds `max` bytes. */
+const appendTail = (tail: Tail, chunk: Uint8Array, max: number): Tail => {
+  let chunks: Chunk.Chunk<Uint8Array> = Chunk.append(tail.chunks, chunk)
+  let kept = tail.kept + chunk.length
+  let dropped = tail.dropped
+  while (true) {
+    const head = Chunk.head(chunks)
+    if (Option.isNone(head) || kept - head.value.length < max) break
+    chunks = Chunk.drop(chunks, 1)
+    kept -= head.value.length
+    dropped += head.value.length
+  }
+  return { chunks, kept, dropped }
+}
+
+/** The kept output as text, with a marker when its beginning was cut. */
+const renderTail = (tail: Tail, max: number): string => {
+  const all = new Uint8Array(tail.kept)
+  let at = 0
+  for (const chunk of tail.chunks) {
+    all.set(chunk, at)
+    at += chunk.length
+  }
+  const excess = Math.max(0, tail.kept - max)
+  const bytes = all.subarray(excess)
+  const omitted = tail.dropped + excess
+  // A cut may split a UTF-8 sequence: drop the replacement characters it leaves at the start.
+  const raw = omitted > 0 ? decodeUtf8(bytes).replace(/^\uFFFD+/, "") : decodeUtf8(bytes)
+  const text = raw.endsWith("\n") ? raw.slice(0, -1) : raw
+  const marker = omitted > 0
+    ? `… [truncated: the first ${formatBytes(omitted)} of output omitted, showing the last ${
+      formatBytes(bytes.length)
+    }; redirect the output to a file and use read_file or grep to see all of it]\n`
+    : ""
+  return marker + (text === "" ? "(no output)" : text)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The process tree
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Sends `signal` to the child's whole process group; a group that is already gone is not an error. */
+const signalGroup = (child: Process, signal: NodeJS.Signals): Effect.Effect<void> =>
+  process.platform === "win32"
+    // No process groups: the executor's `kill` runs `taskkill /T /F` on the tree.
+    ? Effect.ignore(child.kill(signal))
+    : Effect.sync(() => {
+      try {
+        process.kill(-child.pid, signal)
+      } catch {
+        // ESRCH: no process is left in the group.
+      }
+    })
+
+/**
+ * Kills the child's process tree: SIGTERM to the group, then — once the leader has exited and the output pipes
+ * are closed (nobody in the tree holds them), or after `grace` — SIGKILL to the group for whatever is left.
+ */
+const killTree = (child: Process, drained: Deferred.Deferred<void>, grace: Duration.Duration): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* signalGroup(child, "SIGTERM")
+    // Interruptible even inside a finalizer: otherwise the timeout could not cut the wait short.
+    yield* Effect.all([Effect.ignore(child.exitCode), Deferred.await(drained)], { discard: true }).pipe(
+      Effect.interruptible,
+      Effect.timeoutOption(grace)
+    )
+    yield* signalGroup(child, "SIGKILL")
+  })
+
+interface Finished {
+  readonly exit: Either.Either<number, PlatformError>
+  /** False when the output pipes stayed open after the tree was killed (a process escaped the group). */
+  readonly drained: boolean
+}
+
+/**
+ * Runs `command` to completion, streaming its output into `output`.
+ *
+ * Contract: when it returns, the leader has exited and the rest of its process group was killed. When it is
+ * interrupted (timeout, cancel), the finalizer kills the tree before the executor's own cleanup runs.
+ */
+const runTree = (
+  command: Command.Command,
+  output: Ref.Ref<Tail>,
+  maxBytes: number,
+  grace: Duration.Duration
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const child = yield* Command.start(command)
+    const drained = yield* Deferred.make<void>()
+    yield* Stream.merge(child.stdout, child.stderr).pipe(
+      Stream.runForEach((chunk) => Ref.update(output, (tail) => appendTail(tail, chunk, maxBytes))),
+      Effect.ignore,
+      Effect.ensuring(Deferred.succeed(drained, undefined)),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : killTree(child, drained, grace))
+    const exit = yield* Effect.either(child.exitCode)
+    // Background jobs the command left behind would hold the pipes open: they die with the call.
+    yield* killTree(child, drained, grace)
+    const done = yield* Deferred.await(drained).pipe(Effect.timeoutOption(grace))
+    return { exit, drained: Option.isSome(done) } satisfies Finished
+  }))
+
+// ---------------------------------------------------------------------------------------------------------------
+// The handler
+// ---------------------------------------------------------------------------------------------------------------
+
+const describeExit = (exit: Either.Either<number, PlatformError>): string => {
+  if (Either.isRight(exit)) return `[exit code: ${exit.right}]`
+  const signal = /signal: (\w+)/.exec(exit.left.message)?.[1]
+  return signal !== undefined ? `[terminated by signal ${signal}]` : `[exit status unknown: ${exit.left.message}]`
+}
+
+const spawnError = (error: PlatformError, program: string, cwd: string): WorkspaceError => {
+  if (errnoCode(error) === "ENOENT" || (error._tag === "SystemError" && error.reason === "NotFound")) {
+    return new WorkspaceError({
+      reason: "NotFound",
+      message: `Cannot run \`${program}\`: no such program. Check its name and that it is installed on PATH, ` +
+        "or use `command` to run a shell line."
+    })
+  }
+  return fromPlatformError(error, cwd, `run \`${program}\` in`)
+}
+
+const formatSeconds = (duration: Duration.Duration): string => `${Duration.toMillis(duration) / 1000}s`
+
+export const run = Effect.fn("WorkspaceTools.shell")(function*(
+  workspace: Workspace,
+  limits: Limits,
+  params: Tool.Parameters<typeof Shell>
+) {
+  const fs = yield* FileSystem
+  if ((params.command === undefined) === (params.argv === undefined)) {
+    return yield* new WorkspaceError({
+      reason: "InvalidArgument",
+      message: "Give exactly one of `command` (a shell line, run with `sh -c`) or `argv` (a program and its " +
+        "arguments, run without a shell)."
+    })
+  }
+  if (params.command !== undefined && params.command.trim() === "") {
+    return yield* new WorkspaceError({ reason: "InvalidArgument", message: "`command` is empty." })
+  }
+  const cwd = yield* workspace.resolve(params.cwd ?? ".")
+  const info = yield* fs.stat(cwd.absolute).pipe(
+    Effect.mapError((error) => fromPlatformError(error, cwd.input, "run a command in"))
+  )
+  if (info.type !== "Directory") {
+    return yield* new WorkspaceError({
+      reason: "NotADirectory",
+      path: cwd.input,
+      message: `Cannot run a command in \`${cwd.relative}\`: it is not a directory.`
+    })
+  }
+  const maxTimeout = Duration.decode(limits.maxShellTimeout)
+  const timeout = params.timeoutSeconds === undefined
+    ? Duration.min(Duration.decode(limits.shellTimeout), maxTimeout)
+    : Duration.min(Duration.millis(params.timeoutSeconds * 1000), maxTimeout)
+  const grace = Duration.decode(limits.shellKillGrace)
+  const argv: readonly [string, ...Array<string>] = params.argv ?? ["sh", "-c", params.command ?? ""]
+  const program = argv[0]
+  const command = Command.make(program, ...argv.slice(1)).pipe(
+    Command.workingDirectory(cwd.absolute),
+    Command.stdin(Stream.empty)
+  )
+  const output = yield* Ref.make(emptyTail)
+  const finished = yield* runTree(command, output, limits.maxShellOutputBytes, grace).pipe(
+    Effect.mapError((error) => spawnError(error, program, cwd.input)),
+    Effect.timeoutOption(timeout)
+  )
+  const text = renderTail(yield* Ref.get(output), limits.maxShellOutputBytes)
+  if (Option.isNone(finished)) {
+    return yield* new WorkspaceError({
+      reason: "Timeout",
+      message: `The command timed out after ${formatSeconds(timeout)} and was killed, with every process it ` +
+        `started. Raise timeoutSeconds (at most ${formatSeconds(maxTimeout)}) if it needs longer. ` +
+        `Output before the timeout:\n${text}`
+    })
+  }
+  const incomplete = finished.value.drained
+    ? ""
+    : "\n[output may be incomplete: a process that left the command's process group still holds it open]"
+  return `${text}${incomplete}\n${describeExit(finished.value.exit)}`
+})

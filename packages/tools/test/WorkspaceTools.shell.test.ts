@@ -1,0 +1,155 @@
+import { FileSystem } from "@effect/platform/FileSystem"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { assert, layer } from "@effect/vitest"
+import { Clock, Effect, Fiber, Schedule } from "effect"
+import { setup } from "./fixtures.js"
+
+/**
+ * Whether a process is alive. A zombie counts as dead: it has exited and only waits to be reaped (on this machine
+ * PID 1 does not reap orphans, so killed grandchildren stay zombies).
+ */
+const isAlive = (pid: number) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    if (yield* Effect.orElseSucceed(fs.exists("/proc/self/stat"), () => false)) {
+      const stat = yield* Effect.either(fs.readFileString(`/proc/${pid}/stat`))
+      if (stat._tag === "Left") return false
+      const state = stat.right.slice(stat.right.lastIndexOf(")") + 2, stat.right.lastIndexOf(")") + 3)
+      return state !== "Z" && state !== "X"
+    }
+    return yield* Effect.sync(() => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    })
+  })
+
+/** Waits (briefly, polling) until every pid is dead; fails with the survivors otherwise. */
+const assertAllDead = (pids: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    const alive = yield* Effect.filter(pids, isAlive)
+    if (alive.length > 0) return yield* Effect.fail(`still alive: ${alive.join(", ")}`)
+  }).pipe(
+    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("3 seconds"))),
+    Effect.orDie
+  )
+
+/** Reads a file the command writes, polling until it exists (the command writes it with an atomic `mv`). */
+const waitForFile = (file: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    return yield* fs.readFileString(file).pipe(
+      Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("10 seconds"))),
+      Effect.orDie
+    )
+  })
+
+const pidsOf = (text: string) => text.trim().split(/\s+/).map(Number)
+
+/** A shell line that starts two background sleeps, records `sh`'s pid and theirs in `pids`, and waits. */
+const tree = "sleep 30 & a=$!; sleep 30 & b=$!; echo \"$$ $a $b\" > pids.tmp && mv pids.tmp pids; echo started; wait"
+
+// Real processes, real clock: the test services are left out.
+layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", (it) => {
+  it.scoped("captures stdout and stderr and reports the exit code", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      assert.strictEqual(
+        yield* h.text("shell", { command: "echo out; echo err >&2; exit 3" }),
+        "out\nerr\n[exit code: 3]"
+      )
+      assert.strictEqual(yield* h.text("shell", { command: "true" }), "(no output)\n[exit code: 0]")
+      // argv runs without a shell: no word splitting, no expansion.
+      assert.strictEqual(
+        yield* h.text("shell", { argv: ["printf", "%s|", "a b", "$HOME"] }),
+        "a b|$HOME|\n[exit code: 0]"
+      )
+      // Standard input is empty, so a reader does not hang.
+      assert.strictEqual(yield* h.text("shell", { argv: ["cat"] }), "(no output)\n[exit code: 0]")
+      assert.strictEqual(
+        yield* h.text("shell", { command: "kill -9 $$" }),
+        "(no output)\n[terminated by signal SIGKILL]"
+      )
+    }))
+
+  it.scoped("runs in a working directory confined to the workspace", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      const fs = yield* FileSystem
+      yield* h.write("sub/file.txt", "x")
+      const real = yield* fs.realPath(h.abs("sub"))
+      assert.strictEqual(yield* h.text("shell", { command: "pwd", cwd: "sub" }), `${real}\n[exit code: 0]`)
+      assert.strictEqual(yield* h.text("shell", { argv: ["ls"], cwd: "sub" }), "file.txt\n[exit code: 0]")
+      assert.strictEqual((yield* h.failure("shell", { command: "pwd", cwd: ".." })).reason, "PathEscape")
+      assert.strictEqual((yield* h.failure("shell", { command: "pwd", cwd: "/" })).reason, "PathEscape")
+      assert.strictEqual((yield* h.failure("shell", { command: "pwd", cwd: "sub/file.txt" })).reason, "NotADirectory")
+      assert.strictEqual((yield* h.failure("shell", { command: "pwd", cwd: "missing" })).reason, "NotFound")
+    }))
+
+  it.scoped("refuses bad arguments and reports a missing program", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      assert.strictEqual((yield* h.failure("shell", {})).reason, "InvalidArgument")
+      assert.strictEqual((yield* h.failure("shell", { command: "ls", argv: ["ls"] })).reason, "InvalidArgument")
+      assert.strictEqual((yield* h.failure("shell", { command: "  " })).reason, "InvalidArgument")
+      const missing = yield* h.failure("shell", { argv: ["harness-no-such-program"] })
+      assert.strictEqual(missing.reason, "NotFound")
+      assert.include(missing.message, "no such program")
+    }))
+
+  it.scoped("keeps the tail of long output and marks the cut", () =>
+    Effect.gen(function*() {
+      const h = yield* setup({ maxShellOutputBytes: 100 })
+      const result = yield* h.text("shell", { command: "seq 1 2000" })
+      assert.match(result, /^… \[truncated: the first [\d.]+ KiB of output omitted, showing the last 100 B; redirect/)
+      assert.isTrue(result.endsWith("\n1999\n2000\n[exit code: 0]"))
+      assert.isBelow(result.length, 400)
+    }))
+
+  it.scoped("a timeout kills the whole process tree", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      const start = yield* Clock.currentTimeMillis
+      const error = yield* h.failure("shell", { command: tree, timeoutSeconds: 2 })
+      const elapsed = (yield* Clock.currentTimeMillis) - start
+      assert.strictEqual(error.reason, "Timeout")
+      assert.include(error.message, "timed out after 2s")
+      assert.include(error.message, "started")
+      assert.isBelow(elapsed, 10_000)
+      const pids = pidsOf(yield* waitForFile(h.abs("pids")))
+      assert.strictEqual(pids.length, 3)
+      yield* assertAllDead(pids)
+    }))
+
+  it.scoped("interruption (cancel) kills the whole process tree", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      const fiber = yield* Effect.fork(h.run("shell", { command: tree }))
+      const pids = pidsOf(yield* waitForFile(h.abs("pids")))
+      assert.strictEqual(pids.length, 3)
+      for (const pid of pids) assert.isTrue(yield* isAlive(pid), `pid ${pid} runs before the cancel`)
+      yield* Fiber.interrupt(fiber)
+      yield* assertAllDead(pids)
+    }))
+
+  it.scoped("processes that ignore SIGTERM get SIGKILL after the grace period", () =>
+    Effect.gen(function*() {
+      const h = yield* setup({ shellKillGrace: "200 millis" })
+      const stubborn = "trap '' TERM; sleep 30 & echo \"$$ $!\" > pids.tmp && mv pids.tmp pids; wait"
+      const fiber = yield* Effect.fork(h.run("shell", { command: stubborn }))
+      const pids = pidsOf(yield* waitForFile(h.abs("pids")))
+      yield* Fiber.interrupt(fiber)
+      yield* assertAllDead(pids)
+    }))
+
+  it.scoped("background jobs do not outlive a command that exits", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      const result = yield* h.text("shell", { command: "sleep 30 & echo $! > bg; echo done" })
+      assert.strictEqual(result, "done\n[exit code: 0]")
+      yield* assertAllDead(pidsOf(yield* waitForFile(h.abs("bg"))))
+    }))
+})
