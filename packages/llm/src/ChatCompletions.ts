@@ -1,0 +1,372 @@
+/**
+ * A chat-completions provider for `@effect/ai`'s `LanguageModel`: DeepSeek by default, and any OpenAI-compatible
+ * server (vLLM, llama.cpp's server, Ollama's `/v1`, OpenRouter, OpenAI) through a base URL. It streams over
+ * `@effect/platform`'s `HttpClient` and `@effect/experimental`'s `Sse`, maps every failure into `AiError` (with an
+ * `LlmFailure` cause where the status alone is not precise), and retries only while nothing has been streamed.
+ *
+ * @since 0.0.0
+ */
+import { LanguageModel, Model } from "@effect/ai"
+import { HttpClient } from "@effect/platform"
+import { Json } from "@harness/domain"
+import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import * as Client from "./internal/client.js"
+import type { RetryPolicy, Settings } from "./internal/settings.js"
+
+/**
+ * DeepSeek's API base URL, the default.
+ *
+ * @since 0.0.0
+ */
+export const deepSeekBaseUrl = "https://api.deepseek.com"
+
+/**
+ * The default model.
+ *
+ * @since 0.0.0
+ */
+export const defaultModel = "deepseek-v4-flash"
+
+/**
+ * DeepSeek's current chat models (`deepseek-chat` / `deepseek-reasoner` were retired in July 2026).
+ *
+ * @since 0.0.0
+ */
+export const deepSeekModels = ["deepseek-v4-flash", "deepseek-v4-pro"] as const
+
+/**
+ * DeepSeek's thinking switch, sent as `thinking: { type }`.
+ *
+ * @since 0.0.0
+ */
+export type Thinking = "enabled" | "disabled"
+
+/**
+ * The name of the output-token limit in the request body: `max_tokens` (DeepSeek, most servers) or
+ * `max_completion_tokens` (newer OpenAI models).
+ *
+ * @since 0.0.0
+ */
+export type MaxTokensParameter = "max_tokens" | "max_completion_tokens"
+
+/**
+ * How failed requests are retried while nothing has been streamed to the caller.
+ *
+ * @since 0.0.0
+ */
+export interface RetryOptions {
+  /** Retries after the first attempt; 0 disables retrying. Default 2. */
+  readonly maxRetries?: number | undefined
+  /** The first backoff delay, doubled per retry and jittered by ±20%. Default 1 second. */
+  readonly baseDelay?: Duration.DurationInput | undefined
+  /** The cap on a backoff delay; a `Retry-After` longer than this means no retry. Default 30 seconds. */
+  readonly maxDelay?: Duration.DurationInput | undefined
+}
+
+/**
+ * Provider options. Every field is optional: the defaults talk to DeepSeek (which then needs `apiKey`).
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /** The server's base URL (`…/chat/completions` is appended unless already there). Default DeepSeek's. */
+  readonly baseUrl?: string | undefined
+  /** The model name. Default `deepseek-v4-flash`. */
+  readonly model?: string | undefined
+  /**
+   * The API key, sent only as `Authorization: Bearer …`. Required for DeepSeek's URL, optional for keyless local
+   * servers. Never logged, never in errors.
+   */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** The output-token limit. Not sent when absent. */
+  readonly maxOutputTokens?: number | undefined
+  /** The body field carrying {@link Options.maxOutputTokens}. Default `max_tokens`. */
+  readonly maxTokensParameter?: MaxTokensParameter | undefined
+  /** Sampling temperature, 0–2. Never sent in thinking mode. */
+  readonly temperature?: number | undefined
+  /** Nucleus sampling, (0, 1]. Never sent in thinking mode. */
+  readonly topP?: number | undefined
+  /**
+   * DeepSeek's thinking mode. Default `enabled` for DeepSeek's URL (sent explicitly), unset elsewhere (nothing
+   * sent). When enabled the thinking rules apply: `reasoning_content` is sent back on every assistant message
+   * that made tool calls, and `temperature` / `top_p` are not sent.
+   */
+  readonly thinking?: Thinking | undefined
+  /** `reasoning_effort` (DeepSeek: `low` / `high` / `max`; OpenAI: `minimal` … `high`). Not sent when absent. */
+  readonly reasoningEffort?: string | undefined
+  /** Extra request headers. `Redacted` values are secrets: redacted in errors, spans and logs. */
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted<string>>> | undefined
+  /** Extra body fields, merged last (they win, except over `messages`, `tools`, `tool_choice`, `stream*`). */
+  readonly body?: Json.JsonObject | undefined
+  /** How long to wait for the response headers. Default 120 seconds. */
+  readonly requestTimeout?: Duration.DurationInput | undefined
+  /** How long the response body may stay silent (SSE keep-alive comments count as data). Default 120 seconds. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  readonly retry?: RetryOptions | undefined
+}
+
+/**
+ * The provider was misconfigured. `option` names the offending option; `message` says what to do.
+ *
+ * @since 0.0.0
+ */
+export class ChatCompletionsConfigError extends Schema.TaggedError<ChatCompletionsConfigError>(
+  "@harness/llm/ChatCompletionsConfigError"
+)("ChatCompletionsConfigError", {
+  reason: Schema.Literal("MissingApiKey", "InvalidOption"),
+  option: Schema.String,
+  message: Schema.String
+}) {}
+
+const isDeepSeek = (url: URL): boolean => url.hostname === "api.deepseek.com"
+
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+const invalid = (option: string, message: string) =>
+  Either.left(new ChatCompletionsConfigError({ reason: "InvalidOption", option, message }))
+
+const duration = (
+  option: string,
+  input: Duration.DurationInput | undefined,
+  fallback: Duration.Duration,
+  allowZero: boolean
+): Either.Either<Duration.Duration, ChatCompletionsConfigError> => {
+  if (input === undefined) return Either.right(fallback)
+  // `Duration` clamps negative numbers to zero; a negative setting is a mistake worth reporting.
+  if ((typeof input === "number" || typeof input === "bigint") && input < 0) {
+    return invalid(option, `${option} must not be negative`)
+  }
+  const decoded = Duration.decodeUnknown(input)
+  if (Option.isNone(decoded)) return invalid(option, `${option} is not a duration`)
+  const value = decoded.value
+  const millis = Duration.toMillis(value)
+  if (!Number.isFinite(millis) || millis < 0 || (!allowZero && millis === 0)) {
+    return invalid(option, `${option} must be a ${allowZero ? "non-negative" : "positive"} finite duration`)
+  }
+  return Either.right(value)
+}
+
+/**
+ * Validates options and applies the defaults. Contract: pure; fails with a message that says what to do.
+ */
+const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfigError> =>
+  Either.gen(function*() {
+    const base = (options.baseUrl ?? deepSeekBaseUrl).trim()
+    const parsed = URL.canParse(base) ? new URL(base) : undefined
+    if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+      return yield* invalid("baseUrl", `baseUrl must be an http(s) URL, got ${JSON.stringify(base)}`)
+    }
+    const trimmed = base.replace(/\/+$/, "")
+    const url = trimmed.endsWith("/chat/completions") ? trimmed : `${trimmed}/chat/completions`
+    const deepSeek = isDeepSeek(parsed)
+
+    const model = options.model ?? defaultModel
+    if (model.trim() === "") return yield* invalid("model", "model must not be empty")
+
+    const apiKey = options.apiKey
+    if (apiKey !== undefined && Redacted.value(apiKey).trim() === "") {
+      return yield* Either.left(
+        new ChatCompletionsConfigError({
+          reason: "MissingApiKey",
+          option: "apiKey",
+          message: "the API key is empty: pass a non-empty apiKey (or set LLM_API_KEY), or leave it out for keyless servers"
+        })
+      )
+    }
+    if (deepSeek && apiKey === undefined) {
+      return yield* Either.left(
+        new ChatCompletionsConfigError({
+          reason: "MissingApiKey",
+          option: "apiKey",
+          message: `an API key is required for ${parsed.origin}: pass apiKey (as Redacted) or set LLM_API_KEY`
+        })
+      )
+    }
+
+    const maxOutputTokens = options.maxOutputTokens
+    if (maxOutputTokens !== undefined && !(Number.isSafeInteger(maxOutputTokens) && maxOutputTokens > 0)) {
+      return yield* invalid("maxOutputTokens", "maxOutputTokens must be a positive integer")
+    }
+    const temperature = options.temperature
+    if (temperature !== undefined && !(Number.isFinite(temperature) && temperature >= 0 && temperature <= 2)) {
+      return yield* invalid("temperature", "temperature must be between 0 and 2")
+    }
+    const topP = options.topP
+    if (topP !== undefined && !(Number.isFinite(topP) && topP > 0 && topP <= 1)) {
+      return yield* invalid("topP", "topP must be in (0, 1]")
+    }
+    const reasoningEffort = options.reasoningEffort
+    if (reasoningEffort !== undefined && reasoningEffort.trim() === "") {
+      return yield* invalid("reasoningEffort", "reasoningEffort must not be empty")
+    }
+
+    const headers: Array<readonly [string, string | Redacted.Redacted<string>]> = []
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      const text = Redacted.isRedacted(value) ? Redacted.value(value) : value
+      if (!headerName.test(name)) return yield* invalid("headers", `${JSON.stringify(name)} is not a header name`)
+      if (/[\r\n]/.test(text)) return yield* invalid("headers", `the value of header ${name} contains a line break`)
+      headers.push([name, value])
+    }
+
+    const requestTimeout = yield* duration("requestTimeout", options.requestTimeout, Duration.seconds(120), false)
+    const idleTimeout = yield* duration("idleTimeout", options.idleTimeout, Duration.seconds(120), false)
+    const maxRetries = options.retry?.maxRetries ?? 2
+    if (!(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) {
+      return yield* invalid("retry.maxRetries", "retry.maxRetries must be a non-negative integer")
+    }
+    const baseDelay = yield* duration("retry.baseDelay", options.retry?.baseDelay, Duration.seconds(1), true)
+    const maxDelay = yield* duration("retry.maxDelay", options.retry?.maxDelay, Duration.seconds(30), true)
+    const retry: RetryPolicy = { maxRetries, baseDelay, maxDelay }
+
+    const thinking = options.thinking ?? (deepSeek ? "enabled" : undefined)
+    return {
+      url,
+      model,
+      apiKey,
+      maxOutputTokens,
+      maxTokensParameter: options.maxTokensParameter ?? "max_tokens",
+      temperature,
+      topP,
+      thinking,
+      thinkingMode: thinking === "enabled",
+      reasoningEffort,
+      headers,
+      body: options.body ?? {},
+      requestTimeout,
+      idleTimeout,
+      retry
+    }
+  })
+
+/**
+ * Builds the `LanguageModel` service.
+ *
+ * Contract:
+ * - `streamText` sends `stream: true` with `stream_options.include_usage`; `generateText` sends a plain request.
+ *   Both map the same way; a completed response with no content, reasoning or tool calls fails with
+ *   `EMPTY_RESPONSE`, a stream that closes before `[DONE]` or sends a chunk that is not valid JSON with
+ *   `MALFORMED`.
+ * - A `tool-call` part is emitted only for an advertised tool with arguments that parse to a JSON object; every
+ *   call is always emitted as `tool-params-start/delta/end` with the raw argument text.
+ * - Failures are `AiError`s; `LlmFailure.failureOf` classifies every one of them.
+ * - A failed request is retried (per {@link RetryOptions}) only while nothing has been streamed to the caller.
+ *
+ * @since 0.0.0
+ */
+export const make = Effect.fn("ChatCompletions.make")(function*(options: Options = {}) {
+  const settings = yield* resolve(options)
+  const client = yield* HttpClient.HttpClient
+  const operations = Client.make(settings, client)
+  return yield* LanguageModel.make(operations)
+})
+
+/**
+ * The provider as a `LanguageModel` layer.
+ *
+ * @since 0.0.0
+ */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<LanguageModel.LanguageModel, ChatCompletionsConfigError, HttpClient.HttpClient> =>
+  Layer.effect(LanguageModel.LanguageModel, make(options))
+
+const jsonConfig = <A, I>(key: string, schema: Schema.Schema<A, I>): Config.Config<A> =>
+  Config.string(key).pipe(
+    Config.mapOrFail((text) =>
+      Either.mapLeft(
+        Schema.decodeUnknownEither(Schema.parseJson(schema))(text),
+        () => ConfigError.InvalidData([], `${key} must be a JSON object (${schema.ast.toString()})`)
+      )
+    )
+  )
+
+const SecretHeaders = Schema.Record({ key: Schema.String, value: Schema.String })
+
+const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
+
+/**
+ * The standard configuration, read from these keys (all optional):
+ * `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`, `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_TOKENS_PARAMETER`
+ * (`max_tokens` | `max_completion_tokens`), `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_THINKING` (`enabled` |
+ * `disabled`), `LLM_REASONING_EFFORT`, `LLM_HEADERS` (a JSON object; every value is treated as a secret),
+ * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT` (durations such as `30 seconds`),
+ * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`.
+ *
+ * @since 0.0.0
+ */
+export const config: Config.Config<Options> = Config.all({
+  baseUrl: Config.option(Config.string("LLM_BASE_URL")),
+  model: Config.option(Config.string("LLM_MODEL")),
+  apiKey: Config.option(Config.redacted("LLM_API_KEY")),
+  maxOutputTokens: Config.option(Config.integer("LLM_MAX_OUTPUT_TOKENS")),
+  maxTokensParameter: Config.option(Config.literal("max_tokens", "max_completion_tokens")("LLM_MAX_TOKENS_PARAMETER")),
+  temperature: Config.option(Config.number("LLM_TEMPERATURE")),
+  topP: Config.option(Config.number("LLM_TOP_P")),
+  thinking: Config.option(Config.literal("enabled", "disabled")("LLM_THINKING")),
+  reasoningEffort: Config.option(Config.string("LLM_REASONING_EFFORT")),
+  headers: Config.option(jsonConfig("LLM_HEADERS", SecretHeaders)),
+  body: Config.option(jsonConfig("LLM_BODY", Json.JsonObject)),
+  requestTimeout: Config.option(Config.duration("LLM_REQUEST_TIMEOUT")),
+  idleTimeout: Config.option(Config.duration("LLM_IDLE_TIMEOUT")),
+  maxRetries: Config.option(Config.integer("LLM_MAX_RETRIES")),
+  retryBaseDelay: Config.option(Config.duration("LLM_RETRY_BASE_DELAY")),
+  retryMaxDelay: Config.option(Config.duration("LLM_RETRY_MAX_DELAY"))
+}).pipe(Config.map((c): Options => {
+  const headers = present(c.headers)
+  return {
+    baseUrl: present(c.baseUrl),
+    model: present(c.model),
+    apiKey: present(c.apiKey),
+    maxOutputTokens: present(c.maxOutputTokens),
+    maxTokensParameter: present(c.maxTokensParameter),
+    temperature: present(c.temperature),
+    topP: present(c.topP),
+    thinking: present(c.thinking),
+    reasoningEffort: present(c.reasoningEffort),
+    headers: headers === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Redacted.make(value)])),
+    body: present(c.body),
+    requestTimeout: present(c.requestTimeout),
+    idleTimeout: present(c.idleTimeout),
+    retry: {
+      maxRetries: present(c.maxRetries),
+      baseDelay: present(c.retryBaseDelay),
+      maxDelay: present(c.retryMaxDelay)
+    }
+  }
+}))
+
+/**
+ * The provider as a layer configured from `Config` ({@link config} by default). Contract: a misconfiguration is
+ * a `ConfigError` whose message says what to do (a missing API key for DeepSeek is `MissingData`).
+ *
+ * @since 0.0.0
+ */
+export const layerConfig = (
+  options: Config.Config<Options> = config
+): Layer.Layer<LanguageModel.LanguageModel, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.effect(
+    LanguageModel.LanguageModel,
+    Effect.flatMap(options, (resolved) =>
+      make(resolved).pipe(
+        Effect.mapError((error) =>
+          error.reason === "MissingApiKey"
+            ? ConfigError.MissingData([error.option], error.message)
+            : ConfigError.InvalidData([error.option], error.message)
+        )
+      ))
+  )
+
+/**
+ * A model preset for `Effect.provide`: `ChatCompletions.model("deepseek-v4-pro", { apiKey })`. Contract: a
+ * misconfiguration is a defect here (use {@link layer} to handle it as an error).
+ *
+ * @since 0.0.0
+ */
+export const model = (
+  name: string,
+  options: Omit<Options, "model"> = {}
+): Model.Model<"chat-completions", LanguageModel.LanguageModel, HttpClient.HttpClient> =>
+  Model.make("chat-completions", Layer.orDie(layer({ ...options, model: name })))
+

@@ -1,0 +1,357 @@
+/**
+ * Chat-completions responses → `@effect/ai` response parts, as a pure fold over decoded chunks (streaming) or one
+ * function over a completion (non-streaming). Problems are returned as values; the caller maps them into errors.
+ *
+ * Streaming contract: text and reasoning become `text-*` / `reasoning-*` blocks (a block closes when the other
+ * kind or a tool call starts); tool-call fragments are assembled per `index` and emitted as
+ * `tool-params-start/delta/end` carrying the raw argument text; at `[DONE]` a `tool-call` part follows only for a
+ * call whose name was advertised and whose arguments parse to a JSON object (anything else would make
+ * `LanguageModel` fail the whole stream); the `finish` part comes last, with the usage of the last usage chunk.
+ */
+import type { Response } from "@effect/ai"
+import { Either } from "effect"
+import type { Chunk, Completion, ToolCallDelta, Usage } from "./wire.js"
+
+/** A response that cannot be turned into parts. */
+export type Problem =
+  | { readonly _tag: "Empty" }
+  | { readonly _tag: "InsufficientResource" }
+  | { readonly _tag: "StreamError"; readonly message: string }
+
+/** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
+export const metadataKey = "harness"
+
+type Part = Response.StreamPartEncoded
+
+interface Call {
+  readonly index: number
+  readonly id: string | undefined
+  readonly name: string | undefined
+  readonly arguments: string
+  readonly started: boolean
+}
+
+interface Header {
+  readonly id: string | undefined
+  readonly model: string | undefined
+  readonly created: number | undefined
+}
+
+/** The fold's state. */
+export interface State {
+  readonly open: "text" | "reasoning" | undefined
+  readonly blocks: number
+  readonly sawContent: boolean
+  readonly sawReasoning: boolean
+  readonly calls: ReadonlyArray<Call>
+  readonly finishReason: string | undefined
+  readonly usage: Usage | undefined
+  readonly header: Header | undefined
+  readonly headerSent: boolean
+}
+
+/** The state before the first chunk. */
+export const initial: State = {
+  open: undefined,
+  blocks: 0,
+  sawContent: false,
+  sawReasoning: false,
+  calls: [],
+  finishReason: undefined,
+  usage: undefined,
+  header: undefined,
+  headerSent: false
+}
+
+const nonEmpty = (s: string | null | undefined): s is string => typeof s === "string" && s.length > 0
+
+const blockId = (kind: "text" | "reasoning", n: number): string => `${kind}-${n}`
+
+/** Maps `finish_reason` (DeepSeek's `insufficient_system_resource` is handled before). */
+export const finishReason = (reason: string | undefined): Response.FinishReason => {
+  switch (reason) {
+    case undefined:
+      return "unknown"
+    case "stop":
+      return "stop"
+    case "length":
+      return "length"
+    case "tool_calls":
+    case "function_call":
+      return "tool-calls"
+    case "content_filter":
+      return "content-filter"
+    default:
+      return "other"
+  }
+}
+
+/** Maps `usage` into `Response.Usage` (encoded). */
+export const usage = (wire: Usage | undefined): typeof Response.Usage.Encoded => {
+  const input = wire?.prompt_tokens ?? undefined
+  const output = wire?.completion_tokens ?? undefined
+  const total = wire?.total_tokens ?? (input !== undefined && output !== undefined ? input + output : undefined)
+  const reasoning = wire?.completion_tokens_details?.reasoning_tokens ?? undefined
+  const cached = wire?.prompt_cache_hit_tokens ?? wire?.prompt_tokens_details?.cached_tokens ?? undefined
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    totalTokens: total,
+    ...(reasoning === undefined ? {} : { reasoningTokens: reasoning }),
+    ...(cached === undefined ? {} : { cachedInputTokens: cached })
+  }
+}
+
+interface InvalidCall {
+  readonly id: string
+  readonly name: string
+  readonly rawArguments: string
+}
+
+const finishPart = (
+  reason: string | undefined,
+  wire: Usage | undefined,
+  invalid: ReadonlyArray<InvalidCall>
+): Response.FinishPartEncoded => {
+  const facts: Record<string, unknown> = {}
+  if (reason !== undefined) facts.finishReason = reason
+  if (wire?.prompt_cache_hit_tokens != null) facts.promptCacheHitTokens = wire.prompt_cache_hit_tokens
+  if (wire?.prompt_cache_miss_tokens != null) facts.promptCacheMissTokens = wire.prompt_cache_miss_tokens
+  if (invalid.length > 0) facts.invalidToolCalls = invalid
+  return {
+    type: "finish",
+    reason: finishReason(reason),
+    usage: usage(wire),
+    metadata: { [metadataKey]: facts }
+  }
+}
+
+const headerPart = (header: Header): Response.ResponseMetadataPartEncoded => ({
+  type: "response-metadata",
+  ...(header.id == null ? {} : { id: header.id }),
+  ...(header.model == null ? {} : { modelId: header.model }),
+  ...(header.created == null || !Number.isFinite(header.created)
+    ? {}
+    : { timestamp: new Date(header.created * 1000).toISOString() })
+})
+
+/**
+ * The parsed arguments when they form a JSON object (`""` counts as `{}`), else `undefined`.
+ */
+export const objectArguments = (raw: string): Record<string, unknown> | undefined => {
+  if (raw.trim() === "") return {}
+  try {
+    const parsed: unknown = JSON.parse(raw)
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      // `JSON.parse` builds plain objects only; the check above proves the shape.
+      return parsed as Record<string, unknown>
+    }
+  } catch {
+    // not JSON: no tool-call part
+  }
+  return undefined
+}
+
+const toolCallPart = (id: string, name: string, params: Record<string, unknown>, raw: string): Part => ({
+  type: "tool-call",
+  id,
+  name,
+  params,
+  metadata: { [metadataKey]: { rawArguments: raw } }
+})
+
+const closeOpen = (state: State, parts: Array<Part>): State => {
+  if (state.open === undefined) return state
+  const id = blockId(state.open, state.blocks)
+  parts.push(state.open === "text" ? { type: "text-end", id } : { type: "reasoning-end", id })
+  return { ...state, open: undefined }
+}
+
+const appendBlock = (state: State, kind: "text" | "reasoning", delta: string, parts: Array<Part>): State => {
+  let next = state
+  if (next.open !== kind) {
+    next = closeOpen(next, parts)
+    next = { ...next, open: kind, blocks: next.blocks + 1 }
+    const id = blockId(kind, next.blocks)
+    parts.push(kind === "text" ? { type: "text-start", id } : { type: "reasoning-start", id })
+  }
+  const id = blockId(kind, next.blocks)
+  parts.push(kind === "text" ? { type: "text-delta", id, delta } : { type: "reasoning-delta", id, delta })
+  return kind === "text" ? { ...next, sawContent: true } : { ...next, sawReasoning: true }
+}
+
+const callId = (call: Call): string => call.id ?? `call_${call.index}`
+
+const startCall = (call: Call, parts: Array<Part>): Call => {
+  const id = callId(call)
+  parts.push({ type: "tool-params-start", id, name: call.name ?? "" })
+  if (call.arguments.length > 0) parts.push({ type: "tool-params-delta", id, delta: call.arguments })
+  return { ...call, id, started: true }
+}
+
+type Fragment = ToolCallDelta
+
+// Servers that omit `index` (a few local ones) are matched by id, else continue the last call.
+const indexOf = (fragment: Fragment, position: number, calls: ReadonlyArray<Call>): number => {
+  if (fragment.index != null) return fragment.index
+  const last = calls.at(-1)
+  if (nonEmpty(fragment.id)) {
+    const known = calls.find((call) => call.id === fragment.id)
+    if (known !== undefined) return known.index
+    return last === undefined ? position : Math.max(...calls.map((call) => call.index)) + 1
+  }
+  return last === undefined ? position : last.index
+}
+
+const appendToolFragments = (
+  state: State,
+  fragments: ReadonlyArray<Fragment> | null | undefined,
+  parts: Array<Part>
+): State => {
+  if (fragments == null || fragments.length === 0) return state
+  let next = closeOpen(state, parts)
+  const calls = [...next.calls]
+  fragments.forEach((fragment, position) => {
+    const index = indexOf(fragment, position, calls)
+    const at = calls.findIndex((call) => call.index === index)
+    const previous: Call = at >= 0
+      ? calls[at]!
+      : { index, id: undefined, name: undefined, arguments: "", started: false }
+    const delta = fragment.function?.arguments ?? ""
+    let call: Call = {
+      ...previous,
+      id: previous.id ?? (nonEmpty(fragment.id) ? fragment.id : undefined),
+      name: previous.name ?? (nonEmpty(fragment.function?.name) ? fragment.function.name : undefined),
+      arguments: previous.arguments + delta
+    }
+    if (!call.started) {
+      if (call.name !== undefined) call = startCall(call, parts)
+    } else if (delta.length > 0) {
+      parts.push({ type: "tool-params-delta", id: callId(call), delta })
+    }
+    if (at >= 0) calls[at] = call
+    else calls.push(call)
+  })
+  next = { ...next, calls }
+  return next
+}
+
+const withHeader = (state: State, parts: Array<Part>): readonly [State, ReadonlyArray<Part>] => {
+  if (state.headerSent || parts.length === 0 || state.header === undefined) return [state, parts]
+  return [{ ...state, headerSent: true }, [headerPart(state.header), ...parts]]
+}
+
+/**
+ * Folds one decoded chunk in. Contract: returns the parts to emit now, in order.
+ */
+export const step = (
+  state: State,
+  chunk: Chunk
+): Either.Either<readonly [State, ReadonlyArray<Part>], Problem> => {
+  if (chunk.error != null) {
+    return Either.left({ _tag: "StreamError", message: chunk.error.message ?? "the server reported an error" })
+  }
+  const parts: Array<Part> = []
+  let next: State = state
+  if (next.header === undefined) {
+    next = {
+      ...next,
+      header: { id: chunk.id ?? undefined, model: chunk.model ?? undefined, created: chunk.created ?? undefined }
+    }
+  }
+  if (chunk.usage != null) next = { ...next, usage: chunk.usage }
+  const choice = chunk.choices?.[0]
+  if (choice !== undefined) {
+    const delta = choice.delta
+    if (delta != null) {
+      const reasoning = delta.reasoning_content ?? delta.reasoning
+      if (nonEmpty(reasoning)) next = appendBlock(next, "reasoning", reasoning, parts)
+      if (nonEmpty(delta.content)) next = appendBlock(next, "text", delta.content, parts)
+      next = appendToolFragments(next, delta.tool_calls, parts)
+    }
+    if (nonEmpty(choice.finish_reason)) {
+      if (choice.finish_reason === "insufficient_system_resource") {
+        return Either.left({ _tag: "InsufficientResource" })
+      }
+      next = { ...next, finishReason: choice.finish_reason }
+    }
+  }
+  return Either.right(withHeader(next, parts))
+}
+
+/**
+ * Closes the response at `[DONE]`. Contract: open blocks close, every call gets `tool-params-end` (and a
+ * `tool-call` when valid), then `finish`; a response with no content, reasoning or tool calls is `Empty`
+ * (unless the server filtered it: then it finishes with `content-filter`).
+ */
+export const done = (
+  state: State,
+  advertised: ReadonlySet<string>
+): Either.Either<ReadonlyArray<Part>, Problem> => {
+  if (
+    !state.sawContent && !state.sawReasoning && state.calls.length === 0 &&
+    state.finishReason !== "content_filter"
+  ) {
+    return Either.left({ _tag: "Empty" })
+  }
+  const parts: Array<Part> = []
+  let next = closeOpen(state, parts)
+  const calls = next.calls.map((call) => (call.started ? call : startCall(call, parts)))
+  const invalid: Array<InvalidCall> = []
+  for (const call of calls) {
+    const id = callId(call)
+    parts.push({ type: "tool-params-end", id })
+  }
+  for (const call of calls) {
+    const id = callId(call)
+    const name = call.name ?? ""
+    const params = advertised.has(name) ? objectArguments(call.arguments) : undefined
+    if (params === undefined) invalid.push({ id, name, rawArguments: call.arguments })
+    else parts.push(toolCallPart(id, name, params, call.arguments))
+  }
+  parts.push(finishPart(next.finishReason, next.usage, invalid))
+  next = { ...next, calls }
+  return Either.right(withHeader(next, parts)[1])
+}
+
+/**
+ * A non-streamed completion → parts. Contract: same mappings as the stream; calls that would not decode against
+ * the advertised tools are left out of the parts and listed in the finish metadata (`harness.invalidToolCalls`).
+ */
+export const completion = (
+  body: Completion,
+  advertised: ReadonlySet<string>
+): Either.Either<ReadonlyArray<Response.PartEncoded>, Problem> => {
+  const choice = body.choices[0]
+  if (choice?.finish_reason === "insufficient_system_resource") return Either.left({ _tag: "InsufficientResource" })
+  const message = choice?.message
+  const reasoning = message?.reasoning_content ?? message?.reasoning
+  const content = message?.content
+  const wireCalls = message?.tool_calls ?? []
+  if (!nonEmpty(reasoning) && !nonEmpty(content) && wireCalls.length === 0 && choice?.finish_reason !== "content_filter") {
+    return Either.left({ _tag: "Empty" })
+  }
+  const parts: Array<Response.PartEncoded> = [
+    headerPart({ id: body.id ?? undefined, model: body.model ?? undefined, created: body.created ?? undefined })
+  ]
+  if (nonEmpty(reasoning)) parts.push({ type: "reasoning", text: reasoning })
+  if (nonEmpty(content)) parts.push({ type: "text", text: content })
+  const invalid: Array<InvalidCall> = []
+  wireCalls.forEach((call, index) => {
+    const id = nonEmpty(call.id) ? call.id : `call_${index}`
+    const raw = call.function.arguments ?? ""
+    const params = advertised.has(call.function.name) ? objectArguments(raw) : undefined
+    if (params === undefined) invalid.push({ id, name: call.function.name, rawArguments: raw })
+    else {
+      parts.push({
+        type: "tool-call",
+        id,
+        name: call.function.name,
+        params,
+        metadata: { [metadataKey]: { rawArguments: raw } }
+      })
+    }
+  })
+  parts.push(finishPart(choice?.finish_reason ?? undefined, body.usage ?? undefined, invalid))
+  return Either.right(parts)
+}

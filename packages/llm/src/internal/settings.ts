@@ -1,0 +1,39 @@
+/**
+ * Validated, defaulted provider settings: what the public options resolve to before any request is made.
+ */
+import type { Duration, Redacted } from "effect"
+import type { Json } from "@harness/domain"
+
+/** How failed requests are retried before any output reached the caller. */
+export interface RetryPolicy {
+  /** Retries after the first attempt (0 disables retrying). */
+  readonly maxRetries: number
+  /** The first delay of the exponential backoff (doubled per retry, jittered ±20%). */
+  readonly baseDelay: Duration.Duration
+  /** The cap on a backoff delay; a `Retry-After` longer than this means no retry. */
+  readonly maxDelay: Duration.Duration
+}
+
+/** Resolved settings. */
+export interface Settings {
+  /** The full endpoint URL: `<baseUrl>/chat/completions`. */
+  readonly url: string
+  readonly model: string
+  readonly apiKey: Redacted.Redacted<string> | undefined
+  readonly maxOutputTokens: number | undefined
+  readonly maxTokensParameter: "max_tokens" | "max_completion_tokens"
+  readonly temperature: number | undefined
+  readonly topP: number | undefined
+  /** Sent as `thinking: { type }` when defined. */
+  readonly thinking: "enabled" | "disabled" | undefined
+  /** Whether the DeepSeek thinking rules apply (reasoning_content on tool-call turns, no sampling parameters). */
+  readonly thinkingMode: boolean
+  readonly reasoningEffort: string | undefined
+  /** Extra headers, secret ones kept `Redacted`. */
+  readonly headers: ReadonlyArray<readonly [name: string, value: string | Redacted.Redacted<string>]>
+  /** Extra body fields. */
+  readonly body: Json.JsonObject
+  readonly requestTimeout: Duration.Duration
+  readonly idleTimeout: Duration.Duration
+  readonly retry: RetryPolicy
+}

@@ -1,0 +1,125 @@
+/**
+ * The chat-completions wire format: the request body we send (as types) and the response bodies we read (as
+ * schemas, so every chunk is decoded and validated at the boundary). Fields are lenient where servers differ
+ * (`null` vs absent, `reasoning_content` vs `reasoning`) and strict only where we depend on a shape.
+ */
+import { Schema } from "effect"
+
+/** One `tool_calls` entry of an assistant message. */
+export interface WireToolCall {
+  readonly id: string
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly arguments: string }
+}
+
+/** One message of the `messages` array. */
+export type WireMessage =
+  | { readonly role: "system"; readonly content: string }
+  | { readonly role: "user"; readonly content: string }
+  | {
+    readonly role: "assistant"
+    readonly content: string | null
+    readonly reasoning_content?: string
+    readonly tool_calls?: ReadonlyArray<WireToolCall>
+  }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+
+/** One advertised function. */
+export interface WireTool {
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly description?: string; readonly parameters: unknown }
+}
+
+/** `tool_choice`. */
+export type WireToolChoice = "auto" | "none" | "required" | {
+  readonly type: "function"
+  readonly function: { readonly name: string }
+}
+
+const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
+const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
+
+/** `usage`, with the DeepSeek and OpenAI extensions. */
+export const Usage = Schema.Struct({
+  prompt_tokens: OptionalNumber,
+  completion_tokens: OptionalNumber,
+  total_tokens: OptionalNumber,
+  prompt_cache_hit_tokens: OptionalNumber,
+  prompt_cache_miss_tokens: OptionalNumber,
+  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalNumber }))),
+  completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: OptionalNumber })))
+})
+export type Usage = typeof Usage.Type
+
+/** A fragment of a tool call in a streamed delta. */
+export const ToolCallDelta = Schema.Struct({
+  index: OptionalNumber,
+  id: OptionalString,
+  type: OptionalString,
+  function: Schema.optional(Schema.NullOr(Schema.Struct({ name: OptionalString, arguments: OptionalString })))
+})
+export type ToolCallDelta = typeof ToolCallDelta.Type
+
+/** `choices[].delta` of a streamed chunk. */
+export const Delta = Schema.Struct({
+  role: OptionalString,
+  content: OptionalString,
+  reasoning_content: OptionalString,
+  /** vLLM and OpenRouter name the reasoning stream `reasoning`. */
+  reasoning: OptionalString,
+  tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
+})
+export type Delta = typeof Delta.Type
+
+/** An error object some servers put into the stream or body instead of a status code. */
+export const ErrorBody = Schema.Struct({
+  message: OptionalString,
+  code: Schema.optional(Schema.Unknown),
+  type: OptionalString
+})
+
+/** One `chat.completion.chunk`. */
+export const Chunk = Schema.Struct({
+  id: OptionalString,
+  model: OptionalString,
+  created: OptionalNumber,
+  choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    index: OptionalNumber,
+    delta: Schema.optional(Schema.NullOr(Delta)),
+    finish_reason: OptionalString
+  })))),
+  usage: Schema.optional(Schema.NullOr(Usage)),
+  error: Schema.optional(Schema.NullOr(ErrorBody))
+})
+export type Chunk = typeof Chunk.Type
+
+/** `choices[].message` of a non-streamed completion. */
+export const Message = Schema.Struct({
+  role: OptionalString,
+  content: OptionalString,
+  reasoning_content: OptionalString,
+  reasoning: OptionalString,
+  tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    id: OptionalString,
+    type: OptionalString,
+    function: Schema.Struct({ name: Schema.String, arguments: OptionalString })
+  }))))
+})
+
+/** A non-streamed `chat.completion`. */
+export const Completion = Schema.Struct({
+  id: OptionalString,
+  model: OptionalString,
+  created: OptionalNumber,
+  choices: Schema.Array(Schema.Struct({
+    index: OptionalNumber,
+    message: Message,
+    finish_reason: OptionalString
+  })),
+  usage: Schema.optional(Schema.NullOr(Usage))
+})
+export type Completion = typeof Completion.Type
+
+/** Decoders from the raw text (`[DONE]` is handled before decoding). */
+export const decodeChunk = Schema.decodeUnknownEither(Schema.parseJson(Chunk))
+export const decodeCompletion = Schema.decodeUnknownEither(Schema.parseJson(Completion))
