@@ -3,9 +3,9 @@
  * (`send` and its presets, `batch`), `cancel`, `retry`, quiescence, status and events — on the shared runtime.
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
-import { Chunk, Deferred, Effect, ExecutionStrategy, Fiber, HashSet, Option, ParseResult, PubSub, Queue, Random, Ref, Schema, Scope, Stream } from "effect"
-import type { AgentEvent, Ids as IdsT, SessionEvent } from "@harness/domain"
-import { Ids, Json, Message } from "@harness/domain"
+import { Chunk, Deferred, Effect, Equal, ExecutionStrategy, Fiber, HashSet, Option, ParseResult, PubSub, Queue, Random, Ref, Schema, Scope, Stream } from "effect"
+import type { Ids as IdsT, SessionEvent } from "@harness/domain"
+import { AgentEvent, Ids, Json, Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import type { BatchOp, Options, PresetOptions, Service } from "../Agent.js"
 import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "../AgentError.js"
@@ -94,18 +94,36 @@ const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
   }
 )
 
-const decodeOptions = Schema.decodeUnknownEither(Message.SendOptions, { onExcessProperty: "error", errors: "all" })
+const PresetOptions = Schema.UndefinedOr(Schema.Struct({ id: Schema.optional(Ids.AgentMessageId) }))
 
-const checkOptions = (options: unknown): Effect.Effect<Message.SendOptions, Message.InvalidMessageError> => {
-  const decoded = decodeOptions(options)
-  return decoded._tag === "Right"
-    ? Effect.succeed(decoded.right)
-    : Effect.fail(
-      new Message.InvalidMessageError({
-        message: `invalid send options: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-      })
+const BatchOperation = Schema.Union(
+  Schema.Struct({ send: Schema.Tuple(Schema.Unknown, Schema.Unknown) }),
+  Schema.Struct({
+    cancel: Schema.Tuple(
+      AgentEvent.CancelCause,
+      Schema.optionalElement(Schema.UndefinedOr(Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) })))
     )
+  })
+)
+
+/** Decodes what a caller passed (callers can lie about types), naming what was wrong. */
+const decodeStrict = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "all" })
+  return (input: unknown): Effect.Effect<A, Message.InvalidMessageError> => {
+    const decoded = decode(input)
+    return decoded._tag === "Right"
+      ? Effect.succeed(decoded.right)
+      : Effect.fail(
+        new Message.InvalidMessageError({
+          message: `invalid ${what}: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+        })
+      )
+  }
 }
+
+const checkOptions = decodeStrict(Message.SendOptions, "send options")
+const checkPreset = decodeStrict(PresetOptions, "preset options")
+const checkOperation = decodeStrict(BatchOperation, "batch operation")
 
 /**
  * Routes one decoded send (R28). Must run holding the lock.
@@ -179,7 +197,10 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
         cause: s.cause ?? reason,
         logContextOnClose: s.logContextOnClose || !keepInbox
       }))
-      yield* Fiber.interruptFork(state.activity.fiber)
+      // A hook runs in the activity fiber: when it cancels its own agent, the activity stops right after the hook
+      // returns (see `honourCancel`), so the hook itself is not cut short. Any other fiber interrupts it now.
+      const self = yield* Effect.fiberId
+      if (!Equal.equals(self, state.activity.fiber.id())) yield* Fiber.interruptAsFork(state.activity.fiber, self)
     } else if (!keepInbox) {
       // Outside any turn, staged context is logged rather than dropped.
       yield* flushContext(env)
@@ -236,7 +257,8 @@ export const make = <R>(
         return yield* locked(env, sendLocked(env, data, checked))
       })
     const preset = (target: Message.SendTarget, wakeup: boolean) => (input: Message.UserMessageData, preset?: PresetOptions) =>
-      send(input, preset?.id === undefined ? { target, wakeup } : { target, wakeup, id: preset.id })
+      Effect.flatMap(checkPreset(preset), (checked) =>
+        send(input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id }))
 
     const batch = (ops: ReadonlyArray<BatchOp>) =>
       Effect.gen(function*() {
@@ -244,7 +266,8 @@ export const make = <R>(
           | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
           | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
         const decoded: Array<Decoded> = []
-        for (const op of ops) {
+        for (const input of ops) {
+          const op = yield* checkOperation(input)
           if ("send" in op) {
             decoded.push({
               _tag: "send",
@@ -252,11 +275,7 @@ export const make = <R>(
               options: yield* checkOptions(op.send[1])
             })
           } else {
-            const cause = op.cancel[0]
-            if (cause !== "user" && cause !== "parent") {
-              return yield* new Message.InvalidMessageError({ message: `invalid cancel cause: ${JSON.stringify(cause)}` })
-            }
-            decoded.push({ _tag: "cancel", cause, keepInbox: op.cancel[1]?.keepInbox === true })
+            decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
           }
         }
         return yield* locked(

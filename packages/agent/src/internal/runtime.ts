@@ -144,6 +144,13 @@ export const provide = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): E
   // the options are stored with `R` erased to `unknown`, which is why the type has to be restored here.
   Effect.provide(effect as Effect.Effect<A, E>, env.context)
 
+/**
+ * Stops the activity if a cancel was recorded for it: run in the activity fiber right after each hook, so a hook
+ * that cancels its own agent finishes, and nothing after it runs (no hook runs after a cancel).
+ */
+export const honourCancel = (env: Env): Effect.Effect<void> =>
+  Effect.flatMap(Ref.get(env.state), (state) => (state.cause === undefined ? Effect.void : Effect.interrupt))
+
 /** Publishes a live event. Never blocks (the PubSub is unbounded). */
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.asVoid(PubSub.publish(env.events, event))

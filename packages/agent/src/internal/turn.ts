@@ -12,7 +12,7 @@ import { CurrentRequest } from "../Agent.js"
 import type { RequestConfig } from "../Hooks.js"
 import { chunkJson, ContentBuilder } from "./content.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
-import { append, drain, hasSteering, locked, provide, publish, read, update, userMessageData } from "./runtime.js"
+import { append, drain, hasSteering, honourCancel, locked, provide, publish, read, update, userMessageData } from "./runtime.js"
 import { runToolCalls } from "./toolCalls.js"
 
 /**
@@ -75,6 +75,7 @@ const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<Readonly
           )
         )
       )
+    yield* honourCancel(env)
     if (Option.isNone(outcome)) return undefined
     const decision = decodeDecision(outcome.value)
     if (decision._tag === "Left") {
@@ -157,6 +158,7 @@ const runTurn = (
         yield* provide(env, stopping({ agent: env.service, turn })).pipe(
           Effect.mapErrorCause((cause) => Cause.fail(failTurn(n, "turnStopping hook failed")(cause)))
         )
+        yield* honourCancel(env)
       }
       // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
       const ended = yield* locked(
@@ -185,7 +187,10 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
 const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined, TurnFailure> => {
   const system = env.options.system
   if (system === undefined || typeof system === "string") return Effect.succeed(system)
-  return provide(env, system).pipe(Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))))
+  return provide(env, system).pipe(
+    Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))),
+    Effect.zipLeft(honourCancel(env))
+  )
 }
 
 const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> => {
@@ -194,6 +199,7 @@ const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<Requ
   return provide(env, hook({ agent: env.service, turn, step, config: env.defaultConfig }, Effect.succeed(env.defaultConfig)))
     .pipe(
       Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
+      Effect.zipLeft(honourCancel(env)),
       Effect.filterOrFail(
         (config) =>
           typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
@@ -251,6 +257,7 @@ const runStep = (
       yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
         Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
       )
+      yield* honourCancel(env)
     }
     yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
     const system = yield* systemPrompt(env, step)
@@ -364,6 +371,7 @@ const requestFailed = (
           Effect.as(Effect.logWarning("requestError hook failed; the request failure stands", cause), "fail" as const)
         )
       )
+    yield* honourCancel(env)
     const failure = outcome.failure
     yield* publish(env, {
       type: "agent/error",

@@ -1,0 +1,267 @@
+/**
+ * The canonical orders of live and durable events (R89–R91), asserted exactly, and the subscription contract:
+ * `subscribe` is subscribed when it returns, and every durable append is republished live as `session/event`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Chunk, Effect, Queue } from "effect"
+import type { AgentEvent } from "@harness/domain"
+import { Message } from "@harness/domain"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Agent } from "@harness/agent"
+import { assertWellFormed, compact, isDurable, live, logTrace } from "./cancel-support.js"
+
+const prompt = (text: string) => Message.make(text)
+const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
+
+/** The events of one completed single-step text turn, from `turn/start` to `settled` (`header`: a logged request header). */
+const textTurn = (header: ReadonlyArray<string>) => [
+  "turn/start",
+  "user/message",
+  "step/start",
+  ...header,
+  "assistant/chunk*",
+  "assistant/message",
+  "step/end",
+  "turn/end:completed",
+  "settled:completed"
+]
+
+describe("canonical event orders", () => {
+  it.scoped("R89: one idle followup that completes", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("hello"))
+      const id = yield* agent.followup(prompt("go"))
+      yield* agent.whenIdle
+      const events = yield* rec.events
+      assert.deepStrictEqual(compact(events), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "assistant/message",
+        "step/end",
+        "turn/end:completed",
+        "settled:completed",
+        "status:idle"
+      ])
+      const enqueued = live(events, "agent/inbox/enqueue")
+      assert.deepStrictEqual(enqueued.map((e) => [e.message.id, e.placement]), [[id, "queued"]])
+      assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message), [enqueued[0]!.message])
+      assert.deepStrictEqual(live(events, "agent/settled").map((e) => [e.turn, e.reason]), [[1, { kind: "completed" }]])
+      // The durable events arrived live in seq order, and they are exactly the log.
+      const log = yield* agent.log
+      assert.deepStrictEqual(yield* rec.durable, log)
+      assert.deepStrictEqual(log.map((e) => e.seq), log.map((_, i) => i))
+      assertWellFormed(log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R23/R89: several followups are claimed back to back: settled(1) → dequeue(m2) …, no idle in between", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("one"), S.textResponse("two"), S.textResponse("three"))
+      const ids = yield* agent.sendAll([
+        [prompt("m1"), { target: "next-turn", wakeup: true }],
+        [prompt("m2"), { target: "next-turn", wakeup: true }],
+        [prompt("m3"), { target: "next-turn", wakeup: true }]
+      ])
+      yield* agent.whenIdle
+      const events = yield* rec.events
+      assert.deepStrictEqual(compact(events), [
+        "enqueue:queued",
+        "enqueue:queued",
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        ...textTurn(["request/header"]),
+        "dequeue",
+        ...textTurn([]),
+        "dequeue",
+        ...textTurn([]),
+        "status:idle"
+      ])
+      assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), ids)
+      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.turn), [1, 2, 3])
+      assert.deepStrictEqual(live(events, "agent/status").map((e) => e.status), ["running", "idle"])
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R90: order on cancel: cancel-requested → discard → step/end → turn/end:aborted → settled:aborted → idle", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.hanging(S.text("partial")))
+      yield* agent.followup(prompt("go"))
+      yield* rec.waitFor(isDurable("assistant/chunk"))
+      yield* agent.steer(prompt("steer"))
+      yield* agent.followup(prompt("next"))
+      yield* agent.cancel("user")
+      yield* agent.whenIdle
+      assert.deepStrictEqual(compact(yield* rec.events), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "enqueue:steering",
+        "enqueue:queued",
+        "cancel-requested:user",
+        "discard:2",
+        "step/end",
+        "turn/end:aborted",
+        "settled:aborted",
+        "status:idle"
+      ])
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R90: order on a keepInbox cancel: … settled:aborted → the next claim, no discard, no idle in between", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.hanging(S.text("partial")), S.textResponse("two"))
+      yield* agent.followup(prompt("go"))
+      yield* rec.waitFor(isDurable("assistant/chunk"))
+      yield* agent.followup(prompt("next"))
+      yield* agent.cancel("parent", { keepInbox: true })
+      yield* agent.whenIdle
+      assert.deepStrictEqual(compact(yield* rec.events), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "enqueue:queued",
+        "cancel-requested:parent",
+        "step/end",
+        "turn/end:aborted",
+        "settled:aborted",
+        "dequeue",
+        ...textTurn([]),
+        "status:idle"
+      ])
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R91: order on a request failure: step/end → error → turn/end:error → settled:error → idle", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.failureAfter([S.text("par")], "TIMEOUT"))
+      yield* agent.followup(prompt("go"))
+      yield* agent.whenIdle
+      assert.deepStrictEqual(compact(yield* rec.events), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "step/end",
+        "error",
+        "turn/end:error",
+        "settled:error",
+        "status:idle"
+      ])
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R91: order on a retried request failure: step/end → error → turn/end:error → turn/start (retry)", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({
+        model: "m",
+        hooks: { requestError: () => Effect.succeed("retry" as const) }
+      })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.failure("NETWORK"), S.failure("NETWORK"), S.textResponse("third time"))
+      yield* agent.followup(prompt("go"))
+      yield* agent.whenIdle
+      const failed = ["step/start", "step/end", "error", "turn/end:error"]
+      assert.deepStrictEqual(compact(yield* rec.events), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "step/end",
+        "error",
+        "turn/end:error",
+        "turn/start",
+        ...failed,
+        "turn/start",
+        "step/start",
+        "assistant/chunk*",
+        "assistant/message",
+        "step/end",
+        "turn/end:completed",
+        "settled:completed",
+        "status:idle"
+      ])
+      const log = yield* agent.log
+      assert.deepStrictEqual(logTrace(log).filter((name) => name.startsWith("turn/")), [
+        "turn/start",
+        "turn/end:error",
+        "turn/start",
+        "turn/end:error",
+        "turn/start",
+        "turn/end:completed"
+      ])
+      assertWellFormed(log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("subscribe is subscribed when it returns: subscribe, then send, misses nothing", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("hi"))
+      const queue = yield* agent.subscribe
+      // An idle inject appends before it returns: its session/event is already in the subscription.
+      yield* agent.inject(context("ctx"))
+      const first = Chunk.toReadonlyArray(yield* Queue.takeAll(queue))
+      assert.deepStrictEqual(compact(first), ["user/message"])
+      yield* agent.followup(prompt("go"))
+      const rest: Array<AgentEvent.AgentEvent> = []
+      while (true) {
+        const event = yield* Queue.take(queue)
+        rest.push(event)
+        if (event.type === "agent/status" && event.status === "idle") break
+      }
+      assert.deepStrictEqual(compact(rest), [
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "assistant/message",
+        "step/end",
+        "turn/end:completed",
+        "settled:completed",
+        "status:idle"
+      ])
+    }).pipe(Effect.provide(S.layer())))
+})

@@ -1,0 +1,194 @@
+/**
+ * Parking (R31, R25): a `next-turn` send without wake-up waits in the queued FIFO. It never makes the agent run;
+ * parked items run — each as its own turn, in FIFO order — only ahead of a later waking item, and those behind the
+ * last waking item stay parked.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, TestClock } from "effect"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Agent } from "@harness/agent"
+import { LogCheck } from "@harness/session"
+import {
+  awaitSleeper,
+  coarseTrace,
+  conversation,
+  ctx,
+  followupOpts,
+  makeHold,
+  parkOpts,
+  promptsByTurn,
+  statuses,
+  steerOpts,
+  textOf,
+  user
+} from "./routing-support.js"
+
+const turnEvents = ["turn/start", "user/message", "step/start", "assistant/message", "step/end", "turn/end:completed", "settled:completed"]
+
+const replies = (n: number) => Array.from({ length: n }, (_, i) => S.textResponse(`a${i + 1}`))
+
+describe("parking (R31)", () => {
+  it.scoped("R31 R25 R23: a lone parked item leaves the agent idle: no status change, no turn, whenIdle resolves", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const model = yield* S.ScriptedModel
+      const recorder = yield* EventRecorder.make(agent)
+      const id = yield* agent.send(user("parked"), parkOpts)
+      yield* agent.whenIdle
+      // Give a wrongly scheduled driver every chance to run.
+      yield* TestClock.adjust("1 hour")
+      yield* agent.whenIdle
+      assert.strictEqual(yield* agent.status, "idle")
+      assert.isFalse(yield* agent.acceptsNextStep)
+      assert.deepStrictEqual(yield* recorder.trace, ["enqueue:queued"])
+      const events = yield* recorder.events
+      assert.strictEqual(events[0]?.type === "agent/inbox/enqueue" ? events[0].message.id : undefined, id)
+      assert.deepStrictEqual(yield* agent.log, [])
+      assert.strictEqual((yield* model.requests).length, 0)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31: several parked items stay parked; an idle injection beside them does not wake them either", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const recorder = yield* EventRecorder.make(agent)
+      yield* agent.send(user("p1"), parkOpts)
+      yield* agent.inject(ctx("context"))
+      yield* agent.send(user("p2"), parkOpts)
+      yield* agent.sendAll([[user("p3"), parkOpts], [ctx("more context"), { target: "next-step", wakeup: false }]])
+      yield* agent.whenIdle
+      assert.deepStrictEqual(yield* recorder.trace, ["enqueue:queued", "user/message", "enqueue:queued", "enqueue:queued", "user/message"])
+      assert.strictEqual(yield* agent.status, "idle")
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31 R32 R23: parked items run in FIFO order, each its own turn, ahead of a later waking item, in one running interval", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(...replies(3))
+      const agent = yield* Agent.make({ model: "m" })
+      const recorder = yield* EventRecorder.make(agent)
+      const p1 = yield* agent.send(user("p1"), parkOpts)
+      const p2 = yield* agent.send(user("p2"), parkOpts)
+      yield* agent.whenIdle
+      assert.strictEqual((yield* model.requests).length, 0, "nothing ran before the waking item")
+      const w = yield* agent.followup(user("w"))
+      yield* agent.whenIdle
+
+      const log = yield* agent.log
+      assert.deepStrictEqual(promptsByTurn(log), [[1, ["p1"]], [2, ["p2"]], [3, ["w"]]])
+      const events = yield* recorder.events
+      assert.deepStrictEqual(
+        events.flatMap((e) => (e.type === "agent/inbox/dequeue" ? [e.message.id] : [])),
+        [p1, p2, w]
+      )
+      assert.deepStrictEqual(yield* coarseTrace(recorder), [
+        "enqueue:queued",
+        "enqueue:queued",
+        "enqueue:queued",
+        "status:running",
+        "dequeue",
+        ...turnEvents,
+        "dequeue",
+        ...turnEvents,
+        "dequeue",
+        ...turnEvents,
+        "status:idle"
+      ])
+      // Each request's newest prompt is that turn's own, alone.
+      assert.deepStrictEqual((yield* model.requests).map((r) => conversation(r).at(-1)), ["user:p1", "user:p2", "user:w"])
+      assert.deepStrictEqual(LogCheck.checkLog(log), [])
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31: an idle steer is a waking item too: the parked item ahead of it runs first", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(...replies(2))
+      const agent = yield* Agent.make({ model: "m" })
+      yield* agent.send(user("parked"), parkOpts)
+      yield* agent.steer(user("steer"))
+      yield* agent.whenIdle
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["parked"]], [2, ["steer"]]])
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31: parked items behind the last waking item stay parked after the waking work finishes; the next waking send releases them", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(...replies(5))
+      const agent = yield* Agent.make({ model: "m" })
+      const recorder = yield* EventRecorder.make(agent)
+      yield* agent.batch([
+        { send: [user("p1"), parkOpts] },
+        { send: [user("w1"), followupOpts] },
+        { send: [user("p2"), parkOpts] },
+        { send: [user("p3"), parkOpts] }
+      ])
+      yield* agent.whenIdle
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["p1"]], [2, ["w1"]]])
+      assert.strictEqual(yield* agent.status, "idle")
+      assert.deepStrictEqual(statuses(yield* recorder.events), ["running", "idle"])
+
+      yield* TestClock.adjust("1 hour")
+      yield* agent.whenIdle
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["p1"]], [2, ["w1"]]], "still parked")
+
+      yield* agent.steer(user("w2"))
+      yield* agent.whenIdle
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [
+        [1, ["p1"]],
+        [2, ["w1"]],
+        [3, ["p2"]],
+        [4, ["p3"]],
+        [5, ["w2"]]
+      ])
+      assert.deepStrictEqual(statuses(yield* recorder.events), ["running", "idle", "running", "idle"])
+      assert.deepStrictEqual(LogCheck.checkLog(yield* agent.log), [])
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31 R28: an item parked while a turn runs waits for a later waking item; the agent goes idle with it pending", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(...replies(3))
+      const hold = yield* makeHold
+      const agent = yield* Agent.make({
+        model: "m",
+        hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
+      })
+      const recorder = yield* EventRecorder.make(agent)
+      yield* agent.followup(user("first"))
+      yield* hold.reached
+      yield* agent.send(user("parked"), parkOpts)
+      yield* hold.release
+      yield* agent.whenIdle
+      assert.strictEqual(yield* agent.status, "idle")
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["first"]]])
+      assert.deepStrictEqual(statuses(yield* recorder.events), ["running", "idle"])
+
+      yield* agent.followup(user("later"))
+      yield* agent.whenIdle
+      assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["first"]], [2, ["parked"]], [3, ["later"]]])
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R31 R25: whenIdle waits for waking work queued behind parked items, and not for the parked items after it", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.delayed("10 seconds", S.textResponse("a1")), S.textResponse("a2"))
+      const agent = yield* Agent.make({ model: "m" })
+      yield* agent.batch([
+        { send: [user("p1"), parkOpts] },
+        { send: [user("w"), steerOpts] },
+        { send: [user("p2"), parkOpts] }
+      ])
+      const waiter = yield* Effect.fork(agent.whenIdle)
+      // p1's request is delayed: the waiter must still be waiting after the clock moved part of the way.
+      yield* awaitSleeper
+      yield* TestClock.adjust("5 seconds")
+      assert.isTrue(Option.isNone(yield* waiter.poll), "whenIdle resolved while waking work was queued")
+      yield* TestClock.adjust("5 seconds")
+      yield* waiter.await
+      const log = yield* agent.log
+      assert.deepStrictEqual(promptsByTurn(log), [[1, ["p1"]], [2, ["w"]]])
+      assert.deepStrictEqual(
+        log.flatMap((e) => (e.type === "assistant/message" ? [textOf(e.data.content)] : [])),
+        ["a1", "a2"]
+      )
+    }).pipe(Effect.provide(S.layer())))
+})
