@@ -33,18 +33,13 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
   Effect.gen(function*() {
     const state = yield* read(env)
     if (state.status === "idle") yield* publish(env, { type: "agent/status", status: "running" })
+    // The window opens before the activity fiber exists, so its hooks always see it open (R24, R35).
+    yield* update(env, (s) => ({ ...s, status: "running", window: true, cause: undefined, logContextOnClose: false }))
     const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
     const tools = yield* makeToolRuntime
     const fiber = yield* Effect.forkIn(Effect.interruptible(runActivity(env, job, progress, tools)), env.fibers)
     const activity: Activity = { job, fiber, progress, tools }
-    yield* update(env, (s) => ({
-      ...s,
-      status: "running",
-      window: true,
-      activity,
-      cause: undefined,
-      logContextOnClose: false
-    }))
+    yield* update(env, (s) => ({ ...s, activity }))
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
     yield* ensureDriver(env)
     return activity

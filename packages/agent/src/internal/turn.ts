@@ -193,11 +193,16 @@ const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined,
   )
 }
 
-const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> => {
-  const hook = env.options.hooks?.request
-  if (hook === undefined) return Effect.succeed(env.defaultConfig)
-  return provide(env, hook({ agent: env.service, turn, step, config: env.defaultConfig }, Effect.succeed(env.defaultConfig)))
-    .pipe(
+/**
+ * The route of this request (R51): the agent's own for its first request, then the last one it logged; the
+ * `request` hook may replace it.
+ */
+const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> =>
+  Effect.flatMap(read(env), (state) => {
+    const proposed: RequestConfig = state.header?.config ?? env.defaultConfig
+    const hook = env.options.hooks?.request
+    if (hook === undefined) return Effect.succeed(proposed)
+    return provide(env, hook({ agent: env.service, turn, step, config: proposed }, Effect.succeed(proposed))).pipe(
       Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
       Effect.zipLeft(honourCancel(env)),
       Effect.filterOrFail(
@@ -207,7 +212,7 @@ const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<Requ
         () => new TurnFailure({ step, message: "the request hook returned a config without a model (or with non-JSON options)" })
       )
     )
-}
+  })
 
 const headerOf = (
   env: Env,
