@@ -107,8 +107,33 @@ export const ToolCall = Schema.Struct({
 })
 
 /**
- * The answer to a tool call. `error` carries routing facts for failed calls (`code` such as `ABORTED`,
- * `UNKNOWN_TOOL`, `TOOL_OUTCOME_UNKNOWN`).
+ * The codes Harness writes in `tool/result.error.code`, in one place so producers and readers agree:
+ * - `UNKNOWN_TOOL`, `INVALID_ARGUMENTS` (invalid JSON or arguments that fail the schema), `INVALID_OUTPUT`,
+ *   `TOOL_FAILED` (the tool's typed failure), `TOOL_DEFECT`, `DENIED` (approval): the call was answered, with an error;
+ * - `ABORTED`: a cancel interrupted the running call; `ABORTED_BEFORE_DISPATCH`: the call never started;
+ * - `TOOL_OUTCOME_UNKNOWN` / `TOOL_NOT_STARTED`: written by crash repair for calls a crash left unanswered.
+ * The field stays an open string: tools and plugins may use codes of their own.
+ *
+ * @since 0.0.0
+ */
+export const ToolErrorCode = Schema.Literal(
+  "UNKNOWN_TOOL",
+  "INVALID_ARGUMENTS",
+  "INVALID_OUTPUT",
+  "TOOL_FAILED",
+  "TOOL_DEFECT",
+  "DENIED",
+  "ABORTED",
+  "ABORTED_BEFORE_DISPATCH",
+  "TOOL_OUTCOME_UNKNOWN",
+  "TOOL_NOT_STARTED"
+)
+/** @since 0.0.0 */
+export type ToolErrorCode = typeof ToolErrorCode.Type
+
+/**
+ * The answer to a tool call. `error` carries routing facts for failed calls (`code`: a {@link ToolErrorCode} or a
+ * tool's own).
  *
  * @since 0.0.0
  */

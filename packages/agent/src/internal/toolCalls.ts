@@ -22,7 +22,7 @@ const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown>
 /** Builds an error result the model can read. */
 export const errorResult = (
   call: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
-  code: string,
+  code: SessionEvent.ToolErrorCode,
   message: string,
   name = "ToolError"
 ): ToolResultData => ({

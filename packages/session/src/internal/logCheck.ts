@@ -6,7 +6,7 @@ import type { Ids, SessionEvent } from "@harness/domain"
 import type { LogState, OwedCall, Rule, StepCall, Violation } from "../LogCheck.js"
 
 /** Crash repair's code for a tool result whose call was never recorded (R106); exempt from `unknown-tool-call`. */
-const TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+const TOOL_NOT_STARTED: SessionEvent.ToolErrorCode = "TOOL_NOT_STARTED"
 
 const noCalls: ReadonlyArray<never> = Object.freeze([])
 
