@@ -157,7 +157,7 @@ export interface Options<R = never> {
  */
 export const make: <R = never>(
   options?: Options<R>
-) => Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R> =
+) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> =
   internal.make
 
 /**
@@ -167,5 +167,5 @@ export const make: <R = never>(
  */
 export const layer = <R = never>(
   options?: Options<R>
-): Layer.Layer<Agent, AgentConfigError | SessionLog.SessionLogError, LanguageModel.LanguageModel | R> =>
+): Layer.Layer<Agent, AgentConfigError, LanguageModel.LanguageModel | R> =>
   Layer.scoped(Agent, internal.make(options))

@@ -25,7 +25,7 @@ export const TurnTrigger = Schema.Union(
 export type TurnTrigger = typeof TurnTrigger.Type
 
 /**
- * A turn that failed on a model request: the `LlmFailure` says why (R16).
+ * A turn that failed on a model request: the `LlmFailure` says why (R16). `step` is the step whose request failed.
  *
  * @since 0.0.0
  */
@@ -36,7 +36,9 @@ export const RequestErrorReason = Schema.Struct({
 }).annotations({ identifier: "RequestErrorReason" })
 
 /**
- * A turn that failed for any other reason (a hook, a log append, a configuration problem).
+ * A turn that failed for any other reason (a hook, a log append, a configuration problem). `step` is the step
+ * counter when it failed: 0 before the first step began (e.g. a failing prompt append), `n` for a failure in or
+ * just before step `n` (R59).
  *
  * @since 0.0.0
  */

@@ -11,7 +11,7 @@
  * @since 0.0.0
  */
 import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
-import { Context, Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } from "effect"
 import type { LlmFailure } from "@harness/domain"
 
 /**
@@ -243,14 +243,13 @@ const failWith = (failure: LlmFailure.LlmFailure) =>
  */
 export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
   Effect.gen(function*() {
-    const script = yield* Ref.make<ReadonlyArray<Reply>>(replies)
-    const received = yield* Ref.make<ReadonlyArray<Request>>([])
+    const script = yield* Ref.make(Chunk.fromIterable(replies))
+    const received = yield* Ref.make(Chunk.empty<Request>())
     const take = (options: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
         const index = (yield* Ref.get(received)).length
-        yield* Ref.update(received, (all) => [
-          ...all,
-          {
+        yield* Ref.update(received, (all) =>
+          Chunk.append(all, {
             prompt: options.prompt,
             tools: options.tools.map((tool) => ({
               name: tool.name,
@@ -258,9 +257,8 @@ export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly
               parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
             })),
             toolChoice: options.toolChoice
-          }
-        ])
-        const next = yield* Ref.modify(script, (all) => [all[0], all.slice(1)] as const)
+          }))
+        const next = yield* Ref.modify(script, (all) => [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const)
         return { index, next, advertised: new Set(options.tools.map((tool) => tool.name)) }
       })
     const streamText = (options: LanguageModel.ProviderOptions) =>
@@ -285,8 +283,8 @@ export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly
         )
     })
     const controls: Service = {
-      requests: Ref.get(received),
-      push: (...more) => Ref.update(script, (all) => [...all, ...more]),
+      requests: Effect.map(Ref.get(received), Chunk.toReadonlyArray),
+      push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
       remaining: Effect.map(Ref.get(script), (all) => all.length)
     }
     return [model, controls] as const

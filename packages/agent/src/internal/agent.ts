@@ -212,11 +212,12 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
  */
 export const make = <R>(
   options: Options<R> = {}
-): Effect.Effect<Service, AgentConfigError | SessionLog.SessionLogError, Scope.Scope | LanguageModel.LanguageModel | R> =>
+): Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> =>
   Effect.gen(function*() {
     const erased: Options<unknown> = options
     const { advertised, maxParallel, tools } = yield* validate(erased)
-    const log = options.session ?? (yield* SessionLog.memory())
+    // A fresh memory session cannot be refused (its store is new and empty).
+    const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
     const context = yield* Effect.context<R>()
     const scope = yield* Effect.scope
