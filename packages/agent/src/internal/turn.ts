@@ -144,11 +144,18 @@ const runTurn = (
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
       if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
       if (outcome.concluded) {
-        yield* locked(
+        // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
+        // after D2: it was published as joining the open turn, so the turn takes one more step for it.
+        const ended = yield* locked(
           env,
-          Effect.flatMap(Ref.get(progress), (p) => endTurnLocked(env, progress, turn, turnReason(p)))
+          Effect.gen(function*() {
+            if (hasSteering((yield* read(env)).outbox)) return false
+            yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+            return true
+          })
         ).pipe(Effect.mapError(logFailure(n)))
-        return { _tag: "Ended", retry: false }
+        if (ended) return { _tag: "Ended", retry: false }
+        continue
       }
       if (outcome.continue) continue
       // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
