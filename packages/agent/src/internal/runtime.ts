@@ -130,11 +130,15 @@ export interface Env {
 }
 
 /**
- * Runs `effect` holding the window's lock, uninterruptibly (a critical section is never left half done; waiting
- * for the lock stays interruptible).
+ * Runs `effect` holding the window's lock, uninterruptibly: a critical section is never left half done.
+ *
+ * Waiting for the lock is uninterruptible too. `Semaphore.take` counts the permit as taken while the waiter is
+ * still interruptible, so an interruption landing at that instant would leak the permit and deadlock the agent
+ * (found by the property tests under small `maxOpsBeforeYield` budgets). Critical sections are short and never
+ * wait on anything but other critical sections, so an uninterruptible wait is always brief.
  */
 export const locked = <A, E, R>(env: Env, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  env.lock.withPermits(1)(Effect.uninterruptible(effect))
+  Effect.uninterruptible(env.lock.withPermits(1)(effect))
 
 /**
  * Provides the context captured at creation to an effect of a tool, hook or system prompt.

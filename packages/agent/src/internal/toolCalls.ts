@@ -205,6 +205,12 @@ const resultOf = (
  * Runs the calls of one step and commits their results in model order; returns whether a result concluded the
  * turn. Contract: every call gets its `tool/call` before its preparation and exactly one `tool/result`; the
  * results' contexts are staged on the outbox (the D2 drain logs them after the whole batch, R68).
+ *
+ * The activity fiber starts the calls one after another (preparation in model order, a rolling pool of parallel
+ * calls, exclusive calls as barriers) and then waits for the last commit. Whoever finishes a call — a handler
+ * fiber, or the activity for a call prepared into an error — commits the contiguous prefix of finished calls, under
+ * the lock. No fiber of the batch is a child of the activity, so interrupting the activity interrupts only its own
+ * waits; the close procedure handles the handler fibers by their cancel policy.
  */
 export const runToolCalls = (
   env: Env,
@@ -218,87 +224,86 @@ export const runToolCalls = (
   Effect.gen(function*() {
     const { calls, runtime, step, turn } = input
     const pool = yield* Effect.makeSemaphore(env.maxParallel)
-    const done = yield* Effect.forEach(calls, () => Deferred.make<{ readonly seq: number; readonly result: FinishedCall }>())
-    const concluded = yield* Ref.make(false)
+    // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded.
+    const progress = yield* Ref.make({ callSeqs: new Map<string, number>(), next: 0, concluded: false })
+    const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
 
-    const start = (block: Content.ToolCallBlock, index: number) =>
+    // Appends the results of the finished calls that are next in model order. Runs holding the lock.
+    const commitReady = locked(
+      env,
       Effect.gen(function*() {
-        const called = yield* locked(
-          env,
-          append(env, { type: "tool/call", data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments } })
-        )
-        const prepared = yield* prepare(env, { turn, step, block })
-        if (prepared._tag === "final") {
-          yield* Deferred.succeed(done[index]!, { seq: called.seq, result: prepared.result })
-          return
+        while (true) {
+          const { callSeqs, next } = yield* Ref.get(progress)
+          if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
+          const callId = calls[next]!.id
+          const result = (yield* Ref.get(runtime.finished)).get(callId)
+          if (result === undefined) return
+          yield* append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [callSeqs.get(callId)!] })
+          yield* Ref.update(runtime.finished, (all) => {
+            const rest = new Map(all)
+            rest.delete(callId)
+            return rest
+          })
+          if (result.contexts.length > 0) {
+            yield* update(env, (s) => ({
+              ...s,
+              outbox: Chunk.appendAll(
+                s.outbox,
+                Chunk.fromIterable(result.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
+              )
+            }))
+          }
+          yield* Ref.update(progress, (p) => ({
+            ...p,
+            next: p.next + 1,
+            concluded: p.concluded || (result.concludes && !result.data.isError)
+          }))
         }
-        const permits = prepared.parallel ? 1 : env.maxParallel
-        const base = { turn, step, callId: block.id, name: block.name }
-        const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
-          Effect.tap((result) =>
-            Effect.zipRight(
-              Ref.update(runtime.finished, (all) => new Map(all).set(block.id, result)),
-              Deferred.succeed(done[index]!, { seq: called.seq, result })
-            )
-          ),
-          Effect.ensuring(
-            Effect.zipRight(
-              Ref.update(runtime.running, (all) => {
-                const next = new Map(all)
-                next.delete(block.id)
-                return next
-              }),
-              pool.release(permits)
-            )
-          ),
-          Effect.asVoid
-        )
-        yield* Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function*() {
-            yield* restore(pool.take(permits))
-            yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
-            const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
-            yield* Ref.update(runtime.running, (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel }))
-            // An exclusive call is a barrier: nothing else starts until it is done (R66).
-            if (!prepared.parallel) yield* restore(Fiber.await(fiber))
-          })
-        )
-      })
-
-    const commit = (index: number) =>
-      Effect.gen(function*() {
-        const { result, seq } = yield* Deferred.await(done[index]!)
-        yield* locked(
-          env,
-          Effect.gen(function*() {
-            yield* append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [seq] })
-            yield* Ref.update(runtime.finished, (all) => {
-              const next = new Map(all)
-              next.delete(result.data.callId)
-              return next
-            })
-            if (result.contexts.length > 0) {
-              yield* update(env, (s) => ({
-                ...s,
-                outbox: Chunk.appendAll(
-                  s.outbox,
-                  Chunk.fromIterable(result.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
-                )
-              }))
-            }
-          })
-        )
-        if (result.concludes && !result.data.isError) yield* Ref.set(concluded, true)
-      })
-
-    yield* Effect.all(
-      [
-        Effect.forEach(calls, start, { discard: true }),
-        Effect.forEach(calls, (_, index) => commit(index), { discard: true })
-      ],
-      { concurrency: 2, discard: true }
+      }).pipe(Effect.catchAll((error) => Deferred.fail(allCommitted, error)), Effect.asVoid)
     )
-    return { concluded: yield* Ref.get(concluded) }
+    const finish = (callId: string, result: FinishedCall) =>
+      Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
+
+    for (const block of calls) {
+      const called = yield* locked(
+        env,
+        append(env, { type: "tool/call", data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments } })
+      )
+      yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
+      const prepared = yield* prepare(env, { turn, step, block })
+      if (prepared._tag === "final") {
+        yield* finish(block.id, prepared.result)
+        continue
+      }
+      const permits = prepared.parallel ? 1 : env.maxParallel
+      const base = { turn, step, callId: block.id, name: block.name }
+      const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
+        // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
+        Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
+        Effect.ensuring(
+          Effect.zipRight(
+            Ref.update(runtime.running, (all) => {
+              const rest = new Map(all)
+              rest.delete(block.id)
+              return rest
+            }),
+            pool.release(permits)
+          )
+        )
+      )
+      yield* Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          yield* restore(pool.take(permits))
+          yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
+          const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
+          yield* Ref.update(runtime.running, (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel }))
+          // An exclusive call is a barrier: nothing else starts until it is done (R66).
+          if (!prepared.parallel) yield* restore(Fiber.await(fiber))
+        })
+      )
+    }
+    yield* Deferred.await(allCommitted)
+    return { concluded: (yield* Ref.get(progress)).concluded }
   })

@@ -134,7 +134,10 @@ const makeService = (
         )
         return event
       },
-      (effect) => lock.withPermits(1)(effect)
+      // Uninterruptible, lock wait included: `Semaphore.take` counts a permit as taken while the waiter is still
+      // interruptible, so an interruption at that instant would leak it and block every later append. The append
+      // itself never waits on anything but the store.
+      (effect) => Effect.uninterruptible(lock.withPermits(1)(effect))
     )
 
     return {
