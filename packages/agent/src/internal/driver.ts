@@ -116,11 +116,14 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
           if (!hasSteering((yield* read(env)).outbox)) yield* flushContext(env)
         })
       )
+      const unsettled = activity.job._tag === "retry" ? activity.job.unsettled : undefined
+      if (unsettled !== undefined) {
+        yield* publish(env, { type: "agent/settled", turn: unsettled.turn, reason: Turn.settleReasonOf(unsettled.reason) })
+      }
       return
     }
     const turn = progress.turn
-    let reason: TurnT.TurnEndReason | undefined = progress.ended
-    if (reason === undefined) reason = yield* close(env, activity, exit, turn)
+    const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
     const retried = yield* locked(
       env,
       Effect.gen(function*() {
@@ -128,7 +131,7 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
         const retry = state.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" && exit.value.retry
         if (retry && !state.disposed) {
           yield* update(env, (s) => ({ ...s, activity: undefined }))
-          yield* startActivity(env, { _tag: "retry" })
+          yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
           return true
         }
         if (state.cause !== undefined && state.logContextOnClose) yield* flushContext(env)

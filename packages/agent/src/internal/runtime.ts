@@ -70,7 +70,14 @@ export type ActivityResult =
 /** A job for an activity. */
 export type Job =
   | { readonly _tag: "prompt"; readonly item: QueuedItem; readonly retained: number }
-  | { readonly _tag: "retry" }
+  | {
+    readonly _tag: "retry"
+    /**
+     * The failed turn this retry follows, not yet settled (only the last turn of a retry chain settles, R57): if
+     * the retry never opens a turn (a cancel, a refused `turn/start`), that turn is the last and settles then.
+     */
+    readonly unsettled?: { readonly turn: number; readonly reason: Turn.TurnEndReason } | undefined
+  }
 
 /** The current activity. */
 export interface Activity {
