@@ -1,12 +1,13 @@
 /**
  * The machinery of the property tests: a scenario (a random program of sends, cancels, batches, retries and clock
  * advances, against a random script of model replies, tools and hooks), its arbitraries, and a runner that plays it
- * against a real agent on the `TestClock`, disposes the agent and returns everything the invariants need.
+ * against a real agent on the `TestClock`, disposes the agent and returns everything the invariants need, and the
+ * checks every property runs on what it returns (`problems`).
  */
 import { Tool } from "@effect/ai"
 import { Chunk, Effect, Exit, Fiber, FastCheck as fc, Random, Ref, Schema, Scope, TestClock } from "effect"
 import type { AgentEvent, LlmFailure, SessionEvent, Turn } from "@harness/domain"
-import { Message, MessageSource } from "@harness/domain"
+import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { SessionLog, SessionStore } from "@harness/session"
 import { Agent, AgentTool } from "@harness/agent"
@@ -30,6 +31,7 @@ export type Op =
   | { readonly _tag: "yield"; readonly times: number }
   | { readonly _tag: "retry" }
   | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem }
+  | { readonly _tag: "resend"; readonly pick: number }
 
 /** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
 export type Trigger = "turn/start" | "step/start" | "assistant/message" | "tool/call" | "tool/result" | "step/end" | "turn/end"
@@ -51,6 +53,9 @@ export type ReplySpec =
   | { readonly _tag: "maxTokens" }
   | { readonly _tag: "hang" }
 
+/** What a `step` or `turnStopping` hook does once: nothing, steer, inject, or fail (which fails the turn). */
+export type Nudge = "none" | "steer" | "inject" | "fail"
+
 /** What the `promptSubmit` hook decides for one admission (cycled through). */
 export type Admission = "allow" | "block" | "fail" | "slow" | "context"
 
@@ -62,8 +67,17 @@ export interface Scenario {
   readonly admission?: ReadonlyArray<Admission> | undefined
   /** The `requestError` hook's answers (true = retry), each used once, then `fail`; no hook when absent. */
   readonly retries?: ReadonlyArray<boolean> | undefined
+  /** What the `step` hook does at each step, in order, then nothing; no hook when absent. */
+  readonly steps?: ReadonlyArray<Nudge> | undefined
+  /** What the `turnStopping` hook does each time, in order, then nothing; no hook when absent. */
+  readonly stopping?: ReadonlyArray<Nudge> | undefined
   /** `drain`: advance the clock until `whenIdle` resolves (bounded) before disposing; `dispose`: dispose at once. */
   readonly end: "dispose" | "drain"
+  /**
+   * Store faults: the appends (counting only those of `user/message`, `steering/message`, `assistant/chunk`,
+   * `turn/start`, `request/header` and `step/start`) whose attempt number is listed fail, until disposal begins.
+   */
+  readonly faults?: ReadonlyArray<number> | undefined
   /** Every log append yields (as a store doing real I/O would), so the test's operations interleave at each one. */
   readonly yieldingStore: boolean
   /**
@@ -117,6 +131,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = fal
     { arbitrary: ms.map((ms): Op => ({ _tag: "advance", ms })), weight: 3 },
     { arbitrary: fc.integer({ min: 1, max: 20 }).map((times): Op => ({ _tag: "yield", times })), weight: 3 },
     { arbitrary: fc.constant<Op>({ _tag: "retry" }), weight: 1 },
+    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "resend", pick })), weight: 1 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: reactive ? 16 : 4
@@ -157,6 +172,8 @@ export const reply = (hang = true, cancels: "any" | "keepInbox" | "none" = "any"
     { arbitrary: fc.constant<ReplySpec>({ _tag: hang ? "hang" : "text" }), weight: 1 }
   )
 
+const nudge: fc.Arbitrary<Nudge> = fc.constantFrom("none", "none", "steer", "inject", "fail")
+
 const admission = (rejects: boolean): fc.Arbitrary<Admission> =>
   rejects ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context") : fc.constantFrom("allow", "slow", "context")
 
@@ -168,12 +185,19 @@ export const scenario = (options: {
   readonly end?: "dispose" | "drain"
   /** Favour operations reacting to durable events (see {@link op}). */
   readonly reactive?: boolean
+  /** Make some appends fail (see {@link Scenario.faults}). */
+  readonly faults?: boolean
 } = {}): fc.Arbitrary<Scenario> =>
   fc.record({
     ops: fc.array(op(options.cancels, options.reactive), { minLength: 1, maxLength: 14 }),
     replies: fc.array(reply(options.hang ?? true, options.cancels), { maxLength: 10 }),
     admission: fc.option(fc.array(admission(options.rejects ?? true), { minLength: 1, maxLength: 4 }), { nil: undefined }),
     retries: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), { nil: undefined }),
+    faults: options.faults === true
+      ? fc.array(fc.nat({ max: 30 }), { minLength: 1, maxLength: 3 })
+      : fc.constant(undefined),
+    steps: fc.option(fc.array(nudge, { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 3 }),
+    stopping: fc.option(fc.array(nudge, { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 3 }),
     end: options.end === undefined ? fc.constantFrom("dispose", "drain") : fc.constant(options.end),
     yieldingStore: fc.boolean(),
     maxOps: fc.constantFrom(2048, 2048, 64, 32, 16),
@@ -252,8 +276,18 @@ export interface Outcome {
   readonly disposed: boolean
   /** The operation that never returned (a deadlock), if any; the run skipped the rest of its program. */
   readonly stuck: string | undefined
+  /** What an operation returned that it should not have (e.g. a resend that returned a new id). */
+  readonly anomalies: ReadonlyArray<string>
 }
 
+const FAULTY_TYPES: ReadonlySet<string> = new Set([
+  "user/message",
+  "steering/message",
+  "assistant/chunk",
+  "turn/start",
+  "request/header",
+  "step/start"
+])
 const ON_PATIENCE = 200
 const WATCHDOG_YIELDS = 5000
 const DRAIN_ROUNDS = 100
@@ -298,6 +332,9 @@ export const run = (scenario: Scenario) =>
         injected: kind === "inject" ? [...all.injected, id] : all.injected,
         parked: kind === "park" ? [...all.parked, id] : all.parked
       }))
+    // A send's id, or `undefined` when the log refused an idle injection's append (nothing was accepted).
+    const accepted = <A>(send: Effect.Effect<A, Agent.SendError>): Effect.Effect<A | undefined> =>
+      send.pipe(Effect.catchTag("SessionLogError", () => Effect.succeed(undefined)), Effect.orDie)
     const counter = yield* Ref.make(0)
     const text = (prefix: string) => Effect.map(Ref.getAndUpdate(counter, (n) => n + 1), (n) => `${prefix} ${n}`)
 
@@ -314,8 +351,8 @@ export const run = (scenario: Scenario) =>
               return "cancelled"
             }
             const data = Message.make(yield* text(`tool ${kind}`), MessageSource.plugin("nudge"))
-            const id = yield* (kind === "steer" ? agent.steer(data) : agent.inject(data)).pipe(Effect.orDie)
-            yield* record(id, kind)
+            const id = yield* accepted(kind === "steer" ? agent.steer(data) : agent.inject(data))
+            if (id !== undefined) yield* record(id, kind)
             return "nudged"
           })
       }),
@@ -328,6 +365,18 @@ export const run = (scenario: Scenario) =>
       })
     ]
 
+    const steps = yield* Ref.make(scenario.steps ?? [])
+    const stopping = yield* Ref.make(scenario.stopping ?? [])
+    // A hook's next nudge: steering and injected context it sends are tracked like the test's own sends.
+    const nudgeWith = (plan: Ref.Ref<ReadonlyArray<Nudge>>, agent: Agent.Service, hook: string) =>
+      Effect.gen(function*() {
+        const next = yield* Ref.modify(plan, ([first, ...rest]) => [first ?? "none", rest] as const)
+        if (next === "fail") return yield* Effect.fail(`the ${hook} hook failed`)
+        if (next === "none") return
+        const data = Message.make(yield* text(`${hook} ${next}`), MessageSource.plugin(hook))
+        const id = yield* accepted(next === "steer" ? agent.steer(data) : agent.inject(data))
+        if (id !== undefined) yield* record(id, next)
+      })
     const admissions = yield* Ref.make(0)
     const retries = yield* Ref.make(scenario.retries ?? [])
     const hooks: Agent.Options["hooks"] = {
@@ -359,13 +408,32 @@ export const run = (scenario: Scenario) =>
             Ref.modify(retries, ([first, ...rest]) => [first ?? false, rest] as const),
             (retry) => retry ? Effect.succeed("retry" as const) : next
           )
-      })
+      }),
+      ...(scenario.steps === undefined ? {} : { step: ({ agent }) => nudgeWith(steps, agent, "step") }),
+      ...(scenario.stopping === undefined ? {} : { turnStopping: ({ agent }) => nudgeWith(stopping, agent, "stopping") })
     }
 
     const memory = yield* SessionStore.makeMemory
-    const store: SessionStore.Service = scenario.yieldingStore
-      ? { ...memory, append: (id, rows) => Effect.zipRight(Effect.yieldNow(), memory.append(id, rows)) }
-      : memory
+    const disposing = yield* Ref.make(false)
+    const attempts = yield* Ref.make(0)
+    const failing = new Set(scenario.faults ?? [])
+    const faulty = (rows: ReadonlyArray<SessionStore.StoredEvent>) =>
+      Effect.gen(function*() {
+        if (failing.size === 0 || (yield* Ref.get(disposing))) return false
+        if (!rows.some((row) => FAULTY_TYPES.has(row.type))) return false
+        return failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+      })
+    const store: SessionStore.Service = {
+      ...memory,
+      append: (id, rows) =>
+        Effect.gen(function*() {
+          if (scenario.yieldingStore) yield* Effect.yieldNow()
+          if (yield* faulty(rows)) {
+            return yield* new SessionStore.SessionStoreError({ reason: "Injected", message: "injected store fault" })
+          }
+          return yield* memory.append(id, rows)
+        })
+    }
     const session = yield* SessionLog.make().pipe(Effect.provideService(SessionStore.SessionStore, store), Effect.orDie)
     const agentScope = yield* Scope.make()
     const agent = yield* Agent.make({ model: "scripted", tools, hooks, session }).pipe(Scope.extend(agentScope))
@@ -384,6 +452,7 @@ export const run = (scenario: Scenario) =>
     // An operation that takes the agent's lock returns after a bounded number of scheduler turns (nothing holding
     // the lock waits on the clock); one that does not is deadlocked, and the run records it instead of hanging.
     const stuck = yield* Ref.make<string | undefined>(undefined)
+    const anomalies = yield* Ref.make<ReadonlyArray<string>>([])
     const guarded = <A>(op: Op, effect: Effect.Effect<A>): Effect.Effect<A | undefined> =>
       Effect.raceFirst(
         effect,
@@ -399,7 +468,7 @@ export const run = (scenario: Scenario) =>
         switch (op._tag) {
           case "send": {
             const data = yield* message(op.kind)
-            const id = yield* guarded(op, agent.send(data, sendOptions(op.kind)).pipe(Effect.orDie))
+            const id = yield* guarded(op, accepted(agent.send(data, sendOptions(op.kind))))
             if (id !== undefined) yield* record(id, op.kind)
             return
           }
@@ -414,7 +483,15 @@ export const run = (scenario: Scenario) =>
                   : { cancel: ["user", { keepInbox: item.keepInbox }] }
               )
             }
-            const results = yield* guarded(op, agent.batch(batch).pipe(Effect.orDie))
+            // A batch that stops at a refused idle injection reports what it applied.
+            const results = yield* guarded(
+              op,
+              agent.batch(batch).pipe(
+                Effect.catchTag("BatchError", (error) => Effect.succeed(error.applied)),
+                Effect.catchTag("SessionLogError", () => Effect.succeed([])),
+                Effect.orDie
+              )
+            )
             for (const [i, item] of op.items.entries()) {
               const id = results?.[i]
               if (item._tag === "send" && id !== undefined) yield* record(id, item.kind)
@@ -428,6 +505,18 @@ export const run = (scenario: Scenario) =>
             return
           case "retry":
             return yield* guarded(op, Effect.ignore(agent.retry))
+          case "resend": {
+            // Idempotent acceptance: an id this agent already accepted comes back unchanged, and nothing happens.
+            const accepted = (yield* Ref.get(ids)).accepted
+            if (accepted.length === 0) return
+            const id = accepted[op.pick % accepted.length]!
+            const again = yield* guarded(
+              op,
+              agent.followup(yield* message("followup"), { id: DomainIds.AgentMessageId.make(id) }).pipe(Effect.orDie)
+            )
+            if (again !== undefined && again !== id) yield* Ref.update(anomalies, (all) => [...all, `resending ${id} returned ${again}`])
+            return
+          }
           case "on": {
             // React as soon as the agent appends the next such event (as a `session/event` subscriber would), or
             // give up after a while (the agent may be idle or hanging).
@@ -462,6 +551,7 @@ export const run = (scenario: Scenario) =>
       }
     }
 
+    yield* Ref.set(disposing, true)
     const beforeDisposal = (yield* recorder.events).length
     // A daemon: if disposal hangs (a bug), the run still ends and reports it instead of waiting for it forever.
     const closing = yield* Effect.forkDaemon(Scope.close(agentScope, Exit.void))
@@ -473,7 +563,8 @@ export const run = (scenario: Scenario) =>
       beforeDisposal,
       quiescent,
       disposed,
-      stuck: yield* Ref.get(stuck)
+      stuck: yield* Ref.get(stuck),
+      anomalies: yield* Ref.get(anomalies)
     } satisfies Outcome
   }).pipe(
     Effect.withMaxOpsBeforeYield(scenario.maxOps),
@@ -522,6 +613,7 @@ export const problems = (outcome: Outcome, options: CheckOptions = {}): Readonly
   const out: Array<string> = []
   if (outcome.stuck !== undefined) out.push(`operation never returned (deadlock): ${outcome.stuck}`)
   if (!outcome.disposed) out.push("disposal did not finish")
+  out.push(...outcome.anomalies)
   const render = (violations: ReadonlyArray<Invariants.Violation>, when: string) =>
     violations.forEach((v) => out.push(`${when}: ${Invariants.render([v])}`))
   render(
@@ -556,8 +648,13 @@ export const problems = (outcome: Outcome, options: CheckOptions = {}): Readonly
     [
       ...Invariants.fifoConservation(quiescent.events, { injected: outcome.ids.injected }),
       ...Invariants.statusTrace(quiescent.events, { end: "idle" }),
+      ...Invariants.steeringInOpenTurn(quiescent.log),
       ...Invariants.steeringJoinsTurn(quiescent.events),
       ...Invariants.messageFates(quiescent.events, quiescent.log, { accepted: outcome.ids.accepted }),
+      ...Invariants.oneSendOneTurn(quiescent.events, quiescent.log),
+      ...Invariants.settledOnce(quiescent.events, { final: true }),
+      ...Invariants.admissionCancel(quiescent.events),
+      ...Invariants.admissionOrder(quiescent.events),
       ...Invariants.injectedContext(quiescent.log, { injected: outcome.ids.injected }),
       ...Invariants.logWellFormed(quiescent.log)
     ],

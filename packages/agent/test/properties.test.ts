@@ -1,34 +1,42 @@
 /**
  * Property tests over random interleavings of `followup` / `steer` / `inject` / `send(next-turn, false)` / `cancel`
- * (with and without `keepInbox`) / `batch` / `retry` / `TestClock` advances, against a scripted model whose replies
- * are random (text, tool calls to a quick, a slow, a `finish`-on-cancel, a steering/injecting/cancelling and a
- * context-attaching (optionally turn-concluding) tool, delayed
- * replies, failures with codes and after partial output, max-tokens, replies that hang) and optional `promptSubmit`
- * (allow, block, fail, slow, add context) and `requestError` (retry or fail) hooks. Every run ends by disposing the
- * agent (after draining it to quiescence, for half of the runs), on virtual time only. Half of the runs use a store
- * whose appends yield, as real I/O does, so operations also interleave inside the agent's critical sections' waits.
+ * (with and without `keepInbox`) / `batch` of several of these / `retry` / `TestClock` advances / sends and cancels
+ * made the moment a given durable event is published (as a `session/event` subscriber would), against a scripted
+ * model whose replies are random: text; calls to one or two tools (quick; slow on the `TestClock`; slow with
+ * `onCancel: "finish"`; one that steers, injects or cancels its own agent; one that attaches a context and may
+ * conclude the turn); delayed replies; failures with codes, also after partial output; max-tokens; replies that
+ * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context) and `requestError` (retry or fail).
+ * Half of the runs use a store whose appends yield (as real I/O does), and some preempt every fiber after 16–64
+ * operations, so the test's operations also land between the agent's critical sections. Every run ends by disposing
+ * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-support.ts
+ * does the checking, with the folds of `Invariants` (@harness/testkit).
  *
- * Invariants checked after every run (the folds are `Invariants` of @harness/testkit):
+ * Invariants checked after every run:
  *  1. FIFO conservation (R88): every enqueued id gets exactly one `dequeue` or one `discard` membership; the
  *     outstanding count never goes negative and is 0 after disposal; no dequeue/discard of an unknown id; no
  *     injected id in any inbox event (R29).
  *  2. Status trace (R23): starts idle, alternates running/idle, never repeats; turns start and settle only while
- *     `running`; `idle` never while a turn is open; `idle` at the end.
+ *     `running`; never `idle` while a turn is open; `idle` at the end.
  *  3. Steering never lands in a closed turn: every `steering/message` names the open turn; and steering accepted
  *     into an open window is logged before that turn ends normally (a turn ending aborted, disposed or in error
  *     leaves it staged for the next turn, R56/R81).
  *  4. Message fates: every accepted id ends in exactly one of {logged, discarded and reported, dropped at admission
- *     (dequeued as a prompt, never logged)} — nothing is still pending after disposal.
- *  5. No injected context is ever lost: every injected id is logged exactly once, as a `user/message`.
- *  6. With `keepInbox`-only cancels nothing is discarded before disposal.
- *  7. The log is well formed: `LogCheck.checkLog(log) = []` (gap-free seq, turns numbered and closed, steps nested,
+ *     (dequeued as a prompt, never logged)}; nothing is still pending after disposal.
+ *  5. One send, one turn (R32): a logged queued prompt is inside a turn, alone.
+ *  6. Every turn that ends settles exactly once, unless a retry turn follows it at once (R57).
+ *  7. Admission (R45, R80): a turn's opening keeps R45's order (steering staged before its prompt was claimed
+ *     precedes the prompt, steering accepted during the admission follows it); a prompt whose admission saw an
+ *     effective cancel is dropped, never opening a turn.
+ *  8. No injected context is ever lost: every injected id is logged exactly once, as a `user/message`.
+ *  9. Tool contexts are never lost: every successful `annotate` result's context is logged exactly once (R68), and
+ *     none is logged for a call that did not succeed.
+ * 10. With `keepInbox`-only cancels nothing is discarded before disposal.
+ * 11. The log is well formed: `LogCheck.checkLog(log) = []` (gap-free seq, turns numbered and closed, steps nested,
  *     every tool call answered once).
- *  8. `agent/disposed` is the last event, and disposal finishes.
- *  9. At quiescence (`whenIdle` resolved): `idle`, `acceptsNextStep` false, and every queued item still
- *     outstanding is a parked one (R25, R31).
- * 10. Tool contexts are never lost: every successful `annotate` result's context is logged exactly once (R68), and
- *     no context is logged for a call that did not succeed.
- * 11. Without cancels and without a rejecting admission hook, no prompt is dropped, and a run without hanging
+ * 12. Every operation returns (no deadlock), disposal finishes, and `agent/disposed` is the last event.
+ * 13. At quiescence (`whenIdle` resolved): `idle`, `acceptsNextStep` false, every queued item still outstanding is a
+ *     parked one (R25, R31), and invariants 1–7 and 11 hold on the events and log so far.
+ * 14. Without cancels and without a rejecting admission hook, no prompt is dropped, and a run without hanging
  *     replies always reaches quiescence.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -126,6 +134,75 @@ describe("regressions", () => {
             { _tag: "on", event: "assistant/message", item: { _tag: "cancel", keepInbox } }
           ],
           replies: [{ _tag: "tools", calls: [{ tool: "quick" }] }],
+          end: "dispose",
+          yieldingStore: false,
+          seed: 0
+        })
+    )
+  }
+
+  // Found by the main property (`settled-once`), shrunk by fast-check: a follow-up whose request fails, a
+  // `requestError` hook that answers `retry`, and a cancel sent as soon as the failed turn's `turn/end` is published.
+  it.scoped("R57, R75: replay — cancel right after a failed turn whose hook asked for a retry", () =>
+    check({
+      ops: [
+        { _tag: "on", event: "turn/start", item: { _tag: "send", kind: "followup" } },
+        { _tag: "on", event: "turn/end", item: { _tag: "cancel", keepInbox: false } }
+      ],
+      replies: [],
+      retries: [true],
+      end: "dispose",
+      yieldingStore: false,
+      maxOps: 2048,
+      seed: 0
+    }))
+
+  // The same, by hand. The driver settles the failed turn by starting the retry activity (no `agent/settled`: only
+  // the last turn of a retry chain settles), but the retry turn's `turn/start` is written later, by that activity. A
+  // cancel landing in between interrupts the retry before it opens a turn, and the no-turn path of `settle` publishes
+  // nothing: the failed turn, now the last of its chain, never settles. Without the `yieldNow` the cancel lands
+  // before the driver decides, the retry is dropped, and turn 1 settles `error` — the expected outcome both ways.
+  for (const gap of [false, true]) {
+    it.scoped(`R57, R75: a cancel between a failed turn and its retry's turn/start settles the failed turn once (gap: ${gap})`, () =>
+      Effect.gen(function*() {
+        const agent = yield* Agent.make({ model: "scripted", hooks: { requestError: () => Effect.succeed("retry" as const) } })
+        const recorder = yield* EventRecorder.make(agent)
+        yield* (yield* S.ScriptedModel).push(S.failure("SERVER"), S.textResponse("recovered"))
+        yield* agent.followup(Message.make("go"))
+        yield* recorder.waitFor((e) => e.type === "session/event" && e.event.type === "turn/end")
+        if (gap) yield* Effect.yieldNow()
+        yield* agent.cancel("user")
+        yield* agent.whenIdle
+        const events = yield* recorder.events
+        const log = yield* agent.log
+        const settled = events.flatMap((e) => (e.type === "agent/settled" ? [[e.turn, e.reason.kind]] : []))
+        // A retry turn that did open must be the one that settles; one that did not leaves turn 1 as the last.
+        const turns = log.filter((e) => e.type === "turn/start").length
+        assert.deepStrictEqual(settled, turns === 1 ? [[1, "error"]] : [[turns, "aborted"]])
+        assert.strictEqual(Invariants.render(Invariants.settledOnce(events, { final: true })), "")
+        assert.strictEqual(Invariants.render(Invariants.logWellFormed(log)), "")
+        assert.strictEqual(yield* agent.status, "idle")
+      }).pipe(Effect.provide(S.layer())))
+  }
+
+  // Found by the main property once `Invariants.admissionCancel` existed: a cancel accepted while a claimed prompt
+  // is still being admitted (its `dequeue` published, no `turn/start` yet) must drop the prompt — no turn opens, no
+  // `turn/end`, no `agent/settled` (R80). When the activity has finished `promptSubmit` and is waiting for the lock
+  // to open the turn, it waits uninterruptibly, so it opens the turn after the cancel and only then aborts: the
+  // prompt is logged, `turn/start`…`turn/end { aborted }` and `settled` follow. With a default cancel that also
+  // discards staged steering, the opening's retained count is stale and steering accepted during the admission is
+  // logged before the prompt (R45). Preemption budgets make the activity reach that wait at the cancel.
+  for (const keepInbox of [false, true]) {
+    it.scoped(
+      `R80, R45: replay — a ${keepInbox ? "keepInbox " : ""}cancel right after a follow-up is claimed drops the prompt, ` +
+        "over preemption budgets 16–80",
+      () =>
+        replay({
+          ops: [
+            { _tag: "send", kind: "followup" },
+            { _tag: "batch", items: [{ _tag: "cancel", keepInbox }, { _tag: "send", kind: "steer" }] }
+          ],
+          replies: [{ _tag: "text" }, { _tag: "text" }],
           end: "dispose",
           yieldingStore: false,
           seed: 0

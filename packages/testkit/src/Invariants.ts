@@ -24,6 +24,9 @@ import { LogCheck } from "@harness/session"
  * - `injected-context`: every injected id is logged (once, as a `user/message`) or still staged.
  * - `one-send-one-turn` (R32): a queued prompt is logged inside a turn, as the only queued prompt of that turn.
  * - `settled-once` (R57): every turn that ends settles exactly once, unless a retry turn follows it at once.
+ * - `admission-cancel` (R80): a prompt whose admission saw an effective cancel is dropped: its turn never opens.
+ * - `admission-order` (R45): at a turn's opening, steering staged before its prompt was claimed precedes the prompt,
+ *   steering accepted during its admission follows it.
  * - `no-discard`: no `agent/inbox/discard` (the run cancelled only with `keepInbox`).
  * - `disposed-last`: `agent/disposed` is published once, as the last event.
  * - `log`: a rule of `LogCheck.checkLog` (R100), every turn closed included.
@@ -39,6 +42,8 @@ export type Invariant =
   | "injected-context"
   | "one-send-one-turn"
   | "settled-once"
+  | "admission-cancel"
+  | "admission-order"
   | "no-discard"
   | "disposed-last"
   | "log"
@@ -489,6 +494,117 @@ export const settledOnce = (
 }
 
 /**
+ * A cancel during admission drops the prompt (R80): when `agent/cancel-requested` is published after a prompt's
+ * `dequeue` and before the next `turn/start`, that turn must not be the prompt's (no turn opens for it, no
+ * `turn/end`, no `agent/settled`). Reads only the live events (`session/event` republications included).
+ *
+ * @since 0.0.0
+ */
+export const admissionCancel = (events: Events): ReadonlyArray<Violation> => {
+  const out: Array<Violation> = []
+  const queued = new Set<string>()
+  // The prompt being admitted (dequeued, no turn/start since), and whether a cancel was requested meanwhile.
+  let admitting: { readonly id: string; cancelled: number | undefined } | undefined
+  // A turn opened after a cancel during its admission: the prompt it must not log.
+  let opened: { readonly id: string; readonly cancelled: number; readonly turn: number } | undefined
+  events.forEach((event, index) => {
+    if (event.type === "agent/inbox/enqueue") {
+      if (event.placement === "queued") queued.add(event.message.id)
+    } else if (event.type === "agent/inbox/dequeue") {
+      if (queued.has(event.message.id)) admitting = { id: event.message.id, cancelled: undefined }
+    } else if (event.type === "agent/cancel-requested") {
+      if (admitting !== undefined) admitting.cancelled ??= index
+    } else if (event.type === "session/event") {
+      const durable = event.event
+      if (durable.type === "turn/start") {
+        opened = admitting?.cancelled === undefined
+          ? undefined
+          : { id: admitting.id, cancelled: admitting.cancelled, turn: durable.data.turn }
+        admitting = undefined
+      } else if (durable.type === "turn/end") {
+        opened = undefined
+      } else if (opened !== undefined && durable.type === "user/message" && durable.data.messageId === opened.id) {
+        out.push(violation(
+          "admission-cancel",
+          "events",
+          index,
+          `prompt ${opened.id} was logged in turn ${opened.turn} although a cancel was requested during its admission ` +
+            `(event ${opened.cancelled})`
+        ))
+        opened = undefined
+      }
+    }
+  })
+  return out
+}
+
+/**
+ * The order of a turn's opening (R45): among the `steering/message`s logged between a prompted turn's `turn/start`
+ * and its first `step/start`, those logged before the prompt were enqueued before the prompt was claimed (its
+ * `dequeue`: retained from earlier), and those logged after it were enqueued after the claim (accepted during the
+ * admission). Reads only the live events (`session/event` republications included).
+ *
+ * @since 0.0.0
+ */
+export const admissionOrder = (events: Events): ReadonlyArray<Violation> => {
+  const out: Array<Violation> = []
+  const enqueued = new Map<string, { readonly index: number; readonly placement: string }>()
+  const claimed = new Map<string, number>()
+  // The opening of the current prompted turn: steering logged so far, and the prompt once logged.
+  let opening: { before: Array<{ readonly id: string; readonly index: number }>; prompt: string | undefined } | undefined
+  events.forEach((event, index) => {
+    if (event.type === "agent/inbox/enqueue") {
+      if (!enqueued.has(event.message.id)) enqueued.set(event.message.id, { index, placement: event.placement })
+      return
+    }
+    if (event.type === "agent/inbox/dequeue") {
+      if (enqueued.get(event.message.id)?.placement === "queued") claimed.set(event.message.id, index)
+      return
+    }
+    if (event.type !== "session/event") return
+    const durable = event.event
+    if (durable.type === "turn/start") {
+      opening = durable.data.trigger.kind === "message" ? { before: [], prompt: undefined } : undefined
+    } else if (durable.type === "step/start" || durable.type === "turn/end") {
+      opening = undefined
+    } else if (opening !== undefined && durable.type === "user/message" && opening.prompt === undefined) {
+      const id = durable.data.messageId
+      const claim = id === undefined ? undefined : claimed.get(id)
+      if (id === undefined || claim === undefined) return
+      opening.prompt = id
+      for (const steering of opening.before) {
+        const at = enqueued.get(steering.id)?.index
+        if (at !== undefined && at > claim) {
+          out.push(violation(
+            "admission-order",
+            "events",
+            steering.index,
+            `steering ${steering.id}, accepted during the admission of ${id}, was logged before that prompt`
+          ))
+        }
+      }
+    } else if (opening !== undefined && durable.type === "steering/message") {
+      const id = durable.data.messageId
+      if (opening.prompt === undefined) {
+        opening.before.push({ id, index })
+      } else {
+        const at = enqueued.get(id)?.index
+        const claim = claimed.get(opening.prompt)!
+        if (at !== undefined && at < claim) {
+          out.push(violation(
+            "admission-order",
+            "events",
+            index,
+            `steering ${id}, staged before ${opening.prompt} was claimed, was logged after that prompt`
+          ))
+        }
+      }
+    }
+  })
+  return out
+}
+
+/**
  * Nothing is discarded: for a run whose cancels all had `keepInbox` (pass the events recorded before disposal,
  * which discards whatever is pending).
  *
@@ -557,8 +673,8 @@ export interface Run {
 
 /**
  * Every invariant of this module over one run: FIFO conservation, the status trace, steering in open turns and
- * joining its turn, message fates, one send one turn, settling once, injected context, the log's rules, and — as
- * the options say — no discard and disposal last.
+ * joining its turn, message fates, one send one turn, settling once, cancels during admission, the order of a turn's
+ * opening, injected context, the log's rules, and — as the options say — no discard and disposal last.
  *
  * @since 0.0.0
  */
@@ -573,6 +689,8 @@ export const check = (run: Run): ReadonlyArray<Violation> => {
     ...messageFates(run.events, run.log, { accepted: run.accepted ?? [], final }),
     ...oneSendOneTurn(run.events, run.log),
     ...settledOnce(run.events, { final }),
+    ...admissionCancel(run.events),
+    ...admissionOrder(run.events),
     ...injectedContext(run.log, { injected, final }),
     ...(run.keepInboxOnly === undefined ? [] : noDiscard(run.events.slice(0, run.keepInboxOnly))),
     ...disposedLast(run.events, { required: final }),

@@ -297,6 +297,51 @@ describe("Invariants", () => {
     })
   })
 
+  describe("admissionCancel (R80)", () => {
+    const cancelRequested: AgentEvent.AgentEvent = { type: "agent/cancel-requested", cause: "user" }
+    const turn = () => logOf(...promptTurn(1, "p")).map(live.durable)
+
+    it("a prompt cancelled during admission and never logged passes; a cancel after turn/start is no admission cancel", () => {
+      assert.deepStrictEqual(Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), cancelRequested]), [])
+      const [start, ...rest] = turn()
+      assert.deepStrictEqual(Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), start!, cancelRequested, ...rest]), [])
+    })
+
+    it("catches the prompt's turn opening after a cancel was requested during its admission", () => {
+      const found = Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), cancelRequested, ...turn()])
+      assert.deepStrictEqual(names(found), [["admission-cancel", "events", 4]])
+      assert.match(found[0]!.message, /prompt p was logged in turn 1 although a cancel was requested during its admission/)
+    })
+  })
+
+  describe("admissionOrder (R45)", () => {
+    const opening = (steeringFirst: boolean) => {
+      const [start, prompt, steering, step] = logOf(
+        ev.turnStart(1),
+        ev.user("p", MessageSource.user, "p"),
+        ev.steering(1, "s", "s"),
+        ev.stepStart(1, 1)
+      ).map(live.durable)
+      return steeringFirst ? [start!, steering!, prompt!, step!] : [start!, prompt!, steering!, step!]
+    }
+
+    it("retained steering before the prompt, steering accepted during admission after it, pass", () => {
+      const retained = [live.enqueue("p"), live.enqueue("s", "steering"), live.dequeue("p"), ...opening(true)]
+      assert.deepStrictEqual(Invariants.admissionOrder(retained), [])
+      const during = [live.enqueue("p"), live.dequeue("p"), live.enqueue("s", "steering"), ...opening(false)]
+      assert.deepStrictEqual(Invariants.admissionOrder(during), [])
+    })
+
+    it("catches steering accepted during the admission logged before the prompt, and the reverse", () => {
+      const early = Invariants.admissionOrder([live.enqueue("p"), live.dequeue("p"), live.enqueue("s", "steering"), ...opening(true)])
+      assert.deepStrictEqual(names(early), [["admission-order", "events", 4]])
+      assert.match(early[0]!.message, /accepted during the admission of p, was logged before that prompt/)
+      const late = Invariants.admissionOrder([live.enqueue("p"), live.enqueue("s", "steering"), live.dequeue("p"), ...opening(false)])
+      assert.deepStrictEqual(names(late), [["admission-order", "events", 5]])
+      assert.match(late[0]!.message, /staged before p was claimed, was logged after that prompt/)
+    })
+  })
+
   describe("injectedContext", () => {
     it("an injected id in the log passes; one still staged passes until the run is final", () => {
       const log = logOf(ev.user("ctx", MessageSource.plugin("p"), "i1"))

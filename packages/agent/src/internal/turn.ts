@@ -122,6 +122,9 @@ const runTurn = (
     const turn = yield* locked(
       env,
       Effect.gen(function*() {
+        // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
+        // admitted prompt is dropped (R45 step 2, R80).
+        yield* honourCancel(env)
         const turn = (yield* env.log.state).lastTurn + 1
         yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
