@@ -10,7 +10,17 @@ import { Deferred, Effect, Fiber, Ref, Schema } from "effect"
 import { Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Agent, AgentTool } from "@harness/agent"
-import { assertWellFormed, compact, isDurable, live, logTrace, ofType, userTexts } from "./cancel-support.js"
+import {
+  assertWellFormed,
+  compact,
+  faultySession,
+  isDurable,
+  layerWithFaults,
+  live,
+  logTrace,
+  ofType,
+  userTexts
+} from "./cancel-support.js"
 
 const prompt = (text: string) => Message.make(text)
 const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
@@ -647,4 +657,36 @@ describe("cancel", () => {
       ])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R77/R81: staged context the log refuses while a cancel closes the turn stays staged; the turn still closes", () =>
+    Effect.gen(function*() {
+      const { faults, session } = yield* faultySession
+      const agent = yield* Agent.make({ model: "m", session })
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.hanging(S.text("partial")), S.textResponse("done"))
+      yield* agent.followup(prompt("p1"))
+      const rec = yield* EventRecorder.make(agent)
+      yield* rec.waitFor(isDurable("assistant/chunk"))
+      yield* agent.inject(context("ctx"))
+      yield* faults.failWhen((row) => row.type === "user/message" && row.json.includes("ctx"))
+      yield* agent.cancel("user")
+      yield* agent.whenIdle
+      assert.deepStrictEqual(logTrace(yield* agent.log), [
+        "turn/start",
+        "user/message:p1",
+        "step/start",
+        "request/header",
+        "assistant/chunk*",
+        "step/end",
+        "turn/end:aborted"
+      ])
+      assert.deepStrictEqual(live(yield* rec.events, "agent/settled").map((e) => e.reason.kind), ["aborted"])
+      // Nothing accepted is lost: once the store accepts again, the context enters the next turn.
+      yield* faults.clear
+      yield* agent.followup(prompt("p2"))
+      yield* agent.whenIdle
+      const log = yield* agent.log
+      assert.deepStrictEqual(logTrace(log).slice(7, 10), ["turn/start", "user/message:ctx", "user/message:p2"])
+      assertWellFormed(log)
+    }).pipe(Effect.provide(layerWithFaults())))
 })

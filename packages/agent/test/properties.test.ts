@@ -5,9 +5,11 @@
  * model whose replies are random: text; calls to one or two tools (quick; slow on the `TestClock`; slow with
  * `onCancel: "finish"`; one that steers, injects or cancels its own agent; one that attaches a context and may
  * conclude the turn); delayed replies; failures with codes, also after partial output; max-tokens; replies that
- * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context) and `requestError` (retry or fail).
- * Half of the runs use a store whose appends yield (as real I/O does), and some preempt every fiber after 16–64
- * operations, so the test's operations also land between the agent's critical sections. Every run ends by disposing
+ * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context), `requestError` (retry or fail), and
+ * `step` / `turnStopping` hooks that steer, inject or fail. Resends of accepted ids must return the same id. One
+ * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
+ * does), and some preempt every fiber after 16–64 operations, so the test's operations also land between the agent's
+ * critical sections. Every run ends by disposing
  * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-support.ts
  * does the checking, with the folds of `Invariants` (@harness/testkit).
  *
@@ -74,6 +76,13 @@ describe("properties: random interleavings", () => {
     "R77, R81: with keepInbox-only cancels nothing is ever discarded (before disposal)",
     { scenario: scenario({ cancels: "keepInbox" }) },
     ({ scenario }) => check(scenario, { keepInboxOnly: true }),
+    { timeout: 120_000, fastCheck: { numRuns: 50 } }
+  )
+
+  it.scoped.prop(
+    "R43, R60: appends the store refuses (prompts, steering, context, chunks, turn/start, headers, steps) lose nothing accepted and leave the log well formed",
+    { scenario: scenario({ faults: true }) },
+    ({ scenario }) => check(scenario),
     { timeout: 120_000, fastCheck: { numRuns: 50 } }
   )
 

@@ -451,7 +451,7 @@ describe("request failures and retry", () => {
       assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))
 
-  it.scoped("R57: a refused turn/end is reported with agent/error; the turn still settles and the agent goes idle", () =>
+  it.scoped("R57: a refused turn/end is reported with agent/error; the turn settles, and the next turn first closes it in the log", () =>
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
       const agent = yield* Agent.make({ model: "m", session })
@@ -467,5 +467,38 @@ describe("request failures and retry", () => {
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.turn), [1])
       assert.deepStrictEqual(compact(events).slice(-1), ["status:idle"])
       assert.deepStrictEqual(ofType(yield* agent.log, "turn/end"), [])
+      // Once the store accepts again, the agent closes turn 1 (with the reason it had) before turn 2 opens.
+      yield* faults.clear
+      yield* model.push(S.textResponse("again"))
+      yield* agent.followup(prompt("next"))
+      yield* agent.whenIdle
+      const log = yield* agent.log
+      assert.deepStrictEqual(
+        log.flatMap((e) => e.type === "turn/start" || e.type === "turn/end" ? [`${e.type}:${e.data.turn}`] : []),
+        ["turn/start:1", "turn/end:1", "turn/start:2", "turn/end:2"]
+      )
+      assert.deepStrictEqual(ofType(log, "turn/end").map((e) => e.data.reason.kind), ["error", "completed"])
+      assertWellFormed(log)
+    }).pipe(Effect.provide(layerWithFaults())))
+
+  it.scoped("R57, R72: a close refused half-way is finished before an idle injection: owed calls answered, step and turn closed", () =>
+    Effect.gen(function*() {
+      const { faults, session } = yield* faultySession
+      const agent = yield* Agent.make({ model: "m", session })
+      const rec = yield* EventRecorder.make(agent)
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.hanging(S.text("partial")))
+      yield* agent.followup(prompt("go"))
+      yield* rec.waitFor(isDurable("assistant/chunk"))
+      yield* faults.failWhen((row) => row.type === "step/end")
+      yield* agent.cancel("user")
+      yield* agent.whenIdle
+      assert.deepStrictEqual(live(yield* rec.events, "agent/settled").map((e) => e.reason.kind), ["aborted"])
+      assert.deepStrictEqual(logTrace(yield* agent.log).slice(-1), ["assistant/chunk*"])
+      yield* faults.clear
+      yield* agent.inject(prompt("note"))
+      const log = yield* agent.log
+      assert.deepStrictEqual(logTrace(log).slice(-4), ["assistant/chunk*", "step/end", "turn/end:aborted", "user/message:note"])
+      assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))
 })

@@ -10,6 +10,7 @@ import { SessionLog } from "@harness/session"
 import type { BatchOp, Options, PresetOptions, Service } from "../Agent.js"
 import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
+import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import type { Env, OutboxItem, QueuedItem, State } from "./runtime.js"
 import { accept, append, locked, publish, read, update, userMessageData } from "./runtime.js"
@@ -143,6 +144,7 @@ const sendLocked = (
         yield* update(env, (s) => accept({ ...s, outbox: Chunk.append(s.outbox, { _tag: "context", data, id }) }, id))
       } else {
         // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
+        yield* repairLocked(env)
         yield* append(env, { type: "user/message", data: userMessageData(data, id) })
         yield* update(env, (s) => accept(s, id))
       }
@@ -244,6 +246,7 @@ export const make = <R>(
       logContextOnClose: false,
       accepted,
       disposed: false,
+      unclosed: undefined,
       header: undefined
     }
     const state = yield* Ref.make(initial)

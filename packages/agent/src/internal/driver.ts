@@ -2,15 +2,14 @@
  * The driver: a fiber that exists only while there is work. It claims the head of the queued FIFO (opening the
  * acceptance window before admission, R35), runs each activity in its own fiber and waits for it with
  * `Fiber.await`, then settles it: an activity that ended on its own wrote its `turn/end`; one that was interrupted
- * (cancel, disposal) or failed is closed here, well-formed (R57, R59, R72 with the agent issue's departures):
- * owed tool results, then staged context (default cancel only), then `step/end`, then `turn/end`.
+ * (cancel, disposal) or failed is closed here, well-formed (see `close.ts`).
  */
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
+import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
-import { append, drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
-import { abortedBeforeDispatchMessage, abortedMessage, errorResult } from "./toolCalls.js"
+import { drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
 import { runActivity, TurnFailure } from "./turn.js"
 
 /**
@@ -76,7 +75,7 @@ const driverLoop = (env: Env): Effect.Effect<void> =>
  * keeps the rest staged and is logged as a warning.
  */
 export const flushContext = (env: Env): Effect.Effect<void> =>
-  drain(env, { turn: undefined, only: "context" }).pipe(
+  Effect.zipRight(repairLocked(env), drain(env, { turn: undefined, only: "context" })).pipe(
     Effect.catchAll((error) => Effect.logWarning("staged context could not be logged; it stays staged", error)),
     Effect.asVoid
   )
@@ -174,49 +173,12 @@ const close = (
       (call) => call.onCancel === "finish" ? Fiber.await(call.fiber) : Fiber.interrupt(call.fiber),
       { concurrency: "unbounded", discard: true }
     )
-    const finished = yield* Ref.get(activity.tools.finished)
-    const dispatched = yield* Ref.get(activity.tools.dispatched)
+    const calls = { finished: yield* Ref.get(activity.tools.finished), dispatched: yield* Ref.get(activity.tools.dispatched) }
     const written = yield* locked(
       env,
       Effect.gen(function*() {
-        const log = yield* env.log.state
-        const step = log.openStep
-        if (step !== undefined) {
-          for (const owed of log.owed) {
-            const call = { turn, step, callId: owed.callId, name: owed.name }
-            let callSeq = owed.callSeq
-            if (callSeq === undefined) {
-              // Never started: a synthetic pair keeps the transcript provider-valid (R72).
-              callSeq = (yield* append(env, {
-                type: "tool/call",
-                data: { turn, step, callId: owed.callId, name: owed.name, arguments: owed.arguments }
-              })).seq
-            }
-            const done = finished.get(owed.callId)
-            const data = done !== undefined
-              ? done.data
-              : owed.callSeq !== undefined && dispatched.has(owed.callId)
-              ? errorResult(call, "ABORTED", abortedMessage, "AbortError")
-              : errorResult(call, "ABORTED_BEFORE_DISPATCH", abortedBeforeDispatchMessage, "AbortError")
-            yield* append(env, { type: "tool/result", data, sourceEventSeqs: [callSeq] })
-            if (done !== undefined && done.contexts.length > 0) {
-              yield* update(env, (s) => ({
-                ...s,
-                outbox: Chunk.appendAll(
-                  s.outbox,
-                  Chunk.fromIterable(done.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
-                )
-              }))
-            }
-          }
-        }
         const state = yield* read(env)
-        if (state.cause !== undefined && state.logContextOnClose) {
-          yield* drain(env, { turn, only: "context" })
-        }
-        if (step !== undefined) yield* append(env, { type: "step/end", data: { turn, step } })
-        yield* update(env, (s) => ({ ...s, window: false }))
-        yield* append(env, { type: "turn/end", data: { turn, reason } })
+        yield* closeLocked(env, reason, calls, { context: state.cause !== undefined && state.logContextOnClose })
       }).pipe(Effect.either)
     )
     if (written._tag === "Left") {

@@ -112,6 +112,8 @@ export interface State {
   /** Every id this agent accepted (for idempotent acceptance). */
   readonly accepted: HashSet.HashSet<string>
   readonly disposed: boolean
+  /** The end reason of a turn whose close the store refused: the log still has it open (see `repairLocked`). */
+  readonly unclosed: Turn.TurnEndReason | undefined
   /** The header this agent last logged (`undefined` before its first request). */
   readonly header: SessionEvent.RequestHeader["header"] | undefined
 }

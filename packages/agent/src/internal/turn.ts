@@ -10,6 +10,7 @@ import { Json, LlmFailure, Turn } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
 import { CurrentRequest } from "../Agent.js"
 import type { RequestConfig } from "../Hooks.js"
+import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
 import { append, drain, hasSteering, honourCancel, locked, provide, publish, read, update, userMessageData } from "./runtime.js"
@@ -125,6 +126,7 @@ const runTurn = (
         // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
         // admitted prompt is dropped (R45 step 2, R80).
         yield* honourCancel(env)
+        yield* repairLocked(env)
         const turn = (yield* env.log.state).lastTurn + 1
         yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
