@@ -10,7 +10,7 @@ import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import type { AgentEvent, Content, SessionEvent } from "@harness/domain"
 import { History, LogCheck, SessionLog, SessionStore } from "@harness/session"
 import type { ScriptedModel } from "@harness/testkit"
-import type { EventRecorder } from "@harness/testkit"
+import { EventRecorder } from "@harness/testkit"
 import type { Agent } from "@harness/agent"
 import { AgentTool } from "@harness/agent"
 
@@ -56,30 +56,23 @@ export const describeEvent = (event: SessionEvent.SessionEvent): string => {
 export const shape = (log: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<string> =>
   log.filter((event) => event.type !== "assistant/chunk").map(describeEvent)
 
-/** The live trace without `session/event`s for streamed chunks (they are many and say nothing here). */
+/**
+ * The live trace without `session/event`s for streamed chunks (they are many and say nothing here): the names of
+ * `EventRecorder.describe`, with message texts on inbox events and `describeEvent` for durable ones.
+ */
 export const traceOf = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<string> =>
   events
     .filter((event) => !(event.type === "session/event" && event.event.type === "assistant/chunk"))
     .map((event) => {
       switch (event.type) {
-        case "agent/status":
-          return `status:${event.status}`
         case "agent/inbox/enqueue":
           return `enqueue:${event.placement}:${textOf(event.message.content)}`
         case "agent/inbox/dequeue":
           return `dequeue:${textOf(event.message.content)}`
-        case "agent/inbox/discard":
-          return `discard:${event.messages.length}`
-        case "agent/cancel-requested":
-          return `cancel-requested:${event.cause}`
-        case "agent/settled":
-          return `settled:${event.reason.kind}`
-        case "agent/error":
-          return "error"
-        case "agent/disposed":
-          return "disposed"
         case "session/event":
           return describeEvent(event.event)
+        default:
+          return EventRecorder.describe(event)
       }
     })
 

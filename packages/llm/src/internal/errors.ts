@@ -83,40 +83,26 @@ export const timeout = (context: RequestContext, method: Method, message: string
   })
 
 /** The response broke the wire format: a chunk that is not valid JSON, a stream closed before `[DONE]`. */
-export const malformed = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  new AiError.MalformedOutput({
-    module: moduleName,
-    method,
-    description: scrub(message, context.secrets),
-    cause: failure("MALFORMED", scrub(message, context.secrets))
-  })
+export const malformed = (context: RequestContext, method: Method, message: string): AiError.AiError => {
+  const description = scrub(message, context.secrets)
+  return new AiError.MalformedOutput({ module: moduleName, method, description, cause: failure("MALFORMED", description) })
+}
+
+/** A failure no HTTP status describes: the `LlmFailure` cause carries its code. */
+const unknown = (method: Method, code: LlmFailure.LlmFailureCode, description: string): AiError.AiError =>
+  new AiError.UnknownError({ module: moduleName, method, description, cause: failure(code, description) })
 
 /** A completed response with no content, no reasoning and no tool calls. */
 export const emptyResponse = (method: Method): AiError.AiError =>
-  new AiError.UnknownError({
-    module: moduleName,
-    method,
-    description: "the model completed without content, reasoning or tool calls",
-    cause: failure("EMPTY_RESPONSE", "the model completed without content, reasoning or tool calls")
-  })
+  unknown(method, "EMPTY_RESPONSE", "the model completed without content, reasoning or tool calls")
 
 /** DeepSeek's `insufficient_system_resource` finish: the server ran out of capacity mid-response. */
 export const insufficientResource = (method: Method): AiError.AiError =>
-  new AiError.UnknownError({
-    module: moduleName,
-    method,
-    description: "the server interrupted the response: insufficient system resource",
-    cause: failure("OVERLOADED", "the server interrupted the response: insufficient system resource")
-  })
+  unknown(method, "OVERLOADED", "the server interrupted the response: insufficient system resource")
 
 /** An error object sent inside a 200 stream (OpenRouter and some proxies do this). */
 export const streamError = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  new AiError.UnknownError({
-    module: moduleName,
-    method,
-    description: scrub(message, context.secrets),
-    cause: failure("SERVER", scrub(message, context.secrets))
-  })
+  unknown(method, "SERVER", scrub(message, context.secrets))
 
 /** The prompt or tools cannot be expressed as a chat-completions request. */
 export const malformedInput = (method: Method, message: string): AiError.AiError =>
