@@ -1,0 +1,92 @@
+// Lint and format gate, offline. Formatting is Effect's own: the `@effect/dprint` rule embeds the dprint
+// TypeScript formatter (no downloads) with the settings of Effect-TS/effect's eslint config. The rule set stays
+// close to Effect's; `npm run lint:fix` applies the formatter and every other autofix.
+import * as effectEslint from "@effect/eslint-plugin"
+import js from "@eslint/js"
+import sortDestructureKeys from "eslint-plugin-sort-destructure-keys"
+import tseslint from "typescript-eslint"
+
+export default tseslint.config(
+  {
+    ignores: ["**/node_modules", "**/dist", "**/build", "**/coverage", "scratchpad/**", "**/*.md"]
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  ...effectEslint.configs.dprint,
+  {
+    plugins: {
+      "sort-destructure-keys": sortDestructureKeys
+    },
+    languageOptions: {
+      parser: tseslint.parser,
+      ecmaVersion: 2022,
+      sourceType: "module"
+    },
+    linterOptions: {
+      reportUnusedDisableDirectives: "error"
+    },
+    rules: {
+      "no-fallthrough": "off",
+      "no-irregular-whitespace": "off",
+      "object-shorthand": "error",
+      "prefer-destructuring": "off",
+      "sort-imports": "off",
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.property.name='push'] > SpreadElement.arguments",
+          message: "Do not use spread arguments in Array.push"
+        }
+      ],
+      // tsc (noUnusedLocals / noUnusedParameters) already reports unused bindings.
+      "no-unused-vars": "off",
+      "@typescript-eslint/no-unused-vars": "off",
+      "require-yield": "off",
+      "prefer-rest-params": "off",
+      "prefer-spread": "off",
+      "sort-destructure-keys/sort-destructure-keys": "error",
+      "@typescript-eslint/array-type": ["error", { default: "generic", readonly: "generic" }],
+      "@typescript-eslint/no-non-null-assertion": "off",
+      "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-empty-object-type": "off",
+      "@typescript-eslint/no-unsafe-function-type": "off",
+      "@typescript-eslint/no-wrapper-object-types": "off",
+      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/ban-ts-comment": "off",
+      "@typescript-eslint/explicit-function-return-type": "off",
+      "@typescript-eslint/explicit-module-boundary-types": "off",
+      "@typescript-eslint/no-array-constructor": "off",
+      "@typescript-eslint/no-use-before-define": "off",
+      "@typescript-eslint/no-namespace": "off",
+      "@effect/dprint": [
+        "error",
+        {
+          config: {
+            indentWidth: 2,
+            lineWidth: 120,
+            semiColons: "asi",
+            quoteStyle: "alwaysDouble",
+            trailingCommas: "never",
+            operatorPosition: "maintain",
+            "arrowFunction.useParentheses": "force"
+          }
+        }
+      ]
+    }
+  },
+  {
+    files: ["packages/*/src/**/*"],
+    rules: {
+      "no-console": "error"
+    }
+  },
+  {
+    // Plain JavaScript config files: no TypeScript-only rules.
+    files: ["**/*.mjs", "**/*.js", "**/*.cjs"],
+    ...tseslint.configs.disableTypeChecked
+  },
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { module: "writable", require: "readonly" } }
+  }
+)
