@@ -4,9 +4,9 @@
  * durable log. Run with `npm run demo`.
  */
 import { Tool } from "@effect/ai"
-import { Effect, Schema } from "effect"
 import { Message, type SessionEvent } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Effect, Schema } from "effect"
 import { Agent, AgentTool } from "../src/index.js"
 
 const lookup = AgentTool.make(
@@ -15,7 +15,10 @@ const lookup = AgentTool.make(
     parameters: { word: Schema.String },
     success: Schema.String
   }),
-  { handler: ({ word }) => Effect.as(Effect.sleep("300 millis"), `${word}: a small domesticated carnivore`), parallel: true }
+  {
+    handler: ({ word }) => Effect.as(Effect.sleep("300 millis"), `${word}: a small domesticated carnivore`),
+    parallel: true
+  }
 )
 
 /** Collapses runs of equal lines into `line ×n`. */
@@ -38,7 +41,9 @@ const describe = (event: SessionEvent.SessionEvent): string => {
     case "steering/message":
       return `${event.type} (${event.data.source.kind}): ${event.data.content.map((b) => b.text).join("")}`
     case "assistant/message":
-      return `${event.type}: ${event.data.content.map((b) => (b.type === "tool-call" ? `[call ${b.name} ${b.arguments}]` : b.text)).join(" ")}`
+      return `${event.type}: ${
+        event.data.content.map((b) => (b.type === "tool-call" ? `[call ${b.name} ${b.arguments}]` : b.text)).join(" ")
+      }`
     case "tool/result":
       return `${event.type}: ${event.data.content.map((b) => b.text).join("")}`
     case "turn/end":

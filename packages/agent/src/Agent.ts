@@ -7,10 +7,10 @@
  * @since 0.0.0
  */
 import type { LanguageModel } from "@effect/ai"
-import type { Effect, Queue, Scope, Stream } from "effect"
-import { Context, Layer } from "effect"
 import type { AgentEvent, Ids, Message, SessionEvent } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
+import type { Effect, Queue, Scope, Stream } from "effect"
+import { Context, Layer } from "effect"
 import type { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
 import type { Hooks, RequestConfig } from "./Hooks.js"
@@ -64,13 +64,25 @@ export interface Service {
    * against pre-admission state. Two separate sends are not guaranteed to see the same state (the fiber may be
    * rescheduled between them): use {@link batch} for that.
    */
-  readonly send: (input: Message.UserMessageData, options: Message.SendOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  readonly send: (
+    input: Message.UserMessageData,
+    options: Message.SendOptions
+  ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /** `send` with `{ target: "next-turn", wakeup: true }`: queue a whole turn and wake the agent. */
-  readonly followup: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  readonly followup: (
+    input: Message.UserMessageData,
+    options?: PresetOptions
+  ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /** `send` with `{ target: "next-step", wakeup: true }`: join the open turn, or start one when idle. */
-  readonly steer: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  readonly steer: (
+    input: Message.UserMessageData,
+    options?: PresetOptions
+  ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /** `send` with `{ target: "next-step", wakeup: false }`: model-visible context that never makes the model run. */
-  readonly inject: (input: Message.UserMessageData, options?: PresetOptions) => Effect.Effect<Ids.AgentMessageId, SendError>
+  readonly inject: (
+    input: Message.UserMessageData,
+    options?: PresetOptions
+  ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /**
    * Runs sends and cancels in order while holding the acceptance window's lock, so the driver cannot claim
    * between them (the Effect form of the reference's "same synchronous caller stack", R30, R83).
@@ -79,7 +91,9 @@ export interface Service {
    * (`undefined` for a cancel). If an idle injection's append fails, the batch stops there, keeps what was
    * applied and fails with `BatchError { applied, cause }`.
    */
-  readonly batch: (ops: ReadonlyArray<BatchOp>) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId | undefined>, SendError | BatchError>
+  readonly batch: (
+    ops: ReadonlyArray<BatchOp>
+  ) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId | undefined>, SendError | BatchError>
   /** A batch of sends. */
   readonly sendAll: (
     items: ReadonlyArray<readonly [Message.UserMessageData, Message.SendOptions]>
@@ -157,8 +171,7 @@ export interface Options<R = never> {
  */
 export const make: <R = never>(
   options?: Options<R>
-) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> =
-  internal.make
+) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = internal.make
 
 /**
  * The agent as a layer.
@@ -167,5 +180,4 @@ export const make: <R = never>(
  */
 export const layer = <R = never>(
   options?: Options<R>
-): Layer.Layer<Agent, AgentConfigError, LanguageModel.LanguageModel | R> =>
-  Layer.scoped(Agent, internal.make(options))
+): Layer.Layer<Agent, AgentConfigError, LanguageModel.LanguageModel | R> => Layer.scoped(Agent, internal.make(options))

@@ -3,8 +3,8 @@
  *
  * @since 0.0.0
  */
-import { Schema } from "effect"
 import { Ids } from "@harness/domain"
+import { Schema } from "effect"
 
 /**
  * The agent was disposed (its scope closed): it accepts nothing more.

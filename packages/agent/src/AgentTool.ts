@@ -12,9 +12,9 @@
  * @since 0.0.0
  */
 import type { Tool } from "@effect/ai"
+import type { Ids, Message } from "@harness/domain"
 import type { Effect } from "effect"
 import { Predicate } from "effect"
-import type { Ids, Message } from "@harness/domain"
 import type { Service } from "./Agent.js"
 
 /**

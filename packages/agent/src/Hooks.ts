@@ -11,8 +11,8 @@
  * @since 0.0.0
  */
 import type { AiError } from "@effect/ai"
-import { Effect } from "effect"
 import type { Ids, Json, LlmFailure, Message, Turn } from "@harness/domain"
+import { Effect } from "effect"
 import type { Service } from "./Agent.js"
 
 /**

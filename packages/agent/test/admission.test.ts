@@ -6,12 +6,12 @@
  * after it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Ref } from "effect"
+import { Agent } from "@harness/agent"
 import type { Turn } from "@harness/domain"
 import { Message, MessageSource } from "@harness/domain"
-import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Agent } from "@harness/agent"
 import { SessionLog, SessionStore } from "@harness/session"
+import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
+import { Effect, Layer, Ref } from "effect"
 import {
   assertCleanLog,
   assertReconstructable,
@@ -146,13 +146,22 @@ describe("prompt admission", () => {
           "user:context B",
           "step/start:1.1"
         ])
-        assert.deepStrictEqual(ofType(log, "user/message").map((e) => e.data), [
-          { messageId: id, content: [{ type: "text", text: "prompt" }], source: MessageSource.user },
-          { content: a.content, source: a.source },
-          { content: b.content, source: b.source }
-        ])
+        assert.deepStrictEqual(
+          ofType(log, "user/message").map((e) =>
+            e.data
+          ),
+          [
+            { messageId: id, content: [{ type: "text", text: "prompt" }], source: MessageSource.user },
+            { content: a.content, source: a.source },
+            { content: b.content, source: b.source }
+          ]
+        )
         const model = yield* S.ScriptedModel
-        assert.deepStrictEqual(requestViews(yield* model.requests), [["user:prompt", "user:context A", "user:context B"]])
+        assert.deepStrictEqual(requestViews(yield* model.requests), [[
+          "user:prompt",
+          "user:context A",
+          "user:context B"
+        ]])
         assertReconstructable(log, yield* model.requests)
         yield* assertCleanLog(agent)
       }).pipe(Effect.provide(S.layer([S.textResponse("ok")])))
@@ -195,12 +204,18 @@ describe("prompt admission", () => {
       ["a failing hook", () => Effect.fail("hook exploded")],
       ["a dying hook", () => Effect.dieMessage("hook crashed")],
       // The hook is typed, but a hook can lie like any caller; the decision is decoded at the boundary.
-      ["an invalid decision (empty content)", () => Effect.succeed({ kind: "allow", content: [] } as unknown as Turn.PromptDecision)],
+      [
+        "an invalid decision (empty content)",
+        () => Effect.succeed({ kind: "allow", content: [] } as unknown as Turn.PromptDecision)
+      ],
       [
         "an invalid decision (an additional context with empty content)",
         () =>
           Effect.succeed(
-            { kind: "allow", additionalContexts: [{ content: [], source: { kind: "user" } }] } as unknown as Turn.PromptDecision
+            {
+              kind: "allow",
+              additionalContexts: [{ content: [], source: { kind: "user" } }]
+            } as unknown as Turn.PromptDecision
           )
       ],
       ["an unknown decision kind", () => Effect.succeed({ kind: "maybe" } as unknown as Turn.PromptDecision)]
@@ -414,7 +429,10 @@ describe("prompt admission", () => {
         hooks: {
           promptSubmit: ({ agent, message }, next) =>
             onePrompt("blocked")(message)
-              ? Effect.as(Effect.orDie(agent.inject(Message.make("ctx", plugin))), { kind: "block" as const, reason: "no" })
+              ? Effect.as(Effect.orDie(agent.inject(Message.make("ctx", plugin))), {
+                kind: "block" as const,
+                reason: "no"
+              })
               : next
         }
       })
@@ -481,7 +499,9 @@ describe("prompt admission", () => {
             promptSubmit: ({ agent, message }, next) =>
               onePrompt("blocked")(message)
                 ? Effect.gen(function*() {
-                  for (const text of ["ctx 1", "ctx 2", "ctx 3"]) yield* Effect.orDie(agent.inject(Message.make(text, plugin)))
+                  for (const text of ["ctx 1", "ctx 2", "ctx 3"]) {
+                    yield* Effect.orDie(agent.inject(Message.make(text, plugin)))
+                  }
                   return { kind: "block", reason: "no" } as const
                 })
                 : next

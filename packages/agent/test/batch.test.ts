@@ -4,13 +4,13 @@
  * validation, ordered results, "interrupt and redirect", `BatchError` on a failing idle injection, disposal.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Option, Scope } from "effect"
+import { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent } from "@harness/agent"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { ev, promptTurn, stamp, steeringTurn } from "@harness/session/test/fixtures"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Cause, Effect, Exit, Layer, Option, Scope } from "effect"
 import {
   coarseTrace,
   conversation,
@@ -29,7 +29,15 @@ import {
   user
 } from "./routing-support.js"
 
-const turnEvents = ["turn/start", "user/message", "step/start", "assistant/message", "step/end", "turn/end:completed", "settled:completed"]
+const turnEvents = [
+  "turn/start",
+  "user/message",
+  "step/start",
+  "assistant/message",
+  "step/end",
+  "turn/end:completed",
+  "settled:completed"
+]
 
 const failureTag = <A, E>(exit: Exit.Exit<A, E>): string | undefined =>
   Exit.isFailure(exit)
@@ -80,7 +88,11 @@ describe("idle wake-up follows acceptance (R30)", () => {
       const log = yield* agent.log
       assert.deepStrictEqual(promptsByTurn(log), [[1, ["s1"]], [2, ["s2"]]])
       assert.isFalse(log.some((e) => e.type === "steering/message"), "the second steer was not captured as steering")
-      assert.deepStrictEqual((yield* model.requests).map(conversation), [["user:s1"], ["user:s1", "assistant:a1", "user:s2"]])
+      assert.deepStrictEqual((yield* model.requests).map(conversation), [["user:s1"], [
+        "user:s1",
+        "assistant:a1",
+        "user:s2"
+      ]])
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
     }).pipe(Effect.provide(S.layer())))
 
@@ -241,7 +253,9 @@ describe("idempotent acceptance (agent issue)", () => {
           assert.strictEqual(yield* agent.inject(ctx(`again ${id}`), { id }), id)
           assert.strictEqual(yield* agent.send(user(`again ${id}`), { ...parkOpts, id }), id)
           assert.deepStrictEqual(
-            yield* agent.batch([{ send: [user(`again ${id}`), { ...followupOpts, id }] }, { send: [ctx(`again ${id}`), { ...injectOpts, id }] }]),
+            yield* agent.batch([{ send: [user(`again ${id}`), { ...followupOpts, id }] }, {
+              send: [ctx(`again ${id}`), { ...injectOpts, id }]
+            }]),
             [id, id]
           )
         }
@@ -349,10 +363,19 @@ describe("batch (agent issue)", () => {
       ] as const
       const bad: ReadonlyArray<readonly [string, unknown]> = [
         ["invalid content", { send: [{ content: [], source: { kind: "user" } }, followupOpts] }],
-        ["an unknown source kind", { send: [{ content: [{ type: "text", text: "x" }], source: { kind: "tool" } }, injectOpts] }],
-        ["a non-JSON value", { send: [{ content: [{ type: "text", text: "x" }], source: { kind: "goal", goalId: "g", revision: 1, round: 0, change: { n: 1n } } }, injectOpts] }],
+        ["an unknown source kind", {
+          send: [{ content: [{ type: "text", text: "x" }], source: { kind: "tool" } }, injectOpts]
+        }],
+        ["a non-JSON value", {
+          send: [{
+            content: [{ type: "text", text: "x" }],
+            source: { kind: "goal", goalId: "g", revision: 1, round: 0, change: { n: 1n } }
+          }, injectOpts]
+        }],
         ["bad send options", { send: [user("x"), { target: "later", wakeup: true }] }],
-        ["send options with an unknown key", { send: [user("x"), { target: "next-turn", wakeup: true, urgent: true }] }],
+        ["send options with an unknown key", {
+          send: [user("x"), { target: "next-turn", wakeup: true, urgent: true }]
+        }],
         ["an unknown cancel cause", { cancel: ["because"] }],
         ["a send without its options", { send: [user("x")] }]
       ]
@@ -361,7 +384,11 @@ describe("batch (agent issue)", () => {
           const ops = [...good]
           const all: Array<unknown> = [...ops.slice(0, position), op, ...ops.slice(position)]
           const exit = yield* Effect.exit(agent.batch(lie(all)))
-          assert.strictEqual(failureTag(exit), "InvalidMessageError", `${what} at ${position}: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "accepted"}`)
+          assert.strictEqual(
+            failureTag(exit),
+            "InvalidMessageError",
+            `${what} at ${position}: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "accepted"}`
+          )
         }
       }
       assert.deepStrictEqual(yield* recorder.events, [])
@@ -430,14 +457,21 @@ describe("batch (agent issue)", () => {
       yield* agent.followup(user("first"))
       yield* recorder.waitFor(isDurable("assistant/chunk"))
       const queuedBefore = yield* agent.followup(user("stale"))
-      const [cancelled, redirect] = yield* agent.batch([{ cancel: ["user"] }, { send: [user("redirect"), followupOpts] }])
+      const [cancelled, redirect] = yield* agent.batch([{ cancel: ["user"] }, {
+        send: [user("redirect"), followupOpts]
+      }])
       assert.strictEqual(cancelled, undefined)
       yield* agent.whenIdle
 
       const events = yield* recorder.events
       assert.deepStrictEqual(
         inbox(events).filter((e) => e.includes(queuedBefore) || e.includes(redirect!)),
-        [`enqueue:queued:${queuedBefore}`, `discard:${queuedBefore}`, `enqueue:queued:${redirect}`, `dequeue:${redirect}`]
+        [
+          `enqueue:queued:${queuedBefore}`,
+          `discard:${queuedBefore}`,
+          `enqueue:queued:${redirect}`,
+          `dequeue:${redirect}`
+        ]
       )
       const trace = yield* coarseTrace(recorder)
       assert.deepStrictEqual(trace, [

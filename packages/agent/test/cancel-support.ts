@@ -2,12 +2,12 @@
  * Helpers shared by the cancellation, disposal, request-failure and event-order tests: compact views of the log,
  * the live events and the requests the scripted model received, and a session whose appends can be made to fail.
  */
-import { assert } from "@effect/vitest"
 import type { Prompt } from "@effect/ai"
-import { Effect, Layer } from "effect"
+import { assert } from "@effect/vitest"
 import type { AgentEvent, SessionEvent } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Effect, Layer } from "effect"
 
 /** Collapses each run of consecutive `assistant/chunk` names into one `assistant/chunk*`. */
 export const squash = (trace: ReadonlyArray<string>): ReadonlyArray<string> =>

@@ -4,12 +4,12 @@
  * staged injected context is never silently wiped, and the finalizer writes owed tool results → staged context →
  * `step/end` → `turn/end`.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Deferred, Effect, Fiber, Ref, Schema } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent, AgentTool } from "@harness/agent"
+import { Deferred, Effect, Fiber, Ref, Schema } from "effect"
 import {
   assertWellFormed,
   compact,
@@ -143,7 +143,8 @@ describe("cancel", () => {
       const agent = yield* Agent.make({
         model: "m",
         hooks: {
-          step: () => Effect.zipRight(Deferred.succeed(entered, undefined), Effect.uninterruptible(Deferred.await(release)))
+          step: () =>
+            Effect.zipRight(Deferred.succeed(entered, undefined), Effect.uninterruptible(Deferred.await(release)))
         }
       })
       const rec = yield* EventRecorder.make(agent)
@@ -241,7 +242,10 @@ describe("cancel", () => {
             Effect.flatMap(Ref.getAndUpdate(calls, (n) => n + 1), (n) =>
               n > 0
                 ? next
-                : Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(hold)), Effect.zipRight(next)))
+                : Deferred.succeed(entered, undefined).pipe(
+                  Effect.zipRight(Deferred.await(hold)),
+                  Effect.zipRight(next)
+                ))
         }
       })
       const rec = yield* EventRecorder.make(agent)
@@ -295,7 +299,9 @@ describe("cancel", () => {
         model: "m",
         hooks: {
           promptSubmit: ({ agent }, next) =>
-            Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true))).pipe(Effect.zipRight(next))
+            Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true))).pipe(
+              Effect.zipRight(next)
+            )
         }
       })
       const rec = yield* EventRecorder.make(agent)

@@ -5,11 +5,11 @@
  * `retry` fails.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
-import { Message } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import type { Agent as AgentT } from "@harness/agent"
 import { Agent } from "@harness/agent"
+import { Message } from "@harness/domain"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Chunk, Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
 import { assertWellFormed, compact, isDurable, isLive, live, logTrace, ofType } from "./cancel-support.js"
 
 const prompt = (text: string) => Message.make(text)
@@ -91,12 +91,14 @@ describe("disposal", () => {
       assert.deepStrictEqual(compact(before).slice(-3), ["settled:completed", "status:idle", "disposed"])
       assert.deepStrictEqual(live(before, "agent/disposed").length, 1)
 
-      for (const attempt of [
-        agent.followup(prompt("late")),
-        agent.steer(prompt("late")),
-        agent.inject(context("late")),
-        agent.send(prompt("late"), parked)
-      ]) {
+      for (
+        const attempt of [
+          agent.followup(prompt("late")),
+          agent.steer(prompt("late")),
+          agent.inject(context("late")),
+          agent.send(prompt("late"), parked)
+        ]
+      ) {
         const error = yield* Effect.flip(attempt)
         assert.deepStrictEqual(error._tag, "AgentDisposedError")
       }
@@ -109,7 +111,9 @@ describe("disposal", () => {
       yield* agent.whenIdle
       // Nothing was published after agent/disposed and nothing was logged.
       assert.deepStrictEqual(yield* rec.events, before)
-      assert.deepStrictEqual(logTrace(yield* agent.log).filter((n) => n.startsWith("user/message")), ["user/message:go"])
+      assert.deepStrictEqual(logTrace(yield* agent.log).filter((n) => n.startsWith("user/message")), [
+        "user/message:go"
+      ])
       assert.deepStrictEqual(yield* model.remaining, 1)
       // A stream run after disposal is empty.
       assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(agent.events)), [])
@@ -191,7 +195,10 @@ describe("disposal", () => {
       const entered = yield* Deferred.make<void>()
       const { agent, scope } = yield* makeInScope({
         model: "m",
-        hooks: { promptSubmit: (_, next) => Effect.zipRight(Deferred.succeed(entered, undefined), Effect.zipRight(Effect.never, next)) }
+        hooks: {
+          promptSubmit: (_, next) =>
+            Effect.zipRight(Deferred.succeed(entered, undefined), Effect.zipRight(Effect.never, next))
+        }
       })
       const rec = yield* EventRecorder.make(agent)
       const p1 = yield* agent.followup(prompt("p1"))

@@ -3,11 +3,11 @@
  * `subscribe` is subscribed when it returns, and every durable append is republished live as `session/event`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Queue } from "effect"
+import { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent } from "@harness/agent"
+import { Chunk, Effect, Queue } from "effect"
 import { assertWellFormed, compact, isDurable, live, logTrace } from "./cancel-support.js"
 
 const prompt = (text: string) => Message.make(text)

@@ -4,25 +4,17 @@
  * `LanguageModel` reads it from `Agent.CurrentRequest`; `system` as a string or as an Effect evaluated at each step;
  * `Hooks.compose<never>(outer, inner)` (waterfall: outer decides or delegates through `next`; serial: outer then inner).
  */
-import { assert, describe, it } from "@effect/vitest"
 import { LanguageModel, type Response } from "@effect/ai"
-import { Effect, Ref, Stream } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, Hooks } from "@harness/agent"
+import type { RequestConfig } from "@harness/agent/Hooks"
 import type { SessionEvent, Turn } from "@harness/domain"
 import { Message, MessageSource } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import { ev, promptTurn, stamp } from "@harness/session/test/fixtures"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent, Hooks } from "@harness/agent"
-import type { RequestConfig } from "@harness/agent/Hooks"
-import {
-  assertCleanLog,
-  assertReconstructable,
-  noop,
-  ofType,
-  requestViews,
-  shape,
-  traceOf
-} from "./window-support.js"
+import { Effect, Ref, Stream } from "effect"
+import { assertCleanLog, assertReconstructable, noop, ofType, requestViews, shape, traceOf } from "./window-support.js"
 
 /** The logged request headers with their reasons (the advertised tools left out). */
 const headers = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -74,7 +66,10 @@ describe("hooks", () => {
       const end = ofType(yield* agent.log, "turn/end")[0]!
       assert.strictEqual(end.data.reason.kind, "error")
       assert.strictEqual(end.data.reason.kind === "error" ? end.data.reason.step : undefined, 1)
-      assert.include(end.data.reason.kind === "error" && "message" in end.data.reason ? end.data.reason.message : "", "step refused")
+      assert.include(
+        end.data.reason.kind === "error" && "message" in end.data.reason ? end.data.reason.message : "",
+        "step refused"
+      )
       const settled = events.find((e) => e.type === "agent/settled")
       assert.strictEqual(settled?.type === "agent/settled" ? settled.reason.kind : undefined, "error")
       const model = yield* S.ScriptedModel
@@ -103,7 +98,10 @@ describe("hooks", () => {
       const agent = yield* Agent.make({ model: "m", provider: "prov" })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
-      assert.deepStrictEqual(headers(yield* agent.log), [{ reason: "initial", config: { model: "m", provider: "prov" } }])
+      assert.deepStrictEqual(headers(yield* agent.log), [{
+        reason: "initial",
+        config: { model: "m", provider: "prov" }
+      }])
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
   it.scoped("R51: `change` only when the header differs, never repeated when unchanged (across steps and turns)", () =>
@@ -294,7 +292,10 @@ describe("hooks", () => {
       ])
       const end = ofType(yield* agent.log, "turn/end")[0]!
       assert.strictEqual(end.data.reason.kind === "error" ? end.data.reason.step : undefined, 1)
-      assert.include(end.data.reason.kind === "error" && "message" in end.data.reason ? end.data.reason.message : "", "cannot stop")
+      assert.include(
+        end.data.reason.kind === "error" && "message" in end.data.reason ? end.data.reason.message : "",
+        "cannot stop"
+      )
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
@@ -369,7 +370,14 @@ describe("hooks", () => {
             promptSubmit: (_, next) =>
               Effect.zipRight(
                 note("inner"),
-                Effect.map(next, (d): Turn.PromptDecision => ({ ...d, kind: "allow", content: [{ type: "text", text: "inner rewrite" }] }))
+                Effect.map(
+                  next,
+                  (d): Turn.PromptDecision => ({
+                    ...d,
+                    kind: "allow",
+                    content: [{ type: "text", text: "inner rewrite" }]
+                  })
+                )
               )
           }
         )
@@ -377,7 +385,11 @@ describe("hooks", () => {
         yield* agent.followup(Message.make("P"))
         yield* agent.whenIdle
         assert.deepStrictEqual(yield* Ref.get(order), ["outer:before", "inner", "outer:after"])
-        assert.deepStrictEqual(shape(yield* agent.log).slice(0, 3), ["turn/start:1", "user:inner rewrite", "user:outer ctx"])
+        assert.deepStrictEqual(shape(yield* agent.log).slice(0, 3), [
+          "turn/start:1",
+          "user:inner rewrite",
+          "user:outer ctx"
+        ])
       }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
     it.scoped("waterfall: the outer hook decides alone — the inner one never runs", () =>
@@ -403,7 +415,10 @@ describe("hooks", () => {
         const agent = yield* Agent.make({ model: "m", hooks })
         yield* agent.followup(Message.make("P"))
         yield* agent.whenIdle
-        assert.deepStrictEqual(headers(yield* agent.log), [{ reason: "initial", config: { model: "inner", provider: "outer" } }])
+        assert.deepStrictEqual(headers(yield* agent.log), [{
+          reason: "initial",
+          config: { model: "inner", provider: "outer" }
+        }])
       }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
     it.scoped("serial: step and turnStopping hooks run outer then inner; a missing side leaves the other alone", () =>

@@ -4,10 +4,10 @@
  * last waking item stay parked.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, TestClock } from "effect"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Agent } from "@harness/agent"
 import { LogCheck } from "@harness/session"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Effect, Option, TestClock } from "effect"
 import {
   awaitSleeper,
   coarseTrace,
@@ -23,7 +23,15 @@ import {
   user
 } from "./routing-support.js"
 
-const turnEvents = ["turn/start", "user/message", "step/start", "assistant/message", "step/end", "turn/end:completed", "settled:completed"]
+const turnEvents = [
+  "turn/start",
+  "user/message",
+  "step/start",
+  "assistant/message",
+  "step/end",
+  "turn/end:completed",
+  "settled:completed"
+]
 
 const replies = (n: number) => Array.from({ length: n }, (_, i) => S.textResponse(`a${i + 1}`))
 
@@ -56,7 +64,13 @@ describe("parking (R31)", () => {
       yield* agent.send(user("p2"), parkOpts)
       yield* agent.sendAll([[user("p3"), parkOpts], [ctx("more context"), { target: "next-step", wakeup: false }]])
       yield* agent.whenIdle
-      assert.deepStrictEqual(yield* recorder.trace, ["enqueue:queued", "user/message", "enqueue:queued", "enqueue:queued", "user/message"])
+      assert.deepStrictEqual(yield* recorder.trace, [
+        "enqueue:queued",
+        "user/message",
+        "enqueue:queued",
+        "enqueue:queued",
+        "user/message"
+      ])
       assert.strictEqual(yield* agent.status, "idle")
     }).pipe(Effect.provide(S.layer())))
 
@@ -94,7 +108,11 @@ describe("parking (R31)", () => {
         "status:idle"
       ])
       // Each request's newest prompt is that turn's own, alone.
-      assert.deepStrictEqual((yield* model.requests).map((r) => conversation(r).at(-1)), ["user:p1", "user:p2", "user:w"])
+      assert.deepStrictEqual((yield* model.requests).map((r) => conversation(r).at(-1)), [
+        "user:p1",
+        "user:p2",
+        "user:w"
+      ])
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
     }).pipe(Effect.provide(S.layer())))
 

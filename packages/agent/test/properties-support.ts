@@ -5,12 +5,12 @@
  * checks every property runs on what it returns (`problems`).
  */
 import { Tool } from "@effect/ai"
-import { Chunk, Effect, Exit, Fiber, FastCheck as fc, Random, Ref, Schema, Scope, TestClock } from "effect"
+import { Agent, AgentTool } from "@harness/agent"
 import type { AgentEvent, LlmFailure, SessionEvent, Turn } from "@harness/domain"
 import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
-import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { SessionLog, SessionStore } from "@harness/session"
-import { Agent, AgentTool } from "@harness/agent"
+import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
+import { Chunk, Effect, Exit, FastCheck as fc, Fiber, Random, Ref, Schema, Scope, TestClock } from "effect"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Scenarios
@@ -34,7 +34,14 @@ export type Op =
   | { readonly _tag: "resend"; readonly pick: number }
 
 /** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
-export type Trigger = "turn/start" | "step/start" | "assistant/message" | "tool/call" | "tool/result" | "step/end" | "turn/end"
+export type Trigger =
+  | "turn/start"
+  | "step/start"
+  | "assistant/message"
+  | "tool/call"
+  | "tool/result"
+  | "step/end"
+  | "turn/end"
 
 /** A tool call a reply makes. */
 export type CallSpec =
@@ -125,7 +132,10 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = fal
   fc.oneof(
     { arbitrary: batchItem(cancels), weight: reactive ? 3 : 8 },
     {
-      arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({ _tag: "batch", items })),
+      arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({
+        _tag: "batch",
+        items
+      })),
       weight: 2
     },
     { arbitrary: ms.map((ms): Op => ({ _tag: "advance", ms })), weight: 3 },
@@ -160,12 +170,18 @@ export const reply = (hang = true, cancels: "any" | "keepInbox" | "none" = "any"
   fc.oneof(
     { arbitrary: fc.constant<ReplySpec>({ _tag: "text" }), weight: 4 },
     {
-      arbitrary: fc.array(callSpec(cancels), { minLength: 1, maxLength: 2 }).map((calls): ReplySpec => ({ _tag: "tools", calls })),
+      arbitrary: fc.array(callSpec(cancels), { minLength: 1, maxLength: 2 }).map((calls): ReplySpec => ({
+        _tag: "tools",
+        calls
+      })),
       weight: 5
     },
     { arbitrary: ms.map((ms): ReplySpec => ({ _tag: "delayed", ms })), weight: 2 },
     {
-      arbitrary: fc.record({ code: failureCode, partial: fc.boolean() }).map((f): ReplySpec => ({ _tag: "failure", ...f })),
+      arbitrary: fc.record({ code: failureCode, partial: fc.boolean() }).map((f): ReplySpec => ({
+        _tag: "failure",
+        ...f
+      })),
       weight: 2
     },
     { arbitrary: fc.constant<ReplySpec>({ _tag: "maxTokens" }), weight: 1 },
@@ -175,7 +191,9 @@ export const reply = (hang = true, cancels: "any" | "keepInbox" | "none" = "any"
 const nudge: fc.Arbitrary<Nudge> = fc.constantFrom("none", "none", "steer", "inject", "fail")
 
 const admission = (rejects: boolean): fc.Arbitrary<Admission> =>
-  rejects ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context") : fc.constantFrom("allow", "slow", "context")
+  rejects
+    ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context")
+    : fc.constantFrom("allow", "slow", "context")
 
 /** A random scenario. */
 export const scenario = (options: {
@@ -191,7 +209,9 @@ export const scenario = (options: {
   fc.record({
     ops: fc.array(op(options.cancels, options.reactive), { minLength: 1, maxLength: 14 }),
     replies: fc.array(reply(options.hang ?? true, options.cancels), { maxLength: 10 }),
-    admission: fc.option(fc.array(admission(options.rejects ?? true), { minLength: 1, maxLength: 4 }), { nil: undefined }),
+    admission: fc.option(fc.array(admission(options.rejects ?? true), { minLength: 1, maxLength: 4 }), {
+      nil: undefined
+    }),
     retries: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), { nil: undefined }),
     faults: options.faults === true
       ? fc.array(fc.nat({ max: 30 }), { minLength: 1, maxLength: 3 })
@@ -341,7 +361,10 @@ export const run = (scenario: Scenario) =>
     const tools = [
       AgentTool.make(quickTool, { handler: () => Effect.succeed("quick done"), parallel: true }),
       AgentTool.make(slowTool, { handler: ({ ms }) => Effect.as(Effect.sleep(ms), "slept"), parallel: true }),
-      AgentTool.make(stubbornTool, { handler: ({ ms }) => Effect.as(Effect.sleep(ms), "finished anyway"), onCancel: "finish" }),
+      AgentTool.make(stubbornTool, {
+        handler: ({ ms }) => Effect.as(Effect.sleep(ms), "finished anyway"),
+        onCancel: "finish"
+      }),
       AgentTool.make(nudgeTool, {
         handler: ({ kind }, { agent }) =>
           Effect.gen(function*() {
@@ -410,7 +433,9 @@ export const run = (scenario: Scenario) =>
           )
       }),
       ...(scenario.steps === undefined ? {} : { step: ({ agent }) => nudgeWith(steps, agent, "step") }),
-      ...(scenario.stopping === undefined ? {} : { turnStopping: ({ agent }) => nudgeWith(stopping, agent, "stopping") })
+      ...(scenario.stopping === undefined
+        ? {}
+        : { turnStopping: ({ agent }) => nudgeWith(stopping, agent, "stopping") })
     }
 
     const memory = yield* SessionStore.makeMemory
@@ -514,7 +539,9 @@ export const run = (scenario: Scenario) =>
               op,
               agent.followup(yield* message("followup"), { id: DomainIds.AgentMessageId.make(id) }).pipe(Effect.orDie)
             )
-            if (again !== undefined && again !== id) yield* Ref.update(anomalies, (all) => [...all, `resending ${id} returned ${again}`])
+            if (again !== undefined && again !== id) {
+              yield* Ref.update(anomalies, (all) => [...all, `resending ${id} returned ${again}`])
+            }
             return
           }
           case "on": {
@@ -523,7 +550,9 @@ export const run = (scenario: Scenario) =>
             const seen = (yield* recorder.events).length
             for (let i = 0; i < ON_PATIENCE; i++) {
               const events = yield* recorder.events
-              if (events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)) break
+              if (
+                events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)
+              ) break
               yield* Effect.yieldNow()
             }
             return yield* play(op.item)
@@ -581,7 +610,9 @@ export const describeScenario = (scenario: Scenario): string => JSON.stringify(s
 /** Tool contexts are never lost: each successful `annotate` result's context is logged once, and no other. */
 const toolContextProblems = (log: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<string> => {
   const expected = new Set(
-    log.flatMap((e) => (e.type === "tool/result" && e.data.name === "annotate" && !e.data.isError ? [annotation(e.data.callId)] : []))
+    log.flatMap((
+      e
+    ) => (e.type === "tool/result" && e.data.name === "annotate" && !e.data.isError ? [annotation(e.data.callId)] : []))
   )
   const logged = new Map<string, number>()
   for (const e of log) {
@@ -589,8 +620,12 @@ const toolContextProblems = (log: ReadonlyArray<SessionEvent.SessionEvent>): Rea
     if (first !== undefined && first.startsWith("context of ")) logged.set(first, (logged.get(first) ?? 0) + 1)
   }
   return [
-    ...[...expected].filter((text) => logged.get(text) !== 1).map((text) => `tool context "${text}" logged ${logged.get(text) ?? 0} times`),
-    ...[...logged.keys()].filter((text) => !expected.has(text)).map((text) => `tool context "${text}" logged without a successful result`)
+    ...[...expected].filter((text) => logged.get(text) !== 1).map((text) =>
+      `tool context "${text}" logged ${logged.get(text) ?? 0} times`
+    ),
+    ...[...logged.keys()].filter((text) => !expected.has(text)).map((text) =>
+      `tool context "${text}" logged without a successful result`
+    )
   ]
 }
 

@@ -41,12 +41,12 @@
  * 14. Without cancels and without a rejecting admission hook, no prompt is dropped, and a run without hanging
  *     replies always reaches quiescence.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Effect, Schema } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Agent, AgentTool } from "@harness/agent"
+import { Effect, Schema } from "effect"
 import type { CheckOptions, Scenario } from "./properties-support.js"
 import { describeScenario, problems, run, scenario } from "./properties-support.js"
 
@@ -174,7 +174,10 @@ describe("regressions", () => {
   for (const gap of [false, true]) {
     it.scoped(`R57, R75: a cancel between a failed turn and its retry's turn/start settles the failed turn once (gap: ${gap})`, () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({ model: "scripted", hooks: { requestError: () => Effect.succeed("retry" as const) } })
+        const agent = yield* Agent.make({
+          model: "scripted",
+          hooks: { requestError: () => Effect.succeed("retry" as const) }
+        })
         const recorder = yield* EventRecorder.make(agent)
         yield* (yield* S.ScriptedModel).push(S.failure("SERVER"), S.textResponse("recovered"))
         yield* agent.followup(Message.make("go"))
@@ -203,7 +206,9 @@ describe("regressions", () => {
   // logged before the prompt (R45). Preemption budgets make the activity reach that wait at the cancel.
   for (const keepInbox of [false, true]) {
     it.scoped(
-      `R80, R45: replay — a ${keepInbox ? "keepInbox " : ""}cancel right after a follow-up is claimed drops the prompt, ` +
+      `R80, R45: replay — a ${
+        keepInbox ? "keepInbox " : ""
+      }cancel right after a follow-up is claimed drops the prompt, ` +
         "over preemption budgets 16–80",
       () =>
         replay({

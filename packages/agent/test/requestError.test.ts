@@ -3,12 +3,12 @@
  * publishes `agent/error`, ends the turn with the `LlmFailure`; `requestError` may answer `retry`; `max-tokens`
  * drops truncated tool calls; hook and log failures are ordinary turn failures, never offered to recovery.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent, AgentTool } from "@harness/agent"
+import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import {
   assertWellFormed,
   compact,
@@ -421,7 +421,11 @@ describe("request failures and retry", () => {
       )
       assert.deepStrictEqual(yield* model.remaining, 1)
       const events = yield* rec.events
-      assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.step, e.error.code]), [[1, 1, "SESSION_LOG"]])
+      assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.step, e.error.code]), [[
+        1,
+        1,
+        "SESSION_LOG"
+      ]])
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason.kind), ["error"])
       assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))
@@ -498,7 +502,12 @@ describe("request failures and retry", () => {
       yield* faults.clear
       yield* agent.inject(prompt("note"))
       const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log).slice(-4), ["assistant/chunk*", "step/end", "turn/end:aborted", "user/message:note"])
+      assert.deepStrictEqual(logTrace(log).slice(-4), [
+        "assistant/chunk*",
+        "step/end",
+        "turn/end:aborted",
+        "user/message:note"
+      ])
       assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))
 })

@@ -3,16 +3,17 @@
  * the agent at an exact point (inside admission, inside a step hook, inside a delayed model request), and compact
  * views of the log, the live events and the model's requests for exact assertions.
  */
-import { Chunk, Deferred, Effect, TestClock } from "effect"
 import type { AgentEvent, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Ids, Message, MessageSource } from "@harness/domain"
 import type { EventRecorder, ScriptedModel } from "@harness/testkit"
+import { Chunk, Deferred, Effect, TestClock } from "effect"
 
 /** A user message with one text block. */
 export const user = (text: string): MessageT.UserMessageData => Message.make(text)
 
 /** A plugin-sourced message (injected context usually has a non-user source). */
-export const ctx = (text: string, plugin = "test"): MessageT.UserMessageData => Message.make(text, MessageSource.plugin(plugin))
+export const ctx = (text: string, plugin = "test"): MessageT.UserMessageData =>
+  Message.make(text, MessageSource.plugin(plugin))
 
 /** A caller-supplied message id. */
 export const mid = (id: string): Ids.AgentMessageId => Ids.AgentMessageId.make(id)
@@ -79,7 +80,9 @@ export const shape = (
     switch (event.type) {
       case "user/message":
         return [
-          `user:${textOf(event.data.content)}${options.ids === true && event.data.messageId !== undefined ? `@${event.data.messageId}` : ""}`
+          `user:${textOf(event.data.content)}${
+            options.ids === true && event.data.messageId !== undefined ? `@${event.data.messageId}` : ""
+          }`
         ]
       case "steering/message":
         return [`steer:${textOf(event.data.content)}${options.ids === true ? `@${event.data.messageId}` : ""}`]
@@ -102,7 +105,9 @@ export const shape = (
   })
 
 /** The prompts of each turn in the log: turn number → the texts of its `user/message`s. */
-export const promptsByTurn = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<readonly [number, ReadonlyArray<string>]> => {
+export const promptsByTurn = (
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): ReadonlyArray<readonly [number, ReadonlyArray<string>]> => {
   const out: Array<[number, Array<string>]> = []
   let open: [number, Array<string>] | undefined
   for (const event of events) {
@@ -124,7 +129,9 @@ export const conversation = (request: ScriptedModel.Request): ReadonlyArray<stri
     `${message.role}:${
       typeof message.content === "string"
         ? message.content
-        : message.content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : `<${part.type}>`)).join("")
+        : message.content.map((
+          part
+        ) => ("text" in part && typeof part.text === "string" ? part.text : `<${part.type}>`)).join("")
     }`
   )
 
@@ -160,4 +167,3 @@ export const isDurable = <T extends SessionEvent.SessionEvent["type"]>(
 /** Waits for `agent/settled` of the given turn. */
 export const settledTurn = (recorder: EventRecorder.Recorder, turn: number) =>
   recorder.waitFor((event) => event.type === "agent/settled" && event.turn === turn)
-

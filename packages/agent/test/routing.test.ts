@@ -4,12 +4,12 @@
  * checks and copies (R20–R22 as amended by MISSION: input is decoded, validated and frozen at `send`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Option, TestClock } from "effect"
+import { Agent } from "@harness/agent"
 import type { AgentEvent, Message as MessageT } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent } from "@harness/agent"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Cause, Effect, Exit, Layer, Option, TestClock } from "effect"
 import {
   awaitSleeper,
   coarseTrace,
@@ -70,22 +70,62 @@ const expectedLog: Record<Window, Record<Cell, ReadonlyArray<string>>> = {
   },
   admission: {
     // accepted during admission: after the prompt (R45 step 7)
-    inject: ["turn/start:1", "user:first", "user:x", "step/start:1", "assistant:a1", "step/end:1", "turn/end:1:completed"],
-    steer: ["turn/start:1", "user:first", "steer:x", "step/start:1", "assistant:a1", "step/end:1", "turn/end:1:completed"],
+    inject: [
+      "turn/start:1",
+      "user:first",
+      "user:x",
+      "step/start:1",
+      "assistant:a1",
+      "step/end:1",
+      "turn/end:1:completed"
+    ],
+    steer: [
+      "turn/start:1",
+      "user:first",
+      "steer:x",
+      "step/start:1",
+      "assistant:a1",
+      "step/end:1",
+      "turn/end:1:completed"
+    ],
     followup: [...turn1, ...turnOf(2, "x", "a2")],
     park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
   },
   "step hook": {
     // during the `step` hook: drained at D1, before `step/start`, so this step's request sees it (R49, R56)
-    inject: ["turn/start:1", "user:first", "user:x", "step/start:1", "assistant:a1", "step/end:1", "turn/end:1:completed"],
-    steer: ["turn/start:1", "user:first", "steer:x", "step/start:1", "assistant:a1", "step/end:1", "turn/end:1:completed"],
+    inject: [
+      "turn/start:1",
+      "user:first",
+      "user:x",
+      "step/start:1",
+      "assistant:a1",
+      "step/end:1",
+      "turn/end:1:completed"
+    ],
+    steer: [
+      "turn/start:1",
+      "user:first",
+      "steer:x",
+      "step/start:1",
+      "assistant:a1",
+      "step/end:1",
+      "turn/end:1:completed"
+    ],
     followup: [...turn1, ...turnOf(2, "x", "a2")],
     park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
   },
   model: {
     // during the request: drained at D2, after the assistant message, before `step/end` (R56); context adds no
     // step, steering forces one (R48)
-    inject: ["turn/start:1", "user:first", "step/start:1", "assistant:a1", "user:x", "step/end:1", "turn/end:1:completed"],
+    inject: [
+      "turn/start:1",
+      "user:first",
+      "step/start:1",
+      "assistant:a1",
+      "user:x",
+      "step/end:1",
+      "turn/end:1:completed"
+    ],
     steer: [
       "turn/start:1",
       "user:first",
@@ -227,7 +267,11 @@ describe("routing table (R28)", () => {
               assert.strictEqual(enqueued.length, 1, "exactly one enqueue, published before send returned")
               assert.strictEqual(enqueued[0]!.placement, placement)
               assert.strictEqual(enqueued[0]!.message.id, id)
-              assert.deepStrictEqual(enqueued[0]!.message, { content: [{ type: "text", text: "x" }], id, source: { kind: "user" } })
+              assert.deepStrictEqual(enqueued[0]!.message, {
+                content: [{ type: "text", text: "x" }],
+                id,
+                source: { kind: "user" }
+              })
               assert.isTrue(Object.isFrozen(enqueued[0]!.message), "the published message is frozen")
             }
 
@@ -260,7 +304,15 @@ describe("routing table (R28)", () => {
             if (window === "idle") {
               // Canonical orders: an idle injection is one bare durable event and nothing else (no status change,
               // no model call); an idle waking send is R89's flow.
-              const turnEvents = ["turn/start", "user/message", "step/start", "assistant/message", "step/end", "turn/end:completed", "settled:completed"]
+              const turnEvents = [
+                "turn/start",
+                "user/message",
+                "step/start",
+                "assistant/message",
+                "step/end",
+                "turn/end:completed",
+                "settled:completed"
+              ]
               const canonical: Record<Cell, ReadonlyArray<string>> = {
                 inject: ["user/message"],
                 steer: ["enqueue:queued", "status:running", "dequeue", ...turnEvents, "status:idle"],
@@ -280,7 +332,9 @@ describe("routing table (R28)", () => {
               assert.deepStrictEqual(yield* coarseTrace(recorder), canonical[cell])
             }
             const dequeued = all.flatMap((e) => (e.type === "agent/inbox/dequeue" && e.message.id === id ? [e] : []))
-            if (placement !== undefined) assert.strictEqual(dequeued[0]!.message, enqueued[0]!.message, "dequeue carries the same frozen message")
+            if (placement !== undefined) {
+              assert.strictEqual(dequeued[0]!.message, enqueued[0]!.message, "dequeue carries the same frozen message")
+            }
           }).pipe(Effect.provide(S.layer()))
       )
     }
@@ -313,7 +367,10 @@ const invalidInputs: ReadonlyArray<readonly [string, unknown]> = [
   ["a goal change holding a Map", { content: validText, source: goal({ m: new Map([["k", 1]]) }) }],
   ["a goal change holding a sparse array", { content: validText, source: goal({ list: [1, , 3] }) }],
   ["a goal change holding a cycle", { content: validText, source: goal(cyclic()) }],
-  ["a round-0 goal source without its change", { content: validText, source: { kind: "goal", goalId: "g", revision: 1, round: 0 } }],
+  ["a round-0 goal source without its change", {
+    content: validText,
+    source: { kind: "goal", goalId: "g", revision: 1, round: 0 }
+  }],
   ["an unknown top-level key", { content: validText, source: { kind: "user" }, priority: "high" }],
   ["an unknown key in a block", { content: [{ type: "text", text: "x", bold: true }], source: { kind: "user" } }],
   ["an unknown key in the source", { content: validText, source: { kind: "user", admin: true } }],
@@ -352,7 +409,9 @@ const expectInvalid = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
 describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => {
   for (const window of ["idle", "admission", "model"] as const) {
     it.scoped(
-      `R21 R22 R28: invalid input or options (window ${window === "idle" ? "closed" : `open: ${window}`}) fail with InvalidMessageError: no event, no enqueue, no append, id not taken`,
+      `R21 R22 R28: invalid input or options (window ${
+        window === "idle" ? "closed" : `open: ${window}`
+      }) fail with InvalidMessageError: no event, no enqueue, no append, id not taken`,
       () =>
         Effect.gen(function*() {
           const { agent, model, recorder, release } = yield* openWindow(window)
@@ -362,7 +421,10 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
 
           for (const [what, input] of invalidInputs) {
             for (const cell of ["inject", "steer", "followup", "park"] as const) {
-              yield* expectInvalid(`${what} (${cell})`, agent.send(lie(input), { ...cellOptions[cell], id: mid(`burn-${cell}`) }))
+              yield* expectInvalid(
+                `${what} (${cell})`,
+                agent.send(lie(input), { ...cellOptions[cell], id: mid(`burn-${cell}`) })
+              )
             }
             yield* expectInvalid(`${what} (followup preset)`, agent.followup(lie(input)))
             yield* expectInvalid(`${what} (steer preset)`, agent.steer(lie(input)))
@@ -466,9 +528,17 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
           }
         }
         const steeringEvent = log.find((e) => e.type === "steering/message")
-        assert.deepStrictEqual(steeringEvent?.type === "steering/message" ? steeringEvent.data.source : undefined, { kind: "user" })
+        assert.deepStrictEqual(steeringEvent?.type === "steering/message" ? steeringEvent.data.source : undefined, {
+          kind: "user"
+        })
         const requests = (yield* model.requests).map(conversation)
-        assert.deepStrictEqual(requests[1], ["user:first", "user:staged", "user:steered", "assistant:a1", "user:queued"])
+        assert.deepStrictEqual(requests[1], [
+          "user:first",
+          "user:staged",
+          "user:steered",
+          "assistant:a1",
+          "user:queued"
+        ])
 
         // Observers receive frozen messages: the published payload cannot be changed by anyone (R21, R92).
         const events = yield* recorder.events
@@ -484,7 +554,9 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
           "queued" // dequeue (claimed for turn 2)
         ])
         for (const message of published) {
-          assert.isTrue(Object.isFrozen(message) && Object.isFrozen(message.content) && Object.isFrozen(message.content[0]))
+          assert.isTrue(
+            Object.isFrozen(message) && Object.isFrozen(message.content) && Object.isFrozen(message.content[0])
+          )
           assert.isTrue(Object.isFrozen(message.source))
           assert.throws(() => {
             lie<{ text: string }>(message.content[0]).text = "changed by an observer"
@@ -498,16 +570,29 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
     Effect.gen(function*() {
       const agent = yield* Agent.make({ model: "m" })
       const change = { status: "active", plan: { steps: ["a", "b"] } }
-      const input = { content: [{ type: "text", text: "goal set" }], source: { kind: "goal", goalId: "g1", revision: 1, round: 0, change } }
+      const input = {
+        content: [{ type: "text", text: "goal set" }],
+        source: { kind: "goal", goalId: "g1", revision: 1, round: 0, change }
+      }
       const id = yield* agent.inject(lie(input))
       change.status = "paused"
       change.plan.steps.push("c")
-      assert.deepStrictEqual(change, { status: "paused", plan: { steps: ["a", "b", "c"] } }, "the caller's object is not frozen")
+      assert.deepStrictEqual(
+        change,
+        { status: "paused", plan: { steps: ["a", "b", "c"] } },
+        "the caller's object is not frozen"
+      )
       const log = yield* agent.log
       assert.deepStrictEqual(log.map((e) => e.data), [{
         messageId: id,
         content: [{ type: "text", text: "goal set" }],
-        source: { kind: "goal", goalId: "g1", revision: 1, round: 0, change: { status: "active", plan: { steps: ["a", "b"] } } }
+        source: {
+          kind: "goal",
+          goalId: "g1",
+          revision: 1,
+          round: 0,
+          change: { status: "active", plan: { steps: ["a", "b"] } }
+        }
       }])
     }).pipe(Effect.provide(S.layer())))
 

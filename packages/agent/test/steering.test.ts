@@ -5,12 +5,12 @@
  * never forces a step but is visible to the next request; `turnStopping` steering forces a step, its context is
  * logged in the turn without one (D3). Steering and context share one ordered outbox.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { Message, MessageSource } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Agent, AgentTool } from "@harness/agent"
+import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import {
   assertCleanLog,
   assertReconstructable,
@@ -245,7 +245,9 @@ describe("steering checkpoints", () => {
         hooks: {
           turnStopping: ({ agent }) =>
             Effect.gen(function*() {
-              if ((yield* Ref.getAndUpdate(calls, (n) => n + 1)) === 0) yield* Effect.orDie(agent.steer(Message.make("S")))
+              if ((yield* Ref.getAndUpdate(calls, (n) => n + 1)) === 0) {
+                yield* Effect.orDie(agent.steer(Message.make("S")))
+              }
             })
         }
       })
@@ -284,7 +286,10 @@ describe("steering checkpoints", () => {
     Effect.gen(function*() {
       const agent = yield* Agent.make({
         model: "m",
-        hooks: { turnStopping: ({ agent, turn }) => turn === 1 ? Effect.orDie(agent.inject(Message.make("C", plugin))) : Effect.void }
+        hooks: {
+          turnStopping: ({ agent, turn }) =>
+            turn === 1 ? Effect.orDie(agent.inject(Message.make("C", plugin))) : Effect.void
+        }
       })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle

@@ -2,13 +2,13 @@
  * The complete example test of the testkit README, kept here (the testkit cannot depend on the agent) so the README
  * stays true.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Effect, Schema, TestClock } from "effect"
-import { Message } from "@harness/domain"
+import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
+import { Message } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Effect, Schema, TestClock } from "effect"
 
 const weather = AgentTool.make(
   Tool.make("weather", { parameters: { city: Schema.String }, success: Schema.String }),

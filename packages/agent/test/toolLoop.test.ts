@@ -1,35 +1,41 @@
 /**
  * Tool calls inside turns (SEMANTICS §8, R64–R73, with the agent issue's interruption departures).
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Deferred, Effect, Exit, Ref, Schema, TestClock } from "effect"
-import { Message, type SessionEvent } from "@harness/domain"
+import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
+import { Message, type SessionEvent } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Deferred, Effect, Exit, Ref, Schema, TestClock } from "effect"
 
 const results = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
   log.flatMap((e) => (e.type === "tool/result" ? [e.data] : []))
 
 const kinds = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
-  log.filter((e) => e.type === "tool/call" || e.type === "tool/result" || e.type === "step/end" || e.type === "turn/end" ||
-    e.type === "user/message" || e.type === "steering/message").map((e) =>
-      e.type === "tool/call"
-        ? `call:${e.data.callId}`
-        : e.type === "tool/result"
-        ? `result:${e.data.callId}${e.data.error ? `:${e.data.error.code}` : ""}`
-        : e.type === "turn/end"
-        ? `turn/end:${e.data.reason.kind}`
-        : e.type === "user/message" || e.type === "steering/message"
-        ? `${e.type}:${e.data.content[0].text}`
-        : e.type
-    )
+  log.filter((e) =>
+    e.type === "tool/call" || e.type === "tool/result" || e.type === "step/end" || e.type === "turn/end" ||
+    e.type === "user/message" || e.type === "steering/message"
+  ).map((e) =>
+    e.type === "tool/call"
+      ? `call:${e.data.callId}`
+      : e.type === "tool/result"
+      ? `result:${e.data.callId}${e.data.error ? `:${e.data.error.code}` : ""}`
+      : e.type === "turn/end"
+      ? `turn/end:${e.data.reason.kind}`
+      : e.type === "user/message" || e.type === "steering/message"
+      ? `${e.type}:${e.data.content[0].text}`
+      : e.type
+  )
 
 /** A tool that sleeps `ms` on the clock and records when it started and ended. */
 const sleeper = (
   journal: Ref.Ref<ReadonlyArray<string>>,
-  options: { readonly name?: string; readonly parallel?: boolean | ((p: { ms: number; tag: string }) => boolean); readonly onCancel?: AgentTool.CancelPolicy } = {}
+  options: {
+    readonly name?: string
+    readonly parallel?: boolean | ((p: { ms: number; tag: string }) => boolean)
+    readonly onCancel?: AgentTool.CancelPolicy
+  } = {}
 ) =>
   AgentTool.make(
     Tool.make(options.name ?? "sleep", {
@@ -92,7 +98,7 @@ describe("tool calls in the loop", () => {
         "end:b",
         "end:d"
       ])
-      assert.deepStrictEqual(results((yield* agent.log)).map((r) => r.callId), ["a", "b", "c", "d"])
+      assert.deepStrictEqual(results(yield* agent.log).map((r) => r.callId), ["a", "b", "c", "d"])
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R66: maxParallelToolCalls 1 runs calls one at a time", () =>
@@ -209,9 +215,14 @@ describe("tool calls in the loop", () => {
 
   it.scoped("R64 (departure): an empty argument string means {} and the tool runs", () =>
     Effect.gen(function*() {
-      const ping = AgentTool.make(Tool.make("ping", { success: Schema.String }), { handler: () => Effect.succeed("pong") })
+      const ping = AgentTool.make(Tool.make("ping", { success: Schema.String }), {
+        handler: () => Effect.succeed("pong")
+      })
       const agent = yield* Agent.make({ tools: [ping] })
-      yield* (yield* S.ScriptedModel).push(S.toolCallResponse(S.toolCall("ping", "", { id: "p" })), S.textResponse("ok"))
+      yield* (yield* S.ScriptedModel).push(
+        S.toolCallResponse(S.toolCall("ping", "", { id: "p" })),
+        S.textResponse("ok")
+      )
       yield* agent.followup(Message.make("go"))
       yield* agent.whenIdle
       assert.deepStrictEqual(results(yield* agent.log).map((r) => [r.isError, r.content]), [[false, [{
@@ -243,7 +254,10 @@ describe("tool calls in the loop", () => {
         }
       })
       yield* (yield* S.ScriptedModel).push(
-        S.toolCallResponse(S.toolCall("guarded", { what: "good" }, { id: "g" }), S.toolCall("guarded", { what: "harm" }, { id: "h" })),
+        S.toolCallResponse(
+          S.toolCall("guarded", { what: "good" }, { id: "g" }),
+          S.toolCall("guarded", { what: "harm" }, { id: "h" })
+        ),
         S.textResponse("ok")
       )
       const recorder = yield* EventRecorder.make(agent)
@@ -325,7 +339,13 @@ describe("tool calls in the loop", () => {
       yield* agent.cancel("user")
       yield* agent.whenIdle
       const log = yield* agent.log
-      assert.deepStrictEqual(kinds(log), ["user/message:go", "call:g", "result:g:ABORTED_BEFORE_DISPATCH", "step/end", "turn/end:aborted"])
+      assert.deepStrictEqual(kinds(log), [
+        "user/message:go",
+        "call:g",
+        "result:g:ABORTED_BEFORE_DISPATCH",
+        "step/end",
+        "turn/end:aborted"
+      ])
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R70: a concluding tool ends the turn after its step; no further request", () =>
@@ -349,7 +369,11 @@ describe("tool calls in the loop", () => {
         Tool.make("note", { parameters: { n: Schema.String }, success: Schema.String }),
         {
           handler: ({ n }) =>
-            Effect.succeed(AgentTool.outcome(`noted ${n}`, { contexts: [Message.make(`context ${n}`, { kind: "plugin", plugin: "note" })] })),
+            Effect.succeed(
+              AgentTool.outcome(`noted ${n}`, {
+                contexts: [Message.make(`context ${n}`, { kind: "plugin", plugin: "note" })]
+              })
+            ),
           parallel: true
         }
       )
@@ -403,7 +427,11 @@ describe("tool calls in the loop", () => {
   it.scoped("tools are advertised with their real JSON Schema and recorded in request/header", () =>
     Effect.gen(function*() {
       const strict = AgentTool.make(
-        Tool.make("strict", { description: "a strict tool", parameters: { path: Schema.String }, success: Schema.String }),
+        Tool.make("strict", {
+          description: "a strict tool",
+          parameters: { path: Schema.String },
+          success: Schema.String
+        }),
         { handler: ({ path }) => Effect.succeed(path) }
       )
       const agent = yield* Agent.make({ tools: [strict] })
@@ -417,7 +445,11 @@ describe("tool calls in the loop", () => {
         properties: { path: { type: "string" } },
         additionalProperties: false
       }
-      assert.deepStrictEqual((yield* model.requests)[0]!.tools, [{ name: "strict", description: "a strict tool", parameters: expected }])
+      assert.deepStrictEqual((yield* model.requests)[0]!.tools, [{
+        name: "strict",
+        description: "a strict tool",
+        parameters: expected
+      }])
       const header = (yield* agent.log).find((e) => e.type === "request/header")
       assert.deepStrictEqual(header?.type === "request/header" ? header.data.header.tools : undefined, [
         { name: "strict", description: "a strict tool", parameters: expected }

@@ -4,13 +4,13 @@
  * repeated status.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Layer, Stream, TestClock } from "effect"
+import { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Agent } from "@harness/agent"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { ev, goodLogs, stamp } from "@harness/session/test/fixtures"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import {
   awaitSleeper,
   coarseTrace,
@@ -67,7 +67,10 @@ describe("one send, one turn (R32)", () => {
             Stream.filter(isDurable("turn/start", (e) => e.data.turn === 3)),
             Stream.take(1),
             Stream.runForEach(() =>
-              Effect.zipRight(Effect.orDie(agent.followup(user("from observer"))), Deferred.succeed(observed, undefined))
+              Effect.zipRight(
+                Effect.orDie(agent.followup(user("from observer"))),
+                Deferred.succeed(observed, undefined)
+              )
             )
           )
         )
@@ -96,7 +99,10 @@ describe("one send, one turn (R32)", () => {
         assert.strictEqual(requests.length, 7)
         const prompts = ["first", "f2", "f3", "f4", "f5", "from hook", "from observer"]
         requests.forEach((request, i) => {
-          assert.deepStrictEqual(request.filter((m) => m.startsWith("user:")), prompts.slice(0, i + 1).map((p) => `user:${p}`))
+          assert.deepStrictEqual(
+            request.filter((m) => m.startsWith("user:")),
+            prompts.slice(0, i + 1).map((p) => `user:${p}`)
+          )
           assert.strictEqual(request.at(-1), `user:${prompts[i]}`)
         })
         // One running interval for the whole chain.
@@ -119,7 +125,11 @@ describe("one send, one turn (R32)", () => {
       yield* TestClock.adjust("1 second")
       yield* agent.whenIdle
       assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["first"]], [2, ["second"]], [3, ["third"]]])
-      assert.deepStrictEqual((yield* model.requests).map((r) => conversation(r).at(-1)), ["user:first", "user:second", "user:third"])
+      assert.deepStrictEqual((yield* model.requests).map((r) => conversation(r).at(-1)), [
+        "user:first",
+        "user:second",
+        "user:third"
+      ])
       // Only one step in turn 1: a queued turn never forces a step of the running one.
       assert.strictEqual((yield* agent.log).filter((e) => e.type === "step/start" && e.data.turn === 1).length, 1)
     }).pipe(Effect.provide(S.layer())))
@@ -149,7 +159,9 @@ describe("one send, one turn (R32)", () => {
       yield* agent.whenIdle
       const log = yield* agent.log
       assert.deepStrictEqual(promptsByTurn(log), [[1, ["a"]], [2, ["c"]]])
-      assert.isFalse(log.some((e) => e.type === "user/message" && ["blocked", "failing"].includes(textOf(e.data.content))))
+      assert.isFalse(
+        log.some((e) => e.type === "user/message" && ["blocked", "failing"].includes(textOf(e.data.content)))
+      )
       // R23: one running interval across the rejected admissions between the turns.
       assert.deepStrictEqual(yield* coarseTrace(recorder), [
         "enqueue:queued",
@@ -279,7 +291,17 @@ describe("status transitions (R23)", () => {
       // settled(n) → dequeue(next) with no idle in between (R89).
       assert.deepStrictEqual(
         trace.filter((e) => e.startsWith("settled") || e === "dequeue" || e.startsWith("status")),
-        ["status:running", "dequeue", "dequeue", "settled:completed", "dequeue", "settled:completed", "dequeue", "settled:completed", "status:idle"]
+        [
+          "status:running",
+          "dequeue",
+          "dequeue",
+          "settled:completed",
+          "dequeue",
+          "settled:completed",
+          "dequeue",
+          "settled:completed",
+          "status:idle"
+        ]
       )
       // A second burst of work after idling is a second interval.
       yield* agent.followup(user("d"))

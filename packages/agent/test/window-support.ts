@@ -3,16 +3,16 @@
  * and of the model's requests, the R103 reconstruction check, a session whose store records `acceptsNextStep` at
  * the instant each row is written, and small tools that hold a turn at a chosen point.
  */
-import { assert } from "@effect/vitest"
 import { Tool } from "@effect/ai"
 import type { Prompt } from "@effect/ai"
-import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
+import { assert } from "@effect/vitest"
+import type { Agent } from "@harness/agent"
+import { AgentTool } from "@harness/agent"
 import type { AgentEvent, Content, SessionEvent } from "@harness/domain"
 import { History, LogCheck, SessionLog, SessionStore } from "@harness/session"
 import type { ScriptedModel } from "@harness/testkit"
 import { EventRecorder } from "@harness/testkit"
-import type { Agent } from "@harness/agent"
-import { AgentTool } from "@harness/agent"
+import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 
 /** The text of a list of content blocks (text blocks only). */
 export const textOf = (content: ReadonlyArray<Content.ContentBlock | Content.AssistantBlock>): string =>

@@ -3,22 +3,13 @@
  * `promptSubmit` runs — stays open through the turn, and closes right before `turn/end`; `acceptsNextStep` reports
  * it exactly. Steering that arrives after it closed becomes its own queued turn.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { Tool } from "@effect/ai"
-import { Deferred, Effect, Fiber, Queue, Ref, Schema, Scope } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Agent, AgentTool } from "@harness/agent"
-import {
-  assertCleanLog,
-  durable,
-  gatedTool,
-  noop,
-  probedSession,
-  shape,
-  statuses,
-  traceOf
-} from "./window-support.js"
+import { Deferred, Effect, Fiber, Queue, Ref, Schema, Scope } from "effect"
+import { assertCleanLog, durable, gatedTool, noop, probedSession, shape, statuses, traceOf } from "./window-support.js"
 
 /** A tool that records what `acceptsNextStep` says while it runs. */
 const probeTool = (note: (what: string, agent: Agent.Service) => Effect.Effect<void>) =>
@@ -367,7 +358,10 @@ describe("acceptance window", () => {
       const seen = yield* Ref.make<ReadonlyArray<boolean>>([])
       const agent = yield* Agent.make({
         model: "m",
-        hooks: { step: ({ agent }) => Effect.flatMap(agent.acceptsNextStep, (open) => Ref.update(seen, (all) => [...all, open])) }
+        hooks: {
+          step: ({ agent }) =>
+            Effect.flatMap(agent.acceptsNextStep, (open) => Ref.update(seen, (all) => [...all, open]))
+        }
       })
       assert.isFalse(yield* agent.acceptsNextStep)
       yield* agent.retry

@@ -50,7 +50,9 @@ const describe = (u: unknown): string => {
 }
 
 const renderPath = (path: ReadonlyArray<string | number>): string =>
-  path.length === 0 ? "the value" : path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("").replace(/^\./, "")
+  path.length === 0
+    ? "the value"
+    : path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("").replace(/^\./, "")
 
 /**
  * Copies `u` as a frozen JSON value, or returns a sentence naming the first place where it is not JSON-lossless.

@@ -2,7 +2,15 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentEvent from "../src/AgentEvent.js"
 import type { AgentMessage } from "../src/Message.js"
-import { agentMessage, decodeError, fullFailure, goalContinuation, otherMessageId, roundTrip, sessionEvents } from "./fixtures.js"
+import {
+  agentMessage,
+  decodeError,
+  fullFailure,
+  goalContinuation,
+  otherMessageId,
+  roundTrip,
+  sessionEvents
+} from "./fixtures.js"
 
 const steering: AgentMessage = {
   content: [{ type: "text", text: "also run the tests" }],
@@ -27,7 +35,11 @@ const agentEvents: ReadonlyArray<readonly [string, AgentEvent.AgentEvent]> = [
     turn: 3,
     reason: { kind: "error", message: fullFailure.message, failure: fullFailure }
   }],
-  ["agent/settled error with a code", { type: "agent/settled", turn: 3, reason: { kind: "error", message: "x", code: "C" } }],
+  ["agent/settled error with a code", {
+    type: "agent/settled",
+    turn: 3,
+    reason: { kind: "error", message: "x", code: "C" }
+  }],
   ["agent/error with a code", {
     type: "agent/error",
     turn: 1,
@@ -36,9 +48,7 @@ const agentEvents: ReadonlyArray<readonly [string, AgentEvent.AgentEvent]> = [
   }],
   ["agent/error without a code", { type: "agent/error", turn: 0, step: 0, error: { message: "admission failed" } }],
   ["agent/disposed", { type: "agent/disposed" }],
-  ...sessionEvents.map(([name, event]) =>
-    [`session/event wrapping ${name}`, { type: "session/event", event }] as const
-  )
+  ...sessionEvents.map(([name, event]) => [`session/event wrapping ${name}`, { type: "session/event", event }] as const)
 ]
 
 /** The compiler insists on every live name here. */
@@ -56,7 +66,10 @@ const liveNames: Record<AgentEvent.AgentEvent["type"], true> = {
 
 describe("AgentEvent round trips", () => {
   it("the samples cover every live event name", () => {
-    assert.deepStrictEqual([...new Set(agentEvents.map(([, event]) => event.type))].sort(), Object.keys(liveNames).sort())
+    assert.deepStrictEqual(
+      [...new Set(agentEvents.map(([, event]) => event.type))].sort(),
+      Object.keys(liveNames).sort()
+    )
   })
 
   for (const [name, event] of agentEvents) {

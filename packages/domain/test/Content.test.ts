@@ -7,7 +7,12 @@ const blocks: ReadonlyArray<readonly [string, Content.ContentBlock]> = [
   ["text", { type: "text", text: "hello\nworld" }],
   ["empty text", { type: "text", text: "" }],
   ["reasoning", { type: "reasoning", text: "let me think" }],
-  ["tool-call with valid JSON arguments", { type: "tool-call", id: callId, name: "read", arguments: "{\"path\":\"a.ts\"}" }],
+  ["tool-call with valid JSON arguments", {
+    type: "tool-call",
+    id: callId,
+    name: "read",
+    arguments: "{\"path\":\"a.ts\"}"
+  }],
   ["tool-call with truncated arguments", { type: "tool-call", id: callId, name: "read", arguments: "{\"path\": \"a." }],
   ["tool-result", { type: "tool-result", toolCallId: callId, content: [{ type: "text", text: "ok" }] }],
   ["tool-result with isError", { type: "tool-result", toolCallId: callId, content: [], isError: true }]

@@ -148,7 +148,9 @@ describe("Json numbers", () => {
     Effect.gen(function*() {
       yield* roundTrip(Json.NonNegativeInt, 0)
       yield* roundTrip(Json.NonNegativeInt, Number.MAX_SAFE_INTEGER)
-      for (const [n, shown] of [[-1, "-1"], [1.5, "1.5"], [-0, "-0"], [NaN, "NaN"], [2 ** 53, String(2 ** 53)]] as const) {
+      for (
+        const [n, shown] of [[-1, "-1"], [1.5, "1.5"], [-0, "-0"], [NaN, "NaN"], [2 ** 53, String(2 ** 53)]] as const
+      ) {
         expect(yield* decodeError(Json.NonNegativeInt, n)).toContain(`expected a non-negative integer, got ${shown}`)
       }
       expect(yield* decodeError(Json.NonNegativeInt, "1")).toContain("Expected number, actual \"1\"")

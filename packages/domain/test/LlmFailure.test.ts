@@ -66,7 +66,11 @@ const statusTable: ReadonlyArray<readonly [number, string | undefined, LlmFailur
     "CONTEXT_LENGTH"
   ],
   [400, openAiError("too long", "context_length_exceeded"), "CONTEXT_LENGTH"],
-  [413, JSON.stringify({ error: { type: "request_too_large", message: "prompt is too long: 210000 tokens" } }), "CONTEXT_LENGTH"],
+  [
+    413,
+    JSON.stringify({ error: { type: "request_too_large", message: "prompt is too long: 210000 tokens" } }),
+    "CONTEXT_LENGTH"
+  ],
   [422, "input exceeds the context window", "CONTEXT_LENGTH"],
   [404, openAiError("The model `gpt-9` does not exist", "model_not_found"), "UNKNOWN"],
   [418, undefined, "UNKNOWN"]
@@ -177,7 +181,11 @@ describe("LlmFailure Retry-After", () => {
     assert.strictEqual(retryAfter({ "retry-after": "Wed, 21 Oct 2015 07:28:00 GMT" }, now), 2000)
     assert.strictEqual(retryAfter({ "retry-after": "Wed, 21 Oct 2015 08:27:58 GMT" }, now), 3_600_000)
     assert.strictEqual(retryAfter({ "retry-after": "Wed, 21 Oct 2015 07:00:00 GMT" }, now), 0, "a past date is 0")
-    assert.strictEqual(retryAfter({ "retry-after": "Wed, 21 Oct 2015 07:28:00 GMT" }, now + 0.5), 2000, "rounded up to whole ms")
+    assert.strictEqual(
+      retryAfter({ "retry-after": "Wed, 21 Oct 2015 07:28:00 GMT" }, now + 0.5),
+      2000,
+      "rounded up to whole ms"
+    )
   })
 
   it("retry-after-ms, which wins over retry-after", () => {
@@ -242,7 +250,10 @@ describe("LlmFailure.failureOf on the other AiErrors", () => {
   })
 
   it("MalformedInput → UNKNOWN", () => {
-    assert.strictEqual(LlmFailure.failureOf(new AiError.MalformedInput({ module: "m", method: "x" }), NOW).code, "UNKNOWN")
+    assert.strictEqual(
+      LlmFailure.failureOf(new AiError.MalformedInput({ module: "m", method: "x" }), NOW).code,
+      "UNKNOWN"
+    )
   })
 
   it("UnknownError → UNKNOWN, with its description or its message", () => {
@@ -260,7 +271,10 @@ describe("LlmFailure.failureOf on the other AiErrors", () => {
 describe("LlmFailure.failureOf: a cause that decodes as an LlmFailure wins", () => {
   it("UnknownError with a TIMEOUT cause → TIMEOUT", () => {
     const cause = { code: "TIMEOUT", message: "no first token within 60 s" }
-    assert.deepStrictEqual(LlmFailure.failureOf(new AiError.UnknownError({ module: "m", method: "x", cause }), NOW), cause)
+    assert.deepStrictEqual(
+      LlmFailure.failureOf(new AiError.UnknownError({ module: "m", method: "x", cause }), NOW),
+      cause
+    )
   })
 
   it("it wins over the table: Transport with an EMPTY_RESPONSE cause, MalformedOutput with CONTEXT_LENGTH", () => {
@@ -304,9 +318,15 @@ describe("LlmFailure.failureOf is total", () => {
     "every status, header and body gives a failure that satisfies its own schema and survives JSON",
     [fc.integer({ min: 100, max: 599 }), headers, fc.option(fc.string(), { nil: undefined }), fc.nat()],
     ([status, hs, body, now]) => {
-      const failure = LlmFailure.failureOf(statusError(status, body === undefined ? { headers: hs } : { headers: hs, body }), now)
+      const failure = LlmFailure.failureOf(
+        statusError(status, body === undefined ? { headers: hs } : { headers: hs, body }),
+        now
+      )
       assert.isTrue(Schema.is(LlmFailure.LlmFailure)(failure), JSON.stringify(failure))
-      assert.deepStrictEqual(Schema.decodeUnknownSync(LlmFailure.LlmFailure)(JSON.parse(JSON.stringify(failure))), failure)
+      assert.deepStrictEqual(
+        Schema.decodeUnknownSync(LlmFailure.LlmFailure)(JSON.parse(JSON.stringify(failure))),
+        failure
+      )
     }
   )
 })

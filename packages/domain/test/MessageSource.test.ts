@@ -65,7 +65,11 @@ describe("MessageSource", () => {
 
   it.effect("a goal change must be JSON-lossless", () =>
     Effect.gen(function*() {
-      const message = yield* decodeError(MessageSource.MessageSource, { ...goal, round: 0, change: { at: new Date(0) } })
+      const message = yield* decodeError(MessageSource.MessageSource, {
+        ...goal,
+        round: 0,
+        change: { at: new Date(0) }
+      })
       expect(message).toContain("[\"change\"]")
       expect(message).toContain("at is an instance of Date, which JSON cannot represent losslessly")
     }))

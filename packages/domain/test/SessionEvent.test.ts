@@ -80,7 +80,10 @@ describe("SessionEvent refuses", () => {
 
   it.effect("a user/message with empty content or an empty messageId", () =>
     Effect.gen(function*() {
-      const empty = yield* decodeError(SessionEvent.SessionEvent, envelope("user/message", { content: [], source: { kind: "user" } }))
+      const empty = yield* decodeError(
+        SessionEvent.SessionEvent,
+        envelope("user/message", { content: [], source: { kind: "user" } })
+      )
       expect(empty).toContain("[\"content\"]")
       const id = yield* decodeError(
         SessionEvent.SessionEvent,
@@ -102,13 +105,21 @@ describe("SessionEvent refuses", () => {
 
   it.effect("non-JSON in a chunk, in replayState, in meta and in tool parameters", () =>
     Effect.gen(function*() {
-      const chunk = yield* decodeError(SessionEvent.SessionEvent, envelope("assistant/chunk", { turn: 1, step: 1, chunk: { n: NaN } }))
+      const chunk = yield* decodeError(
+        SessionEvent.SessionEvent,
+        envelope("assistant/chunk", { turn: 1, step: 1, chunk: { n: NaN } })
+      )
       expect(chunk).toContain("[\"chunk\"]")
       expect(chunk).toContain("n is NaN, which JSON cannot represent losslessly")
 
       const replay = yield* decodeError(
         SessionEvent.SessionEvent,
-        envelope("assistant/message", { turn: 1, step: 1, content: [], provenance: { model: "m", replayState: { f: 1n } } })
+        envelope("assistant/message", {
+          turn: 1,
+          step: 1,
+          content: [],
+          provenance: { model: "m", replayState: { f: 1n } }
+        })
       )
       expect(replay).toContain("[\"replayState\"]")
       expect(replay).toContain("f is the bigint 1n")

@@ -5,8 +5,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, FastCheck as fc, Schema } from "effect"
-import type { JsonValue } from "../src/Json.js"
 import { AgentMessageId, ToolCallId } from "../src/Ids.js"
+import type { JsonValue } from "../src/Json.js"
 import type { LlmFailure } from "../src/LlmFailure.js"
 import type { AgentMessage, UserMessageData } from "../src/Message.js"
 import type { MessageSource } from "../src/MessageSource.js"
@@ -122,7 +122,12 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     type: "turn/start",
     data: { turn: 3, trigger: { kind: "message", source: goalContinuation } }
   }],
-  ["turn/start with a retry trigger", { seq: 9, time: 5, type: "turn/start", data: { turn: 2, trigger: { kind: "retry" } } }],
+  ["turn/start with a retry trigger", {
+    seq: 9,
+    time: 5,
+    type: "turn/start",
+    data: { turn: 2, trigger: { kind: "retry" } }
+  }],
   ["turn/end completed", { seq: 1, time: 1, type: "turn/end", data: { turn: 1, reason: { kind: "completed" } } }],
   ["turn/end aborted", { seq: 1, time: 1, type: "turn/end", data: { turn: 1, reason: { kind: "aborted" } } }],
   ["turn/end disposed", { seq: 1, time: 1, type: "turn/end", data: { turn: 1, reason: { kind: "disposed" } } }],
@@ -164,7 +169,10 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     seq: 4,
     time: 4,
     type: "user/message",
-    data: { content: [{ type: "text", text: "ctx" }, { type: "text", text: "more" }], source: { kind: "plugin", plugin: "p" } }
+    data: {
+      content: [{ type: "text", text: "ctx" }, { type: "text", text: "more" }],
+      source: { kind: "plugin", plugin: "p" }
+    }
   }],
   ["user/message carrying a goal change", {
     seq: 4,
@@ -176,7 +184,12 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     seq: 5,
     time: 5,
     type: "steering/message",
-    data: { turn: 1, messageId: otherMessageId, content: [{ type: "text", text: "also run tests" }], source: { kind: "user" } }
+    data: {
+      turn: 1,
+      messageId: otherMessageId,
+      content: [{ type: "text", text: "also run tests" }],
+      source: { kind: "user" }
+    }
   }],
   ["assistant/chunk", {
     seq: 6,
@@ -184,7 +197,12 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     type: "assistant/chunk",
     data: { turn: 1, step: 1, chunk: { type: "text-delta", id: "0", delta: "Hel", metadata: { n: [1, null, true] } } }
   }],
-  ["assistant/chunk with a scalar chunk", { seq: 6, time: 6, type: "assistant/chunk", data: { turn: 1, step: 1, chunk: "raw" } }],
+  ["assistant/chunk with a scalar chunk", {
+    seq: 6,
+    time: 6,
+    type: "assistant/chunk",
+    data: { turn: 1, step: 1, chunk: "raw" }
+  }],
   ["assistant/message with usage and provenance", {
     seq: 8,
     time: 8,
@@ -247,7 +265,11 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
         config: { model: "deepseek-chat", provider: "deepseek", options: { temperature: 0.2, max_tokens: 4096 } },
         system: "You are Harness.",
         tools: [
-          { name: "read", description: "Read a file", parameters: { type: "object", properties: { path: { type: "string" } } } },
+          {
+            name: "read",
+            description: "Read a file",
+            parameters: { type: "object", properties: { path: { type: "string" } } }
+          },
           { name: "noop", parameters: {} }
         ]
       },

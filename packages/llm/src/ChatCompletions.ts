@@ -169,7 +169,8 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
         new ChatCompletionsConfigError({
           reason: "MissingApiKey",
           option: "apiKey",
-          message: "the API key is empty: pass a non-empty apiKey (or set LLM_API_KEY), or leave it out for keyless servers"
+          message:
+            "the API key is empty: pass a non-empty apiKey (or set LLM_API_KEY), or leave it out for keyless servers"
         })
       )
     }
@@ -369,4 +370,3 @@ export const model = (
   options: Omit<Options, "model"> = {}
 ): Model.Model<"chat-completions", LanguageModel.LanguageModel, HttpClient.HttpClient> =>
   Model.make("chat-completions", Layer.orDie(layer({ ...options, model: name })))
-

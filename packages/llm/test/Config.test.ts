@@ -39,7 +39,9 @@ const recordingClient = (sent: Array<Sent>) =>
 
 const buildError = (options: ChatCompletions.Options) =>
   Effect.gen(function*() {
-    const exit = yield* Effect.exit(Layer.build(ChatCompletions.layer(options).pipe(Layer.provide(NodeHttpClient.layer))))
+    const exit = yield* Effect.exit(
+      Layer.build(ChatCompletions.layer(options).pipe(Layer.provide(NodeHttpClient.layer)))
+    )
     assert.isTrue(Exit.isFailure(exit), `accepted ${JSON.stringify(options)}`)
     if (Exit.isSuccess(exit)) return assert.fail("expected a configuration error")
     const failure = Cause.failureOption(exit.cause)
@@ -56,7 +58,9 @@ const toolTurn = Prompt.fromMessages([
     ]
   }),
   Prompt.toolMessage({
-    content: [Prompt.toolResultPart({ id: "c1", name: "read_file", isFailure: false, result: "alpha", providerExecuted: false })]
+    content: [
+      Prompt.toolResultPart({ id: "c1", name: "read_file", isFailure: false, result: "alpha", providerExecuted: false })
+    ]
   })
 ])
 

@@ -20,7 +20,9 @@ describe("status failures", () => {
     Effect.gen(function*() {
       const server = yield* FakeServer.make
       const model = yield* languageModel(server)
-      yield* server.otherwise(Replies.json(401, deepSeekError("Authentication Fails, Your api key is invalid", "authentication_error")))
+      yield* server.otherwise(
+        Replies.json(401, deepSeekError("Authentication Fails, Your api key is invalid", "authentication_error"))
+      )
       const { error, failure } = yield* failing(stream(model, "hi"))
       assert.strictEqual(failure.code, "AUTH")
       assert.strictEqual(failure.status, 401)
@@ -87,7 +89,10 @@ describe("status failures", () => {
       const server = yield* FakeServer.make
       const model = yield* languageModel(server)
       yield* server.reply(
-        Replies.json(400, deepSeekError("This model's maximum context length is 131072 tokens.", "invalid_request_error")),
+        Replies.json(
+          400,
+          deepSeekError("This model's maximum context length is 131072 tokens.", "invalid_request_error")
+        ),
         Replies.json(422, deepSeekError("Invalid Parameters", "invalid_request_error"))
       )
       const context = yield* failing(stream(model, "hi"))

@@ -44,7 +44,13 @@ const history = Prompt.fromMessages([
   }),
   Prompt.toolMessage({
     content: [
-      Prompt.toolResultPart({ id: "call_1", name: "read_file", isFailure: false, result: "alpha", providerExecuted: false }),
+      Prompt.toolResultPart({
+        id: "call_1",
+        name: "read_file",
+        isFailure: false,
+        result: "alpha",
+        providerExecuted: false
+      }),
       Prompt.toolResultPart({
         id: "call_2",
         name: "list_dir",
@@ -56,10 +62,20 @@ const history = Prompt.fromMessages([
   }),
   // A call whose reasoning was never logged and whose raw text is not carried.
   Prompt.assistantMessage({
-    content: [Prompt.toolCallPart({ id: "call_3", name: "read_file", params: { path: "b.txt" }, providerExecuted: false })]
+    content: [
+      Prompt.toolCallPart({ id: "call_3", name: "read_file", params: { path: "b.txt" }, providerExecuted: false })
+    ]
   }),
   Prompt.toolMessage({
-    content: [Prompt.toolResultPart({ id: "call_3", name: "read_file", isFailure: false, result: "beta", providerExecuted: false })]
+    content: [
+      Prompt.toolResultPart({
+        id: "call_3",
+        name: "read_file",
+        isFailure: false,
+        result: "beta",
+        providerExecuted: false
+      })
+    ]
   })
 ])
 
@@ -82,7 +98,10 @@ describe("requests", () => {
           role: "assistant",
           content: "Looking.",
           reasoning_content: "I need both.",
-          tool_calls: [call("call_1", "read_file", "{\"path\":  \"a.txt\" , \"x\":1.0}"), call("call_2", "list_dir", "{}")]
+          tool_calls: [
+            call("call_1", "read_file", "{\"path\":  \"a.txt\" , \"x\":1.0}"),
+            call("call_2", "list_dir", "{}")
+          ]
         },
         { role: "tool", tool_call_id: "call_1", content: "alpha" },
         { role: "tool", tool_call_id: "call_2", content: "{\"error\":\"denied\"}" },
@@ -139,7 +158,9 @@ describe("requests", () => {
       }
       // What the agent advertises: parameters accept any object, annotated with the real JSON Schema.
       const Transport = Tool.make("read_file", { description: "Read a file" }).setParameters(
-        Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({ jsonSchema: real })
+        Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
+          jsonSchema: real
+        })
       )
       const TransportKit = Toolkit.make(Transport)
       yield* server.reply(
@@ -147,10 +168,11 @@ describe("requests", () => {
           toolCalls: [{ id: "c1", name: "read_file", fragments: ["{\"anything\":", " [1]}"] }]
         }))
       )
-      const parts = yield* model.streamText({ prompt: "go", toolkit: TransportKit, disableToolCallResolution: true }).pipe(
-        Stream.runCollect,
-        Effect.provide(TransportKit.toLayer({ read_file: () => Effect.void }))
-      )
+      const parts = yield* model.streamText({ prompt: "go", toolkit: TransportKit, disableToolCallResolution: true })
+        .pipe(
+          Stream.runCollect,
+          Effect.provide(TransportKit.toLayer({ read_file: () => Effect.void }))
+        )
       const request = yield* server.takeRequest
       assert.deepStrictEqual(request.body.tools, [
         { type: "function", function: { name: "read_file", description: "Read a file", parameters: real } }
@@ -165,7 +187,9 @@ describe("requests", () => {
       const server = yield* FakeServer.make
       const model = yield* languageModel(server)
       yield* server.reply(ok, ok, ok, ok)
-      const run = (toolChoice: "required" | { tool: "read_file" } | { oneOf: ReadonlyArray<"list_dir">; mode: "required" }) =>
+      const run = (
+        toolChoice: "required" | { tool: "read_file" } | { oneOf: ReadonlyArray<"list_dir">; mode: "required" }
+      ) =>
         model.streamText({ prompt: "go", toolkit: Tools, toolChoice, disableToolCallResolution: true }).pipe(
           Stream.runDrain,
           Effect.provide(ToolsLayer)

@@ -15,8 +15,8 @@ import {
   HashMap,
   HashSet,
   Logger,
-  Queue,
   Option,
+  Queue,
   Random,
   TestClock
 } from "effect"
@@ -87,7 +87,15 @@ describe("the retry schedule", () => {
         assert.lengthOf(yield* delays(p, [failure(code)]), 1, code)
       }
       for (
-        const code of ["AUTH", "QUOTA", "BAD_REQUEST", "CONTEXT_LENGTH", "MALFORMED", "CONTENT_FILTER", "UNKNOWN"] as const
+        const code of [
+          "AUTH",
+          "QUOTA",
+          "BAD_REQUEST",
+          "CONTEXT_LENGTH",
+          "MALFORMED",
+          "CONTENT_FILTER",
+          "UNKNOWN"
+        ] as const
       ) {
         assert.lengthOf(yield* delays(p, [failure(code)]), 0, code)
       }

@@ -5,9 +5,9 @@
  * header back in its error bodies.
  */
 import type { AiError } from "@effect/ai"
+import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure } from "@harness/domain"
-import { NodeHttpClient } from "@effect/platform-node"
 import {
   Cause,
   Clock,

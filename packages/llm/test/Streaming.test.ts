@@ -6,7 +6,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
-import { failing, finishFacts, languageModel, shape, stream, streamUntilFailure, Tools, ToolsLayer } from "./support/provider.js"
+import {
+  failing,
+  finishFacts,
+  languageModel,
+  shape,
+  stream,
+  streamUntilFailure,
+  Tools,
+  ToolsLayer
+} from "./support/provider.js"
 import * as Replies from "./support/replies.js"
 
 const setup = (options: Parameters<typeof languageModel>[1] = {}) =>

@@ -3,13 +3,13 @@
  * mode with a tool-call round trip (the second request carries the tool result and the reasoning), and one turn
  * cut mid-stream whose `LlmFailure` ends up in the log.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { LanguageModel, Tool } from "@effect/ai"
-import { Effect, Schema } from "effect"
-import { Ids, Message } from "@harness/domain"
+import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
+import { Ids, Message } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { EventRecorder } from "@harness/testkit"
+import { Effect, Schema } from "effect"
 import * as FakeServer from "./support/FakeServer.js"
 import { deepSeekStream } from "./support/fixtures.js"
 import { languageModel } from "./support/provider.js"

@@ -14,8 +14,8 @@
  * @since 0.0.0
  */
 import type { Prompt } from "@effect/ai"
-import type { Chunk } from "effect"
 import type { SessionEvent } from "@harness/domain"
+import type { Chunk } from "effect"
 import * as internal from "./internal/history.js"
 
 /**

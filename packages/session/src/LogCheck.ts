@@ -5,8 +5,8 @@
  *
  * @since 0.0.0
  */
-import { Schema } from "effect"
 import type { Ids, SessionEvent } from "@harness/domain"
+import { Schema } from "effect"
 import * as internal from "./internal/logCheck.js"
 
 /**

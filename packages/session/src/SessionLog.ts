@@ -6,9 +6,9 @@
  *
  * @since 0.0.0
  */
+import type { Ids, SessionEvent } from "@harness/domain"
 import type { Queue, Scope, Stream } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
-import type { Ids, SessionEvent } from "@harness/domain"
 import type { History } from "./History.js"
 import * as internal from "./internal/sessionLog.js"
 import { type LogState, Rule } from "./LogCheck.js"

@@ -8,8 +8,8 @@
  *
  * @since 0.0.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
 import type { Ids } from "@harness/domain"
+import { Context, Effect, Layer, Schema } from "effect"
 import * as internal from "./internal/memoryStore.js"
 
 /**

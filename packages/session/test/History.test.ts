@@ -1,7 +1,7 @@
 import { Prompt } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
 import { MessageSource, type SessionEvent } from "@harness/domain"
+import { Effect, Schema } from "effect"
 import * as History from "../src/History.js"
 import * as SessionLog from "../src/SessionLog.js"
 import {
@@ -96,7 +96,12 @@ describe("History.deriveMessages (R102–R103)", () => {
       const messages = derive([
         ev.turnStart(1),
         ev.stepStart(1, 1),
-        ev.assistant(1, 1, [block.reasoning("a"), block.text("b"), block.reasoning("c"), block.toolCall("x", "t", "{}")]),
+        ev.assistant(1, 1, [
+          block.reasoning("a"),
+          block.text("b"),
+          block.reasoning("c"),
+          block.toolCall("x", "t", "{}")
+        ]),
         ev.toolCall(1, 1, "x", "t"),
         ev.toolResult(1, 1, "x", "t", "ok"),
         ev.stepEnd(1, 1),
@@ -148,7 +153,11 @@ describe("History.deriveMessages (R102–R103)", () => {
   it.effect("the raw argument text travels byte for byte, even when it parses", () =>
     Effect.sync(() => {
       const raw = "{ \"b\" : 2,\n  \"a\": [1, 2.50] }"
-      const [message] = derive([ev.turnStart(1), ev.stepStart(1, 1), ev.assistant(1, 1, [block.toolCall("x", "t", raw)])])
+      const [message] = derive([
+        ev.turnStart(1),
+        ev.stepStart(1, 1),
+        ev.assistant(1, 1, [block.toolCall("x", "t", raw)])
+      ])
       assert(message?.role === "assistant")
       const part = message.content[0]
       assert(part?.type === "tool-call")
@@ -160,7 +169,10 @@ describe("History.deriveMessages (R102–R103)", () => {
     Effect.sync(() => {
       const res: SessionEvent.SessionEventInput = {
         ...ev.toolResult(1, 1, "x", "t", ""),
-        data: { ...ev.toolResult(1, 1, "x", "t", "").data, content: [block.text("a"), block.text("b\n"), block.text("c")] }
+        data: {
+          ...ev.toolResult(1, 1, "x", "t", "").data,
+          content: [block.text("a"), block.text("b\n"), block.text("c")]
+        }
       }
       const messages = derive([ev.turnStart(1), ev.stepStart(1, 1), ev.toolCall(1, 1, "x", "t"), res])
       assert.deepStrictEqual(messages, [result("x", "t", "ab\nc")])
@@ -177,7 +189,9 @@ describe("History.deriveMessages (R102–R103)", () => {
 
   it.effect("derived messages and their parts are frozen", () =>
     Effect.sync(() => {
-      for (const message of derive(toolTurn(1, "Q", [{ id: "c", name: "t", args: "{\"a\":{\"b\":1}}", result: "r" }], "A"))) {
+      for (
+        const message of derive(toolTurn(1, "Q", [{ id: "c", name: "t", args: "{\"a\":{\"b\":1}}", result: "r" }], "A"))
+      ) {
         assert(Object.isFrozen(message))
         assert(Object.isFrozen(message.content))
         for (const part of message.content) {
@@ -224,7 +238,11 @@ describe("History.fold", () => {
         let history = History.empty
         for (let i = 0; i < events.length; i++) {
           history = History.fold(history, events[i]!)
-          assert.deepStrictEqual(History.messages(history), History.deriveMessages(events.slice(0, i + 1)), `${name} @${i}`)
+          assert.deepStrictEqual(
+            History.messages(history),
+            History.deriveMessages(events.slice(0, i + 1)),
+            `${name} @${i}`
+          )
         }
       }
     }))

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FastCheck } from "effect"
 import { MessageSource, type SessionEvent } from "@harness/domain"
+import { Effect, FastCheck } from "effect"
 import * as LogCheck from "../src/LogCheck.js"
 import * as SessionLog from "../src/SessionLog.js"
 import {

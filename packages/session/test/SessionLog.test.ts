@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Queue, Schema, SchemaAST, Stream, TestClock } from "effect"
 import { MessageSource, SessionEvent } from "@harness/domain"
+import { Chunk, Effect, Fiber, Queue, Schema, SchemaAST, Stream, TestClock } from "effect"
 import * as History from "../src/History.js"
 import type * as LogCheck from "../src/LogCheck.js"
 import * as SessionLog from "../src/SessionLog.js"
@@ -163,7 +163,12 @@ const ruleCases: ReadonlyArray<RuleCase> = [
     prefix: inStep,
     refused: [ev.chunk(1, 2, { type: "text-delta", delta: "x" }), ev.toolCall(1, 2, "c1", "ls")],
     // request/header, steering and user messages may sit inside steps too
-    accepted: [ev.header("other", "change"), ev.steering(1, "inside"), ev.user("context inside"), ev.toolCall(1, 1, "c1", "ls")]
+    accepted: [
+      ev.header("other", "change"),
+      ev.steering(1, "inside"),
+      ev.user("context inside"),
+      ev.toolCall(1, 1, "c1", "ls")
+    ]
   },
   {
     rule: "unknown-tool-call",
@@ -503,7 +508,16 @@ describe("SessionLog seeds", () => {
       "an unanswered tool call",
       stamp([ev.turnStart(1), ev.stepStart(1, 1), ev.toolCall(1, 1, "c1", "ls"), ev.stepEnd(1, 1), ev.turnEnd(1)])
     ],
-    ["an event that is not JSON-lossless", stamp([ev.turnStart(1), ev.stepStart(1, 1), ev.chunk(1, 1, { n: Number.POSITIVE_INFINITY }), ev.stepEnd(1, 1), ev.turnEnd(1)])]
+    [
+      "an event that is not JSON-lossless",
+      stamp([
+        ev.turnStart(1),
+        ev.stepStart(1, 1),
+        ev.chunk(1, 1, { n: Number.POSITIVE_INFINITY }),
+        ev.stepEnd(1, 1),
+        ev.turnEnd(1)
+      ])
+    ]
   ]
   for (const [name, bad] of badSeeds) {
     it.effect(`a seed with ${name} is refused as invalid-seed and nothing is stored`, () =>
@@ -570,7 +584,12 @@ describe("SessionLog.make, open, memory", () => {
 
   const corrupt: ReadonlyArray<readonly [string, ReadonlyArray<SessionStore.StoredEvent>]> = [
     ["a row that is not JSON", [{ seq: 0, type: "user/message", time: 0, json: "{\"seq\":0," }]],
-    ["a row that is not a session event", [{ seq: 0, type: "nope", time: 0, json: "{\"seq\":0,\"time\":0,\"type\":\"nope\",\"data\":{}}" }]],
+    ["a row that is not a session event", [{
+      seq: 0,
+      type: "nope",
+      time: 0,
+      json: "{\"seq\":0,\"time\":0,\"type\":\"nope\",\"data\":{}}"
+    }]],
     [
       "a row whose columns disagree with its JSON",
       [{ ...stampRow(ev.user("x"), 0), type: "turn/start" }]
@@ -583,7 +602,9 @@ describe("SessionLog.make, open, memory", () => {
         const store = yield* SessionStore.makeMemory
         yield* store.create(sid)
         yield* store.append(sid, rows)
-        const error = yield* Effect.flip(SessionLog.open(sid).pipe(Effect.provideService(SessionStore.SessionStore, store)))
+        const error = yield* Effect.flip(
+          SessionLog.open(sid).pipe(Effect.provideService(SessionStore.SessionStore, store))
+        )
         assert.strictEqual(error.reason, "invalid-seed")
       }))
   }

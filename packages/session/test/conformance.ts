@@ -12,8 +12,8 @@
  * @since 0.0.0
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Layer } from "effect"
 import { Ids } from "@harness/domain"
+import { Effect, type Layer } from "effect"
 import { SessionStore, type StoredEvent } from "../src/SessionStore.js"
 
 const id = (s: string) => Ids.SessionId.make(s)

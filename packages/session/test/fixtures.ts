@@ -7,9 +7,9 @@
  *
  * @since 0.0.0
  */
-import * as assert from "node:assert/strict"
-import { Effect } from "effect"
 import { type Content, Ids, MessageSource, type SessionEvent, type Turn } from "@harness/domain"
+import { Effect } from "effect"
+import * as assert from "node:assert/strict"
 import * as History from "../src/History.js"
 import * as LogCheck from "../src/LogCheck.js"
 import type * as SessionLog from "../src/SessionLog.js"
@@ -40,7 +40,10 @@ export const provenance = { model: "test-model", provider: "test" } as const
 
 /** One constructor per event type (inputs: the log adds `seq` and `time`). */
 export const ev = {
-  turnStart: (turn: number, trigger: Turn.TurnTrigger = { kind: "message", source: MessageSource.user }): In<"turn/start"> => ({
+  turnStart: (
+    turn: number,
+    trigger: Turn.TurnTrigger = { kind: "message", source: MessageSource.user }
+  ): In<"turn/start"> => ({
     type: "turn/start",
     data: { turn, trigger }
   }),
@@ -113,7 +116,11 @@ export interface ToolCallSpec {
 }
 
 /** A whole prompted turn without tools: prompt, header, one step with a chunk and the answer. */
-export const promptTurn = (turn: number, prompt: string, answer: string): ReadonlyArray<SessionEvent.SessionEventInput> => [
+export const promptTurn = (
+  turn: number,
+  prompt: string,
+  answer: string
+): ReadonlyArray<SessionEvent.SessionEventInput> => [
   ev.user(prompt, MessageSource.user, `prompt-${turn}`),
   ev.turnStart(turn),
   ev.header(),
@@ -134,7 +141,12 @@ export const toolTurn = (
   ev.user(prompt, MessageSource.user, `prompt-${turn}`),
   ev.turnStart(turn),
   ev.stepStart(turn, 1),
-  ev.assistant(turn, 1, [block.reasoning("I need tools."), ...calls.map((c) => block.toolCall(c.id, c.name, c.args))], "tool-calls"),
+  ev.assistant(
+    turn,
+    1,
+    [block.reasoning("I need tools."), ...calls.map((c) => block.toolCall(c.id, c.name, c.args))],
+    "tool-calls"
+  ),
   ...calls.flatMap((c) => [
     ev.toolCall(turn, 1, c.id, c.name, c.args),
     ev.toolResult(turn, 1, c.id, c.name, c.result, { isError: c.isError ?? false })
@@ -193,7 +205,10 @@ export const steeringTurn = (turn: number): ReadonlyArray<SessionEvent.SessionEv
   ev.user("Fix the build.", MessageSource.user, `prompt-${turn}`),
   ev.turnStart(turn),
   ev.stepStart(turn, 1),
-  ev.assistant(turn, 1, [block.text("Running the build."), block.toolCall(`build-${turn}`, "sh", "{\"cmd\":\"make\"}")]),
+  ev.assistant(turn, 1, [
+    block.text("Running the build."),
+    block.toolCall(`build-${turn}`, "sh", "{\"cmd\":\"make\"}")
+  ]),
   ev.toolCall(turn, 1, `build-${turn}`, "sh", "{\"cmd\":\"make\"}"),
   ev.toolResult(turn, 1, `build-${turn}`, "sh", "error: x", { isError: true }),
   ev.user("Context: make failed at 12:00.", MessageSource.plugin("monitor")),
@@ -210,7 +225,10 @@ export const rawArgumentsTurn = (turn: number): ReadonlyArray<SessionEvent.Sessi
   ev.user("Search.", MessageSource.user, `prompt-${turn}`),
   ev.turnStart(turn),
   ev.stepStart(turn, 1),
-  ev.assistant(turn, 1, [block.toolCall(`bad-${turn}`, "search", "{\"q\": \"x\""), block.toolCall(`none-${turn}`, "now", "")]),
+  ev.assistant(turn, 1, [
+    block.toolCall(`bad-${turn}`, "search", "{\"q\": \"x\""),
+    block.toolCall(`none-${turn}`, "now", "")
+  ]),
   ev.toolCall(turn, 1, `bad-${turn}`, "search", "{\"q\": \"x\""),
   ev.toolResult(turn, 1, `bad-${turn}`, "search", "invalid arguments", { code: "INVALID_ARGUMENTS" }),
   ev.toolCall(turn, 1, `none-${turn}`, "now", ""),
@@ -223,7 +241,9 @@ export const rawArgumentsTurn = (turn: number): ReadonlyArray<SessionEvent.Sessi
 ]
 
 /** Every good log of the catalogue, by name: each is balanced and passes `checkLog`. */
-export const goodLogs: ReadonlyArray<{ readonly name: string; readonly inputs: ReadonlyArray<SessionEvent.SessionEventInput> }> = [
+export const goodLogs: ReadonlyArray<
+  { readonly name: string; readonly inputs: ReadonlyArray<SessionEvent.SessionEventInput> }
+> = [
   { name: "empty", inputs: [] },
   { name: "idle injections only", inputs: [ev.user("a", MessageSource.plugin("p")), ev.user("b")] },
   { name: "one prompt turn", inputs: promptTurn(1, "Hi", "Hello!") },
@@ -283,7 +303,11 @@ export const assertConsistent = (log: SessionLog.Service): Effect.Effect<void> =
     const events = yield* log.events
     const state = yield* log.state
     const history = yield* log.history
-    assert.deepStrictEqual(History.messages(history), History.deriveMessages(events), "incremental ≠ whole-log derivation")
+    assert.deepStrictEqual(
+      History.messages(history),
+      History.deriveMessages(events),
+      "incremental ≠ whole-log derivation"
+    )
     assert.deepStrictEqual(foldState(events), state, "live state ≠ fold of the events")
     assert.deepStrictEqual(
       LogCheck.checkLog(events).filter((v) => v.rule !== "unclosed-turn"),

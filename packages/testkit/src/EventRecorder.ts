@@ -4,9 +4,9 @@
  *
  * @since 0.0.0
  */
+import type { AgentEvent, SessionEvent } from "@harness/domain"
 import type { Scope } from "effect"
 import { Effect, Queue, Ref } from "effect"
-import type { AgentEvent, SessionEvent } from "@harness/domain"
 
 /**
  * What a recorder offers.
@@ -110,7 +110,9 @@ export const make = (
           for (; checked < all.length; checked++) {
             const event = all[checked]!
             // the caller's predicate is a type guard for `E`, or a plain predicate whose `E` is the default
-            if (predicate(event)) return event as E
+            if (predicate(event)) {
+              return event as E
+            }
           }
           const next = yield* Queue.take(queue)
           all = yield* Ref.updateAndGet(received, (all) => [...all, next])
@@ -118,7 +120,8 @@ export const make = (
       })
     return {
       events,
-      durable: Effect.map(events, (all) => all.flatMap((e) => (e.type === "session/event" ? [e.event] : []))),
+      durable: Effect.map(events, (all) =>
+        all.flatMap((e) => (e.type === "session/event" ? [e.event] : []))),
       trace: Effect.map(events, trace),
       waitFor,
       clear: Effect.zipRight(pull, Ref.set(received, []))

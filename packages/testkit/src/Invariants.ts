@@ -240,12 +240,13 @@ export const steeringJoinsTurn = (events: Events): ReadonlyArray<Violation> => {
   const staged = new Map<string, number>()
   events.forEach((event, index) => {
     if (event.type === "agent/inbox/enqueue" && event.placement === "steering") staged.set(event.message.id, index)
-    else if (event.type === "agent/inbox/discard") for (const m of event.messages) staged.delete(m.id)
+    else if (event.type === "agent/inbox/discard") { for (const m of event.messages) staged.delete(m.id) }
     else if (event.type === "session/event") {
       const durable = event.event
       if (durable.type === "steering/message") staged.delete(durable.data.messageId)
       else if (
-        durable.type === "turn/end" && (durable.data.reason.kind === "completed" || durable.data.reason.kind === "max-tokens")
+        durable.type === "turn/end" &&
+        (durable.data.reason.kind === "completed" || durable.data.reason.kind === "max-tokens")
       ) {
         for (const [id, at] of staged) {
           out.push(violation(
@@ -281,7 +282,9 @@ const trails = (events: Events, log: Log): Map<string, Trail> => {
     return found
   }
   log.forEach((event, index) => {
-    if (event.type === "user/message" && event.data.messageId !== undefined) trail(event.data.messageId).logged.push(index)
+    if (event.type === "user/message" && event.data.messageId !== undefined) {
+      trail(event.data.messageId).logged.push(index)
+    }
     if (event.type === "steering/message") {
       trail(event.data.messageId).logged.push(index)
       trail(event.data.messageId).steeringLogged.push(index)
@@ -290,7 +293,7 @@ const trails = (events: Events, log: Log): Map<string, Trail> => {
   events.forEach((event, index) => {
     if (event.type === "agent/inbox/enqueue") trail(event.message.id).placement ??= event.placement
     else if (event.type === "agent/inbox/dequeue") trail(event.message.id).dequeued.push(index)
-    else if (event.type === "agent/inbox/discard") for (const m of event.messages) trail(m.id).discarded.push(index)
+    else if (event.type === "agent/inbox/discard") { for (const m of event.messages) trail(m.id).discarded.push(index) }
   })
   return all
 }
@@ -346,17 +349,35 @@ export const messageFates = (
       continue
     }
     if (trail.logged.length > 1) {
-      out.push(violation("message-fate", "log", trail.logged[1]!, `message ${id} was logged ${trail.logged.length} times`))
+      out.push(
+        violation("message-fate", "log", trail.logged[1]!, `message ${id} was logged ${trail.logged.length} times`)
+      )
     }
     if (trail.discarded.length > 1) {
-      out.push(violation("message-fate", "events", trail.discarded[1]!, `message ${id} was discarded ${trail.discarded.length} times`))
+      out.push(
+        violation(
+          "message-fate",
+          "events",
+          trail.discarded[1]!,
+          `message ${id} was discarded ${trail.discarded.length} times`
+        )
+      )
     }
     if (trail.dequeued.length > 1) {
-      out.push(violation("message-fate", "events", trail.dequeued[1]!, `message ${id} was dequeued ${trail.dequeued.length} times`))
+      out.push(
+        violation(
+          "message-fate",
+          "events",
+          trail.dequeued[1]!,
+          `message ${id} was dequeued ${trail.dequeued.length} times`
+        )
+      )
     }
     if (fates.length > 1) {
       const index = trail.discarded[0] ?? trail.dequeued[0] ?? events.length
-      out.push(violation("message-fate", "events", index, `message ${id} has more than one fate: ${fates.join(" and ")}`))
+      out.push(
+        violation("message-fate", "events", index, `message ${id} has more than one fate: ${fates.join(" and ")}`)
+      )
     }
     if (fates.includes("dropped") && trail.placement !== "queued") {
       out.push(violation(
@@ -377,7 +398,9 @@ export const messageFates = (
       ))
     }
     if (trail.placement === "queued" && trail.steeringLogged.length > 0) {
-      out.push(violation("message-fate", "log", trail.steeringLogged[0]!, `queued message ${id} was logged as steering`))
+      out.push(
+        violation("message-fate", "log", trail.steeringLogged[0]!, `queued message ${id} was logged as steering`)
+      )
     }
   }
   return out
@@ -415,7 +438,9 @@ export const injectedContext = (
       out.push(violation("injected-context", "log", at[1]!, `injected context ${id} was logged ${at.length} times`))
     }
     if (at.length === 0 && asSteering === undefined && options.final === true) {
-      out.push(violation("injected-context", "log", log.length, `injected context ${id} was lost: it is not in the log`))
+      out.push(
+        violation("injected-context", "log", log.length, `injected context ${id} was lost: it is not in the log`)
+      )
     }
   }
   return out
@@ -430,7 +455,9 @@ export const injectedContext = (
 export const oneSendOneTurn = (events: Events, log: Log): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
   const queued = new Set<string>()
-  for (const event of events) if (event.type === "agent/inbox/enqueue" && event.placement === "queued") queued.add(event.message.id)
+  for (const event of events) {
+    if (event.type === "agent/inbox/enqueue" && event.placement === "queued") queued.add(event.message.id)
+  }
   let openTurn: number | undefined
   let prompt: string | undefined
   log.forEach((event, index) => {
@@ -439,12 +466,16 @@ export const oneSendOneTurn = (events: Events, log: Log): ReadonlyArray<Violatio
       prompt = undefined
     } else if (event.type === "turn/end") {
       openTurn = undefined
-    } else if (event.type === "user/message" && event.data.messageId !== undefined && queued.has(event.data.messageId)) {
+    } else if (
+      event.type === "user/message" && event.data.messageId !== undefined && queued.has(event.data.messageId)
+    ) {
       const id = event.data.messageId
       if (openTurn === undefined) {
         out.push(violation("one-send-one-turn", "log", index, `queued prompt ${id} was logged outside any turn`))
       } else if (prompt !== undefined) {
-        out.push(violation("one-send-one-turn", "log", index, `queued prompts ${prompt} and ${id} share turn ${openTurn}`))
+        out.push(
+          violation("one-send-one-turn", "log", index, `queued prompts ${prompt} and ${id} share turn ${openTurn}`)
+        )
       } else {
         prompt = id
       }
@@ -471,14 +502,24 @@ export const settledOnce = (
   let unsettled: { readonly turn: number; readonly index: number } | undefined
   const expectSettled = (index: number, retryFollows: boolean) => {
     if (unsettled !== undefined && !retryFollows && !settled.has(unsettled.turn)) {
-      out.push(violation("settled-once", "events", index, `turn ${unsettled.turn} ended (event ${unsettled.index}) but never settled`))
+      out.push(
+        violation(
+          "settled-once",
+          "events",
+          index,
+          `turn ${unsettled.turn} ended (event ${unsettled.index}) but never settled`
+        )
+      )
     }
     unsettled = undefined
   }
   events.forEach((event, index) => {
     if (event.type === "agent/settled") {
-      if (!ended.has(event.turn)) out.push(violation("settled-once", "events", index, `turn ${event.turn} settled before it ended`))
-      else if (settled.has(event.turn)) out.push(violation("settled-once", "events", index, `turn ${event.turn} settled twice`))
+      if (!ended.has(event.turn)) {
+        out.push(violation("settled-once", "events", index, `turn ${event.turn} settled before it ended`))
+      } else if (settled.has(event.turn)) {
+        out.push(violation("settled-once", "events", index, `turn ${event.turn} settled twice`))
+      }
       settled.add(event.turn)
     } else if (event.type === "session/event") {
       const durable = event.event
@@ -551,7 +592,9 @@ export const admissionOrder = (events: Events): ReadonlyArray<Violation> => {
   const enqueued = new Map<string, { readonly index: number; readonly placement: string }>()
   const claimed = new Map<string, number>()
   // The opening of the current prompted turn: steering logged so far, and the prompt once logged.
-  let opening: { before: Array<{ readonly id: string; readonly index: number }>; prompt: string | undefined } | undefined
+  let opening:
+    | { before: Array<{ readonly id: string; readonly index: number }>; prompt: string | undefined }
+    | undefined
   events.forEach((event, index) => {
     if (event.type === "agent/inbox/enqueue") {
       if (!enqueued.has(event.message.id)) enqueued.set(event.message.id, { index, placement: event.placement })
@@ -629,9 +672,13 @@ export const disposedLast = (
   const out: Array<Violation> = []
   const at = events.findIndex((event) => event.type === "agent/disposed")
   if (at === -1) {
-    if (options.required === true) out.push(violation("disposed-last", "events", events.length, "agent/disposed was never published"))
+    if (options.required === true) {
+      out.push(violation("disposed-last", "events", events.length, "agent/disposed was never published"))
+    }
   } else if (at !== events.length - 1) {
-    out.push(violation("disposed-last", "events", at + 1, `${events.length - at - 1} event(s) published after agent/disposed`))
+    out.push(
+      violation("disposed-last", "events", at + 1, `${events.length - at - 1} event(s) published after agent/disposed`)
+    )
   }
   return out
 }

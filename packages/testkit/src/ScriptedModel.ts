@@ -11,8 +11,8 @@
  * @since 0.0.0
  */
 import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
-import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } from "effect"
 import type { LlmFailure } from "@harness/domain"
+import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } from "effect"
 
 /**
  * One piece of a scripted reply's content.
@@ -139,7 +139,9 @@ export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => (
  */
 export interface Request {
   readonly prompt: Prompt.Prompt
-  readonly tools: ReadonlyArray<{ readonly name: string; readonly description: string | undefined; readonly parameters: unknown }>
+  readonly tools: ReadonlyArray<
+    { readonly name: string; readonly description: string | undefined; readonly parameters: unknown }
+  >
   readonly toolChoice: unknown
 }
 
@@ -258,14 +260,23 @@ export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly
             })),
             toolChoice: options.toolChoice
           }))
-        const next = yield* Ref.modify(script, (all) => [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const)
-        return { index, next, advertised: new Set(options.tools.map((tool) => tool.name)) }
+        const next = yield* Ref.modify(script, (all) =>
+          [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const)
+        return {
+          index,
+          next,
+          advertised: new Set(options.tools.map((tool) =>
+            tool.name
+          ))
+        }
       })
     const streamText = (options: LanguageModel.ProviderOptions) =>
       Stream.unwrap(Effect.gen(function*() {
         const { advertised, index, next } = yield* take(options)
         if (next === undefined) {
-          return Stream.fail(failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` }))
+          return Stream.fail(
+            failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` })
+          )
         }
         if (next.delay !== undefined) yield* Effect.sleep(next.delay)
         const parts = Stream.fromIterable(partsOf(next, index, advertised))
@@ -316,6 +327,8 @@ const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Resp
  */
 export const layer = (replies: ReadonlyArray<Reply> = []): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
   Layer.effectContext(
-    Effect.map(make(replies), ([model, controls]) =>
-      Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls)))
+    Effect.map(
+      make(replies),
+      ([model, controls]) => Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls))
+    )
   )

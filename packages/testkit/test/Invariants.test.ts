@@ -158,7 +158,14 @@ describe("Invariants", () => {
     })
 
     it("catches steering after its turn closed, and steering naming another turn", () => {
-      const log = logOf(ev.turnStart(1), ev.turnEnd(1), ev.steering(1, "late"), ev.turnStart(2), ev.steering(1, "old"), ev.turnEnd(2))
+      const log = logOf(
+        ev.turnStart(1),
+        ev.turnEnd(1),
+        ev.steering(1, "late"),
+        ev.turnStart(2),
+        ev.steering(1, "old"),
+        ev.turnEnd(2)
+      )
       assert.deepStrictEqual(names(Invariants.steeringInOpenTurn(log)), [
         ["steering-in-open-turn", "log", 2],
         ["steering-in-open-turn", "log", 4]
@@ -168,7 +175,9 @@ describe("Invariants", () => {
 
   describe("steeringJoinsTurn", () => {
     const turn = (reason: "completed" | "aborted", steered: boolean) =>
-      logOf(ev.turnStart(1), ...(steered ? [ev.steering(1, "s", "s")] : []), ev.turnEnd(1, { kind: reason })).map(live.durable)
+      logOf(ev.turnStart(1), ...(steered ? [ev.steering(1, "s", "s")] : []), ev.turnEnd(1, { kind: reason })).map(
+        live.durable
+      )
 
     it("steering logged before its turn ends passes; a turn that aborts keeps it staged for the next one", () => {
       const [start, steering, end] = turn("completed", true)
@@ -292,8 +301,16 @@ describe("Invariants", () => {
       assert.deepStrictEqual(names(Invariants.settledOnce([s1!, e1!, live.settled(1), live.settled(1)])), [
         ["settled-once", "events", 3]
       ])
-      assert.deepStrictEqual(names(Invariants.settledOnce([s1!, live.settled(1), e1!])), [["settled-once", "events", 1]])
-      assert.deepStrictEqual(names(Invariants.settledOnce([s1!, e1!], { final: true })), [["settled-once", "events", 2]])
+      assert.deepStrictEqual(names(Invariants.settledOnce([s1!, live.settled(1), e1!])), [[
+        "settled-once",
+        "events",
+        1
+      ]])
+      assert.deepStrictEqual(names(Invariants.settledOnce([s1!, e1!], { final: true })), [[
+        "settled-once",
+        "events",
+        2
+      ]])
     })
   })
 
@@ -304,13 +321,19 @@ describe("Invariants", () => {
     it("a prompt cancelled during admission and never logged passes; a cancel after turn/start is no admission cancel", () => {
       assert.deepStrictEqual(Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), cancelRequested]), [])
       const [start, ...rest] = turn()
-      assert.deepStrictEqual(Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), start!, cancelRequested, ...rest]), [])
+      assert.deepStrictEqual(
+        Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), start!, cancelRequested, ...rest]),
+        []
+      )
     })
 
     it("catches the prompt's turn opening after a cancel was requested during its admission", () => {
       const found = Invariants.admissionCancel([live.enqueue("p"), live.dequeue("p"), cancelRequested, ...turn()])
       assert.deepStrictEqual(names(found), [["admission-cancel", "events", 4]])
-      assert.match(found[0]!.message, /prompt p was logged in turn 1 although a cancel was requested during its admission/)
+      assert.match(
+        found[0]!.message,
+        /prompt p was logged in turn 1 although a cancel was requested during its admission/
+      )
     })
   })
 
@@ -333,10 +356,20 @@ describe("Invariants", () => {
     })
 
     it("catches steering accepted during the admission logged before the prompt, and the reverse", () => {
-      const early = Invariants.admissionOrder([live.enqueue("p"), live.dequeue("p"), live.enqueue("s", "steering"), ...opening(true)])
+      const early = Invariants.admissionOrder([
+        live.enqueue("p"),
+        live.dequeue("p"),
+        live.enqueue("s", "steering"),
+        ...opening(true)
+      ])
       assert.deepStrictEqual(names(early), [["admission-order", "events", 4]])
       assert.match(early[0]!.message, /accepted during the admission of p, was logged before that prompt/)
-      const late = Invariants.admissionOrder([live.enqueue("p"), live.enqueue("s", "steering"), live.dequeue("p"), ...opening(false)])
+      const late = Invariants.admissionOrder([
+        live.enqueue("p"),
+        live.enqueue("s", "steering"),
+        live.dequeue("p"),
+        ...opening(false)
+      ])
       assert.deepStrictEqual(names(late), [["admission-order", "events", 5]])
       assert.match(late[0]!.message, /staged before p was claimed, was logged after that prompt/)
     })
@@ -369,12 +402,20 @@ describe("Invariants", () => {
   describe("noDiscard and disposedLast", () => {
     it("catches any discard", () => {
       assert.deepStrictEqual(Invariants.noDiscard([live.enqueue("a")]), [])
-      assert.deepStrictEqual(names(Invariants.noDiscard([live.enqueue("a"), live.discard("a")])), [["no-discard", "events", 1]])
+      assert.deepStrictEqual(names(Invariants.noDiscard([live.enqueue("a"), live.discard("a")])), [[
+        "no-discard",
+        "events",
+        1
+      ]])
     })
 
     it("catches events after agent/disposed, and a missing agent/disposed when required", () => {
       assert.deepStrictEqual(Invariants.disposedLast([live.status("running"), live.disposed]), [])
-      assert.deepStrictEqual(names(Invariants.disposedLast([live.disposed, live.status("idle")])), [["disposed-last", "events", 1]])
+      assert.deepStrictEqual(names(Invariants.disposedLast([live.disposed, live.status("idle")])), [[
+        "disposed-last",
+        "events",
+        1
+      ]])
       assert.deepStrictEqual(Invariants.disposedLast([]), [])
       assert.deepStrictEqual(names(Invariants.disposedLast([], { required: true })), [["disposed-last", "events", 0]])
     })

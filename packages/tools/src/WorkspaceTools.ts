@@ -7,13 +7,13 @@
  * @since 0.0.0
  */
 import { Tool } from "@effect/ai"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Path } from "@effect/platform/Path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import { AgentTool } from "@harness/agent"
 import type { Context } from "effect"
 import { Duration, Effect, Option, Schema } from "effect"
-import { AgentTool } from "@harness/agent"
 import * as Files from "./internal/files.js"
 import * as Commands from "./internal/shell.js"
 import * as Workspace from "./Workspace.js"

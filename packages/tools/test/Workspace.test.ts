@@ -1,6 +1,6 @@
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Workspace from "../src/Workspace.js"

@@ -1,5 +1,5 @@
-import { FileSystem } from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import { FileSystem } from "@effect/platform/FileSystem"
 import { assert, layer } from "@effect/vitest"
 import { Clock, Effect, Fiber, Schedule } from "effect"
 import { setup } from "./fixtures.js"

@@ -1,7 +1,7 @@
 import { Tool } from "@effect/ai"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"

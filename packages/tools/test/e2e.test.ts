@@ -2,15 +2,15 @@
  * End to end: an agent with the built-in tools and a scripted model reads a file, edits it, runs a shell command
  * and answers; the session log and the file system both show the work.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { FileSystem, Path } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
-import { Effect } from "effect"
-import { Message } from "@harness/domain"
+import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
+import { Message } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
 import { WorkspaceTools } from "@harness/tools"
+import { Effect } from "effect"
 
 describe("an agent at work in a real workspace", () => {
   it.live("reads, edits, runs a command and answers: the log and the disk agree", () =>
@@ -24,12 +24,16 @@ describe("an agent at work in a real workspace", () => {
       const agent = yield* Agent.make({
         tools,
         hooks: {
-          toolApproval: ({ name }) => Effect.sync(() => approvals.push(name)).pipe(Effect.as({ kind: "allow" as const }))
+          toolApproval: ({ name }) =>
+            Effect.sync(() => approvals.push(name)).pipe(Effect.as({ kind: "allow" as const }))
         }
       })
       const model = yield* S.ScriptedModel
       yield* model.push(
-        S.toolCallResponse(S.text("Reading it first."), S.toolCall("read_file", { path: "greeting.txt" }, { id: "read" })),
+        S.toolCallResponse(
+          S.text("Reading it first."),
+          S.toolCall("read_file", { path: "greeting.txt" }, { id: "read" })
+        ),
         S.toolCallResponse(
           S.toolCall("edit_file", { path: "greeting.txt", oldString: "world", newString: "harness" }, { id: "edit" })
         ),

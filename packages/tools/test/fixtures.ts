@@ -2,9 +2,9 @@
  * Test helpers: a real temporary workspace, and calling a tool's handler the way the agent loop does (decode the
  * raw arguments with the tool's parameter schema, then run the handler with a call context).
  */
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
-import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Agent, AgentTool } from "@harness/agent"
 import { Ids } from "@harness/domain"
 import { Effect, Schema } from "effect"
@@ -51,7 +51,8 @@ export const setup = (
         typeof result === "string" ? Effect.succeed(result) : Effect.dieMessage(`not a string: ${String(result)}`))
     const failure = (name: string, raw: unknown) =>
       Effect.matchEffect(run(name, raw), {
-        onSuccess: (result) => Effect.dieMessage(`expected a failure, got: ${String(result)}`),
+        onSuccess: (result) =>
+          Effect.dieMessage(`expected a failure, got: ${String(result)}`),
         onFailure: (error) =>
           error instanceof WorkspaceError
             ? Effect.succeed(error)
@@ -64,7 +65,8 @@ export const setup = (
           fs.writeFileString(path.join(root, relative), content)
         )
       )
-    const read = (relative: string) => Effect.orDie(fs.readFileString(path.join(root, relative)))
+    const read = (relative: string) =>
+      Effect.orDie(fs.readFileString(path.join(root, relative)))
     return { root, tools, run, text, failure, write, read, abs: (relative: string) => path.join(root, relative) }
   })
 

@@ -3,10 +3,27 @@
  * (`send` and its presets, `batch`), `cancel`, `retry`, quiescence, status and events — on the shared runtime.
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
-import { Chunk, Deferred, Effect, Equal, ExecutionStrategy, Fiber, HashSet, Option, ParseResult, PubSub, Queue, Random, Ref, Schema, Scope, Stream } from "effect"
 import type { Ids as IdsT, SessionEvent } from "@harness/domain"
 import { AgentEvent, Ids, Json, Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
+import {
+  Chunk,
+  Deferred,
+  Effect,
+  Equal,
+  ExecutionStrategy,
+  Fiber,
+  HashSet,
+  Option,
+  ParseResult,
+  PubSub,
+  Queue,
+  Random,
+  Ref,
+  Schema,
+  Scope,
+  Stream
+} from "effect"
 import type { BatchOp, Options, PresetOptions, Service } from "../Agent.js"
 import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
@@ -35,7 +52,10 @@ const transport = (tools: ReadonlyArray<AgentTool<unknown>>) => {
     const copied = Json.copyJson(schema)
     const parameters = "issue" in copied ? undefined : copied.value
     if (!isJsonObject(parameters)) {
-      return new AgentConfigError({ option: "tools", message: `tool "${tool.name}" has a parameter schema that is not a JSON object schema` })
+      return new AgentConfigError({
+        option: "tools",
+        message: `tool "${tool.name}" has a parameter schema that is not a JSON object schema`
+      })
     }
     const description = tool.tool.description
     record[tool.name] = Tool.make(tool.name, description === undefined ? {} : { description }).setParameters(
@@ -61,7 +81,9 @@ const validate = (options: Options<unknown>) =>
     if (!Number.isSafeInteger(maxParallel) || maxParallel < 1) {
       return yield* new AgentConfigError({
         option: "maxParallelToolCalls",
-        message: `maxParallelToolCalls must be a positive integer (1 runs calls one at a time), got ${String(maxParallel)}`
+        message: `maxParallelToolCalls must be a positive integer (1 runs calls one at a time), got ${
+          String(maxParallel)
+        }`
       })
     }
     const tools = new Map<string, AgentTool<unknown>>()
@@ -90,7 +112,9 @@ const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
   (words) => {
     const hex = words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
     return Ids.AgentMessageId.make(
-      `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+      `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${
+        ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
+      }${hex.slice(17, 20)}-${hex.slice(20, 32)}`
     )
   }
 )
@@ -136,7 +160,9 @@ const sendLocked = (
 ): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
   Effect.gen(function*() {
     const state = yield* read(env)
-    if (state.disposed) return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+    if (state.disposed) {
+      return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+    }
     if (options.id !== undefined && HashSet.has(state.accepted, options.id)) return options.id
     const id = options.id ?? (yield* mintId)
     if (options.target === "next-step" && !options.wakeup) {
@@ -179,8 +205,10 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
     if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
     if (!keepInbox) {
       const queued = yield* Queue.takeAll(env.queue)
-      const steering = Chunk.filterMap(state.outbox, (item) =>
-        item._tag === "steering" ? Option.some(item.message) : Option.none())
+      const steering = Chunk.filterMap(
+        state.outbox,
+        (item) => item._tag === "steering" ? Option.some(item.message) : Option.none()
+      )
       const discarded = [...Chunk.map(queued, (item) => item.message), ...steering]
       yield* update(env, (s) => ({
         ...s,
@@ -260,9 +288,10 @@ export const make = <R>(
         const checked = yield* checkOptions(sendOptions)
         return yield* locked(env, sendLocked(env, data, checked))
       })
-    const preset = (target: Message.SendTarget, wakeup: boolean) => (input: Message.UserMessageData, preset?: PresetOptions) =>
-      Effect.flatMap(checkPreset(preset), (checked) =>
-        send(input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id }))
+    const preset =
+      (target: Message.SendTarget, wakeup: boolean) => (input: Message.UserMessageData, preset?: PresetOptions) =>
+        Effect.flatMap(checkPreset(preset), (checked) =>
+          send(input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id }))
 
     const batch = (ops: ReadonlyArray<BatchOp>) =>
       Effect.gen(function*() {
@@ -297,7 +326,9 @@ export const make = <R>(
               }
               const result = yield* Effect.either(sendLocked(env, op.data, op.options))
               if (result._tag === "Left") {
-                if (result.left._tag === "AgentDisposedError") return yield* result.left
+                if (result.left._tag === "AgentDisposedError") {
+                  return yield* result.left
+                }
                 return yield* new BatchError({
                   applied,
                   cause: result.left,
@@ -314,7 +345,9 @@ export const make = <R>(
     const whenIdle: Effect.Effect<void> = Effect.gen(function*() {
       while (true) {
         const idle = (yield* Ref.get(state)).idle
-        if (idle === undefined) return
+        if (idle === undefined) {
+          return
+        }
         yield* Deferred.await(idle)
       }
     })
@@ -328,19 +361,21 @@ export const make = <R>(
       batch,
       sendAll: (items) =>
         batch(items.map((send) => ({ send }))).pipe(
-          Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
+          Effect.map((ids) =>
+            ids.filter((id): id is IdsT.AgentMessageId => id !== undefined)
+          )
         ),
       cancel: (cause, cancelOptions) => locked(env, cancelLocked(env, cause, cancelOptions?.keepInbox === true)),
       retry: Effect.suspend(() =>
         locked(
           env,
           Effect.gen(function*() {
-          const current = yield* read(env)
-          if (current.disposed) return yield* new AgentBusyError({ message: "the agent was disposed" })
-          if (current.activity !== undefined) {
-            return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
-          }
-          yield* startActivity(env, { _tag: "retry" })
+            const current = yield* read(env)
+            if (current.disposed) return yield* new AgentBusyError({ message: "the agent was disposed" })
+            if (current.activity !== undefined) {
+              return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
+            }
+            yield* startActivity(env, { _tag: "retry" })
           })
         )
       ),
@@ -397,4 +432,3 @@ export const make = <R>(
     )
     return service
   })
-

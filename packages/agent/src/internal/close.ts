@@ -4,9 +4,9 @@
  * own state, so a close the store refused half-way is finished later by {@link repairLocked}: the log never stays
  * open while the agent runs on.
  */
-import { Chunk, Effect } from "effect"
 import type { Turn as TurnT } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
+import { Chunk, Effect } from "effect"
 import type { Env, FinishedCall } from "./runtime.js"
 import { append, drain, read, update } from "./runtime.js"
 import { abortedBeforeDispatchMessage, abortedMessage, errorResult } from "./toolCalls.js"
@@ -87,5 +87,4 @@ export const repairLocked = (env: Env): Effect.Effect<void, SessionLog.SessionLo
         closeLocked(env, unclosed, {
           finished: new Map(),
           dispatched: new Set(log.owed.flatMap((owed) => owed.callSeq === undefined ? [] : [owed.callId]))
-        }, { context: false })
-      ))
+        }, { context: false })))

@@ -4,9 +4,9 @@
  * `Fiber.await`, then settles it: an activity that ended on its own wrote its `turn/end`; one that was interrupted
  * (cancel, disposal) or failed is closed here, well-formed (see `close.ts`).
  */
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
 import { drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
@@ -80,7 +80,9 @@ export const flushContext = (env: Env): Effect.Effect<void> =>
     Effect.asVoid
   )
 
-const errorMessage = (exit: Exit.Exit<ActivityResult, unknown>): { readonly message: string; readonly code?: string } => {
+const errorMessage = (
+  exit: Exit.Exit<ActivityResult, unknown>
+): { readonly message: string; readonly code?: string } => {
   if (Exit.isSuccess(exit)) return { message: "the turn ended without closing" }
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure) && failure.value instanceof TurnFailure) {
@@ -105,7 +107,12 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
       if (Option.isSome(failure)) {
         const { code, message } = errorMessage(exit)
         const turn = (yield* env.log.state).lastTurn + 1
-        yield* publish(env, { type: "agent/error", turn, step: 0, error: code === undefined ? { message } : { message, code } })
+        yield* publish(env, {
+          type: "agent/error",
+          turn,
+          step: 0,
+          error: code === undefined ? { message } : { message, code }
+        })
       }
       yield* locked(
         env,
@@ -117,7 +124,11 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
       )
       const unsettled = activity.job._tag === "retry" ? activity.job.unsettled : undefined
       if (unsettled !== undefined) {
-        yield* publish(env, { type: "agent/settled", turn: unsettled.turn, reason: Turn.settleReasonOf(unsettled.reason) })
+        yield* publish(env, {
+          type: "agent/settled",
+          turn: unsettled.turn,
+          reason: Turn.settleReasonOf(unsettled.reason)
+        })
       }
       return
     }
@@ -127,7 +138,8 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
       env,
       Effect.gen(function*() {
         const state = yield* read(env)
-        const retry = state.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" && exit.value.retry
+        const retry = state.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" &&
+          exit.value.retry
         if (retry && !state.disposed) {
           yield* update(env, (s) => ({ ...s, activity: undefined }))
           yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
@@ -173,7 +185,10 @@ const close = (
       (call) => call.onCancel === "finish" ? Fiber.await(call.fiber) : Fiber.interrupt(call.fiber),
       { concurrency: "unbounded", discard: true }
     )
-    const calls = { finished: yield* Ref.get(activity.tools.finished), dispatched: yield* Ref.get(activity.tools.dispatched) }
+    const calls = {
+      finished: yield* Ref.get(activity.tools.finished),
+      dispatched: yield* Ref.get(activity.tools.dispatched)
+    }
     const written = yield* locked(
       env,
       Effect.gen(function*() {

@@ -4,10 +4,10 @@
  * and publish live events in one true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
-import type { Context, Deferred, Fiber, Queue, Scope } from "effect"
-import { Chunk, Effect, HashSet, PubSub, Ref } from "effect"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
+import type { Context, Deferred, Fiber, Queue, Scope } from "effect"
+import { Chunk, Effect, HashSet, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"

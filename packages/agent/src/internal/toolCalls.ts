@@ -4,10 +4,10 @@
  * in model order as soon as the finished prefix allows. Handler fibers live outside the turn fiber so that a cancel
  * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
  */
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./runtime.js"
@@ -17,7 +17,8 @@ type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 
 // Tool schemas are `@effect/ai` schemas whose context is typed `any`; tools whose schemas need services are not
 // supported (decoding runs without them), so the schemas are viewed as context-free here.
-const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown> => schema as Schema.Schema<unknown, unknown>
+const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown> =>
+  schema as Schema.Schema<unknown, unknown>
 
 /** Builds an error result the model can read. */
 export const errorResult = (
@@ -119,10 +120,21 @@ const prepare = (
         ? denyWithoutHook(block.name)
         : yield* provide(
           env,
-          hook({ agent: env.service, turn, step, callId: block.id, name: block.name, arguments: block.arguments, params }, fallback)
+          hook({
+            agent: env.service,
+            turn,
+            step,
+            callId: block.id,
+            name: block.name,
+            arguments: block.arguments,
+            params
+          }, fallback)
         ).pipe(
           Effect.catchAllCause((cause) =>
-            Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${Cause.pretty(cause)}` })
+            Effect.succeed<ApprovalDecision>({
+              kind: "deny",
+              reason: `the approval hook failed: ${Cause.pretty(cause)}`
+            })
           )
         )
       if (decision.kind === "deny") {
@@ -148,7 +160,11 @@ const resultOf = (
       const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.successSchema))(value)
       if (encoded._tag === "Left") {
         return {
-          data: errorResult(base, "INVALID_OUTPUT", `"${base.name}" produced an invalid result: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`),
+          data: errorResult(
+            base,
+            "INVALID_OUTPUT",
+            `"${base.name}" produced an invalid result: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
+          ),
           concludes: false,
           contexts: []
         }
@@ -158,7 +174,11 @@ const resultOf = (
         const decoded = yield* Effect.either(Message.decodeUserMessageData(context))
         if (decoded._tag === "Left") {
           return {
-            data: errorResult(base, "INVALID_OUTPUT", `"${base.name}" attached an invalid context: ${decoded.left.message}`),
+            data: errorResult(
+              base,
+              "INVALID_OUTPUT",
+              `"${base.name}" attached an invalid context: ${decoded.left.message}`
+            ),
             concludes: false,
             contexts: []
           }
@@ -183,9 +203,11 @@ const resultOf = (
     if (Option.isSome(failure)) {
       const error = failure.value
       const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.failureSchema))(error)
-      const message = typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== ""
-        ? error.message
-        : render(encoded._tag === "Right" ? encoded.right : String(error))
+      const message =
+        typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" &&
+          error.message !== ""
+          ? error.message
+          : render(encoded._tag === "Right" ? encoded.right : String(error))
       const name = typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
         ? error._tag
         : "ToolError"
@@ -267,7 +289,10 @@ export const runToolCalls = (
     for (const block of calls) {
       const called = yield* locked(
         env,
-        append(env, { type: "tool/call", data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments } })
+        append(env, {
+          type: "tool/call",
+          data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
+        })
       )
       yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
       const prepared = yield* prepare(env, { turn, step, block })
@@ -277,28 +302,32 @@ export const runToolCalls = (
       }
       const permits = prepared.parallel ? 1 : env.maxParallel
       const base = { turn, step, callId: block.id, name: block.name }
-      const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
-        Effect.exit,
-        Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
-        // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
-        Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
-        Effect.ensuring(
-          Effect.zipRight(
-            Ref.update(runtime.running, (all) => {
-              const rest = new Map(all)
-              rest.delete(block.id)
-              return rest
-            }),
-            pool.release(permits)
+      const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service }))
+        .pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
+          // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
+          Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
+          Effect.ensuring(
+            Effect.zipRight(
+              Ref.update(runtime.running, (all) => {
+                const rest = new Map(all)
+                rest.delete(block.id)
+                return rest
+              }),
+              pool.release(permits)
+            )
           )
         )
-      )
       yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           yield* restore(pool.take(permits))
           yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
           const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
-          yield* Ref.update(runtime.running, (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel }))
+          yield* Ref.update(
+            runtime.running,
+            (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel })
+          )
           // An exclusive call is a barrier: nothing else starts until it is done (R66).
           if (!prepared.parallel) yield* restore(Fiber.await(fiber))
         })

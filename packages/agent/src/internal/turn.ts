@@ -4,16 +4,33 @@
  * which a cancel interrupts; the driver closes whatever an interrupted or failed activity left open.
  */
 import { AiError, Prompt } from "@effect/ai"
-import { Cause, Clock, Data, Effect, Option, Ref, Schema, Stream } from "effect"
-import type { Content, LlmFailure as LlmFailureT, Message as MessageT, SessionEvent, Turn as TurnT } from "@harness/domain"
+import type {
+  Content,
+  LlmFailure as LlmFailureT,
+  Message as MessageT,
+  SessionEvent,
+  Turn as TurnT
+} from "@harness/domain"
 import { Json, LlmFailure, Turn } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
+import { Cause, Clock, Data, Effect, Option, Ref, Schema, Stream } from "effect"
 import { CurrentRequest } from "../Agent.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
-import { append, drain, hasSteering, honourCancel, locked, provide, publish, read, update, userMessageData } from "./runtime.js"
+import {
+  append,
+  drain,
+  hasSteering,
+  honourCancel,
+  locked,
+  provide,
+  publish,
+  read,
+  update,
+  userMessageData
+} from "./runtime.js"
 import { runToolCalls } from "./toolCalls.js"
 
 /**
@@ -221,7 +238,11 @@ const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<Requ
         (config) =>
           typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
           (config.options === undefined || !("issue" in Json.copyJson(config.options))),
-        () => new TurnFailure({ step, message: "the request hook returned a config without a model (or with non-JSON options)" })
+        () =>
+          new TurnFailure({
+            step,
+            message: "the request hook returned a config without a model (or with non-JSON options)"
+          })
       )
     )
   })
@@ -231,12 +252,17 @@ const headerOf = (
   config: RequestConfig,
   system: string | undefined
 ): SessionEvent.RequestHeader["header"] => {
-  const route: { -readonly [K in keyof SessionEvent.RequestHeader["header"]["config"]]: SessionEvent.RequestHeader["header"]["config"][K] } = {
+  const route: {
+    -readonly [K in keyof SessionEvent.RequestHeader["header"]["config"]]:
+      SessionEvent.RequestHeader["header"]["config"][K]
+  } = {
     model: config.model
   }
   if (config.provider !== undefined) route.provider = config.provider
   if (config.options !== undefined) route.options = config.options
-  const header: { -readonly [K in keyof SessionEvent.RequestHeader["header"]]: SessionEvent.RequestHeader["header"][K] } = {
+  const header: {
+    -readonly [K in keyof SessionEvent.RequestHeader["header"]]: SessionEvent.RequestHeader["header"][K]
+  } = {
     config: route
   }
   if (system !== undefined) header.system = system
@@ -336,11 +362,16 @@ const runStep = (
     const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
       ? assembled.content.filter((block) => block.type !== "tool-call")
       : assembled.content
-    const data: { -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]: SessionEvent.SessionEventInputOf<"assistant/message">["data"][K] } = {
+    const data: {
+      -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]:
+        SessionEvent.SessionEventInputOf<"assistant/message">["data"][K]
+    } = {
       turn,
       step,
       content,
-      provenance: config.provider === undefined ? { model: config.model } : { model: config.model, provider: config.provider }
+      provenance: config.provider === undefined
+        ? { model: config.model }
+        : { model: config.model, provider: config.provider }
     }
     if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
     if (assembled.usage !== undefined) data.usage = assembled.usage
@@ -350,7 +381,8 @@ const runStep = (
     const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
     const concluded = calls.length === 0
       ? false
-      : (yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(Effect.mapError(logFailure(step)))).concluded
+      : (yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(Effect.mapError(logFailure(step))))
+        .concluded
     // D2, then `step/end`: steering drained here forces another step (R48).
     const drained = yield* locked(
       env,
@@ -401,4 +433,3 @@ const requestFailed = (
     )
     return { _tag: "Ended", retry: decision === "retry" }
   })
-

@@ -158,7 +158,9 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             Stream.decodeText(),
             Stream.mkString,
             Effect.orElseSucceed(() => ""),
-            Effect.flatMap((text) => Effect.fail(Errors.status(ctx, method, { status: response.status, headers: headersOf(response) }, text)))
+            Effect.flatMap((text) =>
+              Effect.fail(Errors.status(ctx, method, { status: response.status, headers: headersOf(response) }, text))
+            )
           )
       ),
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames])
@@ -174,37 +176,38 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       })
     )
 
-  const fold = (advertised: ReadonlySet<string>) =>
-  (state: Decode.State, item: Item): Effect.Effect<readonly [Decode.State, Output], AiError.AiError> => {
-    if (item._tag === "End") {
-      return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
-    }
-    if (item.event === "error") {
-      return Effect.fail(Errors.streamError(streamContext, "streamText", truncate(item.data, 2_000)))
-    }
-    if (item.data.trim() === "[DONE]") {
-      return Either.match(Decode.done(state, advertised), {
+  const fold =
+    (advertised: ReadonlySet<string>) =>
+    (state: Decode.State, item: Item): Effect.Effect<readonly [Decode.State, Output], AiError.AiError> => {
+      if (item._tag === "End") {
+        return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
+      }
+      if (item.event === "error") {
+        return Effect.fail(Errors.streamError(streamContext, "streamText", truncate(item.data, 2_000)))
+      }
+      if (item.data.trim() === "[DONE]") {
+        return Either.match(Decode.done(state, advertised), {
+          onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
+          onRight: (parts) => Effect.succeed([state, { parts, done: true }] as const)
+        })
+      }
+      const chunk = Wire.decodeChunk(item.data)
+      if (Either.isLeft(chunk)) {
+        return Effect.fail(
+          Errors.malformed(
+            streamContext,
+            "streamText",
+            `the server sent a chunk that is not a valid chat.completion.chunk: ${
+              truncate(ParseResult.TreeFormatter.formatErrorSync(chunk.left), 500)
+            }`
+          )
+        )
+      }
+      return Either.match(Decode.step(state, chunk.right), {
         onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-        onRight: (parts) => Effect.succeed([state, { parts, done: true }] as const)
+        onRight: ([next, parts]) => Effect.succeed([next, { parts, done: false }] as const)
       })
     }
-    const chunk = Wire.decodeChunk(item.data)
-    if (Either.isLeft(chunk)) {
-      return Effect.fail(
-        Errors.malformed(
-          streamContext,
-          "streamText",
-          `the server sent a chunk that is not a valid chat.completion.chunk: ${
-            truncate(ParseResult.TreeFormatter.formatErrorSync(chunk.left), 500)
-          }`
-        )
-      )
-    }
-    return Either.match(Decode.step(state, chunk.right), {
-      onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-      onRight: ([next, parts]) => Effect.succeed([next, { parts, done: false }] as const)
-    })
-  }
 
   const streamText: Operations["streamText"] = (options) => {
     const advertised = new Set(options.tools.map((tool) => tool.name))

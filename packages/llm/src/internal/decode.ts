@@ -328,7 +328,9 @@ export const completion = (
   const reasoning = message?.reasoning_content ?? message?.reasoning
   const content = message?.content
   const wireCalls = message?.tool_calls ?? []
-  if (!nonEmpty(reasoning) && !nonEmpty(content) && wireCalls.length === 0 && choice?.finish_reason !== "content_filter") {
+  if (
+    !nonEmpty(reasoning) && !nonEmpty(content) && wireCalls.length === 0 && choice?.finish_reason !== "content_filter"
+  ) {
     return Either.left({ _tag: "Empty" })
   }
   const parts: Array<Response.PartEncoded> = [

@@ -85,7 +85,12 @@ export const timeout = (context: RequestContext, method: Method, message: string
 /** The response broke the wire format: a chunk that is not valid JSON, a stream closed before `[DONE]`. */
 export const malformed = (context: RequestContext, method: Method, message: string): AiError.AiError => {
   const description = scrub(message, context.secrets)
-  return new AiError.MalformedOutput({ module: moduleName, method, description, cause: failure("MALFORMED", description) })
+  return new AiError.MalformedOutput({
+    module: moduleName,
+    method,
+    description,
+    cause: failure("MALFORMED", description)
+  })
 }
 
 /** A failure no HTTP status describes: the `LlmFailure` cause carries its code. */

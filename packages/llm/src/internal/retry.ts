@@ -5,7 +5,18 @@
  */
 import type { AiError } from "@effect/ai"
 import { LlmFailure } from "@harness/domain"
-import { Chunk, Clock, Duration, Effect, Option, Ref, Schedule, ScheduleDecision, ScheduleIntervals, Stream } from "effect"
+import {
+  Chunk,
+  Clock,
+  Duration,
+  Effect,
+  Option,
+  Ref,
+  Schedule,
+  ScheduleDecision,
+  ScheduleIntervals,
+  Stream
+} from "effect"
 import type { RetryPolicy } from "./settings.js"
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Validated, defaulted provider settings: what the public options resolve to before any request is made.
  */
-import type { Duration, Redacted } from "effect"
 import type { Json } from "@harness/domain"
+import type { Duration, Redacted } from "effect"
 
 /** How failed requests are retried before any output reached the caller. */
 export interface RetryPolicy {

@@ -3,11 +3,11 @@
  * records every request it receives and answers with scripted replies, in order; when the script runs out it
  * answers with the fallback reply (500 unless set). Started and stopped with the test's scope.
  */
+import type { Scope } from "effect"
+import { Effect, Queue } from "effect"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { Scope } from "effect"
-import { Effect, Queue } from "effect"
 
 /** A request as the server received it. */
 export interface Recorded {

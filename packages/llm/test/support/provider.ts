@@ -5,8 +5,8 @@
 import { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AiError } from "@effect/ai"
 import { Response } from "@effect/ai"
-import { LlmFailure } from "@harness/domain"
 import { NodeHttpClient } from "@effect/platform-node"
+import { LlmFailure } from "@harness/domain"
 import { Clock, Context, Effect, Either, Layer, Redacted, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { ChatCompletions } from "../../src/index.js"
@@ -53,7 +53,10 @@ export const languageModel = (
   )
 
 /** Streams a prompt with the test tools advertised, collecting every part. */
-export const stream = (model: LanguageModel.Service, prompt: Parameters<LanguageModel.Service["streamText"]>[0]["prompt"]) =>
+export const stream = (
+  model: LanguageModel.Service,
+  prompt: Parameters<LanguageModel.Service["streamText"]>[0]["prompt"]
+) =>
   model.streamText({ prompt, toolkit: Tools, disableToolCallResolution: true }).pipe(
     Stream.runCollect,
     Effect.map((chunk): ReadonlyArray<Response.StreamPart<Toolkit.Tools<typeof Tools>>> => Array.from(chunk)),

@@ -3,8 +3,8 @@
  * most per event.
  */
 import { Prompt } from "@effect/ai"
-import { Chunk } from "effect"
 import { Content, type SessionEvent } from "@harness/domain"
+import { Chunk } from "effect"
 import type { History } from "../History.js"
 
 export const TypeId: unique symbol = Symbol.for("@harness/session/History")
@@ -12,7 +12,8 @@ export type TypeId = typeof TypeId
 
 export const optionsKey = "harness"
 
-const make = (messages: Chunk.Chunk<Prompt.Message>): History => Object.freeze({ [TypeId]: messages, length: messages.length })
+const make = (messages: Chunk.Chunk<Prompt.Message>): History =>
+  Object.freeze({ [TypeId]: messages, length: messages.length })
 
 export const empty: History = make(Chunk.empty())
 
@@ -77,7 +78,9 @@ export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | un
       const result = Content.joinText(content)
       return Object.freeze(Prompt.toolMessage({
         content: Object.freeze([
-          Object.freeze(Prompt.toolResultPart({ id: callId, name, isFailure: isError, result, providerExecuted: false }))
+          Object.freeze(
+            Prompt.toolResultPart({ id: callId, name, isFailure: isError, result, providerExecuted: false })
+          )
         ])
       }))
     }

@@ -107,7 +107,10 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
   const seq = event.seq
   const nextSeq = seq + 1
   const same = (): LogState => ({ ...state, nextSeq })
-  const refuse = (rule: Rule, message: string): Transition => ({ next: same(), violation: violation(seq, rule, message) })
+  const refuse = (rule: Rule, message: string): Transition => ({
+    next: same(),
+    violation: violation(seq, rule, message)
+  })
   const accept = (next: LogState): Transition => ({ next, violation: undefined })
   const { openTurn, openStep } = state
 
@@ -143,7 +146,10 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
         owed: noCalls
       }
       if (openTurn !== undefined) {
-        return { next: opened, violation: violation(seq, "nested-turn", `turn/start ${turn} while turn ${openTurn} is open`) }
+        return {
+          next: opened,
+          violation: violation(seq, "nested-turn", `turn/start ${turn} while turn ${openTurn} is open`)
+        }
       }
       if (turn !== state.lastTurn + 1) {
         return {
@@ -157,7 +163,14 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       const { turn } = event.data
       if (openTurn === undefined) return refuse("turn-end-mismatch", `turn/end ${turn} but no turn is open`)
       if (turn !== openTurn) return refuse("turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
-      const closed: LogState = { ...state, nextSeq, openTurn: undefined, openStep: undefined, calls: noCalls, owed: noCalls }
+      const closed: LogState = {
+        ...state,
+        nextSeq,
+        openTurn: undefined,
+        openStep: undefined,
+        calls: noCalls,
+        owed: noCalls
+      }
       if (openStep !== undefined) {
         return {
           next: closed,
@@ -172,12 +185,19 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       if (misplaced !== undefined) return misplaced
       const opened: LogState = { ...state, nextSeq, lastStep: step, openStep: step, calls: noCalls, owed: noCalls }
       if (openStep !== undefined) {
-        return { next: opened, violation: violation(seq, "nested-step", `step/start ${step} while step ${openStep} is open`) }
+        return {
+          next: opened,
+          violation: violation(seq, "nested-step", `step/start ${step} while step ${openStep} is open`)
+        }
       }
       if (step !== state.lastStep + 1) {
         return {
           next: opened,
-          violation: violation(seq, "step-number", `step/start ${step} but the next step of turn ${turn} is ${state.lastStep + 1}`)
+          violation: violation(
+            seq,
+            "step-number",
+            `step/start ${step} but the next step of turn ${turn} is ${state.lastStep + 1}`
+          )
         }
       }
       return accept(opened)

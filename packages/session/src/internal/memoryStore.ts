@@ -2,9 +2,9 @@
  * The memory backend of `SessionStore` and the fault injector. Each session's rows live in a persistent `Chunk`
  * inside one `Ref`, so an append is O(log n) and never copies stored rows.
  */
-import { Chunk, Effect, HashMap, Option, Ref } from "effect"
 import type { Ids } from "@harness/domain"
-import { type Faults, type Service, type StoredEvent, SessionStoreError } from "../SessionStore.js"
+import { Chunk, Effect, HashMap, Option, Ref } from "effect"
+import { type Faults, type Service, SessionStoreError, type StoredEvent } from "../SessionStore.js"
 
 interface Sessions {
   readonly order: Chunk.Chunk<Ids.SessionId>
@@ -21,7 +21,9 @@ export const contiguityIssue = (count: number, rows: ReadonlyArray<StoredEvent>)
   for (let i = 0; i < rows.length; i++) {
     const expected = count + i
     if (rows[i]!.seq !== expected) {
-      return `row ${i} of the append has seq ${rows[i]!.seq} but the session needs seq ${expected} (it stores ${count} rows)`
+      return `row ${i} of the append has seq ${
+        rows[i]!.seq
+      } but the session needs seq ${expected} (it stores ${count} rows)`
     }
   }
   return undefined
@@ -31,17 +33,26 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
   Ref.make<Sessions>({ order: Chunk.empty(), rows: HashMap.empty() }),
   (ref): Service => ({
     create: (id) =>
-      Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
-        HashMap.has(sessions.rows, id)
-          ? [
-            Effect.fail(
-              new SessionStoreError({ reason: "AlreadyExists", message: `session ${JSON.stringify(id)} already exists` })
-            ),
-            sessions
-          ]
-          : [Effect.void, { order: Chunk.append(sessions.order, id), rows: HashMap.set(sessions.rows, id, Chunk.empty()) }]).pipe(
-          Effect.flatten
-        ),
+      Ref.modify(
+        ref,
+        (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
+          HashMap.has(sessions.rows, id)
+            ? [
+              Effect.fail(
+                new SessionStoreError({
+                  reason: "AlreadyExists",
+                  message: `session ${JSON.stringify(id)} already exists`
+                })
+              ),
+              sessions
+            ]
+            : [Effect.void, {
+              order: Chunk.append(sessions.order, id),
+              rows: HashMap.set(sessions.rows, id, Chunk.empty())
+            }]
+      ).pipe(
+        Effect.flatten
+      ),
     append: (id, rows) =>
       Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] => {
         const stored = HashMap.get(sessions.rows, id)
@@ -52,8 +63,13 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         }
         if (rows.length === 0) return [Effect.void, sessions]
         // Copy the rows: the caller keeps its objects, the store keeps its own.
-        const copies = Chunk.fromIterable(rows.map(({ json, seq, time, type }): StoredEvent => ({ seq, type, time, json })))
-        return [Effect.void, { ...sessions, rows: HashMap.set(sessions.rows, id, Chunk.appendAll(stored.value, copies)) }]
+        const copies = Chunk.fromIterable(
+          rows.map(({ json, seq, time, type }): StoredEvent => ({ seq, type, time, json }))
+        )
+        return [Effect.void, {
+          ...sessions,
+          rows: HashMap.set(sessions.rows, id, Chunk.appendAll(stored.value, copies))
+        }]
       }).pipe(Effect.flatten),
     load: (id) =>
       Effect.flatMap(Ref.get(ref), (sessions) =>

@@ -3,8 +3,8 @@
  * Everything the append path touches is persistent (`Chunk`, small immutable state objects), so its cost does
  * not grow with the log.
  */
-import { Chunk, Clock, Effect, Either, ParseResult, PubSub, Random, Ref, Schema, Stream } from "effect"
 import { Ids, SessionEvent } from "@harness/domain"
+import { Chunk, Clock, Effect, Either, ParseResult, PubSub, Random, Ref, Schema, Stream } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import { type MakeOptions, type Service, SessionLogError } from "../SessionLog.js"
@@ -42,7 +42,9 @@ const storeError = (what: string) => (error: SessionStoreError) =>
   new SessionLogError({ reason: "store", message: `${what}: ${error.message} (${error.reason})` })
 
 const invalidSeed = (message: string, seq?: number) =>
-  new SessionLogError(seq === undefined ? { reason: "invalid-seed", message } : { reason: "invalid-seed", message, seq })
+  new SessionLogError(
+    seq === undefined ? { reason: "invalid-seed", message } : { reason: "invalid-seed", message, seq }
+  )
 
 /** What a log holds after its last event. */
 interface LogData {
@@ -57,13 +59,18 @@ const emptyData: LogData = { events: Chunk.empty(), state: logCheck.initial, his
  * Checks a whole log that is to be continued (a seed or a stored log): gap-free from 0, no violation, no open
  * turn. Returns what the log holds after it.
  */
-const checkContinuable = (events: ReadonlyArray<SessionEvent.SessionEvent>): Effect.Effect<LogData, SessionLogError> => {
+const checkContinuable = (
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): Effect.Effect<LogData, SessionLogError> => {
   const violations = logCheck.checkLog(events)
   if (violations.length > 0) {
     const shown = violations.slice(0, 5).map((v) => `seq ${v.seq}: ${v.rule}: ${v.message}`).join("; ")
     const more = violations.length > 5 ? ` (and ${violations.length - 5} more)` : ""
     return Effect.fail(
-      invalidSeed(`the log cannot be continued, it breaks ${violations.length} rule(s): ${shown}${more}`, violations[0]!.seq)
+      invalidSeed(
+        `the log cannot be continued, it breaks ${violations.length} rule(s): ${shown}${more}`,
+        violations[0]!.seq
+      )
     )
   }
   let data = emptyData
@@ -71,7 +78,11 @@ const checkContinuable = (events: ReadonlyArray<SessionEvent.SessionEvent>): Eff
     const checked = logCheck.step(data.state, event)
     // checkLog found nothing, so every step succeeds; the guard keeps the types honest.
     if ("violation" in checked) return Effect.fail(invalidSeed(checked.violation.message, event.seq))
-    data = { events: Chunk.append(data.events, event), state: checked.state, history: history.fold(data.history, event) }
+    data = {
+      events: Chunk.append(data.events, event),
+      state: checked.state,
+      history: history.fold(data.history, event)
+    }
   }
   return Effect.succeed(data)
 }
@@ -172,7 +183,9 @@ export const make = Effect.fn("SessionLog.make")(function*(options?: MakeOptions
   const initial = yield* checkContinuable(events)
   yield* store.create(id).pipe(Effect.mapError(storeError(`cannot create session ${JSON.stringify(id)}`)))
   if (rows.length > 0) {
-    yield* store.append(id, rows).pipe(Effect.mapError(storeError(`cannot store the seed of session ${JSON.stringify(id)}`)))
+    yield* store.append(id, rows).pipe(
+      Effect.mapError(storeError(`cannot store the seed of session ${JSON.stringify(id)}`))
+    )
   }
   return yield* makeService(id, store, initial)
 })

@@ -13,7 +13,6 @@ import type { Resolved, Workspace } from "../Workspace.js"
 import { WorkspaceError } from "../WorkspaceError.js"
 import type { EditFile, FindFiles, Grep, Limits, ListDir, ReadFile, WriteFile } from "../WorkspaceTools.js"
 import { errnoCode, fromPlatformError } from "./platformError.js"
-import { isWithin } from "./resolve.js"
 import {
   capOutput,
   cutLine,
@@ -26,6 +25,7 @@ import {
   plural,
   splitLines
 } from "./render.js"
+import { isWithin } from "./resolve.js"
 
 /** Skipped by `find_files` and `grep` unless `includeIgnored`. */
 const ignoredByDefault = ["**/.git/**", "**/node_modules/**"]
@@ -391,15 +391,21 @@ export const grep = Effect.fn("WorkspaceTools.grep")(function*(
   }
   const notes: Array<string> = []
   if (more === "maxMatches") {
-    notes.push(`… [truncated: stopped at ${maxMatches} matches and more exist; narrow the pattern, path or ` +
-      `glob, or raise maxMatches (at most ${limits.maxGrepMatches})]`)
+    notes.push(
+      `… [truncated: stopped at ${maxMatches} matches and more exist; narrow the pattern, path or ` +
+        `glob, or raise maxMatches (at most ${limits.maxGrepMatches})]`
+    )
   } else if (more === "output") {
-    notes.push(`… [truncated: stopped after ${matches.length} matches at the output limit and more exist; ` +
-      "narrow the pattern, path or glob]")
+    notes.push(
+      `… [truncated: stopped after ${matches.length} matches at the output limit and more exist; ` +
+        "narrow the pattern, path or glob]"
+    )
   }
   if (files.length > searched.length) {
-    notes.push(`… [truncated: searched only the first ${searched.length} of ${files.length} files in path ` +
-      "order; narrow path or glob]")
+    notes.push(
+      `… [truncated: searched only the first ${searched.length} of ${files.length} files in path ` +
+        "order; narrow path or glob]"
+    )
   }
   if (binary > 0) notes.push(`[skipped ${plural(binary, "binary file")}]`)
   if (large > 0) notes.push(`[skipped ${plural(large, "file")} over ${formatBytes(limits.maxGrepFileBytes)}]`)
