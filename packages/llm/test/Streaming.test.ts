@@ -28,7 +28,7 @@ const setup = (options: Parameters<typeof languageModel>[1] = {}) =>
 describe("streaming", () => {
   it.scoped("DeepSeek thinking mode: reasoning then text, finish with usage and cache tokens", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse(Fixtures.deepSeekStream({
         reasoning: ["The user ", "greets me."],
         content: ["Hel", "lo!"]
@@ -60,7 +60,7 @@ describe("streaming", () => {
 
   it.scoped("OpenAI format: the usage arrives in a last chunk with no choices", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup({ thinking: undefined })
+      const { model, server } = yield* setup({ thinking: undefined })
       yield* server.reply(Replies.sse(Fixtures.openAiStream({ content: ["Hi", " there"] })))
       const parts = yield* stream(model, "hi")
       assert.deepStrictEqual(shape(parts), [
@@ -78,7 +78,7 @@ describe("streaming", () => {
 
   it.scoped("tool-call fragments split mid-JSON are assembled per index; the raw text is kept verbatim", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse(Fixtures.deepSeekStream({
         reasoning: ["Read it."],
         toolCalls: [{ id: "call_00_abc", name: "read_file", fragments: ["{\"pa", "th\": \"", "a.txt\"", "}"] }]
@@ -107,7 +107,7 @@ describe("streaming", () => {
 
   it.scoped("parallel tool calls (OpenAI format) keep their order; empty argument text means {}", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup({ thinking: undefined })
+      const { model, server } = yield* setup({ thinking: undefined })
       yield* server.reply(Replies.sse(Fixtures.openAiStream({
         toolCalls: [
           { id: "call_1", name: "read_file", fragments: ["{\"path\":", "\"a.txt\"}"] },
@@ -129,7 +129,7 @@ describe("streaming", () => {
 
   it.scoped("whole tool calls in one chunk without an index (Ollama style) are told apart by id", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup({ thinking: undefined })
+      const { model, server } = yield* setup({ thinking: undefined })
       yield* server.reply(Replies.sse([
         Fixtures.frame({
           id: "chatcmpl-1",
@@ -160,7 +160,7 @@ describe("streaming", () => {
 
   it.scoped("an unadvertised tool, non-object or invalid arguments: params parts only, no tool-call, no failure", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse(Fixtures.deepSeekStream({
         toolCalls: [
           { id: "call_a", name: "delete_everything", fragments: ["{}"] },
@@ -192,7 +192,7 @@ describe("streaming", () => {
 
   it.scoped("finish reasons: length, content_filter (even without content), anything else is other", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(
         Replies.sse(Fixtures.deepSeekStream({ content: ["cut sh"], finishReason: "length" })),
         Replies.sse(Fixtures.deepSeekStream({ finishReason: "content_filter" })),
@@ -209,7 +209,7 @@ describe("streaming", () => {
 
   it.scoped("insufficient_system_resource is an OVERLOADED failure", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(
         Replies.sse(Fixtures.deepSeekStream({ content: ["partial"], finishReason: "insufficient_system_resource" }))
       )
@@ -225,7 +225,7 @@ describe("streaming", () => {
 
   it.scoped("a completed response with nothing in it is EMPTY_RESPONSE", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse(Fixtures.deepSeekStream({})))
       const { failure } = yield* failing(stream(model, "go"))
       assert.strictEqual(failure.code, "EMPTY_RESPONSE")
@@ -233,7 +233,7 @@ describe("streaming", () => {
 
   it.scoped("a stream that closes before [DONE] is MALFORMED", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse(Fixtures.deepSeekStream({ content: ["Hello"], withDone: false })))
       const { error, failure } = yield* failing(stream(model, "go"))
       assert.strictEqual(failure.code, "MALFORMED")
@@ -243,7 +243,7 @@ describe("streaming", () => {
 
   it.scoped("a chunk that is not valid JSON is MALFORMED", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       const frames = Fixtures.deepSeekStream({ content: ["Hello"] })
       yield* server.reply(Replies.sse([...frames.slice(0, 2), "data: {\"id\": \"x\", \"choices\": [{\"delta\n\n"]))
       const { failure } = yield* failing(stream(model, "go"))
@@ -253,7 +253,7 @@ describe("streaming", () => {
 
   it.scoped("SSE frames split anywhere across writes, with keep-alive comments, decode the same", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       const whole = Fixtures.deepSeekStream({ reasoning: ["r"], content: ["a", "b"] }).join(Fixtures.keepAlive)
       const pieces: Array<string> = []
       for (let at = 0; at < whole.length; at += 7) pieces.push(whole.slice(at, at + 7))
@@ -267,7 +267,7 @@ describe("streaming", () => {
 
   it.scoped("a multi-byte character split across writes decodes intact", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       const bytes = new TextEncoder().encode(Fixtures.deepSeekStream({ content: ["héllo 🌍 ok"] }).join(""))
       const at = bytes.indexOf(0xf0) + 2 // inside the four bytes of the emoji
       yield* server.reply(Replies.sse([bytes.slice(0, at), bytes.slice(at)]))
@@ -280,7 +280,7 @@ describe("streaming", () => {
 
   it.scoped("an error object inside the stream is a SERVER failure", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.sse([
         Fixtures.frame({ error: { message: "upstream provider crashed", code: 502 } }),
         Fixtures.done
@@ -294,7 +294,7 @@ describe("streaming", () => {
 describe("generateText (non-streaming)", () => {
   it.scoped("maps reasoning, text, tool calls and usage; sends no stream fields", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(Replies.json(
         200,
         Fixtures.deepSeekCompletion({
@@ -335,7 +335,7 @@ describe("generateText (non-streaming)", () => {
 
   it.scoped("an empty completion is EMPTY_RESPONSE; a body that is not JSON is MALFORMED", () =>
     Effect.gen(function*() {
-      const { server, model } = yield* setup()
+      const { model, server } = yield* setup()
       yield* server.reply(
         Replies.json(200, Fixtures.deepSeekCompletion({ content: "" })),
         (_, response) => {

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, SessionEvent } from "@harness/domain"
-import { Chunk, Effect, Fiber, Queue, Schema, SchemaAST, Stream, TestClock } from "effect"
+import type { SchemaAST } from "effect"
+import { Chunk, Effect, Fiber, Queue, Schema, Stream, TestClock } from "effect"
 import * as History from "../src/History.js"
 import type * as LogCheck from "../src/LogCheck.js"
 import * as SessionLog from "../src/SessionLog.js"

@@ -54,14 +54,14 @@ layer(NodeContext.layer, { excludeTestServices: true })("Workspace", (it) => {
 
   it.scoped("refuses absolute paths outside the root", () =>
     Effect.gen(function*() {
-      const { path, outside, refused } = yield* setup
+      const { outside, path, refused } = yield* setup
       assertReason(yield* refused("/etc/passwd"), "PathEscape", "absolute path outside")
       assertReason(yield* refused(path.join(outside, "secret.txt")), "PathEscape", "absolute path outside")
     }))
 
   it.scoped("refuses symbolic links that point outside, anywhere along the path", () =>
     Effect.gen(function*() {
-      const { fs, path, root, outside, refused } = yield* setup
+      const { fs, outside, path, refused, root } = yield* setup
       yield* fs.symlink(outside, path.join(root, "out"))
       yield* fs.symlink(path.join(outside, "secret.txt"), path.join(root, "src", "secret-link.txt"))
       yield* fs.symlink("../../", path.join(root, "src", "up"))
@@ -87,7 +87,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("Workspace", (it) => {
 
   it.scoped("refuses symbolic link loops", () =>
     Effect.gen(function*() {
-      const { fs, path, root, refused } = yield* setup
+      const { fs, path, refused, root } = yield* setup
       yield* fs.symlink("b", path.join(root, "a"))
       yield* fs.symlink("a", path.join(root, "b"))
       yield* fs.symlink("self", path.join(root, "self"))
@@ -97,7 +97,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("Workspace", (it) => {
 
   it.scoped("accepts a root given through a symbolic link, and absolute paths through it", () =>
     Effect.gen(function*() {
-      const { fs, path, root, outside } = yield* setup
+      const { fs, outside, path, root } = yield* setup
       const alias = path.join(outside, "alias")
       yield* fs.symlink(root, alias)
       const workspace = yield* Workspace.make(alias)
@@ -107,7 +107,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("Workspace", (it) => {
 
   it.scoped("refuses a root that is missing or not a directory, and NUL bytes in paths", () =>
     Effect.gen(function*() {
-      const { path, root, refused } = yield* setup
+      const { path, refused, root } = yield* setup
       assertReason(yield* Effect.flip(Workspace.make(path.join(root, "missing"))), "NotFound", "does not exist")
       assertReason(yield* Effect.flip(Workspace.make(path.join(root, "src/a.txt"))), "NotADirectory", "not a directory")
       assertReason(yield* refused("a\u0000b"), "InvalidArgument", "NUL")

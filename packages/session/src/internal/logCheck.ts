@@ -112,7 +112,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
     violation: violation(seq, rule, message)
   })
   const accept = (next: LogState): Transition => ({ next, violation: undefined })
-  const { openTurn, openStep } = state
+  const { openStep, openTurn } = state
 
   // Shared check of events that name their turn (and step).
   const enclosure = (turn: number, step: number | undefined): Transition | undefined => {
