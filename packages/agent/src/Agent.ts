@@ -32,7 +32,7 @@ export type BatchOp =
   | { readonly send: readonly [Message.UserMessageData, Message.SendOptions] }
   | {
     readonly cancel: readonly [
-      import("@harness/domain").AgentEvent.CancelCause,
+      AgentEvent.CancelCause,
       { readonly keepInbox?: boolean | undefined }?
     ]
   }

@@ -365,6 +365,7 @@ const invalidInputs: ReadonlyArray<readonly [string, unknown]> = [
   ["a goal change holding undefined", { content: validText, source: goal({ x: undefined }) }],
   ["a goal change holding a function", { content: validText, source: goal({ f: () => 1 }) }],
   ["a goal change holding a Map", { content: validText, source: goal({ m: new Map([["k", 1]]) }) }],
+  // eslint-disable-next-line no-sparse-arrays -- the hole is what this case tests
   ["a goal change holding a sparse array", { content: validText, source: goal({ list: [1, , 3] }) }],
   ["a goal change holding a cycle", { content: validText, source: goal(cyclic()) }],
   ["a round-0 goal source without its change", {

@@ -10,6 +10,7 @@ const cyclic = (): unknown => {
 }
 
 // `[1, , 3]` has a real hole at index 1 (not an `undefined` element)
+// eslint-disable-next-line no-sparse-arrays -- the hole is what this case tests
 const sparse = (): unknown => ({ list: [1, , 3] })
 
 class Point {

@@ -32,6 +32,7 @@ const notJson: ReadonlyArray<readonly [string, () => unknown, string]> = [
     return { self }
   }, "self.self is a cycle"],
   // `[1, , 3]` has a real hole at index 1
+  // eslint-disable-next-line no-sparse-arrays -- the hole is what this case tests
   ["a sparse array", () => ({ list: [1, , 3] }), "list[1] is a hole in a sparse array"]
 ]
 
