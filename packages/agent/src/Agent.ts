@@ -13,7 +13,7 @@ import type { Effect, Queue, Scope, Stream } from "effect"
 import { Context, Layer } from "effect"
 import type { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
-import type { Hooks, RequestConfig } from "./Hooks.js"
+import type { Hooks } from "./Hooks.js"
 import * as internal from "./internal/agent.js"
 
 /**
@@ -135,14 +135,12 @@ export interface Service {
 export class Agent extends Context.Tag("@harness/agent/Agent")<Agent, Service>() {}
 
 /**
- * The route of the model request being made. The agent provides it around every `LanguageModel` call, so a
- * routing `LanguageModel` can read the `request` hook's decision.
+ * The route of the model request being made (defined in its own module so the turn loop can provide it without
+ * importing this one).
  *
  * @since 0.0.0
  */
-export class CurrentRequest extends Context.Reference<CurrentRequest>()("@harness/agent/CurrentRequest", {
-  defaultValue: (): RequestConfig => ({ model: "default" })
-}) {}
+export { CurrentRequest } from "./CurrentRequest.js"
 
 /**
  * How to build an agent. `R` is what the tools, hooks and system prompt need.

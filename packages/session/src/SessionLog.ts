@@ -8,27 +8,20 @@
  */
 import type { Ids, SessionEvent } from "@harness/domain"
 import type { Queue, Scope, Stream } from "effect"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { History } from "./History.js"
 import * as internal from "./internal/sessionLog.js"
-import { type LogState, Rule } from "./LogCheck.js"
+import type { LogState } from "./LogCheck.js"
+import type { SessionLogError } from "./SessionLogError.js"
 import * as SessionStore from "./SessionStore.js"
 
 /**
- * A refused append, seed or load. `reason` names the rule that refused it: an enclosure rule of R100 (see
- * `LogCheck.Rule`), `invalid-event` (the event does not match its schema or is not JSON-lossless), `store` (the
- * driver failed) or `invalid-seed` (a seed or a stored log that is not a balanced, gap-free log).
+ * A refused append, seed or load (defined in its own module so the implementation can construct it without
+ * importing this one).
  *
  * @since 0.0.0
  */
-export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
-  "SessionLogError",
-  {
-    reason: Schema.Union(Rule, Schema.Literal("invalid-event", "store", "invalid-seed")),
-    message: Schema.String,
-    seq: Schema.optionalWith(Schema.Number, { exact: true })
-  }
-) {}
+export { SessionLogError } from "./SessionLogError.js"
 
 /**
  * One session's log.

@@ -9,8 +9,9 @@
  * @since 0.0.0
  */
 import type { Ids } from "@harness/domain"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as internal from "./internal/memoryStore.js"
+import type { SessionStoreError } from "./SessionStoreError.js"
 
 /**
  * One stored event. `json` is the JSON text of the encoded envelope (it includes `seq`, `type` and `time`, which
@@ -26,17 +27,11 @@ export interface StoredEvent {
 }
 
 /**
- * A driver failure. `reason` says which contract rule or backend fault it was.
+ * A driver failure (defined in its own module so backends can construct it without importing this one).
  *
  * @since 0.0.0
  */
-export class SessionStoreError extends Schema.TaggedError<SessionStoreError>("@harness/session/SessionStoreError")(
-  "SessionStoreError",
-  {
-    reason: Schema.Literal("NotFound", "AlreadyExists", "Conflict", "Io", "Corrupt", "Injected"),
-    message: Schema.String
-  }
-) {}
+export { SessionStoreError } from "./SessionStoreError.js"
 
 /**
  * The driver contract.

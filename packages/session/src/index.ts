@@ -4,4 +4,6 @@
 export * as History from "./History.js"
 export * as LogCheck from "./LogCheck.js"
 export * as SessionLog from "./SessionLog.js"
+export * as SessionLogError from "./SessionLogError.js"
 export * as SessionStore from "./SessionStore.js"
+export * as SessionStoreError from "./SessionStoreError.js"

@@ -14,7 +14,7 @@ import type {
 import { Json, LlmFailure, Turn } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
 import { Cause, Clock, Data, Effect, Option, Ref, Schema, Stream } from "effect"
-import { CurrentRequest } from "../Agent.js"
+import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"

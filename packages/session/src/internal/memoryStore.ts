@@ -4,7 +4,8 @@
  */
 import type { Ids } from "@harness/domain"
 import { Chunk, Effect, HashMap, Option, Ref } from "effect"
-import { type Faults, type Service, SessionStoreError, type StoredEvent } from "../SessionStore.js"
+import type { Faults, Service, StoredEvent } from "../SessionStore.js"
+import { SessionStoreError } from "../SessionStoreError.js"
 
 interface Sessions {
   readonly order: Chunk.Chunk<Ids.SessionId>
