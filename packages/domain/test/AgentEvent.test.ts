@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentEvent from "../src/AgentEvent.js"
 import type { AgentMessage } from "../src/Message.js"
@@ -88,15 +88,15 @@ describe("AgentEvent refuses", () => {
   it.effect("`disposed` as a caller's cancel cause (it is internal to teardown)", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/cancel-requested", cause: "disposed" })
-      expect(message).toContain("[\"cause\"]")
-      expect(message).toContain("actual \"disposed\"")
+      assert.include(message, "[\"cause\"]")
+      assert.include(message, "actual \"disposed\"")
     }))
 
   it.effect("a discard of no messages", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/inbox/discard", messages: [] })
-      expect(message).toContain("[\"messages\"]")
-      expect(message).toContain("is missing")
+      assert.include(message, "[\"messages\"]")
+      assert.include(message, "is missing")
     }))
 
   it.effect("an enqueue whose message has no id, or an unknown placement", () =>
@@ -106,24 +106,25 @@ describe("AgentEvent refuses", () => {
         message: { content: agentMessage.content, source: agentMessage.source },
         placement: "queued"
       })
-      expect(noId).toContain("[\"message\"]")
-      expect(noId).toContain("[\"id\"]")
+      assert.include(noId, "[\"message\"]")
+      assert.include(noId, "[\"id\"]")
       const placement = yield* decodeError(AgentEvent.AgentEvent, {
         type: "agent/inbox/enqueue",
         message: agentMessage,
         placement: "front"
       })
-      expect(placement).toContain("[\"placement\"]")
+      assert.include(placement, "[\"placement\"]")
     }))
 
   it.effect("a status that is not idle or running, and an unknown live name", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(AgentEvent.AgentEvent, { type: "agent/status", status: "disposed" })).toContain(
+      assert.include(
+        yield* decodeError(AgentEvent.AgentEvent, { type: "agent/status", status: "disposed" }),
         "actual \"disposed\""
       )
       const unknown = yield* decodeError(AgentEvent.AgentEvent, { type: "agent/queued" })
-      expect(unknown).toContain("[\"type\"]")
-      expect(unknown).toContain("actual \"agent/queued\"")
+      assert.include(unknown, "[\"type\"]")
+      assert.include(unknown, "actual \"agent/queued\"")
     }))
 
   it.effect("a session/event whose event is not a valid durable event", () =>
@@ -132,7 +133,7 @@ describe("AgentEvent refuses", () => {
         type: "session/event",
         event: { seq: 0, time: 0, type: "turn/start", data: { turn: 0, trigger: { kind: "retry" } } }
       })
-      expect(message).toContain("[\"event\"]")
-      expect(message).toContain("expected a positive integer, got 0")
+      assert.include(message, "[\"event\"]")
+      assert.include(message, "expected a positive integer, got 0")
     }))
 })

@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Content from "../src/Content.js"
 import { callId, decodeError, roundTrip } from "./fixtures.js"
@@ -43,15 +43,15 @@ describe("Content", () => {
         toolCallId: "call_1",
         content: []
       })
-      expect(message).toContain("[\"type\"]")
-      expect(message).toContain("Expected \"text\" | \"reasoning\" | \"tool-call\", actual \"tool-result\"")
+      assert.include(message, "[\"type\"]")
+      assert.include(message, "Expected \"text\" | \"reasoning\" | \"tool-call\", actual \"tool-result\"")
     }))
 
   it.effect("a tool call needs an id, naming the missing key", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(Content.ToolCallBlock, { type: "tool-call", name: "x", arguments: "{}" })
-      expect(message).toContain("[\"id\"]")
-      expect(message).toContain("is missing")
+      assert.include(message, "[\"id\"]")
+      assert.include(message, "is missing")
     }))
 
   it("text and joinText", () => {

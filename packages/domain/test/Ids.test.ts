@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Ids from "../src/Ids.js"
 import { decodeError, roundTrip } from "./fixtures.js"
@@ -17,18 +17,18 @@ const idSuite = <A extends string>(
 
     it.effect("refuses an empty string, naming the problem", () =>
       Effect.gen(function*() {
-        expect(yield* decodeError(schema, "")).toContain("an id must be a non-empty string")
+        assert.include(yield* decodeError(schema, ""), "an id must be a non-empty string")
       }))
 
     it.effect("refuses a number, null and undefined", () =>
       Effect.gen(function*() {
-        expect(yield* decodeError(schema, 42)).toContain("Expected string, actual 42")
-        expect(yield* decodeError(schema, null)).toContain("Expected string, actual null")
-        expect(yield* decodeError(schema, undefined)).toContain("Expected string, actual undefined")
+        assert.include(yield* decodeError(schema, 42), "Expected string, actual 42")
+        assert.include(yield* decodeError(schema, null), "Expected string, actual null")
+        assert.include(yield* decodeError(schema, undefined), "Expected string, actual undefined")
       }))
 
     it("make refuses an empty id", () => {
-      expect(() => schema.make("")).toThrow("an id must be a non-empty string")
+      assert.throws(() => schema.make(""), "an id must be a non-empty string")
     })
   })
 
@@ -45,6 +45,6 @@ describe("Ids", () => {
     takesMessageId(Ids.ToolCallId.make("c-1"))
     // @ts-expect-error a plain string is not an AgentMessageId
     takesMessageId("m-1")
-    expect(takesMessageId(Ids.AgentMessageId.make("m-1"))).toBe("m-1")
+    assert.strictEqual(takesMessageId(Ids.AgentMessageId.make("m-1")), "m-1")
   })
 })

@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Json from "../src/Json.js"
 import { arbitraryJson, decodeError, isDeepFrozen, roundTrip } from "./fixtures.js"
@@ -107,8 +107,8 @@ describe("Json.JsonValue", () => {
       it.effect(what, () =>
         Effect.gen(function*() {
           const message = yield* decodeError(Json.JsonValue, make())
-          expect(message).toContain(expected)
-          expect(message).toContain("which JSON cannot represent losslessly")
+          assert.include(message, expected)
+          assert.include(message, "which JSON cannot represent losslessly")
         }))
     }
   })
@@ -116,7 +116,7 @@ describe("Json.JsonValue", () => {
   it.effect("refuses non-JSON values on encode too", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(Schema.encodeUnknown(Json.JsonValue)({ a: NaN }))
-      expect(error.message).toContain("a is NaN")
+      assert.include(error.message, "a is NaN")
     }))
 })
 
@@ -125,14 +125,14 @@ describe("Json.JsonObject", () => {
 
   it.effect("refuses values that are JSON but not objects", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(Json.JsonObject, [1, 2])).toContain("expected a JSON object, got an array")
-      expect(yield* decodeError(Json.JsonObject, null)).toContain("expected a JSON object, got null")
-      expect(yield* decodeError(Json.JsonObject, "x")).toContain("expected a JSON object, got \"x\"")
+      assert.include(yield* decodeError(Json.JsonObject, [1, 2]), "expected a JSON object, got an array")
+      assert.include(yield* decodeError(Json.JsonObject, null), "expected a JSON object, got null")
+      assert.include(yield* decodeError(Json.JsonObject, "x"), "expected a JSON object, got \"x\"")
     }))
 
   it.effect("refuses non-JSON members with their path", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(Json.JsonObject, { a: { b: [Infinity] } })).toContain("a.b[0] is Infinity")
+      assert.include(yield* decodeError(Json.JsonObject, { a: { b: [Infinity] } }), "a.b[0] is Infinity")
     }))
 })
 
@@ -141,7 +141,7 @@ describe("Json numbers", () => {
     Effect.gen(function*() {
       yield* roundTrip(Json.JsonNumber, 1.25)
       for (const [n, shown] of [[NaN, "NaN"], [Infinity, "Infinity"], [-Infinity, "-Infinity"], [-0, "-0"]] as const) {
-        expect(yield* decodeError(Json.JsonNumber, n)).toContain(`${shown} cannot be represented losslessly in JSON`)
+        assert.include(yield* decodeError(Json.JsonNumber, n), `${shown} cannot be represented losslessly in JSON`)
       }
     }))
 
@@ -152,16 +152,16 @@ describe("Json numbers", () => {
       for (
         const [n, shown] of [[-1, "-1"], [1.5, "1.5"], [-0, "-0"], [NaN, "NaN"], [2 ** 53, String(2 ** 53)]] as const
       ) {
-        expect(yield* decodeError(Json.NonNegativeInt, n)).toContain(`expected a non-negative integer, got ${shown}`)
+        assert.include(yield* decodeError(Json.NonNegativeInt, n), `expected a non-negative integer, got ${shown}`)
       }
-      expect(yield* decodeError(Json.NonNegativeInt, "1")).toContain("Expected number, actual \"1\"")
+      assert.include(yield* decodeError(Json.NonNegativeInt, "1"), "Expected number, actual \"1\"")
     }))
 
   it.effect("PositiveInt refuses 0", () =>
     Effect.gen(function*() {
       yield* roundTrip(Json.PositiveInt, 1)
-      expect(yield* decodeError(Json.PositiveInt, 0)).toContain("expected a positive integer, got 0")
-      expect(yield* decodeError(Json.PositiveInt, -0)).toContain("expected a positive integer, got -0")
+      assert.include(yield* decodeError(Json.PositiveInt, 0), "expected a positive integer, got 0")
+      assert.include(yield* decodeError(Json.PositiveInt, -0), "expected a positive integer, got -0")
     }))
 })
 

@@ -1,5 +1,5 @@
 import { AiError } from "@effect/ai"
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, Option, Schema } from "effect"
 import * as LlmFailure from "../src/LlmFailure.js"
 import { bareFailure, decodeError, fullFailure, roundTrip } from "./fixtures.js"
@@ -93,13 +93,13 @@ describe("LlmFailure schema", () => {
   it.effect("refuses an unknown code and bad numbers, naming the key", () =>
     Effect.gen(function*() {
       const code = yield* decodeError(LlmFailure.LlmFailure, { code: "TEAPOT", message: "x" })
-      expect(code).toContain("[\"code\"]")
-      expect(code).toContain("actual \"TEAPOT\"")
+      assert.include(code, "[\"code\"]")
+      assert.include(code, "actual \"TEAPOT\"")
       const retry = yield* decodeError(LlmFailure.LlmFailure, { code: "RATE_LIMIT", message: "x", retryAfterMs: -5 })
-      expect(retry).toContain("[\"retryAfterMs\"]")
-      expect(retry).toContain("expected a non-negative integer, got -5")
+      assert.include(retry, "[\"retryAfterMs\"]")
+      assert.include(retry, "expected a non-negative integer, got -5")
       const status = yield* decodeError(LlmFailure.LlmFailure, { code: "SERVER", message: "x", status: "500" })
-      expect(status).toContain("[\"status\"]")
+      assert.include(status, "[\"status\"]")
     }))
 
   it("the transient codes are the ones worth retrying as is", () => {
@@ -116,7 +116,7 @@ describe("LlmFailure.failureOf on HttpResponseError StatusCode", () => {
       const failure = LlmFailure.failureOf(statusError(status, body === undefined ? {} : { body }), NOW)
       assert.strictEqual(failure.code, code)
       assert.strictEqual(failure.status, status)
-      expect(failure.message).toContain(`HTTP ${status}`)
+      assert.include(failure.message, `HTTP ${status}`)
       assert.isTrue(Schema.is(LlmFailure.LlmFailure)(failure))
     })
   }

@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Message from "../src/Message.js"
 import { agentMessage, decodeError, isDeepFrozen, messageId, roundTrip, sources, userData } from "./fixtures.js"
@@ -12,7 +12,7 @@ const refusal = (input: unknown) =>
     const error = yield* Effect.flip(Message.decodeUserMessageData(input))
     assert.instanceOf(error, Message.InvalidMessageError)
     assert.strictEqual(error._tag, "InvalidMessageError")
-    expect(error.message).toMatch(/^invalid message: /)
+    assert.match(error.message, /^invalid message: /)
     return error.message
   })
 
@@ -89,37 +89,37 @@ describe("Message schemas refuse", () => {
   it.effect("SendOptions without wakeup, naming the key", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(Message.SendOptions, { target: "next-turn" })
-      expect(message).toContain("[\"wakeup\"]")
-      expect(message).toContain("is missing")
+      assert.include(message, "[\"wakeup\"]")
+      assert.include(message, "is missing")
     }))
 
   it.effect("SendOptions with a wrong id brand: empty string or number", () =>
     Effect.gen(function*() {
       const empty = yield* decodeError(Message.SendOptions, { target: "next-step", wakeup: true, id: "" })
-      expect(empty).toContain("[\"id\"]")
-      expect(empty).toContain("an id must be a non-empty string")
+      assert.include(empty, "[\"id\"]")
+      assert.include(empty, "an id must be a non-empty string")
       const number = yield* decodeError(Message.SendOptions, { target: "next-step", wakeup: true, id: 7 })
-      expect(number).toContain("[\"id\"]")
-      expect(number).toContain("Expected string, actual 7")
+      assert.include(number, "[\"id\"]")
+      assert.include(number, "Expected string, actual 7")
     }))
 
   it.effect("AgentMessage without an id, or with an empty one", () =>
     Effect.gen(function*() {
       const missing = yield* decodeError(Message.AgentMessage, { content: text, source: { kind: "user" } })
-      expect(missing).toContain("[\"id\"]")
-      expect(missing).toContain("is missing")
+      assert.include(missing, "[\"id\"]")
+      assert.include(missing, "is missing")
       const empty = yield* decodeError(Message.AgentMessage, { content: text, source: { kind: "user" }, id: "" })
-      expect(empty).toContain("an id must be a non-empty string")
+      assert.include(empty, "an id must be a non-empty string")
     }))
 
   it.effect("an unknown target or placement", () =>
     Effect.gen(function*() {
       const target = yield* decodeError(Message.SendTarget, "now")
-      expect(target).toContain("\"next-turn\" | \"next-step\"")
-      expect(target).toContain("actual \"now\"")
+      assert.include(target, "\"next-turn\" | \"next-step\"")
+      assert.include(target, "actual \"now\"")
       const placement = yield* decodeError(Message.InboxPlacement, "front")
-      expect(placement).toContain("\"queued\" | \"steering\"")
-      expect(placement).toContain("actual \"front\"")
+      assert.include(placement, "\"queued\" | \"steering\"")
+      assert.include(placement, "actual \"front\"")
     }))
 })
 
@@ -169,16 +169,16 @@ describe("Message.decodeUserMessageData", () => {
   it.effect("refuses empty content", () =>
     Effect.gen(function*() {
       const message = yield* refusal({ content: [], source: { kind: "user" } })
-      expect(message).toContain("[\"content\"]")
-      expect(message).toContain("content must be a non-empty list of text blocks")
+      assert.include(message, "[\"content\"]")
+      assert.include(message, "content must be a non-empty list of text blocks")
     }))
 
   it.effect("refuses content that is not a list", () =>
     Effect.gen(function*() {
       for (const content of ["hi", null, { type: "text", text: "hi" }]) {
         const message = yield* refusal({ content, source: { kind: "user" } })
-        expect(message).toContain("[\"content\"]")
-        expect(message).toContain("content must be a non-empty list of text blocks")
+        assert.include(message, "[\"content\"]")
+        assert.include(message, "content must be a non-empty list of text blocks")
       }
     }))
 
@@ -188,51 +188,51 @@ describe("Message.decodeUserMessageData", () => {
         content: [{ type: "text", text: "ok" }, { type: "reasoning", text: "hmm" }],
         source: { kind: "user" }
       })
-      expect(reasoning).toContain("[\"content\"]")
-      expect(reasoning).toContain("[1]")
-      expect(reasoning).toContain("[\"type\"]")
-      expect(reasoning).toContain("Expected \"text\", actual \"reasoning\"")
+      assert.include(reasoning, "[\"content\"]")
+      assert.include(reasoning, "[1]")
+      assert.include(reasoning, "[\"type\"]")
+      assert.include(reasoning, "Expected \"text\", actual \"reasoning\"")
 
       const toolCall = yield* refusal({
         content: [{ type: "tool-call", id: "c", name: "x", arguments: "{}" }],
         source: { kind: "user" }
       })
-      expect(toolCall).toContain("[0]")
-      expect(toolCall).toContain("Expected \"text\", actual \"tool-call\"")
+      assert.include(toolCall, "[0]")
+      assert.include(toolCall, "Expected \"text\", actual \"tool-call\"")
     }))
 
   it.effect("refuses a text block whose text is not a string", () =>
     Effect.gen(function*() {
       const message = yield* refusal({ content: [{ type: "text", text: NaN }], source: { kind: "user" } })
-      expect(message).toContain("[0]")
-      expect(message).toContain("[\"text\"]")
-      expect(message).toContain("Expected string, actual NaN")
+      assert.include(message, "[0]")
+      assert.include(message, "[\"text\"]")
+      assert.include(message, "Expected string, actual NaN")
     }))
 
   it.effect("refuses a missing or unknown source kind", () =>
     Effect.gen(function*() {
       const missing = yield* refusal({ content: text })
-      expect(missing).toContain("[\"source\"]")
-      expect(missing).toContain("is missing")
+      assert.include(missing, "[\"source\"]")
+      assert.include(missing, "is missing")
       const unknown = yield* refusal({ content: text, source: { kind: "tool" } })
-      expect(unknown).toContain("[\"source\"]")
-      expect(unknown).toContain("[\"kind\"]")
-      expect(unknown).toContain("Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
+      assert.include(unknown, "[\"source\"]")
+      assert.include(unknown, "[\"kind\"]")
+      assert.include(unknown, "Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
     }))
 
   it.effect("refuses goal round 0 without change", () =>
     Effect.gen(function*() {
       const message = yield* refusal({ content: text, source: goal0 })
-      expect(message).toContain("[\"source\"]")
-      expect(message).toContain("[\"change\"]")
-      expect(message).toContain("round 0 is a goal state change and must carry its `change`")
+      assert.include(message, "[\"source\"]")
+      assert.include(message, "[\"change\"]")
+      assert.include(message, "round 0 is a goal state change and must carry its `change`")
     }))
 
   it.effect("refuses goal round ≥ 1 with change", () =>
     Effect.gen(function*() {
       const message = yield* refusal({ content: text, source: { ...goal0, round: 3, change: {} } })
-      expect(message).toContain("[\"change\"]")
-      expect(message).toContain("round 3 is a continuation prompt and must not carry a `change`")
+      assert.include(message, "[\"change\"]")
+      assert.include(message, "round 3 is a continuation prompt and must not carry a `change`")
     }))
 
   describe("refuses values JSON cannot carry losslessly, naming the path", () => {
@@ -240,43 +240,43 @@ describe("Message.decodeUserMessageData", () => {
       it.effect(what, () =>
         Effect.gen(function*() {
           const message = yield* refusal({ content: text, source: { ...goal0, change: make() } })
-          expect(message).toContain("[\"source\"]")
-          expect(message).toContain("[\"change\"]")
-          expect(message).toContain(`${expected}, which JSON cannot represent losslessly`)
+          assert.include(message, "[\"source\"]")
+          assert.include(message, "[\"change\"]")
+          assert.include(message, `${expected}, which JSON cannot represent losslessly`)
         }))
     }
 
     it.effect("a change that is undefined, or not an object", () =>
       Effect.gen(function*() {
         const undef = yield* refusal({ content: text, source: { ...goal0, change: undefined } })
-        expect(undef).toContain("the value is undefined, which JSON cannot represent losslessly")
+        assert.include(undef, "the value is undefined, which JSON cannot represent losslessly")
         const list = yield* refusal({ content: text, source: { ...goal0, change: [1] } })
-        expect(list).toContain("expected a JSON object, got an array")
+        assert.include(list, "expected a JSON object, got an array")
       }))
   })
 
   it.effect("refuses unknown extra keys, at the top, in a block and in the source", () =>
     Effect.gen(function*() {
       const top = yield* refusal({ content: text, source: { kind: "user" }, priority: 1 })
-      expect(top).toContain("[\"priority\"]")
-      expect(top).toContain("is unexpected, expected: \"content\" | \"source\"")
+      assert.include(top, "[\"priority\"]")
+      assert.include(top, "is unexpected, expected: \"content\" | \"source\"")
 
       const block = yield* refusal({ content: [{ type: "text", text: "x", cache: true }], source: { kind: "user" } })
-      expect(block).toContain("[\"cache\"]")
-      expect(block).toContain("is unexpected")
+      assert.include(block, "[\"cache\"]")
+      assert.include(block, "is unexpected")
 
       const source = yield* refusal({ content: text, source: { kind: "user", name: "ann" } })
-      expect(source).toContain("[\"name\"]")
-      expect(source).toContain("is unexpected")
+      assert.include(source, "[\"name\"]")
+      assert.include(source, "is unexpected")
 
       const undefinedKey = yield* refusal({ content: text, source: { kind: "user" }, extra: undefined })
-      expect(undefinedKey).toContain("[\"extra\"]")
+      assert.include(undefinedKey, "[\"extra\"]")
     }))
 
   it.effect("refuses input that is not an object", () =>
     Effect.gen(function*() {
       for (const input of [null, undefined, "hi", 42, [text]]) {
-        expect(yield* refusal(input)).toContain("Expected UserMessageData")
+        assert.include(yield* refusal(input), "Expected UserMessageData")
       }
     }))
 })

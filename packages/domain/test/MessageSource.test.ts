@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as MessageSource from "../src/MessageSource.js"
 import { decodeError, roundTrip, sources } from "./fixtures.js"
@@ -27,38 +27,42 @@ describe("MessageSource", () => {
   it.effect("an unknown kind is refused, listing the known kinds", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(MessageSource.MessageSource, { kind: "tool" })
-      expect(message).toContain("[\"kind\"]")
-      expect(message).toContain("Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
+      assert.include(message, "[\"kind\"]")
+      assert.include(message, "Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
     }))
 
   it.effect("goal round 0 must carry a change", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(MessageSource.MessageSource, { ...goal, round: 0 })
-      expect(message).toContain("[\"change\"]")
-      expect(message).toContain("round 0 is a goal state change and must carry its `change`")
+      assert.include(message, "[\"change\"]")
+      assert.include(message, "round 0 is a goal state change and must carry its `change`")
     }))
 
   it.effect("goal round ≥ 1 must not carry a change", () =>
     Effect.gen(function*() {
       for (const round of [1, 7]) {
         const message = yield* decodeError(MessageSource.MessageSource, { ...goal, round, change: { status: "done" } })
-        expect(message).toContain("[\"change\"]")
-        expect(message).toContain(`round ${round} is a continuation prompt and must not carry a \`change\``)
+        assert.include(message, "[\"change\"]")
+        assert.include(message, `round ${round} is a continuation prompt and must not carry a \`change\``)
       }
     }))
 
   it.effect("goal fields are checked: goalId non-empty, revision ≥ 1, round a non-negative integer", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(MessageSource.GoalSource, { ...goal, goalId: "", round: 1 })).toContain(
+      assert.include(
+        yield* decodeError(MessageSource.GoalSource, { ...goal, goalId: "", round: 1 }),
         "goalId must be a non-empty string"
       )
-      expect(yield* decodeError(MessageSource.GoalSource, { ...goal, revision: 0, round: 1 })).toContain(
+      assert.include(
+        yield* decodeError(MessageSource.GoalSource, { ...goal, revision: 0, round: 1 }),
         "expected a positive integer, got 0"
       )
-      expect(yield* decodeError(MessageSource.GoalSource, { ...goal, round: -1 })).toContain(
+      assert.include(
+        yield* decodeError(MessageSource.GoalSource, { ...goal, round: -1 }),
         "expected a non-negative integer, got -1"
       )
-      expect(yield* decodeError(MessageSource.GoalSource, { ...goal, round: 0.5 })).toContain(
+      assert.include(
+        yield* decodeError(MessageSource.GoalSource, { ...goal, round: 0.5 }),
         "expected a non-negative integer, got 0.5"
       )
     }))
@@ -70,8 +74,8 @@ describe("MessageSource", () => {
         round: 0,
         change: { at: new Date(0) }
       })
-      expect(message).toContain("[\"change\"]")
-      expect(message).toContain("at is an instance of Date, which JSON cannot represent losslessly")
+      assert.include(message, "[\"change\"]")
+      assert.include(message, "at is an instance of Date, which JSON cannot represent losslessly")
     }))
 
   it.effect("a new kind is one more struct in `kinds` (how to extend)", () =>

@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as SessionEvent from "../src/SessionEvent.js"
 import { decodeError, roundTrip, sessionEvents } from "./fixtures.js"
@@ -46,36 +46,36 @@ describe("SessionEvent refuses", () => {
   it.effect("an unknown wire name, listing the known ones (there is no durable `error` event, R99)", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(SessionEvent.SessionEvent, envelope("error", { message: "x" }))
-      expect(message).toContain("[\"type\"]")
-      expect(message).toContain("\"turn/start\"")
-      expect(message).toContain("actual \"error\"")
+      assert.include(message, "[\"type\"]")
+      assert.include(message, "\"turn/start\"")
+      assert.include(message, "actual \"error\"")
     }))
 
   it.effect("turn and step numbers that are not positive integers", () =>
     Effect.gen(function*() {
       const turn = yield* decodeError(SessionEvent.SessionEvent, envelope("step/start", { turn: 0, step: 1 }))
-      expect(turn).toContain("[\"data\"]")
-      expect(turn).toContain("[\"turn\"]")
-      expect(turn).toContain("expected a positive integer, got 0")
+      assert.include(turn, "[\"data\"]")
+      assert.include(turn, "[\"turn\"]")
+      assert.include(turn, "expected a positive integer, got 0")
       const step = yield* decodeError(SessionEvent.SessionEvent, envelope("step/end", { turn: 1, step: 1.5 }))
-      expect(step).toContain("[\"step\"]")
-      expect(step).toContain("expected a positive integer, got 1.5")
+      assert.include(step, "[\"step\"]")
+      assert.include(step, "expected a positive integer, got 1.5")
     }))
 
   it.effect("a bad envelope: negative seq, fractional time, a bad cited seq", () =>
     Effect.gen(function*() {
       const data = { turn: 1, step: 1 }
       const seq = yield* decodeError(SessionEvent.SessionEvent, { seq: -1, time: 0, type: "step/start", data })
-      expect(seq).toContain("[\"seq\"]")
-      expect(seq).toContain("expected a non-negative integer, got -1")
+      assert.include(seq, "[\"seq\"]")
+      assert.include(seq, "expected a non-negative integer, got -1")
       const time = yield* decodeError(SessionEvent.SessionEvent, { seq: 0, time: 1.5, type: "step/start", data })
-      expect(time).toContain("[\"time\"]")
+      assert.include(time, "[\"time\"]")
       const cites = yield* decodeError(SessionEvent.SessionEvent, {
         ...envelope("step/start", data),
         sourceEventSeqs: [1, -0]
       })
-      expect(cites).toContain("[\"sourceEventSeqs\"]")
-      expect(cites).toContain("got -0")
+      assert.include(cites, "[\"sourceEventSeqs\"]")
+      assert.include(cites, "got -0")
     }))
 
   it.effect("a user/message with empty content or an empty messageId", () =>
@@ -84,13 +84,13 @@ describe("SessionEvent refuses", () => {
         SessionEvent.SessionEvent,
         envelope("user/message", { content: [], source: { kind: "user" } })
       )
-      expect(empty).toContain("[\"content\"]")
+      assert.include(empty, "[\"content\"]")
       const id = yield* decodeError(
         SessionEvent.SessionEvent,
         envelope("user/message", { messageId: "", content: [{ type: "text", text: "x" }], source: { kind: "user" } })
       )
-      expect(id).toContain("[\"messageId\"]")
-      expect(id).toContain("an id must be a non-empty string")
+      assert.include(id, "[\"messageId\"]")
+      assert.include(id, "an id must be a non-empty string")
     }))
 
   it.effect("a steering/message without its messageId", () =>
@@ -99,8 +99,8 @@ describe("SessionEvent refuses", () => {
         SessionEvent.SessionEvent,
         envelope("steering/message", { turn: 1, content: [{ type: "text", text: "x" }], source: { kind: "user" } })
       )
-      expect(message).toContain("[\"messageId\"]")
-      expect(message).toContain("is missing")
+      assert.include(message, "[\"messageId\"]")
+      assert.include(message, "is missing")
     }))
 
   it.effect("non-JSON in a chunk, in replayState, in meta and in tool parameters", () =>
@@ -109,8 +109,8 @@ describe("SessionEvent refuses", () => {
         SessionEvent.SessionEvent,
         envelope("assistant/chunk", { turn: 1, step: 1, chunk: { n: NaN } })
       )
-      expect(chunk).toContain("[\"chunk\"]")
-      expect(chunk).toContain("n is NaN, which JSON cannot represent losslessly")
+      assert.include(chunk, "[\"chunk\"]")
+      assert.include(chunk, "n is NaN, which JSON cannot represent losslessly")
 
       const replay = yield* decodeError(
         SessionEvent.SessionEvent,
@@ -121,8 +121,8 @@ describe("SessionEvent refuses", () => {
           provenance: { model: "m", replayState: { f: 1n } }
         })
       )
-      expect(replay).toContain("[\"replayState\"]")
-      expect(replay).toContain("f is the bigint 1n")
+      assert.include(replay, "[\"replayState\"]")
+      assert.include(replay, "f is the bigint 1n")
 
       const meta = yield* decodeError(
         SessionEvent.SessionEvent,
@@ -136,8 +136,8 @@ describe("SessionEvent refuses", () => {
           meta: { at: new Date(0) }
         })
       )
-      expect(meta).toContain("[\"meta\"]")
-      expect(meta).toContain("at is an instance of Date")
+      assert.include(meta, "[\"meta\"]")
+      assert.include(meta, "at is an instance of Date")
 
       const params = yield* decodeError(
         SessionEvent.SessionEvent,
@@ -146,8 +146,8 @@ describe("SessionEvent refuses", () => {
           reason: "initial"
         })
       )
-      expect(params).toContain("[\"tools\"]")
-      expect(params).toContain("default is undefined")
+      assert.include(params, "[\"tools\"]")
+      assert.include(params, "default is undefined")
     }))
 
   it.effect("an assistant message holding a tool result, and an unknown header reason", () =>
@@ -161,14 +161,14 @@ describe("SessionEvent refuses", () => {
           provenance: { model: "m" }
         })
       )
-      expect(block).toContain("[\"content\"]")
-      expect(block).toContain("actual \"tool-result\"")
+      assert.include(block, "[\"content\"]")
+      assert.include(block, "actual \"tool-result\"")
       const reason = yield* decodeError(
         SessionEvent.SessionEvent,
         envelope("request/header", { header: { config: { model: "m" } }, reason: "fallback" })
       )
-      expect(reason).toContain("[\"reason\"]")
-      expect(reason).toContain("actual \"fallback\"")
+      assert.include(reason, "[\"reason\"]")
+      assert.include(reason, "actual \"fallback\"")
     }))
 
   it.effect("a tool call without its id", () =>
@@ -177,7 +177,7 @@ describe("SessionEvent refuses", () => {
         SessionEvent.SessionEvent,
         envelope("tool/call", { turn: 1, step: 1, callId: "", name: "x", arguments: "{}" })
       )
-      expect(message).toContain("[\"callId\"]")
-      expect(message).toContain("an id must be a non-empty string")
+      assert.include(message, "[\"callId\"]")
+      assert.include(message, "an id must be a non-empty string")
     }))
 })

@@ -1,4 +1,4 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as Turn from "../src/Turn.js"
 import { bareFailure, decodeError, fullFailure, roundTrip, sources, userData } from "./fixtures.js"
@@ -75,35 +75,35 @@ describe("Turn schemas tell the two error shapes apart", () => {
   it.effect("an error with neither a failure nor a message is refused, naming what is missing", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(Turn.TurnEndReason, { kind: "error", step: 1 })
-      expect(message).toContain("[\"failure\"]")
-      expect(message).toContain("[\"message\"]")
-      expect(message).toContain("is missing")
+      assert.include(message, "[\"failure\"]")
+      assert.include(message, "[\"message\"]")
+      assert.include(message, "is missing")
     }))
 
   it.effect("an unknown end kind, trigger kind, or a bad failure code is refused", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(Turn.TurnEndReason, { kind: "crashed" })).toContain("actual \"crashed\"")
-      expect(yield* decodeError(Turn.TurnTrigger, { kind: "timer" })).toContain("actual \"timer\"")
-      expect(yield* decodeError(Turn.TurnTrigger, { kind: "message" })).toContain("[\"source\"]")
+      assert.include(yield* decodeError(Turn.TurnEndReason, { kind: "crashed" }), "actual \"crashed\"")
+      assert.include(yield* decodeError(Turn.TurnTrigger, { kind: "timer" }), "actual \"timer\"")
+      assert.include(yield* decodeError(Turn.TurnTrigger, { kind: "message" }), "[\"source\"]")
       const badCode = yield* decodeError(Turn.TurnEndReason, {
         kind: "error",
         step: 1,
         failure: { code: "OOPS", message: "x" }
       })
-      expect(badCode).toContain("[\"failure\"]")
-      expect(badCode).toContain("[\"code\"]")
-      expect(badCode).toContain("actual \"OOPS\"")
+      assert.include(badCode, "[\"failure\"]")
+      assert.include(badCode, "[\"code\"]")
+      assert.include(badCode, "actual \"OOPS\"")
     }))
 
   it.effect("PromptDecision refuses empty rewritten content and invalid contexts", () =>
     Effect.gen(function*() {
-      expect(yield* decodeError(Turn.PromptDecision, { kind: "allow", content: [] })).toContain("[\"content\"]")
+      assert.include(yield* decodeError(Turn.PromptDecision, { kind: "allow", content: [] }), "[\"content\"]")
       const ctx = yield* decodeError(Turn.PromptDecision, {
         kind: "allow",
         additionalContexts: [{ content: [{ type: "text", text: "x" }], source: { kind: "robot" } }]
       })
-      expect(ctx).toContain("[\"additionalContexts\"]")
-      expect(ctx).toContain("actual \"robot\"")
+      assert.include(ctx, "[\"additionalContexts\"]")
+      assert.include(ctx, "actual \"robot\"")
     }))
 })
 
