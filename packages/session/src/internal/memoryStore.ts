@@ -4,48 +4,24 @@
  * index need), so an append is O(log n) and never copies stored records.
  */
 import { Chunk, Effect, HashMap, HashSet, Option, Ref, Stream } from "effect"
-import { type Ids, Store } from "@harness/domain"
+import type { Ids, Store } from "@harness/domain"
 import {
   type Commit,
-  commitRecords,
   contiguityIssue,
+  encodeCommit,
+  type EncodedRecord,
   type Faults,
   positionIssue,
   type Service,
   type Snapshot,
-  SessionStoreError
+  SessionStoreError,
+  utf8Length
 } from "../SessionStore.js"
-
-const utf8 = new TextEncoder()
-const byteLength = (text: string): number => utf8.encode(text).length
-
-interface MemoryRecord {
-  readonly text: string
-  readonly bytes: number
-  readonly time: number
-  readonly isEvent: boolean
-  readonly isTurnStart: boolean
-  readonly messageId: Ids.AgentMessageId | undefined
-  readonly preview: string | undefined
-}
-
-const encodeRecord = (record: Store.StoreRecord): MemoryRecord => {
-  const text = JSON.stringify(record)
-  return {
-    text,
-    bytes: byteLength(text),
-    time: record.time,
-    isEvent: !Store.isInboxRecord(record),
-    isTurnStart: record.type === "turn/start",
-    messageId: Store.messageIdOf(record),
-    preview: Store.promptPreviewOf(record)
-  }
-}
 
 interface MemorySession {
   readonly header: Store.SessionHeader
   readonly headerBytes: number
-  readonly records: Chunk.Chunk<MemoryRecord>
+  readonly records: Chunk.Chunk<EncodedRecord>
   readonly events: number
   readonly turns: number
   readonly lastActivity: number
@@ -61,12 +37,12 @@ interface Sessions {
 }
 
 /** Folds records into a session's figures and index. */
-const appendRecords = (session: MemorySession, records: ReadonlyArray<MemoryRecord>): MemorySession => {
+const appendRecords = (session: MemorySession, records: ReadonlyArray<EncodedRecord>): MemorySession => {
   let { bytes, events, firstPrompt, lastActivity, messageIds, turns } = session
   for (const record of records) {
     bytes += record.bytes
-    if (record.isEvent) events++
-    if (record.isTurnStart) turns++
+    if (record.kind !== "inbox") events++
+    if (record.kind === "turn") turns++
     lastActivity = record.time
     if (firstPrompt === undefined && record.preview !== undefined) firstPrompt = record.preview
     if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
@@ -84,7 +60,7 @@ const appendRecords = (session: MemorySession, records: ReadonlyArray<MemoryReco
 }
 
 const emptySession = (header: Store.SessionHeader): MemorySession => {
-  const headerBytes = byteLength(JSON.stringify(header))
+  const headerBytes = utf8Length(JSON.stringify(header))
   return {
     header,
     headerBytes,
@@ -115,8 +91,6 @@ const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.str
 
 const loadChunkSize = 4096
 
-const encodeCommit = (commit: Commit): ReadonlyArray<MemoryRecord> => commitRecords(commit).map(encodeRecord)
-
 export const makeMemory: Effect.Effect<Service> = Effect.map(
   Ref.make<Sessions>({ order: Chunk.empty(), byId: HashMap.empty() }),
   (ref): Service => {
@@ -142,7 +116,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
     return {
       create: (header, commit) => {
         const id = header.id
-        const records = commit === undefined ? [] : encodeCommit(commit)
+        const records = commit === undefined ? [] : encodeCommit(commit, 0)
         const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
         if (issue !== undefined) return fail(id, "Conflict", issue)
         return Effect.flatten(Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
@@ -154,15 +128,14 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
             }]))
       },
 
-      append: (id, commit) => {
-        // Encoded before taking the state: the store keeps its own copy, whatever the caller does with its values.
-        const records = encodeCommit(commit)
-        return modify(id, (session) => {
+      append: (id, commit) =>
+        modify(id, (session) => {
           const issue = contiguityIssue(session.events, commit)
           if (issue !== undefined) return [fail(id, "Conflict", issue), session]
+          // Encoded now: the store keeps its own copy, whatever the caller later does with its values.
+          const records = encodeCommit(commit, session.records.length)
           return [Effect.void, records.length === 0 ? session : appendRecords(session, records)]
-        })
-      },
+        }),
 
       load: (id, options) =>
         Stream.unwrap(read(id, (session) => {
