@@ -293,6 +293,22 @@ export const conformance = <E>(name: string, layer: Layer.Layer<SessionStore, E>
           assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([first, next])))
         }))
 
+      test("racing appends of the same seqs: exactly one is stored, the others are Conflicts", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          for (let seq = 0; seq < 10; seq++) {
+            const candidates = [0, 1, 2].map((i) => eventsCommit(events(seq, [ev.user(`seq ${seq} from ${i}`)])))
+            const results = yield* Effect.all(candidates.map((c) => Effect.either(store.append(s1, c))), {
+              concurrency: "unbounded"
+            })
+            const won = results.flatMap((r, i) => r._tag === "Right" ? [i] : [])
+            assert.strictEqual(won.length, 1, `seq ${seq}`)
+            assert.deepStrictEqual(results.flatMap((r) => r._tag === "Left" ? [r.left.reason] : []), ["Conflict", "Conflict"])
+            const stored = yield* loadAll(store, s1, seq - 1)
+            assert.deepStrictEqual(stored, at(seq, texts([candidates[won[0]!]!])))
+          }
+        }))
+
       test("many small commits stay contiguous", (store) =>
         Effect.gen(function*() {
           yield* store.create(header(s1))
