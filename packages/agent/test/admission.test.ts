@@ -508,7 +508,9 @@ describe("prompt admission", () => {
           }
         })
         const recorder = yield* EventRecorder.make(agent)
-        yield* faults.failWhen((row) => row.type === "user/message" && row.json.includes("ctx 2"))
+        yield* faults.failWhen(
+          SessionStore.anyEvent((e) => e.type === "user/message" && JSON.stringify(e).includes("ctx 2"))
+        )
         yield* agent.followup(Message.make("blocked"))
         yield* agent.whenIdle
         assert.deepStrictEqual(shape(yield* agent.log), ["user:ctx 1"])

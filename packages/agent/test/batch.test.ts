@@ -506,7 +506,9 @@ describe("batch (agent issue)", () => {
       const session = yield* SessionLog.make()
       const agent = yield* Agent.make({ model: "m", session })
       const recorder = yield* EventRecorder.make(agent)
-      yield* faults.failWhen((row) => row.type === "user/message" && row.json.includes("boom"))
+      yield* faults.failWhen(
+        SessionStore.anyEvent((e) => e.type === "user/message" && JSON.stringify(e).includes("boom"))
+      )
       const exit = yield* Effect.exit(agent.batch([
         { send: [ctx("before"), { ...injectOpts, id: mid("before") }] },
         { send: [user("queued"), { ...followupOpts, id: mid("queued") }] },

@@ -442,21 +442,25 @@ export const run = (scenario: Scenario) =>
     const disposing = yield* Ref.make(false)
     const attempts = yield* Ref.make(0)
     const failing = new Set(scenario.faults ?? [])
-    const faulty = (rows: ReadonlyArray<SessionStore.StoredEvent>) =>
+    const faulty = (commit: SessionStore.Commit) =>
       Effect.gen(function*() {
         if (failing.size === 0 || (yield* Ref.get(disposing))) return false
-        if (!rows.some((row) => FAULTY_TYPES.has(row.type))) return false
+        if (!commit.events.some((event) => FAULTY_TYPES.has(event.type))) return false
         return failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
       })
     const store: SessionStore.Service = {
       ...memory,
-      append: (id, rows) =>
+      append: (id, commit, options) =>
         Effect.gen(function*() {
           if (scenario.yieldingStore) yield* Effect.yieldNow()
-          if (yield* faulty(rows)) {
-            return yield* new SessionStore.SessionStoreError({ reason: "Injected", message: "injected store fault" })
+          if (yield* faulty(commit)) {
+            return yield* new SessionStore.SessionStoreError({
+              reason: "Injected",
+              message: "injected store fault",
+              id
+            })
           }
-          return yield* memory.append(id, rows)
+          return yield* memory.append(id, commit, options)
         })
     }
     const session = yield* SessionLog.make().pipe(Effect.provideService(SessionStore.SessionStore, store), Effect.orDie)

@@ -7,6 +7,7 @@ import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
+import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import {
@@ -400,7 +401,7 @@ describe("request failures and retry", () => {
       const rec = yield* EventRecorder.make(agent)
       const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("lost"), S.textResponse("must not be requested"))
-      yield* faults.failWhen((row) => row.type === "assistant/message")
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "assistant/message"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       assert.isFalse(yield* Ref.get(offered))
@@ -437,7 +438,7 @@ describe("request failures and retry", () => {
       const rec = yield* EventRecorder.make(agent)
       const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("ok"))
-      yield* faults.failWhen((row) => row.type === "turn/start")
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/start"))
       yield* agent.followup(prompt("lost"))
       yield* agent.whenIdle
       const events = yield* rec.events
@@ -462,7 +463,7 @@ describe("request failures and retry", () => {
       const rec = yield* EventRecorder.make(agent)
       const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("hi"))
-      yield* faults.failWhen((row) => row.type === "turn/end")
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       const events = yield* rec.events
@@ -494,7 +495,7 @@ describe("request failures and retry", () => {
       yield* model.push(S.hanging(S.text("partial")))
       yield* agent.followup(prompt("go"))
       yield* rec.waitFor(isDurable("assistant/chunk"))
-      yield* faults.failWhen((row) => row.type === "step/end")
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "step/end"))
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.deepStrictEqual(live(yield* rec.events, "agent/settled").map((e) => e.reason.kind), ["aborted"])

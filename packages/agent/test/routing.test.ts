@@ -605,7 +605,7 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
         const session = yield* SessionLog.make()
         const agent = yield* Agent.make({ model: "m", session })
         const recorder = yield* EventRecorder.make(agent)
-        yield* faults.failWhen((row) => row.type === "user/message")
+        yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "user/message"))
         const exit = yield* Effect.exit(agent.inject(ctx("lost"), { id: mid("ctx-1") }))
         assert.isTrue(Exit.isFailure(exit))
         if (Exit.isFailure(exit)) {

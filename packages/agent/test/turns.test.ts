@@ -246,7 +246,7 @@ describe("turn numbers come from the log (R38, R134)", () => {
       const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("one"))
       yield* agent.whenIdle
-      yield* faults.failWhen((row) => row.type === "turn/start")
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/start"))
       yield* agent.followup(user("lost"))
       yield* agent.whenIdle
       yield* faults.clear

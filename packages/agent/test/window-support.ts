@@ -152,16 +152,16 @@ export const probedSession = Effect.gen(function*() {
   const memory = yield* SessionStore.makeMemory
   const store: SessionStore.Service = {
     ...memory,
-    append: (id, rows) =>
+    append: (id, commit, options) =>
       Effect.gen(function*() {
         const read = yield* Ref.get(probe)
         if (read !== undefined) {
-          for (const row of rows) {
+          for (const event of commit.events) {
             const open = yield* read
-            yield* Ref.update(seen, (all) => [...all, `${row.type}:${open ? "open" : "closed"}`])
+            yield* Ref.update(seen, (all) => [...all, `${event.type}:${open ? "open" : "closed"}`])
           }
         }
-        return yield* memory.append(id, rows)
+        return yield* memory.append(id, commit, options)
       })
   }
   const session = yield* SessionLog.make().pipe(Effect.provideService(SessionStore.SessionStore, store))

@@ -1,66 +1,156 @@
 /**
- * The storage driver behind every session log. A driver stores encoded rows — one per event, the envelope as
- * JSON text plus `seq`, `type` and `time` columns — never domain classes, so JSONL lines, SQLite rows and
- * PostgreSQL rows all fit the same contract. This module is the contract, the memory backend, and a fault
- * injector for tests that must prove a refused append leaves everything consistent.
+ * The storage driver behind every session: the contract every backend keeps (memory here; SQLite, JSONL and
+ * PostgreSQL in `@harness/store-*`), the memory backend, and a fault injector for tests that must prove a refused
+ * append leaves everything consistent.
+ *
+ * A session is stored as a header and one ordered stream of records: the log's events and the durable inbox's
+ * records, in commit order. A backend JSON-encodes records with `JSON.stringify` (their schemas have no
+ * transformations, so that is their encoding) and hands them back as the text it stored: disk is untrusted, and
+ * the session decodes with Schema.
  *
  * Every backend runs the exported conformance suite (`@harness/session/test/conformance`).
  *
  * @since 0.0.0
  */
-import type { Ids } from "@harness/domain"
-import { Context, Effect, Layer } from "effect"
+import { type SessionEvent } from "@harness/domain"
+import type { Ids, Ids, Store, Store } from "@harness/domain"
+import { type SessionEvent } from "@harness/domain"
 import * as internal from "./internal/memoryStore.js"
-import type { SessionStoreError } from "./SessionStoreError.js"
 
 /**
- * One stored event. `json` is the JSON text of the encoded envelope (it includes `seq`, `type` and `time`, which
- * are repeated as columns for backends that index them).
+ * What one `append` writes: events (contiguous with the stored events) and inbox records.
+ *
+ * Contract: a commit is stored all or nothing; its inbox records are stored first, then its events, each in
+ * array order.
  *
  * @since 0.0.0
  */
-export interface StoredEvent {
-  readonly seq: number
-  readonly type: string
-  readonly time: number
-  readonly json: string
+export interface Commit {
+  readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+  readonly inbox: ReadonlyArray<Store.InboxRecord>
 }
 
 /**
- * A driver failure (defined in its own module so backends can construct it without importing this one).
+ * One stored record (an event or an inbox record) as `load` returns it.
+ *
+ * Contract: `position` is the record's index in the session's record stream (0 for the first record, then 1, 2, …
+ * with no gaps), so a caller knows the position of every record it committed; `text` is exactly what the backend
+ * stored (`JSON.stringify` of the record when it was written), so a corrupt record reaches the caller, who decodes.
  *
  * @since 0.0.0
  */
-export { SessionStoreError } from "./SessionStoreError.js"
+export interface StoredRecord {
+  readonly position: number
+  readonly text: string
+}
 
 /**
- * The driver contract.
+ * A snapshot of a session, saved and loaded as the session decides: `seq` of the last event it covers,
+ * `position` of the last record it covers, and `text` (the session's own encoding).
+ *
+ * @since 0.0.0
+ */
+export interface Snapshot {
+  readonly seq: number
+  readonly position: number
+  readonly text: string
+}
+
+/**
+ * Options of `append`. `sync: true` makes the commit durable against power loss too (an `fsync`, or SQLite's
+ * `synchronous = FULL`); the log passes it at its durability barriers.
+ *
+ * @since 0.0.0
+ */
+export interface AppendOptions {
+  readonly sync?: boolean
+}
+
+/**
+ * Options of `load`. `after`: only records whose position is greater (absent: every record).
+ *
+ * @since 0.0.0
+ */
+export interface LoadOptions {
+  readonly after?: number
+}
+
+import type { SessionStoreError } from "./SessionStoreError.js"
+
+export { SessionStoreError, SessionStoreErrorReason } from "./SessionStoreError.js"
+
+/**
+ * The driver contract. Every operation on an unknown id fails with `NotFound`. Operations on one session are
+ * atomic with respect to each other; a session has one writer at a time (its log).
  *
  * @since 0.0.0
  */
 export interface Service {
   /**
-   * Registers a new, empty session.
+   * Creates a session with its header and, optionally, its first records (a seeded or forked session).
    *
-   * Contract: fails with `AlreadyExists` if the id is already stored.
+   * Contract: atomic — afterwards the session exists with exactly the header and the commit, or (on failure) not
+   * at all; `AlreadyExists` if `header.id` is stored; the commit's events must start at seq 0 (else `Conflict`).
    */
-  readonly create: (id: Ids.SessionId) => Effect.Effect<void, SessionStoreError>
+  readonly create: (header: Store.SessionHeader, commit?: Commit) => Effect.Effect<void, SessionStoreError>
   /**
-   * Appends rows to a session, all or nothing.
+   * Appends one commit.
    *
-   * Contract: rows are contiguous with what is stored (the first row's `seq` equals the stored count, each next
-   * row's is one more), else `Conflict` and nothing is stored; an unknown id is `NotFound`. When the effect
-   * succeeds the rows are durable as far as the backend can make them.
+   * Contract: all or nothing; the commit's events are contiguous with the stored events (the first one's `seq`
+   * is the number of stored events, each next one's one more), else `Conflict` and nothing is stored; its records
+   * get the next positions, inbox records first. Success means written so that a crash of this process cannot
+   * lose it; with `sync: true`, also durable against power loss. An empty commit stores nothing.
    */
-  readonly append: (id: Ids.SessionId, rows: ReadonlyArray<StoredEvent>) => Effect.Effect<void, SessionStoreError>
+  readonly append: (
+    id: Ids.SessionId,
+    commit: Commit,
+    options?: AppendOptions
+  ) => Effect.Effect<void, SessionStoreError>
   /**
-   * Every stored row of a session, in `seq` order. An unknown id is `NotFound`.
+   * Every stored record whose position is greater than `options.after`, in position order.
+   *
+   * Contract: streamed — a backend never holds the whole session in memory to serve it; `NotFound` fails the
+   * stream before its first element. Records committed while the stream runs may or may not be included.
    */
-  readonly load: (id: Ids.SessionId) => Effect.Effect<ReadonlyArray<StoredEvent>, SessionStoreError>
+  readonly load: (id: Ids.SessionId, options?: LoadOptions) => Stream.Stream<StoredRecord, SessionStoreError>
   /**
-   * The stored session ids, in creation order.
+   * The header the session was created with. Contract: `Corrupt` if the stored header does not decode.
    */
-  readonly list: Effect.Effect<ReadonlyArray<Ids.SessionId>, SessionStoreError>
+  readonly header: (id: Ids.SessionId) => Effect.Effect<Store.SessionHeader, SessionStoreError>
+  /**
+   * Physically drops the record at `position` and every record after it (a torn tail).
+   *
+   * Contract: afterwards the session holds exactly its first `position` records (a `position` at or past the
+   * end drops nothing; a negative or fractional one is a `Conflict`); its summary and message ids follow, and a
+   * snapshot covering a dropped record is dropped too. The next append continues after the kept records.
+   */
+  readonly truncate: (id: Ids.SessionId, position: number) => Effect.Effect<void, SessionStoreError>
+  /**
+   * A summary of every stored session, in creation order.
+   */
+  readonly list: Effect.Effect<ReadonlyArray<Store.SessionSummary>, SessionStoreError>
+  /**
+   * Deletes a session: its header, records and snapshot. Contract: afterwards its id is free for `create`.
+   */
+  readonly remove: (id: Ids.SessionId) => Effect.Effect<void, SessionStoreError>
+  /**
+   * Whether `messageId` was accepted in this session: a stored `inbox/accepted` record with that message id, or
+   * a stored `user/message` or `steering/message` with that `messageId` (see `Store.messageIdOf`).
+   *
+   * Contract: answered from an index (O(log n) or better per call after the backend has opened the session),
+   * never by scanning the records.
+   */
+  readonly hasMessage: (id: Ids.SessionId, messageId: Ids.AgentMessageId) => Effect.Effect<boolean, SessionStoreError>
+  /**
+   * Saves the session's snapshot, replacing the previous one.
+   *
+   * Contract: `position` must be a stored record's position, else `Conflict`.
+   */
+  readonly saveSnapshot: (id: Ids.SessionId, snapshot: Snapshot) => Effect.Effect<void, SessionStoreError>
+  /**
+   * The latest snapshot saved (and not dropped by `truncate`), if any.
+   */
+  readonly loadSnapshot: (id: Ids.SessionId) => Effect.Effect<Option.Option<Snapshot>, SessionStoreError>
 }
 
 /**
@@ -71,30 +161,51 @@ export interface Service {
 export class SessionStore extends Context.Tag("@harness/session/SessionStore")<SessionStore, Service>() {}
 
 /**
- * Makes a chosen append fail, for tests.
+ * Makes chosen appends fail, for tests.
  *
  * @since 0.0.0
  */
 export interface Faults {
   /**
-   * From now on, every append whose rows contain a row matching `predicate` fails with `Injected` and stores
-   * nothing. Replaces any earlier predicate.
+   * From now on, every append whose commit matches `predicate` fails with `Injected` and stores nothing.
+   * Replaces any earlier predicate.
    */
-  readonly failWhen: (predicate: (row: StoredEvent) => boolean) => Effect.Effect<void>
-  /** Stops injecting failures. */
+  readonly failWhen: (predicate: (commit: Commit, id: Ids.SessionId) => boolean) => Effect.Effect<void>
+  /**
+   * The next `count` appends fail with `Injected` (whatever their commits), then appends go through again.
+   * Replaces any earlier count.
+   */
+  readonly failNext: (count: number) => Effect.Effect<void>
+  /** Stops injecting failures (both kinds). */
   readonly clear: Effect.Effect<void>
 }
 
 /**
- * The fault-injector tag, provided by {@link layerMemoryWithFaults} and {@link withFaults}.
+ * The fault-injector tag, provided by {@link layerMemoryWithFaults}.
  *
  * @since 0.0.0
  */
 export class StoreFaults extends Context.Tag("@harness/session/StoreFaults")<StoreFaults, Faults>() {}
 
+export {
+  anyEvent,
+  type CommitFigures,
+  commitRecords,
+  contiguityIssue,
+  encodeCommit,
+  type EncodedRecord,
+  figuresOf,
+  positionIssue,
+  utf8Length
+} from "./StoreCodec.js"
+
 /**
- * A memory backend: one fresh, empty store. Contract: every operation is atomic; an append costs O(log n) in the
- * session's size and copies no stored row; `load` returns the rows in `seq` order.
+ * A memory backend: one fresh, empty store.
+ *
+ * Contract: the conformance suite's backend semantics, with everything in one `Ref`: each record is encoded once
+ * at append (so the store keeps its own copy, and `bytes` counts the UTF-8 length of the header's and records'
+ * JSON texts, as the SQL backends do); an append costs O(log n) in the session's size; `truncate` and the
+ * summaries it recomputes cost O(n).
  *
  * @since 0.0.0
  */
@@ -108,8 +219,10 @@ export const makeMemory: Effect.Effect<Service> = internal.makeMemory
 export const layerMemory: Layer.Layer<SessionStore> = Layer.effect(SessionStore, makeMemory)
 
 /**
- * Wraps any driver so tests can make chosen appends fail. Contract: a failing append fails with `Injected` before
- * the wrapped driver is called, so nothing is stored; every other operation is the wrapped driver's.
+ * Wraps any driver so tests can make chosen appends fail.
+ *
+ * Contract: a failing append fails with `Injected` before the wrapped driver is called, so nothing is stored;
+ * every other operation is the wrapped driver's.
  *
  * @since 0.0.0
  */

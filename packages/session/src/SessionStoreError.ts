@@ -1,21 +1,48 @@
 /**
- * The storage driver's error. It lives in its own module so backends (`internal/memoryStore.ts`, and later
- * drivers) construct it without importing the public `SessionStore` module for a value; `SessionStore` re-exports
- * it.
+ * A storage driver failure, in a module of its own so the store contract and its implementations share it without
+ * an import cycle.
  *
  * @since 0.0.0
  */
+import { Ids } from "@harness/domain"
 import { Schema } from "effect"
 
 /**
- * A driver failure. `reason` says which contract rule or backend fault it was.
+ * Why a store operation failed.
+ *
+ * - `NotFound`: no session with that id.
+ * - `AlreadyExists`: `create` of an id that is stored.
+ * - `Conflict`: the operation does not fit what is stored (an append whose events are not contiguous with the
+ *   stored events, a position that is not a stored record's).
+ * - `Io`: the backend failed (disk, connection, database).
+ * - `Corrupt`: what the backend read back is not what it writes (a header that does not decode, a file that is not
+ *   the store's format).
+ * - `Injected`: a test's fault injector refused the operation.
+ *
+ * @since 0.0.0
+ */
+export const SessionStoreErrorReason = Schema.Literal(
+  "NotFound",
+  "AlreadyExists",
+  "Conflict",
+  "Io",
+  "Corrupt",
+  "Injected"
+)
+/** @since 0.0.0 */
+export type SessionStoreErrorReason = typeof SessionStoreErrorReason.Type
+
+/**
+ * A driver failure: `reason` says which, `message` says what happened, `id` names the session (absent only for
+ * `list`).
  *
  * @since 0.0.0
  */
 export class SessionStoreError extends Schema.TaggedError<SessionStoreError>("@harness/session/SessionStoreError")(
   "SessionStoreError",
   {
-    reason: Schema.Literal("NotFound", "AlreadyExists", "Conflict", "Io", "Corrupt", "Injected"),
-    message: Schema.String
+    reason: SessionStoreErrorReason,
+    message: Schema.String,
+    id: Schema.optionalWith(Ids.SessionId, { exact: true })
   }
 ) {}

@@ -33,13 +33,13 @@ const setup = (options: SessionLog.MakeOptions = { id: sid }) =>
 
 const decodeRow = Schema.decodeSync(Schema.parseJson(SessionEvent.SessionEvent))
 
-/** The store holds exactly the log's events, as rows whose columns agree with their JSON. */
+/** The store holds exactly the log's events, one record each, at positions 0, 1, 2, … */
 const assertStored = (store: SessionStore.Service, log: SessionLog.Service) =>
   Effect.gen(function*() {
-    const rows = yield* store.load(log.id)
+    const records = Chunk.toReadonlyArray(yield* Stream.runCollect(store.load(log.id)))
     const events = yield* log.events
-    assert.deepStrictEqual(rows.map((r) => decodeRow(r.json)), events)
-    assert.deepStrictEqual(rows.map((r) => [r.seq, r.type, r.time]), events.map((e) => [e.seq, e.type, e.time]))
+    assert.deepStrictEqual(records.map((r) => decodeRow(r.text)), events)
+    assert.deepStrictEqual(records.map((r) => r.position), events.map((_, i) => i))
   })
 
 interface RuleCase {
@@ -338,7 +338,7 @@ describe("SessionLog.append", () => {
       yield* appendAll(log, turn.slice(0, resultIndex))
       const queue = yield* log.subscribe
       const before = yield* snapshot(log)
-      yield* faults.failWhen((row) => row.type === "tool/result")
+      yield* faults.failWhen(SessionStore.anyEvent((event) => event.type === "tool/result"))
       const error = yield* Effect.flip(log.append(turn[resultIndex]!))
       assert.strictEqual(error.reason, "store")
       assert.include(error.message, "Injected")
@@ -433,7 +433,8 @@ describe("SessionLog row encoding", () => {
       for (const { inputs } of goodLogs.slice(-1)) yield* appendAll(log, inputs)
       const encode = Schema.encodeSync(Schema.parseJson(SessionEvent.SessionEvent))
       const events = yield* log.events
-      assert.deepStrictEqual((yield* store.load(sid)).map((r) => r.json), events.map((e) => encode(e)))
+      const records = yield* Stream.runCollect(store.load(sid))
+      assert.deepStrictEqual(Chunk.toReadonlyArray(records).map((r) => r.text), events.map((e) => encode(e)))
     }))
 })
 
@@ -583,26 +584,22 @@ describe("SessionLog.make, open, memory", () => {
       assert.include(error.message, "NotFound")
     }))
 
-  const corrupt: ReadonlyArray<readonly [string, ReadonlyArray<SessionStore.StoredEvent>]> = [
-    ["a row that is not JSON", [{ seq: 0, type: "user/message", time: 0, json: "{\"seq\":0," }]],
-    ["a row that is not a session event", [{
-      seq: 0,
-      type: "nope",
-      time: 0,
-      json: "{\"seq\":0,\"time\":0,\"type\":\"nope\",\"data\":{}}"
-    }]],
-    [
-      "a row whose columns disagree with its JSON",
-      [{ ...stampRow(ev.user("x"), 0), type: "turn/start" }]
-    ],
-    ["a log that ends inside a turn", [stampRow(ev.user("x"), 0), stampRow(ev.turnStart(1), 1)]]
+  // A store hands back what it read; these records are what a damaged disk could hold.
+  const corrupt: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+    ["a record that is not JSON", ["{\"seq\":0,"]],
+    ["a record that is not a session event", ["{\"seq\":0,\"time\":0,\"type\":\"nope\",\"data\":{}}"]],
+    ["a record whose seq is out of place", [stampText(ev.user("x"), 1)]],
+    ["a log that ends inside a turn", [stampText(ev.user("x"), 0), stampText(ev.turnStart(1), 1)]]
   ]
-  for (const [name, rows] of corrupt) {
+  for (const [name, texts] of corrupt) {
     it.effect(`open refuses ${name} as invalid-seed`, () =>
       Effect.gen(function*() {
-        const store = yield* SessionStore.makeMemory
-        yield* store.create(sid)
-        yield* store.append(sid, rows)
+        const memory = yield* SessionStore.makeMemory
+        yield* memory.create({ id: sid, version: 1, createdAt: 0 })
+        const store: SessionStore.Service = {
+          ...memory,
+          load: () => Stream.fromIterable(texts.map((text, position) => ({ position, text })))
+        }
         const error = yield* Effect.flip(
           SessionLog.open(sid).pipe(Effect.provideService(SessionStore.SessionStore, store))
         )
@@ -618,7 +615,6 @@ describe("SessionLog.make, open, memory", () => {
     }).pipe(Effect.provide(SessionLog.layerMemory({ id: sid }))))
 })
 
-function stampRow(input: Input, seq: number): SessionStore.StoredEvent {
-  const event = stamp([input], { start: seq })[0]!
-  return { seq, type: event.type, time: event.time, json: JSON.stringify(event) }
+function stampText(input: Input, seq: number): string {
+  return JSON.stringify(stamp([input], { start: seq })[0]!)
 }

@@ -1,52 +1,77 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Chunk, Effect, Stream } from "effect"
 import * as SessionStore from "../src/SessionStore.js"
-import { conformance, row, rows } from "./conformance.js"
-import { sessionId } from "./fixtures.js"
+import { accepted, conformance, events, eventsCommit, header, loadAll, sid, texts } from "./conformance.js"
+import { ev } from "./fixtures.js"
 
 conformance("memory", SessionStore.layerMemory)
 conformance("memory with faults (none injected)", SessionStore.layerMemoryWithFaults)
 
 describe("SessionStore.withFaults", () => {
-  const s1 = sessionId("s1")
+  const s1 = sid("s1")
+  const commit = (seq: number, text = `m${seq}`) => eventsCommit(events(seq, [ev.user(text)]))
 
-  it.effect("an injected fault fails the matching append with Injected and stores nothing", () =>
+  it.effect("failWhen fails the matching commits with Injected and stores nothing of them", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore.SessionStore
       const faults = yield* SessionStore.StoreFaults
-      yield* store.create(s1)
-      yield* store.append(s1, rows(0, 2))
-      yield* faults.failWhen((r) => r.seq === 3)
-      // A batch fails as a whole when any of its rows matches.
-      const error = yield* Effect.flip(store.append(s1, rows(2, 2)))
-      assert.strictEqual(error.reason, "Injected")
-      assert.deepStrictEqual(yield* store.load(s1), rows(0, 2))
-      // Rows that do not match go through.
-      yield* store.append(s1, [row(2)])
-      assert.strictEqual((yield* Effect.flip(store.append(s1, [row(3)]))).reason, "Injected")
+      yield* store.create(header(s1))
+      yield* store.append(s1, commit(0))
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.seq === 2))
+      // a commit fails as a whole when any of its events matches
+      const both = eventsCommit([...commit(1).events, ...commit(2).events])
+      const error = yield* Effect.flip(store.append(s1, both))
+      assert.deepStrictEqual([error.reason, error.id], ["Injected", s1])
+      assert.deepStrictEqual(yield* loadAll(store, s1), [{ position: 0, text: texts([commit(0)])[0]! }])
+      // commits that do not match go through
+      yield* store.append(s1, commit(1))
+      assert.strictEqual((yield* Effect.flip(store.append(s1, commit(2)))).reason, "Injected")
       yield* faults.clear
-      yield* store.append(s1, [row(3)])
-      assert.deepStrictEqual(yield* store.load(s1), rows(0, 4))
+      yield* store.append(s1, commit(2))
+      assert.deepStrictEqual((yield* loadAll(store, s1)).map((r) => r.text), texts([commit(0), commit(1), commit(2)]))
     }).pipe(Effect.provide(SessionStore.layerMemoryWithFaults)))
 
-  it.effect("failWhen replaces the earlier predicate", () =>
+  it.effect("failWhen replaces the earlier predicate and sees the session id", () =>
     Effect.gen(function*() {
       const [store, faults] = yield* SessionStore.withFaults(yield* SessionStore.makeMemory)
-      yield* store.create(s1)
-      yield* faults.failWhen((r) => r.type === "a")
-      yield* faults.failWhen((r) => r.type === "b")
-      yield* store.append(s1, [row(0, "a")])
-      assert.strictEqual((yield* Effect.flip(store.append(s1, [row(1, "b")]))).reason, "Injected")
-      assert.deepStrictEqual(yield* store.load(s1), [row(0, "a")])
+      yield* store.create(header(s1))
+      yield* store.create(header(sid("s2")))
+      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/start"))
+      yield* faults.failWhen((c, id) => id === "s2" || c.inbox.length > 0)
+      yield* store.append(s1, eventsCommit(events(0, [ev.turnStart(1)])))
+      assert.strictEqual((yield* Effect.flip(store.append(sid("s2"), commit(0)))).reason, "Injected")
+      assert.strictEqual(
+        (yield* Effect.flip(store.append(s1, { events: [], inbox: [accepted("m", "x")] }))).reason,
+        "Injected"
+      )
+      assert.strictEqual((yield* loadAll(store, s1)).length, 1)
     }))
 
-  it.effect("the memory store keeps its own copy of appended rows", () =>
+  it.effect("failNext fails the next n appends whatever they hold, then recovers", () =>
+    Effect.gen(function*() {
+      const [store, faults] = yield* SessionStore.withFaults(yield* SessionStore.makeMemory)
+      yield* store.create(header(s1))
+      yield* faults.failNext(2)
+      assert.strictEqual((yield* Effect.flip(store.append(s1, commit(0)))).reason, "Injected")
+      assert.strictEqual((yield* Effect.flip(store.append(s1, { events: [], inbox: [] }))).reason, "Injected")
+      yield* store.append(s1, commit(0))
+      yield* faults.failNext(5)
+      yield* faults.clear
+      yield* store.append(s1, commit(1))
+      assert.strictEqual((yield* loadAll(store, s1)).length, 2)
+    }))
+
+  it.effect("the memory store keeps its own copy of what was committed", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore.makeMemory
-      yield* store.create(s1)
-      const mine = { ...row(0) }
-      yield* store.append(s1, [mine])
-      Object.assign(mine, { json: "changed" })
-      assert.deepStrictEqual(yield* store.load(s1), [row(0)])
+      yield* store.create(header(s1))
+      const mine = { ...commit(0).events[0]!, time: 5 }
+      yield* store.append(s1, eventsCommit([mine]))
+      const stored = JSON.stringify(mine)
+      Object.assign(mine, { time: 6 })
+      assert.deepStrictEqual(
+        Chunk.toReadonlyArray(yield* Stream.runCollect(store.load(s1))),
+        [{ position: 0, text: stored }]
+      )
     }))
 })

@@ -1,150 +1,666 @@
 /**
- * The conformance suite of `SessionStore` backends. Every backend (memory now; JSONL, SQLite, PostgreSQL later)
- * registers it from its own test file:
+ * The conformance suite of `SessionStore` backends. Every backend (memory here; SQLite, JSONL and PostgreSQL in
+ * `@harness/store-*`) registers it from its own test file:
  *
  * ```ts
  * import { conformance } from "@harness/session/test/conformance"
- * conformance("sqlite", SqliteStore.layer({ filename: ":memory:" }))
+ * conformance("sqlite", SqliteStore.layer({ filename }))
  * ```
  *
- * Each test builds the layer afresh, so the layer must give an empty store each time it is built.
+ * Each test builds the layer afresh, so the layer must give an empty store each time it is built (and may
+ * release what it made when the test's scope closes). Tests run with the live clock (`it.live`): backends do real
+ * I/O. The large-session test measures the heap a backend retains while it streams (with `gc()`).
  *
  * @since 0.0.0
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Ids } from "@harness/domain"
-import { Effect, type Layer } from "effect"
-import { SessionStore, type StoredEvent } from "../src/SessionStore.js"
+import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import type { Store, Store } from "@harness/domain"
+import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import { Chunk, Effect, type Layer, Option, Stream } from "effect"
+import { Chunk, Effect, type Layer, Option, Stream } from "effect"
+import {
+  type Commit,
+  type Service,
+  SessionStore,
+  type SessionStoreError,
+  type StoredRecord
+} from "../src/SessionStore.js"
+import { block, ev, promptTurn, stamp, toolTurn } from "./fixtures.js"
 
-const id = (s: string) => Ids.SessionId.make(s)
+/** A session id. */
+export const sid = (s: string): Ids.SessionId => Ids.SessionId.make(s)
+/** A message id. */
+export const mid = (s: string): Ids.AgentMessageId => Ids.AgentMessageId.make(s)
 
-/** A row with the given seq; its JSON text holds characters a careless backend might mangle. */
-export const row = (seq: number, type = "user/message", time = 1_700_000_000_000 + seq): StoredEvent => ({
-  seq,
-  type,
+/** Characters a careless backend mangles: quotes, escapes, line separators, NUL, astral and lone surrogates. */
+export const awkward =
+  "quotes \" ' `, back\\slash, newline\n, cr\r, tab\t, nul \u0000, U+2028 \u2028, U+2029 \u2029, é ✓ 🚀, lone \ud800 surrogate, </script> %2F ../"
+
+/** Session ids that differ only where a careless backend would merge or mangle them. */
+export const awkwardIds: ReadonlyArray<Ids.SessionId> = [
+  "plain",
+  "CASE",
+  "case",
+  "nul\u0000byte",
+  "line\u2028separator",
+  "rocket 🚀",
+  "\"quoted\" 'ids'",
+  "sl/ash",
+  "back\\slash",
+  ".",
+  "..",
+  "%41",
+  "A",
+  "lone \ud800 surrogate",
+  "x".repeat(300),
+  "é".repeat(200)
+].map(sid)
+
+/** A session header created at `createdAt`. */
+export const header = (id: Ids.SessionId, createdAt = 1_000): Store.SessionHeader => ({ id, version: 1, createdAt })
+
+/** Events from inputs, numbered from `from` and stamped `time`. */
+export const events = (
+  from: number,
+  inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+  time = 2_000
+): ReadonlyArray<SessionEvent.SessionEvent> => stamp(inputs, { start: from, time })
+
+/** A commit of events only. */
+export const eventsCommit = (events: ReadonlyArray<SessionEvent.SessionEvent>): Commit => ({ events, inbox: [] })
+
+/** An `inbox/accepted` record of a user message with id `id`. */
+export const accepted = (
+  id: string,
+  text: string,
+  time = 2_000,
+  placement: Store.InboxRecordPlacement = "queued"
+): Store.InboxRecord => ({
+  type: "inbox/accepted",
   time,
-  json: JSON.stringify({
-    seq,
-    time,
-    type,
-    data: { text: `row ${seq}: "quotes", back\\slash, newline\n, tab\t, unicode é ✓ 🚀, nul \u0000 and \u2028` }
-  })
+  message: { id: mid(id), content: [block.text(text)], source: MessageSource.user },
+  placement,
+  wakeup: true
 })
 
-/** Rows with seqs `from` … `from + count - 1`. */
-export const rows = (from: number, count: number): ReadonlyArray<StoredEvent> =>
-  Array.from({ length: count }, (_, i) => row(from + i))
+/** An `inbox/settled` record. */
+export const settled = (id: string, fate: Store.InboxFate, time = 2_000): Store.InboxRecord => ({
+  type: "inbox/settled",
+  time,
+  id: mid(id),
+  fate
+})
+
+/** What a backend must store for these commits, in order: each record's `JSON.stringify`, inbox records first. */
+export const texts = (commits: ReadonlyArray<Commit>): ReadonlyArray<string> =>
+  commits.flatMap((c) => [...c.inbox, ...c.events].map((record) => JSON.stringify(record)))
+
+/** The stored records of a session, collected. */
+export const loadAll = (store: Service, id: Ids.SessionId, after?: number) =>
+  Effect.map(
+    Stream.runCollect(store.load(id, after === undefined ? undefined : { after })),
+    (chunk): ReadonlyArray<StoredRecord> => Chunk.toReadonlyArray(chunk)
+  )
+
+/** The records a store should hand back for these texts, from position `from`. */
+const at = (from: number, stored: ReadonlyArray<string>): ReadonlyArray<StoredRecord> =>
+  stored.map((text, i) => ({ position: from + i, text }))
+
+/** The reason an operation failed, failing the test (as a defect) when it succeeded. */
+const reasonOf = <A, R>(effect: Effect.Effect<A, SessionStoreError, R>) =>
+  Effect.flatMap(
+    Effect.either(effect),
+    (result) =>
+      result._tag === "Left"
+        ? Effect.succeed(result.left.reason)
+        : Effect.dieMessage(`expected a failure, got ${JSON.stringify(result.right)}`)
+  )
+
+/** The summary of one session, failing the test when it is not listed. */
+const summaryOf = (store: Service, id: Ids.SessionId) =>
+  Effect.flatMap(store.list, (all) => {
+    const found = all.find((s) => s.header.id === id)
+    return found === undefined
+      ? Effect.dieMessage(`session ${JSON.stringify(id)} is not listed`)
+      : Effect.succeed(found)
+  })
+
+const firstTurn = events(
+  0,
+  toolTurn(1, "What is the weather?", [{ id: "c1", name: "weather", args: "{}", result: "sunny" }], "Sunny.")
+)
+
+/**
+ * The garbage collector, so the test can measure what is retained rather than what is merely not yet collected.
+ * (`--expose-gc` set at run time: a new context sees `gc`.)
+ */
+const exposeGc = (): () => void => {
+  v8.setFlagsFromString("--expose-gc")
+  const gc: unknown = vm.runInNewContext("gc")
+  if (typeof gc !== "function") throw new Error("cannot expose the garbage collector")
+  return () => void gc()
+}
+
+/** Options of the suite. */
+export interface ConformanceOptions {
+  /** Records in the large-session test (default 10 000, about 40 MB of JSON). */
+  readonly largeRecords?: number
+}
 
 /**
  * Registers the suite for one backend.
  *
  * @since 0.0.0
  */
-export const conformance = <E>(name: string, layer: Layer.Layer<SessionStore, E>): void => {
+export const conformance = <E>(
+  name: string,
+  layer: Layer.Layer<SessionStore, E>,
+  options: ConformanceOptions = {}
+): void => {
   describe(`SessionStore conformance: ${name}`, () => {
-    const run = <A, E2>(self: Effect.Effect<A, E2, SessionStore>) => Effect.provide(self, layer)
+    const test = (title: string, body: (store: Service) => Effect.Effect<void, SessionStoreError>) =>
+      it.live(title, () =>
+        Effect.scoped(
+          Effect.flatMap(SessionStore, body).pipe(Effect.provide(layer))
+        ))
+    const s1 = sid("s1")
 
-    it.effect("a created session is empty and listed", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        assert.deepStrictEqual(yield* store.load(id("s1")), [])
-        assert.deepStrictEqual(yield* store.list, [id("s1")])
-      })))
+    describe("create and header", () => {
+      test("a created session has its header, no records, and is listed with an empty summary", (store) =>
+        Effect.gen(function*() {
+          const h: Store.SessionHeader = { ...header(s1, 1_234), title: awkward, parent: { id: sid("p"), seq: 7 } }
+          yield* store.create(h)
+          assert.deepStrictEqual(yield* store.header(s1), h)
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+          const [summary, ...rest] = yield* store.list
+          assert.deepStrictEqual(rest, [])
+          assert.deepStrictEqual(summary!.header, h)
+          assert.strictEqual(summary!.events, 0)
+          assert.strictEqual(summary!.turns, 0)
+          assert.strictEqual(summary!.lastActivity, 1_234)
+          assert.isFalse("firstPrompt" in summary!)
+        }))
 
-    it.effect("appended rows load back exactly, in seq order, across several appends", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* store.append(id("s1"), rows(0, 1))
-        yield* store.append(id("s1"), rows(1, 3))
-        yield* store.append(id("s1"), [row(4, "turn/start", 42)])
-        assert.deepStrictEqual(yield* store.load(id("s1")), [...rows(0, 4), row(4, "turn/start", 42)])
-      })))
+      test("create stores its first commit with the header", (store) =>
+        Effect.gen(function*() {
+          const commit: Commit = { events: firstTurn, inbox: [accepted("prompt-1", "What is the weather?")] }
+          yield* store.create(header(s1), commit)
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([commit])))
+          const summary = yield* summaryOf(store, s1)
+          assert.strictEqual(summary.events, firstTurn.length)
+          assert.strictEqual(summary.turns, 1)
+          assert.strictEqual(summary.firstPrompt, "What is the weather?")
+          // the next append continues after the created events
+          yield* store.append(s1, eventsCommit(events(firstTurn.length, [ev.user("more")])))
+          assert.strictEqual((yield* loadAll(store, s1)).length, firstTurn.length + 2)
+        }))
 
-    it.effect("an empty append stores nothing and succeeds", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* store.append(id("s1"), rows(0, 2))
-        yield* store.append(id("s1"), [])
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 2))
-      })))
+      test("create is atomic: a first commit that does not start at seq 0 is a Conflict and creates nothing", (store) =>
+        Effect.gen(function*() {
+          const reason = yield* reasonOf(store.create(header(s1), eventsCommit(events(1, [ev.user("x")]))))
+          assert.strictEqual(reason, "Conflict")
+          assert.deepStrictEqual(yield* store.list, [])
+          assert.strictEqual(yield* reasonOf(store.header(s1)), "NotFound")
+          yield* store.create(header(s1))
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+        }))
 
-    it.effect("list gives every session in creation order; sessions are independent", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        for (const s of ["b", "a", "c"]) yield* store.create(id(s))
-        yield* store.append(id("a"), rows(0, 2))
-        yield* store.append(id("c"), rows(0, 1))
-        assert.deepStrictEqual(yield* store.list, [id("b"), id("a"), id("c")])
-        assert.deepStrictEqual(yield* store.load(id("a")), rows(0, 2))
-        assert.deepStrictEqual(yield* store.load(id("b")), [])
-        assert.deepStrictEqual(yield* store.load(id("c")), rows(0, 1))
-      })))
+      test("creating an existing session fails with AlreadyExists and keeps its header and records", (store) =>
+        Effect.gen(function*() {
+          const commit = eventsCommit(events(0, [ev.user("first")]))
+          yield* store.create(header(s1, 1), commit)
+          assert.strictEqual(yield* reasonOf(store.create(header(s1, 2))), "AlreadyExists")
+          assert.strictEqual(yield* reasonOf(store.create(header(s1, 3), commit)), "AlreadyExists")
+          assert.deepStrictEqual(yield* store.header(s1), header(s1, 1))
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([commit])))
+          assert.strictEqual((yield* store.list).length, 1)
+        }))
 
-    it.effect("creating an existing session fails with AlreadyExists and keeps its rows", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* store.append(id("s1"), rows(0, 2))
-        const error = yield* Effect.flip(store.create(id("s1")))
-        assert.strictEqual(error.reason, "AlreadyExists")
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 2))
-        assert.deepStrictEqual(yield* store.list, [id("s1")])
-      })))
+      test("every operation on an unknown session is NotFound", (store) =>
+        Effect.gen(function*() {
+          const nope = sid("nope")
+          assert.strictEqual(yield* reasonOf(store.append(nope, eventsCommit(events(0, [ev.user("x")])))), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.append(nope, { events: [], inbox: [] })), "NotFound")
+          assert.strictEqual(yield* reasonOf(loadAll(store, nope)), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.header(nope)), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.truncate(nope, 0)), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.remove(nope)), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.hasMessage(nope, mid("m"))), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.saveSnapshot(nope, { seq: 0, position: 0, text: "{}" })), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.loadSnapshot(nope)), "NotFound")
+          assert.deepStrictEqual(yield* store.list, [])
+        }))
+    })
 
-    it.effect("an unknown session is NotFound for append and load", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        assert.strictEqual((yield* Effect.flip(store.load(id("nope")))).reason, "NotFound")
-        assert.strictEqual((yield* Effect.flip(store.append(id("nope"), rows(0, 1)))).reason, "NotFound")
-        assert.strictEqual((yield* Effect.flip(store.append(id("nope"), []))).reason, "NotFound")
-        assert.deepStrictEqual(yield* store.list, [])
-      })))
+    describe("append and load", () => {
+      test("records load back as the exact JSON text of what was committed, at positions 0, 1, 2, …", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const commits: ReadonlyArray<Commit> = [
+            eventsCommit(events(0, [ev.user(awkward, MessageSource.plugin("ctx"), "m-0")])),
+            eventsCommit(firstTurn.map((e) => ({ ...e, seq: e.seq + 1 }))),
+            eventsCommit(events(firstTurn.length + 1, [ev.user("last")], 3_000))
+          ]
+          for (const commit of commits) yield* store.append(s1, commit)
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts(commits)))
+          // and the texts decode to the committed values
+          const back = (yield* loadAll(store, s1)).map((r): unknown => JSON.parse(r.text))
+          assert.deepStrictEqual(back, commits.flatMap((c) => c.events))
+        }))
 
-    it.effect("an append that does not continue the stored seqs is a Conflict and stores nothing", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* store.append(id("s1"), rows(0, 2))
-        // a gap, a replay, a rewrite of the first row, a start past the end
-        for (const bad of [rows(3, 1), rows(1, 1), rows(0, 3), rows(5, 2)]) {
-          assert.strictEqual((yield* Effect.flip(store.append(id("s1"), bad))).reason, "Conflict")
-        }
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 2))
-      })))
+      test("inbox records keep their commit order, interleaved with the events; they do not count as events", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const commits: ReadonlyArray<Commit> = [
+            { events: [], inbox: [accepted("a", "first"), accepted("b", "second", 2_001, "steering")] },
+            { events: events(0, [ev.user("first", MessageSource.user, "a")]), inbox: [settled("a", "claimed")] },
+            { events: [], inbox: [accepted("c", "third", 2_002)] },
+            { events: [], inbox: [settled("b", "withdrawn", 2_003), settled("c", "discarded", 2_003)] },
+            eventsCommit(events(1, [ev.user("context")], 2_004))
+          ]
+          for (const commit of commits) yield* store.append(s1, commit)
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts(commits)))
+          const summary = yield* summaryOf(store, s1)
+          assert.strictEqual(summary.events, 2)
+          assert.strictEqual(summary.lastActivity, 2_004)
+          // seq 2 is next: the inbox records took positions, not seqs
+          assert.strictEqual(yield* reasonOf(store.append(s1, eventsCommit(events(7, [ev.user("x")])))), "Conflict")
+          yield* store.append(s1, eventsCommit(events(2, [ev.user("x")])))
+        }))
 
-    it.effect("an append is all or nothing: a gap inside the batch stores none of it", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* store.append(id("s1"), rows(0, 1))
-        const error = yield* Effect.flip(store.append(id("s1"), [row(1), row(2), row(4)]))
-        assert.strictEqual(error.reason, "Conflict")
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 1))
-        yield* store.append(id("s1"), rows(1, 3))
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 4))
-      })))
+      test("an empty commit stores nothing and succeeds; sync: true stores the same as a plain append", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const a = eventsCommit(events(0, [ev.user("a")]))
+          const b: Commit = { events: events(1, [ev.user("b")]), inbox: [accepted("m", "b")] }
+          yield* store.append(s1, a)
+          yield* store.append(s1, { events: [], inbox: [] })
+          yield* store.append(s1, b, { sync: true })
+          yield* store.append(s1, { events: [], inbox: [] }, { sync: true })
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([a, b])))
+        }))
 
-    it.effect("a failed append leaves the session appendable at the same seq", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        yield* Effect.flip(store.append(id("s1"), rows(1, 1)))
-        yield* store.append(id("s1"), rows(0, 1))
-        assert.deepStrictEqual(yield* store.load(id("s1")), rows(0, 1))
-      })))
+      test("events that do not continue the stored seqs are a Conflict and store nothing", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const first = eventsCommit(events(0, [ev.user("a"), ev.user("b")]))
+          yield* store.append(s1, first)
+          // a gap, a replay, a rewrite of the first event, a start past the end
+          for (
+            const bad of [
+              events(3, [ev.user("x")]),
+              events(1, [ev.user("x")]),
+              events(0, [ev.user("x")]),
+              events(5, [ev.user("x"), ev.user("y")])
+            ]
+          ) {
+            assert.strictEqual(
+              yield* reasonOf(store.append(s1, { events: bad, inbox: [accepted("m", "x")] })),
+              "Conflict"
+            )
+          }
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([first])))
+          assert.isFalse(yield* store.hasMessage(s1, mid("m")))
+        }))
 
-    it.effect("many single-row appends stay contiguous", () =>
-      run(Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* store.create(id("s1"))
-        for (let seq = 0; seq < 200; seq++) yield* store.append(id("s1"), [row(seq)])
-        const loaded = yield* store.load(id("s1"))
-        assert.strictEqual(loaded.length, 200)
-        assert.deepStrictEqual(loaded.map((r) => r.seq), Array.from({ length: 200 }, (_, i) => i))
-        assert.deepStrictEqual(loaded[199], row(199))
-      })))
+      test("an append is all or nothing: a gap inside the commit stores none of it, inbox records included", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const first = eventsCommit(events(0, [ev.user("a")]))
+          yield* store.append(s1, first)
+          const gapped = [...events(1, [ev.user("b"), ev.user("c")]), ...events(4, [ev.user("e")])]
+          assert.strictEqual(
+            yield* reasonOf(store.append(s1, { events: gapped, inbox: [accepted("m", "b")] })),
+            "Conflict"
+          )
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([first])))
+          assert.strictEqual((yield* summaryOf(store, s1)).events, 1)
+          // the session is appendable at the same seq
+          const next = eventsCommit(events(1, [ev.user("b"), ev.user("c"), ev.user("d")]))
+          yield* store.append(s1, next)
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([first, next])))
+        }))
+
+      test("racing appends of the same seqs: exactly one is stored, the others are Conflicts", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          for (let seq = 0; seq < 10; seq++) {
+            const candidates = [0, 1, 2].map((i) => eventsCommit(events(seq, [ev.user(`seq ${seq} from ${i}`)])))
+            const results = yield* Effect.all(candidates.map((c) => Effect.either(store.append(s1, c))), {
+              concurrency: "unbounded"
+            })
+            const won = results.flatMap((r, i) => r._tag === "Right" ? [i] : [])
+            assert.strictEqual(won.length, 1, `seq ${seq}`)
+            assert.deepStrictEqual(results.flatMap((r) => r._tag === "Left" ? [r.left.reason] : []), [
+              "Conflict",
+              "Conflict"
+            ])
+            const stored = yield* loadAll(store, s1, seq - 1)
+            assert.deepStrictEqual(stored, at(seq, texts([candidates[won[0]!]!])))
+          }
+        }))
+
+      test("many small commits stay contiguous", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const commits: Array<Commit> = []
+          for (let seq = 0; seq < 300; seq++) {
+            const commit = seq % 3 === 0
+              ? { events: events(seq, [ev.user(`m${seq}`)]), inbox: [settled(`m${seq}`, "logged")] }
+              : eventsCommit(events(seq, [ev.user(`m${seq}`)]))
+            commits.push(commit)
+            yield* store.append(s1, commit)
+          }
+          const loaded = yield* loadAll(store, s1)
+          assert.deepStrictEqual(loaded, at(0, texts(commits)))
+        }))
+
+      test("load with after gives the records past a position; past the end, nothing", (store) =>
+        Effect.gen(function*() {
+          const commit: Commit = { events: firstTurn, inbox: [accepted("x", "y")] }
+          yield* store.create(header(s1), commit)
+          const all = at(0, texts([commit]))
+          assert.deepStrictEqual(yield* loadAll(store, s1, -1), all)
+          assert.deepStrictEqual(yield* loadAll(store, s1, 0), all.slice(1))
+          assert.deepStrictEqual(yield* loadAll(store, s1, 4), all.slice(5))
+          assert.deepStrictEqual(yield* loadAll(store, s1, all.length - 1), [])
+          assert.deepStrictEqual(yield* loadAll(store, s1, all.length + 10), [])
+        }))
+
+      test("load is a stream: taking a few records of a long session takes just those", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const all = events(0, Array.from({ length: 5_000 }, (_, i) => ev.user(`message ${i}`)))
+          for (let i = 0; i < all.length; i += 1_000) yield* store.append(s1, eventsCommit(all.slice(i, i + 1_000)))
+          const firstThree = yield* Stream.runCollect(Stream.take(store.load(s1), 3))
+          assert.deepStrictEqual(
+            Chunk.toReadonlyArray(firstThree),
+            at(0, all.slice(0, 3).map((e) => JSON.stringify(e)))
+          )
+          const tail = yield* Stream.runCollect(Stream.take(store.load(s1, { after: 4_997 }), 5))
+          assert.deepStrictEqual(Chunk.toReadonlyArray(tail), at(4_998, all.slice(4_998).map((e) => JSON.stringify(e))))
+        }))
+
+      it.live("a large session is streamed without being held in memory", () =>
+        Effect.scoped(
+          Effect.gen(function*() {
+            const store = yield* SessionStore
+            const gc = exposeGc()
+            const count = options.largeRecords ?? 10_000
+            const filler = "lorem ipsum dolor sit amet ".repeat(150) // ~4 KB per record
+            yield* store.create(header(s1))
+            let totalChars = 0
+            for (let from = 0; from < count; from += 500) {
+              const batch = events(
+                from,
+                Array.from({ length: Math.min(500, count - from) }, (_, i) => ev.user(`${from + i} ${filler}`))
+              )
+              totalChars += batch.reduce((n, e) => n + JSON.stringify(e).length, 0)
+              yield* store.append(s1, eventsCommit(batch))
+            }
+            gc()
+            const baseline = process.memoryUsage().heapUsed
+            let peak = 0
+            let seen = 0
+            let last = -1
+            yield* Stream.runForEach(store.load(s1), (record) =>
+              Effect.sync(() => {
+                assert.strictEqual(record.position, last + 1)
+                last = record.position
+                seen++
+                if (seen % 1_000 === 0) {
+                  gc()
+                  peak = Math.max(peak, process.memoryUsage().heapUsed - baseline)
+                }
+              }))
+            assert.strictEqual(seen, count)
+            // A backend that materialised the session would retain all of it (≥ totalChars bytes) while streaming.
+            assert.isBelow(peak, totalChars / 4, `retained ${peak} bytes while streaming ${totalChars} characters`)
+          }).pipe(Effect.provide(layer))
+        ))
+    })
+
+    describe("truncate", () => {
+      test("truncate drops the record at a position and everything after; appends continue after what is kept", (store) =>
+        Effect.gen(function*() {
+          const first: Commit = { events: firstTurn, inbox: [accepted("prompt-1", "What is the weather?")] }
+          yield* store.create(header(s1), first)
+          const second: Commit = {
+            events: events(firstTurn.length, [ev.user("idle context", MessageSource.user, "late")], 5_000),
+            inbox: []
+          }
+          yield* store.append(s1, second)
+          const before = yield* summaryOf(store, s1)
+          // keep the inbox record and the first four events (user/message, turn/start, step/start, assistant/message)
+          yield* store.truncate(s1, 5)
+          const kept = at(0, texts([first]).slice(0, 5))
+          assert.deepStrictEqual(yield* loadAll(store, s1), kept)
+          const after = yield* summaryOf(store, s1)
+          assert.strictEqual(after.events, 4)
+          assert.strictEqual(after.turns, 1)
+          assert.strictEqual(after.lastActivity, 2_000)
+          assert.isBelow(after.bytes, before.bytes)
+          assert.strictEqual(after.firstPrompt, "What is the weather?")
+          assert.isTrue(yield* store.hasMessage(s1, mid("prompt-1")))
+          assert.isFalse(yield* store.hasMessage(s1, mid("late")))
+          // the stored event count is 4 again
+          assert.strictEqual(
+            yield* reasonOf(store.append(s1, eventsCommit(events(firstTurn.length + 1, [ev.user("x")])))),
+            "Conflict"
+          )
+          const resumed = eventsCommit(events(4, [ev.user("again", MessageSource.user, "late")], 6_000))
+          yield* store.append(s1, resumed)
+          assert.deepStrictEqual(yield* loadAll(store, s1), [...kept, ...at(5, texts([resumed]))])
+          assert.isTrue(yield* store.hasMessage(s1, mid("late")))
+          assert.strictEqual((yield* summaryOf(store, s1)).lastActivity, 6_000)
+        }))
+
+      test("truncate to 0 empties the session, forgetting its figures; past the end it drops nothing", (store) =>
+        Effect.gen(function*() {
+          const commit: Commit = { events: firstTurn, inbox: [accepted("prompt-1", "What is the weather?")] }
+          yield* store.create(header(s1, 1_500), commit)
+          const full = yield* summaryOf(store, s1)
+          yield* store.truncate(s1, 1_000)
+          yield* store.truncate(s1, texts([commit]).length)
+          assert.deepStrictEqual(yield* summaryOf(store, s1), full)
+          yield* store.truncate(s1, 0)
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+          const empty = yield* summaryOf(store, s1)
+          assert.deepStrictEqual([empty.events, empty.turns, empty.lastActivity, empty.firstPrompt], [
+            0,
+            0,
+            1_500,
+            undefined
+          ])
+          assert.isFalse(yield* store.hasMessage(s1, mid("prompt-1")))
+          assert.deepStrictEqual(yield* store.header(s1), header(s1, 1_500))
+          yield* store.append(s1, commit)
+          assert.deepStrictEqual(yield* loadAll(store, s1), at(0, texts([commit])))
+          assert.deepStrictEqual(yield* summaryOf(store, s1), full)
+        }))
+
+      test("a negative or fractional position is a Conflict", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), eventsCommit(events(0, [ev.user("a")])))
+          assert.strictEqual(yield* reasonOf(store.truncate(s1, -1)), "Conflict")
+          assert.strictEqual(yield* reasonOf(store.truncate(s1, 0.5)), "Conflict")
+          assert.strictEqual((yield* loadAll(store, s1)).length, 1)
+        }))
+
+      test("truncating away the first prompt forgets it in the summary", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(
+            header(s1),
+            eventsCommit(events(0, [ev.user("ctx", MessageSource.plugin("p")), ev.user("hello")]))
+          )
+          assert.strictEqual((yield* summaryOf(store, s1)).firstPrompt, "hello")
+          yield* store.truncate(s1, 1)
+          assert.isFalse("firstPrompt" in (yield* summaryOf(store, s1)))
+          yield* store.append(s1, eventsCommit(events(1, [ev.user("second")])))
+          assert.strictEqual((yield* summaryOf(store, s1)).firstPrompt, "second")
+        }))
+    })
+
+    describe("list and remove", () => {
+      test("list gives every session in creation order with figures kept up to date by appends", (store) =>
+        Effect.gen(function*() {
+          for (const s of ["b", "a", "c"]) yield* store.create(header(sid(s), 100))
+          const empty = (yield* store.list).map((s) => [s.header.id, s.events, s.bytes] as const)
+          assert.deepStrictEqual(empty.map(([id]) => id), ["b", "a", "c"])
+          yield* store.append(sid("a"), eventsCommit(events(0, [ev.user("ctx", MessageSource.plugin("p"))], 200)))
+          const [, a1] = yield* store.list
+          assert.deepStrictEqual([a1!.events, a1!.turns, a1!.lastActivity, a1!.firstPrompt], [1, 0, 200, undefined])
+          assert.isAbove(a1!.bytes, empty[1]![2])
+          yield* store.append(sid("a"), eventsCommit(events(1, promptTurn(1, "Weather?", "Sunny."), 300)))
+          yield* store.append(sid("a"), { events: [], inbox: [accepted("z", "later", 400)] })
+          const [, a2] = yield* store.list
+          assert.deepStrictEqual([a2!.events, a2!.turns, a2!.lastActivity, a2!.firstPrompt], [9, 1, 400, "Weather?"])
+          yield* store.append(sid("a"), eventsCommit(events(9, [ev.user("second prompt")], 450)))
+          const [b, a, c] = yield* store.list
+          assert.deepStrictEqual([a!.events, a!.turns, a!.lastActivity, a!.firstPrompt], [10, 1, 450, "Weather?"])
+          assert.isAbove(a!.bytes, a2!.bytes)
+          assert.isAbove(a!.bytes, a1!.bytes)
+          assert.deepStrictEqual([b!.events, b!.bytes, c!.events, c!.bytes], [0, empty[0]![2], 0, empty[2]![2]])
+        }))
+
+      test("the first prompt is the first human user/message, joined and cut to 200 code points", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const long = "🚀".repeat(150) + "x".repeat(100)
+          const prompt: SessionEvent.SessionEventInput = {
+            type: "user/message",
+            data: { content: [block.text(long.slice(0, 100)), block.text(long.slice(100))], source: MessageSource.user }
+          }
+          yield* store.append(
+            s1,
+            eventsCommit(events(0, [
+              ev.user("goal", { kind: "goal", goalId: "g", revision: 1, round: 1 }),
+              prompt,
+              ev.user("not the first")
+            ]))
+          )
+          const preview = (yield* summaryOf(store, s1)).firstPrompt!
+          assert.strictEqual(preview, "🚀".repeat(150) + "x".repeat(50))
+          assert.strictEqual([...preview].length, 200)
+        }))
+
+      test("remove deletes a session and frees its id; other sessions are untouched", (store) =>
+        Effect.gen(function*() {
+          const commit: Commit = { events: firstTurn, inbox: [accepted("prompt-1", "What is the weather?")] }
+          yield* store.create(header(sid("keep")), commit)
+          yield* store.create(header(s1), commit)
+          yield* store.saveSnapshot(s1, { seq: 3, position: 4, text: "snap" })
+          yield* store.remove(s1)
+          assert.strictEqual(yield* reasonOf(store.header(s1)), "NotFound")
+          assert.strictEqual(yield* reasonOf(loadAll(store, s1)), "NotFound")
+          assert.strictEqual(yield* reasonOf(store.remove(s1)), "NotFound")
+          assert.deepStrictEqual((yield* store.list).map((s) => s.header.id), [sid("keep")])
+          assert.deepStrictEqual(yield* loadAll(store, sid("keep")), at(0, texts([commit])))
+          yield* store.create(header(s1, 9))
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+          assert.isFalse(yield* store.hasMessage(s1, mid("prompt-1")))
+          assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
+          assert.deepStrictEqual((yield* store.list).map((s) => s.header.id), [sid("keep"), s1])
+        }))
+
+      test("ids and texts with awkward characters are stored, listed and found exactly, each apart", (store) =>
+        Effect.gen(function*() {
+          for (const [i, id] of awkwardIds.entries()) {
+            yield* store.create({ ...header(id, i), title: id }, {
+              events: events(0, [ev.user(`${awkward} ${i}`, MessageSource.user, `${id}/${i}`)]),
+              inbox: [accepted(awkward + id, awkward)]
+            })
+          }
+          const listed = yield* store.list
+          assert.deepStrictEqual(
+            listed.map((s) => s.header),
+            awkwardIds.map((id, i) => ({ ...header(id, i), title: id }))
+          )
+          for (const [i, id] of awkwardIds.entries()) {
+            assert.deepStrictEqual(yield* store.header(id), { ...header(id, i), title: id })
+            assert.deepStrictEqual(
+              (yield* loadAll(store, id)).map((r) => r.text),
+              [
+                JSON.stringify(accepted(awkward + id, awkward)),
+                JSON.stringify(events(0, [ev.user(`${awkward} ${i}`, MessageSource.user, `${id}/${i}`)])[0])
+              ]
+            )
+            assert.isTrue(yield* store.hasMessage(id, mid(`${id}/${i}`)))
+            assert.isTrue(yield* store.hasMessage(id, mid(awkward + id)))
+            assert.strictEqual(listed[i]!.firstPrompt, `${awkward} ${i}`.slice(0, 200))
+          }
+          // removing one leaves the others (ids that differ only in case or by an escape included)
+          yield* store.remove(sid("case"))
+          yield* store.remove(sid("lone \ud800 surrogate"))
+          assert.deepStrictEqual(
+            (yield* store.list).map((s) => s.header.id),
+            awkwardIds.filter((id) => id !== "case" && id !== "lone \ud800 surrogate")
+          )
+          assert.deepStrictEqual(yield* store.header(sid("CASE")), { ...header(sid("CASE"), 1), title: "CASE" })
+        }))
+    })
+
+    describe("hasMessage", () => {
+      test("an id is known once an inbox/accepted, user/message or steering/message with it is stored", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const ids = ["by-inbox", "by-user", "by-steering", "nul\u0000id", "lone \udc00 id"]
+          for (const id of ids) assert.isFalse(yield* store.hasMessage(s1, mid(id)))
+          yield* store.append(s1, { events: [], inbox: [accepted("by-inbox", "x"), settled("by-inbox", "discarded")] })
+          yield* store.append(
+            s1,
+            eventsCommit(
+              events(0, [
+                ev.user("x", MessageSource.user, "by-user"),
+                ev.turnStart(1),
+                ev.steering(1, "y", "by-steering")
+              ])
+            )
+          )
+          yield* store.append(s1, {
+            events: [],
+            inbox: [accepted("nul\u0000id", "x"), accepted("lone \udc00 id", "x")]
+          })
+          for (const id of ids) assert.isTrue(yield* store.hasMessage(s1, mid(id)), id)
+          // neither a settled record nor an id of another session counts, and ids are exact
+          yield* store.append(s1, { events: [], inbox: [settled("only-settled", "withdrawn")] })
+          yield* store.create(header(sid("other")), { events: [], inbox: [accepted("elsewhere", "x")] })
+          for (
+            const id of ["only-settled", "elsewhere", "by-user ", "BY-USER", "nul", "lone \udc01 id", "lone \ufffd id"]
+          ) {
+            assert.isFalse(yield* store.hasMessage(s1, mid(id)), id)
+          }
+        }))
+    })
+
+    describe("snapshots", () => {
+      test("the latest snapshot is loaded back exactly; a position the session does not store is a Conflict", (store) =>
+        Effect.gen(function*() {
+          const commit: Commit = { events: firstTurn, inbox: [] }
+          yield* store.create(header(s1), commit)
+          assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
+          yield* store.saveSnapshot(s1, { seq: 3, position: 3, text: "first" })
+          const latest = { seq: 9, position: 9, text: `{"history":${JSON.stringify(awkward)}} ${awkward}` }
+          yield* store.saveSnapshot(s1, latest)
+          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some(latest))
+          assert.strictEqual(
+            yield* reasonOf(store.saveSnapshot(s1, { seq: 99, position: firstTurn.length, text: "x" })),
+            "Conflict"
+          )
+          assert.strictEqual(yield* reasonOf(store.saveSnapshot(s1, { seq: 0, position: -1, text: "x" })), "Conflict")
+          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some(latest))
+        }))
+
+      test("truncate drops a snapshot that covers a dropped record and keeps one that does not", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), eventsCommit(firstTurn))
+          yield* store.saveSnapshot(s1, { seq: 5, position: 5, text: "at 5" })
+          yield* store.truncate(s1, 6)
+          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some({ seq: 5, position: 5, text: "at 5" }))
+          yield* store.truncate(s1, 5)
+          assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
+        }))
+    })
   })
 }

@@ -1,105 +1,238 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. Each session's rows live in a persistent `Chunk`
- * inside one `Ref`, so an append is O(log n) and never copies stored rows.
+ * The memory backend of `SessionStore` and the fault injector. All sessions live in one `Ref`; each session's
+ * records are a persistent `Chunk` of encoded records (the JSON text plus the facts summaries and the message
+ * index need), so an append is O(log n) and never copies stored records.
  */
-import type { Ids } from "@harness/domain"
-import { Chunk, Effect, HashMap, Option, Ref } from "effect"
-import type { Faults, Service, StoredEvent } from "../SessionStore.js"
+import type { Ids, Store } from "@harness/domain"
+import { Chunk, Effect, HashMap, HashSet, Option, Ref, Stream } from "effect"
+import type { Commit, Faults, Service, Snapshot } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
+import { contiguityIssue, encodeCommit, type EncodedRecord, positionIssue, utf8Length } from "../StoreCodec.js"
+
+interface MemorySession {
+  readonly header: Store.SessionHeader
+  readonly headerBytes: number
+  readonly records: Chunk.Chunk<EncodedRecord>
+  readonly events: number
+  readonly turns: number
+  readonly lastActivity: number
+  readonly bytes: number
+  readonly firstPrompt: string | undefined
+  readonly messageIds: HashSet.HashSet<Ids.AgentMessageId>
+  readonly snapshot: Option.Option<Snapshot>
+}
 
 interface Sessions {
   readonly order: Chunk.Chunk<Ids.SessionId>
-  readonly rows: HashMap.HashMap<Ids.SessionId, Chunk.Chunk<StoredEvent>>
+  readonly byId: HashMap.HashMap<Ids.SessionId, MemorySession>
 }
 
-const notFound = (id: Ids.SessionId) =>
-  new SessionStoreError({ reason: "NotFound", message: `session ${JSON.stringify(id)} is not stored` })
-
-/**
- * Checks that `rows` continue a session of `count` stored rows without a gap. Returns the problem, if any.
- */
-export const contiguityIssue = (count: number, rows: ReadonlyArray<StoredEvent>): string | undefined => {
-  for (let i = 0; i < rows.length; i++) {
-    const expected = count + i
-    if (rows[i]!.seq !== expected) {
-      return `row ${i} of the append has seq ${
-        rows[i]!.seq
-      } but the session needs seq ${expected} (it stores ${count} rows)`
-    }
+/** Folds records into a session's figures and index. */
+const appendRecords = (session: MemorySession, records: ReadonlyArray<EncodedRecord>): MemorySession => {
+  let { bytes, events, firstPrompt, lastActivity, messageIds, turns } = session
+  for (const record of records) {
+    bytes += record.bytes
+    if (record.kind !== "inbox") events++
+    if (record.kind === "turn") turns++
+    lastActivity = record.time
+    if (firstPrompt === undefined && record.preview !== undefined) firstPrompt = record.preview
+    if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
   }
-  return undefined
+  return {
+    ...session,
+    records: Chunk.appendAll(session.records, Chunk.unsafeFromArray(records)),
+    bytes,
+    events,
+    turns,
+    lastActivity,
+    firstPrompt,
+    messageIds
+  }
 }
+
+const emptySession = (header: Store.SessionHeader): MemorySession => {
+  const headerBytes = utf8Length(JSON.stringify(header))
+  return {
+    header,
+    headerBytes,
+    records: Chunk.empty(),
+    events: 0,
+    turns: 0,
+    lastActivity: header.createdAt,
+    bytes: headerBytes,
+    firstPrompt: undefined,
+    messageIds: HashSet.empty(),
+    snapshot: Option.none()
+  }
+}
+
+const summaryOf = (session: MemorySession): Store.SessionSummary => ({
+  header: session.header,
+  events: session.events,
+  turns: session.turns,
+  lastActivity: session.lastActivity,
+  bytes: session.bytes,
+  ...(session.firstPrompt === undefined ? {} : { firstPrompt: session.firstPrompt })
+})
+
+const fail = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>
+  Effect.fail(new SessionStoreError({ reason, message, id }))
+
+const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+
+const loadChunkSize = 4096
 
 export const makeMemory: Effect.Effect<Service> = Effect.map(
-  Ref.make<Sessions>({ order: Chunk.empty(), rows: HashMap.empty() }),
-  (ref): Service => ({
-    create: (id) =>
-      Ref.modify(
-        ref,
-        (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
-          HashMap.has(sessions.rows, id)
-            ? [
-              Effect.fail(
-                new SessionStoreError({
-                  reason: "AlreadyExists",
-                  message: `session ${JSON.stringify(id)} already exists`
-                })
-              ),
-              sessions
-            ]
-            : [Effect.void, {
-              order: Chunk.append(sessions.order, id),
-              rows: HashMap.set(sessions.rows, id, Chunk.empty())
-            }]
-      ).pipe(
-        Effect.flatten
-      ),
-    append: (id, rows) =>
-      Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] => {
-        const stored = HashMap.get(sessions.rows, id)
-        if (Option.isNone(stored)) return [Effect.fail(notFound(id)), sessions]
-        const issue = contiguityIssue(stored.value.length, rows)
-        if (issue !== undefined) {
-          return [Effect.fail(new SessionStoreError({ reason: "Conflict", message: issue })), sessions]
-        }
-        if (rows.length === 0) return [Effect.void, sessions]
-        // Copy the rows: the caller keeps its objects, the store keeps its own.
-        const copies = Chunk.fromIterable(
-          rows.map(({ json, seq, time, type }): StoredEvent => ({ seq, type, time, json }))
-        )
-        return [Effect.void, {
-          ...sessions,
-          rows: HashMap.set(sessions.rows, id, Chunk.appendAll(stored.value, copies))
-        }]
-      }).pipe(Effect.flatten),
-    load: (id) =>
+  Ref.make<Sessions>({ order: Chunk.empty(), byId: HashMap.empty() }),
+  (ref): Service => {
+    /** Runs `f` on the stored session atomically; `f` returns the result and the session's next state. */
+    const modify = <A>(
+      id: Ids.SessionId,
+      f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
+    ): Effect.Effect<A, SessionStoreError> =>
+      Effect.flatten(Ref.modify(ref, (sessions): readonly [Effect.Effect<A, SessionStoreError>, Sessions] => {
+        const stored = HashMap.get(sessions.byId, id)
+        if (Option.isNone(stored)) return [notFound(id), sessions]
+        const [result, next] = f(stored.value)
+        return [result, next === stored.value ? sessions : { ...sessions, byId: HashMap.set(sessions.byId, id, next) }]
+      }))
+
+    const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
       Effect.flatMap(Ref.get(ref), (sessions) =>
-        Option.match(HashMap.get(sessions.rows, id), {
-          onNone: () => Effect.fail(notFound(id)),
-          onSome: (rows) => Effect.succeed(Chunk.toReadonlyArray(rows))
+        Option.match(HashMap.get(sessions.byId, id), {
+          onNone: () => notFound(id),
+          onSome: (session) => Effect.succeed(f(session))
+        }))
+
+    return {
+      create: (header, commit) => {
+        const id = header.id
+        const records = commit === undefined ? [] : encodeCommit(commit, 0)
+        const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
+        if (issue !== undefined) return fail(id, "Conflict", issue)
+        return Effect.flatten(
+          Ref.modify(
+            ref,
+            (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
+              HashMap.has(sessions.byId, id)
+                ? [fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`), sessions]
+                : [Effect.void, {
+                  order: Chunk.append(sessions.order, id),
+                  byId: HashMap.set(sessions.byId, id, appendRecords(emptySession(header), records))
+                }]
+          )
+        )
+      },
+
+      append: (id, commit) =>
+        modify(id, (session) => {
+          const issue = contiguityIssue(session.events, commit)
+          if (issue !== undefined) return [fail(id, "Conflict", issue), session]
+          // Encoded now: the store keeps its own copy, whatever the caller later does with its values.
+          const records = encodeCommit(commit, session.records.length)
+          return [Effect.void, records.length === 0 ? session : appendRecords(session, records)]
+        }),
+
+      load: (id, options) =>
+        Stream.unwrap(read(id, (session) => {
+          const after = options?.after ?? -1
+          const start = Math.max(0, Math.floor(after) + 1)
+          // Lazily, a chunk at a time, over the session as it was when the load started.
+          const records = Chunk.drop(session.records, start)
+          return Stream.fromIteratorSucceed(
+            (function*() {
+              let position = start
+              for (const record of records) yield { position: position++, text: record.text }
+            })(),
+            loadChunkSize
+          )
         })),
-    list: Effect.map(Ref.get(ref), (sessions) => Chunk.toReadonlyArray(sessions.order))
-  })
+
+      header: (id) => read(id, (session) => session.header),
+
+      truncate: (id, position) => {
+        const issue = positionIssue(position)
+        if (issue !== undefined) return fail(id, "Conflict", issue)
+        return modify(id, (session) => {
+          if (position >= session.records.length) return [Effect.void, session]
+          const kept = appendRecords(
+            { ...emptySession(session.header), snapshot: session.snapshot },
+            Chunk.toReadonlyArray(Chunk.take(session.records, position))
+          )
+          const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
+          return [Effect.void, { ...kept, snapshot }]
+        })
+      },
+
+      list: Effect.map(
+        Ref.get(ref),
+        (sessions) =>
+          Chunk.toReadonlyArray(
+            Chunk.filterMap(sessions.order, (id) => Option.map(HashMap.get(sessions.byId, id), summaryOf))
+          )
+      ),
+
+      remove: (id) =>
+        Effect.flatten(
+          Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
+            HashMap.has(sessions.byId, id)
+              ? [Effect.void, {
+                order: Chunk.filter(sessions.order, (other) =>
+                  other !== id),
+                byId: HashMap.remove(sessions.byId, id)
+              }]
+              : [notFound(id), sessions])
+        ),
+
+      hasMessage: (id, messageId) => read(id, (session) => HashSet.has(session.messageIds, messageId)),
+
+      saveSnapshot: (id, snapshot) =>
+        modify(id, (session) => {
+          const issue = positionIssue(snapshot.position) ??
+            (snapshot.position < session.records.length
+              ? undefined
+              : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
+          if (issue !== undefined) return [fail(id, "Conflict", issue), session]
+          const { position, seq, text } = snapshot
+          return [Effect.void, { ...session, snapshot: Option.some({ seq, position, text }) }]
+        }),
+
+      loadSnapshot: (id) => read(id, (session) => session.snapshot)
+    }
+  }
 )
 
+const injected = (id: Ids.SessionId, commit: Commit) =>
+  fail(
+    id,
+    "Injected",
+    `injected failure of an append of ${commit.events.length} event(s) and ${commit.inbox.length} inbox record(s) to session ${
+      JSON.stringify(id)
+    }`
+  )
+
+interface FaultState {
+  readonly predicate: Option.Option<(commit: Commit, id: Ids.SessionId) => boolean>
+  readonly next: number
+}
+
 export const withFaults = (store: Service): Effect.Effect<readonly [Service, Faults]> =>
-  Effect.map(Ref.make(Option.none<(row: StoredEvent) => boolean>()), (predicate) => {
+  Effect.map(Ref.make<FaultState>({ predicate: Option.none(), next: 0 }), (state) => {
     const faults: Faults = {
-      failWhen: (when) => Ref.set(predicate, Option.some(when)),
-      clear: Ref.set(predicate, Option.none())
+      failWhen: (predicate) => Ref.update(state, (s) => ({ ...s, predicate: Option.some(predicate) })),
+      failNext: (count) => Ref.update(state, (s) => ({ ...s, next: Math.max(0, Math.floor(count)) })),
+      clear: Ref.set(state, { predicate: Option.none(), next: 0 })
     }
     const wrapped: Service = {
       ...store,
-      append: (id, rows) =>
-        Effect.flatMap(Ref.get(predicate), (when) =>
-          Option.isSome(when) && rows.some(when.value)
-            ? Effect.fail(
-              new SessionStoreError({
-                reason: "Injected",
-                message: `injected failure of an append of ${rows.length} row(s) to session ${JSON.stringify(id)}`
-              })
-            )
-            : store.append(id, rows))
+      append: (id, commit, options) =>
+        Effect.flatMap(
+          Ref.modify(state, (s): readonly [boolean, FaultState] =>
+            s.next > 0
+              ? [true, { ...s, next: s.next - 1 }]
+              : [Option.isSome(s.predicate) && s.predicate.value(commit, id), s]),
+          (failing) => failing ? injected(id, commit) : store.append(id, commit, options)
+        )
     }
     return [wrapped, faults] as const
   })

@@ -3,41 +3,39 @@
  * Everything the append path touches is persistent (`Chunk`, small immutable state objects), so its cost does
  * not grow with the log.
  */
-import { Ids, SessionEvent } from "@harness/domain"
+import { Ids, SessionEvent, Store as StoreRecords } from "@harness/domain"
 import { Chunk, Clock, Effect, Either, ParseResult, PubSub, Random, Ref, Schema, Stream } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import type { MakeOptions, Service } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
-import { type Service as Store, SessionStore, type StoredEvent } from "../SessionStore.js"
-import type { SessionStoreError } from "../SessionStoreError.js"
+import { type Service as Store, SessionStore, type SessionStoreError } from "../SessionStore.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 
 // Compiled once. `validate` checks an event and copies it (excess keys refused); a stored row is decoded from its
-// JSON text by `decodeJson`. The encoded form of `SessionEvent` is its type form (the schema has no
-// transformations: a test walks its AST to keep it so), so the validated copy is JSON-encoded directly, once,
-// without a second schema pass.
+// JSON text by `decodeJson` (inbox records, which the log does not use yet, are skipped). The encoded form of
+// `SessionEvent` is its type form (the schema has no transformations: a test walks its AST to keep it so), so the
+// store JSON-encodes the validated copy directly, without a second schema pass.
 const validate = Schema.validateEither(SessionEvent.SessionEvent, { onExcessProperty: "error" })
-const decodeJson = Schema.decodeEither(Schema.parseJson(SessionEvent.SessionEvent))
+const decodeJson = Schema.decodeEither(
+  Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord))
+)
 
 const formatIssue = (error: ParseResult.ParseError): string => ParseResult.TreeFormatter.formatErrorSync(error)
 
 interface Encoded {
   readonly event: SessionEvent.SessionEvent
-  readonly row: StoredEvent
 }
 
 /**
- * Checks an event at the boundary and encodes it once: a copy that shares nothing with the caller's value, and its
- * row (JSON text). Returns the problem as a sentence when the event does not match its schema or is not
- * JSON-lossless.
+ * Checks an event at the boundary: a copy that shares nothing with the caller's value. Returns the problem as a
+ * sentence when the event does not match its schema or is not JSON-lossless.
  */
 const encode = (candidate: unknown): Either.Either<Encoded, string> =>
   Either.match(validate(candidate), {
     onLeft: (error) => Either.left(formatIssue(error)),
-    onRight: (event) =>
-      Either.right({ event, row: { seq: event.seq, type: event.type, time: event.time, json: JSON.stringify(event) } })
+    onRight: (event) => Either.right({ event })
   })
 
 const storeError = (what: string) => (error: SessionStoreError) =>
@@ -127,7 +125,7 @@ const makeService = (
             seq
           })
         }
-        const { event, row } = encoded.right
+        const { event } = encoded.right
         const checked = logCheck.step(current.state, event)
         if ("violation" in checked) {
           const { message, rule } = checked.violation
@@ -139,7 +137,7 @@ const makeService = (
           history: history.fold(current.history, event)
         }
         // The commit point: once the row is written, the memory state and the observers must follow it.
-        yield* store.append(id, [row]).pipe(
+        yield* store.append(id, { events: [event], inbox: [] }).pipe(
           Effect.mapError(storeError(`the store refused ${event.type} at seq ${seq}`)),
           Effect.zipRight(Ref.set(data, next)),
           Effect.zipRight(PubSub.publish(observers, event)),
@@ -175,37 +173,40 @@ export const make = Effect.fn("SessionLog.make")(function*(options?: MakeOptions
   const id = options?.id ?? (yield* randomSessionId)
   const seed = options?.seed ?? []
   const events: Array<SessionEvent.SessionEvent> = []
-  const rows: Array<StoredEvent> = []
   for (const [index, candidate] of seed.entries()) {
     const encoded = encode(candidate)
     if (Either.isLeft(encoded)) return yield* invalidSeed(`seed event ${index} is invalid: ${encoded.left}`, index)
     events.push(encoded.right.event)
-    rows.push(encoded.right.row)
   }
   const initial = yield* checkContinuable(events)
-  yield* store.create(id).pipe(Effect.mapError(storeError(`cannot create session ${JSON.stringify(id)}`)))
-  if (rows.length > 0) {
-    yield* store.append(id, rows).pipe(
-      Effect.mapError(storeError(`cannot store the seed of session ${JSON.stringify(id)}`))
-    )
-  }
+  const createdAt = yield* Clock.currentTimeMillis
+  yield* store.create({ id, version: 1, createdAt }, { events, inbox: [] }).pipe(
+    Effect.mapError(storeError(`cannot create session ${JSON.stringify(id)}`))
+  )
   return yield* makeService(id, store, initial)
 })
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId) {
   const store = yield* SessionStore
-  const rows = yield* store.load(id).pipe(Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`)))
+  const records = yield* store.load(id).pipe(
+    Stream.runCollect,
+    Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`))
+  )
   const events: Array<SessionEvent.SessionEvent> = []
-  for (const [index, row] of rows.entries()) {
-    const decoded = decodeJson(row.json)
+  for (const record of records) {
+    const decoded = decodeJson(record.text)
     if (Either.isLeft(decoded)) {
-      return yield* invalidSeed(`stored row ${index} is not a session event: ${formatIssue(decoded.left)}`, row.seq)
+      return yield* invalidSeed(
+        `stored record ${record.position} is not a session event: ${formatIssue(decoded.left)}`,
+        events.length
+      )
     }
     const event = decoded.right
-    if (event.seq !== row.seq || event.type !== row.type || event.time !== row.time) {
+    if (StoreRecords.isInboxRecord(event)) continue
+    if (event.seq !== events.length) {
       return yield* invalidSeed(
-        `stored row ${index} says seq ${row.seq}, type ${row.type}, time ${row.time} but its JSON holds seq ${event.seq}, type ${event.type}, time ${event.time}`,
-        row.seq
+        `stored record ${record.position} holds seq ${event.seq} where the log needs seq ${events.length}`,
+        events.length
       )
     }
     events.push(event)

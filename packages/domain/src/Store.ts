@@ -1,0 +1,192 @@
+/**
+ * The durable vocabulary of session stores, beside the events themselves: the header a session is created with,
+ * the summary a store keeps up to date for listing, and the inbox records that make accepted-but-unclaimed
+ * messages survive the process. Stores write these as JSON; like `SessionEvent`, none of these schemas has a
+ * transformation, so a value's type form is its encoded form and `JSON.stringify` is its encoding.
+ *
+ * The pure helpers at the end (`messageIdOf`, `promptPreviewOf`) are the facts every backend derives from a record
+ * when it stores it, computed in one place so all backends agree.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+import { joinText } from "./Content.js"
+import { AgentMessageId, SessionId } from "./Ids.js"
+import { NonNegativeInt } from "./Json.js"
+import { AgentMessage } from "./Message.js"
+import type { SessionEvent } from "./SessionEvent.js"
+
+const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/**
+ * Where a fork came from: the parent session and the `seq` of the `turn/end` it forked at (R112).
+ *
+ * @since 0.0.0
+ */
+export const SessionParent = Schema.Struct({ id: SessionId, seq: NonNegativeInt }).annotations({
+  identifier: "SessionParent"
+})
+/** @since 0.0.0 */
+export type SessionParent = typeof SessionParent.Type
+
+/**
+ * A session's header, written once, when the session is created. `version` is the storage format's version;
+ * `createdAt` is epoch milliseconds from `Clock`.
+ *
+ * @since 0.0.0
+ */
+export const SessionHeader = Schema.Struct({
+  id: SessionId,
+  version: Schema.Literal(1),
+  createdAt: NonNegativeInt,
+  parent: optional(SessionParent),
+  title: optional(Schema.String)
+}).annotations({ identifier: "SessionHeader" })
+/** @since 0.0.0 */
+export type SessionHeader = typeof SessionHeader.Type
+
+/**
+ * What a store's `list` returns for one session: its header and figures the store keeps up to date at each
+ * append (never computed by reading the whole session at list time).
+ *
+ * - `events`: stored events; `turns`: stored `turn/start` events.
+ * - `lastActivity`: the `time` of the last stored record (event or inbox record), else `createdAt`.
+ * - `bytes`: the stored size of the session as its backend counts it (the file for JSONL, the record texts for SQL
+ *   backends); only comparable within one backend.
+ * - `firstPrompt`: the {@link promptPreviewOf} of the first stored human prompt.
+ *
+ * @since 0.0.0
+ */
+export const SessionSummary = Schema.Struct({
+  header: SessionHeader,
+  events: NonNegativeInt,
+  turns: NonNegativeInt,
+  lastActivity: NonNegativeInt,
+  bytes: NonNegativeInt,
+  firstPrompt: optional(Schema.String)
+}).annotations({ identifier: "SessionSummary" })
+/** @since 0.0.0 */
+export type SessionSummary = typeof SessionSummary.Type
+
+/**
+ * Where an accepted message went: a FIFO (`queued`, `steering`) or straight into the log as context (`context`,
+ * recorded when acceptance and logging are not one commit).
+ *
+ * @since 0.0.0
+ */
+export const InboxRecordPlacement = Schema.Literal("queued", "steering", "context")
+/** @since 0.0.0 */
+export type InboxRecordPlacement = typeof InboxRecordPlacement.Type
+
+/**
+ * How an accepted message left the inbox: `claimed` (a turn took it as its prompt), `drained` (it joined an open
+ * turn as steering), `logged` (it was written as context), `discarded` (a cancel dropped it), `withdrawn` (the
+ * sender took it back).
+ *
+ * @since 0.0.0
+ */
+export const InboxFate = Schema.Literal("claimed", "drained", "logged", "discarded", "withdrawn")
+/** @since 0.0.0 */
+export type InboxFate = typeof InboxFate.Type
+
+/**
+ * A message was accepted: the frozen message, where it went, and whether it was a waking send.
+ *
+ * @since 0.0.0
+ */
+export const InboxAccepted = Schema.Struct({
+  type: Schema.Literal("inbox/accepted"),
+  time: NonNegativeInt,
+  message: AgentMessage,
+  placement: InboxRecordPlacement,
+  wakeup: Schema.Boolean
+}).annotations({ identifier: "inbox/accepted" })
+/** @since 0.0.0 */
+export type InboxAccepted = typeof InboxAccepted.Type
+
+/**
+ * An accepted message left the inbox, and how.
+ *
+ * @since 0.0.0
+ */
+export const InboxSettled = Schema.Struct({
+  type: Schema.Literal("inbox/settled"),
+  time: NonNegativeInt,
+  id: AgentMessageId,
+  fate: InboxFate
+}).annotations({ identifier: "inbox/settled" })
+/** @since 0.0.0 */
+export type InboxSettled = typeof InboxSettled.Type
+
+/**
+ * A durable inbox record. The agent writes them (in the same commits as the events they go with); a store only
+ * stores them, in commit order among the events. Their `type`s never collide with an event's: inbox records are
+ * `inbox/*`, events are not.
+ *
+ * @since 0.0.0
+ */
+export const InboxRecord = Schema.Union(InboxAccepted, InboxSettled).annotations({ identifier: "InboxRecord" })
+/** @since 0.0.0 */
+export type InboxRecord = typeof InboxRecord.Type
+
+/**
+ * One stored record: an event or an inbox record.
+ *
+ * @since 0.0.0
+ */
+export type StoreRecord = SessionEvent | InboxRecord
+
+/**
+ * Whether a record is an inbox record (else it is an event).
+ *
+ * @since 0.0.0
+ */
+export const isInboxRecord = (record: StoreRecord): record is InboxRecord =>
+  record.type === "inbox/accepted" || record.type === "inbox/settled"
+
+/**
+ * The accepted message id a record proves: an `inbox/accepted`'s message id, or the `messageId` of a
+ * `user/message` or `steering/message`. A store indexes these so "was this id ever accepted here?" needs no scan.
+ *
+ * @since 0.0.0
+ */
+export const messageIdOf = (record: StoreRecord): AgentMessageId | undefined => {
+  switch (record.type) {
+    case "inbox/accepted":
+      return record.message.id
+    case "user/message":
+    case "steering/message":
+      return record.data.messageId
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The longest {@link promptPreviewOf} in characters (code points).
+ *
+ * @since 0.0.0
+ */
+export const promptPreviewLength = 200
+
+/**
+ * The preview a session summary shows for a human prompt: for a `user/message` whose `source.kind` is `"user"`,
+ * the joined text of its content cut to {@link promptPreviewLength} code points (never splitting a surrogate
+ * pair); nothing for any other record.
+ *
+ * @since 0.0.0
+ */
+export const promptPreviewOf = (record: StoreRecord): string | undefined => {
+  if (record.type !== "user/message" || record.data.source.kind !== "user") return undefined
+  const text = joinText(record.data.content)
+  // Fast path: a text of at most `promptPreviewLength` code units has at most that many code points.
+  if (text.length <= promptPreviewLength) return text
+  let out = ""
+  let count = 0
+  for (const codePoint of text) {
+    if (count === promptPreviewLength) break
+    out += codePoint
+    count++
+  }
+  return out
+}

@@ -1,0 +1,49 @@
+/**
+ * A `SessionStore` on JSON Lines files: one human-greppable file per session in one directory, appended to and
+ * never rewritten. The first line is the header (`{"type":"session","order":n,…}`), then one record per line, each
+ * the record's JSON text exactly. A commit of several records is preceded by a marker line `{"commit":k}`, so that a
+ * commit torn by a crash is recognised and never read as committed; a single-record commit is its one line.
+ *
+ * Summaries and the message-id index are rebuilt lazily (one scan per session per process) and kept up to date by
+ * appends (ADR 0010 says why there is no side file). `sync: true` fsyncs the file after the write.
+ *
+ * @since 0.0.0
+ */
+import type { FileSystem } from "@effect/platform"
+import type { Effect, Effect } from "effect"
+import { Layer } from "effect"
+import { Layer } from "effect"
+import * as internal from "./internal/jsonlStore.js"
+
+/**
+ * Where the session files live.
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /** The directory (created at the first `create`). */
+  readonly directory: string
+}
+
+/**
+ * The store over the `FileSystem` of the context.
+ *
+ * Contract: the `SessionStore` conformance suite. A session's file is `<name>.jsonl`, where `name` is the id with
+ * every character but `a-z`, `0-9`, `_` and `-` written as `~xxxx` (hashed when long); its snapshot is
+ * `<name>.snapshot.json`. `create` writes the file aside, fsyncs it and links it into place (atomic, and exclusive
+ * across processes). Writes are serialised within the process; one session has one writer at a time. Bytes after
+ * the last complete commit (a commit torn by a crash, which was never acknowledged) are not loaded and are cut
+ * before the next write.
+ *
+ * @since 0.0.0
+ */
+export const make = (options: Options): Effect.Effect<SessionStore.Service, never, FileSystem.FileSystem> =>
+  internal.make(options)
+
+/**
+ * The store in `options.directory`, over the `FileSystem` of the context.
+ *
+ * @since 0.0.0
+ */
+export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, never, FileSystem.FileSystem> =>
+  Layer.effect(SessionStore.SessionStore, make(options))

@@ -1,0 +1,500 @@
+/**
+ * The JSONL backend. One file per session (`<name>.jsonl`, see `framing.ts`) plus, when the session has one, its
+ * snapshot (`<name>.snapshot.json`). The file is the only truth: the summary figures and the message-id index are
+ * rebuilt lazily, once per process and session, by one scan of the file, then kept up to date by this process's
+ * appends; a file whose size differs from what this process last saw (another process wrote it) is scanned again.
+ */
+import { FileSystem } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import { type Ids, Store } from "@harness/domain"
+import { SessionStore } from "@harness/session"
+import { Chunk, Effect, HashMap, HashSet, Option, Random, Ref, Schema, Stream } from "effect"
+import { createHash } from "node:crypto"
+import { type FramedRecord, Framer, marker, paddedMarker } from "./framing.js"
+
+type Service = SessionStore.Service
+type ErrorReason = SessionStore.SessionStoreErrorReason
+
+/** What this process knows about one session file, as of `bytes`. */
+interface SessionState {
+  readonly header: Store.SessionHeader
+  readonly order: number
+  /** The committed end: the file's size when no torn tail follows. */
+  readonly bytes: number
+  readonly records: number
+  readonly events: number
+  readonly turns: number
+  readonly lastActivity: number
+  readonly firstPrompt: { readonly text: string; readonly position: number } | undefined
+  readonly messageIds: HashSet.HashSet<string>
+}
+
+const safeChar = /[a-z0-9_-]/
+
+/**
+ * The file name of a session: lower-case letters, digits, `_` and `-` as they are, every other UTF-16 code unit as
+ * `~xxxx` (so names are unique even on case-insensitive file systems and never `.` or `..`); a name that would
+ * exceed 200 characters is cut and completed with a hash of the id.
+ */
+export const fileName = (id: string): string => {
+  let name = ""
+  for (let i = 0; i < id.length; i++) {
+    const ch = id[i]!
+    name += safeChar.test(ch) ? ch : `~${id.charCodeAt(i).toString(16).padStart(4, "0")}`
+  }
+  if (name.length <= 200) return name
+  return `${name.slice(0, 120)}~~${createHash("sha256").update(JSON.stringify(id)).digest("hex").slice(0, 40)}`
+}
+
+const decodeHeader = Schema.decodeUnknownEither(Store.SessionHeader)
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+const decodeSnapshot = Schema.decodeUnknownEither(
+  Schema.parseJson(Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, text: Schema.String }))
+)
+
+/** The facts of one stored line, for figures and the index (a line that is not a record counts as an event). */
+const factsOf = (text: string) => {
+  try {
+    // Untrusted: the cast only lets the helpers look; anything they do not expect throws or gives nothing.
+    const record = JSON.parse(text) as Store.StoreRecord
+    return {
+      kind: Store.isInboxRecord(record)
+        ? "inbox" as const
+        : record.type === "turn/start"
+        ? "turn" as const
+        : "event" as const,
+      time: typeof record.time === "number" ? record.time : undefined,
+      messageId: typeof record === "object" && record !== null ? safe(() => Store.messageIdOf(record)) : undefined,
+      preview: safe(() => Store.promptPreviewOf(record))
+    }
+  } catch {
+    return { kind: "event" as const, time: undefined, messageId: undefined, preview: undefined }
+  }
+}
+
+/** Facts from untrusted JSON: a shape the helpers do not expect gives nothing. */
+const safe = <A>(f: () => A): A | undefined => {
+  try {
+    const value = f()
+    return typeof value === "string" ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export interface Options {
+  readonly directory: string
+}
+
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const directory = options.directory
+    const states = yield* Ref.make(HashMap.empty<string, SessionState>())
+    const nextOrder = yield* Ref.make(Option.none<number>())
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
+    const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
+
+    const error = (id: Ids.SessionId | undefined, reason: ErrorReason, message: string) =>
+      new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
+    const fail = (id: Ids.SessionId | undefined, reason: ErrorReason, message: string) =>
+      Effect.fail(error(id, reason, message))
+    const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+    const io = (id: Ids.SessionId | undefined, what: string) => (e: PlatformError) =>
+      error(id, "Io", `cannot ${what}: ${e.message}`)
+    const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
+
+    /** The file's size, or none when it does not exist. */
+    const sizeOf = (path: string, id: Ids.SessionId | undefined) =>
+      fs.stat(path).pipe(
+        Effect.map((info) => Option.some(Number(info.size))),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<number>())),
+        Effect.mapError(io(id, `read ${path}`))
+      )
+
+    /** Parses a header line: `{"type":"session","order":n, …SessionHeader}`. */
+    const parseHeader = (id: Ids.SessionId | undefined, path: string, line: string | undefined) => {
+      let parsed: unknown
+      try {
+        parsed = line === undefined ? undefined : JSON.parse(line)
+      } catch {
+        parsed = undefined
+      }
+      if (typeof parsed !== "object" || parsed === null || !("type" in parsed) || parsed.type !== "session") {
+        return fail(id, "Corrupt", `${path} does not start with a session header line`)
+      }
+      const order = "order" in parsed && typeof parsed.order === "number" ? parsed.order : 0
+      const header = decodeHeader(parsed)
+      if (header._tag === "Left") return fail(id, "Corrupt", `the header of ${path} is invalid: ${header.left.message}`)
+      if (id !== undefined && header.right.id !== id) {
+        return fail(
+          id,
+          "Corrupt",
+          `${path} holds session ${JSON.stringify(header.right.id)}, not ${JSON.stringify(id)}`
+        )
+      }
+      return Effect.succeed({ header: header.right, order })
+    }
+
+    /** Reads a session file's committed records through the framer. */
+    const framed = (path: string, id: Ids.SessionId | undefined) =>
+      Stream.suspend(() => {
+        const framer = new Framer()
+        return fs.stream(path, { chunkSize: 256 * 1024 }).pipe(
+          Stream.mapError((e) =>
+            isNotFound(e) && id !== undefined
+              ? error(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+              : io(id, `read ${path}`)(e)
+          ),
+          Stream.mapChunks((chunks) => Chunk.flatMap(chunks, (chunk) => Chunk.unsafeFromArray(framer.push(chunk)))),
+          // the header line, then the records, then the framer's final figures
+          (records) =>
+            Stream.concat(
+              records.pipe(Stream.map((record) => ({ record, framer }))),
+              Stream.make({ record: undefined, framer })
+            )
+        )
+      })
+
+    /** Scans a whole file into its state. */
+    const scan = (path: string, id: Ids.SessionId | undefined) =>
+      Effect.gen(function*() {
+        let events = 0
+        let turns = 0
+        let lastTime: number | undefined
+        let firstPrompt: SessionState["firstPrompt"] = undefined
+        let messageIds = HashSet.empty<string>()
+        let framer: Framer | undefined
+        yield* Stream.runForEach(framed(path, id), (item) =>
+          Effect.sync(() => {
+            framer = item.framer
+            const record = item.record
+            if (record === undefined) return
+            const facts = factsOf(record.text)
+            if (facts.kind !== "inbox") events++
+            if (facts.kind === "turn") turns++
+            if (facts.time !== undefined) lastTime = facts.time
+            if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
+            if (firstPrompt === undefined && facts.preview !== undefined) {
+              firstPrompt = { text: facts.preview, position: record.position }
+            }
+          }))
+        const { header, order } = yield* parseHeader(id, path, framer?.header)
+        const state: SessionState = {
+          header,
+          order,
+          bytes: framer!.committedEnd,
+          records: framer!.records,
+          events,
+          turns,
+          lastActivity: lastTime ?? header.createdAt,
+          firstPrompt,
+          messageIds
+        }
+        return state
+      })
+
+    /** The current state of a session: cached while the file's size is what this process last saw. */
+    const stateOf = (id: Ids.SessionId) =>
+      Effect.gen(function*() {
+        const path = pathOf(id)
+        const size = yield* sizeOf(path, id)
+        if (Option.isNone(size)) {
+          yield* Ref.update(states, HashMap.remove(path))
+          return yield* notFound(id)
+        }
+        const cached = HashMap.get(yield* Ref.get(states), path)
+        if (Option.isSome(cached) && cached.value.bytes === size.value) return cached.value
+        const state = yield* scan(path, id)
+        yield* Ref.update(states, HashMap.set(path, state))
+        return state
+      })
+
+    const setState = (id: Ids.SessionId, state: SessionState) => Ref.update(states, HashMap.set(pathOf(id), state))
+
+    /** The next creation order: one more than any in the directory (read once per process). */
+    const takeOrder = Effect.gen(function*() {
+      const known = yield* Ref.get(nextOrder)
+      let next: number
+      if (Option.isSome(known)) next = known.value
+      else {
+        const summaries = yield* listStates
+        next = summaries.reduce((max, s) => Math.max(max, s.order + 1), 0)
+      }
+      yield* Ref.set(nextOrder, Option.some(next + 1))
+      return next
+    })
+
+    const linesOf = (records: ReadonlyArray<SessionStore.EncodedRecord>): string => {
+      if (records.length === 0) return ""
+      const body = records.map((r) => `${r.text}\n`).join("")
+      return records.length === 1 ? body : `${marker(records.length)}\n${body}`
+    }
+
+    const withFigures = (
+      state: SessionState,
+      records: ReadonlyArray<SessionStore.EncodedRecord>,
+      written: number
+    ): SessionState => {
+      const figures = SessionStore.figuresOf(records)
+      let messageIds = state.messageIds
+      for (const record of records) {
+        if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
+      }
+      return {
+        ...state,
+        bytes: state.bytes + written,
+        records: state.records + figures.records,
+        events: state.events + figures.events,
+        turns: state.turns + figures.turns,
+        lastActivity: figures.lastActivity ?? state.lastActivity,
+        firstPrompt: state.firstPrompt ?? figures.firstPrompt,
+        messageIds
+      }
+    }
+
+    const create: Service["create"] = (header, commit) => {
+      const id = header.id
+      const empty = { events: [], inbox: [] }
+      const issue = SessionStore.contiguityIssue(0, commit ?? empty)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      const path = pathOf(id)
+      return lock.withPermits(1)(Effect.gen(function*() {
+        yield* fs.makeDirectory(directory, { recursive: true }).pipe(Effect.mapError(io(id, `create ${directory}`)))
+        if (Option.isSome(yield* sizeOf(path, id))) {
+          return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+        }
+        const order = yield* takeOrder
+        const records = SessionStore.encodeCommit(commit ?? empty, 0)
+        const headerLine = `${JSON.stringify({ type: "session", order, ...header })}\n`
+        const content = Buffer.from(headerLine + linesOf(records), "utf8")
+        // Written aside, synced, then linked into place: the session appears whole or not at all, and a link
+        // never replaces an existing file (another process's create of the same id loses with AlreadyExists).
+        const tmp = `${path}.${(yield* Random.nextInt).toString(16)}.tmp`
+        yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(tmp, { flag: "wx" })
+          yield* file.writeAll(content)
+          yield* file.sync
+        })).pipe(Effect.mapError(io(id, `write ${tmp}`)))
+        const linked = yield* fs.link(tmp, path).pipe(
+          Effect.as(true),
+          Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "AlreadyExists", () => Effect.succeed(false)),
+          Effect.ensuring(Effect.ignore(fs.remove(tmp))),
+          Effect.mapError(io(id, `create ${path}`))
+        )
+        if (!linked) return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+        const initial: SessionState = {
+          header,
+          order,
+          bytes: Buffer.byteLength(headerLine),
+          records: 0,
+          events: 0,
+          turns: 0,
+          lastActivity: header.createdAt,
+          firstPrompt: undefined,
+          messageIds: HashSet.empty()
+        }
+        yield* setState(id, withFigures(initial, records, content.length - Buffer.byteLength(headerLine)))
+      }))
+    }
+
+    const append: Service["append"] = (id, commit, options) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const state = yield* stateOf(id)
+        const issue = SessionStore.contiguityIssue(state.events, commit)
+        if (issue !== undefined) return yield* fail(id, "Conflict", issue)
+        const records = SessionStore.encodeCommit(commit, state.records)
+        if (records.length === 0) return
+        const content = Buffer.from(linesOf(records), "utf8")
+        const path = pathOf(id)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(path, { flag: "r+" })
+          const size = Number((yield* file.stat).size)
+          // Bytes past the committed end are a commit torn by a crash (never acknowledged): cut them first.
+          if (size !== state.bytes) yield* file.truncate(state.bytes)
+          yield* file.seek(state.bytes, "start")
+          yield* file.writeAll(content)
+          if (options?.sync === true) yield* file.sync
+        })).pipe(Effect.mapError(io(id, `append to ${path}`)))
+        yield* setState(id, withFigures(state, records, content.length))
+      }))
+
+    const load: Service["load"] = (id, options) => {
+      const after = options?.after ?? -1
+      const path = pathOf(id)
+      return framed(path, id).pipe(
+        Stream.filterMap(({ record }) =>
+          record !== undefined && record.position > after
+            ? Option.some({ position: record.position, text: record.text })
+            : Option.none()
+        )
+      )
+    }
+
+    const header: Service["header"] = (id) => Effect.map(stateOf(id), (state) => state.header)
+
+    /** Finds the record at `position` (with its framing), or none past the end. */
+    const locate = (id: Ids.SessionId, position: number) =>
+      framed(pathOf(id), id).pipe(
+        Stream.filterMap(({ record }) =>
+          record !== undefined && record.position === position ? Option.some(record) : Option.none()
+        ),
+        Stream.runHead
+      )
+
+    const truncate: Service["truncate"] = (id, position) => {
+      const issue = SessionStore.positionIssue(position)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return lock.withPermits(1)(Effect.gen(function*() {
+        const state = yield* stateOf(id)
+        if (position >= state.records) return
+        const found: Option.Option<FramedRecord> = yield* locate(id, position)
+        if (Option.isNone(found)) return
+        const record = found.value
+        const path = pathOf(id)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(path, { flag: "r+" })
+          const group = record.group
+          if (group !== undefined && group.index > 0) {
+            // keep the first `index` records of the commit: rewrite its marker in place, padded to its length
+            yield* file.seek(group.start, "start")
+            yield* file.writeAll(Buffer.from(paddedMarker(group.index, group.length), "utf8"))
+            yield* file.truncate(record.start)
+          } else {
+            yield* file.truncate(group === undefined ? record.start : group.start)
+          }
+          yield* file.sync
+        })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
+        yield* setState(id, yield* scan(path, id))
+        yield* dropSnapshotFrom(id, position)
+      }))
+    }
+
+    const dropSnapshotFrom = (id: Ids.SessionId, position: number) =>
+      Effect.gen(function*() {
+        const snapshot = yield* readSnapshot(id)
+        if (Option.isSome(snapshot) && snapshot.value.position >= position) {
+          yield* fs.remove(snapshotPathOf(id)).pipe(Effect.mapError(io(id, "remove the snapshot")))
+        }
+      })
+
+    /** Every session file's state, sorted by creation order. */
+    const listStates = Effect.gen(function*() {
+      const names = yield* fs.readDirectory(directory).pipe(
+        Effect.catchIf(isNotFound, () => Effect.succeed<Array<string>>([])),
+        Effect.mapError(io(undefined, `read ${directory}`))
+      )
+      const all: Array<SessionState> = []
+      for (const name of names.filter((n) => n.endsWith(".jsonl")).sort()) {
+        const path = `${directory}/${name}`
+        const size = yield* sizeOf(path, undefined)
+        if (Option.isNone(size)) continue
+        const cached = HashMap.get(yield* Ref.get(states), path)
+        if (Option.isSome(cached) && cached.value.bytes === size.value) {
+          all.push(cached.value)
+          continue
+        }
+        const state = yield* scan(path, undefined).pipe(
+          // a session removed while listing is simply not listed
+          Effect.catchAll((e) =>
+            Effect.flatMap(sizeOf(path, undefined), (gone) =>
+              Option.isNone(gone) ? Effect.succeed(undefined) : Effect.fail(e))
+          )
+        )
+        if (state === undefined) {
+          continue
+        }
+        if (fileName(state.header.id) !== name.slice(0, -".jsonl".length)) {
+          return yield* fail(
+            undefined,
+            "Corrupt",
+            `${path} holds session ${JSON.stringify(state.header.id)}, whose file is not this one`
+          )
+        }
+        yield* Ref.update(states, HashMap.set(path, state))
+        all.push(state)
+      }
+      return all.sort((a, b) =>
+        a.order - b.order || a.header.createdAt - b.header.createdAt
+      )
+    })
+
+    const list: Service["list"] = Effect.map(listStates, (all) =>
+      all.map((state): Store.SessionSummary => ({
+        header: state.header,
+        events: state.events,
+        turns: state.turns,
+        lastActivity: state.lastActivity,
+        bytes: state.bytes,
+        ...(state.firstPrompt === undefined ? {} : { firstPrompt: state.firstPrompt.text })
+      })))
+
+    const remove: Service["remove"] = (id) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        yield* stateOf(id)
+        yield* fs.remove(snapshotPathOf(id)).pipe(
+          Effect.catchIf(isNotFound, () => Effect.void),
+          Effect.mapError(io(id, "remove the snapshot"))
+        )
+        yield* fs.remove(pathOf(id)).pipe(Effect.mapError(io(id, `remove ${pathOf(id)}`)))
+        yield* Ref.update(states, HashMap.remove(pathOf(id)))
+      }))
+
+    const hasMessage: Service["hasMessage"] = (id, messageId) =>
+      Effect.map(stateOf(id), (state) => HashSet.has(state.messageIds, messageId))
+
+    const readSnapshot = (id: Ids.SessionId) =>
+      fs.readFileString(snapshotPathOf(id)).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>())),
+        Effect.mapError(io(id, "read the snapshot")),
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.succeed(Option.none<SessionStore.Snapshot>()),
+          onSome: (text) => {
+            const decoded = decodeSnapshot(text)
+            return decoded._tag === "Right"
+              ? Effect.succeed(Option.some<SessionStore.Snapshot>(decoded.right))
+              : fail(id, "Corrupt", `the snapshot of session ${JSON.stringify(id)} is invalid: ${decoded.left.message}`)
+          }
+        }))
+      )
+
+    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
+      const issue = SessionStore.positionIssue(snapshot.position)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return lock.withPermits(1)(Effect.gen(function*() {
+        const state = yield* stateOf(id)
+        if (snapshot.position >= state.records) {
+          return yield* fail(
+            id,
+            "Conflict",
+            `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${state.records})`
+          )
+        }
+        const path = snapshotPathOf(id)
+        const tmp = `${path}.${(yield* Random.nextInt).toString(16)}.tmp`
+        const { position, seq, text } = snapshot
+        yield* fs.writeFileString(tmp, JSON.stringify({ seq, position, text })).pipe(
+          Effect.zipRight(fs.rename(tmp, path)),
+          Effect.mapError(io(id, `write ${path}`))
+        )
+      }))
+    }
+
+    const loadSnapshot: Service["loadSnapshot"] = (id) => Effect.zipRight(stateOf(id), readSnapshot(id))
+
+    return {
+      create,
+      append,
+      load,
+      header,
+      truncate,
+      list,
+      remove,
+      hasMessage,
+      saveSnapshot,
+      loadSnapshot
+    } satisfies Service
+  })

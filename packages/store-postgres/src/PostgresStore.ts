@@ -1,0 +1,84 @@
+/**
+ * A `SessionStore` on PostgreSQL, for deployments that outgrow one machine: every session in one database, any
+ * number of processes. The schema is applied by `@effect/sql`'s `Migrator` (it locks its table, so processes that
+ * start together migrate once).
+ *
+ * Tables (see ADR 0010): `sessions` (the header's JSON and the summary figures, kept up to date in each commit's
+ * transaction), `records` (one row per event or inbox record: `(session, position)` key, kind, time, indexed
+ * message id, the record's JSON text) and `snapshots` (the latest one per session).
+ *
+ * @since 0.0.0
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Migrator from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { SessionStore } from "@harness/session"
+import { Config, Effect, Layer, type Redacted } from "effect"
+import * as internal from "./internal/postgresStore.js"
+
+/**
+ * Where the database is.
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /** A connection URL, `postgres://user:password@host:port/database`. */
+  readonly url: Redacted.Redacted
+}
+
+const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
+
+/**
+ * The store over the `SqlClient` of the context (a PostgreSQL client): migrates the schema, then serves.
+ *
+ * Contract: the `SessionStore` conformance suite. An append locks its session's row for its transaction, so
+ * concurrent writers of one session are ordered (the loser of a race gets `Conflict`); `sync: false` commits with
+ * `synchronous_commit = off`, `sync: true` waits for the server's WAL flush. Fails with `Io` when the schema
+ * cannot be applied.
+ *
+ * @since 0.0.0
+ */
+export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
+  .gen(function*() {
+    yield* Migrator.make({})({ loader: internal.migrations, table: internal.migrationsTable })
+    return yield* internal.make
+  })
+  .pipe(
+    Effect.catchTags({
+      SqlError: (e: SqlError) =>
+        Effect.fail(setupError(`cannot prepare the PostgreSQL store: ${internal.sqlMessage(e)}`)),
+      MigrationError: (e) => Effect.fail(setupError(`cannot migrate the PostgreSQL store: ${e.message}`))
+    })
+  )
+
+/**
+ * The store on the database at `options.url`, with its own connection pool (closed with the layer).
+ *
+ * Contract: fails with `Io` when the server cannot be reached or the schema cannot be applied.
+ *
+ * @since 0.0.0
+ */
+export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
+  Layer.effect(SessionStore.SessionStore, make).pipe(
+    Layer.provide(
+      PgClient.layer({ url: options.url, applicationName: "harness" }).pipe(
+        Layer.catchAll((e) => Layer.fail(setupError(`cannot connect to PostgreSQL: ${internal.sqlMessage(e)}`)))
+      )
+    )
+  )
+
+/**
+ * {@link layer} with the URL from `Config` (default: the redacted `HARNESS_POSTGRES_URL`).
+ *
+ * @since 0.0.0
+ */
+export const layerConfig = (
+  url: Config.Config<Redacted.Redacted> = Config.redacted("HARNESS_POSTGRES_URL")
+): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.mapError(url, (e) => setupError(`cannot read the PostgreSQL store's configuration: ${e.toString()}`)),
+      (value) => layer({ url: value })
+    )
+  )

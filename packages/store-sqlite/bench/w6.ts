@@ -1,0 +1,236 @@
+/**
+ * W6: append throughput and bytes per event of the durable stores, with the barriers. Each append is one commit
+ * of the events of one realistic turn (14 events: prompt, turn/start, request/header, two steps with chunks, a
+ * tool call and its result, assistant messages, step and turn ends), appended with `sync: true` (a durability
+ * barrier at every `turn/end`). The physical limit is raw `better-sqlite3`: the same rows in the same table, one
+ * transaction per turn, WAL with `synchronous = FULL`. Target: SQLite store ≥ 0.5× raw.
+ *
+ * Run: `npx tsx packages/store-sqlite/bench/w6.ts [turns]` (default 1000). Starts its own PostgreSQL server (see
+ * `@harness/store-postgres/test/server`). Prints figures; never fails on time.
+ */
+import { NodeFileSystem } from "@effect/platform-node"
+import { Content, Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import { SessionStore } from "@harness/session"
+import { JsonlStore } from "@harness/store-jsonl"
+import { PostgresStore } from "@harness/store-postgres"
+import { startServer } from "@harness/store-postgres/test/server"
+import Database from "better-sqlite3"
+import { Context, Effect, Layer, Redacted } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SqliteStore } from "../src/index.js"
+
+const turns = Number(process.argv[2] ?? 1_000)
+const eventsPerTurn = 14
+
+/** The 14 events of turn `turn`, numbered from `seq`. */
+const turnEvents = (turn: number, seq: number, time: number): ReadonlyArray<SessionEvent.SessionEvent> => {
+  const callId = Ids.ToolCallId.make(`call_${turn}`)
+  const text = (t: string) => Content.text(t)
+  const inputs: ReadonlyArray<SessionEvent.SessionEventInput> = [
+    {
+      type: "user/message",
+      data: {
+        messageId: Ids.AgentMessageId.make(`prompt-${turn}`),
+        content: [text(`Please look at src/module${turn}.ts and tell me what the exported function does, briefly.`)],
+        source: MessageSource.user
+      }
+    },
+    { type: "turn/start", data: { turn, trigger: { kind: "message", source: MessageSource.user } } },
+    {
+      type: "request/header",
+      data: {
+        header: { config: { model: "deepseek-chat", provider: "deepseek" }, system: "You are a coding agent." },
+        reason: "initial"
+      }
+    },
+    { type: "step/start", data: { turn, step: 1 } },
+    {
+      type: "assistant/chunk",
+      data: { turn, step: 1, chunk: { type: "text-delta", id: "0", delta: "Let me read the file." } }
+    },
+    {
+      type: "assistant/message",
+      data: {
+        turn,
+        step: 1,
+        content: [text("Let me read the file."), {
+          type: "tool-call",
+          id: callId,
+          name: "read",
+          arguments: `{"path":"src/module${turn}.ts"}`
+        }],
+        provenance: { model: "deepseek-chat", provider: "deepseek" },
+        finishReason: "tool-calls",
+        usage: { inputTokens: 1200 + turn, outputTokens: 40 }
+      }
+    },
+    { type: "tool/call", data: { turn, step: 1, callId, name: "read", arguments: `{"path":"src/module${turn}.ts"}` } },
+    {
+      type: "tool/result",
+      data: {
+        turn,
+        step: 1,
+        callId,
+        name: "read",
+        content: [
+          text(
+            `export const f${turn} = (xs: ReadonlyArray<number>) =>\n  xs.filter((x) => x > 0).map((x) => x * 2)\n`
+              .repeat(4)
+          )
+        ],
+        isError: false
+      }
+    },
+    { type: "step/end", data: { turn, step: 1 } },
+    { type: "step/start", data: { turn, step: 2 } },
+    {
+      type: "assistant/chunk",
+      data: { turn, step: 2, chunk: { type: "text-delta", id: "0", delta: "It doubles the positive numbers." } }
+    },
+    {
+      type: "assistant/message",
+      data: {
+        turn,
+        step: 2,
+        content: [text(`f${turn} keeps the positive numbers of a list and doubles each of them.`)],
+        provenance: { model: "deepseek-chat", provider: "deepseek" },
+        finishReason: "stop",
+        usage: { inputTokens: 1400 + turn, outputTokens: 25 }
+      }
+    },
+    { type: "step/end", data: { turn, step: 2 } },
+    { type: "turn/end", data: { turn, reason: { kind: "completed" } } }
+  ]
+  // Adding seq and time to an input gives the event of its type; TypeScript cannot follow the union.
+  return inputs.map((input, i) => ({ ...input, seq: seq + i, time: time + i }) as SessionEvent.SessionEvent)
+}
+
+const commits: ReadonlyArray<SessionStore.Commit> = Array.from({ length: turns }, (_, i) => ({
+  events: turnEvents(i + 1, i * eventsPerTurn, 1_700_000_000_000 + i * 1_000),
+  inbox: []
+}))
+const totalEvents = turns * eventsPerTurn
+
+interface Figures {
+  readonly name: string
+  readonly seconds: number
+  readonly bytes: number
+}
+
+const sizeOfDir = (dir: string): number =>
+  fs.readdirSync(dir).reduce((n, name) => n + fs.statSync(path.join(dir, name)).size, 0)
+
+const runStore = (
+  name: string,
+  layer: Layer.Layer<SessionStore.SessionStore, unknown>,
+  sync: boolean,
+  bytes: () => number
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
+    const id = Ids.SessionId.make(`w6 ${name}`)
+    yield* store.create({ id, version: 1, createdAt: 0 })
+    const start = performance.now()
+    for (const commit of commits) yield* store.append(id, commit, { sync })
+    const seconds = (performance.now() - start) / 1_000
+    const summary = (yield* store.list)[0]!
+    return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
+  }))
+
+const raw = (dir: string, synchronous: "FULL" | "NORMAL"): Figures => {
+  const file = path.join(dir, `raw-${synchronous}.db`)
+  const db = new Database(file)
+  db.pragma("journal_mode = WAL")
+  db.pragma(`synchronous = ${synchronous}`)
+  db.exec(`CREATE TABLE records (session INTEGER NOT NULL, position INTEGER NOT NULL, kind INTEGER NOT NULL,
+    time INTEGER NOT NULL, message_id TEXT, text TEXT NOT NULL, PRIMARY KEY (session, position))`)
+  const insert = db.prepare("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)")
+  const batch = db.transaction((records: ReadonlyArray<SessionStore.EncodedRecord>, base: number) => {
+    for (const r of records) {
+      insert.run(
+        1,
+        base + r.position,
+        r.kind === "inbox" ? 0 : r.kind === "turn" ? 2 : 1,
+        r.time,
+        r.messageId === undefined ? null : JSON.stringify(r.messageId),
+        r.text
+      )
+    }
+  })
+  const start = performance.now()
+  // the same work the store does per commit: encode the records, then one transaction
+  for (const [i, commit] of commits.entries()) batch(SessionStore.encodeCommit(commit, 0), i * eventsPerTurn)
+  const seconds = (performance.now() - start) / 1_000
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+  return { name: `raw better-sqlite3 (synchronous ${synchronous})`, seconds, bytes: fs.statSync(file).size }
+}
+
+const main = Effect.gen(function*() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-w6-"))
+  const server = yield* Effect.promise(() => startServer())
+  try {
+    const figures: Array<Figures> = []
+    figures.push(raw(dir, "FULL"))
+    figures.push(raw(dir, "NORMAL"))
+    for (const sync of [true, false]) {
+      const file = path.join(dir, `store-${sync}.db`)
+      figures.push(
+        yield* runStore(
+          `SqliteStore (sync ${sync ? "every turn" : "never"})`,
+          SqliteStore.layer({ filename: file }),
+          sync,
+          () => {
+            const db = new Database(file)
+            db.pragma("wal_checkpoint(TRUNCATE)")
+            db.close()
+            return fs.statSync(file).size
+          }
+        )
+      )
+      const jsonlDir = path.join(dir, `jsonl-${sync}`)
+      figures.push(
+        yield* runStore(
+          `JsonlStore (sync ${sync ? "every turn" : "never"})`,
+          JsonlStore.layer({ directory: jsonlDir }).pipe(Layer.provide(NodeFileSystem.layer)),
+          sync,
+          () => sizeOfDir(jsonlDir)
+        )
+      )
+      figures.push(
+        yield* runStore(
+          `PostgresStore (sync ${sync ? "every turn" : "never"})`,
+          PostgresStore.layer({ url: Redacted.make(server.url) }),
+          sync,
+          () => 0
+        )
+      )
+    }
+    const rawFull = figures[0]!
+    console.log(
+      `W6: ${turns} turns × ${eventsPerTurn} events, one commit per turn (${os.cpus().length} cores, ${os.platform()})`
+    )
+    console.log("store | events/s | µs/turn | bytes/event | × raw (FULL)")
+    for (const f of figures) {
+      const rate = totalEvents / f.seconds
+      console.log(
+        `${f.name} | ${Math.round(rate)} | ${Math.round((f.seconds * 1e6) / turns)} | ${
+          Math.round(f.bytes / totalEvents)
+        } | ${(rawFull.seconds / f.seconds).toFixed(2)}`
+      )
+    }
+    console.log(
+      "bytes/event: SQLite = database file after a checkpoint; JSONL = files; PostgreSQL = the summary's record bytes (text only)"
+    )
+  } finally {
+    server.stop()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+Effect.runPromise(main).catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})

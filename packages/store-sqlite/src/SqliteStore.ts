@@ -1,0 +1,81 @@
+/**
+ * A `SessionStore` on SQLite: every session in one database file, the embedded default (no server). The schema is
+ * applied by `@effect/sql`'s `Migrator`; the database runs in WAL mode with `synchronous = NORMAL`, so a commit
+ * survives a crash of the process as soon as `append` returns, and a commit appended with `sync: true` is raised
+ * to `synchronous = FULL` (the WAL is fsynced) so that it survives power loss too.
+ *
+ * Tables (see ADR 0010): `sessions` (the header's JSON and the summary figures, kept up to date in each commit's
+ * transaction), `records` (one row per event or inbox record: `(session, position)` key, kind, time, indexed
+ * message id, the record's JSON text) and `snapshots` (the latest one per session).
+ *
+ * @since 0.0.0
+ */
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Migrator from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { SessionStore } from "@harness/session"
+import { Effect, Layer } from "effect"
+import * as internal from "./internal/sqliteStore.js"
+
+/**
+ * Where the database lives.
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /** The database file (created if missing). `":memory:"` works too (a private database, without WAL). */
+  readonly filename: string
+}
+
+const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
+
+/**
+ * The store over the `SqlClient` of the context (a SQLite client): migrates the schema, then serves.
+ *
+ * Contract: the `SessionStore` conformance suite. Writes are serialised within the process; another process may
+ * write the same file (SQLite's lock orders them; a waiting writer gives up after the client's busy timeout with
+ * `Io`), but one session has one writer at a time. Fails with `Io` when the schema cannot be applied.
+ *
+ * @since 0.0.0
+ */
+export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
+  .gen(function*() {
+    yield* Migrator.make({})({ loader: internal.migrations, table: internal.migrationsTable })
+    return yield* internal.make
+  })
+  .pipe(
+    Effect.catchTags({
+      SqlError: (e: SqlError) => Effect.fail(setupError(`cannot prepare the SQLite store: ${internal.sqlMessage(e)}`)),
+      MigrationError: (e) => Effect.fail(setupError(`cannot migrate the SQLite store: ${e.message}`))
+    })
+  )
+
+/**
+ * The store on the database file `options.filename`, with its own SQLite client (closed with the layer).
+ *
+ * Contract: fails with `Io` when the file cannot be opened or migrated.
+ *
+ * @since 0.0.0
+ */
+export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
+  Layer.effect(
+    SessionStore.SessionStore,
+    Effect.zipRight(
+      Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`PRAGMA synchronous = NORMAL`),
+      make
+    ).pipe(
+      Effect.catchTag("SqlError", (e) => Effect.fail(setupError(`cannot configure SQLite: ${internal.sqlMessage(e)}`)))
+    )
+  ).pipe(
+    Layer.provide(
+      SqliteClient.layer({ filename: options.filename }).pipe(
+        // better-sqlite3 throws when it cannot open the file: that is a setup failure, not a defect.
+        Layer.catchAllCause((cause) =>
+          Layer.fail(
+            setupError(`cannot open the SQLite database ${JSON.stringify(options.filename)}: ${cause.toString()}`)
+          )
+        )
+      )
+    )
+  )

@@ -1,0 +1,63 @@
+import { assert, describe, it } from "@effect/vitest"
+import { SessionStore } from "@harness/session"
+import { conformance, events, eventsCommit, header, loadAll, sid } from "@harness/session/test/conformance"
+import { ev } from "@harness/session/test/fixtures"
+import Database from "better-sqlite3"
+import { Effect, Layer } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SqliteStore } from "../src/index.js"
+
+/** A fresh temporary directory, deleted when the scope closes. */
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-sqlite-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** A store on a new database file in a fresh temporary directory. */
+const fresh = Layer.unwrapScoped(
+  Effect.map(tempDir, (dir) => SqliteStore.layer({ filename: path.join(dir, "sessions.db") }))
+)
+
+conformance("sqlite (file, WAL)", fresh)
+conformance("sqlite (:memory:)", SqliteStore.layer({ filename: ":memory:" }))
+
+describe("SqliteStore", () => {
+  it.live("a reopened database keeps its sessions, in WAL mode, with the schema applied once", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = path.join(dir, "sessions.db")
+      const s1 = sid("s1")
+      const withStore = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E>) =>
+        Effect.scoped(
+          Effect.flatMap(SessionStore.SessionStore, f).pipe(Effect.provide(SqliteStore.layer({ filename })))
+        )
+      yield* withStore((store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), eventsCommit(events(0, [ev.user("hello")])))
+          yield* store.append(s1, eventsCommit(events(1, [ev.user("again")])), { sync: true })
+        })
+      )
+      const reopened = yield* withStore((store) => loadAll(store, s1))
+      assert.deepStrictEqual(reopened.map((r) => r.position), [0, 1])
+      const db = new Database(filename, { readonly: true })
+      try {
+        assert.strictEqual(db.pragma("journal_mode", { simple: true }), "wal")
+        assert.deepStrictEqual(db.prepare("SELECT migration_id, name FROM harness_migrations").all(), [
+          { migration_id: 1, name: "sessions" }
+        ])
+      } finally {
+        db.close()
+      }
+    }).pipe(Effect.scoped))
+
+  it.live("a file that cannot be opened fails the layer with Io", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.scoped(Layer.build(SqliteStore.layer({ filename: "/nonexistent-dir/x/sessions.db" })))
+      )
+      assert.strictEqual(error.reason, "Io")
+      assert.include(error.message, "/nonexistent-dir/x/sessions.db")
+    }))
+})
