@@ -79,6 +79,8 @@ export const formatFigure = (value: number, metric: Metric): string => {
       return `${value.toFixed(2)}×`
     case "%":
       return `${value.toFixed(1)} %`
+    case "count":
+      return value.toFixed(1)
     case "KB":
     case "ms":
       return Math.abs(value) >= 100 ? thousands(Math.round(value)) : value.toFixed(1)
@@ -118,7 +120,7 @@ export const tableRows = (
       const harness = value("harness")
       rows.push([
         i === 0 ? `${workload.id} ${workload.title}` : "",
-        `${metric.label}${metric.unit === "×" || metric.unit === "%" || metric.label.includes(metric.unit) ? "" : ` (${metric.unit})`}`,
+        `${metric.label}${metric.unit === "×" || metric.unit === "%" || metric.unit === "count" || metric.label.includes(metric.unit) ? "" : ` (${metric.unit})`}`,
         ...columns.map((runtime) => formatFigure(value(runtime), metric)),
         formatRatio(harness / value("pi")),
         formatRatio(harness / value("reference")),

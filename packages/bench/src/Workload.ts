@@ -21,7 +21,7 @@ export interface Metric {
   /** Key in {@link Result.figures}. */
   readonly id: string
   readonly label: string
-  readonly unit: "µs" | "turns/s" | "KB" | "B" | "ms" | "%" | "×"
+  readonly unit: "µs" | "turns/s" | "KB" | "B" | "ms" | "%" | "×" | "count"
   /** Which way is better; ratios in the table are Harness ÷ peer, so `lower` wants ratios below 1. */
   readonly better: "lower" | "higher"
   /** Printed in the table's headline (the other metrics go to the detailed table). */

@@ -15,7 +15,7 @@ export const Memory: Workload = {
   metrics: [
     { id: "kbPerTurn", label: "KB retained per turn", unit: "KB", better: "lower", headline: true },
     { id: "bytesPerEntry", label: "bytes per log entry", unit: "B", better: "lower" },
-    { id: "entriesPerTurn", label: "log entries per turn", unit: "×", better: "lower" }
+    { id: "entriesPerTurn", label: "log entries per turn", unit: "count", better: "lower" }
   ],
   run: async (runtime, n, size) => {
     if (size !== "smoke") await warmUp(runtime)
