@@ -14,7 +14,7 @@
  */
 import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
-import { Message, type SessionEvent } from "@harness/domain"
+import { type AgentEvent, Message, type SessionEvent } from "@harness/domain"
 import { Effect, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName } from "../Runtime.js"
@@ -74,6 +74,8 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
 /** A `LanguageModel` that answers each request from `script`. */
 const scriptedModel = (script: Script): Effect.Effect<LanguageModel.Service> =>
   Effect.suspend(() => {
+    // The request counter is the fake model's own bookkeeping, kept out of Effect so the model costs the agent
+    // nothing beyond what `LanguageModel.make` itself does.
     let requests = 0
     const streamText = (options: LanguageModel.ProviderOptions) =>
       Stream.suspend(() => {
@@ -138,7 +140,7 @@ const transcriptOf = (log: ReadonlyArray<SessionEvent.SessionEvent>): Transcript
   return { completedTurns, abortedTurns, prompts, userTexts, steering, textReplies, toolResults, entries: log.length }
 }
 
-const observed = (event: import("@harness/domain").AgentEvent.AgentEvent): Observed | undefined => {
+const observed = (event: AgentEvent.AgentEvent): Observed | undefined => {
   if (event.type === "agent/inbox/dequeue") return { _tag: "dequeued", text: textOf(event.message.content) }
   if (event.type === "session/event" && event.event.type === "turn/end") {
     return { _tag: "turn-ended", aborted: event.event.data.reason.kind === "aborted" }
