@@ -84,6 +84,11 @@ export default tseslint.config(
     }
   },
   {
+    // The bench is a command-line program: it prints its tables.
+    files: ["packages/bench/src/**/*"],
+    rules: { "no-console": "off", "no-restricted-syntax": "off" }
+  },
+  {
     // Plain JavaScript config files: no TypeScript-only rules.
     files: ["**/*.mjs", "**/*.js", "**/*.cjs"],
     ...tseslint.configs.disableTypeChecked

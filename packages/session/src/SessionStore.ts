@@ -12,9 +12,8 @@
  *
  * @since 0.0.0
  */
-import { type SessionEvent } from "@harness/domain"
-import type { Ids, Ids, Store, Store } from "@harness/domain"
-import { type SessionEvent } from "@harness/domain"
+import type { Ids, SessionEvent, Store } from "@harness/domain"
+import { Context, Effect, Layer, type Option, type Stream } from "effect"
 import * as internal from "./internal/memoryStore.js"
 
 /**

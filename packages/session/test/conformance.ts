@@ -14,11 +14,11 @@
  * @since 0.0.0
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
-import type { Store, Store } from "@harness/domain"
+import type { Store } from "@harness/domain"
 import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
 import { Chunk, Effect, type Layer, Option, Stream } from "effect"
-import { Chunk, Effect, type Layer, Option, Stream } from "effect"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import {
   type Commit,
   type Service,

@@ -10,8 +10,8 @@
  * @since 0.0.0
  */
 import type { FileSystem } from "@effect/platform"
-import type { Effect, Effect } from "effect"
-import { Layer } from "effect"
+import { SessionStore } from "@harness/session"
+import type { Effect } from "effect"
 import { Layer } from "effect"
 import * as internal from "./internal/jsonlStore.js"
 

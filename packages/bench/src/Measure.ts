@@ -1,0 +1,116 @@
+/**
+ * Measuring instruments shared by the workloads: a clock in microseconds, forced garbage collection and heap
+ * readings, percentiles and medians, and small promise gates for scripts that must wait for the workload.
+ */
+import { setImmediate as nextMacrotask } from "node:timers/promises"
+import type { AgentOptions, BenchAgent, BenchRuntime } from "./Runtime.js"
+import { fiveTokens } from "./Runtime.js"
+
+/** The current time in microseconds (monotonic, sub-microsecond resolution). */
+export const nowUs = (): number => performance.now() * 1000
+
+/**
+ * Collects garbage until the heap stops shrinking (at most 6 rounds), letting pending callbacks run in between.
+ *
+ * Contract: fails when the process was not started with `--expose-gc`; memory figures without a forced collection
+ * would measure the collector's schedule, not what the runtime retains.
+ */
+export const collectGarbage = async (): Promise<void> => {
+  const gc = globalThis.gc
+  if (gc === undefined) throw new Error("run the bench process with node --expose-gc")
+  let previous = Number.POSITIVE_INFINITY
+  for (let round = 0; round < 6; round++) {
+    await nextMacrotask()
+    gc()
+    const used = process.memoryUsage().heapUsed
+    if (used >= previous) return
+    previous = used
+  }
+}
+
+/** Heap used and resident set size after a forced collection, in bytes. */
+export const memoryAfterGc = async (): Promise<{ readonly heap: number; readonly rss: number }> => {
+  await collectGarbage()
+  const usage = process.memoryUsage()
+  return { heap: usage.heapUsed, rss: usage.rss }
+}
+
+/** The `q`-quantile (0..1) of `values`, by nearest rank. */
+export const quantile = (values: ReadonlyArray<number>, q: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export const median = (values: ReadonlyArray<number>): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** The arithmetic mean of `values`. */
+export const mean = (values: ReadonlyArray<number>): number =>
+  values.length === 0 ? Number.NaN : values.reduce((sum, value) => sum + value, 0) / values.length
+
+/** A promise with its resolver, opened from outside. */
+export interface Gate {
+  readonly promise: Promise<void>
+  readonly open: () => void
+}
+
+/** A gate that is closed until `open()` is called. */
+export const gate = (): Gate => {
+  let open: () => void = () => undefined
+  const promise = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  return { promise, open }
+}
+
+/** A promise that never settles (a model that never answers, until the request is cancelled). */
+export const never: Promise<void> = new Promise<void>(() => undefined)
+
+/** The prompt texts `prefix0 … prefix{n-1}`. */
+export const prompts = (prefix: string, n: number): ReadonlyArray<string> =>
+  Array.from({ length: n }, (_, i) => `${prefix}${i}`)
+
+/**
+ * Runs `n` sequential turns on a throwaway agent built with the workload's options, so the measured code runs
+ * JIT-compiled from its first turn (the 10 % figures of W1 would otherwise measure the compiler).
+ */
+export const warmUp = async (
+  runtime: BenchRuntime,
+  options: AgentOptions = { script: () => fiveTokens },
+  n = 300
+): Promise<void> => {
+  const agent = await runtime.createAgent(options)
+  for (let i = 0; i < n; i++) {
+    await agent.followUp(`warm-up ${i}`)
+    await agent.waitIdle()
+  }
+  await agent.dispose()
+}
+
+/** Runs one follow-up to idle per text, returning each turn's duration in µs. */
+export const sequentialTurns = async (agent: BenchAgent, texts: ReadonlyArray<string>): Promise<Array<number>> => {
+  const durations: Array<number> = []
+  for (const text of texts) {
+    const start = nowUs()
+    await agent.followUp(text)
+    await agent.waitIdle()
+    durations.push(nowUs() - start)
+  }
+  return durations
+}
+
+/**
+ * Resolves once `condition()` holds, checking after each macrotask; resolves anyway after `timeoutMs` (the caller's
+ * check then reports what is missing). For observations that arrive after the runtime reports idle, as events
+ * delivered through a subscriber's own fiber do.
+ */
+export const waitUntil = async (condition: () => boolean, timeoutMs = 2000): Promise<void> => {
+  const deadline = nowUs() + timeoutMs * 1000
+  while (!condition() && nowUs() < deadline) await nextMacrotask()
+}

@@ -1,0 +1,93 @@
+/**
+ * Runs the benchmark: every (runtime, workload, repetition) in a fresh `node --expose-gc --import tsx` process,
+ * repetitions interleaving the runtimes (the order rotates each repetition), and collects the results.
+ */
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { nowUs } from "./Measure.js"
+import type { RuntimeName } from "./Runtime.js"
+import { runtimeNames } from "./Runtime.js"
+import { checkLine, type Run } from "./Summary.js"
+import { resultPrefix } from "./Worker.js"
+import type { Result, Size, Workload } from "./Workload.js"
+
+/** The package directory (the worker's working directory). */
+export const packageDir = fileURLToPath(new URL("..", import.meta.url))
+const workerPath = fileURLToPath(new URL("./Worker.ts", import.meta.url))
+
+/** Runs one workload on one runtime in a fresh process and returns its result. */
+export const runInProcess = (
+  runtime: RuntimeName,
+  workload: string,
+  size: Size
+): Promise<Result & { readonly n: number; readonly version: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", workerPath, runtime, workload, size], {
+      cwd: packageDir,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.on("error", reject)
+    child.on("close", (code) => {
+      const line = stdout.split("\n").find((l) => l.startsWith(resultPrefix))
+      if (code !== 0 || line === undefined) {
+        reject(
+          new Error(
+            `${runtime} ${workload} exited with ${code}: ${(stderr || stdout).trim().split("\n").slice(-8).join("\n")}`
+          )
+        )
+        return
+      }
+      resolve(JSON.parse(line.slice(resultPrefix.length)) as Result & { readonly n: number; readonly version: string }) // our own worker's output
+    })
+  })
+
+/** The runtimes in the order repetition `rep` runs them (rotated, so no runtime always goes first). */
+export const orderFor = (rep: number): ReadonlyArray<RuntimeName> =>
+  runtimeNames.map((_, i) => runtimeNames[(i + rep) % runtimeNames.length]!)
+
+/**
+ * Runs every selected workload `reps` times on every runtime, reporting progress on stderr.
+ *
+ * Contract: a process that fails is recorded as a failed run (its checks fail in the table); the other runs go on.
+ */
+export const runAll = async (options: {
+  readonly workloads: ReadonlyArray<Workload>
+  readonly reps: number
+  readonly size: Size
+  readonly log: (line: string) => void
+}): Promise<ReadonlyArray<Run>> => {
+  const runs: Array<Run> = []
+  const total = options.reps * options.workloads.length * runtimeNames.length
+  for (let rep = 0; rep < options.reps; rep++) {
+    for (const workload of options.workloads) {
+      for (const runtime of orderFor(rep)) {
+        const start = nowUs()
+        const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`
+        try {
+          const { n, version, ...result } = await runInProcess(runtime, workload.id, options.size)
+          const seconds = (nowUs() - start) / 1e6
+          runs.push({ runtime, workload: workload.id, rep, n, version, seconds, result })
+          options.log(`${prefix}: ${seconds.toFixed(1)} s, ${checkLine(result.checks)}`)
+        } catch (error) {
+          const seconds = (nowUs() - start) / 1e6
+          const message = error instanceof Error ? error.message : String(error)
+          runs.push({
+            runtime,
+            workload: workload.id,
+            rep,
+            n: workload.sizes[options.size],
+            version: "?",
+            seconds,
+            error: message
+          })
+          options.log(`${prefix}: FAILED after ${seconds.toFixed(1)} s: ${message}`)
+        }
+      }
+    }
+  }
+  return runs
+}

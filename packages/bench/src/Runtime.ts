@@ -1,0 +1,142 @@
+/**
+ * The small interface every workload drives, and every runtime adapter implements: create an agent over a scripted
+ * model, queue turns, steer, cancel, wait for idle, and read back what the agent recorded so the workload can check
+ * it. Workloads never touch a runtime's own API; adapters use each runtime's public API the way its documentation
+ * intends.
+ *
+ * The interface is Promise-based because two of the three runtimes are; the Harness adapter runs each call as an
+ * Effect program, which is what an async JavaScript caller of Harness pays too.
+ */
+
+/** The runtimes the bench compares. */
+export const runtimeNames = ["reference", "pi", "harness"] as const
+export type RuntimeName = (typeof runtimeNames)[number]
+
+/** What the model sees in one request, computed only when a script asks. */
+export interface RequestView {
+  /** 0-based index of the request among this agent's requests. */
+  readonly index: number
+  /** The text of every user-role text message in the request, in order (tool results excluded). */
+  readonly userTexts: () => ReadonlyArray<string>
+}
+
+/**
+ * One scripted model reply: a text block streamed token by token, or one tool call.
+ *
+ * Contract: with no `wait`, the adapter emits the whole reply without yielding to a timer (an instant model).
+ * `wait(k)` is asked before token `k` (and before the tool call, as `k = 0`); a returned promise delays that token.
+ * A cancelled request stops waiting at once.
+ */
+export type Reply =
+  | {
+    readonly _tag: "text"
+    readonly tokens: ReadonlyArray<string>
+    readonly wait?: ((k: number) => Promise<void> | undefined) | undefined
+  }
+  | {
+    readonly _tag: "tool-call"
+    readonly name: string
+    /** The raw JSON argument text. */
+    readonly arguments: string
+    readonly wait?: ((k: number) => Promise<void> | undefined) | undefined
+  }
+
+/** Decides each request's reply. Called once per model request, in request order. */
+export type Script = (request: RequestView) => Reply
+
+/** A live observation, reported as it happens (the listener takes the time). */
+export type Observed =
+  /** The agent took a queued prompt to run it (Harness `agent/inbox/dequeue`, reference `agent/inbox/claimed`, pi the prompt's `message_start`). */
+  | { readonly _tag: "dequeued"; readonly text: string }
+  /** A turn ended (Harness/reference `turn/end` in the log; pi: `turn_end` of an assistant message that ends the run or was aborted). */
+  | { readonly _tag: "turn-ended"; readonly aborted: boolean }
+
+/** What an agent recorded, read back from its own log or state. */
+export interface Transcript {
+  /** Turns the runtime recorded as completed (pi: assistant replies that ended with `stop`). */
+  readonly completedTurns: number
+  /** Turns recorded as aborted (pi: assistant messages with `stopReason: "aborted"`). */
+  readonly abortedTurns: number
+  /** The text of each user prompt, in log order (steering and tool results excluded). */
+  readonly prompts: ReadonlyArray<string>
+  /** Every prompt and steering text written by the user, in log order. */
+  readonly userTexts: ReadonlyArray<string>
+  /** The text of each steering message, in log order (pi logs steering as user messages: empty there). */
+  readonly steering: ReadonlyArray<string>
+  /** Assistant messages with non-empty text content. */
+  readonly textReplies: number
+  /** Tool results recorded. */
+  readonly toolResults: number
+  /** Entries retained in the log or state (Harness/reference: durable events; pi: messages). */
+  readonly entries: number
+}
+
+/** One agent under test. */
+export interface BenchAgent {
+  /**
+   * Queues `text` as its own turn and wakes the agent. Resolves once the runtime accepted it.
+   * pi: `prompt()` when idle (its `followUp()` does not wake an idle agent), `followUp()` while running.
+   */
+  readonly followUp: (text: string) => Promise<void>
+  /** Queues every text as its own turn in one synchronous burst (Harness: one Effect program). */
+  readonly followUpAll: (texts: ReadonlyArray<string>) => Promise<void>
+  /** Steers the running turn. */
+  readonly steer: (text: string) => Promise<void>
+  /** Cancels the running turn (and discards pending input where the runtime does that by default). */
+  readonly cancel: () => Promise<void>
+  /** Resolves when the agent has nothing left to do. */
+  readonly waitIdle: () => Promise<void>
+  /** Reads back the log or state. */
+  readonly transcript: () => Promise<Transcript>
+  /** Reports live observations to `listener` until the returned function is called. */
+  readonly observe: (listener: (event: Observed) => void) => Promise<() => void>
+  readonly dispose: () => Promise<void>
+}
+
+/** Options of one agent. */
+export interface AgentOptions {
+  readonly script: Script
+  /** Registers the no-op tool `noop` (no parameters, returns "ok"). */
+  readonly tools?: boolean | undefined
+}
+
+/** One runtime, booted in this process. */
+export interface BenchRuntime {
+  readonly name: RuntimeName
+  /** The peer's package and version, or Harness's commit, for the report. */
+  readonly version: string
+  readonly createAgent: (options: AgentOptions) => Promise<BenchAgent>
+  readonly close: () => Promise<void>
+}
+
+/** The name of the tool every runtime registers when asked for tools. */
+export const noopToolName = "noop"
+
+/** The text of a reply with `n` tokens: "tok0 tok1 …". */
+export const tokens = (n: number): ReadonlyArray<string> => Array.from({ length: n }, (_, k) => `tok${k} `)
+
+/** The standard instant reply: 5 streamed tokens. */
+export const fiveTokens: Reply = { _tag: "text", tokens: tokens(5) }
+
+/** Waits for `promise`, or rejects with an abort error as soon as `signal` aborts. */
+export const raceAbort = (promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> => {
+  if (signal === undefined) return promise
+  if (signal.aborted) return Promise.reject(abortError(signal))
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal))
+    signal.addEventListener("abort", onAbort, { once: true })
+    promise.then(
+      () => {
+        signal.removeEventListener("abort", onAbort)
+        resolve()
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort)
+        reject(error)
+      }
+    )
+  })
+}
+
+const abortError = (signal: AbortSignal): Error =>
+  signal.reason instanceof Error ? signal.reason : new Error("aborted", { cause: signal.reason })

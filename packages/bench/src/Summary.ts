@@ -1,0 +1,169 @@
+/**
+ * From raw runs to what the report shows: medians per (workload, runtime, metric) across repetitions, the
+ * Harness ÷ peer ratios, the checks of every run, and the table rendered as aligned text or Markdown.
+ */
+import { median } from "./Measure.js"
+import type { RuntimeName } from "./Runtime.js"
+import type { Check, Metric, Result, Workload } from "./Workload.js"
+
+/** One process's result, as the runner stored it. */
+export interface Run {
+  readonly runtime: RuntimeName
+  readonly workload: string
+  readonly rep: number
+  readonly n: number
+  readonly version: string
+  readonly seconds: number
+  /** Absent when the process failed; `error` then says why. */
+  readonly result?: Result | undefined
+  readonly error?: string | undefined
+}
+
+/** The runtimes as table columns, in order. */
+export const columns: ReadonlyArray<RuntimeName> = ["reference", "pi", "harness"]
+
+const columnTitle: Record<RuntimeName, string> = { reference: "reference", pi: "pi", harness: "Harness" }
+
+/** The median of a metric over a runtime's runs of a workload (NaN when no run produced it). */
+export const medianOf = (runs: ReadonlyArray<Run>, workload: string, runtime: RuntimeName, metric: string): number =>
+  median(
+    runs.flatMap((run) =>
+      run.workload === workload && run.runtime === runtime && run.result !== undefined &&
+        typeof run.result.figures[metric] === "number" && Number.isFinite(run.result.figures[metric])
+        ? [run.result.figures[metric]]
+        : []
+    )
+  )
+
+/** Per-bucket medians of W1's per-turn series, per runtime. */
+export const seriesOf = (runs: ReadonlyArray<Run>, workload: string, runtime: RuntimeName): ReadonlyArray<number> => {
+  const all = runs.flatMap((run) =>
+    run.workload === workload && run.runtime === runtime && run.result?.series !== undefined ? [run.result.series] : []
+  )
+  const length = Math.min(...all.map((series) => series.length))
+  return all.length === 0 ? [] : Array.from({ length }, (_, i) => median(all.map((series) => series[i]!)))
+}
+
+/** What the checks of a workload's runs came to: how many passed, and the first failures. */
+export const checksOf = (
+  runs: ReadonlyArray<Run>,
+  workload: string
+): { readonly passed: number; readonly total: number; readonly failures: ReadonlyArray<string> } => {
+  let passed = 0
+  let total = 0
+  const failures: Array<string> = []
+  for (const run of runs) {
+    if (run.workload !== workload) continue
+    if (run.result === undefined) {
+      total++
+      failures.push(`${run.runtime} rep ${run.rep + 1}: process failed: ${run.error ?? "?"}`)
+      continue
+    }
+    for (const check of run.result.checks) {
+      total++
+      if (check.ok) passed++
+      else failures.push(`${run.runtime} rep ${run.rep + 1}: ${check.name}: ${check.detail}`)
+    }
+  }
+  return { passed, total, failures }
+}
+
+/** The checks of one run, for progress lines. */
+export const checkLine = (checks: ReadonlyArray<Check>): string => {
+  const failed = checks.filter((check) => !check.ok)
+  return failed.length === 0
+    ? `${checks.length} checks ok`
+    : `FAILED ${failed.map((c) => `${c.name}: ${c.detail}`).join("; ")}`
+}
+
+/** Formats a figure for its unit. */
+export const formatFigure = (value: number, metric: Metric): string => {
+  if (!Number.isFinite(value)) return "—"
+  switch (metric.unit) {
+    case "×":
+      return `${value.toFixed(2)}×`
+    case "%":
+      return `${value.toFixed(1)} %`
+    case "count":
+      return value.toFixed(1)
+    case "KB":
+    case "ms":
+      return Math.abs(value) >= 100 ? thousands(Math.round(value)) : value.toFixed(1)
+    default:
+      return Math.abs(value) >= 100 ? thousands(Math.round(value)) : value.toFixed(1)
+  }
+}
+
+const thousands = (value: number): string => value.toLocaleString("en-US").replace(/,/g, " ")
+
+/** Formats Harness ÷ peer. */
+export const formatRatio = (value: number): string =>
+  !Number.isFinite(value)
+    ? "—"
+    : value >= 10
+    ? `${value.toFixed(0)}×`
+    : value >= 0.1
+    ? `${value.toFixed(2)}×`
+    : `${value.toFixed(3)}×`
+
+/** The rows of the results table: header first. */
+export const tableRows = (
+  runs: ReadonlyArray<Run>,
+  selected: ReadonlyArray<Workload>,
+  options: { readonly headlineOnly: boolean }
+): ReadonlyArray<ReadonlyArray<string>> => {
+  const header = [
+    "workload",
+    "metric",
+    ...columns.map((name) => columnTitle[name]),
+    "Harness ÷ pi",
+    "Harness ÷ ref",
+    "better",
+    "checks"
+  ]
+  const rows: Array<ReadonlyArray<string>> = [header]
+  for (const workload of selected) {
+    if (!runs.some((run) => run.workload === workload.id)) continue
+    const checks = checksOf(runs, workload.id)
+    const metrics = workload.metrics.filter((metric) => !options.headlineOnly || metric.headline === true)
+    metrics.forEach((metric, i) => {
+      const value = (runtime: RuntimeName) => medianOf(runs, workload.id, runtime, metric.id)
+      const harness = value("harness")
+      rows.push([
+        i === 0 ? `${workload.id} ${workload.title}` : "",
+        `${metric.label}${
+          metric.unit === "×" || metric.unit === "%" || metric.unit === "count" || metric.label.includes(metric.unit)
+            ? ""
+            : ` (${metric.unit})`
+        }`,
+        ...columns.map((runtime) => formatFigure(value(runtime), metric)),
+        formatRatio(harness / value("pi")),
+        formatRatio(harness / value("reference")),
+        metric.better === "lower" ? "lower ↓" : "higher ↑",
+        i === 0
+          ? (checks.failures.length === 0 ? `✓ ${checks.passed}/${checks.total}` : `✗ ${checks.passed}/${checks.total}`)
+          : ""
+      ])
+    })
+  }
+  return rows
+}
+
+/** Renders rows as space-aligned text. */
+export const renderText = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => [...(row[c] ?? "")].length)))
+  const numeric = (c: number) => c >= 2 && c <= 6
+  return rows.map((row, r) =>
+    row.map((cell, c) => {
+      const pad = " ".repeat(widths[c]! - [...cell].length)
+      return numeric(c) && r > 0 ? pad + cell : cell + pad
+    }).join("  ").trimEnd()
+  ).join("\n")
+}
+
+/** Renders rows as a Markdown table. */
+export const renderMarkdown = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const line = (row: ReadonlyArray<string>) => `| ${row.map((cell) => cell.replace(/\|/g, "\\|")).join(" | ")} |`
+  const align = rows[0]!.map((_, c) => (c >= 2 && c <= 6 ? "---:" : "---"))
+  return [line(rows[0]!), line(align), ...rows.slice(1).map(line)].join("\n")
+}

@@ -1,0 +1,62 @@
+/**
+ * One measurement in a fresh process: `node --expose-gc --import tsx src/Worker.ts <runtime> <workload> <size>`.
+ * Boots only the named runtime (so the reference's polyfill and the peers' modules stay out of the others'
+ * processes), runs the workload once and prints its result as one `RESULT <json>` line on stdout.
+ */
+import { pathToFileURL } from "node:url"
+import type { BenchRuntime, RuntimeName } from "./Runtime.js"
+import { runtimeNames } from "./Runtime.js"
+import type { Result, Size } from "./Workload.js"
+import { workloads } from "./Workloads.js"
+
+/** The line prefix the runner looks for. */
+export const resultPrefix = "RESULT "
+
+/** Boots a runtime by name, importing only its adapter. */
+export const boot = async (name: RuntimeName): Promise<BenchRuntime> => {
+  switch (name) {
+    case "harness":
+      return (await import("./runtimes/harness.js")).make()
+    case "pi":
+      return (await import("./runtimes/pi.js")).make()
+    case "reference":
+      return (await import("./runtimes/reference.js")).make()
+  }
+}
+
+/** Runs one workload on one runtime in this process. */
+export const measure = async (
+  name: RuntimeName,
+  workloadId: string,
+  size: Size
+): Promise<Result & { readonly n: number; readonly version: string }> => {
+  const workload = workloads.find((w) => w.id === workloadId)
+  if (workload === undefined) throw new Error(`unknown workload ${workloadId}`)
+  const runtime = await boot(name)
+  const n = workload.sizes[size]
+  const result = await workload.run(runtime, n, size)
+  await runtime.close()
+  return { ...result, n, version: runtime.version }
+}
+
+const isRuntime = (value: string | undefined): value is RuntimeName => runtimeNames.some((name) => name === value)
+const isSize = (value: string | undefined): value is Size => value === "full" || value === "quick" || value === "smoke"
+
+const main = async () => {
+  const [name, workloadId, size = "full"] = process.argv.slice(2)
+  if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
+    throw new Error("usage: Worker.ts <reference|pi|harness> <workload> [full|quick|smoke]")
+  }
+  const result = await measure(name, workloadId, size)
+  process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error)
+      process.exit(1)
+    }
+  )
+}

@@ -1,0 +1,76 @@
+/**
+ * What a workload is: a sized program over the {@link BenchRuntime} interface that returns figures (named numbers,
+ * each described by a {@link Metric}) and the correctness checks it made. A workload that cannot verify what it
+ * measured reports a failed check, so a broken setup never looks fast.
+ */
+import type { BenchRuntime } from "./Runtime.js"
+
+/** How big a run is: `full` for the report, `quick` for before/after checks, `smoke` for the test suite. */
+export type Size = "full" | "quick" | "smoke"
+
+/** One correctness check, printed with the figures. */
+export interface Check {
+  readonly name: string
+  readonly ok: boolean
+  /** What was expected and what was found, for the report. */
+  readonly detail: string
+}
+
+/** One measured quantity of a workload. */
+export interface Metric {
+  /** Key in {@link Result.figures}. */
+  readonly id: string
+  readonly label: string
+  readonly unit: "µs" | "turns/s" | "KB" | "B" | "ms" | "%" | "×" | "count"
+  /** Which way is better; ratios in the table are Harness ÷ peer, so `lower` wants ratios below 1. */
+  readonly better: "lower" | "higher"
+  /** Printed in the table's headline (the other metrics go to the detailed table). */
+  readonly headline?: boolean | undefined
+}
+
+/** What one run of one workload on one runtime produced. */
+export interface Result {
+  readonly figures: Readonly<Record<string, number>>
+  readonly checks: ReadonlyArray<Check>
+  /** Per-bucket µs/turn over the session (W1's chart). */
+  readonly series?: ReadonlyArray<number> | undefined
+  /** Facts the report should carry (how the runtime was driven). */
+  readonly notes?: ReadonlyArray<string> | undefined
+}
+
+/** A workload. */
+export interface Workload {
+  readonly id: string
+  readonly title: string
+  /** One sentence on what is measured, for the report. */
+  readonly description: string
+  readonly metrics: ReadonlyArray<Metric>
+  /** The workload's main count at each size (turns, agents, repetitions or samples). */
+  readonly sizes: Readonly<Record<Size, number>>
+  readonly run: (runtime: BenchRuntime, n: number, size: Size) => Promise<Result>
+}
+
+/** A check that `actual` equals `expected`. */
+export const checkEqual = (name: string, actual: number, expected: number): Check => ({
+  name,
+  ok: actual === expected,
+  detail: actual === expected ? `${actual}` : `expected ${expected}, got ${actual}`
+})
+
+/** A check that two lists of texts are equal, element by element (FIFO order). */
+export const checkOrder = (name: string, actual: ReadonlyArray<string>, expected: ReadonlyArray<string>): Check => {
+  const first = expected.findIndex((text, i) => actual[i] !== text)
+  const ok = first === -1 && actual.length === expected.length
+  return {
+    name,
+    ok,
+    detail: ok
+      ? `${actual.length} in order`
+      : first === -1
+      ? `expected ${expected.length} entries, got ${actual.length}`
+      : `entry ${first}: expected ${JSON.stringify(expected[first])}, got ${JSON.stringify(actual[first])}`
+  }
+}
+
+/** A check on a condition with a free-form detail. */
+export const check = (name: string, ok: boolean, detail: string): Check => ({ name, ok, detail })

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench [-- options]`: runs the workloads on the three runtimes and prints one table.
+ *
+ *   --quick          smaller sizes, for before/after checks while changing the core
+ *   --only W1,W4     only these workloads (ids: W1 W2 W3 W4 W5 W8 Pace Mem)
+ *   --reps N         repetitions per (runtime, workload), default 3
+ *   --write          also write BENCHMARKS.md (results region) and the W1 chart
+ *   --report FILE    re-render the table (and with --write the report) from a saved results file, without running
+ */
+import * as os from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import {
+  machine,
+  readOr,
+  replaceRegion,
+  repoRoot,
+  type Results,
+  resultsRegion,
+  template,
+  w1Chart,
+  writeFile
+} from "./Report.js"
+import { packageDir, runAll } from "./Runner.js"
+import { checksOf, renderText, tableRows } from "./Summary.js"
+import type { Size } from "./Workload.js"
+import { workloads } from "./Workloads.js"
+
+const main = async (): Promise<number> => {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      only: { type: "string" },
+      reps: { type: "string", default: "3" },
+      write: { type: "boolean", default: false },
+      report: { type: "string" }
+    }
+  })
+  const only = values.only?.split(",").map((id) => id.trim().toLowerCase())
+  const selected = only === undefined ? workloads : workloads.filter((w) => only.includes(w.id.toLowerCase()))
+  if (selected.length === 0) throw new Error(`--only matched no workload; ids: ${workloads.map((w) => w.id).join(" ")}`)
+  const reps = Number(values.reps)
+  if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
+
+  let results: Results
+  if (values.report !== undefined) {
+    results = JSON.parse(readOr(values.report, "null")) as Results // the bench's own results file
+    if (results === null) throw new Error(`cannot read ${values.report}`)
+  } else {
+    const size: Size = values.quick ? "quick" : "full"
+    const startedAt = new Date().toISOString()
+    const loadAtStart = os.loadavg()[0] ?? 0
+    console.error(`bench: ${selected.map((w) => w.id).join(" ")} × reference, pi, Harness × ${reps} (${size})`)
+    const runs = await runAll({ workloads: selected, reps, size, log: (line) => console.error(line) })
+    results = {
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      size,
+      reps,
+      machine: machine(packageDir, loadAtStart),
+      runs
+    }
+    const stamp = startedAt.replace(/[:.]/g, "-")
+    const json = `${JSON.stringify(results, null, 1)}\n`
+    writeFile(join(packageDir, "results", `${stamp}.json`), json)
+    writeFile(join(packageDir, "results", "latest.json"), json)
+    console.error(`results: packages/bench/results/${stamp}.json`)
+  }
+
+  const shown = selected.filter((w) => results.runs.some((r) => r.workload === w.id))
+  console.log(renderText(tableRows(results.runs, shown, { headlineOnly: false })))
+  console.log(
+    "\nHarness ÷ peer: on `higher ↑` rows above 1 is better for Harness, on `lower ↓` rows below 1 is better."
+  )
+  console.log("pi is driven with prompt() when idle: its followUp() does not wake an idle agent.")
+  const failures = shown.flatMap((w) => checksOf(results.runs, w.id).failures)
+  if (failures.length > 0) console.log(`\nFAILED CHECKS:\n${failures.map((f) => `  ${f}`).join("\n")}`)
+
+  if (values.write) {
+    const root = repoRoot(packageDir)
+    const chart = w1Chart(results, workloads)
+    const chartPath = chart === undefined ? undefined : join(packageDir, "charts", "w1-per-turn.svg")
+    if (chart !== undefined && chartPath !== undefined) writeFile(chartPath, chart)
+    const docPath = join(root, "BENCHMARKS.md")
+    writeFile(
+      docPath,
+      replaceRegion(readOr(docPath, template), "results", resultsRegion(results, workloads, chartPath, root))
+    )
+    console.error("wrote BENCHMARKS.md")
+  }
+  return failures.length > 0 ? 1 : 0
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error)
+    process.exit(2)
+  }
+)

@@ -1,0 +1,198 @@
+/**
+ * Harness: one `Agent.make` per bench agent, each in its own `Scope` (closing it disposes the agent), over a
+ * scripted `LanguageModel` built with `LanguageModel.make` — the standard interface any provider goes through, so
+ * the agent pays the same per-request `@effect/ai` work it pays with a real provider.
+ *
+ * Why not `@harness/testkit`'s `ScriptedModel`: its text pieces stream as one delta each (a 5-token reply would be
+ * five text blocks and twice the chunk events of the peers' one block of five deltas), it cannot pace tokens, and
+ * it records every request's `Prompt` for tests — a 10 000-turn session would retain every prompt ever sent and
+ * charge that memory and time to the agent. The model lives here alone, so a cheaper model interface can replace
+ * it without touching the workloads.
+ *
+ * Each call from a workload runs as one Effect program (`Effect.runPromise`), which is what an async JavaScript
+ * caller of Harness pays.
+ */
+import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
+import { Agent, AgentTool } from "@harness/agent"
+import { type AgentEvent, Message, type SessionEvent } from "@harness/domain"
+import { Effect, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
+import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
+import { noopToolName } from "../Runtime.js"
+
+const finish = (reason: Response.FinishReason, outputTokens: number): Response.StreamPartEncoded => ({
+  type: "finish",
+  reason,
+  usage: { inputTokens: 0, outputTokens, totalTokens: outputTokens }
+})
+
+/** Waits for the script's `wait(k)` promise, if any; interrupting the request stops the wait. */
+const waitFor = (reply: Reply, k: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const waiting = reply.wait?.(k)
+    return waiting === undefined ? Effect.void : Effect.promise(() => waiting)
+  })
+
+/** One reply as the stream parts Harness's own provider emits (one text block of deltas, or one tool call). */
+const replyStream = (reply: Reply, index: number): Stream.Stream<Response.StreamPartEncoded> => {
+  if (reply._tag === "tool-call") {
+    const id = `call-${index}`
+    const parsed: unknown = JSON.parse(reply.arguments)
+    const parts: ReadonlyArray<Response.StreamPartEncoded> = [
+      { type: "tool-params-start", id, name: reply.name },
+      { type: "tool-params-delta", id, delta: reply.arguments },
+      { type: "tool-params-end", id },
+      { type: "tool-call", id, name: reply.name, params: parsed },
+      finish("tool-calls", 0)
+    ]
+    return reply.wait === undefined
+      ? Stream.fromIterable(parts)
+      : Stream.unwrap(Effect.as(waitFor(reply, 0), Stream.fromIterable(parts)))
+  }
+  const id = `text-${index}`
+  const head: Response.StreamPartEncoded = { type: "text-start", id }
+  const tail: ReadonlyArray<Response.StreamPartEncoded> = [
+    { type: "text-end", id },
+    finish("stop", reply.tokens.length)
+  ]
+  if (reply.wait === undefined) {
+    return Stream.fromIterable([
+      head,
+      ...reply.tokens.map((delta): Response.StreamPartEncoded => ({ type: "text-delta", id, delta })),
+      ...tail
+    ])
+  }
+  const deltas = Stream.fromIterable(reply.tokens.map((delta, k) => [delta, k] as const)).pipe(
+    Stream.mapEffect(([delta, k]) => Effect.as(waitFor(reply, k), { type: "text-delta", id, delta } as const))
+  )
+  return Stream.make(head).pipe(Stream.concat(deltas), Stream.concat(Stream.fromIterable(tail)))
+}
+
+const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
+  prompt.content.flatMap((message) =>
+    message.role === "user"
+      ? [message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")]
+      : []
+  )
+
+/** A `LanguageModel` that answers each request from `script`. */
+const scriptedModel = (script: Script): Effect.Effect<LanguageModel.Service> =>
+  Effect.suspend(() => {
+    // The request counter is the fake model's own bookkeeping, kept out of Effect so the model costs the agent
+    // nothing beyond what `LanguageModel.make` itself does.
+    let requests = 0
+    const streamText = (options: LanguageModel.ProviderOptions) =>
+      Stream.suspend(() => {
+        const index = requests++
+        return replyStream(script({ index, userTexts: () => userTextsOf(options.prompt) }), index)
+      })
+    return LanguageModel.make({
+      streamText,
+      generateText: (options) =>
+        Stream.runCollect(streamText(options)).pipe(Effect.map((parts) =>
+          Array.from(parts).flatMap((part): Array<Response.PartEncoded> =>
+            part.type === "text-delta"
+              ? [{ type: "text", text: part.delta }]
+              : part.type === "tool-call" || part.type === "finish"
+              ? [part]
+              : []
+          )
+        ))
+    })
+  })
+
+const noopTool = AgentTool.make(
+  Tool.make(noopToolName, { description: "Does nothing.", success: Schema.String }),
+  { handler: () => Effect.succeed("ok") }
+)
+
+const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
+  content.flatMap((block) => (block.type === "text" && block.text !== undefined ? [block.text] : [])).join("")
+
+const transcriptOf = (log: ReadonlyArray<SessionEvent.SessionEvent>): Transcript => {
+  let completedTurns = 0
+  let abortedTurns = 0
+  let textReplies = 0
+  let toolResults = 0
+  const prompts: Array<string> = []
+  const steering: Array<string> = []
+  const userTexts: Array<string> = []
+  for (const event of log) {
+    switch (event.type) {
+      case "turn/end":
+        if (event.data.reason.kind === "completed") completedTurns++
+        if (event.data.reason.kind === "aborted") abortedTurns++
+        break
+      case "user/message":
+        if (event.data.source.kind === "user") {
+          prompts.push(textOf(event.data.content))
+          userTexts.push(textOf(event.data.content))
+        }
+        break
+      case "steering/message":
+        steering.push(textOf(event.data.content))
+        userTexts.push(textOf(event.data.content))
+        break
+      case "assistant/message":
+        if (textOf(event.data.content) !== "") textReplies++
+        break
+      case "tool/result":
+        toolResults++
+        break
+    }
+  }
+  return { completedTurns, abortedTurns, prompts, userTexts, steering, textReplies, toolResults, entries: log.length }
+}
+
+const observed = (event: AgentEvent.AgentEvent): Observed | undefined => {
+  if (event.type === "agent/inbox/dequeue") return { _tag: "dequeued", text: textOf(event.message.content) }
+  if (event.type === "session/event" && event.event.type === "turn/end") {
+    return { _tag: "turn-ended", aborted: event.event.data.reason.kind === "aborted" }
+  }
+  return undefined
+}
+
+/** Harness needs no process-wide boot: each agent is built in its own scope. */
+export const make = (): Promise<BenchRuntime> => {
+  const createAgent = (options: AgentOptions): Promise<BenchAgent> =>
+    Effect.runPromise(Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const model = yield* scriptedModel(options.script)
+      const agent = yield* Agent.make({ tools: options.tools === true ? [noopTool] : [] }).pipe(
+        Effect.provideService(LanguageModel.LanguageModel, model),
+        Scope.extend(scope)
+      )
+      const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
+      return {
+        followUp: (text) => run(Effect.asVoid(agent.followup(Message.make(text)))),
+        followUpAll: (texts) =>
+          run(Effect.forEach(texts, (text) => agent.followup(Message.make(text)), { discard: true })),
+        steer: (text) => run(Effect.asVoid(agent.steer(Message.make(text)))),
+        cancel: () => run(agent.cancel("user")),
+        waitIdle: () => run(agent.whenIdle),
+        transcript: () => run(Effect.map(agent.log, transcriptOf)),
+        observe: (listener) =>
+          run(Effect.gen(function*() {
+            const child = yield* Scope.fork(scope, { _tag: "Sequential" })
+            const queue = yield* Scope.extend(agent.subscribe, child)
+            const reader = yield* Queue.take(queue).pipe(
+              Effect.map((event) => {
+                const seen = observed(event)
+                if (seen !== undefined) listener(seen)
+              }),
+              Effect.forever,
+              Effect.forkIn(child)
+            )
+            return () => {
+              void run(Effect.andThen(Fiber.interrupt(reader), Scope.close(child, Exit.void)))
+            }
+          })),
+        dispose: () => run(Scope.close(scope, Exit.void))
+      } satisfies BenchAgent
+    }))
+  return Promise.resolve({
+    name: "harness",
+    version: "@harness/agent (this checkout)",
+    createAgent,
+    close: () => Promise.resolve()
+  })
+}

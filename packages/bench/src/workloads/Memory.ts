@@ -1,0 +1,43 @@
+/**
+ * Session memory: one agent runs N sequential turns; the heap it retains afterwards (after a forced collection,
+ * against the heap before the agent existed) is divided by turns and by the entries its log or state holds.
+ */
+import { memoryAfterGc, prompts, sequentialTurns, warmUp } from "../Measure.js"
+import { fiveTokens } from "../Runtime.js"
+import type { Workload } from "../Workload.js"
+import { checkEqual, checkOrder } from "../Workload.js"
+
+export const Memory: Workload = {
+  id: "Mem",
+  title: "long session memory",
+  description: "one agent, N sequential turns; heap retained per turn and per log entry after forced GC",
+  sizes: { full: 10_000, quick: 2000, smoke: 5 },
+  metrics: [
+    { id: "kbPerTurn", label: "KB retained per turn", unit: "KB", better: "lower", headline: true },
+    { id: "bytesPerEntry", label: "bytes per log entry", unit: "B", better: "lower" },
+    { id: "entriesPerTurn", label: "log entries per turn", unit: "count", better: "lower" }
+  ],
+  run: async (runtime, n, size) => {
+    if (size !== "smoke") await warmUp(runtime)
+    const before = await memoryAfterGc()
+    const agent = await runtime.createAgent({ script: () => fiveTokens })
+    const texts = prompts("mem-", n)
+    await sequentialTurns(agent, texts)
+    const after = await memoryAfterGc()
+    const transcript = await agent.transcript()
+    await agent.dispose()
+    const retained = after.heap - before.heap
+    return {
+      figures: {
+        kbPerTurn: retained / n / 1024,
+        bytesPerEntry: retained / transcript.entries,
+        entriesPerTurn: transcript.entries / n
+      },
+      checks: [
+        checkEqual("completed turns", transcript.completedTurns, n),
+        checkEqual("text replies", transcript.textReplies, n),
+        checkOrder("prompts in FIFO order", transcript.prompts, texts)
+      ]
+    }
+  }
+}

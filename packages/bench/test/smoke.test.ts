@@ -1,0 +1,35 @@
+/**
+ * The bench still measures what it claims: for each runtime, W8 (follow-ups, live observation, a follow-up queued
+ * behind a running turn, cancels, read-back of the log) runs at smoke size in a fresh worker process, exactly as
+ * `npm run bench` runs it, and every correctness check passes. Figures are not asserted: benchmarks never gate
+ * on time.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { runInProcess } from "../src/Runner.js"
+import type { RuntimeName } from "../src/Runtime.js"
+import { runtimeNames } from "../src/Runtime.js"
+
+const smoke = (runtime: RuntimeName, workload: string) =>
+  Effect.promise(() => runInProcess(runtime, workload, "smoke")).pipe(
+    Effect.map((result) => ({
+      runtime,
+      workload,
+      failed: result.checks.filter((check) => !check.ok),
+      checks: result.checks.length
+    }))
+  )
+
+describe("bench smoke", () => {
+  it.live("W8 passes its correctness checks on every runtime", () =>
+    Effect.gen(function*() {
+      const results = yield* Effect.all(
+        runtimeNames.map((runtime) => smoke(runtime, "W8")),
+        { concurrency: 3 }
+      )
+      for (const result of results) {
+        assert.isAbove(result.checks, 3, `${result.runtime} ${result.workload} made its checks`)
+        assert.deepStrictEqual(result.failed, [], `${result.runtime} ${result.workload}`)
+      }
+    }), 60_000)
+})
