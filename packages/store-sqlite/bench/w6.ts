@@ -5,12 +5,16 @@
  * barrier at every `turn/end`). The physical limit is raw `better-sqlite3`: the same rows in the same table, one
  * transaction per turn, WAL with `synchronous = FULL`. Target: SQLite store ≥ 0.5× raw.
  *
+ * The `SessionLog` rows run the agent's write path instead: one `append` per event (the log's validation, rules,
+ * history fold and publication included), group-committed by the write-behind writer, with `flush` (synced) at
+ * every `turn/end` — the barrier the agent uses (ADR 0008).
+ *
  * Run: `npx tsx packages/store-sqlite/bench/w6.ts [turns]` (default 1000). Starts its own PostgreSQL server (see
  * `@harness/store-postgres/test/server`). Prints figures; never fails on time.
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { Content, Ids, MessageSource, type SessionEvent } from "@harness/domain"
-import { SessionStore } from "@harness/session"
+import { SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
 import { PostgresStore } from "@harness/store-postgres"
 import { startServer } from "@harness/store-postgres/test/server"
@@ -139,6 +143,22 @@ const runStore = (
     return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
   }))
 
+/** The agent's write path: one append per event through a write-behind `SessionLog`, `flush` at each turn/end. */
+const runLog = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>, bytes: () => number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
+    const id = Ids.SessionId.make(`w6 log ${name}`)
+    const log = yield* SessionLog.make({ id }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+    const start = performance.now()
+    for (const commit of commits) {
+      for (const { seq: _seq, time: _time, ...input } of commit.events) yield* log.append(input)
+      yield* log.flush
+    }
+    const seconds = (performance.now() - start) / 1_000
+    const summary = (yield* store.list).find((s) => s.header.id === id)!
+    return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
+  }))
+
 const raw = (dir: string, synchronous: "FULL" | "NORMAL"): Figures => {
   const file = path.join(dir, `raw-${synchronous}.db`)
   const db = new Database(file)
@@ -208,6 +228,34 @@ const main = Effect.gen(function*() {
         )
       )
     }
+    const logFile = path.join(dir, "log.db")
+    figures.push(
+      yield* runLog(
+        "SessionLog on SQLite (append per event, flush per turn)",
+        SqliteStore.layer({ filename: logFile }),
+        () => {
+          const db = new Database(logFile)
+          db.pragma("wal_checkpoint(TRUNCATE)")
+          db.close()
+          return fs.statSync(logFile).size
+        }
+      )
+    )
+    const logJsonl = path.join(dir, "log-jsonl")
+    figures.push(
+      yield* runLog(
+        "SessionLog on JSONL (append per event, flush per turn)",
+        JsonlStore.layer({ directory: logJsonl }).pipe(Layer.provide(NodeFileSystem.layer)),
+        () => sizeOfDir(logJsonl)
+      )
+    )
+    figures.push(
+      yield* runLog(
+        "SessionLog on PostgreSQL (append per event, flush per turn)",
+        PostgresStore.layer({ url: Redacted.make(server.url) }),
+        () => 0
+      )
+    )
     const rawFull = figures[0]!
     console.log(
       `W6: ${turns} turns × ${eventsPerTurn} events, one commit per turn (${os.cpus().length} cores, ${os.platform()})`
