@@ -61,6 +61,10 @@ export const runActivity = (
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   job._tag === "retry"
     ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: 0, admitted: [] })
+    : job._tag === "steering"
+    ? runTurn(env, progress, tools, { trigger: { kind: "message", source: job.source }, retained: 0, admitted: [] }, {
+      steeringOnly: true
+    })
     : admit(env, job.item.message).pipe(
       Effect.flatMap((admitted) =>
         admitted === undefined
@@ -111,11 +115,31 @@ const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<Readonly
     return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
   })
 
-/** Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`). */
-const endTurnLocked = (env: Env, progress: Ref.Ref<Progress>, turn: number, reason: TurnT.TurnEndReason) =>
+/**
+ * Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`).
+ *
+ * Contract: the turn ends with `reason` even when the store refuses the `turn/end`: the refusal is reported once
+ * (`agent/error`, `SESSION_LOG`), the turn settles with `reason`, and the agent remembers it so that the repair
+ * before its next out-of-turn append writes that same `turn/end` (see `repairLocked`).
+ */
+const endTurnLocked = (
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  reason: TurnT.TurnEndReason
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* update(env, (s) => ({ ...s, window: false }))
-    yield* append(env, { type: "turn/end", data: { turn, reason } })
+    const written = yield* Effect.either(append(env, { type: "turn/end", data: { turn, reason } }))
+    if (written._tag === "Left") {
+      yield* update(env, (s) => ({ ...s, unclosed: reason }))
+      yield* publish(env, {
+        type: "agent/error",
+        turn,
+        step: (yield* Ref.get(progress)).step,
+        error: { message: `the turn could not be closed: ${written.left.message}`, code: "SESSION_LOG" }
+      })
+    }
     yield* Ref.update(progress, (p) => ({ ...p, ended: reason }))
   })
 
@@ -134,7 +158,11 @@ const runTurn = (
     readonly trigger: TurnT.TurnTrigger
     readonly retained: number
     readonly admitted: ReadonlyArray<Admitted>
-  }
+  },
+  options: {
+    /** A turn for stranded steering: it opens only if steering is still staged (it may have been withdrawn). */
+    readonly steeringOnly?: boolean
+  } = {}
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   Effect.gen(function*() {
     const turn = yield* locked(
@@ -143,6 +171,7 @@ const runTurn = (
         // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
         // admitted prompt is dropped (R45 step 2, R80).
         yield* honourCancel(env)
+        if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
         yield* repairLocked(env)
         const turn = (yield* env.log.state).lastTurn + 1
         yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
@@ -157,6 +186,7 @@ const runTurn = (
         return turn
       }).pipe(Effect.mapError(logFailure(0)))
     )
+    if (turn === undefined) return { _tag: "NoTurn" }
     let step = 0
     while (true) {
       step += 1
@@ -171,7 +201,7 @@ const runTurn = (
         const ended = yield* locked(
           env,
           Effect.gen(function*() {
-            if (hasSteering((yield* read(env)).outbox)) return false
+            if (yield* hasSteering(env)) return false
             yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
             return true
           })
@@ -181,7 +211,7 @@ const runTurn = (
       }
       if (outcome.continue) continue
       // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
-      if (hasSteering((yield* read(env)).outbox)) continue
+      if (yield* hasSteering(env)) continue
       const stopping = env.options.hooks?.turnStopping
       if (stopping !== undefined) {
         yield* provide(env, stopping({ agent: env.service, turn })).pipe(
@@ -194,7 +224,7 @@ const runTurn = (
         env,
         Effect.gen(function*() {
           const drained = yield* drain(env, { turn })
-          if (drained.steering || hasSteering((yield* read(env)).outbox)) return false
+          if (drained.steering || (yield* hasSteering(env))) return false
           yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
           return true
         })
@@ -428,8 +458,6 @@ const requestFailed = (
       step,
       error: { message: failure.message, code: failure.code }
     })
-    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "error", step, failure })).pipe(
-      Effect.mapError(logFailure(step))
-    )
+    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "error", step, failure }))
     return { _tag: "Ended", retry: decision === "retry" }
   })
