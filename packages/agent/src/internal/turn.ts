@@ -18,6 +18,7 @@ import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"
+import * as Inbox from "./inbox.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
 import {
   append,
@@ -332,7 +333,11 @@ const runStep = (
       )
       yield* honourCancel(env)
     }
-    yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one staged
+    // right after the drain (it waits for D2 either way).
+    if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
+      yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    }
     const system = yield* systemPrompt(env, step)
     // The reconstruction boundary (R103): the request sees the log as it is right before `step/start`.
     const history = yield* locked(
@@ -340,7 +345,12 @@ const runStep = (
       Effect.zipLeft(env.log.history, append(env, { type: "step/start", data: { turn, step } }))
     ).pipe(Effect.mapError(logFailure(step)))
     const config = yield* requestConfig(env, turn, step)
-    yield* locked(env, logHeader(env, headerOf(env, config, system))).pipe(Effect.mapError(logFailure(step)))
+    // Only this activity writes the header, so an unchanged one is known without the lock.
+    const header = headerOf(env, config, system)
+    const last = (yield* read(env)).header
+    if (last === undefined || !sameHeader(last, header)) {
+      yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
+    }
 
     const messages = History.messages(history)
     const prompt = Prompt.fromMessages(
@@ -353,16 +363,20 @@ const runStep = (
       toolkit: env.toolkit,
       disableToolCallResolution: true
     }).pipe(
-      Stream.runForEach((part) =>
+      // One critical section per chunk the stream delivers (not per part): the parts of a chunk are appended in
+      // order, each one atomically, with one lock acquisition between them (ADR 0009, hot path). A cancel stops
+      // the stream between chunks.
+      Stream.runForEachChunk((parts) =>
         locked(
           env,
-          Effect.map(
-            append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
-            (event) => {
-              chunkSeqs.push(event.seq)
-              builder.add(part)
-            }
-          )
+          Effect.forEach(parts, (part) =>
+            Effect.map(
+              append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
+              (event) => {
+                chunkSeqs.push(event.seq)
+                builder.add(part)
+              }
+            ), { discard: true })
         )
       ),
       Effect.provideService(CurrentRequest, config),
