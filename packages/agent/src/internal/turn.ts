@@ -413,9 +413,11 @@ const runStep = (
       turn,
       step,
       content,
-      provenance: config.provider === undefined
-        ? { model: config.model }
-        : { model: config.model, provider: config.provider }
+      provenance: {
+        model: config.model,
+        ...(config.provider === undefined ? {} : { provider: config.provider }),
+        ...(assembled.reportedModel === undefined ? {} : { reportedModel: assembled.reportedModel })
+      }
     }
     if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
     if (assembled.usage !== undefined) data.usage = assembled.usage
@@ -472,6 +474,6 @@ const requestFailed = (
       step,
       error: { message: failure.message, code: failure.code }
     })
-    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "error", step, failure }))
+    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
     return { _tag: "Ended", retry: decision === "retry" }
   })
