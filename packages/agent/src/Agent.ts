@@ -7,7 +7,7 @@
  * @since 0.0.0
  */
 import type { LanguageModel } from "@effect/ai"
-import type { AgentEvent, Ids, Message, SessionEvent } from "@harness/domain"
+import type { AgentEvent, Ids, Inbox, Message, SessionEvent } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import type { Effect, Queue, Scope, Stream } from "effect"
 import { Context, Layer } from "effect"
@@ -111,8 +111,30 @@ export interface Service {
     cause: AgentEvent.CancelCause,
     options?: { readonly keepInbox?: boolean | undefined }
   ) => Effect.Effect<void>
-  /** Starts a turn over the current log without a new prompt (trigger `retry`). Fails if an admission or turn is active. */
-  readonly retry: Effect.Effect<void, AgentBusyError>
+  /**
+   * Starts a turn over the current log without a new prompt (trigger `retry`). Fails with `AgentBusyError` if an
+   * admission or turn is active, with `AgentDisposedError` after disposal.
+   */
+  readonly retry: Effect.Effect<void, AgentBusyError | AgentDisposedError>
+  /**
+   * The pending items now, in acceptance order: queued turns (waking or parked) and steering staged for the open
+   * turn (waking, or parked when a blocked admission retained it). Staged context is not listed: it is logged at the
+   * next drain and cannot be withdrawn.
+   */
+  readonly inbox: Effect.Effect<ReadonlyArray<Inbox.InboxItem>>
+  /**
+   * Removes one pending item — queued, parked or steering — without stopping the turn.
+   *
+   * Contract: decided holding the acceptance window's lock, so the driver cannot claim (nor a drain log) the item
+   * at the same time. A pending item is removed and `agent/inbox/discard { messages: [item], reason: "withdraw" }`
+   * is published for exactly it (FIFO conservation holds: its enqueue is balanced by that discard); the result is
+   * `Withdrawn`. An id that is not pending (unknown, or already claimed, logged or discarded; anything after
+   * disposal) changes nothing and gives `NotPending`. An id that is not a valid message id fails with
+   * `InvalidMessageError`.
+   */
+  readonly withdraw: (
+    id: Ids.AgentMessageId
+  ) => Effect.Effect<Inbox.WithdrawResult, Message.InvalidMessageError>
   /** Waits until the agent is quiescent: no activity and no waking item queued (parked items do not count). */
   readonly whenIdle: Effect.Effect<void>
   /** `running` from the first claim of work until nothing waking is left. */

@@ -568,7 +568,7 @@ describe("batch (agent issue)", () => {
         ["steer", agent.steer(user("x"))],
         ["inject", agent.inject(ctx("x"))],
         ["batch", agent.batch([{ send: [user("x"), followupOpts] }])],
-        ["batch of a cancel", agent.batch([{ cancel: ["user"] }])],
+        ["batch of a cancel and a send", agent.batch([{ cancel: ["user"] }, { send: [user("x"), followupOpts] }])],
         ["sendAll", agent.sendAll([[ctx("x"), injectOpts]])]
       ]
       for (const [what, attempt] of attempts) {
@@ -576,6 +576,8 @@ describe("batch (agent issue)", () => {
       }
       yield* agent.cancel("user")
       yield* agent.cancel("parent", { keepInbox: true })
+      // A batch of cancels only is a no-op, as a plain cancel is (issue 10 §5).
+      assert.deepStrictEqual(yield* agent.batch([{ cancel: ["user"] }]), [undefined])
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* recorder.events, [])
       assert.deepStrictEqual(yield* agent.log, logBefore)

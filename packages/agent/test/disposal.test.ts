@@ -78,7 +78,7 @@ describe("disposal", () => {
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
-  it.scoped("R86: after disposal send fails with AgentDisposedError, cancel is a no-op, retry fails; disposed stays last", () =>
+  it.scoped("R86: after disposal send and retry fail with AgentDisposedError, cancel is a no-op; disposed stays last", () =>
     Effect.gen(function*() {
       const { agent, scope } = yield* makeInScope({ model: "m" })
       const rec = yield* EventRecorder.make(agent)
@@ -107,7 +107,7 @@ describe("disposal", () => {
       yield* agent.cancel("user")
       yield* agent.cancel("parent", { keepInbox: true })
       const retry = yield* Effect.flip(agent.retry)
-      assert.deepStrictEqual(retry._tag, "AgentBusyError")
+      assert.deepStrictEqual(retry._tag, "AgentDisposedError")
       yield* agent.whenIdle
       // Nothing was published after agent/disposed and nothing was logged.
       assert.deepStrictEqual(yield* rec.events, before)

@@ -178,7 +178,7 @@ describe("canonical event orders", () => {
         "assistant/chunk*",
         "step/end",
         "error",
-        "turn/end:error",
+        "turn/end:request-error",
         "settled:error",
         "status:idle"
       ])
@@ -196,7 +196,7 @@ describe("canonical event orders", () => {
       yield* model.push(S.failure("NETWORK"), S.failure("NETWORK"), S.textResponse("third time"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
-      const failed = ["step/start", "step/end", "error", "turn/end:error"]
+      const failed = ["step/start", "step/end", "error", "turn/end:request-error"]
       assert.deepStrictEqual(compact(yield* rec.events), [
         "enqueue:queued",
         "status:running",
@@ -207,7 +207,7 @@ describe("canonical event orders", () => {
         "request/header",
         "step/end",
         "error",
-        "turn/end:error",
+        "turn/end:request-error",
         "turn/start",
         ...failed,
         "turn/start",
@@ -222,9 +222,9 @@ describe("canonical event orders", () => {
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log).filter((name) => name.startsWith("turn/")), [
         "turn/start",
-        "turn/end:error",
+        "turn/end:request-error",
         "turn/start",
-        "turn/end:error",
+        "turn/end:request-error",
         "turn/start",
         "turn/end:completed"
       ])

@@ -32,6 +32,7 @@ export type Op =
   | { readonly _tag: "retry" }
   | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem }
   | { readonly _tag: "resend"; readonly pick: number }
+  | { readonly _tag: "withdraw"; readonly pick: number }
 
 /** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
 export type Trigger =
@@ -142,6 +143,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = fal
     { arbitrary: fc.integer({ min: 1, max: 20 }).map((times): Op => ({ _tag: "yield", times })), weight: 3 },
     { arbitrary: fc.constant<Op>({ _tag: "retry" }), weight: 1 },
     { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "resend", pick })), weight: 1 },
+    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: reactive ? 16 : 4
@@ -247,6 +249,8 @@ export interface Ids {
   readonly injected: ReadonlyArray<string>
   /** The ids of parked sends (`next-turn`, no wakeup). */
   readonly parked: ReadonlyArray<string>
+  /** The ids `withdraw` reported `Withdrawn`. */
+  readonly withdrawn: ReadonlyArray<string>
 }
 
 const toReply = (spec: ReplySpec): S.Reply => {
@@ -345,9 +349,10 @@ export const run = (scenario: Scenario) =>
   Effect.gen(function*() {
     const model = yield* S.ScriptedModel
     yield* model.push(...scenario.replies.map(toReply))
-    const ids = yield* Ref.make<Ids>({ accepted: [], injected: [], parked: [] })
+    const ids = yield* Ref.make<Ids>({ accepted: [], injected: [], parked: [], withdrawn: [] })
     const record = (id: string, kind: SendKind) =>
       Ref.update(ids, (all) => ({
+        ...all,
         accepted: kind === "inject" ? all.accepted : [...all.accepted, id],
         injected: kind === "inject" ? [...all.injected, id] : all.injected,
         parked: kind === "park" ? [...all.parked, id] : all.parked
@@ -548,6 +553,25 @@ export const run = (scenario: Scenario) =>
             }
             return
           }
+          case "withdraw": {
+            // Withdrawing a pending item removes exactly it; any other id is `NotPending` and changes nothing.
+            const accepted = (yield* Ref.get(ids)).accepted
+            if (accepted.length === 0) return
+            const id = DomainIds.AgentMessageId.make(accepted[op.pick % accepted.length]!)
+            const result = yield* guarded(op, agent.withdraw(id).pipe(Effect.orDie))
+            if (result === undefined) return
+            if (result._tag === "Withdrawn") {
+              if (result.item.id !== id) {
+                yield* Ref.update(anomalies, (all) => [...all, `withdrawing ${id} removed ${result.item.id}`])
+              }
+              yield* Ref.update(ids, (all) => ({ ...all, withdrawn: [...all.withdrawn, id] }))
+              const listed = yield* guarded(op, agent.inbox)
+              if (listed?.some((item) => item.id === id) === true) {
+                yield* Ref.update(anomalies, (all) => [...all, `${id} is still in the inbox after its withdrawal`])
+              }
+            }
+            return
+          }
           case "on": {
             // React as soon as the agent appends the next such event (as a `session/event` subscriber would), or
             // give up after a while (the agent may be idle or hanging).
@@ -667,6 +691,10 @@ export const problems = (outcome: Outcome, options: CheckOptions = {}): Readonly
     "final"
   )
   out.push(...toolContextProblems(outcome.log))
+  // Every withdrawn item's fate is "discarded" (by that withdrawal: a second discard would break message-fate).
+  for (const [id, fate] of Invariants.fates(outcome.events, outcome.log, outcome.ids.withdrawn)) {
+    if (fate !== "discarded") out.push(`withdrawn item ${id} ended ${fate}`)
+  }
   const quiescent = outcome.quiescent
   if (quiescent === undefined) {
     if (options.quiescence === true) out.push("the agent never became quiescent")

@@ -49,7 +49,11 @@ export const AgentEvent = Schema.Union(
   event("agent/status", { status: AgentStatus }),
   event("agent/inbox/enqueue", { message: AgentMessage, placement: InboxPlacement }),
   event("agent/inbox/dequeue", { message: AgentMessage }),
-  event("agent/inbox/discard", { messages: Schema.NonEmptyArray(AgentMessage) }),
+  event("agent/inbox/discard", {
+    messages: Schema.NonEmptyArray(AgentMessage),
+    /** `withdraw` for one withdrawn item; absent for a cancel's (or disposal's) discard. */
+    reason: Schema.optionalWith(Schema.Literal("withdraw"), { exact: true })
+  }),
   event("agent/cancel-requested", { cause: CancelCause }),
   event("agent/settled", { turn: NonNegativeInt, reason: SettleReason }),
   event("agent/error", {

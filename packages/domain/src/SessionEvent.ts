@@ -85,8 +85,11 @@ export const AssistantMessage = Schema.Struct({
   step: PositiveInt,
   content: Schema.Array(AssistantBlock),
   provenance: Schema.Struct({
+    /** The route label the request went to. */
     model: Schema.String,
     provider: optional(Schema.String),
+    /** The model the provider reported serving the request (`response-metadata`), beside the route label. */
+    reportedModel: optional(Schema.String),
     replayState: optional(JsonValue)
   }),
   finishReason: optional(Schema.String),

@@ -26,11 +26,12 @@ export type TurnTrigger = typeof TurnTrigger.Type
 
 /**
  * A turn that failed on a model request: the `LlmFailure` says why (R16). `step` is the step whose request failed.
+ * Its own discriminant, `request-error`, tells it apart from {@link TurnErrorReason} (it settles as `error`).
  *
  * @since 0.0.0
  */
 export const RequestErrorReason = Schema.Struct({
-  kind: Schema.Literal("error"),
+  kind: Schema.Literal("request-error"),
   step: NonNegativeInt,
   failure: LlmFailure
 }).annotations({ identifier: "RequestErrorReason" })
@@ -115,10 +116,10 @@ export const settleReasonOf = (reason: TurnEndReason): SettleReason => {
     case "disposed":
     case "interrupted":
       return { kind: "aborted" }
+    case "request-error":
+      return { kind: "error", message: reason.failure.message, failure: reason.failure }
     case "error":
-      return "failure" in reason
-        ? { kind: "error", message: reason.failure.message, failure: reason.failure }
-        : reason.code === undefined
+      return reason.code === undefined
         ? { kind: "error", message: reason.message }
         : { kind: "error", message: reason.message, code: reason.code }
   }

@@ -4,6 +4,7 @@
 export * as AgentEvent from "./AgentEvent.js"
 export * as Content from "./Content.js"
 export * as Ids from "./Ids.js"
+export * as Inbox from "./Inbox.js"
 export * as Json from "./Json.js"
 export * as LlmFailure from "./LlmFailure.js"
 export * as Message from "./Message.js"

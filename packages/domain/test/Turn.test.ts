@@ -10,9 +10,11 @@ const endReasons: Record<Turn.TurnEndReason["kind"], ReadonlyArray<Turn.TurnEndR
   disposed: [{ kind: "disposed" }],
   "max-tokens": [{ kind: "max-tokens" }],
   interrupted: [{ kind: "interrupted" }],
+  "request-error": [
+    { kind: "request-error", step: 2, failure: fullFailure },
+    { kind: "request-error", step: 0, failure: bareFailure }
+  ],
   error: [
-    { kind: "error", step: 2, failure: fullFailure },
-    { kind: "error", step: 0, failure: bareFailure },
     { kind: "error", step: 1, message: "hook `before-step` failed", code: "HOOK_FAILED" },
     { kind: "error", step: 1, message: "no model configured" }
   ]
@@ -65,19 +67,29 @@ describe("Turn schemas round trip", () => {
 describe("Turn schemas tell the two error shapes apart", () => {
   it.effect("a request failure keeps its LlmFailure, anything else its message and code", () =>
     Effect.gen(function*() {
-      const request = yield* Schema.decodeUnknown(Turn.TurnEndReason)({ kind: "error", step: 1, failure: bareFailure })
+      const request = yield* Schema.decodeUnknown(Turn.TurnEndReason)({
+        kind: "request-error",
+        step: 1,
+        failure: bareFailure
+      })
       assert.isTrue(Schema.is(Turn.RequestErrorReason)(request))
       const other = yield* Schema.decodeUnknown(Turn.TurnEndReason)({ kind: "error", step: 1, message: "x" })
       assert.isTrue(Schema.is(Turn.TurnErrorReason)(other))
       assert.isFalse(Schema.is(Turn.RequestErrorReason)(other))
     }))
 
-  it.effect("an error with neither a failure nor a message is refused, naming what is missing", () =>
+  it.effect("the two error shapes have their own discriminants; a missing field is named", () =>
     Effect.gen(function*() {
       const message = yield* decodeError(Turn.TurnEndReason, { kind: "error", step: 1 })
-      assert.include(message, "[\"failure\"]")
       assert.include(message, "[\"message\"]")
       assert.include(message, "is missing")
+      const failure = yield* decodeError(Turn.TurnEndReason, { kind: "request-error", step: 1 })
+      assert.include(failure, "[\"failure\"]")
+      // A request failure written with the other shape's kind is refused (no more telling them apart by a field).
+      assert.include(
+        yield* decodeError(Turn.TurnEndReason, { kind: "error", step: 1, failure: bareFailure }),
+        "message"
+      )
     }))
 
   it.effect("an unknown end kind, trigger kind, or a bad failure code is refused", () =>
@@ -86,7 +98,7 @@ describe("Turn schemas tell the two error shapes apart", () => {
       assert.include(yield* decodeError(Turn.TurnTrigger, { kind: "timer" }), "actual \"timer\"")
       assert.include(yield* decodeError(Turn.TurnTrigger, { kind: "message" }), "[\"source\"]")
       const badCode = yield* decodeError(Turn.TurnEndReason, {
-        kind: "error",
+        kind: "request-error",
         step: 1,
         failure: { code: "OOPS", message: "x" }
       })
@@ -120,7 +132,7 @@ describe("Turn.settleReasonOf (R58)", () => {
   })
 
   it("a request failure settles as an error carrying the failure and its message", () => {
-    assert.deepStrictEqual(Turn.settleReasonOf({ kind: "error", step: 2, failure: fullFailure }), {
+    assert.deepStrictEqual(Turn.settleReasonOf({ kind: "request-error", step: 2, failure: fullFailure }), {
       kind: "error",
       message: fullFailure.message,
       failure: fullFailure

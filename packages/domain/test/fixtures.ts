@@ -137,13 +137,13 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     seq: 1,
     time: 1,
     type: "turn/end",
-    data: { turn: 1, reason: { kind: "error", step: 1, failure: fullFailure } }
+    data: { turn: 1, reason: { kind: "request-error", step: 1, failure: fullFailure } }
   }],
   ["turn/end error with a bare failure", {
     seq: 1,
     time: 1,
     type: "turn/end",
-    data: { turn: 1, reason: { kind: "error", step: 0, failure: bareFailure } }
+    data: { turn: 1, reason: { kind: "request-error", step: 0, failure: bareFailure } }
   }],
   ["turn/end error with message and code", {
     seq: 1,

@@ -102,9 +102,15 @@ describe("Agent + chat-completions provider + fake server", () => {
       const end = log.findLast((e) => e.type === "turn/end")
       assert.strictEqual(end?.type, "turn/end")
       const reason = end?.type === "turn/end" ? end.data.reason : undefined
-      assert.strictEqual(reason?.kind, "error")
+      assert.strictEqual(reason?.kind, "request-error")
       assert.strictEqual(reason && "failure" in reason ? reason.failure.code : undefined, "NETWORK")
       const trace = yield* recorder.trace
-      assert.deepStrictEqual(trace.slice(-5), ["step/end", "error", "turn/end:error", "settled:error", "status:idle"])
+      assert.deepStrictEqual(trace.slice(-5), [
+        "step/end",
+        "error",
+        "turn/end:request-error",
+        "settled:error",
+        "status:idle"
+      ])
     }).pipe(Effect.scoped))
 })

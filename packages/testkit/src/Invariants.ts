@@ -27,7 +27,7 @@ import { LogCheck } from "@harness/session"
  * - `admission-cancel` (R80): a prompt whose admission saw an effective cancel is dropped: its turn never opens.
  * - `admission-order` (R45): at a turn's opening, steering staged before its prompt was claimed precedes the prompt,
  *   steering accepted during its admission follows it.
- * - `no-discard`: no `agent/inbox/discard` (the run cancelled only with `keepInbox`).
+ * - `no-discard`: no `agent/inbox/discard` but a `withdraw`'s (the run cancelled only with `keepInbox`).
  * - `disposed-last`: `agent/disposed` is published once, as the last event.
  * - `log`: a rule of `LogCheck.checkLog` (R100), every turn closed included.
  *
@@ -648,14 +648,14 @@ export const admissionOrder = (events: Events): ReadonlyArray<Violation> => {
 }
 
 /**
- * Nothing is discarded: for a run whose cancels all had `keepInbox` (pass the events recorded before disposal,
- * which discards whatever is pending).
+ * Nothing is discarded but by `withdraw`: for a run whose cancels all had `keepInbox` (pass the events recorded
+ * before disposal, which discards whatever is pending).
  *
  * @since 0.0.0
  */
 export const noDiscard = (events: Events): ReadonlyArray<Violation> =>
   events.flatMap((event, index) =>
-    event.type === "agent/inbox/discard"
+    event.type === "agent/inbox/discard" && event.reason !== "withdraw"
       ? [violation("no-discard", "events", index, `discarded ${event.messages.map((m) => m.id).join(", ")}`)]
       : []
   )

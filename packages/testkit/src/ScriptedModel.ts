@@ -40,6 +40,8 @@ export interface Reply {
   readonly failure?: LlmFailure.LlmFailure | undefined
   /** After the pieces, never finish (until interrupted). */
   readonly hang?: boolean | undefined
+  /** The model the provider reports serving the request: a `response-metadata` part before the pieces. */
+  readonly reportedModel?: string | undefined
 }
 
 /**
@@ -179,6 +181,7 @@ const isObjectJson = (raw: string): Option.Option<Record<string, unknown>> => {
 
 const partsOf = (value: Reply, index: number, advertised: ReadonlySet<string>): Array<Response.StreamPartEncoded> => {
   const parts: Array<Response.StreamPartEncoded> = []
+  if (value.reportedModel !== undefined) parts.push({ type: "response-metadata", modelId: value.reportedModel })
   let hasToolCalls = false
   value.pieces.forEach((piece, i) => {
     const id = `${index}-${i}`

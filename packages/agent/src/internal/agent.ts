@@ -3,21 +3,18 @@
  * (`send` and its presets, `batch`), `cancel`, `retry`, quiescence, status and events — on the shared runtime.
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
-import type { Ids as IdsT, SessionEvent } from "@harness/domain"
+import type { Ids as IdsT, Inbox as InboxT, SessionEvent } from "@harness/domain"
 import { AgentEvent, Ids, Json, Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import {
-  Chunk,
   Deferred,
   Effect,
   Equal,
   ExecutionStrategy,
   Fiber,
-  HashSet,
   Option,
   ParseResult,
   PubSub,
-  Queue,
   Random,
   Ref,
   Schema,
@@ -29,8 +26,9 @@ import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from
 import type { AgentTool } from "../AgentTool.js"
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
-import type { Env, OutboxItem, QueuedItem, State } from "./runtime.js"
-import { accept, append, locked, publish, read, update, userMessageData } from "./runtime.js"
+import * as Inbox from "./inbox.js"
+import type { Env, State } from "./runtime.js"
+import { append, locked, publish, read, update, userMessageData } from "./runtime.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -149,6 +147,19 @@ const decodeStrict = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
 const checkOptions = decodeStrict(Message.SendOptions, "send options")
 const checkPreset = decodeStrict(PresetOptions, "preset options")
 const checkOperation = decodeStrict(BatchOperation, "batch operation")
+const checkId = decodeStrict(Ids.AgentMessageId, "message id")
+
+/** Whether an id is in the log as a message's id (the accepted ids older than the inbox's memory). */
+const loggedId = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<boolean> =>
+  Effect.map(
+    env.log.events,
+    (events) =>
+      events.some((event) =>
+        (event.type === "user/message" || event.type === "steering/message") && event.data.messageId === id
+      )
+  )
+
+const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
 
 /**
  * Routes one decoded send (R28). Must run holding the lock.
@@ -160,38 +171,39 @@ const sendLocked = (
 ): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
   Effect.gen(function*() {
     const state = yield* read(env)
-    if (state.disposed) {
-      return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+    if (state.disposed) return yield* disposedError()
+    if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, (id) => loggedId(env, id)))) {
+      return options.id
     }
-    if (options.id !== undefined && HashSet.has(state.accepted, options.id)) return options.id
     const id = options.id ?? (yield* mintId)
     if (options.target === "next-step" && !options.wakeup) {
       if (state.window) {
-        yield* update(env, (s) => accept({ ...s, outbox: Chunk.append(s.outbox, { _tag: "context", data, id }) }, id))
+        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
       } else {
         // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
         yield* repairLocked(env)
         yield* append(env, { type: "user/message", data: userMessageData(data, id) })
-        yield* update(env, (s) => accept(s, id))
+        yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
       }
       return id
     }
     const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+    const order = (yield* Inbox.get(env.inbox)).next
     if (options.target === "next-step" && state.window) {
-      const item: OutboxItem = { _tag: "steering", message }
-      yield* update(env, (s) => accept({ ...s, outbox: Chunk.append(s.outbox, item) }, id))
+      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
       yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
       return id
     }
-    const item: QueuedItem = { message, wakeup: options.wakeup }
-    yield* Queue.offer(env.queue, item)
-    yield* update(env, (s) => accept({ ...s, queued: s.queued + 1, waking: s.waking + (options.wakeup ? 1 : 0) }, id))
+    yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
     // The driver may claim only once this critical section ends, so every send in it sees the same
     // pre-admission state (R30).
     if (options.wakeup) yield* ensureDriver(env)
     yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
     return id
   })
+
+/** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
+const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean => state.activity !== undefined || inbox.stranded
 
 /**
  * One `cancel` (R77–R85, with the agent issue's departures). Must run holding the lock.
@@ -200,22 +212,12 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
   Effect.gen(function*() {
     const state = yield* read(env)
     if (state.disposed && reason !== "disposed") return
-    const effective = state.activity !== undefined || (!keepInbox && (state.queued > 0 || state.outbox.length > 0))
+    const inbox = yield* Inbox.get(env.inbox)
+    const effective = state.activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
     if (!effective) return
     if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
     if (!keepInbox) {
-      const queued = yield* Queue.takeAll(env.queue)
-      const steering = Chunk.filterMap(
-        state.outbox,
-        (item) => item._tag === "steering" ? Option.some(item.message) : Option.none()
-      )
-      const discarded = [...Chunk.map(queued, (item) => item.message), ...steering]
-      yield* update(env, (s) => ({
-        ...s,
-        queued: 0,
-        waking: 0,
-        outbox: Chunk.filter(s.outbox, (item) => item._tag === "context")
-      }))
+      const discarded = yield* Inbox.discardAll(env.inbox)
       if (discarded.length > 0) {
         const [first, ...rest] = discarded
         yield* publish(env, { type: "agent/inbox/discard", messages: [first!, ...rest] })
@@ -238,6 +240,21 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
   })
 
 /**
+ * Withdraws one pending item (issue 10 §3). Must run holding the lock.
+ */
+const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT.WithdrawResult> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    const withdrawn = state.disposed
+      ? Option.none()
+      : yield* Inbox.withdraw(env.inbox, id, steeringWakes(state, yield* Inbox.get(env.inbox)))
+    if (Option.isNone(withdrawn)) return { _tag: "NotPending", id }
+    const { content, source } = withdrawn.value
+    yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "withdraw" })
+    return { _tag: "Withdrawn", item: withdrawn.value }
+  })
+
+/**
  * Builds an agent in the current scope.
  */
 export const make = <R>(
@@ -254,17 +271,7 @@ export const make = <R>(
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
     // the driver to close the turn) and the fibers are interrupted only after it.
     const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-    const accepted = HashSet.fromIterable(
-      (yield* log.events).flatMap((event) =>
-        (event.type === "user/message" || event.type === "steering/message") && event.data.messageId !== undefined
-          ? [event.data.messageId]
-          : []
-      )
-    )
     const initial: State = {
-      queued: 0,
-      waking: 0,
-      outbox: Chunk.empty(),
       window: false,
       status: "idle",
       driver: undefined,
@@ -272,14 +279,13 @@ export const make = <R>(
       activity: undefined,
       cause: undefined,
       logContextOnClose: false,
-      accepted,
       disposed: false,
       unclosed: undefined,
       header: undefined
     }
     const state = yield* Ref.make(initial)
     const lock = yield* Effect.makeSemaphore(1)
-    const queue = yield* Queue.unbounded<QueuedItem>()
+    const inbox = yield* Inbox.make
     const events = yield* PubSub.unbounded<AgentEvent.AgentEvent>()
 
     const send = (input: Message.UserMessageData, sendOptions: Message.SendOptions) =>
@@ -314,8 +320,13 @@ export const make = <R>(
         return yield* locked(
           env,
           Effect.gen(function*() {
-            if ((yield* read(env)).disposed) {
-              return yield* new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+            // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
+            if (
+              (yield* read(env)).disposed && decoded.some((op) =>
+                op._tag === "send"
+              )
+            ) {
+              return yield* disposedError()
             }
             const applied: Array<IdsT.AgentMessageId | undefined> = []
             for (const op of decoded) {
@@ -361,9 +372,7 @@ export const make = <R>(
       batch,
       sendAll: (items) =>
         batch(items.map((send) => ({ send }))).pipe(
-          Effect.map((ids) =>
-            ids.filter((id): id is IdsT.AgentMessageId => id !== undefined)
-          )
+          Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
         ),
       cancel: (cause, cancelOptions) => locked(env, cancelLocked(env, cause, cancelOptions?.keepInbox === true)),
       retry: Effect.suspend(() =>
@@ -371,7 +380,9 @@ export const make = <R>(
           env,
           Effect.gen(function*() {
             const current = yield* read(env)
-            if (current.disposed) return yield* new AgentBusyError({ message: "the agent was disposed" })
+            if (current.disposed) {
+              return yield* new AgentDisposedError({ message: "the agent was disposed: it runs no more turns" })
+            }
             if (current.activity !== undefined) {
               return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
             }
@@ -380,6 +391,16 @@ export const make = <R>(
         )
       ),
       whenIdle,
+      inbox: Effect.suspend(() =>
+        locked(
+          env,
+          Effect.gen(function*() {
+            const snapshot = yield* Inbox.get(env.inbox)
+            return yield* Inbox.list(env.inbox, steeringWakes(yield* read(env), snapshot))
+          })
+        )
+      ),
+      withdraw: (id) => Effect.flatMap(checkId(id), (checked) => locked(env, withdrawLocked(env, checked))),
       status: Effect.map(Ref.get(state), (s) => s.status),
       acceptsNextStep: Effect.map(Ref.get(state), (s) => s.window),
       subscribe: PubSub.subscribe(events),
@@ -402,7 +423,7 @@ export const make = <R>(
       fibers,
       state,
       lock,
-      queue,
+      inbox,
       events,
       tools,
       toolkit: advertised?.toolkit,

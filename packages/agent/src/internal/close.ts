@@ -6,9 +6,9 @@
  */
 import type { Turn as TurnT } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Chunk, Effect } from "effect"
+import { Effect } from "effect"
 import type { Env, FinishedCall } from "./runtime.js"
-import { append, drain, read, update } from "./runtime.js"
+import { append, drain, read, stageContexts, update } from "./runtime.js"
 import { abortedBeforeDispatchMessage, abortedMessage, errorResult } from "./toolCalls.js"
 
 /** What the tool runtime knows about the open step's calls when the turn closes. */
@@ -52,15 +52,7 @@ export const closeLocked = (
           ? errorResult(call, "ABORTED", abortedMessage, "AbortError")
           : errorResult(call, "ABORTED_BEFORE_DISPATCH", abortedBeforeDispatchMessage, "AbortError")
         yield* append(env, { type: "tool/result", data, sourceEventSeqs: [callSeq] })
-        if (done !== undefined && done.contexts.length > 0) {
-          yield* update(env, (s) => ({
-            ...s,
-            outbox: Chunk.appendAll(
-              s.outbox,
-              Chunk.fromIterable(done.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
-            )
-          }))
-        }
+        if (done !== undefined) yield* stageContexts(env, done.contexts)
       }
     }
     if (options.context) {

@@ -21,6 +21,8 @@ export interface Assembled {
   /** An `error` part, if the stream carried one. */
   readonly error: unknown
   readonly hasError: boolean
+  /** The model the provider reported serving the request (`response-metadata`), if it did. */
+  readonly reportedModel: string | undefined
 }
 
 /**
@@ -32,6 +34,7 @@ export class ContentBuilder {
   private finish: Response.FinishPart | undefined
   private error: unknown
   private hasError = false
+  private reportedModel: string | undefined
 
   add(part: Response.StreamPart<Record<string, never>> | Response.AnyPart): void {
     switch (part.type) {
@@ -80,6 +83,9 @@ export class ContentBuilder {
         }
         break
       }
+      case "response-metadata":
+        if (part.modelId._tag === "Some") this.reportedModel = part.modelId.value
+        break
       case "finish":
         this.finish = part
         break
@@ -109,7 +115,8 @@ export class ContentBuilder {
       finishReason: this.finish?.reason,
       usage: this.finish === undefined ? undefined : usageOf(this.finish.usage),
       error: this.error,
-      hasError: this.hasError
+      hasError: this.hasError,
+      reportedModel: this.reportedModel
     }
   }
 }

@@ -6,8 +6,9 @@
  */
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
+import * as Inbox from "./inbox.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
 import { drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
 import { runActivity, TurnFailure } from "./turn.js"
@@ -34,6 +35,8 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     if (state.status === "idle") yield* publish(env, { type: "agent/status", status: "running" })
     // The window opens before the activity fiber exists, so its hooks always see it open (R24, R35).
     yield* update(env, (s) => ({ ...s, status: "running", window: true, cause: undefined, logContextOnClose: false }))
+    // The new activity's opening drains the outbox: steering is no longer stranded.
+    yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
     const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
     const tools = yield* makeToolRuntime
     const fiber = yield* Effect.forkIn(Effect.interruptible(runActivity(env, job, progress, tools)), env.fibers)
@@ -49,10 +52,15 @@ const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
   Effect.gen(function*() {
     const state = yield* read(env)
     if (state.activity !== undefined) return state.activity
-    if (!state.disposed && state.waking > 0) {
-      const item = Option.getOrThrow(yield* Queue.poll(env.queue)) // `waking > 0` implies a queued item
-      yield* update(env, (s) => ({ ...s, queued: s.queued - 1, waking: item.wakeup ? s.waking - 1 : s.waking }))
-      return yield* startActivity(env, { _tag: "prompt", item, retained: state.outbox.length })
+    if (!state.disposed) {
+      const claimed = yield* Inbox.claim(env.inbox)
+      const inbox = yield* Inbox.get(env.inbox)
+      if (Option.isSome(claimed)) {
+        return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: inbox.outbox.length })
+      }
+      // Steering stranded by a cancelled or failed turn never waits for an unrelated send: it runs as its own turn.
+      const steering = inbox.stranded ? Inbox.firstSteering(inbox) : Option.none()
+      if (Option.isSome(steering)) return yield* startActivity(env, { _tag: "steering", source: steering.value.source })
     }
     if (state.status === "running") yield* publish(env, { type: "agent/status", status: "idle" })
     yield* update(env, (s) => ({ ...s, driver: undefined, idle: undefined, status: "idle" }))
@@ -117,9 +125,13 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
       yield* locked(
         env,
         Effect.gen(function*() {
+          // Steering retained by a blocked or failed admission waits for the next turn (R43); after a cancelled
+          // admission (with `keepInbox`, or it would have been discarded) it is waking work.
+          const cancelled = (yield* read(env)).cause !== undefined
           yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+          yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: cancelled }))
           // Context-only staged input is logged at once; steering keeps its context beside it, staged (R43).
-          if (!hasSteering((yield* read(env)).outbox)) yield* flushContext(env)
+          if (!(yield* hasSteering(env))) yield* flushContext(env)
         })
       )
       const unsettled = activity.job._tag === "retry" ? activity.job.unsettled : undefined
@@ -146,7 +158,9 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
           return true
         }
         if (state.cause !== undefined && state.logContextOnClose) yield* flushContext(env)
+        // Steering still staged after the turn closed (a `keepInbox` cancel, a failure) runs next by itself.
         yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+        yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: true }))
         return false
       })
     )

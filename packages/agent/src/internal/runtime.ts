@@ -6,22 +6,13 @@
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Deferred, Fiber, Queue, Scope } from "effect"
-import { Chunk, Effect, HashSet, PubSub, Ref } from "effect"
+import type { Context, Deferred, Fiber, Scope } from "effect"
+import { Chunk, Effect, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"
-
-/** An item of the queued FIFO: a whole turn, waking or parked. */
-export interface QueuedItem {
-  readonly message: Message.AgentMessage
-  readonly wakeup: boolean
-}
-
-/** An item of the one ordered outbox: steering (with its inbox id) or staged context. */
-export type OutboxItem =
-  | { readonly _tag: "steering"; readonly message: Message.AgentMessage }
-  | { readonly _tag: "context"; readonly data: Message.UserMessageData; readonly id: Ids.AgentMessageId | undefined }
+import * as Inbox from "./inbox.js"
+import type { OutboxItem, QueuedItem } from "./inbox.js"
 
 /** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
 export interface Progress {
@@ -70,6 +61,11 @@ export type ActivityResult =
 /** A job for an activity. */
 export type Job =
   | { readonly _tag: "prompt"; readonly item: QueuedItem; readonly retained: number }
+  /**
+   * A turn for steering stranded by a cancelled or failed activity (issue 10 §5): its trigger is the first
+   * steering item's source; the opening drain logs the outbox.
+   */
+  | { readonly _tag: "steering"; readonly source: Message.AgentMessage["source"] }
   | {
     readonly _tag: "retry"
     /**
@@ -92,11 +88,6 @@ export interface Activity {
  * `status`/`window` for the public accessors).
  */
 export interface State {
-  /** Items in the queued FIFO, and how many of them are waking. */
-  readonly queued: number
-  readonly waking: number
-  /** Steering and staged context, in acceptance order. */
-  readonly outbox: Chunk.Chunk<OutboxItem>
   /** `acceptsNextStep`: the next-step acceptance window is open. */
   readonly window: boolean
   readonly status: AgentEvent.AgentStatus
@@ -109,8 +100,6 @@ export interface State {
   readonly cause: AgentEvent.InterruptReason | undefined
   /** A default cancel hit the current activity: staged context is logged when it closes. */
   readonly logContextOnClose: boolean
-  /** Every id this agent accepted (for idempotent acceptance). */
-  readonly accepted: HashSet.HashSet<string>
   readonly disposed: boolean
   /** The end reason of a turn whose close the store refused: the log still has it open (see `repairLocked`). */
   readonly unclosed: Turn.TurnEndReason | undefined
@@ -129,7 +118,8 @@ export interface Env {
   readonly fibers: Scope.Scope
   readonly state: Ref.Ref<State>
   readonly lock: Effect.Semaphore
-  readonly queue: Queue.Queue<QueuedItem>
+  /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
+  readonly inbox: Inbox.Inbox
   readonly events: PubSub.PubSub<AgentEvent.AgentEvent>
   readonly tools: ReadonlyMap<string, AgentTool.AgentTool<unknown>>
   readonly toolkit: Toolkit.WithHandler<Record<string, Tool.Any>> | undefined
@@ -178,12 +168,18 @@ export const update = (env: Env, f: (state: State) => State): Effect.Effect<void
 /** Reads the state. */
 export const read = (env: Env): Effect.Effect<State> => Ref.get(env.state)
 
-/** Records an accepted id. */
-export const accept = (state: State, id: string): State => ({ ...state, accepted: HashSet.add(state.accepted, id) })
+/** Whether the outbox holds steering now. */
+export const hasSteering = (env: Env): Effect.Effect<boolean> => Effect.map(Inbox.get(env.inbox), Inbox.hasSteering)
 
-/** Whether the outbox holds steering. */
-export const hasSteering = (outbox: Chunk.Chunk<OutboxItem>): boolean =>
-  Chunk.some(outbox, (item) => item._tag === "steering")
+/** Stages tool-result contexts on the outbox (they are logged by the next drain, R68). */
+export const stageContexts = (env: Env, contexts: ReadonlyArray<Message.UserMessageData>): Effect.Effect<void> =>
+  contexts.length === 0 ?
+    Effect.void :
+    Inbox.modify(
+      env.inbox,
+      (s) =>
+        contexts.reduce<Inbox.Snapshot>((acc, data) => Inbox.staged(acc, { _tag: "context", data, id: undefined }), s)
+    )
 
 /** The durable event an outbox item becomes when drained into `turn` (or outside any turn). */
 export const outboxEvent = (
@@ -219,7 +215,7 @@ export const drain = (
   options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
 ): Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
+    const state = yield* Inbox.get(env.inbox)
     const limit = Math.min(options.limit ?? Infinity, state.outbox.length)
     let steering = false
     let index = 0
@@ -233,7 +229,10 @@ export const drain = (
       }
       const result = yield* Effect.either(append(env, outboxEvent(item, options.turn)))
       if (result._tag === "Left") {
-        yield* update(env, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
+        yield* Inbox.modify(
+          env.inbox,
+          (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) })
+        )
         return yield* Effect.fail(result.left)
       }
       if (item._tag === "steering") {
@@ -242,7 +241,7 @@ export const drain = (
       }
     }
     if (index > 0) {
-      yield* update(env, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
+      yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
     }
     return { steering }
   })

@@ -7,11 +7,11 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./runtime.js"
-import { append, locked, provide, update } from "./runtime.js"
+import { append, locked, provide, stageContexts } from "./runtime.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 
@@ -23,7 +23,7 @@ const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown>
 /** Builds an error result the model can read. */
 export const errorResult = (
   call: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
-  code: SessionEvent.ToolErrorCode,
+  code: SessionEvent.ToolErrorCode | (string & {}),
   message: string,
   name = "ToolError"
 ): ToolResultData => ({
@@ -47,7 +47,6 @@ type Prepared =
     readonly _tag: "run"
     readonly tool: AgentTool.AgentTool<unknown>
     readonly params: unknown
-    readonly parallel: boolean
   }
 
 const final = (data: ToolResultData): Prepared => ({ _tag: "final", result: { data, concludes: false, contexts: [] } })
@@ -68,6 +67,23 @@ const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolea
   } catch {
     return false // a throwing predicate means exclusive (R65)
   }
+}
+
+/**
+ * Whether a call may share the pool, decided before it starts from its decoded arguments (pure). A call that cannot
+ * run (unknown tool, arguments that do not decode) counts as parallel: it is answered at once.
+ */
+const isParallelCall = (env: Env, block: Content.ToolCallBlock): boolean => {
+  const tool = env.tools.get(block.name)
+  if (tool === undefined) return true
+  if (typeof tool.parallel === "boolean") return tool.parallel
+  const parsed = parseArguments(block.arguments)
+  if ("error" in parsed) return true
+  const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
+    errors: "all",
+    onExcessProperty: "error"
+  })(parsed.value)
+  return decoded._tag === "Left" ? true : isParallel(tool, decoded.right)
 }
 
 const denyWithoutHook = (name: string): ApprovalDecision => ({
@@ -141,7 +157,7 @@ const prepare = (
         return final(errorResult(base, "DENIED", `the call was denied: ${decision.reason}`))
       }
     }
-    return { _tag: "run", tool, params, parallel: isParallel(tool, params) }
+    return { _tag: "run", tool, params }
   })
 
 const render = (value: unknown): string =>
@@ -211,7 +227,13 @@ const resultOf = (
       const name = typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
         ? error._tag
         : "ToolError"
-      return { data: errorResult(base, "TOOL_FAILED", message, name), concludes: false, contexts: [] }
+      // A failure may carry its own routing code (the domain allows tools codes of their own); `TOOL_FAILED` is
+      // the default.
+      const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" &&
+          error.code !== ""
+        ? error.code
+        : "TOOL_FAILED"
+      return { data: errorResult(base, code, message, name), concludes: false, contexts: [] }
     }
     if (Cause.isInterruptedOnly(exit.cause)) {
       return { data: errorResult(base, "ABORTED", abortedMessage, "AbortError"), concludes: false, contexts: [] }
@@ -266,15 +288,7 @@ export const runToolCalls = (
             rest.delete(callId)
             return rest
           })
-          if (result.contexts.length > 0) {
-            yield* update(env, (s) => ({
-              ...s,
-              outbox: Chunk.appendAll(
-                s.outbox,
-                Chunk.fromIterable(result.contexts.map((data) => ({ _tag: "context" as const, data, id: undefined })))
-              )
-            }))
-          }
+          yield* stageContexts(env, result.contexts)
           yield* Ref.update(progress, (p) => ({
             ...p,
             next: p.next + 1,
@@ -287,20 +301,28 @@ export const runToolCalls = (
       Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
 
     for (const block of calls) {
+      // Starting a call (ADR 0007, issue 10 §5): the pool has room (an exclusive call waits for the pool to
+      // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
+      // in the log yet (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to
+      // approve it while the calls ahead of it run. The parallelism of a call is read from its decoded arguments
+      // (pure); a call that cannot run (unknown tool, bad arguments) takes one slot while it is answered.
+      const parallel = isParallelCall(env, block)
+      const permits = parallel ? 1 : env.maxParallel
+      yield* pool.take(permits)
       const called = yield* locked(
         env,
         append(env, {
           type: "tool/call",
           data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
         })
-      )
+      ).pipe(Effect.onError(() => pool.release(permits)))
       yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
-      const prepared = yield* prepare(env, { turn, step, block })
+      const prepared = yield* prepare(env, { turn, step, block }).pipe(Effect.onInterrupt(() => pool.release(permits)))
       if (prepared._tag === "final") {
+        yield* pool.release(permits)
         yield* finish(block.id, prepared.result)
         continue
       }
-      const permits = prepared.parallel ? 1 : env.maxParallel
       const base = { turn, step, callId: block.id, name: block.name }
       const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service }))
         .pipe(
@@ -321,7 +343,6 @@ export const runToolCalls = (
         )
       yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          yield* restore(pool.take(permits))
           yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
           const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
           yield* Ref.update(
@@ -329,7 +350,7 @@ export const runToolCalls = (
             (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel })
           )
           // An exclusive call is a barrier: nothing else starts until it is done (R66).
-          if (!prepared.parallel) yield* restore(Fiber.await(fiber))
+          if (!parallel) yield* restore(Fiber.await(fiber))
         })
       )
     }

@@ -18,6 +18,7 @@ import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"
+import * as Inbox from "./inbox.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
 import {
   append,
@@ -61,6 +62,10 @@ export const runActivity = (
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   job._tag === "retry"
     ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: 0, admitted: [] })
+    : job._tag === "steering"
+    ? runTurn(env, progress, tools, { trigger: { kind: "message", source: job.source }, retained: 0, admitted: [] }, {
+      steeringOnly: true
+    })
     : admit(env, job.item.message).pipe(
       Effect.flatMap((admitted) =>
         admitted === undefined
@@ -111,11 +116,31 @@ const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<Readonly
     return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
   })
 
-/** Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`). */
-const endTurnLocked = (env: Env, progress: Ref.Ref<Progress>, turn: number, reason: TurnT.TurnEndReason) =>
+/**
+ * Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`).
+ *
+ * Contract: the turn ends with `reason` even when the store refuses the `turn/end`: the refusal is reported once
+ * (`agent/error`, `SESSION_LOG`), the turn settles with `reason`, and the agent remembers it so that the repair
+ * before its next out-of-turn append writes that same `turn/end` (see `repairLocked`).
+ */
+const endTurnLocked = (
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  reason: TurnT.TurnEndReason
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* update(env, (s) => ({ ...s, window: false }))
-    yield* append(env, { type: "turn/end", data: { turn, reason } })
+    const written = yield* Effect.either(append(env, { type: "turn/end", data: { turn, reason } }))
+    if (written._tag === "Left") {
+      yield* update(env, (s) => ({ ...s, unclosed: reason }))
+      yield* publish(env, {
+        type: "agent/error",
+        turn,
+        step: (yield* Ref.get(progress)).step,
+        error: { message: `the turn could not be closed: ${written.left.message}`, code: "SESSION_LOG" }
+      })
+    }
     yield* Ref.update(progress, (p) => ({ ...p, ended: reason }))
   })
 
@@ -134,7 +159,11 @@ const runTurn = (
     readonly trigger: TurnT.TurnTrigger
     readonly retained: number
     readonly admitted: ReadonlyArray<Admitted>
-  }
+  },
+  options: {
+    /** A turn for stranded steering: it opens only if steering is still staged (it may have been withdrawn). */
+    readonly steeringOnly?: boolean
+  } = {}
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   Effect.gen(function*() {
     const turn = yield* locked(
@@ -143,6 +172,7 @@ const runTurn = (
         // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
         // admitted prompt is dropped (R45 step 2, R80).
         yield* honourCancel(env)
+        if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
         yield* repairLocked(env)
         const turn = (yield* env.log.state).lastTurn + 1
         yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
@@ -157,6 +187,7 @@ const runTurn = (
         return turn
       }).pipe(Effect.mapError(logFailure(0)))
     )
+    if (turn === undefined) return { _tag: "NoTurn" }
     let step = 0
     while (true) {
       step += 1
@@ -171,7 +202,7 @@ const runTurn = (
         const ended = yield* locked(
           env,
           Effect.gen(function*() {
-            if (hasSteering((yield* read(env)).outbox)) return false
+            if (yield* hasSteering(env)) return false
             yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
             return true
           })
@@ -181,7 +212,7 @@ const runTurn = (
       }
       if (outcome.continue) continue
       // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
-      if (hasSteering((yield* read(env)).outbox)) continue
+      if (yield* hasSteering(env)) continue
       const stopping = env.options.hooks?.turnStopping
       if (stopping !== undefined) {
         yield* provide(env, stopping({ agent: env.service, turn })).pipe(
@@ -194,7 +225,7 @@ const runTurn = (
         env,
         Effect.gen(function*() {
           const drained = yield* drain(env, { turn })
-          if (drained.steering || hasSteering((yield* read(env)).outbox)) return false
+          if (drained.steering || (yield* hasSteering(env))) return false
           yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
           return true
         })
@@ -302,7 +333,11 @@ const runStep = (
       )
       yield* honourCancel(env)
     }
-    yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one staged
+    // right after the drain (it waits for D2 either way).
+    if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
+      yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    }
     const system = yield* systemPrompt(env, step)
     // The reconstruction boundary (R103): the request sees the log as it is right before `step/start`.
     const history = yield* locked(
@@ -310,7 +345,12 @@ const runStep = (
       Effect.zipLeft(env.log.history, append(env, { type: "step/start", data: { turn, step } }))
     ).pipe(Effect.mapError(logFailure(step)))
     const config = yield* requestConfig(env, turn, step)
-    yield* locked(env, logHeader(env, headerOf(env, config, system))).pipe(Effect.mapError(logFailure(step)))
+    // Only this activity writes the header, so an unchanged one is known without the lock.
+    const header = headerOf(env, config, system)
+    const last = (yield* read(env)).header
+    if (last === undefined || !sameHeader(last, header)) {
+      yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
+    }
 
     const messages = History.messages(history)
     const prompt = Prompt.fromMessages(
@@ -323,16 +363,20 @@ const runStep = (
       toolkit: env.toolkit,
       disableToolCallResolution: true
     }).pipe(
-      Stream.runForEach((part) =>
+      // One critical section per chunk the stream delivers (not per part): the parts of a chunk are appended in
+      // order, each one atomically, with one lock acquisition between them (ADR 0009, hot path). A cancel stops
+      // the stream between chunks.
+      Stream.runForEachChunk((parts) =>
         locked(
           env,
-          Effect.map(
-            append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
-            (event) => {
-              chunkSeqs.push(event.seq)
-              builder.add(part)
-            }
-          )
+          Effect.forEach(parts, (part) =>
+            Effect.map(
+              append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
+              (event) => {
+                chunkSeqs.push(event.seq)
+                builder.add(part)
+              }
+            ), { discard: true })
         )
       ),
       Effect.provideService(CurrentRequest, config),
@@ -369,9 +413,11 @@ const runStep = (
       turn,
       step,
       content,
-      provenance: config.provider === undefined
-        ? { model: config.model }
-        : { model: config.model, provider: config.provider }
+      provenance: {
+        model: config.model,
+        ...(config.provider === undefined ? {} : { provider: config.provider }),
+        ...(assembled.reportedModel === undefined ? {} : { reportedModel: assembled.reportedModel })
+      }
     }
     if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
     if (assembled.usage !== undefined) data.usage = assembled.usage
@@ -428,8 +474,6 @@ const requestFailed = (
       step,
       error: { message: failure.message, code: failure.code }
     })
-    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "error", step, failure })).pipe(
-      Effect.mapError(logFailure(step))
-    )
+    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
     return { _tag: "Ended", retry: decision === "retry" }
   })

@@ -1,0 +1,260 @@
+/**
+ * The inbox: every item the agent accepted and has not yet claimed, logged or discarded, in one home (ADR 0009).
+ * Queued turns wait in an Effect `Queue` (the FIFO); steering and staged context wait in the one ordered outbox;
+ * one immutable {@link Snapshot} in a `Ref` holds the outbox and what the Queue's contents imply (how many items,
+ * how many waking). Every change goes through a pure transition here, applied together with the Queue operation it
+ * describes, holding the agent's lock — so the Queue and the snapshot never disagree, and nobody else keeps a
+ * counter in sync by hand.
+ */
+import type { Ids, Inbox as InboxT, Message } from "@harness/domain"
+import { Chunk, Effect, HashSet, Option, Queue, Ref } from "effect"
+
+/** An item of the queued FIFO: a whole turn, waking or parked. `order` is its acceptance order. */
+export interface QueuedItem {
+  readonly message: Message.AgentMessage
+  readonly wakeup: boolean
+  readonly order: number
+}
+
+/** An item of the one ordered outbox: steering (with its inbox id and acceptance order) or staged context. */
+export type OutboxItem =
+  | { readonly _tag: "steering"; readonly message: Message.AgentMessage; readonly order: number }
+  | { readonly _tag: "context"; readonly data: Message.UserMessageData; readonly id: Ids.AgentMessageId | undefined }
+
+/**
+ * Accepted ids this agent remembers, in two generations of at most {@link GENERATION} ids each: when the current
+ * one is full it becomes the previous one and the oldest generation is forgotten. Older ids are recovered from the
+ * log (logged ids) and from the pending items (see {@link isKnown}).
+ */
+export interface Recent {
+  readonly current: HashSet.HashSet<string>
+  readonly previous: HashSet.HashSet<string>
+}
+
+/** How many ids one generation of {@link Recent} holds. */
+export const GENERATION = 1024
+
+/** The inbox's one value. Contract: changed only by the transitions of this module, holding the agent's lock. */
+export interface Snapshot {
+  /** Items in the Queue, and how many of them are waking: what the Queue's contents imply, never set by hand. */
+  readonly queued: number
+  readonly waking: number
+  /** Steering and staged context, in acceptance order. */
+  readonly outbox: Chunk.Chunk<OutboxItem>
+  /**
+   * Steering in the outbox was stranded by a cancelled or failed activity: it is waking work, and the driver starts
+   * a turn for it when no waking queued item comes first. Cleared when an activity starts (its opening drains it).
+   */
+  readonly stranded: boolean
+  /** The acceptance order the next item gets. */
+  readonly next: number
+  readonly recent: Recent
+}
+
+/** An empty inbox. */
+export const empty: Snapshot = {
+  queued: 0,
+  waking: 0,
+  outbox: Chunk.empty(),
+  stranded: false,
+  next: 0,
+  recent: { current: HashSet.empty(), previous: HashSet.empty() }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Pure transitions
+
+/** Remembers an accepted id (bounded: see {@link Recent}). */
+export const remember = (snapshot: Snapshot, id: string): Snapshot => {
+  const { current, previous } = snapshot.recent
+  return HashSet.size(current) >= GENERATION
+    ? { ...snapshot, recent: { current: HashSet.make(id), previous: current } }
+    : { ...snapshot, recent: { current: HashSet.add(current, id), previous } }
+}
+
+/** Whether the id is among the recently accepted ones. */
+export const isRecent = (snapshot: Snapshot, id: string): boolean =>
+  HashSet.has(snapshot.recent.current, id) || HashSet.has(snapshot.recent.previous, id)
+
+/** A queued item was offered to the Queue. */
+export const enqueued = (snapshot: Snapshot, item: QueuedItem): Snapshot =>
+  remember({
+    ...snapshot,
+    queued: snapshot.queued + 1,
+    waking: snapshot.waking + (item.wakeup ? 1 : 0),
+    next: Math.max(snapshot.next, item.order + 1)
+  }, item.message.id)
+
+/** An item was staged on the outbox (steering, or context that joins the open turn). */
+export const staged = (snapshot: Snapshot, item: OutboxItem): Snapshot => {
+  const next = { ...snapshot, outbox: Chunk.append(snapshot.outbox, item) }
+  if (item._tag === "steering") {
+    return remember({ ...next, next: Math.max(snapshot.next, item.order + 1) }, item.message.id)
+  }
+  return item.id === undefined ? next : remember(next, item.id)
+}
+
+/** Items left the Queue (claimed, discarded or withdrawn). */
+export const dequeued = (snapshot: Snapshot, items: Iterable<QueuedItem>): Snapshot => {
+  let queued = snapshot.queued
+  let waking = snapshot.waking
+  for (const item of items) {
+    queued -= 1
+    if (item.wakeup) waking -= 1
+  }
+  return { ...snapshot, queued, waking }
+}
+
+/** Whether the outbox holds steering. */
+export const hasSteering = (snapshot: Snapshot): boolean =>
+  Chunk.some(snapshot.outbox, (item) => item._tag === "steering")
+
+/** The first steering item of the outbox. */
+export const firstSteering = (snapshot: Snapshot): Option.Option<Message.AgentMessage> =>
+  Chunk.findFirst(snapshot.outbox, (item) => item._tag === "steering").pipe(
+    Option.flatMap((item) => item._tag === "steering" ? Option.some(item.message) : Option.none())
+  )
+
+/** The pending items a caller sees, in acceptance order. `steeringWakes`: whether staged steering is waking now. */
+export const view = (
+  queued: Iterable<QueuedItem>,
+  snapshot: Snapshot,
+  steeringWakes: boolean
+): ReadonlyArray<InboxT.InboxItem> => {
+  const items: Array<InboxT.InboxItem> = []
+  for (const item of queued) {
+    items.push({ ...item.message, placement: "queued", order: item.order, waking: item.wakeup })
+  }
+  for (const item of snapshot.outbox) {
+    if (item._tag === "steering") {
+      items.push({ ...item.message, placement: "steering", order: item.order, waking: steeringWakes })
+    }
+  }
+  return items.sort((a, b) => a.order - b.order)
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// The Queue and the snapshot together. Every function below must run holding the agent's lock.
+
+/** The inbox's two parts: the FIFO of queued turns and the snapshot. */
+export interface Inbox {
+  readonly queue: Queue.Queue<QueuedItem>
+  readonly snapshot: Ref.Ref<Snapshot>
+}
+
+/** A new, empty inbox. */
+export const make: Effect.Effect<Inbox> = Effect.all({
+  queue: Queue.unbounded<QueuedItem>(),
+  snapshot: Ref.make(empty)
+})
+
+/** Reads the snapshot. */
+export const get = (inbox: Inbox): Effect.Effect<Snapshot> => Ref.get(inbox.snapshot)
+
+/** Applies a transition that does not touch the Queue (the outbox, `stranded`, remembered ids). */
+export const modify = (inbox: Inbox, f: (snapshot: Snapshot) => Snapshot): Effect.Effect<void> =>
+  Ref.update(inbox.snapshot, f)
+
+/** Offers a queued turn. */
+export const offer = (inbox: Inbox, item: QueuedItem): Effect.Effect<void> =>
+  Effect.zipRight(Queue.offer(inbox.queue, item), Ref.update(inbox.snapshot, (s) => enqueued(s, item)))
+
+/** Claims the head of the FIFO when a waking item is queued (R31: parked items ahead of it run first). */
+export const claim = (inbox: Inbox): Effect.Effect<Option.Option<QueuedItem>> =>
+  Effect.gen(function*() {
+    if ((yield* Ref.get(inbox.snapshot)).waking === 0) return Option.none()
+    const item = yield* Queue.poll(inbox.queue)
+    if (Option.isSome(item)) yield* Ref.update(inbox.snapshot, (s) => dequeued(s, [item.value]))
+    return item
+  })
+
+/**
+ * Discards everything pending but staged context (a cancel without `keepInbox`, disposal): the queued items, then
+ * the steering, in that order (R84).
+ */
+export const discardAll = (inbox: Inbox): Effect.Effect<ReadonlyArray<Message.AgentMessage>> =>
+  Effect.gen(function*() {
+    const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+    const snapshot = yield* Ref.get(inbox.snapshot)
+    const steering: Array<Message.AgentMessage> = []
+    for (const item of snapshot.outbox) if (item._tag === "steering") steering.push(item.message)
+    yield* Ref.set(inbox.snapshot, {
+      ...dequeued(snapshot, queued),
+      outbox: Chunk.filter(snapshot.outbox, (item) => item._tag === "context")
+    })
+    return [...queued.map((item) => item.message), ...steering]
+  })
+
+/** The queued items, in FIFO order, leaving the Queue as it was. */
+const peekQueued = (inbox: Inbox): Effect.Effect<ReadonlyArray<QueuedItem>> =>
+  Effect.gen(function*() {
+    const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+    yield* Queue.offerAll(inbox.queue, items)
+    return items
+  })
+
+/** The pending items, in acceptance order. */
+export const list = (inbox: Inbox, steeringWakes: boolean): Effect.Effect<ReadonlyArray<InboxT.InboxItem>> =>
+  Effect.gen(function*() {
+    const queued = yield* peekQueued(inbox)
+    return view(queued, yield* Ref.get(inbox.snapshot), steeringWakes)
+  })
+
+/**
+ * Removes one pending item — queued, parked or steering — by id; `None` when no pending item has that id.
+ */
+export const withdraw = (
+  inbox: Inbox,
+  id: Ids.AgentMessageId,
+  steeringWakes: boolean
+): Effect.Effect<Option.Option<InboxT.InboxItem>> =>
+  Effect.gen(function*() {
+    const snapshot = yield* Ref.get(inbox.snapshot)
+    const staged = Chunk.findFirst(
+      snapshot.outbox,
+      (item) => item._tag === "steering" && item.message.id === id
+    )
+    if (Option.isSome(staged) && staged.value._tag === "steering") {
+      const item = staged.value
+      yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.filter(snapshot.outbox, (o) => o !== item) })
+      return Option.some<InboxT.InboxItem>({
+        ...item.message,
+        placement: "steering",
+        order: item.order,
+        waking: steeringWakes
+      })
+    }
+    if (snapshot.queued === 0) return Option.none()
+    const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+    const found = queued.find((item) => item.message.id === id)
+    yield* Queue.offerAll(inbox.queue, found === undefined ? queued : queued.filter((item) => item !== found))
+    if (found === undefined) return Option.none()
+    yield* Ref.set(inbox.snapshot, dequeued(snapshot, [found]))
+    return Option.some<InboxT.InboxItem>({
+      ...found.message,
+      placement: "queued",
+      order: found.order,
+      waking: found.wakeup
+    })
+  })
+
+/**
+ * Whether an id was accepted by this agent: remembered, pending, or (through `logged`) in the log. The remembered
+ * ids answer almost every resend; the slower checks run only for ids older than the memory.
+ */
+export const isKnown = (
+  inbox: Inbox,
+  id: Ids.AgentMessageId,
+  logged: (id: Ids.AgentMessageId) => Effect.Effect<boolean>
+): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const snapshot = yield* Ref.get(inbox.snapshot)
+    if (isRecent(snapshot, id)) return true
+    const stagedHere = Chunk.some(
+      snapshot.outbox,
+      (item) => item._tag === "steering" ? item.message.id === id : item.id === id
+    )
+    if (stagedHere) return true
+    if (snapshot.queued > 0 && (yield* peekQueued(inbox)).some((item) => item.message.id === id)) return true
+    return yield* logged(id)
+  })
