@@ -150,8 +150,11 @@ const apiKeyProblem = (key: string): string | undefined => {
   return undefined
 }
 
-/** The default maximum size of one SSE event (string code units), as in `@effect/experimental`'s parser. */
-const maxEventSize = 10 * 1024 * 1024
+/**
+ * The largest SSE event held (string code units): 1 MiB, a thousand times a normal chunk. The parser's own default
+ * (10 MiB) costs seconds of CPU per oversized event, since it re-reads its growing buffer on every network chunk.
+ */
+const maxEventSize = 1024 * 1024
 
 const invalid = (option: string, message: string) =>
   Either.left(new ChatCompletionsConfigError({ reason: "InvalidOption", option, message }))
@@ -307,7 +310,7 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  * - Every attempt is bounded: `requestTimeout` until the headers, then `idleTimeout` between SSE events (comments,
  *   `retry:` fields and partial lines are not progress; `retry:` is ignored), and `deadline` overall.
  * - Failures are `AiError`s; `LlmFailure.failureOf` classifies every one of them — transport, status, framing
- *   (an event over the parser's 10 MiB limit, a 200 that is not an event stream), decoding, and defects below the
+ *   (an event over the 1 MiB limit, a 200 that is not an event stream), decoding, and defects below the
  *   provider (`UNKNOWN`, one line, no stack trace or file path).
  * - Nothing that leaves the provider — failures, their headers, bodies and messages, and the parts — contains the
  *   API key or a `Redacted` header value (as sent, JSON-escaped or URL-encoded, in any case): texts are scrubbed

@@ -146,6 +146,18 @@ export const contentTypeOf = (headers: Readonly<Record<string, string>>): string
   Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
 
 /**
+ * A JSON body decoded, scrubbed and encoded again, so that no escape (`\u0073k-…`) can hide a secret from the
+ * scrubber only to be decoded later by whoever reads the body; any other text as it is.
+ */
+const normalizedJson = (body: string, scrub: Scrubber): string => {
+  try {
+    return JSON.stringify(scrub.deep(JSON.parse(body)))
+  } catch {
+    return body
+  }
+}
+
+/**
  * A non-2xx status. `body` is the response text.
  *
  * Contract: a JSON or plain-text body is kept (scrubbed, then cut to {@link maxText}) so `failureOf` can read the
@@ -167,7 +179,7 @@ export const status = (
   const redirect = response.status >= 300 && response.status < 400
   const readable = !redirect && (contentType === undefined || isJson(contentType) || /^text\/plain/i.test(contentType))
   const statusLine = `HTTP ${response.status}`
-  const kept = readable ? context.scrub.clip(body, maxText) : ""
+  const kept = readable ? context.scrub.clip(normalizedJson(body, context.scrub), maxText) : ""
   const described = (() => {
     if (readable) return LlmFailure.providerMessage(kept)
     const location = Object.entries(response.headers).find(([name]) => name.toLowerCase() === "location")?.[1]
