@@ -7,7 +7,7 @@
  * including characters that JSON and URLs escape) and so does the form it is planted in (as sent, upper or lower
  * case, JSON `\u` escapes). For every run: no failure rendering (`JSON.stringify`, `Inspectable.format`,
  * `Cause.pretty`, `String`, the `LlmFailure` the agent logs), no part returned and no log line contains any form of
- * any secret. Real HTTP over loopback, one fake server per run.
+ * any secret, nor any 10 characters of one (what a cut through a secret would leave). Real HTTP over loopback, one fake server per run.
  */
 import type { AiError } from "@effect/ai"
 import { LanguageModel } from "@effect/ai"
@@ -72,7 +72,8 @@ const unicodeEscaped = (text: string): string =>
 const inJson = (plant: Plant): string =>
   plant.form === "unicode" ? unicodeEscaped(variant(plant)) : JSON.stringify(variant(plant)).slice(1, -1)
 
-const padding = (plant: Plant): string => "p".repeat(plant.pad)
+// Not a character of any generated secret, so padding never looks like part of one.
+const padding = (plant: Plant): string => "#".repeat(plant.pad)
 
 /** A JSON text with the secret planted at every marker. */
 const json = (plant: Plant, value: unknown): string => JSON.stringify(value).split(marker).join(inJson(plant))
@@ -225,9 +226,16 @@ const leakForms = (plant: Plant): ReadonlyArray<string> =>
     )
   })
 
+/** Windows of 10 characters of each secret (lower-cased): a cut secret leaves one of them behind. */
+const windows = (plant: Plant): ReadonlyArray<string> =>
+  [plant.key, plant.headerSecret].flatMap((secret) => {
+    const lower = secret.toLowerCase()
+    return Array.from({ length: Math.max(1, lower.length - 9) }, (_, at) => lower.slice(at, at + 10))
+  })
+
 const leaked = (plant: Plant, rendered: string): string | undefined => {
   const lower = rendered.toLowerCase()
-  return leakForms(plant).find((form) => lower.includes(form))
+  return [...leakForms(plant), ...windows(plant)].find((form) => lower.includes(form))
 }
 
 const renderings = (error: AiError.AiError, now: number): ReadonlyArray<string> => [
