@@ -10,7 +10,7 @@ import { LanguageModel } from "@effect/ai"
 import { HttpClient } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure } from "@harness/domain"
-import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Redacted } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Exit, Fiber, Layer, Redacted, TestClock } from "effect"
 import { ChatCompletions } from "../src/index.js"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
@@ -90,6 +90,19 @@ describe("a hostile server: hangs", () => {
       assert.strictEqual(failure.code, "TIMEOUT")
       assert.include(failure.message, "deadline")
       assert.lengthOf(yield* server.requests, 1)
+    }))
+
+  it.scoped("the default deadline (10 minutes) ends an endless keep-alive stream, under the virtual clock", () =>
+    Effect.gen(function*() {
+      // A request timeout beyond the deadline, so only the deadline can end the attempt, wherever the headers are.
+      const { model, server } = yield* setup({ requestTimeout: "1 hour", idleTimeout: "1 hour" })
+      yield* server.reply(Replies.forever([Fixtures.keepAlive], () => Fixtures.keepAlive))
+      const fiber = yield* Effect.fork(failing(stream(model, "hi")))
+      yield* server.takeRequest
+      yield* TestClock.adjust("10 minutes")
+      const { failure } = yield* Fiber.join(fiber)
+      assert.strictEqual(failure.code, "TIMEOUT")
+      assert.include(failure.message, "10m (deadline)")
     }))
 
   it.scopedLive("the deadline also bounds a server that trickles comments before any output; then it is retried", () =>

@@ -296,6 +296,6 @@ describe("secrets: property", () => {
           assert.isUndefined(form, `shape ${plant.shape} leaked ${JSON.stringify(form)} in ${rendered.slice(0, 400)}`)
         }
       }),
-    { timeout: 240_000, fastCheck: { numRuns: 300 } }
+    { timeout: 240_000, fastCheck: { numRuns: 150 } }
   )
 })
