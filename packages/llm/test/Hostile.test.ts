@@ -134,6 +134,21 @@ describe("a hostile server: framing and decoding", () => {
       assert.include(failure.message, "larger than 1048576 characters")
     }))
 
+  it.scoped("a non-streamed body over 16 MiB is a MALFORMED failure, not buffered whole", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* setup()
+      yield* server.reply(
+        Replies.raw(200, { "content-type": "application/json" }, `{"x":"${"a".repeat(16 * 1024 * 1024 + 16)}"}`)
+      )
+      const { failure } = yield* failing(
+        model.generateText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true }).pipe(
+          Effect.provide(ToolsLayer)
+        )
+      )
+      assert.strictEqual(failure.code, "MALFORMED")
+      assert.include(failure.message, "larger than 16777216 bytes")
+    }))
+
   it.scoped("a 200 HTML page is described: content type and first bytes, not 'closed before [DONE]'", () =>
     Effect.gen(function*() {
       const { model, server } = yield* setup()

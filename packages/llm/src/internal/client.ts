@@ -34,6 +34,9 @@ const alwaysSecret = ["authorization", "x-api-key", "api-key", "cookie", "proxy-
 /** The most of an unexpected body (an error page, a non-SSE 200) that is read to describe it. */
 const headLimit = 64 * 1024
 
+/** The largest non-streamed response body read (bytes); a larger one is `MALFORMED`, never buffered whole. */
+const maxBodyBytes = 16 * 1024 * 1024
+
 // Absolute file paths (stack frames, module paths) are machine details: never part of a failure message.
 const absolutePath = /(?<![\w:/.-])(?:file:\/\/)?\/(?:[^\s:/()'"]+\/)+[^\s:()'"]*/g
 
@@ -423,6 +426,14 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             (response) =>
               bytes(response, "generateText", ctx).pipe(
                 Stream.tap(() => watch.progress),
+                Stream.mapAccumEffect(0, (total, piece: Uint8Array) =>
+                  total + piece.length > maxBodyBytes
+                    ? Effect.fail(Errors.malformed(
+                      ctx,
+                      "generateText",
+                      `the response body is larger than ${maxBodyBytes} bytes (the limit for a completion)`
+                    ))
+                    : Effect.succeed([total + piece.length, piece] as const)),
                 Stream.decodeText(),
                 Stream.mkString,
                 Effect.flatMap((text) => decodeBody(response, text)),
