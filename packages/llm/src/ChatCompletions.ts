@@ -100,8 +100,17 @@ export interface Options {
   readonly body?: Json.JsonObject | undefined
   /** How long to wait for the response headers. Default 120 seconds. */
   readonly requestTimeout?: Duration.DurationInput | undefined
-  /** How long the response body may stay silent (SSE keep-alive comments count as data). Default 120 seconds. */
+  /**
+   * How long a response may go without progress once its headers arrived: without an SSE event when streaming
+   * (keep-alive comments, `retry:` fields and partial lines do not count), without body bytes otherwise. Default
+   * 120 seconds.
+   */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /**
+   * The most time one attempt may take, from sending the request to the end of the response, whatever the server
+   * sends. Default 10 minutes.
+   */
+  readonly deadline?: Duration.DurationInput | undefined
   readonly retry?: RetryOptions | undefined
 }
 
@@ -113,7 +122,7 @@ export interface Options {
 export class ChatCompletionsConfigError extends Schema.TaggedError<ChatCompletionsConfigError>(
   "@harness/llm/ChatCompletionsConfigError"
 )("ChatCompletionsConfigError", {
-  reason: Schema.Literal("MissingApiKey", "InvalidOption"),
+  reason: Schema.Literal("MissingApiKey", "InvalidApiKey", "InvalidOption"),
   option: Schema.String,
   message: Schema.String
 }) {}
@@ -121,6 +130,31 @@ export class ChatCompletionsConfigError extends Schema.TaggedError<ChatCompletio
 const isDeepSeek = (url: URL): boolean => url.hostname === "api.deepseek.com"
 
 const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/** Whether `value` holds a character an HTTP header value cannot carry (Node refuses it when sending). */
+const badHeaderValue = (value: string): boolean =>
+  Array.from(value).some((char) => {
+    const code = char.codePointAt(0) ?? 0
+    return (code < 0x20 && code !== 0x09) || code === 0x7f || code > 0xff
+  })
+
+/** What is wrong with a (non-empty) API key, in words that never show the key. */
+const apiKeyProblem = (key: string): string | undefined => {
+  if (/^[\r\n]|[\r\n]$/.test(key)) {
+    return "the API key ends with a line break (CR/LF) — probably read from a file with its newline: remove it"
+  }
+  if (key !== key.trim()) return "the API key has leading or trailing whitespace: remove it"
+  if (/[^\u0021-\u007e]/u.test(key)) {
+    return "the API key contains a character that cannot be sent in the Authorization header (a control character, a space or a non-ASCII character)"
+  }
+  return undefined
+}
+
+/**
+ * The largest SSE event held (string code units): 1 MiB, a thousand times a normal chunk. The parser's own default
+ * (10 MiB) costs seconds of CPU per oversized event, since it re-reads its growing buffer on every network chunk.
+ */
+const maxEventSize = 1024 * 1024
 
 const invalid = (option: string, message: string) =>
   Either.left(new ChatCompletionsConfigError({ reason: "InvalidOption", option, message }))
@@ -174,6 +208,16 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
         })
       )
     }
+    const keyProblem = apiKey === undefined ? undefined : apiKeyProblem(Redacted.value(apiKey))
+    if (keyProblem !== undefined) {
+      return yield* Either.left(
+        new ChatCompletionsConfigError({
+          reason: "InvalidApiKey",
+          option: "apiKey",
+          message: `${keyProblem} (apiKey / LLM_API_KEY)`
+        })
+      )
+    }
     if (deepSeek && apiKey === undefined) {
       return yield* Either.left(
         new ChatCompletionsConfigError({
@@ -205,12 +249,22 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
     for (const [name, value] of Object.entries(options.headers ?? {})) {
       const text = Redacted.isRedacted(value) ? Redacted.value(value) : value
       if (!headerName.test(name)) return yield* invalid("headers", `${JSON.stringify(name)} is not a header name`)
-      if (/[\r\n]/.test(text)) return yield* invalid("headers", `the value of header ${name} contains a line break`)
+      if (badHeaderValue(text)) {
+        return yield* invalid(
+          "headers",
+          `the value of header ${name} contains a line break or another character a header cannot carry`
+        )
+      }
       headers.push([name, value])
     }
 
     const requestTimeout = yield* duration("requestTimeout", options.requestTimeout, Duration.seconds(120), false)
     const idleTimeout = yield* duration("idleTimeout", options.idleTimeout, Duration.seconds(120), false)
+    const deadline = yield* duration("deadline", options.deadline, Duration.minutes(10), false)
+    const n = options.body?.["n"]
+    if (n !== undefined && n !== 1) {
+      return yield* invalid("body", "body.n must be 1 (or absent): this provider reads only the first choice")
+    }
     const maxRetries = options.retry?.maxRetries ?? 2
     if (!(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) {
       return yield* invalid("retry.maxRetries", "retry.maxRetries must be a non-negative integer")
@@ -235,6 +289,8 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
       body: options.body ?? {},
       requestTimeout,
       idleTimeout,
+      deadline,
+      maxEventSize,
       retry
     }
   })
@@ -249,7 +305,16 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  *   `MALFORMED`.
  * - A `tool-call` part is emitted only for an advertised tool with arguments that parse to a JSON object; every
  *   call is always emitted as `tool-params-start/delta/end` with the raw argument text.
- * - Failures are `AiError`s; `LlmFailure.failureOf` classifies every one of them.
+ * - Only the choice with `index` 0 is read. A refusal (`refusal` instead of content) fails with `CONTENT_FILTER`
+ *   carrying the refusal text, and is not retried.
+ * - Every attempt is bounded: `requestTimeout` until the headers, then `idleTimeout` between SSE events (comments,
+ *   `retry:` fields and partial lines are not progress; `retry:` is ignored), and `deadline` overall.
+ * - Failures are `AiError`s; `LlmFailure.failureOf` classifies every one of them — transport, status, framing
+ *   (an event over the 1 MiB limit, a 200 that is not an event stream), decoding, and defects below the
+ *   provider (`UNKNOWN`, one line, no stack trace or file path).
+ * - Nothing that leaves the provider — failures, their headers, bodies and messages, and the parts — contains the
+ *   API key or a `Redacted` header value (as sent, JSON-escaped or URL-encoded, in any case): texts are scrubbed
+ *   before they are cut.
  * - A failed request is retried (per {@link RetryOptions}) only while nothing has been streamed to the caller.
  *
  * @since 0.0.0
@@ -290,7 +355,8 @@ const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUnde
  * `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`, `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_TOKENS_PARAMETER`
  * (`max_tokens` | `max_completion_tokens`), `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_THINKING` (`enabled` |
  * `disabled`), `LLM_REASONING_EFFORT`, `LLM_HEADERS` (a JSON object; every value is treated as a secret),
- * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT` (durations such as `30 seconds`),
+ * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT`, `LLM_DEADLINE` (durations such as
+ * `30 seconds`),
  * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`.
  *
  * @since 0.0.0
@@ -309,6 +375,7 @@ export const config: Config.Config<Options> = Config.all({
   body: Config.option(jsonConfig("LLM_BODY", Json.JsonObject)),
   requestTimeout: Config.option(Config.duration("LLM_REQUEST_TIMEOUT")),
   idleTimeout: Config.option(Config.duration("LLM_IDLE_TIMEOUT")),
+  deadline: Config.option(Config.duration("LLM_DEADLINE")),
   maxRetries: Config.option(Config.integer("LLM_MAX_RETRIES")),
   retryBaseDelay: Config.option(Config.duration("LLM_RETRY_BASE_DELAY")),
   retryMaxDelay: Config.option(Config.duration("LLM_RETRY_MAX_DELAY"))
@@ -330,6 +397,7 @@ export const config: Config.Config<Options> = Config.all({
     body: present(c.body),
     requestTimeout: present(c.requestTimeout),
     idleTimeout: present(c.idleTimeout),
+    deadline: present(c.deadline),
     retry: {
       maxRetries: present(c.maxRetries),
       baseDelay: present(c.retryBaseDelay),

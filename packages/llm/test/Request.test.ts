@@ -182,6 +182,49 @@ describe("requests", () => {
       assert.deepStrictEqual(toolCall?.type === "tool-call" ? toolCall.params : undefined, { anything: [1] })
     }))
 
+  it.scoped("no leaked refinement titles (\"title\": \"positive\") in advertised schemas; a property named title stays", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server)
+      const Limited = Tool.make("head", {
+        description: "First lines of a file",
+        parameters: {
+          title: Schema.String,
+          lines: Schema.Int.pipe(Schema.positive()),
+          ranges: Schema.optional(Schema.Array(Schema.Struct({ from: Schema.Number.pipe(Schema.positive()) })))
+        }
+      })
+      const Kit = Toolkit.make(Limited)
+      yield* server.reply(Replies.sse(Fixtures.deepSeekStream({ content: ["ok"] })))
+      yield* model.streamText({ prompt: "go", toolkit: Kit, disableToolCallResolution: true }).pipe(
+        Stream.runDrain,
+        Effect.provide(Kit.toLayer({ head: () => Effect.void }))
+      )
+      const request = yield* server.takeRequest
+      const tools = request.body.tools as ReadonlyArray<{ function: { parameters: unknown } }>
+      const sent = JSON.stringify(tools[0]?.function.parameters)
+      assert.notInclude(sent, "\"title\":\"positive\"")
+      assert.notMatch(sent, /"title":"/)
+      assert.deepStrictEqual(tools[0]?.function.parameters, {
+        type: "object",
+        required: ["title", "lines"],
+        properties: {
+          title: { type: "string" },
+          lines: { type: "integer", description: "a positive number", exclusiveMinimum: 0 },
+          ranges: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["from"],
+              properties: { from: { type: "number", description: "a positive number", exclusiveMinimum: 0 } },
+              additionalProperties: false
+            }
+          }
+        },
+        additionalProperties: false
+      })
+    }))
+
   it.scoped("tool_choice: required, one named tool, oneOf; no toolkit means no tools", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make

@@ -1,7 +1,9 @@
 /**
  * End to end over real HTTP: the `Agent`, this provider and the fake chat-completions server. One turn in thinking
  * mode with a tool-call round trip (the second request carries the tool result and the reasoning), and one turn
- * cut mid-stream whose `LlmFailure` ends up in the log.
+ * cut mid-stream whose `LlmFailure` ends up in the log. Then what issue 14 found at the agent's edge: a server that
+ * echoes the key in its headers and body (the log, the live events and `turn/end` never see it), a refusal (its
+ * text in `turn/end`, no retry), and an oversized SSE event (a classified failure, no stack trace or path).
  */
 import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
@@ -9,11 +11,26 @@ import { Agent, AgentTool } from "@harness/agent"
 import { Ids, Message } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { EventRecorder } from "@harness/testkit"
-import { Effect, Schema } from "effect"
+import { Effect, Inspectable, Schema } from "effect"
 import * as FakeServer from "./support/FakeServer.js"
-import { deepSeekStream } from "./support/fixtures.js"
-import { languageModel } from "./support/provider.js"
+import { deepSeekStream, done, frame } from "./support/fixtures.js"
+import { apiKey, languageModel } from "./support/provider.js"
 import { sse } from "./support/replies.js"
+
+/** Runs one followup to the end and returns the log, the live events and the turn's end reason. */
+const oneTurn = (server: FakeServer.FakeServer, options: Parameters<typeof languageModel>[1] = {}) =>
+  Effect.gen(function*() {
+    const model = yield* languageModel(server, options)
+    const agent = yield* Agent.make({ model: "m" }).pipe(Effect.provideService(LanguageModel.LanguageModel, model))
+    const recorder = yield* EventRecorder.make(agent)
+    yield* agent.followup(Message.make("hi"))
+    yield* agent.whenIdle
+    const log = yield* agent.log
+    assert.deepStrictEqual(LogCheck.checkLog(log), [])
+    const end = log.findLast((e) => e.type === "turn/end")
+    const reason = end?.type === "turn/end" ? end.data.reason : undefined
+    return { log, events: yield* recorder.events, reason }
+  })
 
 const readFile = AgentTool.make(
   Tool.make("read_file", {
@@ -112,5 +129,61 @@ describe("Agent + chat-completions provider + fake server", () => {
         "settled:error",
         "status:idle"
       ])
+    }).pipe(Effect.scoped))
+
+  it.live("a server echoing the key in every header and its body: the key is in no log event, live event or turn/end", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      yield* server.otherwise((request, response) => {
+        const echoed = String(request.headers.authorization).replace("Bearer ", "")
+        response.writeHead(500, {
+          "content-type": "application/json",
+          "x-request-id": echoed,
+          "x-echo": `Bearer ${echoed}`
+        })
+        response.end(JSON.stringify({ error: { message: `${"·".repeat(1_995)}${echoed}`, type: echoed } }))
+      })
+      const { events, log, reason } = yield* oneTurn(server, { retry: { maxRetries: 1 } })
+      assert.strictEqual(reason?.kind, "error")
+      assert.strictEqual(reason && "failure" in reason ? reason.failure.code : undefined, "SERVER")
+      for (const text of [JSON.stringify(log), Inspectable.format(log), JSON.stringify(events)]) {
+        assert.notInclude(text, apiKey)
+        assert.notInclude(text, apiKey.slice(0, 10))
+      }
+      assert.include(JSON.stringify(log), "<redacted>")
+    }).pipe(Effect.scoped))
+
+  it.live("a refusal ends the turn with CONTENT_FILTER and the refusal text, after one request", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+        frame({
+          id: "c",
+          object: "chat.completion.chunk",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, delta, finish_reason: finish }]
+        })
+      yield* server.otherwise(
+        sse([chunk({ role: "assistant", refusal: "I can't help with that." }), chunk({}, "stop"), done])
+      )
+      const { reason } = yield* oneTurn(server, { retry: { maxRetries: 2 } })
+      const failure = reason && "failure" in reason ? reason.failure : undefined
+      assert.strictEqual(failure?.code, "CONTENT_FILTER")
+      assert.include(failure?.message ?? "", "I can't help with that.")
+      assert.lengthOf(yield* server.requests, 1)
+    }).pipe(Effect.scoped))
+
+  it.live("an oversized SSE event ends the turn with a MALFORMED failure: no stack trace, no path", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      yield* server.otherwise(sse([`data: ${"x".repeat(1024 * 1024 + 1)}`], { end: "stall" }))
+      const { log, reason } = yield* oneTurn(server, { retry: { maxRetries: 0 } })
+      const failure = reason && "failure" in reason ? reason.failure : undefined
+      assert.strictEqual(failure?.code, "MALFORMED")
+      const text = JSON.stringify(log)
+      assert.notInclude(text, "    at ")
+      assert.notInclude(text, "node_modules")
+      assert.notMatch(text, /\/(home|work|tmp|usr)\//)
     }).pipe(Effect.scoped))
 })

@@ -1,17 +1,20 @@
 /**
- * The provider's two operations over `HttpClient`: a streamed request decoded with `Sse`, and a non-streamed one.
- * Both build the body from the prompt, send it with the API key in the `Authorization` header only, map every
- * failure at the edge, and retry (per the settings' policy) while nothing has reached the caller.
+ * The provider's two operations over `HttpClient`: a streamed request decoded as server-sent events, and a
+ * non-streamed one. Both build the body from the prompt, send it with the API key in the `Authorization` header
+ * only, bound every attempt by a deadline and an idle timeout, map every failure at the edge (defects included)
+ * into a scrubbed `AiError`, and retry (per the settings' policy) while nothing has reached the caller.
  */
-import type { AiError, LanguageModel, Response } from "@effect/ai"
+import type { LanguageModel, Response } from "@effect/ai"
+import type { AiError } from "@effect/ai"
 import * as Sse from "@effect/experimental/Sse"
 import { Headers, HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { HttpClientError, HttpClientResponse } from "@effect/platform"
-import { Chunk, Duration, Effect, Either, ParseResult, Redacted, Stream } from "effect"
+import { Cause, Chunk, Clock, Duration, Effect, Either, Option, ParseResult, Redacted, Ref, Stream } from "effect"
 import * as Decode from "./decode.js"
 import * as Errors from "./errors.js"
 import * as Request from "./request.js"
 import * as Retry from "./retry.js"
+import * as Scrub from "./scrub.js"
 import type { Settings } from "./settings.js"
 import * as Wire from "./wire.js"
 
@@ -28,15 +31,27 @@ export interface Operations {
 /** Header names whose values are always secret. */
 const alwaysSecret = ["authorization", "x-api-key", "api-key", "cookie", "proxy-authorization"]
 
-const describeCause = (cause: unknown): string => {
-  if (cause instanceof Error) {
-    const code = "code" in cause && typeof cause.code === "string" ? ` (${cause.code})` : ""
-    return `${cause.message}${code}`
-  }
-  return cause === undefined ? "unknown cause" : String(cause)
-}
+/** The most of an unexpected body (an error page, a non-SSE 200) that is read to describe it. */
+const headLimit = 64 * 1024
 
-const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
+/** The largest non-streamed response body read (bytes); a larger one is `MALFORMED`, never buffered whole. */
+const maxBodyBytes = 16 * 1024 * 1024
+
+// Absolute file paths (stack frames, module paths) are machine details: never part of a failure message.
+const absolutePath = /(?<![\w:/.-])(?:file:\/\/)?\/(?:[^\s:/()'"]+\/)+[^\s:()'"]*/g
+
+/** One line saying what a foreign failure was: its message and code, never its stack or a file path. */
+export const describeCause = (cause: unknown): string => {
+  const text = cause instanceof Error
+    ? `${cause.message}${"code" in cause && typeof cause.code === "string" ? ` (${cause.code})` : ""}`
+    : typeof cause === "string"
+    ? cause
+    : cause === undefined
+    ? "unknown cause"
+    : Object.prototype.toString.call(cause)
+  const line = text.split(/\r?\n/)[0] ?? ""
+  return line.replace(absolutePath, "<path>").trim() || "no message"
+}
 
 type Item = { readonly _tag: "Event"; readonly event: string; readonly data: string } | { readonly _tag: "End" }
 
@@ -45,19 +60,24 @@ interface Output {
   readonly done: boolean
 }
 
+/** Marks progress for the attempt's idle timeout. */
+interface Watch {
+  readonly progress: Effect.Effect<void>
+}
+
 /**
  * Builds the operations. Contract: the API key and secret header values go into each request's headers and into
- * the list of texts scrubbed from errors — nowhere else; the error copies of the headers show `<redacted>`.
+ * the scrubber — nowhere else; every error and every part that leaves here has been scrubbed.
  */
 export const make = (settings: Settings, client: HttpClient.HttpClient): Operations => {
   const secretHeaderNames = [
     ...alwaysSecret,
     ...settings.headers.filter(([, value]) => Redacted.isRedacted(value)).map(([name]) => name.toLowerCase())
   ]
-  const secrets = [
+  const scrub = Scrub.make([
     ...(settings.apiKey === undefined ? [] : [Redacted.value(settings.apiKey)]),
     ...settings.headers.flatMap(([, value]) => (Redacted.isRedacted(value) ? [Redacted.value(value)] : []))
-  ]
+  ])
   // What an error may show of the request headers: secret values replaced.
   const context = (accept: string): Errors.RequestContext => {
     const shown: Record<string, string> = { "content-type": "application/json", accept }
@@ -65,11 +85,18 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     for (const [name, value] of settings.headers) {
       shown[name.toLowerCase()] = Redacted.isRedacted(value) ? "<redacted>" : value
     }
-    return { url: settings.url, headers: Errors.redactHeaders(shown, secretHeaderNames), secrets, secretHeaderNames }
+    return {
+      url: settings.url,
+      headers: Errors.redactHeaders(shown, secretHeaderNames, scrub),
+      scrub,
+      secretHeaderNames
+    }
   }
   const streamContext = context("text/event-stream")
   const jsonContext = context("application/json")
   const scopedClient = HttpClient.withScope(client)
+  const deadlineMs = Duration.toMillis(settings.deadline)
+  const idleMs = Duration.toMillis(settings.idleTimeout)
 
   const request = (body: string, accept: string): HttpClientRequest.HttpClientRequest => {
     const headers: Record<string, string> = { accept }
@@ -85,19 +112,63 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
 
   const encodeBody = (
     method: Errors.Method,
+    ctx: Errors.RequestContext,
     options: LanguageModel.ProviderOptions,
     stream: boolean
   ): Effect.Effect<string, AiError.AiError> =>
     Either.match(Request.body(settings, options, stream), {
-      onLeft: (problem) => Effect.fail(Errors.malformedInput(method, problem)),
+      onLeft: (problem) => Effect.fail(Errors.malformedInput(ctx, method, problem)),
       onRight: (body) =>
         Effect.try({
           try: () => JSON.stringify(body),
-          catch: (cause) => Errors.malformedInput(method, `the request is not JSON: ${describeCause(cause)}`)
+          catch: (cause) => Errors.malformedInput(ctx, method, `the request is not JSON: ${describeCause(cause)}`)
         })
     })
 
-  // The response body as bytes: a broken connection is NETWORK, a silence longer than the idle timeout TIMEOUT.
+  /**
+   * Runs one attempt under its two clocks. Contract: the attempt fails with `TIMEOUT` once `deadline` has passed
+   * since it started (whatever the server sends), or once `idleTimeout` has passed since the last progress mark
+   * (marks start when the response headers arrive; only what the attempt marks counts — for a stream, SSE events,
+   * never bytes, comments or `retry:` fields).
+   */
+  const watched = <A>(
+    ctx: Errors.RequestContext,
+    method: Errors.Method,
+    attempt: (watch: Watch) => Stream.Stream<A, AiError.AiError>
+  ): Stream.Stream<A, AiError.AiError> =>
+    Stream.unwrap(Effect.gen(function*() {
+      const started = yield* Clock.currentTimeMillis
+      const last = yield* Ref.make<number | undefined>(undefined)
+      const progress = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(last, now))
+      const watchdog: Effect.Effect<never, AiError.AiError> = Effect.gen(function*() {
+        while (true) {
+          const now = yield* Clock.currentTimeMillis
+          const left = started + deadlineMs - now
+          if (left <= 0) {
+            return yield* Effect.fail(Errors.timeout(
+              ctx,
+              method,
+              `the response did not complete within ${Duration.format(settings.deadline)} (deadline)`
+            ))
+          }
+          const seen = yield* Ref.get(last)
+          if (seen !== undefined && now - seen >= idleMs) {
+            return yield* Effect.fail(Errors.timeout(
+              ctx,
+              method,
+              `the response stalled: no ${method === "streamText" ? "event" : "data"} for ${
+                Duration.format(settings.idleTimeout)
+              } (idle timeout; keep-alive comments do not count)`
+            ))
+          }
+          const idleLeft = seen === undefined ? idleMs : seen + idleMs - now
+          yield* Effect.sleep(Duration.millis(Math.max(1, Math.min(left, idleLeft))))
+        }
+      })
+      return attempt({ progress }).pipe(Stream.interruptWhen(watchdog))
+    }))
+
+  // The response body as bytes: a broken connection is NETWORK.
   const bytes = (
     response: HttpClientResponse.HttpClientResponse,
     method: Errors.Method,
@@ -106,16 +177,19 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     response.stream.pipe(
       Stream.mapError((error) =>
         Errors.network(ctx, method, `the connection broke while reading the response: ${describeCause(error.cause)}`)
-      ),
-      Stream.timeoutFail(
-        () =>
-          Errors.timeout(
-            ctx,
-            method,
-            `the response stalled: no data for ${Duration.format(settings.idleTimeout)} (idle timeout)`
-          ),
-        settings.idleTimeout
       )
+    )
+
+  // The start of a body (at most `headLimit` characters), to describe what the server sent instead.
+  const head = (
+    response: HttpClientResponse.HttpClientResponse,
+    method: Errors.Method,
+    ctx: Errors.RequestContext
+  ): Effect.Effect<string> =>
+    bytes(response, method, ctx).pipe(
+      Stream.decodeText(),
+      Stream.runFoldWhile("", (text) => text.length < headLimit, (text, piece) => text + piece),
+      Effect.orElseSucceed(() => "")
     )
 
   const headersOf = (response: HttpClientResponse.HttpClientResponse): Record<string, string> => {
@@ -131,14 +205,21 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
   ): AiError.AiError =>
     error._tag === "RequestError" && error.reason === "Transport"
       ? Errors.network(ctx, method, `the request failed: ${describeCause(error.cause)}`)
-      : Errors.malformedInput(method, `the request could not be sent: ${error.reason}`)
+      : Errors.malformedInput(
+        ctx,
+        method,
+        `the request could not be sent (${error.reason})${
+          error.description === undefined ? "" : `: ${describeCause(error.description)}`
+        }`
+      )
 
   // Sends the request; resolves with a 2xx response, fails with the mapped status error otherwise.
   const send = (
     body: string,
     method: Errors.Method,
     ctx: Errors.RequestContext,
-    accept: string
+    accept: string,
+    watch: Watch
   ) =>
     scopedClient.execute(request(body, accept)).pipe(
       Effect.mapError((error) => mapRequestError(error, method, ctx)),
@@ -151,20 +232,67 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             `no response within ${Duration.format(settings.requestTimeout)} (request timeout)`
           )
       }),
+      Effect.tap(() => watch.progress),
       Effect.flatMap((response) =>
         response.status >= 200 && response.status < 300
           ? Effect.succeed(response)
-          : bytes(response, method, ctx).pipe(
-            Stream.decodeText(),
-            Stream.mkString,
-            Effect.orElseSucceed(() => ""),
-            Effect.flatMap((text) =>
+          : Effect.flatMap(
+            head(response, method, ctx),
+            (text) =>
               Effect.fail(Errors.status(ctx, method, { status: response.status, headers: headersOf(response) }, text))
-            )
           )
       ),
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames])
     )
+
+  /**
+   * Server-sent events from the body text, with `@effect/experimental`'s parser. Contract: `retry:` fields are
+   * ignored (there is no reconnection to delay), comments produce nothing, and an event over the parser's size
+   * limit is a `MALFORMED` failure.
+   */
+  const events = (
+    text: Stream.Stream<string, AiError.AiError>,
+    ctx: Errors.RequestContext
+  ): Stream.Stream<Sse.Event, AiError.AiError> =>
+    Stream.suspend(() => {
+      // The parser calls back synchronously from `feed`; this array only carries events out of that call.
+      const pending: Array<Sse.Event> = []
+      const parser = Sse.makeParser((event) => {
+        if (event._tag === "Event") pending.push(event)
+      }, { maxEventSize: settings.maxEventSize })
+      return text.pipe(Stream.mapChunksEffect((pieces) => {
+        for (const piece of pieces) {
+          const error = parser.feed(piece)
+          if (error !== undefined) {
+            return Effect.fail(Errors.malformed(
+              ctx,
+              "streamText",
+              `the server sent an SSE event larger than ${error.cause.maxEventSize} characters (the parser's limit)`
+            ))
+          }
+        }
+        return Effect.succeed(Chunk.unsafeFromArray(pending.splice(0)))
+      }))
+    })
+
+  // A 200 that is not an event stream: say what it was (content type, the provider's message, the first bytes).
+  const notEventStream = (contentType: string, text: string): AiError.AiError => {
+    const trimmed = text.trim()
+    const completion = Wire.decodeCompletion(trimmed)
+    const what = Either.isRight(completion)
+      ? "a whole chat.completion (the server ignored stream: true)"
+      : (() => {
+        const message = /json/i.test(contentType) ? Wire.errorMessage(trimmed) : undefined
+        return message === undefined ? "something else" : `an error: ${message}`
+      })()
+    return Errors.malformed(
+      streamContext,
+      "streamText",
+      `the server answered 200 with content type ${contentType} instead of an event stream (text/event-stream): ${what}; ${
+        trimmed === "" ? "empty body" : `body starts: ${streamContext.scrub.clip(trimmed, 200)}`
+      }`
+    )
+  }
 
   const onRetry = (notice: Retry.RetryNotice): Effect.Effect<void> =>
     Effect.logWarning("model request failed before any output; retrying").pipe(
@@ -172,7 +300,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
         retry: notice.retry,
         delayMs: notice.delayMs,
         code: notice.failure.code,
-        failure: notice.failure.message
+        failure: scrub.text(notice.failure.message)
       })
     )
 
@@ -183,12 +311,14 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
         return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
       }
       if (item.event === "error") {
-        return Effect.fail(Errors.streamError(streamContext, "streamText", truncate(item.data, 2_000)))
+        return Effect.fail(
+          Errors.streamError(streamContext, "streamText", Wire.errorMessage(item.data) ?? item.data)
+        )
       }
       if (item.data.trim() === "[DONE]") {
         return Either.match(Decode.done(state, advertised), {
           onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-          onRight: (parts) => Effect.succeed([state, { parts, done: true }] as const)
+          onRight: (parts) => Effect.succeed([state, { parts: parts.map(scrub.deep), done: true }] as const)
         })
       }
       const chunk = Wire.decodeChunk(item.data)
@@ -198,70 +328,126 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             streamContext,
             "streamText",
             `the server sent a chunk that is not a valid chat.completion.chunk: ${
-              truncate(ParseResult.TreeFormatter.formatErrorSync(chunk.left), 500)
+              ParseResult.TreeFormatter.formatErrorSync(chunk.left)
             }`
           )
         )
       }
       return Either.match(Decode.step(state, chunk.right), {
         onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-        onRight: ([next, parts]) => Effect.succeed([next, { parts, done: false }] as const)
+        onRight: ([next, parts]) => Effect.succeed([next, { parts: parts.map(scrub.deep), done: false }] as const)
       })
     }
 
+  /**
+   * The last guard where anything leaves: a defect below (a bug, a library throwing) becomes a classified
+   * `UNKNOWN` failure with a one-line message, interruption stays interruption, and every error is scrubbed.
+   */
+  const edge = <A>(
+    stream: Stream.Stream<A, AiError.AiError>,
+    ctx: Errors.RequestContext,
+    method: Errors.Method
+  ): Stream.Stream<A, AiError.AiError> =>
+    stream.pipe(
+      Stream.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Stream.failCause(cause)
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) return Stream.fail(failure.value)
+        const defect = Cause.dieOption(cause)
+        return Stream.fail(
+          Errors.unexpected(ctx, method, Option.isSome(defect) ? describeCause(defect.value) : "interrupted")
+        )
+      }),
+      Stream.mapError((error) => Errors.scrubError(error, scrub))
+    )
+
   const streamText: Operations["streamText"] = (options) => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
-    return Stream.unwrap(Effect.map(encodeBody("streamText", options, true), (body) => {
-      const attempt = Stream.unwrapScoped(Effect.map(
-        send(body, "streamText", streamContext, "text/event-stream"),
-        (response) =>
-          bytes(response, "streamText", streamContext).pipe(
-            Stream.decodeText(),
-            Stream.pipeThroughChannel(Sse.makeChannel<AiError.AiError, unknown>()),
-            Stream.map((event): Item => ({ _tag: "Event", event: event.event, data: event.data })),
-            Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
-            Stream.mapAccumEffect(Decode.initial, fold(advertised)),
-            Stream.takeUntil((output) => output.done),
-            Stream.mapConcat((output) => output.parts)
-          )
-      ))
-      return Retry.beforeOutput(attempt, settings.retry, onRetry)
-    }))
+    const ctx = streamContext
+    return edge(
+      Stream.unwrap(Effect.map(encodeBody("streamText", ctx, options, true), (body) => {
+        const attempt = watched(ctx, "streamText", (watch) =>
+          Stream.unwrapScoped(Effect.flatMap(
+            send(body, "streamText", ctx, "text/event-stream", watch),
+            (response) => {
+              const contentType = Errors.contentTypeOf(response.headers)
+              if (contentType !== undefined && !/^\s*text\/event-stream\b/i.test(contentType)) {
+                return Effect.flatMap(
+                  head(response, "streamText", ctx),
+                  (text) => Effect.fail(notEventStream(contentType, text))
+                )
+              }
+              return Effect.succeed(
+                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx).pipe(
+                  Stream.tap(() => watch.progress),
+                  Stream.map((event): Item => ({ _tag: "Event", event: event.event, data: event.data })),
+                  Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
+                  Stream.mapAccumEffect(Decode.initial, fold(advertised)),
+                  Stream.takeUntil((output) => output.done),
+                  Stream.mapConcat((output) => output.parts)
+                )
+              )
+            }
+          )))
+        return Retry.beforeOutput(attempt, settings.retry, onRetry)
+      })),
+      ctx,
+      "streamText"
+    )
   }
 
   const generateText: Operations["generateText"] = (options) => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
-    return Effect.flatMap(encodeBody("generateText", options, false), (body) => {
-      const attempt = Stream.fromEffect(Effect.scoped(
-        send(body, "generateText", jsonContext, "application/json").pipe(
-          Effect.flatMap((response) =>
-            bytes(response, "generateText", jsonContext).pipe(Stream.decodeText(), Stream.mkString)
-          ),
-          Effect.flatMap((text) => {
-            const completion = Wire.decodeCompletion(text)
-            if (Either.isLeft(completion)) {
-              return Effect.fail(
-                Errors.malformed(
-                  jsonContext,
-                  "generateText",
-                  `the server sent a body that is not a valid chat.completion: ${
-                    truncate(ParseResult.TreeFormatter.formatErrorSync(completion.left), 500)
-                  }`
-                )
-              )
-            }
-            return Either.match(Decode.completion(completion.right, advertised), {
-              onLeft: (problem) => Effect.fail(problemError(problem, "generateText", jsonContext)),
-              onRight: (parts) => Effect.succeed(parts)
-            })
-          })
+    const ctx = jsonContext
+    const decodeBody = (response: HttpClientResponse.HttpClientResponse, text: string) => {
+      const completion = Wire.decodeCompletion(text)
+      if (Either.isLeft(completion)) {
+        const contentType = Errors.contentTypeOf(response.headers) ?? "(none)"
+        return Effect.fail(
+          Errors.malformed(
+            ctx,
+            "generateText",
+            `the server sent a body (content type ${contentType}) that is not a valid chat.completion: ${
+              ParseResult.TreeFormatter.formatErrorSync(completion.left)
+            }; body starts: ${ctx.scrub.clip(text.trim(), 200)}`
+          )
         )
-      ))
-      return Retry.beforeOutput(attempt, settings.retry, onRetry).pipe(
-        Stream.runCollect,
-        Effect.map((chunks) => Chunk.toArray(chunks).flatMap((parts) => [...parts]))
-      )
-    })
+      }
+      return Either.match(Decode.completion(completion.right, advertised), {
+        onLeft: (problem) => Effect.fail(problemError(problem, "generateText", ctx)),
+        onRight: (parts) => Effect.succeed(parts.map(scrub.deep))
+      })
+    }
+    return edge(
+      Stream.unwrap(Effect.map(encodeBody("generateText", ctx, options, false), (body) => {
+        const attempt = watched(ctx, "generateText", (watch) =>
+          Stream.unwrapScoped(Effect.map(
+            send(body, "generateText", ctx, "application/json", watch),
+            (response) =>
+              bytes(response, "generateText", ctx).pipe(
+                Stream.tap(() => watch.progress),
+                Stream.mapAccumEffect(0, (total, piece: Uint8Array) =>
+                  total + piece.length > maxBodyBytes
+                    ? Effect.fail(Errors.malformed(
+                      ctx,
+                      "generateText",
+                      `the response body is larger than ${maxBodyBytes} bytes (the limit for a completion)`
+                    ))
+                    : Effect.succeed([total + piece.length, piece] as const)),
+                Stream.decodeText(),
+                Stream.mkString,
+                Effect.flatMap((text) => decodeBody(response, text)),
+                Stream.fromEffect
+              )
+          )))
+        return Retry.beforeOutput(attempt, settings.retry, onRetry)
+      })),
+      ctx,
+      "generateText"
+    ).pipe(
+      Stream.runCollect,
+      Effect.map((chunks) => Chunk.toArray(chunks).flatMap((parts) => [...parts]))
+    )
   }
 
   return { generateText, streamText }
@@ -274,10 +460,12 @@ const problemError = (
 ): AiError.AiError => {
   switch (problem._tag) {
     case "Empty":
-      return Errors.emptyResponse(method)
+      return Errors.emptyResponse(ctx, method)
     case "InsufficientResource":
-      return Errors.insufficientResource(method)
+      return Errors.insufficientResource(ctx, method)
     case "StreamError":
       return Errors.streamError(ctx, method, problem.message)
+    case "Refusal":
+      return Errors.refusal(ctx, method, problem.text)
   }
 }

@@ -17,6 +17,7 @@ export type Problem =
   | { readonly _tag: "Empty" }
   | { readonly _tag: "InsufficientResource" }
   | { readonly _tag: "StreamError"; readonly message: string }
+  | { readonly _tag: "Refusal"; readonly text: string }
 
 /** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
 export const metadataKey = "harness"
@@ -43,6 +44,8 @@ export interface State {
   readonly blocks: number
   readonly sawContent: boolean
   readonly sawReasoning: boolean
+  /** The refusal text streamed so far (OpenAI's `delta.refusal`), `""` when none. */
+  readonly refusal: string
   readonly calls: ReadonlyArray<Call>
   readonly finishReason: string | undefined
   readonly usage: Usage | undefined
@@ -56,6 +59,7 @@ export const initial: State = {
   blocks: 0,
   sawContent: false,
   sawReasoning: false,
+  refusal: "",
   calls: [],
   finishReason: undefined,
   usage: undefined,
@@ -242,7 +246,15 @@ const withHeader = (state: State, parts: Array<Part>): readonly [State, Readonly
 }
 
 /**
- * Folds one decoded chunk in. Contract: returns the parts to emit now, in order.
+ * The choice with `index` 0 (a missing index counts as 0). Contract: with `n > 1` every other choice is ignored, so
+ * several choices never interleave into one text.
+ */
+export const firstChoice = <C extends { readonly index?: number | null | undefined }>(
+  choices: ReadonlyArray<C> | null | undefined
+): C | undefined => choices?.find((choice) => (choice.index ?? 0) === 0)
+
+/**
+ * Folds one decoded chunk in. Contract: returns the parts to emit now, in order; only the first choice is read.
  */
 export const step = (
   state: State,
@@ -260,10 +272,11 @@ export const step = (
     }
   }
   if (chunk.usage != null) next = { ...next, usage: chunk.usage }
-  const choice = chunk.choices?.[0]
+  const choice = firstChoice(chunk.choices)
   if (choice !== undefined) {
     const delta = choice.delta
     if (delta != null) {
+      if (nonEmpty(delta.refusal)) next = { ...next, refusal: next.refusal + delta.refusal }
       const reasoning = delta.reasoning_content ?? delta.reasoning
       if (nonEmpty(reasoning)) next = appendBlock(next, "reasoning", reasoning, parts)
       if (nonEmpty(delta.content)) next = appendBlock(next, "text", delta.content, parts)
@@ -280,14 +293,16 @@ export const step = (
 }
 
 /**
- * Closes the response at `[DONE]`. Contract: open blocks close, every call gets `tool-params-end` (and a
- * `tool-call` when valid), then `finish`; a response with no content, reasoning or tool calls is `Empty`
- * (unless the server filtered it: then it finishes with `content-filter`).
+ * Closes the response at `[DONE]`. Contract: a refusal is `Refusal` with its text (whatever else came); open
+ * blocks close, every call gets `tool-params-end` (and a `tool-call` when valid), then `finish`; a response with no
+ * content, reasoning or tool calls is `Empty` (unless the server filtered it: then it finishes with
+ * `content-filter`).
  */
 export const done = (
   state: State,
   advertised: ReadonlySet<string>
 ): Either.Either<ReadonlyArray<Part>, Problem> => {
+  if (state.refusal !== "") return Either.left({ _tag: "Refusal", text: state.refusal })
   if (
     !state.sawContent && !state.sawReasoning && state.calls.length === 0 &&
     state.finishReason !== "content_filter"
@@ -322,9 +337,10 @@ export const completion = (
   body: Completion,
   advertised: ReadonlySet<string>
 ): Either.Either<ReadonlyArray<Response.PartEncoded>, Problem> => {
-  const choice = body.choices[0]
+  const choice = firstChoice(body.choices)
   if (choice?.finish_reason === "insufficient_system_resource") return Either.left({ _tag: "InsufficientResource" })
   const message = choice?.message
+  if (nonEmpty(message?.refusal)) return Either.left({ _tag: "Refusal", text: message.refusal })
   const reasoning = message?.reasoning_content ?? message?.reasoning
   const content = message?.content
   const wireCalls = message?.tool_calls ?? []

@@ -3,12 +3,15 @@
  * `HttpResponseError`s (the domain's `failureOf` classifies them by status, body and `Retry-After`); every failure
  * the status cannot describe carries an `LlmFailure` as its `cause` so `failureOf` reads the precise code.
  *
- * Secrets never enter an error: request headers are copied with secret values replaced, and provider bodies are
- * scrubbed of every secret value before they are kept.
+ * Secrets never enter an error: every text, header name and header value is scrubbed through the context's
+ * `Scrubber` (scrubbed first, then truncated), request headers are copied with secret values replaced, and
+ * {@link scrubError} runs over every error once more where it leaves the provider.
  */
 import { AiError } from "@effect/ai"
 import { LlmFailure } from "@harness/domain"
 import { Option } from "effect"
+import type { Scrubber } from "./scrub.js"
+import { redactedText } from "./scrub.js"
 
 /** The `module` field of every error this provider raises. */
 export const moduleName = "ChatCompletions"
@@ -21,38 +24,33 @@ export interface RequestContext {
   readonly url: string
   /** Request headers with every secret value replaced by `<redacted>`. */
   readonly headers: Readonly<Record<string, string>>
-  /** Secret values to scrub from any text kept in an error (the API key, secret header values). */
-  readonly secrets: ReadonlyArray<string>
+  /** Scrubs the secret values (the API key, secret header values) from any text kept in an error. */
+  readonly scrub: Scrubber
   /** Header names whose values are secret (lower case). */
   readonly secretHeaderNames: ReadonlyArray<string>
 }
 
-const redactedText = "<redacted>"
+/** The longest provider text an error keeps (bodies, chunks, messages), after scrubbing. */
+export const maxText = 2_000
 
-/** Replaces every occurrence of every secret in `text`. */
-export const scrub = (text: string, secrets: ReadonlyArray<string>): string => {
-  let out = text
-  for (const secret of secrets) {
-    if (secret.length > 0) out = out.split(secret).join(redactedText)
-  }
-  return out
-}
-
-/** Copies headers, replacing the values of secret headers. */
+/** Copies headers, replacing the values of secret headers and scrubbing every other name and value. */
 export const redactHeaders = (
   headers: Readonly<Record<string, string>>,
-  secretHeaderNames: ReadonlyArray<string>
+  secretHeaderNames: ReadonlyArray<string>,
+  scrub: Scrubber
 ): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers)) {
-    out[name] = secretHeaderNames.includes(name.toLowerCase()) ? redactedText : value
+    out[scrub.clip(name, 200)] = secretHeaderNames.includes(name.toLowerCase())
+      ? redactedText
+      : scrub.clip(value, 500)
   }
   return out
 }
 
 const requestDetails = (context: RequestContext): typeof AiError.HttpRequestDetails.Type => ({
   method: "POST",
-  url: context.url,
+  url: context.scrub.text(context.url),
   urlParams: [],
   hash: Option.none(),
   headers: context.headers
@@ -61,30 +59,37 @@ const requestDetails = (context: RequestContext): typeof AiError.HttpRequestDeta
 const failure = (code: LlmFailure.LlmFailureCode, message: string): LlmFailure.LlmFailure => ({ code, message })
 
 /** The connection failed or was reset (before or during the response). */
-export const network = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  new AiError.HttpRequestError({
+export const network = (context: RequestContext, method: Method, message: string): AiError.AiError => {
+  const description = context.scrub.clip(message, maxText)
+  return new AiError.HttpRequestError({
     module: moduleName,
     method,
     reason: "Transport",
     request: requestDetails(context),
-    description: scrub(message, context.secrets),
-    cause: failure("NETWORK", scrub(message, context.secrets))
+    description,
+    cause: failure("NETWORK", description)
   })
+}
 
-/** No response within the request timeout, or no bytes within the idle-stream timeout. */
-export const timeout = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  new AiError.HttpRequestError({
+/** No response within the request timeout, no event within the idle timeout, or past the deadline. */
+export const timeout = (context: RequestContext, method: Method, message: string): AiError.AiError => {
+  const description = context.scrub.clip(message, maxText)
+  return new AiError.HttpRequestError({
     module: moduleName,
     method,
     reason: "Transport",
     request: requestDetails(context),
-    description: message,
-    cause: failure("TIMEOUT", message)
+    description,
+    cause: failure("TIMEOUT", description)
   })
+}
 
-/** The response broke the wire format: a chunk that is not valid JSON, a stream closed before `[DONE]`. */
+/**
+ * The response broke the wire format: a chunk that is not valid JSON, an event over the size limit, a body that is
+ * not an event stream, a stream closed before `[DONE]`.
+ */
 export const malformed = (context: RequestContext, method: Method, message: string): AiError.AiError => {
-  const description = scrub(message, context.secrets)
+  const description = context.scrub.clip(message, maxText)
   return new AiError.MalformedOutput({
     module: moduleName,
     method,
@@ -94,46 +99,155 @@ export const malformed = (context: RequestContext, method: Method, message: stri
 }
 
 /** A failure no HTTP status describes: the `LlmFailure` cause carries its code. */
-const unknown = (method: Method, code: LlmFailure.LlmFailureCode, description: string): AiError.AiError =>
-  new AiError.UnknownError({ module: moduleName, method, description, cause: failure(code, description) })
+const unknown = (
+  context: RequestContext,
+  method: Method,
+  code: LlmFailure.LlmFailureCode,
+  message: string
+): AiError.AiError => {
+  const description = context.scrub.clip(message, maxText)
+  return new AiError.UnknownError({ module: moduleName, method, description, cause: failure(code, description) })
+}
 
 /** A completed response with no content, no reasoning and no tool calls. */
-export const emptyResponse = (method: Method): AiError.AiError =>
-  unknown(method, "EMPTY_RESPONSE", "the model completed without content, reasoning or tool calls")
+export const emptyResponse = (context: RequestContext, method: Method): AiError.AiError =>
+  unknown(context, method, "EMPTY_RESPONSE", "the model completed without content, reasoning or tool calls")
 
 /** DeepSeek's `insufficient_system_resource` finish: the server ran out of capacity mid-response. */
-export const insufficientResource = (method: Method): AiError.AiError =>
-  unknown(method, "OVERLOADED", "the server interrupted the response: insufficient system resource")
+export const insufficientResource = (context: RequestContext, method: Method): AiError.AiError =>
+  unknown(context, method, "OVERLOADED", "the server interrupted the response: insufficient system resource")
 
 /** An error object sent inside a 200 stream (OpenRouter and some proxies do this). */
 export const streamError = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  unknown(method, "SERVER", scrub(message, context.secrets))
-
-/** The prompt or tools cannot be expressed as a chat-completions request. */
-export const malformedInput = (method: Method, message: string): AiError.AiError =>
-  new AiError.MalformedInput({ module: moduleName, method, description: message })
+  unknown(context, method, "SERVER", message)
 
 /**
- * A non-2xx status. `body` is the response text; it is scrubbed and truncated before it is kept.
+ * The model refused (`refusal` instead of content). `CONTENT_FILTER` is not transient, so it is never retried; the
+ * refusal text is kept in the message (up to {@link maxText} characters).
+ */
+export const refusal = (context: RequestContext, method: Method, text: string): AiError.AiError =>
+  unknown(context, method, "CONTENT_FILTER", `the model refused: ${text}`)
+
+/**
+ * Something failed that is not a transport, status or wire failure we know (a defect below the provider). Only the
+ * failure's own one-line message is kept — never a stack trace.
+ */
+export const unexpected = (context: RequestContext, method: Method, message: string): AiError.AiError =>
+  unknown(context, method, "UNKNOWN", `the request failed unexpectedly: ${message}`)
+
+/** The prompt or tools cannot be expressed as a chat-completions request. */
+export const malformedInput = (context: RequestContext, method: Method, message: string): AiError.AiError =>
+  new AiError.MalformedInput({ module: moduleName, method, description: context.scrub.clip(message, maxText) })
+
+const isJson = (contentType: string): boolean => /\bjson\b/i.test(contentType)
+
+/** The response's content type as sent, or a phrase saying there was none. */
+export const contentTypeOf = (headers: Readonly<Record<string, string>>): string | undefined =>
+  Object.entries(headers).find(([name]) => name.toLowerCase() === "content-type")?.[1]
+
+/**
+ * A JSON body decoded, scrubbed and encoded again, so that no escape (`\u0073k-…`) can hide a secret from the
+ * scrubber only to be decoded later by whoever reads the body; any other text as it is.
+ */
+const normalizedJson = (body: string, scrub: Scrubber): string => {
+  try {
+    return JSON.stringify(scrub.deep(JSON.parse(body)))
+  } catch {
+    return body
+  }
+}
+
+/**
+ * A non-2xx status. `body` is the response text.
+ *
+ * Contract: a JSON or plain-text body is kept (scrubbed, then cut to {@link maxText}) so `failureOf` can read the
+ * provider's message; any other body (an HTML error page) and any redirect are described instead — status, where
+ * a redirect points, the content type and the first bytes — because redirects are never followed (the
+ * `Authorization` header would go with them).
  */
 export const status = (
   context: RequestContext,
   method: Method,
-  response: { readonly status: number; readonly headers: Readonly<Record<string, string>> },
+  response: {
+    readonly status: number
+    readonly headers: Readonly<Record<string, string>>
+  },
   body: string
 ): AiError.AiError => {
-  const scrubbed = scrub(body.length > 8_000 ? `${body.slice(0, 8_000)}…` : body, context.secrets)
-  const message = LlmFailure.providerMessage(scrubbed)
+  const headers = redactHeaders(response.headers, ["set-cookie", ...context.secretHeaderNames], context.scrub)
+  const contentType = contentTypeOf(response.headers)
+  const redirect = response.status >= 300 && response.status < 400
+  const readable = !redirect && (contentType === undefined || isJson(contentType) || /^text\/plain/i.test(contentType))
+  const statusLine = `HTTP ${response.status}`
+  const kept = readable ? context.scrub.clip(normalizedJson(body, context.scrub), maxText) : ""
+  const described = (() => {
+    if (readable) return LlmFailure.providerMessage(kept)
+    const location = Object.entries(response.headers).find(([name]) => name.toLowerCase() === "location")?.[1]
+    const what = redirect
+      ? `the server redirected (${statusLine})${
+        location === undefined ? "" : ` to ${context.scrub.clip(location, 500)}`
+      }; redirects are not followed (the Authorization header would go with them): set baseUrl to the final URL`
+      : `the server answered ${statusLine}`
+    return `${what}; content type ${contentType ?? "(none)"}${
+      body.trim() === "" ? ", empty body" : `, body starts: ${context.scrub.clip(body.trim(), 200)}`
+    }`
+  })()
   return new AiError.HttpResponseError({
     module: moduleName,
     method,
     reason: "StatusCode",
     request: requestDetails(context),
-    response: {
-      status: response.status,
-      headers: redactHeaders(response.headers, ["set-cookie", ...context.secretHeaderNames])
-    },
-    ...(scrubbed === "" ? {} : { body: scrubbed }),
-    ...(message === undefined ? {} : { description: message })
+    response: { status: response.status, headers },
+    ...(kept === "" ? {} : { body: kept }),
+    description: described ?? `the server answered ${statusLine} with an empty body`
   })
+}
+
+/**
+ * The error with every string in it scrubbed once more — the last guard where errors leave the provider.
+ * Contract: the tag, fields and classification are unchanged.
+ */
+export const scrubError = (error: AiError.AiError, scrub: Scrubber): AiError.AiError => {
+  switch (error._tag) {
+    case "HttpRequestError":
+      return new AiError.HttpRequestError({
+        module: error.module,
+        method: error.method,
+        reason: error.reason,
+        request: { ...scrub.deep({ ...error.request, hash: undefined }), hash: error.request.hash },
+        description: error.description === undefined ? undefined : scrub.text(error.description),
+        cause: scrub.deep(error.cause)
+      })
+    case "HttpResponseError":
+      return new AiError.HttpResponseError({
+        module: error.module,
+        method: error.method,
+        reason: error.reason,
+        request: { ...scrub.deep({ ...error.request, hash: undefined }), hash: error.request.hash },
+        response: scrub.deep(error.response),
+        body: error.body === undefined ? undefined : scrub.text(error.body),
+        description: error.description === undefined ? undefined : scrub.text(error.description)
+      })
+    case "MalformedInput":
+      return new AiError.MalformedInput({
+        module: error.module,
+        method: error.method,
+        description: error.description === undefined ? undefined : scrub.text(error.description),
+        cause: scrub.deep(error.cause)
+      })
+    case "MalformedOutput":
+      return new AiError.MalformedOutput({
+        module: error.module,
+        method: error.method,
+        description: error.description === undefined ? undefined : scrub.text(error.description),
+        cause: scrub.deep(error.cause)
+      })
+    case "UnknownError":
+      return new AiError.UnknownError({
+        module: error.module,
+        method: error.method,
+        description: error.description === undefined ? undefined : scrub.text(error.description),
+        cause: scrub.deep(error.cause)
+      })
+  }
 }

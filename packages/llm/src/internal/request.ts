@@ -119,7 +119,37 @@ export const messages = (
   return Either.right(out)
 }
 
-/** The advertised functions, with each tool's JSON Schema (its `jsonSchema` annotation when it has one). */
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const schemaLists = ["anyOf", "oneOf", "allOf", "prefixItems"]
+const schemaMaps = ["properties", "patternProperties", "$defs", "definitions"]
+const schemaValues = ["items", "additionalProperties", "not", "if", "then", "else", "contains"]
+
+/**
+ * A JSON Schema without `title` keywords. Effect derives a `title` from every refinement's identifier (`"title":
+ * "positive"` on `Schema.positive()`), which is noise to a model; `title` never constrains validation, and the
+ * `description` stays. Contract: only keywords in schema positions are removed — a property *named* `title` stays.
+ */
+export const withoutTitles = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(withoutTitles)
+  if (!isRecord(schema)) return schema
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "title" && typeof value === "string") continue
+    if (schemaLists.includes(key) && Array.isArray(value)) out[key] = value.map(withoutTitles)
+    else if (schemaMaps.includes(key) && isRecord(value)) {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, withoutTitles(inner)]))
+    } else if (schemaValues.includes(key)) out[key] = withoutTitles(value)
+    else out[key] = value
+  }
+  return out
+}
+
+/**
+ * The advertised functions, with each tool's JSON Schema (its `jsonSchema` annotation when it has one), without
+ * `title` keywords ({@link withoutTitles}).
+ */
 export const tools = (advertised: ReadonlyArray<Tool.Any>): Either.Either<ReadonlyArray<WireTool>, string> => {
   const out: Array<WireTool> = []
   for (const tool of advertised) {
@@ -127,7 +157,7 @@ export const tools = (advertised: ReadonlyArray<Tool.Any>): Either.Either<Readon
       return Either.left(`the provider-defined tool "${tool.name}" cannot be sent to a chat-completions server`)
     }
     const description = tool.description
-    const parameters = Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
+    const parameters = withoutTitles(Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast))
     out.push({
       type: "function",
       function: description === undefined

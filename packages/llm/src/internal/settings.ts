@@ -34,6 +34,11 @@ export interface Settings {
   /** Extra body fields. */
   readonly body: Json.JsonObject
   readonly requestTimeout: Duration.Duration
+  /** The most time between two SSE events (or body bytes, non-streamed) once the headers arrived. */
   readonly idleTimeout: Duration.Duration
+  /** The most time one attempt may take, from sending the request to the end of the response. */
+  readonly deadline: Duration.Duration
+  /** The largest SSE event the parser holds, in string code units. */
+  readonly maxEventSize: number
   readonly retry: RetryPolicy
 }

@@ -67,6 +67,8 @@ export const Delta = Schema.Struct({
   reasoning_content: OptionalString,
   /** vLLM and OpenRouter name the reasoning stream `reasoning`. */
   reasoning: OptionalString,
+  /** OpenAI streams a refusal here instead of content. */
+  refusal: OptionalString,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
 })
 export type Delta = typeof Delta.Type
@@ -99,6 +101,7 @@ export const Message = Schema.Struct({
   content: OptionalString,
   reasoning_content: OptionalString,
   reasoning: OptionalString,
+  refusal: OptionalString,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
     id: OptionalString,
     type: OptionalString,
@@ -123,3 +126,19 @@ export type Completion = typeof Completion.Type
 /** Decoders from the raw text (`[DONE]` is handled before decoding). */
 export const decodeChunk = Schema.decodeUnknownEither(Schema.parseJson(Chunk))
 export const decodeCompletion = Schema.decodeUnknownEither(Schema.parseJson(Completion))
+
+const decodeErrorBody = Schema.decodeUnknownOption(Schema.parseJson(Schema.Union(
+  Schema.Struct({ error: Schema.Union(Schema.String, ErrorBody) }),
+  ErrorBody
+)))
+
+/** The message of an error object (`{ error: { message } }`, `{ error: "…" }`, `{ message }`), if `text` is one. */
+export const errorMessage = (text: string): string | undefined => {
+  const decoded = decodeErrorBody(text)
+  if (decoded._tag === "None") return undefined
+  const body = decoded.value
+  if ("error" in body) {
+    return typeof body.error === "string" ? body.error : body.error.message ?? undefined
+  }
+  return body.message ?? undefined
+}

@@ -61,3 +61,34 @@ export const echoAuthorization: Reply = (request, response) => {
     error: { message: `Authentication failed for header: ${request.headers.authorization ?? "none"}` }
   }))
 }
+
+/** Any status, headers and body text, as given. */
+export const raw = (
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  body: string | Uint8Array
+): Reply =>
+(_, response) => {
+  response.writeHead(status, headers)
+  response.end(body)
+}
+
+/**
+ * A 200 event stream that writes `head` and then `tick` again and again, one write per `everyMs` of real time,
+ * until the client goes away or the server stops (a keep-alive loop, a trickled line, endless progress).
+ */
+export const forever = (
+  head: ReadonlyArray<string>,
+  tick: (n: number) => string,
+  everyMs = 20
+): Reply =>
+(_, response) => {
+  response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" })
+  for (const frame of head) response.write(frame)
+  let n = 0
+  const timer = setInterval(() => {
+    if (response.destroyed || response.writableEnded) return clearInterval(timer)
+    response.write(tick(n++))
+  }, everyMs)
+  response.on("close", () => clearInterval(timer))
+}

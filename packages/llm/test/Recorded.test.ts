@@ -1,0 +1,171 @@
+/**
+ * The stream fixture suite (issue 14): complete response bodies in the OpenAI and DeepSeek wire formats
+ * (`fixtures/streams/`, provenance in its SOURCES.md) replayed byte for byte — whole, one byte per chunk (every byte
+ * boundary a chunk boundary, UTF-8 code points and CRLF pairs cut in half), and over real HTTP whole and one byte
+ * per write — through the provider and `LanguageModel`. Every replay must give the same outcome: the text, the
+ * reasoning, the tool calls, the finish and usage, or the typed failure.
+ */
+import type { AiError, Response } from "@effect/ai"
+import { LanguageModel } from "@effect/ai"
+import { HttpClient, HttpClientResponse } from "@effect/platform"
+import { assert, describe, it } from "@effect/vitest"
+import { LlmFailure } from "@harness/domain"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { readFileSync } from "node:fs"
+import { ChatCompletions } from "../src/index.js"
+import * as FakeServer from "./support/FakeServer.js"
+import type { Reply } from "./support/FakeServer.js"
+import { apiKey, languageModel, streamUntilFailure } from "./support/provider.js"
+
+const fixture = (name: string): Uint8Array =>
+  new Uint8Array(readFileSync(new URL(`./fixtures/streams/${name}`, import.meta.url)))
+
+/** What a caller (the agent) makes of a response. */
+interface Outcome {
+  readonly model?: string | undefined
+  readonly text: string
+  readonly reasoning: string
+  readonly calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }>
+  readonly finish?: string | undefined
+  readonly usage?: unknown
+  readonly failure?: { readonly code: string; readonly message: string } | undefined
+}
+
+const outcome = (parts: ReadonlyArray<Response.AnyPart>, error: AiError.AiError | undefined): Outcome => {
+  const finish = parts.find((part) => part.type === "finish")
+  const failure = error === undefined ? undefined : LlmFailure.failureOf(error, 0)
+  return {
+    model: parts.flatMap((part) => (part.type === "response-metadata" ? [Option.getOrUndefined(part.modelId)] : []))[0],
+    text: parts.map((part) => (part.type === "text-delta" ? part.delta : "")).join(""),
+    reasoning: parts.map((part) => (part.type === "reasoning-delta" ? part.delta : "")).join(""),
+    calls: parts.flatMap((part) =>
+      part.type === "tool-call"
+        ? [{ id: part.id, name: part.name, params: JSON.parse(JSON.stringify(part.params)) }]
+        : []
+    ),
+    finish: finish?.type === "finish" ? finish.reason : undefined,
+    usage: finish?.type === "finish" ? JSON.parse(JSON.stringify(finish.usage)) : undefined,
+    failure: failure === undefined ? undefined : { code: failure.code, message: failure.message }
+  }
+}
+
+const expected: ReadonlyArray<readonly [string, Outcome]> = [
+  ["openai-text-usage.sse", {
+    model: "gpt-4o-mini-2024-07-18",
+    text: "Bonjour le monde — héllo 世界!",
+    reasoning: "",
+    calls: [],
+    finish: "stop",
+    usage: { inputTokens: 19, outputTokens: 9, totalTokens: 28, reasoningTokens: 0, cachedInputTokens: 0 }
+  }],
+  ["openai-parallel-tools.sse", {
+    model: "gpt-4o-mini-2024-07-18",
+    text: "",
+    reasoning: "",
+    calls: [
+      { id: "call_h3Kq9WmZ", name: "read_file", params: { path: "a.txt" } },
+      { id: "call_P0xT2bYe", name: "list_dir", params: {} }
+    ],
+    finish: "tool-calls",
+    usage: { inputTokens: 88, outputTokens: 41, totalTokens: 129, reasoningTokens: 0, cachedInputTokens: 64 }
+  }],
+  ["openai-refusal.sse", {
+    text: "",
+    reasoning: "",
+    calls: [],
+    failure: { code: "CONTENT_FILTER", message: "the model refused: I'm sorry, but I can't help with that." }
+  }],
+  ["openai-n3.sse", {
+    model: "gpt-4o-mini-2024-07-18",
+    text: "Hello there",
+    reasoning: "",
+    calls: [],
+    finish: "stop",
+    usage: { inputTokens: 12, outputTokens: 18, totalTokens: 30 }
+  }],
+  ["deepseek-thinking-tool-call.sse", {
+    model: "deepseek-v4-flash",
+    text: "",
+    reasoning: "The user wants a.txt; I should read it.",
+    calls: [{ id: "call_00_Xk7pQ2rLm9", name: "read_file", params: { path: "a.txt" } }],
+    finish: "tool-calls",
+    usage: { inputTokens: 310, outputTokens: 42, totalTokens: 352, reasoningTokens: 17, cachedInputTokens: 256 }
+  }],
+  ["deepseek-text-crlf.sse", {
+    model: "deepseek-v4-flash",
+    text: "Two plus two is 4.",
+    reasoning: "",
+    calls: [],
+    finish: "stop",
+    usage: { inputTokens: 14, outputTokens: 5, totalTokens: 19, cachedInputTokens: 0 }
+  }]
+]
+
+/** The provider over an in-memory `HttpClient` whose response body arrives as exactly these chunks. */
+const inMemory = (chunks: ReadonlyArray<Uint8Array>) =>
+  Layer.build(
+    ChatCompletions.layer({
+      baseUrl: "http://fixtures.invalid/v1",
+      apiKey: Redacted.make(apiKey),
+      retry: { maxRetries: 0 }
+    }).pipe(Layer.provide(Layer.succeed(
+      HttpClient.HttpClient,
+      HttpClient.make((request) =>
+        Effect.sync(() =>
+          HttpClientResponse.fromWeb(
+            request,
+            new globalThis.Response(
+              new ReadableStream<Uint8Array>({
+                start(controller) {
+                  for (const chunk of chunks) controller.enqueue(chunk)
+                  controller.close()
+                }
+              }),
+              { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } }
+            )
+          )
+        )
+      )
+    )))
+  ).pipe(Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)), Effect.orDie)
+
+// Through JSON so that absent and `undefined` fields compare equal.
+const replay = (model: LanguageModel.Service) =>
+  Effect.map(
+    streamUntilFailure(model, "hi"),
+    ({ error, parts }): Outcome => JSON.parse(JSON.stringify(outcome(parts, error)))
+  )
+
+const perByte = (bytes: Uint8Array): ReadonlyArray<Uint8Array> => Array.from(bytes, (byte) => Uint8Array.of(byte))
+
+/** A reply writing the chunks one write each (flushed in turn), then ending. */
+const writes = (chunks: ReadonlyArray<Uint8Array>): Reply => (_, response) => {
+  response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" })
+  response.flushHeaders()
+  const from = (index: number): void => {
+    if (index >= chunks.length) return void response.end()
+    response.write(chunks[index], () => from(index + 1))
+  }
+  from(0)
+}
+
+describe("recorded-format streams, replayed byte for byte", () => {
+  for (const [name, want] of expected) {
+    it.scoped(`${name}: whole, and one byte per chunk (every byte boundary)`, () =>
+      Effect.gen(function*() {
+        const bytes = fixture(name)
+        assert.deepStrictEqual(yield* replay(yield* inMemory([bytes])), want)
+        assert.deepStrictEqual(yield* replay(yield* inMemory(perByte(bytes))), want)
+      }))
+
+    it.scoped(`${name}: over real HTTP, whole and one byte per write`, () =>
+      Effect.gen(function*() {
+        const bytes = fixture(name)
+        const server = yield* FakeServer.make
+        const model = yield* languageModel(server, { retry: { maxRetries: 0 } })
+        yield* server.reply(writes([bytes]), writes(perByte(bytes)))
+        assert.deepStrictEqual(yield* replay(model), want)
+        assert.deepStrictEqual(yield* replay(model), want)
+      }))
+  }
+})
