@@ -14,18 +14,38 @@ import { WorkspaceError } from "../src/WorkspaceError.js"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"
 import { call, setup, toolNamed } from "./fixtures.js"
 
-/** A bounded attacker: swaps `dir` between a real directory and a link to `outside`, `rounds` times or until `stop`. */
+/**
+ * A bounded attacker: swaps `dir` between the real directory and a link to `outside` (by renames), holding each
+ * state for ~300 µs, for `rounds` rounds or until the file `stop` exists.
+ */
 const attackerScript = `
 const fs = require("node:fs")
 const [dir, outside, stop, rounds] = process.argv.slice(1)
 const parked = dir + ".parked"
+const link = dir + ".link"
+fs.symlinkSync(outside, link)
+const hold = () => { const end = process.hrtime.bigint() + 300000n; while (process.hrtime.bigint() < end); }
+const at = (p) => fs.lstatSync(p, { throwIfNoEntry: false })
 for (let i = 0; i < Number(rounds) && !fs.existsSync(stop); i++) {
   try {
     fs.renameSync(dir, parked)
-    fs.symlinkSync(outside, dir)
-    fs.unlinkSync(dir)
+    fs.renameSync(link, dir)
+    hold()
+    fs.renameSync(dir, link)
     fs.renameSync(parked, dir)
-  } catch {}
+    hold()
+  } catch {
+    // A tool created \`dir\` while it was missing: put the real one back and go on.
+    try {
+      if (at(parked)) {
+        const now = at(dir)
+        if (now && now.isSymbolicLink()) fs.renameSync(dir, link)
+        else if (now) fs.rmSync(dir, { recursive: true, force: true })
+        fs.renameSync(parked, dir)
+      }
+      if (!at(link)) fs.symlinkSync(outside, link)
+    } catch {}
+  }
 }
 `
 

@@ -214,9 +214,11 @@ const runTree = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem
-    const child = yield* Command.start(command)
     const procfs = process.platform === "linux" &&
       (yield* Effect.orElseSucceed(fs.exists("/proc/self/stat"), () => false))
+    // Nothing asynchronous between the start and the subscription to the output: a quick command's output
+    // could be over before the reader is attached.
+    const child = yield* Command.start(command)
     const tree: Tree = { child, fs, procfs, leaderGone: yield* Ref.make(false) }
     const drained = yield* Deferred.make<void>()
     yield* Stream.merge(child.stdout, child.stderr).pipe(
