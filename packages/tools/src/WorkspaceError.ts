@@ -19,6 +19,9 @@ import { Schema } from "effect"
  * - `InvalidPattern`: a regular expression or glob pattern is malformed or not allowed.
  * - `InvalidArgument`: the arguments are well-typed but make no sense together (also: invalid `limits`).
  * - `Timeout`: a `shell` command ran past its timeout; its process tree was killed.
+ * - `HardLink`: a file to read has more than one hard link, so it may be an outside file linked in.
+ * - `Changed`: the path changed while the tool used it (another process swapped part of it, e.g. for a link);
+ *   nothing outside the root was touched, and trying again is safe.
  * - `Io`: any other operating-system failure (permissions, a full disk, ...).
  *
  * @since 0.0.0
@@ -36,6 +39,8 @@ export const WorkspaceErrorReason = Schema.Literal(
   "InvalidPattern",
   "InvalidArgument",
   "Timeout",
+  "HardLink",
+  "Changed",
   "Io"
 )
 
@@ -43,8 +48,20 @@ export const WorkspaceErrorReason = Schema.Literal(
 export type WorkspaceErrorReason = typeof WorkspaceErrorReason.Type
 
 /**
+ * The `code` of each reason: the reason in upper snake case (`PathEscape` → `PATH_ESCAPE`). The agent records a
+ * failure's `code` in `tool/result.error.code`, so a log reader can tell a refused escape from a timeout without
+ * parsing the message.
+ *
+ * @since 0.0.0
+ * @category codes
+ */
+export const codeOf = (reason: WorkspaceErrorReason): string =>
+  reason.replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase()
+
+/**
  * A workspace tool failed. `message` is written for the model: it names the path or argument at fault and says
- * how to proceed. `path` is the path as the caller gave it, when one was involved.
+ * how to proceed. `path` is the path as the caller gave it, when one was involved. `code` is derived from
+ * `reason` (see {@link codeOf}) and is not part of the encoded form.
  *
  * @since 0.0.0
  */
@@ -55,4 +72,9 @@ export class WorkspaceError extends Schema.TaggedError<WorkspaceError>("@harness
     message: Schema.String,
     path: Schema.optional(Schema.String)
   }
-) {}
+) {
+  /** The machine-readable code of the failure, e.g. `PATH_ESCAPE`, `TIMEOUT`. */
+  get code(): string {
+    return codeOf(this.reason)
+  }
+}

@@ -7,7 +7,6 @@
  * @since 0.0.0
  */
 import { Tool } from "@effect/ai"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Path } from "@effect/platform/Path"
@@ -15,6 +14,7 @@ import { AgentTool } from "@harness/agent"
 import type { Context } from "effect"
 import { Duration, Effect, Option, Schema } from "effect"
 import * as Files from "./internal/files.js"
+import { capOutput } from "./internal/render.js"
 import * as Commands from "./internal/shell.js"
 import * as Workspace from "./Workspace.js"
 import { WorkspaceError } from "./WorkspaceError.js"
@@ -129,7 +129,17 @@ export const makeLimits = (limits?: Partial<Limits> | undefined): Effect.Effect<
 // Tool definitions (what the model sees)
 // ---------------------------------------------------------------------------------------------------------------
 
-const PositiveInt = Schema.Int.pipe(Schema.positive())
+/**
+ * A number `> 0` (an integer with `integer`), written as a plain filter: `Schema.positive()` and `Schema.Int` would
+ * leak `"title": "positive"` / `"title": "int"` into the JSON Schema the model sees.
+ */
+const positive = (integer: boolean, description: string) =>
+  Schema.Number.pipe(Schema.filter(
+    (n) => (integer && !Number.isSafeInteger(n) ? "must be an integer" : n > 0 || "must be greater than 0"),
+    { description, jsonSchema: { type: integer ? "integer" : "number", exclusiveMinimum: 0, description } }
+  ))
+
+const PositiveInt = (description: string) => positive(true, description)
 
 const PathParam = (description: string) => Schema.String.annotations({ description })
 
@@ -144,8 +154,8 @@ export const ReadFile = Tool.make("read_file", {
     "when there is more. Use grep to find lines in large files.",
   parameters: {
     path: PathParam("The file, relative to the workspace root."),
-    offset: Schema.optional(PositiveInt.annotations({ description: "The 1-based line to start at (default 1)." })),
-    limit: Schema.optional(PositiveInt.annotations({ description: "The most lines to return." }))
+    offset: Schema.optional(PositiveInt("The 1-based line to start at (default 1).")),
+    limit: Schema.optional(PositiveInt("The most lines to return."))
   },
   success: Schema.String,
   failure: WorkspaceError
@@ -178,7 +188,7 @@ export const FindFiles = Tool.make("find_files", {
   parameters: {
     pattern: Schema.String.annotations({ description: "The glob, relative to `path`." }),
     path: Schema.optional(PathParam("The directory to search from (default: the workspace root).")),
-    limit: Schema.optional(PositiveInt.annotations({ description: "The most paths to return." })),
+    limit: Schema.optional(PositiveInt("The most paths to return.")),
     includeIgnored: Schema.optional(
       Schema.Boolean.annotations({ description: "Also search `.git` and `node_modules` (default false)." })
     )
@@ -188,16 +198,17 @@ export const FindFiles = Tool.make("find_files", {
 }).annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, false)
 
 /**
- * `grep`: lines matching a JavaScript regular expression.
+ * `grep`: lines matching a regular expression (RE2 syntax).
  *
  * @since 0.0.0
  */
 export const Grep = Tool.make("grep", {
-  description: "Search file contents for a JavaScript regular expression. Returns `path:line: text` for each " +
-    "matching line. Binary files, `.git` and `node_modules` are skipped (the last two unless includeIgnored).",
+  description: "Search file contents for a regular expression (RE2 syntax, as in ripgrep: no backreferences or " +
+    "lookaround). Returns `path:line: text` for each matching line. Binary files, `.git` and `node_modules` are " +
+    "skipped (the last two unless includeIgnored).",
   parameters: {
     pattern: Schema.String.annotations({
-      description: "A JavaScript regular expression without slashes or flags, e.g. `function\\s+main`."
+      description: "A regular expression in RE2 syntax without slashes or flags, e.g. `function\\s+main`."
     }),
     path: Schema.optional(PathParam("A file or directory to search (default: the workspace root).")),
     glob: Schema.optional(
@@ -205,7 +216,7 @@ export const Grep = Tool.make("grep", {
     ),
     ignoreCase: Schema.optional(Schema.Boolean.annotations({ description: "Match case-insensitively." })),
     maxMatches: Schema.optional(
-      PositiveInt.annotations({ description: "Stop after this many matching lines (default 100)." })
+      PositiveInt("Stop after this many matching lines (default 100).")
     ),
     includeIgnored: Schema.optional(
       Schema.Boolean.annotations({ description: "Also search `.git` and `node_modules` (default false)." })
@@ -271,9 +282,7 @@ export const Shell = Tool.make("shell", {
     ),
     cwd: Schema.optional(PathParam("The working directory, relative to the workspace root (default: the root).")),
     timeoutSeconds: Schema.optional(
-      Schema.Number.pipe(Schema.positive()).annotations({
-        description: "Kill the command after this many seconds (default 120, at most 600)."
-      })
+      positive(false, "Kill the command after this many seconds (default 120, at most 600).")
     )
   },
   success: Schema.String,
@@ -283,6 +292,10 @@ export const Shell = Tool.make("shell", {
 // ---------------------------------------------------------------------------------------------------------------
 // Tools (definition + handler + policy). Each takes `limits` as given: build them with `makeLimits`.
 // ---------------------------------------------------------------------------------------------------------------
+
+/** The last guard on every result: at most `maxOutputChars` characters, marker included. */
+const guard = <E, R>(result: Effect.Effect<string, E, R>, limits: Limits): Effect.Effect<string, E, R> =>
+  Effect.map(result, (text) => capOutput(text, limits.maxOutputChars))
 
 /**
  * `read_file` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
@@ -294,7 +307,7 @@ export const readFile = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(ReadFile, {
-    handler: (params) => Files.readFile(workspace, limits, params),
+    handler: (params) => guard(Files.readFile(workspace, limits, params), limits),
     parallel: true,
     approval: "none",
     onCancel: "interrupt"
@@ -310,7 +323,7 @@ export const listDir = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(ListDir, {
-    handler: (params) => Files.listDir(workspace, limits, params),
+    handler: (params) => guard(Files.listDir(workspace, limits, params), limits),
     parallel: true,
     approval: "none",
     onCancel: "interrupt"
@@ -326,7 +339,7 @@ export const findFiles = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(FindFiles, {
-    handler: (params) => Files.findFiles(workspace, limits, params),
+    handler: (params) => guard(Files.findFiles(workspace, limits, params), limits),
     parallel: true,
     approval: "none",
     onCancel: "interrupt"
@@ -342,7 +355,7 @@ export const grep = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(Grep, {
-    handler: (params) => Files.grep(workspace, limits, params),
+    handler: (params) => guard(Files.grep(workspace, limits, params), limits),
     parallel: true,
     approval: "none",
     onCancel: "interrupt"
@@ -359,7 +372,7 @@ export const writeFile = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(WriteFile, {
-    handler: (params) => Files.writeFile(workspace, limits, params),
+    handler: (params) => guard(Files.writeFile(workspace, limits, params), limits),
     parallel: false,
     approval: "required",
     onCancel: "finish"
@@ -375,7 +388,7 @@ export const editFile = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<FileSystem | Path> =>
   AgentTool.make(EditFile, {
-    handler: (params) => Files.editFile(workspace, limits, params),
+    handler: (params) => guard(Files.editFile(workspace, limits, params), limits),
     parallel: false,
     approval: "required",
     onCancel: "finish"
@@ -392,7 +405,7 @@ export const shell = (
   limits: Limits = defaultLimits
 ): AgentTool.AgentTool<CommandExecutor | FileSystem | Path> =>
   AgentTool.make(Shell, {
-    handler: (params) => Commands.run(workspace, limits, params),
+    handler: (params) => guard(Commands.run(workspace, limits, params), limits),
     parallel: false,
     approval: "required",
     onCancel: "interrupt"
@@ -458,11 +471,3 @@ export const make = (
     ]
     return tools.map((tool) => provide(tool, context))
   })
-
-/**
- * {@link make} on Node: the file system, paths and child processes of `@effect/platform-node`.
- *
- * @since 0.0.0
- */
-export const makeNode = (options: Options): Effect.Effect<ReadonlyArray<AgentTool.AgentTool<never>>, WorkspaceError> =>
-  make(options).pipe(Effect.provide(NodeContext.layer))

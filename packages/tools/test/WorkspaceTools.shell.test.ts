@@ -49,6 +49,54 @@ const waitForFile = (file: string) =>
 
 const pidsOf = (text: string) => text.trim().split(/\s+/).map(Number)
 
+/** The live processes whose command line has `token` as an argument (found through `/proc`). */
+const withToken = (token: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const names = (yield* Effect.orDie(fs.readDirectory("/proc"))).filter((name) => /^\d+$/.test(name))
+    const found = yield* Effect.forEach(names, (name) =>
+      Effect.gen(function*() {
+        const cmdline = yield* Effect.either(fs.readFileString(`/proc/${name}/cmdline`))
+        if (cmdline._tag === "Left" || !cmdline.right.split("\u0000").includes(token)) return []
+        return (yield* isAlive(Number(name))) ? [Number(name)] : []
+      }))
+    return found.flat()
+  })
+
+/**
+ * The three ways a descendant leaves the command's process group without starting a new session (issue 14):
+ * GNU `timeout` in the background (it calls `setpgid`), `bash` job control (`set -m`), and `setpgid` itself.
+ * Each starts `sleep <token>` in a group of its own.
+ */
+const escapes: ReadonlyArray<readonly [string, (token: string) => string]> = [
+  ["GNU timeout in the background", (token) => `timeout 300 sleep ${token} &`],
+  ["bash set -m", (token) => `bash -c 'set -m; sleep ${token} & true';`],
+  ["setpgid", (token) => `perl -e 'setpgrp(0, 0); exec "sleep", "${token}"' &`]
+]
+
+/** Waits until the escapee runs (so the test proves it started), then returns its pids. */
+const started = (token: string) =>
+  withToken(token).pipe(
+    Effect.filterOrFail((pids) => pids.length > 0, () => `no process with ${token} yet`),
+    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("10 seconds"))),
+    Effect.orDie
+  )
+
+/** Kills whatever a failed test left behind. */
+const reapToken = (token: string) =>
+  Effect.addFinalizer(() =>
+    Effect.flatMap(withToken(token), (pids) =>
+      Effect.sync(() =>
+        pids.forEach((pid) => {
+          try {
+            process.kill(pid, "SIGKILL")
+          } catch {
+            // gone
+          }
+        })
+      ))
+  )
+
 /** A shell line that starts two background sleeps, records `sh`'s pid and theirs in `pids`, and waits. */
 const tree = "sleep 30 & a=$!; sleep 30 & b=$!; echo \"$$ $a $b\" > pids.tmp && mv pids.tmp pids; echo started; wait"
 
@@ -152,4 +200,50 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
       assert.strictEqual(result, "done\n[exit code: 0]")
       yield* assertAllDead(pidsOf(yield* waitForFile(h.abs("bg"))))
     }))
+
+  let serial = 0
+  for (const [name, escape] of escapes) {
+    const tokenFor = (mode: string) => `${3000 + (serial++)}.${process.pid}${mode.length}`
+
+    it.scoped(`${name}: the escapee dies when the command exits (issue 14)`, () =>
+      Effect.gen(function*() {
+        const h = yield* setup()
+        const token = tokenFor("exit")
+        yield* reapToken(token)
+        // The command waits until its escapee runs, then exits at once.
+        const command = `${escape(token)} while ! pgrep -f '^sleep ${token}$' >/dev/null; do sleep 0.02; done; echo up`
+        assert.strictEqual(yield* h.text("shell", { command }), "up\n[exit code: 0]")
+        yield* assertAllDead(yield* withToken(token))
+        assert.deepStrictEqual(yield* withToken(token), [])
+      }))
+
+    it.scoped(`${name}: the escapee dies on cancel (issue 14)`, () =>
+      Effect.gen(function*() {
+        const h = yield* setup()
+        const token = tokenFor("cancel")
+        yield* reapToken(token)
+        const fiber = yield* Effect.fork(h.run("shell", { command: `${escape(token)} sleep 60` }))
+        const pids = yield* started(token)
+        yield* Fiber.interrupt(fiber)
+        yield* assertAllDead(pids)
+      }))
+
+    it.scoped(`${name}: the escapee dies on timeout (issue 14)`, () =>
+      Effect.gen(function*() {
+        const h = yield* setup()
+        const token = tokenFor("timeout")
+        yield* reapToken(token)
+        const fiber = yield* Effect.fork(
+          h.failure("shell", {
+            // Waits until its escapee runs, then sleeps past a timeout that is generous for a busy machine.
+            command: `${escape(token)} while ! pgrep -f '^sleep ${token}$' >/dev/null; do sleep 0.02; done; sleep 60`,
+            timeoutSeconds: 6
+          })
+        )
+        const pids = yield* started(token)
+        const error = yield* Fiber.join(fiber)
+        assert.strictEqual(error.reason, "Timeout")
+        yield* assertAllDead(pids)
+      }))
+  }
 })

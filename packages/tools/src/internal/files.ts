@@ -7,12 +7,13 @@ import type { Tool } from "@effect/ai"
 import { FileSystem } from "@effect/platform/FileSystem"
 import type { File } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
-import { Effect, Either, Random } from "effect"
+import { Effect, Either } from "effect"
+import { RE2JS } from "re2js"
 import { glob } from "tinyglobby"
 import type { Resolved, Workspace } from "../Workspace.js"
 import { WorkspaceError } from "../WorkspaceError.js"
 import type { EditFile, FindFiles, Grep, Limits, ListDir, ReadFile, WriteFile } from "../WorkspaceTools.js"
-import { errnoCode, fromPlatformError } from "./platformError.js"
+import { fromPlatformError } from "./platformError.js"
 import {
   capOutput,
   cutLine,
@@ -25,7 +26,12 @@ import {
   plural,
   splitLines
 } from "./render.js"
-import { isWithin } from "./resolve.js"
+
+/** Whether `candidate` is `root` or lies below it. Both must be absolute and normalized. */
+const isWithin = (path: Path, root: string, candidate: string): boolean => {
+  const relative = path.relative(root, candidate)
+  return relative === "" || !(relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative))
+}
 
 /** Skipped by `find_files` and `grep` unless `includeIgnored`. */
 const ignoredByDefault = ["**/.git/**", "**/node_modules/**"]
@@ -61,52 +67,20 @@ const describeType = (type: File.Type): string => {
   }
 }
 
-/** Stats `target` and requires a regular file no larger than `maxBytes`. */
-const requireFile = (fs: FileSystem, target: Resolved, action: string, maxBytes: number) =>
+/** Reads a regular file within the size limit through the workspace (race-free), refusing binary content. */
+const readText = (workspace: Workspace, input: string, action: string, maxBytes: number) =>
   Effect.gen(function*() {
-    const info = yield* stat(fs, target, action)
-    if (info.type === "Directory") {
-      return yield* new WorkspaceError({
-        reason: "NotAFile",
-        path: target.input,
-        message: `Cannot ${action} \`${target.relative}\`: it is a directory. Use list_dir or find_files.`
-      })
-    }
-    if (info.type !== "File") {
-      return yield* new WorkspaceError({
-        reason: "NotAFile",
-        path: target.input,
-        message: `Cannot ${action} \`${target.relative}\`: it is ${describeType(info.type)}, not a regular file.`
-      })
-    }
-    const size = Number(info.size)
-    if (size > maxBytes) {
-      return yield* new WorkspaceError({
-        reason: "TooLarge",
-        path: target.input,
-        message: `Cannot ${action} \`${target.relative}\`: it is ${formatBytes(size)}, over the limit of ` +
-          `${formatBytes(maxBytes)}. Use grep to find the lines you need, or shell (e.g. \`sed -n '1,100p'\`).`
-      })
-    }
-    return info
-  })
-
-/** Reads a regular file within the size limit, refusing binary content. */
-const readText = (fs: FileSystem, target: Resolved, action: string, maxBytes: number) =>
-  Effect.gen(function*() {
-    const info = yield* requireFile(fs, target, action, maxBytes)
-    const bytes = yield* fs.readFile(target.absolute).pipe(
-      Effect.mapError((error) => fromPlatformError(error, target.input, action))
-    )
-    if (isBinary(bytes)) {
+    const read = yield* workspace.read(input, { maxBytes, action })
+    if (isBinary(read.bytes)) {
       return yield* new WorkspaceError({
         reason: "Binary",
-        path: target.input,
-        message: `Cannot ${action} \`${target.relative}\`: it is a binary file (${formatBytes(bytes.length)}); ` +
-          "this tool handles text only. Use shell (e.g. `file` or `xxd | head`) to inspect it."
+        path: input,
+        message: `Cannot ${action} \`${read.resolved.relative}\`: it is a binary file (${
+          formatBytes(read.bytes.length)
+        }); this tool handles text only. Use shell (e.g. \`file\` or \`xxd | head\`) to inspect it.`
       })
     }
-    return { bytes, info }
+    return read
   })
 
 const requireDirectory = (fs: FileSystem, target: Resolved, action: string) =>
@@ -132,9 +106,7 @@ export const readFile = Effect.fn("WorkspaceTools.readFile")(function*(
   limits: Limits,
   params: Tool.Parameters<typeof ReadFile>
 ) {
-  const fs = yield* FileSystem
-  const target = yield* workspace.resolve(params.path)
-  const { bytes } = yield* readText(fs, target, "read", limits.maxFileBytes)
+  const { bytes, resolved: target } = yield* readText(workspace, params.path, "read", limits.maxFileBytes)
   const lines = splitLines(decodeUtf8(bytes))
   const total = lines.length
   if (total === 0) return `[\`${target.relative}\` is empty]`
@@ -305,15 +277,21 @@ export const findFiles = Effect.fn("WorkspaceTools.findFiles")(function*(
 // grep
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * Compiles a `grep` pattern with RE2 (`re2js`): matching takes time linear in the input, so no pattern can
+ * freeze the process (ADR 0012). RE2 has no backreferences and no lookaround.
+ */
 const compileRegex = (pattern: string, ignoreCase: boolean) =>
   Effect.try({
-    try: () => new RegExp(pattern, ignoreCase ? "i" : ""),
+    try: () => RE2JS.compile(pattern, ignoreCase ? RE2JS.CASE_INSENSITIVE : 0),
     catch: (error) =>
       new WorkspaceError({
         reason: "InvalidPattern",
-        message: `\`${pattern}\` is not a valid JavaScript regular expression (${
-          error instanceof Error ? error.message : String(error)
-        }). Escape special characters such as ( [ { . * + ? with \\ to match them literally.`
+        message:
+          `\`${pattern}\` is not a valid regular expression in RE2 syntax (${
+            error instanceof Error ? error.message : String(error)
+          }). grep uses RE2 syntax, like ripgrep: no backreferences (\\1) and no lookaround ((?=, (?<=). Escape ` +
+          "special characters such as ( [ { . * + ? with \\ to match them literally."
       })
   })
 
@@ -344,34 +322,32 @@ export const grep = Effect.fn("WorkspaceTools.grep")(function*(
   let binary = 0
   let large = 0
   let outside = 0
+  let linked = 0
   let unreadable = 0
   scan: for (const file of searched) {
-    const resolved = yield* Effect.either(workspace.resolve(file))
-    if (Either.isLeft(resolved)) {
-      if (resolved.left.reason === "PathEscape" || resolved.left.reason === "SymlinkLoop") outside++
-      else unreadable++
+    const read = yield* Effect.either(workspace.read(file, { maxBytes: limits.maxGrepFileBytes, action: "search" }))
+    if (Either.isLeft(read)) {
+      switch (read.left.reason) {
+        case "PathEscape":
+        case "SymlinkLoop":
+          outside++
+          break
+        case "TooLarge":
+          large++
+          break
+        case "HardLink":
+          linked++
+          break
+        default:
+          unreadable++
+      }
       continue
     }
-    const target = resolved.right
-    const fileInfo = yield* Effect.either(fs.stat(target.absolute))
-    if (Either.isLeft(fileInfo) || fileInfo.right.type !== "File") {
-      unreadable++
-      continue
-    }
-    if (Number(fileInfo.right.size) > limits.maxGrepFileBytes) {
-      large++
-      continue
-    }
-    const bytes = yield* Effect.either(fs.readFile(target.absolute))
-    if (Either.isLeft(bytes)) {
-      unreadable++
-      continue
-    }
-    if (isBinary(bytes.right)) {
+    if (isBinary(read.right.bytes)) {
       binary++
       continue
     }
-    const lines = splitLines(decodeUtf8(bytes.right))
+    const lines = splitLines(decodeUtf8(read.right.bytes))
     const shown = workspace.display(file)
     for (let index = 0; index < lines.length; index++) {
       const line = lines[index] ?? ""
@@ -410,6 +386,7 @@ export const grep = Effect.fn("WorkspaceTools.grep")(function*(
   if (binary > 0) notes.push(`[skipped ${plural(binary, "binary file")}]`)
   if (large > 0) notes.push(`[skipped ${plural(large, "file")} over ${formatBytes(limits.maxGrepFileBytes)}]`)
   if (outside > 0) notes.push(`[skipped ${plural(outside, "symbolic link")} leading outside the workspace]`)
+  if (linked > 0) notes.push(`[skipped ${plural(linked, "hard-linked file")}: they may be linked from outside]`)
   if (unreadable > 0) notes.push(`[skipped ${plural(unreadable, "unreadable file")}]`)
   const head = matches.length > 0
     ? matches
@@ -421,38 +398,6 @@ export const grep = Effect.fn("WorkspaceTools.grep")(function*(
 // write_file, edit_file
 // ---------------------------------------------------------------------------------------------------------------
 
-/**
- * Writes `data` to `target` atomically: into a temporary file beside it, then renamed over it. An existing
- * file's permission bits are kept. Uninterruptible once started, so the file is either old or new, never half.
- */
-const writeAtomically = (target: Resolved, data: Uint8Array, mode: number | undefined) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem
-    const path = yield* Path
-    const directory = path.dirname(target.absolute)
-    yield* fs.makeDirectory(directory, { recursive: true }).pipe(
-      Effect.mapError((error) => {
-        const code = errnoCode(error)
-        return code === "EEXIST" || code === "ENOTDIR"
-          ? new WorkspaceError({
-            reason: "NotADirectory",
-            path: target.input,
-            message: `Cannot write \`${target.relative}\`: a parent of it is a file, not a directory.`
-          })
-          : fromPlatformError(error, target.input, "create the parent directories of")
-      })
-    )
-    const suffix = (yield* Random.nextIntBetween(0, 2 ** 31 - 1)).toString(36)
-    const temporary = path.join(directory, `.${path.basename(target.absolute)}.${suffix}.tmp`)
-    yield* fs.writeFile(temporary, data).pipe(
-      Effect.zipRight(mode === undefined ? Effect.void : fs.chmod(temporary, mode)),
-      Effect.zipRight(fs.rename(temporary, target.absolute)),
-      Effect.tapError(() => Effect.ignore(fs.remove(temporary))),
-      Effect.mapError((error) => fromPlatformError(error, target.input, "write")),
-      Effect.uninterruptible
-    )
-  })
-
 const encoder = new TextEncoder()
 
 export const writeFile = Effect.fn("WorkspaceTools.writeFile")(function*(
@@ -460,21 +405,11 @@ export const writeFile = Effect.fn("WorkspaceTools.writeFile")(function*(
   _limits: Limits,
   params: Tool.Parameters<typeof WriteFile>
 ) {
-  const fs = yield* FileSystem
-  const target = yield* workspace.resolve(params.path)
-  const existing = yield* Effect.either(fs.stat(target.absolute))
-  if (Either.isRight(existing) && existing.right.type !== "File") {
-    return yield* new WorkspaceError({
-      reason: "NotAFile",
-      path: params.path,
-      message: `Cannot write \`${target.relative}\`: it is ${describeType(existing.right.type)}.`
-    })
-  }
   const data = encoder.encode(params.content)
-  yield* writeAtomically(target, data, Either.isRight(existing) ? existing.right.mode & 0o7777 : undefined)
+  const { replaced, resolved } = yield* workspace.write(params.path, data)
   const lines = splitLines(params.content).length
-  return `Wrote ${plural(lines, "line")} (${formatBytes(data.length)}) to \`${target.relative}\`` +
-    (Either.isRight(existing) ? " (replaced its previous content)." : " (new file).")
+  return `Wrote ${plural(lines, "line")} (${formatBytes(data.length)}) to \`${resolved.relative}\`` +
+    (replaced ? " (replaced its previous content)." : " (new file).")
 })
 
 /** The start offsets of the non-overlapping occurrences of `needle` in `text`. */
@@ -494,7 +429,6 @@ export const editFile = Effect.fn("WorkspaceTools.editFile")(function*(
   limits: Limits,
   params: Tool.Parameters<typeof EditFile>
 ) {
-  const fs = yield* FileSystem
   if (params.oldString === "") {
     return yield* new WorkspaceError({
       reason: "InvalidArgument",
@@ -509,8 +443,7 @@ export const editFile = Effect.fn("WorkspaceTools.editFile")(function*(
       message: "oldString and newString are identical: there is nothing to change."
     })
   }
-  const target = yield* workspace.resolve(params.path)
-  const { bytes, info } = yield* readText(fs, target, "edit", limits.maxFileBytes)
+  const { bytes, resolved: target } = yield* readText(workspace, params.path, "edit", limits.maxFileBytes)
   const text = yield* Effect.try({
     try: () => strictDecoder.decode(bytes),
     catch: () =>
@@ -546,7 +479,7 @@ export const editFile = Effect.fn("WorkspaceTools.editFile")(function*(
   const updated = params.replaceAll === true
     ? text.split(params.oldString).join(params.newString)
     : text.slice(0, first) + params.newString + text.slice(first + params.oldString.length)
-  yield* writeAtomically(target, encoder.encode(updated), info.mode & 0o7777)
+  yield* workspace.write(params.path, encoder.encode(updated))
   return `Edited \`${target.relative}\`: replaced ${plural(found.length, "occurrence")} (line${
     lines.length === 1 ? "" : "s"
   } ${listNumbers(lines, 20)}).`

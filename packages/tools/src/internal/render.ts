@@ -30,13 +30,32 @@ export const cutLine = (line: string, max: number): string =>
   line.length <= max ? line : `${line.slice(0, max)} … [line truncated: ${line.length - max} more characters]`
 
 /**
- * The last guard on any result: text longer than `max` characters is cut, with a marker. Tools cut earlier
- * with better hints; this catches whatever they let through.
+ * The last guard on any result: text longer than `max` characters is cut, with a marker, so that the result
+ * with its marker is at most `max` characters (or the marker alone, if `max` is smaller than it). Tools cut
+ * earlier with better hints; this catches whatever they let through.
  */
-export const capOutput = (text: string, max: number): string =>
-  text.length <= max
-    ? text
-    : `${text.slice(0, max)}\n… [truncated: ${text.length - max} more characters of output; ask for less]`
+export const capOutput = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const marker = (cut: number) => `\n… [truncated: ${cut} more characters of output; ask for less]`
+  // The marker's length depends on the count it shows; two rounds settle it (the count only shrinks in digits).
+  let keep = Math.max(0, max - marker(text.length).length)
+  keep = Math.max(0, max - marker(text.length - keep).length)
+  return `${text.slice(0, keep)}${marker(text.length - keep)}`
+}
+
+/**
+ * Keeps the end of `text` within `max` characters (marker included), for outputs whose end matters most (a
+ * command's last lines). The marker says how much of the beginning was cut.
+ */
+export const keepEnd = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const marker = (cut: number) =>
+    `… [truncated: the first ${cut} characters of output omitted; redirect the output to a file and use ` +
+    "read_file or grep to see all of it]\n"
+  let keep = Math.max(0, max - marker(text.length).length)
+  keep = Math.max(0, max - marker(text.length - keep).length)
+  return `${marker(text.length - keep)}${text.slice(text.length - keep)}`
+}
 
 /** How many of `rows` (joined by newlines) fit in `budget` characters; at least one when there is one. */
 export const fittingRows = (rows: ReadonlyArray<string>, budget: number): number => {

@@ -3,10 +3,14 @@
  * output, and makes sure its whole process tree dies with the call.
  *
  * Process tree: `@effect/platform-node`'s executor spawns every child with `detached: true`, so on POSIX the child
- * leads a new process group (its pgid is its pid) that its descendants inherit. Killing the tree is signalling
- * that group: SIGTERM, a grace period (until the leader exited and the output pipes closed), then SIGKILL. This
- * happens on timeout and on interruption (cancel), and also after a normal exit, to reap background jobs the
- * command left behind. A descendant that starts its own session (`setsid`, daemons) leaves the group and escapes.
+ * calls `setsid`: it leads a new session and a new process group, both numbered with its pid. A descendant may
+ * leave the group (GNU `timeout … &`, `bash` with `set -m`, `setpgid`) but not the session without `setsid`, and
+ * stays in it when it is re-parented after its parent exits. So on Linux the tree is every process of the
+ * session, read from `/proc`, plus the descendants (by parent pid) of those — which also catches a `setsid`
+ * child while its parent lives. Killing the tree: SIGTERM to the group and to each of those, a grace period
+ * (until the leader exited, the output pipes closed and no member is left), then SIGKILL to whatever remains.
+ * This happens on timeout, on interruption (cancel), and after a normal exit, to reap background jobs the
+ * command left behind. Elsewhere only the process group is signalled (see ADR 0012).
  */
 import type { Tool } from "@effect/ai"
 import * as Command from "@effect/platform/Command"
@@ -18,7 +22,7 @@ import type { Workspace } from "../Workspace.js"
 import { WorkspaceError } from "../WorkspaceError.js"
 import type { Limits, Shell } from "../WorkspaceTools.js"
 import { errnoCode, fromPlatformError } from "./platformError.js"
-import { decodeUtf8, formatBytes } from "./render.js"
+import { decodeUtf8, formatBytes, keepEnd } from "./render.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Output: the last `max` bytes of stdout and stderr, interleaved as they arrive
@@ -75,32 +79,119 @@ const renderTail = (tail: Tail, max: number): string => {
 // The process tree
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Sends `signal` to the child's whole process group; a group that is already gone is not an error. */
-const signalGroup = (child: Process, signal: NodeJS.Signals): Effect.Effect<void> =>
-  process.platform === "win32"
-    // No process groups: the executor's `kill` runs `taskkill /T /F` on the tree.
-    ? Effect.ignore(child.kill(signal))
-    : Effect.sync(() => {
-      try {
-        process.kill(-child.pid, signal)
-      } catch {
-        // ESRCH: no process is left in the group.
-      }
-    })
+const signal = (pid: number, name: NodeJS.Signals): void => {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // ESRCH: it is gone already.
+  }
+}
+
+/** One line of `/proc/<pid>/stat`: the fields after the command name (which may hold spaces and parentheses). */
+interface ProcStat {
+  readonly pid: number
+  readonly state: string
+  readonly ppid: number
+  readonly session: number
+}
+
+const parseStat = (pid: number, text: string): ProcStat | undefined => {
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+  const ppid = Number(fields[1])
+  const session = Number(fields[3])
+  return fields[0] === undefined || Number.isNaN(ppid) || Number.isNaN(session)
+    ? undefined
+    : { pid, state: fields[0], ppid, session }
+}
+
+/** Every process on the machine, from `/proc` (a process that exits during the scan is skipped). */
+const processes = (fs: FileSystem): Effect.Effect<ReadonlyArray<ProcStat>> =>
+  Effect.gen(function*() {
+    const names = yield* Effect.orElseSucceed(fs.readDirectory("/proc"), () => [])
+    const stats = yield* Effect.forEach(
+      names.filter((name) => /^\d+$/.test(name)),
+      (name) =>
+        fs.readFileString(`/proc/${name}/stat`).pipe(
+          Effect.map((text) => parseStat(Number(name), text)),
+          Effect.orElseSucceed(() => undefined)
+        ),
+      { concurrency: 32 }
+    )
+    return stats.filter((stat): stat is ProcStat => stat !== undefined)
+  })
 
 /**
- * Kills the child's process tree: SIGTERM to the group, then — once the leader has exited and the output pipes
- * are closed (nobody in the tree holds them), or after `grace` — SIGKILL to the group for whatever is left.
+ * The live (not zombie) processes of the tree started as the session `sid`: the session's members and,
+ * transitively, their children. Once the leader is gone (`leaderGone`), a live process numbered `sid` means the
+ * number was reused — which the kernel allows only when nothing of the session is left — so the tree is empty.
  */
-const killTree = (child: Process, drained: Deferred.Deferred<void>, grace: Duration.Duration): Effect.Effect<void> =>
+const treeOf = (fs: FileSystem, sid: number, leaderGone: boolean): Effect.Effect<ReadonlyArray<number>> =>
+  Effect.map(processes(fs), (all) => {
+    const live = all.filter((stat) => stat.state !== "Z" && stat.state !== "X" && stat.pid !== process.pid)
+    if (leaderGone && live.some((stat) => stat.pid === sid)) return []
+    const members = new Set(live.filter((stat) => stat.session === sid).map((stat) => stat.pid))
+    let grew = members.size > 0
+    while (grew) {
+      grew = false
+      for (const stat of live) {
+        if (!members.has(stat.pid) && members.has(stat.ppid)) {
+          members.add(stat.pid)
+          grew = true
+        }
+      }
+    }
+    return [...members]
+  })
+
+/** How the tree is found: the `/proc` scan on Linux, the process group elsewhere. */
+interface Tree {
+  readonly child: Process
+  readonly fs: FileSystem
+  readonly procfs: boolean
+  /** Set once the leader has exited (and been reaped). */
+  readonly leaderGone: Ref.Ref<boolean>
+}
+
+/** Sends `name` to the whole tree; what is already gone is not an error. Returns the pids signalled by pid. */
+const signalTree = (tree: Tree, name: NodeJS.Signals): Effect.Effect<ReadonlyArray<number>> =>
   Effect.gen(function*() {
-    yield* signalGroup(child, "SIGTERM")
+    if (process.platform === "win32") {
+      // No process groups: the executor's `kill` runs `taskkill /T /F` on the tree.
+      yield* Effect.ignore(tree.child.kill(name))
+      return []
+    }
+    yield* Effect.sync(() => signal(-tree.child.pid, name))
+    if (!tree.procfs) return []
+    const pids = yield* treeOf(tree.fs, tree.child.pid, yield* Ref.get(tree.leaderGone))
+    yield* Effect.sync(() => pids.forEach((pid) => signal(pid, name)))
+    return pids
+  })
+
+/** Polls until nothing of the tree is left alive. */
+const treeGone = (tree: Tree): Effect.Effect<void> =>
+  tree.procfs
+    ? Effect.gen(function*() {
+      while ((yield* treeOf(tree.fs, tree.child.pid, yield* Ref.get(tree.leaderGone))).length > 0) {
+        yield* Effect.sleep(Duration.millis(25))
+      }
+    })
+    : Effect.void
+
+/**
+ * Kills the child's process tree: SIGTERM to all of it, then — once the leader has exited, the output pipes are
+ * closed (nobody in the tree holds them) and no member is left, or after `grace` — SIGKILL to whatever is left.
+ */
+const killTree = (tree: Tree, drained: Deferred.Deferred<void>, grace: Duration.Duration): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* signalTree(tree, "SIGTERM")
     // Interruptible even inside a finalizer: otherwise the timeout could not cut the wait short.
-    yield* Effect.all([Effect.ignore(child.exitCode), Deferred.await(drained)], { discard: true }).pipe(
+    yield* Effect.all([Effect.ignore(tree.child.exitCode), Deferred.await(drained), treeGone(tree)], {
+      discard: true
+    }).pipe(
       Effect.interruptible,
       Effect.timeoutOption(grace)
     )
-    yield* signalGroup(child, "SIGKILL")
+    yield* signalTree(tree, "SIGKILL")
   })
 
 interface Finished {
@@ -122,7 +213,13 @@ const runTree = (
   grace: Duration.Duration
 ) =>
   Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const procfs = process.platform === "linux" &&
+      (yield* Effect.orElseSucceed(fs.exists("/proc/self/stat"), () => false))
+    // Nothing asynchronous between the start and the subscription to the output: a quick command's output
+    // could be over before the reader is attached.
     const child = yield* Command.start(command)
+    const tree: Tree = { child, fs, procfs, leaderGone: yield* Ref.make(false) }
     const drained = yield* Deferred.make<void>()
     yield* Stream.merge(child.stdout, child.stderr).pipe(
       Stream.runForEach((chunk) => Ref.update(output, (tail) => appendTail(tail, chunk, maxBytes))),
@@ -130,10 +227,11 @@ const runTree = (
       Effect.ensuring(Deferred.succeed(drained, undefined)),
       Effect.forkScoped
     )
-    yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : killTree(child, drained, grace))
+    yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : killTree(tree, drained, grace))
     const exit = yield* Effect.either(child.exitCode)
-    // Background jobs the command left behind would hold the pipes open: they die with the call.
-    yield* killTree(child, drained, grace)
+    yield* Ref.set(tree.leaderGone, true)
+    // Background jobs the command left behind (in the process group or not) die with the call.
+    yield* killTree(tree, drained, grace)
     const done = yield* Deferred.await(drained).pipe(Effect.timeoutOption(grace))
     return { exit, drained: Option.isSome(done) } satisfies Finished
   }))
@@ -206,15 +304,18 @@ export const run = Effect.fn("WorkspaceTools.shell")(function*(
   )
   const text = renderTail(yield* Ref.get(output), limits.maxShellOutputBytes)
   if (Option.isNone(finished)) {
+    const head = `The command timed out after ${formatSeconds(timeout)} and was killed, with every process it ` +
+      `started. Raise timeoutSeconds (at most ${formatSeconds(maxTimeout)}) if it needs longer. ` +
+      "Output before the timeout:\n"
     return yield* new WorkspaceError({
       reason: "Timeout",
-      message: `The command timed out after ${formatSeconds(timeout)} and was killed, with every process it ` +
-        `started. Raise timeoutSeconds (at most ${formatSeconds(maxTimeout)}) if it needs longer. ` +
-        `Output before the timeout:\n${text}`
+      message: head + keepEnd(text, Math.max(0, limits.maxOutputChars - head.length))
     })
   }
   const incomplete = finished.value.drained
     ? ""
-    : "\n[output may be incomplete: a process that left the command's process group still holds it open]"
-  return `${text}${incomplete}\n${describeExit(finished.value.exit)}`
+    : "\n[output may be incomplete: a process that left the command's session still holds it open]"
+  const tail = `${incomplete}\n${describeExit(finished.value.exit)}`
+  // The byte limit bounds what is kept; the character limit bounds what the model is shown, marker included.
+  return `${keepEnd(text, Math.max(0, limits.maxOutputChars - tail.length))}${tail}`
 })
