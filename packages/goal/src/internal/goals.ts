@@ -640,6 +640,10 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
         if (outcome._tag === "pause") yield* ignoreGoalError(rt.service.pause(ref))
         else if (outcome._tag === "disarm") yield* rt.service.disarm
         else if (outcome._tag === "block") yield* ignoreGoalError(rt.service.block(ref, outcome.reason))
+      } else if (attempt.reason.kind !== "completed" && attempt.reason.kind !== "error") {
+        // A cancelled round of a superseded revision: the pause has nothing to apply to, but the human's cancel still
+        // stops the driver.
+        yield* rt.service.disarm
       }
       return yield* requestDrive(rt)
     }
