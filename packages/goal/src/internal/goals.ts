@@ -49,7 +49,12 @@ interface State {
   readonly durable: GoalState
   /** What `get` shows: `durable` with the pending changes applied. */
   readonly current: GoalState
-  readonly pending: ReadonlyArray<GoalChange>
+  /**
+   * Accepted changes not yet seen in the log, in order. Only the head is ever handed to the agent (`injected`):
+   * the next one is injected once the head is logged, because a staged change can stay staged (beside steering,
+   * after an error turn) while a later idle injection would be appended at once, out of order.
+   */
+  readonly pending: ReadonlyArray<{ readonly change: GoalChange; readonly injected: boolean }>
   readonly activation: Goals.Activation
   readonly attempt: Attempt | undefined
   readonly competingQueued: boolean
@@ -75,6 +80,7 @@ interface Runtime {
 
 type Action =
   | { readonly _tag: "drive" }
+  | { readonly _tag: "inject" }
   | { readonly _tag: "pause"; readonly ref: GoalRef }
   | { readonly _tag: "block"; readonly ref: GoalRef; readonly reason: BlockedReason }
   | { readonly _tag: "disarm" }
@@ -254,8 +260,13 @@ const observe = (
       if (decoded === undefined) return [{ ...seen, durable: folded.right }, [], undefined]
       if (decoded._tag === "change") {
         const head = s.pending[0]
-        if (head !== undefined && sameJson(encodeChange(head), encodeChange(decoded.change))) {
-          return [{ ...seen, durable: folded.right, pending: s.pending.slice(1) }, [], undefined]
+        if (head !== undefined && head.injected && sameJson(encodeChange(head.change), encodeChange(decoded.change))) {
+          const pending = s.pending.slice(1)
+          return [
+            { ...seen, durable: folded.right, pending },
+            pending.length > 0 ? [{ _tag: "inject" }] : [{ _tag: "drive" }],
+            undefined
+          ]
         }
         if (s.pending.length > 0) {
           return [
@@ -366,18 +377,22 @@ const mutate = (rt: Runtime, build: Build): Effect.Effect<GoalState, Goals.Failu
       if (Either.isLeft(applied)) {
         return yield* new GoalError({ code: "GOAL_INVALID_TRANSITION", message: applied.left.message })
       }
-      yield* Ref.update(rt.state, (st) => ({ ...st, pending: [...st.pending, change] }))
-      yield* rt.agent.inject(changeMessage(change)).pipe(
-        Effect.tapError(() =>
-          Ref.update(rt.state, (st) => ({ ...st, pending: st.pending.filter((p) => p !== change) }))
-        ),
-        Effect.mapError((error) =>
-          new GoalError({
-            code: "GOAL_INJECT_FAILED",
-            message: `the goal change could not be injected: ${error.message}`
-          })
+      // Injected now when nothing is pending; otherwise after the changes before it are logged (see `pending`).
+      const immediate = s.pending.length === 0
+      yield* Ref.update(rt.state, (st) => ({ ...st, pending: [...st.pending, { change, injected: immediate }] }))
+      if (immediate) {
+        yield* rt.agent.inject(changeMessage(change)).pipe(
+          Effect.tapError(() =>
+            Ref.update(rt.state, (st) => ({ ...st, pending: st.pending.filter((p) => p.change !== change) }))
+          ),
+          Effect.mapError((error) =>
+            new GoalError({
+              code: "GOAL_INJECT_FAILED",
+              message: `the goal change could not be injected: ${error.message}`
+            })
+          )
         )
-      )
+      }
       yield* Ref.update(rt.state, (st) => ({
         ...st,
         current: applied.right,
@@ -649,6 +664,8 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
     }
     const goal = s.current.goal
     if (goal === undefined || goal.phase !== "active" || s.activation !== "armed") return
+    // A round is reserved only over a logged state: changes still pending would land after its prompt.
+    if (s.pending.length > 0) return
     const tokens = tokensUsed(yield* rt.agent.log, goal.id)
     const reason = exhausted(goal, s.current.roundsStarted, tokens, yield* Clock.currentTimeMillis)
     if (reason !== undefined) {
@@ -690,10 +707,34 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
     }
   })
 
+/**
+ * Hands the next deferred change to the agent. If the agent refuses it (it was disposed, or the log failed), the
+ * changes that were never logged are dropped and the cache falls back to the fold of the log.
+ */
+const injectNext = (rt: Runtime): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const head = yield* Ref.modify(rt.state, (s) => {
+      const first = s.pending[0]
+      if (first === undefined || first.injected) return [undefined, s]
+      return [first.change, { ...s, pending: [{ change: first.change, injected: true }, ...s.pending.slice(1)] }]
+    })
+    if (head === undefined) return
+    const injected = yield* Effect.either(rt.agent.inject(changeMessage(head)))
+    if (Either.isLeft(injected)) {
+      yield* Effect.logError(
+        "a deferred goal change could not be injected; unlogged changes are dropped",
+        injected.left
+      )
+      yield* Ref.update(rt.state, (s) => ({ ...s, pending: [], current: s.durable, activation: "disarmed" as const }))
+    }
+  })
+
 const runAction = (rt: Runtime, action: Action): Effect.Effect<void> => {
   switch (action._tag) {
     case "drive":
       return drivePass(rt)
+    case "inject":
+      return injectNext(rt)
     case "pause":
       return ignoreGoalError(rt.service.pause(action.ref))
     case "block":
@@ -725,7 +766,8 @@ const reservationValid = (s: State, message: Message.AgentMessage): boolean => {
   const source = message.source
   if (attempt === undefined || source.kind !== "goal") return false
   const text = message.content.length === 1 ? message.content[0]!.text : undefined
-  return attempt.phase === "queued" && !attempt.stale && attempt.messageId === message.id && attempt.text === text &&
+  return s.pending.length === 0 && attempt.phase === "queued" && !attempt.stale && attempt.messageId === message.id &&
+    attempt.text === text &&
     source.goalId === attempt.goalId && source.revision === attempt.revision && source.round === attempt.round &&
     source.change === undefined && armedActive(s, attempt.goalId, attempt.revision) &&
     attempt.round === s.current.roundsStarted + 1
