@@ -13,7 +13,7 @@
 import type { LanguageModel } from "@effect/ai"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Agent, AgentError, AgentTool, Hooks } from "@harness/agent"
-import type { Duration, Effect, Scope, Stream } from "effect"
+import type { Duration, Effect, Queue, Scope, Stream } from "effect"
 import { Context } from "effect"
 import type { GoalError } from "./GoalError.js"
 import type { GoalReplayError } from "./GoalReplay.js"
@@ -116,7 +116,9 @@ export interface Service {
   readonly disarm: Effect.Effect<void>
   /** Tokens used by the current goal's rounds, from the usage in the log. */
   readonly tokensUsed: Effect.Effect<number>
-  /** Live notices of every applied change. */
+  /** Live notices of every applied change. Contract: subscribed when it returns ("subscribe, then mutate"). */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Changed>, never, Scope.Scope>
+  /** Live notices of every applied change, as a stream (subscribes when run). */
   readonly changes: Stream.Stream<Changed>
   /** Waits until the driver has nothing left to do and the agent is idle (for tests and the CLI). */
   readonly settled: Effect.Effect<void>

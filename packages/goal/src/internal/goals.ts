@@ -588,6 +588,7 @@ const makeService = (
       const goal = (yield* Ref.get(rt.state)).current.goal
       return goal === undefined ? 0 : tokensUsed(yield* rt.agent.log, goal.id)
     }),
+    subscribe: PubSub.subscribe(rt.changes),
     changes: Stream.fromPubSub(rt.changes),
     settled: Effect.gen(function*() {
       while (true) {
@@ -874,6 +875,12 @@ const openTurnMessages = (log: ReadonlyArray<SessionEvent.SessionEvent>) => {
   return undefined
 }
 
+/** The model reads a failure's message: it starts with the code. */
+const coded = <A, R>(
+  effect: Effect.Effect<A, { readonly code: string; readonly message: string }, R>
+): Effect.Effect<A, { readonly code: string; readonly message: string }, R> =>
+  Effect.mapError(effect, (f) => ({ code: f.code, message: `${f.code}: ${f.message}` }))
+
 const toFailure = (error: Goals.Failure) =>
   error._tag === "GoalError"
     ? { code: error.code, message: error.message }
@@ -927,11 +934,11 @@ const makeTools = (
     }),
     {
       handler: (_, context) =>
-        Effect.gen(function*() {
+        coded(Effect.gen(function*() {
           const { rt } = yield* authority(context.agent)
           const view = yield* Effect.mapError(rt.service.get, toFailure)
           return describe(view, yield* rt.service.tokensUsed)
-        })
+        }))
     }
   )
 
@@ -947,7 +954,7 @@ const makeTools = (
     }),
     {
       handler: (params, context) =>
-        Effect.gen(function*() {
+        coded(Effect.gen(function*() {
           const a = yield* authority(context.agent)
           yield* needHuman(a, "create")
           const goal = yield* Effect.mapError(
@@ -955,7 +962,7 @@ const makeTools = (
             toFailure
           )
           return `created goal ${goal.id}: ${JSON.stringify(goal.objective)}`
-        })
+        }))
     }
   )
 
@@ -973,7 +980,7 @@ const makeTools = (
     }),
     {
       handler: (params, context) =>
-        Effect.gen(function*() {
+        coded(Effect.gen(function*() {
           const a = yield* authority(context.agent)
           const s = yield* Ref.get(a.rt.state)
           const goal = s.current.goal
@@ -1049,7 +1056,7 @@ const makeTools = (
               return AgentTool.outcome(`verified: goal ${goal.id} complete`, { concludeTurn: conclude })
             }
           }
-        })
+        }))
     }
   )
   return [getGoal, createGoal, updateGoal]
