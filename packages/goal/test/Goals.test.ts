@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, TestClock } from "effect"
+import * as GoalCommand from "../src/GoalCommand.js"
 import { renderChange } from "../src/GoalState.js"
 import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
 
@@ -153,4 +154,39 @@ describe("Goals service", () => {
       S.toolCallResponse(S.toolCall("get_goal", {}, { id: "c4" })),
       S.textResponse("giving up this round")
     ]))))
+})
+
+describe("/goal command", () => {
+  it.scoped("R128: show, create (refusing to replace an unfinished goal), edit, pause, resume, clear — no model turn", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      assert.strictEqual(yield* GoalCommand.run(goals, "/goal"), "No goal.")
+      assert.match(
+        yield* GoalCommand.run(goals, "/goal create   write the tests "),
+        /^Created goal \w+: write the tests$/
+      )
+      yield* goals.disarm
+      const refused = yield* Effect.flip(GoalCommand.run(goals, "/goal create another"))
+      assert.strictEqual(refused._tag === "GoalError" ? refused.code : refused._tag, "GOAL_ALREADY_EXISTS")
+      assert.match(yield* GoalCommand.run(goals, "edit write better tests"), /write better tests$/)
+      assert.match(yield* GoalCommand.run(goals, "/goal pause"), /is paused\.$/)
+      assert.include(yield* GoalCommand.run(goals, "/goal show"), "Phase: paused")
+      yield* GoalCommand.run(goals, "/goal resume")
+      assert.include(yield* GoalCommand.run(goals, "/goal"), "Phase: active (armed)")
+      yield* goals.disarm
+      yield* goals.settled
+      assert.strictEqual(yield* GoalCommand.run(goals, "/goal clear"), "Goal cleared.")
+      const unknown = yield* Effect.flip(GoalCommand.run(goals, "/goal frobnicate"))
+      assert.include(unknown.message, "Usage: /goal")
+      yield* goals.settled
+      const shape = goalShape(yield* agent.log).filter((s) => s.startsWith("change:"))
+      assert.deepStrictEqual(shape, [
+        "change:create@1",
+        "change:edit@2",
+        "change:pause@3",
+        "change:resume@4",
+        "change:clear@5"
+      ])
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([S.textResponse("one round"), S.textResponse("another")]))))
 })
