@@ -64,7 +64,12 @@ interface State {
   readonly busy: number
 }
 
-interface Runtime {
+interface Runtime extends Core {
+  readonly service: Goals.Service
+}
+
+/** Everything but the service (which is built over it). */
+interface Core {
   readonly agent: AgentNs.Service
   readonly state: Ref.Ref<State>
   /** Serialises mutations, and the guard's checks against them. */
@@ -75,7 +80,6 @@ interface Runtime {
   readonly actions: Queue.Queue<Action>
   readonly driveRequested: Ref.Ref<boolean>
   readonly changes: PubSub.PubSub<Goals.Changed>
-  readonly service: Goals.Service
 }
 
 type Action =
@@ -115,15 +119,15 @@ const changeMessage = (change: GoalChange): Message.UserMessageData => {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Queues an action for the driver; `busy` counts it until it has run (so `settled` never misses one). */
-const enqueue = (rt: Runtime, action: Action): Effect.Effect<void> =>
+const enqueue = (rt: Core, action: Action): Effect.Effect<void> =>
   Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy + 1 })), Queue.offer(rt.actions, action))
 
-const offer = (rt: Runtime, actions: ReadonlyArray<Action>) =>
+const offer = (rt: Core, actions: ReadonlyArray<Action>) =>
   Effect.forEach(actions, (action) => action._tag === "drive" ? requestDrive(rt) : enqueue(rt, action), {
     discard: true
   })
 
-const requestDrive = (rt: Runtime): Effect.Effect<void> =>
+const requestDrive = (rt: Core): Effect.Effect<void> =>
   Effect.flatMap(
     Ref.getAndSet(rt.driveRequested, true),
     (already) => already ? Effect.void : enqueue(rt, { _tag: "drive" })
@@ -145,7 +149,7 @@ const dropAdmitting = (s: State): readonly [State, ReadonlyArray<Action>, Deferr
 }
 
 /** Handles one live event; returns the actions it decides. Runs holding the `events` permit. */
-const handle = (rt: Runtime, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
+const handle = (rt: Core, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.gen(function*() {
     const [actions, open] = yield* Ref.modify(rt.state, (s) => {
       const [next, actions, open] = transition(s, event)
@@ -310,7 +314,7 @@ const observe = (
 const withdrawRound = (attempt: Attempt): Attempt => ({ ...attempt, stale: true })
 
 /** Catches the observer up: handles every event published so far, in order. */
-const sync = (rt: Runtime): Effect.Effect<void> =>
+const sync = (rt: Core): Effect.Effect<void> =>
   rt.events.withPermits(1)(
     Effect.flatMap(Queue.takeAll(rt.subscription), (events) => Effect.forEach(events, (e) => handle(rt, e)))
   ).pipe(Effect.asVoid)
@@ -346,7 +350,7 @@ const checkRef = (current: GoalState, ref: GoalRef): Either.Either<Goal, GoalErr
 }
 
 /** Runs `body` under the mutation lock once no round is between admission and its prompt (the gate). */
-const underLock = <A, E>(rt: Runtime, body: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+const underLock = <A, E>(rt: Core, body: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.gen(function*() {
     while (true) {
       const outcome = yield* rt.lock.withPermits(1)(
@@ -365,7 +369,7 @@ const underLock = <A, E>(rt: Runtime, body: Effect.Effect<A, E>): Effect.Effect<
     }
   })
 
-const mutate = (rt: Runtime, build: Build): Effect.Effect<GoalState, Goals.Failure> =>
+const mutate = (rt: Core, build: Build): Effect.Effect<GoalState, Goals.Failure> =>
   underLock(
     rt,
     Effect.gen(function*() {
@@ -464,10 +468,9 @@ const validInput = (
   })
 
 const makeService = (
-  rt: Omit<Runtime, "service">,
+  rt: Core,
   options: { readonly defaultMaxGoalRounds: number }
 ): Goals.Service => {
-  const self = rt as Runtime // `service` is set right after; the mutations below only read the other fields
   const get: Effect.Effect<Goals.View, Goals.Failure> = Effect.flatMap(Ref.get(rt.state), (s) =>
     s.corrupt !== undefined
       ? Effect.fail(s.corrupt)
@@ -486,7 +489,7 @@ const makeService = (
         if (budget !== undefined && !(budget > 0 && Number.isFinite(budget))) {
           return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: "timeBudget must be a positive duration" })
         }
-        const state = yield* mutate(self, (current, now) => {
+        const state = yield* mutate(rt, (current, now) => {
           const goal = current.goal
           if (goal !== undefined && goal.phase !== "complete") {
             return Either.left(
@@ -524,18 +527,18 @@ const makeService = (
     edit: (ref, input) =>
       Effect.flatMap(validInput(input), (valid) =>
         Effect.map(
-          mutate(self, snapshot("edit", ref, (goal) => Either.right({ ...goal, ...valid }), "keep")),
+          mutate(rt, snapshot("edit", ref, (goal) => Either.right({ ...goal, ...valid }), "keep")),
           toGoal
         )),
     pause: (ref) =>
       Effect.map(
-        mutate(self, snapshot("pause", ref, (goal) => Either.right({ ...goal, phase: "paused" }), "disarmed")),
+        mutate(rt, snapshot("pause", ref, (goal) => Either.right({ ...goal, phase: "paused" }), "disarmed")),
         toGoal
       ),
     resume: (ref) =>
       Effect.map(
         mutate(
-          self,
+          rt,
           snapshot(
             "resume",
             ref,
@@ -548,7 +551,7 @@ const makeService = (
     complete: (ref) =>
       Effect.map(
         mutate(
-          self,
+          rt,
           snapshot(
             "complete",
             ref,
@@ -561,7 +564,7 @@ const makeService = (
     block: (ref, reason) =>
       Effect.map(
         mutate(
-          self,
+          rt,
           snapshot(
             "block",
             ref,
@@ -572,7 +575,7 @@ const makeService = (
         toGoal
       ),
     clear: (ref) =>
-      Effect.asVoid(mutate(self, (current, now) =>
+      Effect.asVoid(mutate(rt, (current, now) =>
         Either.map(checkRef(current, ref), (goal) => ({
           activation: "disarmed" as const,
           change: {
@@ -593,7 +596,7 @@ const makeService = (
     settled: Effect.gen(function*() {
       while (true) {
         yield* rt.agent.whenIdle
-        yield* sync(self)
+        yield* sync(rt)
         const s = yield* Ref.get(rt.state)
         if (s.busy === 0 && (yield* rt.agent.status) === "idle") return
         yield* Effect.yieldNow()
@@ -712,7 +715,7 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
  * Hands the next deferred change to the agent. If the agent refuses it (it was disposed, or the log failed), the
  * changes that were never logged are dropped and the cache falls back to the fold of the log.
  */
-const injectNext = (rt: Runtime): Effect.Effect<void> =>
+const injectNext = (rt: Core): Effect.Effect<void> =>
   Effect.gen(function*() {
     const head = yield* Ref.modify(rt.state, (s) => {
       const first = s.pending[0]
@@ -1100,7 +1103,7 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, never
           observedSeq: log.length === 0 ? -1 : log[log.length - 1]!.seq,
           busy: 0
         })
-        const partial = {
+        const core: Core = {
           agent,
           state,
           lock: yield* Effect.makeSemaphore(1),
@@ -1110,8 +1113,7 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, never
           driveRequested: yield* Ref.make(false),
           changes: yield* PubSub.unbounded<Goals.Changed>()
         }
-        const rt: Runtime = Object.assign(partial, { service: undefined as never as Goals.Service })
-        Object.assign(rt, { service: makeService(partial, settings) })
+        const rt: Runtime = { ...core, service: makeService(core, settings) }
         yield* Ref.set(slot, rt)
         yield* Effect.addFinalizer(() => Ref.set(slot, undefined))
         // The observer: the bell says "there are events"; they are taken from `subscription` under the permit.
