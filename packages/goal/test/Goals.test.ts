@@ -1,0 +1,192 @@
+/**
+ * The goal service (R119–R121, R127): compare-and-set and its errors, monotonic timestamps, the live notices, a
+ * corrupt log failing every read, and the tools' authority rules.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Message } from "@harness/domain"
+import { ScriptedModel as S } from "@harness/testkit"
+import { Chunk, Effect, TestClock } from "effect"
+import * as GoalCommand from "../src/GoalCommand.js"
+import { renderChange } from "../src/GoalState.js"
+import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+
+describe("Goals service", () => {
+  it.scoped("R120: every mutation is a compare-and-set on {id, revision} that bumps the revision by one", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      const goal = yield* goals.create({ objective: "  trimmed objective  ", maxGoalRounds: 5 })
+      yield* goals.disarm
+      assert.strictEqual(goal.objective, "trimmed objective")
+      assert.strictEqual(goal.revision, 1)
+      const paused = yield* goals.pause({ id: goal.id, revision: 1 })
+      assert.strictEqual(paused.revision, 2)
+      const stale = yield* Effect.flip(goals.resume({ id: goal.id, revision: 1 }))
+      assert.strictEqual(stale._tag === "GoalError" ? stale.code : stale._tag, "GOAL_STALE_REVISION")
+      const other = yield* Effect.flip(goals.resume({ id: "nope", revision: 2 }))
+      assert.strictEqual(other._tag === "GoalError" ? other.code : other._tag, "GOAL_NOT_FOUND")
+      const again = yield* Effect.flip(goals.pause({ id: goal.id, revision: 2 }))
+      assert.strictEqual(again._tag === "GoalError" ? again.code : again._tag, "GOAL_INVALID_TRANSITION")
+      const badCap = yield* Effect.flip(goals.edit({ id: goal.id, revision: 2 }, { maxGoalRounds: 0 }))
+      assert.strictEqual(badCap._tag === "GoalError" ? badCap.code : badCap._tag, "GOAL_INVALID_INPUT")
+      const second = yield* Effect.flip(goals.create({ objective: "a second goal" }))
+      assert.strictEqual(second._tag === "GoalError" ? second.code : second._tag, "GOAL_ALREADY_EXISTS")
+      yield* goals.clear({ id: goal.id, revision: 2 })
+      const blank = yield* Effect.flip(goals.create({ objective: "   " }))
+      assert.strictEqual(blank._tag === "GoalError" ? blank.code : blank._tag, "GOAL_INVALID_INPUT")
+      const view = yield* goals.get
+      assert.strictEqual(view.goal, undefined)
+      assert.deepStrictEqual(view.lastRef, { id: goal.id, revision: 3 })
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1", "change:pause@2", "change:clear@3"])
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("R120: timestamps come from Clock and stay monotonic when the clock goes backwards", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* TestClock.setTime(10_000)
+      const goal = yield* goals.create({ objective: "o" })
+      yield* goals.disarm
+      yield* TestClock.setTime(5_000)
+      yield* goals.pause({ id: goal.id, revision: 1 })
+      const view = yield* goals.get
+      assert.strictEqual(view.createdAt, 10_000)
+      assert.strictEqual(view.updatedAt, 10_000)
+      yield* TestClock.setTime(20_000)
+      yield* goals.resume({ id: goal.id, revision: 2 })
+      yield* goals.disarm
+      assert.strictEqual((yield* goals.get).updatedAt, 20_000)
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("R120: `changes` publishes every applied change; `get` shows it at once", () =>
+    Effect.gen(function*() {
+      const { goals } = yield* goalAgent()
+      const seen = yield* goals.subscribe
+      const goal = yield* goals.create({ objective: "o" })
+      yield* goals.disarm
+      yield* goals.edit({ id: goal.id, revision: 1 }, { objective: "o2" })
+      yield* goals.clear({ id: goal.id, revision: 2 })
+      const changes = Chunk.toReadonlyArray(yield* seen.takeAll)
+      assert.deepStrictEqual(changes.map((c) => [c.operation, c.ref.revision, c.goal?.objective]), [
+        ["create", 1, "o"],
+        ["edit", 2, "o2"],
+        ["clear", 3, undefined]
+      ])
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("R116, R121: goal-looking content from another source makes every later read fail with the seq and rule", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      const goal = yield* goals.create({ objective: "o" })
+      yield* goals.disarm
+      yield* agent.inject({
+        content: [{
+          type: "text",
+          text: renderChange({
+            kind: "goal/change",
+            version: 1,
+            operation: "clear",
+            cleared: { id: goal.id, revision: 2 },
+            clearedAt: 0
+          })
+        }],
+        source: { kind: "plugin", plugin: "impostor" }
+      })
+      yield* goals.settled
+      const error = yield* Effect.flip(goals.get)
+      assert.strictEqual(error._tag, "GoalReplayError")
+      if (error._tag === "GoalReplayError") {
+        assert.strictEqual(error.rule, "mismatched-source-attribution")
+        assert.strictEqual(error.seq, 1)
+      }
+      const refused = yield* Effect.flip(goals.pause({ id: goal.id, revision: 1 }))
+      assert.strictEqual(refused._tag, "GoalReplayError")
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("R127: a human turn may create a goal by tool; the goal then runs its rounds", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* agent.followup(Message.make("please keep working on the docs until they are done"))
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "user:please keep working on the docs until they are done",
+        "tool/result:create_goal",
+        "change:create@1",
+        "turn/end:completed",
+        "round:1",
+        "tool/result:update_goal",
+        "change:complete@2",
+        "turn/end:completed"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.objective, "finish the docs")
+    }).pipe(Effect.provide(env([
+      call("create_goal", { objective: "finish the docs" }),
+      S.textResponse("created"),
+      call("update_goal", { action: "complete" })
+    ]))))
+
+  it.scoped("R127: a goal round may not create, edit, pause or resume, nor block before the threshold", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent({ blockedAfterConsecutiveRounds: 2 })
+      yield* goals.create({ objective: "o", maxGoalRounds: 1 })
+      yield* goals.settled
+      const results = (yield* agent.log).flatMap((e) =>
+        e.type === "tool/result"
+          ? [`${e.data.name}:${e.data.isError ? /GOAL_[A-Z_]+/.exec(e.data.content[0]?.text ?? "")?.[0] : "ok"}`]
+          : []
+      )
+      assert.deepStrictEqual(results, [
+        "create_goal:GOAL_TOOL_AUTHORITY",
+        "update_goal:GOAL_TOOL_AUTHORITY",
+        "update_goal:GOAL_TOOL_BLOCK_THRESHOLD",
+        "get_goal:ok"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.blockedReason?.code, "round-limit")
+    }).pipe(Effect.provide(env([
+      S.toolCallResponse(
+        S.toolCall("create_goal", { objective: "mine" }, { id: "c1" })
+      ),
+      S.toolCallResponse(S.toolCall("update_goal", { action: "pause" }, { id: "c2" })),
+      S.toolCallResponse(S.toolCall("update_goal", { action: "block", reason: "hard" }, { id: "c3" })),
+      S.toolCallResponse(S.toolCall("get_goal", {}, { id: "c4" })),
+      S.textResponse("giving up this round")
+    ]))))
+})
+
+describe("/goal command", () => {
+  it.scoped("R128: show, create (refusing to replace an unfinished goal), edit, pause, resume, clear — no model turn", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      assert.strictEqual(yield* GoalCommand.run(goals, "/goal"), "No goal.")
+      assert.match(
+        yield* GoalCommand.run(goals, "/goal create   write the tests "),
+        /^Created goal \w+: write the tests$/
+      )
+      yield* goals.disarm
+      const refused = yield* Effect.flip(GoalCommand.run(goals, "/goal create another"))
+      assert.strictEqual(refused._tag === "GoalError" ? refused.code : refused._tag, "GOAL_ALREADY_EXISTS")
+      assert.match(yield* GoalCommand.run(goals, "edit write better tests"), /write better tests$/)
+      assert.match(yield* GoalCommand.run(goals, "/goal pause"), /is paused\.$/)
+      assert.include(yield* GoalCommand.run(goals, "/goal show"), "Phase: paused")
+      yield* GoalCommand.run(goals, "/goal resume")
+      assert.include(yield* GoalCommand.run(goals, "/goal"), "Phase: active (armed)")
+      yield* goals.disarm
+      yield* goals.settled
+      assert.strictEqual(yield* GoalCommand.run(goals, "/goal clear"), "Goal cleared.")
+      const unknown = yield* Effect.flip(GoalCommand.run(goals, "/goal frobnicate"))
+      assert.include(unknown.message, "Usage: /goal")
+      yield* goals.settled
+      const shape = goalShape(yield* agent.log).filter((s) => s.startsWith("change:"))
+      assert.deepStrictEqual(shape, [
+        "change:create@1",
+        "change:edit@2",
+        "change:pause@3",
+        "change:resume@4",
+        "change:clear@5"
+      ])
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([S.textResponse("one round"), S.textResponse("another")]))))
+})

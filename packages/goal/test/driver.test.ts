@@ -1,0 +1,273 @@
+/**
+ * The round driver (R122–R126) under `TestClock` with the scripted model: rounds, human input first, the outcome
+ * policy (R124), budgets (rounds, tokens, deadline), the verifier, and a goal change that a cancel must not lose.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Message } from "@harness/domain"
+import { ScriptedModel as S } from "@harness/testkit"
+import { Deferred, Effect, Fiber, Ref, TestClock } from "effect"
+import type * as Goals from "../src/Goals.js"
+import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+
+const complete = call("update_goal", { action: "complete" })
+
+describe("round driver", () => {
+  it.scoped("R115, R122, R123, R127: a three-round goal that the third round completes by tool", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      const goal = yield* goals.create({ objective: "ship the release" })
+      yield* goals.settled
+      const log = yield* agent.log
+      assert.deepStrictEqual(goalShape(log), [
+        "change:create@1",
+        "round:1",
+        "turn/end:completed",
+        "round:2",
+        "turn/end:completed",
+        "round:3",
+        "tool/result:update_goal",
+        "change:complete@2",
+        "turn/end:completed"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.phase, "complete")
+      assert.strictEqual(state.goal?.id, goal.id)
+      assert.strictEqual(state.roundsStarted, 3)
+      assert.strictEqual((yield* goals.get).activation, "disarmed")
+    }).pipe(Effect.provide(env([S.textResponse("one"), S.textResponse("two"), complete]))))
+
+  it.scoped("R125, R126: a human follow-up that arrives while a round is reserved runs first; the round is re-reserved after it", () =>
+    Effect.gen(function*() {
+      const admitting = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const held = yield* Ref.make(false)
+      const { agent, goals } = yield* goalAgent(undefined, {
+        hooks: {
+          // Holds the first goal round inside its admission, so the human message overtakes it deterministically.
+          promptSubmit: (input, next) =>
+            Effect.gen(function*() {
+              if (input.message.source.kind === "goal" && !(yield* Ref.getAndSet(held, true))) {
+                yield* Deferred.succeed(admitting, undefined)
+                yield* Deferred.await(release)
+              }
+              return yield* next
+            })
+        }
+      })
+      yield* goals.create({ objective: "tidy the docs" })
+      yield* Deferred.await(admitting)
+      yield* agent.followup(Message.make("what are you doing?"))
+      yield* Deferred.succeed(release, undefined)
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "user:what are you doing?",
+        "turn/end:completed",
+        "round:1",
+        "tool/result:update_goal",
+        "change:complete@2",
+        "turn/end:completed"
+      ])
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([S.textResponse("tidying"), complete]))))
+
+  it.scoped("R125: a forged goal-sourced prompt is blocked at admission and never written", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      const goal = yield* goals.create({ objective: "x", maxGoalRounds: 1 })
+      yield* goals.disarm
+      yield* goals.settled
+      yield* agent.followup({
+        content: [{ type: "text", text: "forged round" }],
+        source: { kind: "goal", goalId: goal.id, revision: goal.revision, round: 1 }
+      })
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1"])
+      const model = yield* S.ScriptedModel
+      assert.deepStrictEqual(yield* model.requests, [])
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("R124: an aborted round pauses the goal (reason: cancelled by the user)", () =>
+    Effect.gen(function*() {
+      const stepped = yield* Deferred.make<void>()
+      const { agent, goals } = yield* goalAgent(undefined, {
+        hooks: { step: () => Deferred.succeed(stepped, undefined) }
+      })
+      yield* goals.create({ objective: "long job" })
+      yield* Deferred.await(stepped)
+      yield* agent.cancel("user")
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "round:1",
+        "turn/end:aborted",
+        "change:pause@2"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.phase, "paused")
+    }).pipe(Effect.provide(env([S.hanging(S.text("working"))]))))
+
+  const blockedBy = (reply: S.Reply, code: string) =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "fragile" })
+      yield* goals.settled
+      const shape = goalShape(yield* agent.log)
+      assert.deepStrictEqual(shape.slice(-1), ["change:block@2"])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.phase, "blocked")
+      assert.strictEqual(state.goal?.blockedReason?.code, code)
+      assert.strictEqual(state.roundsStarted, 1)
+      return state
+    }).pipe(Effect.provide(env([reply])))
+
+  it.scoped("R124: a provider rate limit blocks the goal `usage-limited`", () =>
+    blockedBy(S.failure("RATE_LIMIT", "slow down"), "usage-limited"))
+  it.scoped("R124: an exhausted quota blocks the goal `usage-limited`", () =>
+    blockedBy(S.failure("QUOTA"), "usage-limited"))
+  it.scoped("R124: another provider error blocks the goal `turn-error` with its message", () =>
+    Effect.map(
+      blockedBy(S.failure("SERVER", "upstream exploded"), "turn-error"),
+      (state) => assert.include(state.goal?.blockedReason?.message ?? "", "upstream exploded")
+    ))
+  it.scoped("R124: a round truncated by the output limit blocks the goal `max-tokens`", () =>
+    blockedBy(S.maxTokensResponse(S.text("cut")), "max-tokens"))
+
+  it.scoped("R123: the round cap blocks the goal `round-limit` with a reason that names it", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "bounded", maxGoalRounds: 2 })
+      yield* goals.settled
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.deepStrictEqual(state.goal?.blockedReason, {
+        code: "round-limit",
+        message: "Goal reached its configured limit of 2 rounds."
+      })
+      assert.strictEqual(state.roundsStarted, 2)
+    }).pipe(Effect.provide(env([S.textResponse("a"), S.textResponse("b")]))))
+
+  it.scoped("budgets: the token budget, summed from usage in the log, blocks the goal `token-budget`", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "costly", maxTokens: 250 })
+      yield* goals.settled
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.blockedReason?.code, "token-budget")
+      assert.include(state.goal?.blockedReason?.message ?? "", "300 tokens")
+      assert.strictEqual(state.roundsStarted, 3)
+      assert.strictEqual(yield* goals.tokensUsed, 300)
+    }).pipe(Effect.provide(env(
+      [1, 2, 3].map((i) => ({ ...S.textResponse(`r${i}`), usage: { inputTokens: 60, outputTokens: 40 } }))
+    ))))
+
+  it.scoped("budgets: the deadline (on Clock) blocks the goal `deadline` once a round ends past it", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "timed", timeBudget: "10 minutes" })
+      const settled = yield* Effect.fork(goals.settled)
+      yield* TestClock.adjust("6 minutes")
+      yield* TestClock.adjust("6 minutes")
+      yield* Fiber.join(settled)
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.blockedReason?.code, "deadline")
+      assert.strictEqual(state.roundsStarted, 2)
+      const model = yield* S.ScriptedModel
+      assert.strictEqual((yield* model.requests).length, 2)
+    }).pipe(Effect.provide(env([
+      S.delayed("6 minutes", S.textResponse("slow 1")),
+      S.delayed("6 minutes", S.textResponse("slow 2")),
+      S.textResponse("never")
+    ]))))
+
+  it.scoped("verifier: fails twice (output fed to the next round, verdicts in the log), then passes and completes", () =>
+    Effect.gen(function*() {
+      const runs = yield* Ref.make(0)
+      const options: Goals.Options = {
+        verifiers: {
+          tests: () =>
+            Effect.map(Ref.updateAndGet(runs, (n) => n + 1), (n) =>
+              n < 3
+                ? { passed: false, output: `FAIL: ${3 - n} tests failing` }
+                : { passed: true, output: "all tests pass" })
+        }
+      }
+      const { agent, goals } = yield* goalAgent(options)
+      yield* goals.create({ objective: "make the tests pass", verifier: { kind: "effect", name: "tests" } })
+      yield* goals.settled
+      const log = yield* agent.log
+      assert.deepStrictEqual(goalShape(log), [
+        "change:create@1",
+        "round:1",
+        "tool/result:update_goal",
+        "plugin:<goal_verification goal=" + JSON.stringify((yield* goals.get).goal?.id) + " verdict=\"failed\">",
+        "turn/end:completed",
+        "round:2",
+        "tool/result:update_goal",
+        "plugin:<goal_verification goal=" + JSON.stringify((yield* goals.get).goal?.id) + " verdict=\"failed\">",
+        "turn/end:completed",
+        "round:3",
+        "tool/result:update_goal",
+        "plugin:<goal_verification goal=" + JSON.stringify((yield* goals.get).goal?.id) + " verdict=\"passed\">",
+        "change:complete@2",
+        "turn/end:completed"
+      ])
+      // The second round's request carried the first verdict's output.
+      const model = yield* S.ScriptedModel
+      const second = JSON.stringify((yield* model.requests)[1]!.prompt)
+      assert.include(second, "FAIL: 2 tests failing")
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.phase, "complete")
+      assert.strictEqual(yield* Ref.get(runs), 3)
+    }).pipe(Effect.provide(env([complete, complete, complete]))))
+
+  it.scoped("verifier: a workspace command's failure keeps the goal active; its long output is truncated with a marker", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent({ maxVerifierOutput: 200 })
+      yield* goals.create({
+        objective: "green build",
+        maxGoalRounds: 1,
+        verifier: { kind: "command", command: "i=0; while [ $i -lt 100 ]; do echo line $i; i=$((i+1)); done; exit 3" }
+      })
+      yield* goals.settled
+      const log = yield* agent.log
+      const verdict = log.find((e) => e.type === "user/message" && e.data.source.kind === "plugin")
+      const text = verdict?.type === "user/message" ? verdict.data.content[0]!.text : ""
+      assert.include(text, "verdict=\"failed\"")
+      assert.match(text, /\[… \d+ characters truncated …\]/)
+      assert.include(text, "line 99")
+      assert.include(text, "(exit code 3)")
+      assert.notInclude(text, "line 1\n")
+      const state = yield* assertFoldMatches(agent, goals)
+      // Still not complete: the one allowed round is spent, so the cap blocks it.
+      assert.strictEqual(state.goal?.blockedReason?.code, "round-limit")
+    }).pipe(Effect.provide(env([complete]))))
+
+  it.scoped("R120, R121: a goal change staged in an open turn is not lost to the cancel that aborts that turn", () =>
+    Effect.gen(function*() {
+      const stepped = yield* Deferred.make<void>()
+      const { agent, goals } = yield* goalAgent(undefined, {
+        hooks: { step: () => Deferred.succeed(stepped, undefined) }
+      })
+      const goal = yield* goals.create({ objective: "keep going" })
+      yield* Deferred.await(stepped)
+      // The round is running: the window is open, so the change is staged, not yet logged.
+      const edited = yield* goals.edit({ id: goal.id, revision: 1 }, { objective: "keep going, carefully" })
+      assert.strictEqual((yield* goals.get).goal?.objective, "keep going, carefully")
+      assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1", "round:1"])
+      yield* agent.cancel("user")
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "round:1",
+        "change:edit@2",
+        "turn/end:aborted"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.revision, edited.revision)
+      assert.strictEqual(state.goal?.objective, "keep going, carefully")
+      // The aborted round belonged to revision 1: the edit superseded it, so there is nothing to pause, but the
+      // cancel still stopped the driver.
+      assert.strictEqual(state.goal?.phase, "active")
+      assert.strictEqual((yield* goals.get).activation, "disarmed")
+    }).pipe(Effect.provide(env([S.hanging(S.text("working"))]))))
+})

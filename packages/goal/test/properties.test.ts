@@ -1,0 +1,175 @@
+/**
+ * Property (R113–R126): random interleavings of goal mutations (create, edit, pause, resume, complete, block,
+ * clear, disarm), human sends (follow-up, steer, inject), cancels with and without `keepInbox`, clock advances and
+ * rounds that complete, call the goal tools, fail or run out of tokens never produce a log that `foldGoal` rejects,
+ * and once everything settles the service shows exactly the fold of the log. Human work that overtakes a reserved
+ * round withdraws it (the guard blocks it; see `withdrawRound`), so withdraws are part of every interleaving with a
+ * human send.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Message } from "@harness/domain"
+import { ScriptedModel as S } from "@harness/testkit"
+import { Effect, Either, FastCheck as fc, Fiber, TestClock } from "effect"
+import { foldGoal } from "../src/GoalReplay.js"
+import { call, env, goalAgent } from "./support.js"
+
+type Op =
+  | { readonly _tag: "create"; readonly rounds: number }
+  | { readonly _tag: "pause" | "resume" | "edit" | "complete" | "block" | "clear" | "disarm" }
+  | { readonly _tag: "human"; readonly preset: "followup" | "steer" | "inject" }
+  | { readonly _tag: "cancel"; readonly keepInbox: boolean }
+  | { readonly _tag: "advance"; readonly ms: number }
+  | { readonly _tag: "yield" }
+  | { readonly _tag: "onRoundDequeue"; readonly action: "pause" | "edit" | "clear" }
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { arbitrary: fc.record({ _tag: fc.constant("create" as const), rounds: fc.integer({ min: 1, max: 4 }) }), weight: 3 },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constantFrom(
+        "pause" as const,
+        "resume" as const,
+        "edit" as const,
+        "complete" as const,
+        "block" as const,
+        "clear" as const,
+        "disarm" as const
+      )
+    }),
+    weight: 4
+  },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constant("human" as const),
+      preset: fc.constantFrom("followup" as const, "steer" as const, "inject" as const)
+    }),
+    weight: 3
+  },
+  { arbitrary: fc.record({ _tag: fc.constant("cancel" as const), keepInbox: fc.boolean() }), weight: 2 },
+  { arbitrary: fc.record({ _tag: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3000 }) }), weight: 3 },
+  { arbitrary: fc.record({ _tag: fc.constant("yield" as const) }), weight: 2 },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constant("onRoundDequeue" as const),
+      action: fc.constantFrom("pause" as const, "edit" as const, "clear" as const)
+    }),
+    weight: 2
+  }
+)
+
+const reply: fc.Arbitrary<S.Reply> = fc.constantFrom(
+  S.textResponse("working"),
+  S.delayed("1 second", S.textResponse("slowly")),
+  call("update_goal", { action: "complete" }),
+  call("update_goal", { action: "block", reason: "stuck" }),
+  call("get_goal"),
+  S.failure("RATE_LIMIT"),
+  S.maxTokensResponse(S.text("cut"))
+)
+
+const run = (ops: ReadonlyArray<Op>) =>
+  Effect.gen(function*() {
+    const { agent, goals } = yield* goalAgent({ blockedAfterConsecutiveRounds: 1 })
+    const ref = Effect.map(
+      Effect.either(goals.get),
+      (view) => Either.isRight(view) && view.right.goal !== undefined ? view.right.goal : undefined
+    )
+    for (const o of ops) {
+      const goal = yield* ref
+      const at = goal === undefined ? undefined : { id: goal.id, revision: goal.revision }
+      switch (o._tag) {
+        case "create":
+          yield* Effect.either(goals.create({ objective: "the objective", maxGoalRounds: o.rounds }))
+          break
+        case "disarm":
+          yield* goals.disarm
+          break
+        case "clear":
+          if (at) yield* Effect.either(goals.clear(at))
+          break
+        case "block":
+          if (at) yield* Effect.either(goals.block(at, { code: "human-said", message: "wait" }))
+          break
+        case "edit":
+          if (at) yield* Effect.either(goals.edit(at, { objective: `${goal!.objective}!` }))
+          break
+        case "pause":
+        case "resume":
+        case "complete":
+          if (at) yield* Effect.either(goals[o._tag](at))
+          break
+        case "human":
+          yield* agent[o.preset](Message.make(`human ${o.preset}`))
+          break
+        case "cancel":
+          yield* agent.cancel("user", { keepInbox: o.keepInbox })
+          break
+        case "advance":
+          yield* TestClock.adjust(o.ms)
+          break
+        case "yield":
+          yield* Effect.yieldNow()
+          break
+        case "onRoundDequeue": {
+          // Mutates the goal the moment the driver claims the next goal round (inside its admission window).
+          const action = o.action
+          const queue = yield* agent.subscribe
+          yield* Effect.forkScoped(Effect.gen(function*() {
+            while (true) {
+              const event = yield* queue.take
+              if (event.type === "agent/inbox/dequeue" && event.message.source.kind === "goal") break
+            }
+            const now = yield* ref
+            if (now === undefined) return
+            const at = { id: now.id, revision: now.revision }
+            yield* Effect.either(
+              action === "pause"
+                ? goals.pause(at)
+                : action === "edit"
+                ? goals.edit(at, { objective: `${now.objective}?` })
+                : goals.clear(at)
+            )
+          }))
+          break
+        }
+      }
+    }
+    // Wind down: no more rounds, stop what runs, let every delayed reply and queued turn finish.
+    yield* goals.disarm
+    yield* agent.cancel("user")
+    const settled = yield* Effect.fork(goals.settled)
+    for (let i = 0; i < 200 && (yield* Fiber.poll(settled))._tag === "None"; i++) {
+      yield* TestClock.adjust("1 second")
+    }
+    assert.isTrue((yield* Fiber.poll(settled))._tag === "Some", "the goal driver and the agent settle")
+    const log = yield* agent.log
+    const folded = foldGoal(log)
+    if (Either.isLeft(folded)) {
+      return assert.fail(
+        `foldGoal rejected the log: ${folded.left.message} (seq ${folded.left.seq}, ${folded.left.rule})`
+      )
+    }
+    const { activation: _, ...view } = yield* goals.get
+    assert.deepStrictEqual(view, folded.right)
+  })
+
+describe("properties", () => {
+  it.scoped.prop(
+    "R113–R126: random goal mutations, human sends, cancels and rounds never produce a log foldGoal rejects",
+    {
+      maxOps: fc.constantFrom(2048, 64, 32, 16),
+      ops: fc.array(op, { minLength: 1, maxLength: 25 }),
+      replies: fc.array(reply, { minLength: 0, maxLength: 20 })
+    },
+    ({ maxOps, ops, replies }) => run(ops).pipe(Effect.withMaxOpsBeforeYield(maxOps), Effect.provide(env(replies))),
+    { timeout: 120_000, fastCheck: { numRuns: 150 } }
+  )
+
+  // Found by the property with the gate disabled (ADR 0014): an edit made the moment the driver claimed a round,
+  // under preemption, landed after the round's prompt but counted 0 rounds. The gate makes it wait for the prompt.
+  it.scoped("R121, R125: a mutation made while a round is between admission and its prompt counts that round", () =>
+    run([{ _tag: "create", rounds: 1 }, { _tag: "onRoundDequeue", action: "edit" }, { _tag: "advance", ms: 0 }]).pipe(
+      Effect.withMaxOpsBeforeYield(32),
+      Effect.provide(env([]))
+    ))
+})
