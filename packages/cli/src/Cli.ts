@@ -10,6 +10,7 @@ import type { ValidationError } from "@effect/cli"
 import type { ConfigError } from "effect"
 import { Effect, Layer, Option } from "effect"
 import { CommandError, SettingsError } from "./CliError.js"
+import * as Chat from "./internal/chat.js"
 import * as Demo from "./internal/demo.js"
 import { out } from "./internal/output.js"
 import * as Run from "./internal/run.js"
@@ -143,6 +144,39 @@ const demo = Command.make("demo", global, (config) =>
       "that keeps the inbox; it ends with where the session is stored.\nExample:\n  harness demo --store memory"
   ))
 
+// --- chat --------------------------------------------------------------------------------------------------------
+
+const chat = Command.make(
+  "chat",
+  {
+    ...global,
+    session: Options.text("session").pipe(
+      Options.withDescription("Continue this stored session instead of starting a new one."),
+      Options.optional
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      yield* withModel(
+        settings,
+        withStore(
+          settings,
+          Effect.gen(function*() {
+            const session = Option.isSome(config.session)
+              ? yield* Sessions.resolveId(config.session.value)
+              : undefined
+            yield* Chat.chat(settings, session)
+          })
+        )
+      )
+    })
+).pipe(Command.withDescription(
+  "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
+    "`/inject text` adds context; Esc or Ctrl-C cancels the turn keeping the inbox; a second Ctrl-C within a second " +
+    "discards it (or exits when idle). `/help` lists every command.\nExample:\n  harness chat --workspace ."
+))
+
 // --- sessions ----------------------------------------------------------------------------------------------------
 
 const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id, or a unique prefix of one."))
@@ -232,7 +266,8 @@ const sessionsResume = Command.make(
           settings,
           Effect.gen(function*() {
             const session = yield* Sessions.resolveId(config.id)
-            yield* Run.run(settings, { prompt, json: false, yes: false, session })
+            if (prompt === "") yield* Chat.chat(settings, session)
+            else yield* Run.run(settings, { prompt, json: false, yes: false, session })
           })
         )
       )
@@ -270,7 +305,7 @@ export const command = Command.make("harness").pipe(
     "Harness: an agent you can talk to while it works. Runs offline (no API key) until DEEPSEEK_API_KEY or " +
       "--base-url is set.\nStart with: harness demo"
   ),
-  Command.withSubcommands([run, demo, sessions, config])
+  Command.withSubcommands([run, chat, demo, sessions, config])
 )
 
 /**

@@ -59,7 +59,7 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
       assert.deepStrictEqual(settled.map((e) => e.reason.kind), ["completed"])
     }))
 
-  it.live("a write is denied without --yes and done with it (approval)", () =>
+  it.live("a write is denied without --yes (a denial is a tool result, R69) and done with it", () =>
     live(async (dir) => {
       const denied = await harness(["run", "write out.txt: hello"], { cwd: dir })
       assert.strictEqual(denied.code, 0, denied.stderr)
