@@ -1,0 +1,38 @@
+// Compiles the CLI into one JavaScript file (dist/harness.mjs) so that it starts without a TypeScript loader.
+// dist/inputs.json lists the workspace sources it was built from; bin/harness.mjs uses the bundle only while none
+// of them is newer than it (edit a source and the CLI runs from source again until the next build).
+import { build } from "esbuild"
+import console from "node:console"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { dirname, join, relative, resolve } from "node:path"
+import process from "node:process"
+import { fileURLToPath } from "node:url"
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = resolve(here, "..")
+const repo = resolve(root, "../..")
+const outfile = join(root, "dist", "harness.mjs")
+mkdirSync(dirname(outfile), { recursive: true })
+
+const result = await build({
+  entryPoints: [join(root, "src", "bin.ts")],
+  outfile,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  metafile: true,
+  logLevel: "warning",
+  // Native or optional modules stay outside the bundle and load from node_modules.
+  external: ["better-sqlite3", "pg-native"],
+  banner: {
+    js:
+      "import { createRequire as __harnessRequire } from \"node:module\"; const require = __harnessRequire(import.meta.url);"
+  }
+})
+
+const inputs = Object.keys(result.metafile.inputs)
+  .filter((input) => !input.includes("node_modules"))
+  .map((input) => relative(repo, resolve(process.cwd(), input)))
+writeFileSync(join(root, "dist", "inputs.json"), `${JSON.stringify(inputs, null, 1)}\n`)
+console.log(`harness: built ${relative(process.cwd(), outfile)} from ${inputs.length} workspace sources`)

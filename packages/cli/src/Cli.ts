@@ -1,0 +1,349 @@
+/**
+ * The `harness` command line, built with `@effect/cli`: `run`, `chat`, `demo`, `sessions …` and `config`. Every
+ * command accepts the global settings (`--model`, `--base-url`, `--store`, `--workspace`, `--offline`), which can
+ * also come from the environment (see `Settings`). `bin.ts` only wires this to Node.
+ *
+ * @since 0.0.0
+ */
+import { Args, Command, Options } from "@effect/cli"
+import type { ValidationError } from "@effect/cli"
+import type { ConfigError } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { CommandError, SettingsError } from "./CliError.js"
+import * as Chat from "./internal/chat.js"
+import * as Demo from "./internal/demo.js"
+import { out } from "./internal/output.js"
+import * as Run from "./internal/run.js"
+import * as Runtime from "./internal/runtime.js"
+import * as Sessions from "./internal/sessions.js"
+import * as Settings from "./Settings.js"
+
+const global = {
+  model: Options.text("model").pipe(
+    Options.withDescription("The model name (default: offline, or deepseek-v4-flash when an API key is set)."),
+    Options.optional
+  ),
+  baseUrl: Options.text("base-url").pipe(
+    Options.withDescription("An OpenAI-compatible chat-completions server, e.g. http://localhost:8080/v1."),
+    Options.optional
+  ),
+  store: Options.text("store").pipe(
+    Options.withDescription(
+      "Where sessions live: sqlite:<file> | jsonl:<dir> | postgres://… | memory (default: sqlite:.harness/sessions.db in the workspace)."
+    ),
+    Options.optional
+  ),
+  workspace: Options.directory("workspace").pipe(
+    Options.withDescription("The directory the workspace tools are confined to (default: the current directory)."),
+    Options.optional
+  ),
+  offline: Options.boolean("offline").pipe(
+    Options.withDescription("Use the offline model even when an API key is configured.")
+  )
+}
+
+const settingsOf = (flags: Settings.Flags) => Settings.resolve(flags)
+
+/** Provides the session store (and, when asked, the model) the settings select. */
+const withStore = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(
+    effect,
+    Runtime.storeLayer(settings.store.value).pipe(
+      Layer.mapError((e) => new CommandError({ reason: "Store", message: e.message }))
+    )
+  )
+
+const withModel = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(
+    effect,
+    Runtime.modelLayer(settings).pipe(
+      Layer.mapError((e) => new CommandError({ reason: "Model", message: `the model is misconfigured: ${String(e)}` }))
+    )
+  )
+
+const lines = (text: ReadonlyArray<string>) => out(text.length === 0 ? "" : `${text.join("\n")}\n`)
+
+const readStdin = Effect.tryPromise({
+  try: async () => {
+    const { text } = await import("node:stream/consumers")
+    return await text(process.stdin)
+  },
+  catch: (e) =>
+    new CommandError({ reason: "Input", message: `cannot read the prompt from standard input: ${String(e)}` })
+})
+
+// --- run ---------------------------------------------------------------------------------------------------------
+
+const run = Command.make(
+  "run",
+  {
+    ...global,
+    json: Options.boolean("json").pipe(
+      Options.withDescription("Print every live and durable event as one JSON object per line (NDJSON).")
+    ),
+    yes: Options.boolean("yes").pipe(
+      Options.withAlias("y"),
+      Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
+    ),
+    session: Options.text("session").pipe(
+      Options.withDescription("Continue this stored session instead of starting a new one."),
+      Options.optional
+    ),
+    prompt: Args.text({ name: "prompt" }).pipe(
+      Args.withDescription("The prompt; `-` reads it from standard input."),
+      Args.repeated
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      const unknown = config.prompt.find((word) => /^--?[A-Za-z]/.test(word))
+      if (unknown !== undefined) {
+        return yield* new SettingsError({
+          setting: unknown,
+          message: `unknown option ${unknown} (harness run --help lists the options; quote a prompt that starts with -)`
+        })
+      }
+      const joined = config.prompt.join(" ").trim()
+      const prompt = joined === "-" ? (yield* readStdin).trim() : joined
+      if (prompt === "") {
+        return yield* new SettingsError({
+          setting: "prompt",
+          message: "the prompt is empty: harness run \"your question\""
+        })
+      }
+      yield* withModel(
+        settings,
+        withStore(
+          settings,
+          Effect.gen(function*() {
+            const session = Option.isSome(config.session)
+              ? yield* Sessions.resolveId(config.session.value)
+              : undefined
+            yield* Run.run(settings, { prompt, json: config.json, yes: config.yes, session })
+          })
+        )
+      )
+    })
+).pipe(Command.withDescription(
+  "Run one prompt until the agent is idle and print the answer; exit code 1 if a turn failed.\n" +
+    "Examples:\n" +
+    "  harness run \"list the files\"\n" +
+    "  echo \"grep TODO\" | harness run -\n" +
+    "  harness run --json \"read README.md\" > events.ndjson"
+))
+
+// --- demo --------------------------------------------------------------------------------------------------------
+
+const demo = Command.make("demo", global, (config) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf({ ...config, offline: true })
+    yield* withModel(settings, withStore(settings, Demo.demo(settings)))
+  })).pipe(Command.withDescription(
+    "A scripted walkthrough on the offline model: a tool call, a queued follow-up, a steer, an injection, a cancel " +
+      "that keeps the inbox; it ends with where the session is stored.\nExample:\n  harness demo --store memory"
+  ))
+
+// --- chat --------------------------------------------------------------------------------------------------------
+
+const chat = Command.make(
+  "chat",
+  {
+    ...global,
+    session: Options.text("session").pipe(
+      Options.withDescription("Continue this stored session instead of starting a new one."),
+      Options.optional
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      yield* withModel(
+        settings,
+        withStore(
+          settings,
+          Effect.gen(function*() {
+            const session = Option.isSome(config.session)
+              ? yield* Sessions.resolveId(config.session.value)
+              : undefined
+            yield* Chat.chat(settings, session)
+          })
+        )
+      )
+    })
+).pipe(Command.withDescription(
+  "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
+    "`/inject text` adds context; Esc or Ctrl-C cancels the turn keeping the inbox; a second Ctrl-C within a second " +
+    "discards it (or exits when idle). `/help` lists every command.\nExample:\n  harness chat --workspace ."
+))
+
+// --- sessions ----------------------------------------------------------------------------------------------------
+
+const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id, or a unique prefix of one."))
+
+const sessionsList = Command.make("list", global, (config) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf(config)
+    yield* lines(yield* withStore(settings, Sessions.list))
+  })).pipe(Command.withDescription("List the stored sessions.\nExample:\n  harness sessions list"))
+
+const sessionsShow = Command.make("show", { ...global, id: idArg }, (config) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf(config)
+    yield* lines(yield* withStore(settings, Sessions.show(config.id)))
+  })).pipe(Command.withDescription(
+    "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
+      "Example:\n  harness sessions show 3f2a"
+  ))
+
+const sessionsExport = Command.make(
+  "export",
+  {
+    ...global,
+    format: Options.choice("format", ["jsonl", "md"]).pipe(
+      Options.withDescription("jsonl: the stored records as they are; md: a readable transcript."),
+      Options.withDefault("jsonl" as const)
+    ),
+    id: idArg
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      yield* out(`${yield* withStore(settings, Sessions.exportSession(config.id, config.format))}\n`)
+    })
+).pipe(Command.withDescription(
+  "Export a session to standard output.\nExamples:\n  harness sessions export 3f2a > session.jsonl\n" +
+    "  harness sessions export --format md 3f2a"
+))
+
+const sessionsRm = Command.make("rm", { ...global, id: idArg }, (config) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf(config)
+    const id = yield* withStore(settings, Sessions.remove(config.id))
+    yield* out(`removed session ${id}\n`)
+  })).pipe(Command.withDescription("Remove a stored session.\nExample:\n  harness sessions rm 3f2a"))
+
+const sessionsFork = Command.make(
+  "fork",
+  {
+    ...global,
+    at: Options.integer("at").pipe(
+      Options.withDescription("Fork at this seq (cut back to the last turn boundary at or before it)."),
+      Options.optional
+    ),
+    id: idArg
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      const result = yield* withStore(settings, Sessions.fork(config.id, Option.getOrUndefined(config.at)))
+      yield* out(
+        `forked ${result.from} at #${result.cut} into ${result.to} (${result.events} events)\n` +
+          `continue it: harness sessions resume ${result.to}\n`
+      )
+    })
+).pipe(Command.withDescription(
+  "Copy a session's log (up to a turn boundary) into a new session.\nExample:\n  harness sessions fork 3f2a --at 20"
+))
+
+const sessionsResume = Command.make(
+  "resume",
+  {
+    ...global,
+    prompt: Args.text({ name: "prompt" }).pipe(
+      Args.withDescription("Run this prompt in the session (as `run`); without it, open a chat on the session."),
+      Args.repeated
+    ),
+    id: idArg
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      const prompt = config.prompt.join(" ").trim()
+      yield* withModel(
+        settings,
+        withStore(
+          settings,
+          Effect.gen(function*() {
+            const session = yield* Sessions.resolveId(config.id)
+            if (prompt === "") yield* Chat.chat(settings, session)
+            else yield* Run.run(settings, { prompt, json: false, yes: false, session })
+          })
+        )
+      )
+    })
+).pipe(Command.withDescription(
+  "Continue a stored session: a chat, or one prompt.\nExamples:\n  harness sessions resume 3f2a\n" +
+    "  harness sessions resume 3f2a \"and now grep TODO\""
+))
+
+const sessions = Command.make("sessions").pipe(
+  Command.withDescription("Stored sessions: list, show, export, fork, resume, rm."),
+  Command.withSubcommands([sessionsList, sessionsShow, sessionsExport, sessionsFork, sessionsResume, sessionsRm])
+)
+
+// --- config ------------------------------------------------------------------------------------------------------
+
+const config = Command.make("config", global, (flags) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOf(flags)
+    yield* lines(Settings.render(settings))
+  })).pipe(Command.withDescription(
+    "Print the effective configuration and where each value came from (flag, environment, default); secrets are " +
+      "redacted.\nExample:\n  DEEPSEEK_API_KEY=… harness config"
+  ))
+
+// --- root --------------------------------------------------------------------------------------------------------
+
+/**
+ * The `harness` command and its subcommands.
+ *
+ * @since 0.0.0
+ */
+export const command = Command.make("harness").pipe(
+  Command.withDescription(
+    "Harness: an agent you can talk to while it works. Runs offline (no API key) until DEEPSEEK_API_KEY or " +
+      "--base-url is set.\nStart with: harness demo"
+  ),
+  Command.withSubcommands([run, chat, demo, sessions, config])
+)
+
+/**
+ * Every failure a command can end with.
+ *
+ * @since 0.0.0
+ */
+export type Failure = SettingsError | CommandError | ConfigError.ConfigError | ValidationError.ValidationError
+
+/**
+ * Runs the command line over `argv` (as `process.argv`: node, script, then arguments).
+ *
+ * @since 0.0.0
+ */
+export const run_ = Command.run(command, { name: "harness", version: "0.0.0" })
+
+export { run_ as run }
+
+/**
+ * The exit code of a failure: 2 for a bad flag or setting, 1 otherwise.
+ *
+ * @since 0.0.0
+ */
+export const exitCode = (failure: Failure): number =>
+  failure._tag === "SettingsError" || failure._tag !== "CommandError" && "error" in failure ? 2 : 1
+
+/**
+ * A failure as the line printed before exiting (`ValidationError`s are printed by `@effect/cli` itself).
+ *
+ * @since 0.0.0
+ */
+export const describeFailure = (failure: Failure): string | undefined => {
+  switch (failure._tag) {
+    case "SettingsError":
+      return `harness: ${failure.message}`
+    case "CommandError":
+      return `harness: ${failure.message}`
+    default:
+      return "error" in failure ? undefined : `harness: configuration: ${String(failure)}`
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The CLI's errors and their exit codes: 2 for a flag or setting it cannot use (as for a malformed flag), 1 for a
+ * turn or command that failed.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+
+/**
+ * A setting was given a value the CLI cannot use. `setting` names it (e.g. `--store`); `message` says what is
+ * accepted. Exit code 2.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class SettingsError extends Schema.TaggedError<SettingsError>("@harness/cli/SettingsError")("SettingsError", {
+  setting: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * A command could not do its work: a turn that did not complete, a session that does not exist, a store that
+ * failed. `message` says what happened and what to do. Exit code 1.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class CommandError extends Schema.TaggedError<CommandError>("@harness/cli/CommandError")("CommandError", {
+  reason: Schema.Literal("TurnFailed", "SessionNotFound", "Store", "Model", "Input"),
+  message: Schema.String
+}) {}

@@ -1,0 +1,118 @@
+/**
+ * The CLI's effective configuration: each setting's value and where it came from (a flag, an environment variable
+ * read through Effect `Config`, or the default). Secrets stay `Redacted` and are shown redacted. `harness config`
+ * prints this; every other command builds its store and model from it.
+ *
+ * @since 0.0.0
+ */
+import type { FileSystem, Path } from "@effect/platform"
+import type { ConfigError } from "effect"
+import type { Effect, Option, Redacted } from "effect"
+import type { SettingsError } from "./CliError.js"
+import * as internal from "./internal/settings.js"
+
+export { SettingsError } from "./CliError.js"
+
+/**
+ * Where sessions are stored, parsed from `--store`.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type StoreLocation =
+  | { readonly _tag: "sqlite"; readonly filename: string }
+  | { readonly _tag: "jsonl"; readonly directory: string }
+  | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> }
+  | { readonly _tag: "memory" }
+
+/**
+ * One effective setting and its origin (`flag --store`, `env HARNESS_STORE`, `default`, …).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Setting<A> {
+  readonly value: A
+  readonly origin: string
+}
+
+/**
+ * The global flags every command accepts.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Flags {
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly store: Option.Option<string>
+  readonly workspace: Option.Option<string>
+  readonly offline: boolean
+}
+
+/**
+ * The effective configuration.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Settings {
+  /** The workspace root the tools are confined to (an absolute path). */
+  readonly workspace: Setting<string>
+  readonly store: Setting<StoreLocation>
+  /** `offline` (the local simulator) or `chat-completions` (DeepSeek or an OpenAI-compatible server). */
+  readonly provider: Setting<"offline" | "chat-completions">
+  readonly model: Setting<string>
+  readonly baseUrl: Setting<string | undefined>
+  readonly apiKey: Setting<Redacted.Redacted<string> | undefined>
+  /** The offline model's pause per word, in milliseconds. */
+  readonly pace: Setting<number>
+}
+
+/**
+ * The environment variables the CLI reads, in order of precedence per setting.
+ *
+ * @since 0.0.0
+ */
+export const environment = internal.environment
+
+/**
+ * Resolves the effective configuration: flags win over the environment, which wins over the defaults. The
+ * default store is the SQLite file `.harness/sessions.db` in the workspace; the provider is `offline` unless an
+ * API key or a base URL is configured (and `--offline` is not given).
+ *
+ * Contract: a bad `--store` (or `HARNESS_STORE`), a workspace that is not a directory, or an unreadable
+ * environment value fails with `SettingsError` naming the setting; nothing is created.
+ *
+ * @since 0.0.0
+ */
+export const resolve: (
+  flags: Flags
+) => Effect.Effect<Settings, SettingsError | ConfigError.ConfigError, FileSystem.FileSystem | Path.Path> = internal
+  .resolve
+
+/**
+ * Parses a `--store` value: `sqlite:<file>`, `jsonl:<dir>`, `postgres://…` (or `postgresql://…`), or `memory`.
+ * Relative paths are taken from `cwd`.
+ *
+ * @since 0.0.0
+ */
+export const parseStore: (
+  text: string,
+  cwd: string,
+  setting: string
+) => Effect.Effect<StoreLocation, SettingsError, Path.Path> = internal.parseStore
+
+/**
+ * How a store location is shown: file paths as given, a PostgreSQL URL with its password redacted.
+ *
+ * @since 0.0.0
+ */
+export const showStore: (store: StoreLocation) => string = internal.showStore
+
+/**
+ * The configuration as readable lines (`name  value  (origin)`), secrets redacted.
+ *
+ * @since 0.0.0
+ */
+export const render: (settings: Settings) => ReadonlyArray<string> = internal.render

@@ -1,0 +1,480 @@
+/**
+ * `harness chat`: the interactive terminal. The prompt stays live while the agent works: Enter steers a running
+ * turn (or starts one when idle), `/queue` or `+` queues a follow-up, `/inject` adds context, Esc or the first
+ * Ctrl-C cancels the running turn keeping the inbox, a second Ctrl-C within a second discards the inbox (or, on an
+ * idle prompt with nothing pending, exits). A badge shows the inbox; approvals for writes and `shell` are asked
+ * inline. When standard output is not a terminal it prints plain lines and reads plain lines.
+ */
+import type { LanguageModel } from "@effect/ai"
+import type { Terminal } from "@effect/platform"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import type { Hooks } from "@harness/agent"
+import { type AgentEvent, Content, type Ids, Message, MessageSource } from "@harness/domain"
+import type { SessionStore } from "@harness/session"
+import { Clock, Deferred, Effect, Exit, Mailbox, Option, Ref, Schedule } from "effect"
+import * as readline from "node:readline"
+import { CommandError } from "../CliError.js"
+import type { Settings } from "../Settings.js"
+import * as Inbox from "./inbox.js"
+import { styles } from "./output.js"
+import { deltaOf, openSession } from "./run.js"
+import * as Runtime from "./runtime.js"
+import * as Sessions from "./sessions.js"
+import { showStore } from "./settings.js"
+import * as Timeline from "./timeline.js"
+
+/** The chat's commands, as `/help` lists them. */
+export const help: ReadonlyArray<string> = [
+  "Enter            send: steers the running turn, or starts a turn when idle",
+  "/queue text, +text  queue a follow-up turn (runs after the current one)",
+  "/inject text     add context the model sees at its next step (does not run the model)",
+  "/inbox           list pending items with numbers      /drop N   withdraw item N",
+  "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
+  "Ctrl-C Ctrl-C    (within a second) discard the inbox; on an idle prompt, exit",
+  "Up               on an empty prompt: take the last queued item back for editing",
+  "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
+  "Approvals: y = allow once, n = deny, a = always allow this tool in this session"
+]
+
+interface Pending {
+  readonly name: string
+  readonly args: string
+  readonly answer: Deferred.Deferred<Hooks.ApprovalDecision>
+}
+
+interface State {
+  readonly buffer: string
+  readonly partial: { readonly kind: "text" | "reasoning"; readonly text: string } | undefined
+  readonly running: boolean
+  readonly turnStartedAt: number
+  readonly tokens: number
+  readonly spin: number
+  readonly approval: Pending | undefined
+  readonly lastCtrlC: number
+  /** How many lines the bottom area (partial, status, prompt) took when last drawn; 0 before the first draw. */
+  readonly drawn: number
+}
+
+const spinner = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+const fit = (text: string, width: number): string =>
+  text.length <= width ? text : width <= 1 ? "" : `${text.slice(0, width - 1)}…`
+
+/** Runs the chat on the store and model in context until the user leaves. */
+export const chat = (
+  settings: Settings,
+  sessionId: Ids.SessionId | undefined
+): Effect.Effect<void, CommandError, SessionStore.SessionStore | LanguageModel.LanguageModel> =>
+  Effect.scoped(Effect.gen(function*() {
+    const tty = process.stdout.isTTY === true && process.stdin.isTTY === true
+    const s = styles(process.stdout)
+    const state = yield* Ref.make<State>({
+      buffer: "",
+      partial: undefined,
+      running: false,
+      turnStartedAt: 0,
+      tokens: 0,
+      spin: 0,
+      approval: undefined,
+      lastCtrlC: 0,
+      drawn: 0
+    })
+    const lock = yield* Effect.makeSemaphore(1)
+    const quit = yield* Deferred.make<void>()
+    const always = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const columns = () => Math.max(20, process.stdout.columns ?? 80)
+    const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
+
+    const thinking = (text: string) => s.dim(`  ~ ${text}`)
+
+    // --- drawing ----------------------------------------------------------------------------------------------
+    let inboxItems: Effect.Effect<ReadonlyArray<Inbox.Item>> = Effect.succeed([])
+    const bottom = (st: State, items: ReadonlyArray<Inbox.Item>, now: number): ReadonlyArray<string> => {
+      const width = columns() - 1
+      const badge = Inbox.badge(items)
+      const lines: Array<string> = []
+      if (st.partial !== undefined && st.partial.text.length > 0) {
+        const text = fit(st.partial.text, width)
+        lines.push(st.partial.kind === "reasoning" ? thinking(text) : text)
+      }
+      const status = st.running
+        ? `${spinner[st.spin % spinner.length]} working ${((now - st.turnStartedAt) / 1000).toFixed(1)}s`
+        : "idle"
+      const parts = [status, `${st.tokens} tokens`, badge, st.running ? "Esc/Ctrl-C cancels" : "/help"]
+      lines.push(s.dim(fit(parts.filter((p) => p !== "").join(" · "), width)))
+      const prompt = st.approval !== undefined
+        ? `${s.yellow(`allow ${Timeline.callLine(st.approval.name, st.approval.args)}?`)} [y]es / [n]o / [a]lways: `
+        : `› ${st.buffer.length > width - 3 ? st.buffer.slice(st.buffer.length - (width - 3)) : st.buffer}`
+      lines.push(prompt)
+      return lines
+    }
+    const clearBottom = (st: State) => st.drawn === 0 ? "" : `${st.drawn > 1 ? `\x1b[${st.drawn - 1}A` : ""}\r\x1b[J`
+    /** Prints lines above the bottom area, then redraws it. Without a terminal, just prints the lines. */
+    const emit = (lines: ReadonlyArray<string>) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        if (!tty) {
+          if (lines.length > 0) yield* write(`${lines.join("\n")}\n`)
+          return
+        }
+        const st = yield* Ref.get(state)
+        const now = yield* Clock.currentTimeMillis
+        const area = bottom(st, yield* inboxItems, now)
+        yield* write(`${clearBottom(st)}${lines.map((l) => `${l}\n`).join("")}${area.join("\n")}`)
+        yield* Ref.set(state, { ...st, drawn: area.length })
+      }))
+    const redraw = emit([])
+    const update = (f: (st: State) => State) => Ref.update(state, f)
+
+    // --- the agent --------------------------------------------------------------------------------------------
+    const hooks: Hooks.Hooks = {
+      toolApproval: ({ arguments: args, name }) =>
+        Effect.gen(function*() {
+          if ((yield* Ref.get(always)).has(name)) return { kind: "allow" } as const
+          const answer = yield* Deferred.make<Hooks.ApprovalDecision>()
+          yield* update((st) => ({ ...st, approval: { name, args, answer } }))
+          yield* emit(tty ? [] : [`allow ${Timeline.callLine(name, args)}? [y]es / [n]o / [a]lways`])
+          const decision = yield* Deferred.await(answer)
+          yield* update((st) => ({ ...st, approval: undefined }))
+          yield* emit([s.dim(`  ${decision.kind === "allow" ? "allowed" : "denied"} ${name}`)])
+          return decision
+        })
+    }
+    const log = yield* openSession(sessionId)
+    const agent = yield* Runtime.makeAgent(settings, log, hooks)
+    const inbox = yield* Inbox.make(agent)
+    inboxItems = inbox.items
+    const sendError = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
+
+    // --- output of the agent's events -------------------------------------------------------------------------
+    const flushPartial = Effect.gen(function*() {
+      const st = yield* Ref.get(state)
+      if (st.partial === undefined) return []
+      yield* Ref.set(state, { ...st, partial: undefined })
+      return st.partial.text.length === 0
+        ? []
+        : [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
+    })
+    const stream = (kind: "text" | "reasoning", delta: string) =>
+      Effect.gen(function*() {
+        const st = yield* Ref.get(state)
+        const done: Array<string> = st.partial !== undefined && st.partial.kind !== kind
+          ? [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
+          : []
+        let text = (st.partial?.kind === kind ? st.partial.text : "") + delta
+        if (done.length > 0 || st.partial === undefined) text = text.replace(/^\s+/, "")
+        // Complete lines (and lines wider than the terminal) leave the partial line.
+        const width = columns() - 2
+        while (true) {
+          const newline = text.indexOf("\n")
+          if (newline >= 0 && newline <= width) {
+            done.push(text.slice(0, newline))
+            text = text.slice(newline + 1)
+            continue
+          }
+          if (text.length > width) {
+            const cut = text.lastIndexOf(" ", width) > 0 ? text.lastIndexOf(" ", width) : width
+            done.push(text.slice(0, cut))
+            text = text.slice(cut).replace(/^ /, "")
+            continue
+          }
+          break
+        }
+        yield* Ref.set(state, { ...st, partial: { kind, text } })
+        const styled = kind === "reasoning" ? done.map(thinking) : done
+        if (tty || styled.length > 0) yield* emit(styled)
+      })
+    const onEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        yield* inbox.track(event)
+        switch (event.type) {
+          case "agent/status": {
+            const now = yield* Clock.currentTimeMillis
+            yield* update((st) => ({
+              ...st,
+              running: event.status === "running",
+              turnStartedAt: event.status === "running" && !st.running ? now : st.turnStartedAt
+            }))
+            return yield* redraw
+          }
+          case "agent/inbox/enqueue":
+          case "agent/inbox/dequeue":
+          case "agent/inbox/discard":
+            return yield* redraw
+          case "agent/settled": {
+            if (event.reason.kind === "completed") return
+            const badge = Inbox.badge(yield* inbox.items)
+            return yield* emit([
+              event.reason.kind === "aborted"
+                ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
+                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(event.reason.code)}`)
+            ])
+          }
+          case "agent/error":
+            return
+          case "session/event":
+            break
+          default:
+            return
+        }
+        const durable = event.event
+        switch (durable.type) {
+          case "assistant/chunk": {
+            const text = deltaOf(durable.data.chunk, "text-delta")
+            if (text !== undefined) return yield* stream("text", text)
+            const thinking = deltaOf(durable.data.chunk, "reasoning-delta")
+            if (thinking !== undefined) return yield* stream("reasoning", thinking)
+            return
+          }
+          case "assistant/message": {
+            const rest = yield* flushPartial
+            const tokens = durable.data.usage?.outputTokens ?? 0
+            yield* update((st) => ({ ...st, tokens: st.tokens + tokens }))
+            return yield* emit(rest)
+          }
+          case "turn/end":
+            // An aborted stream leaves its partial line: close it where it stopped.
+            return yield* Effect.flatMap(flushPartial, (rest) => emit(rest.map((line) => `${line} …`)))
+          case "tool/call":
+            return yield* emit([s.cyan(`  ⚙ ${Timeline.callLine(durable.data.name, durable.data.arguments)}`)])
+          case "tool/result":
+            return yield* emit([
+              (durable.data.isError ? s.yellow : s.dim)(`    ↳ ${Timeline.resultLine(durable.data)}`)
+            ])
+          case "steering/message":
+            return yield* emit([
+              s.dim(`  ↪ steering joined turn ${durable.data.turn}: ${Content.joinText(durable.data.content)}`)
+            ])
+          case "user/message":
+            return durable.data.source.kind === "user"
+              ? undefined
+              : yield* emit([
+                s.dim(`  + ${Timeline.sourceOf(durable.data.source)}: ${Content.joinText(durable.data.content)}`)
+              ])
+          default:
+            return
+        }
+      })
+
+    // --- input ------------------------------------------------------------------------------------------------
+    const answerApproval = (pending: Pending, key: string) => {
+      const choice = key.trim().toLowerCase()
+      if (choice === "y" || choice === "yes") return Deferred.succeed(pending.answer, { kind: "allow" as const })
+      if (choice === "a" || choice === "always") {
+        return Effect.zipRight(
+          Ref.update(always, (names) => new Set([...names, pending.name])),
+          Deferred.succeed(pending.answer, { kind: "allow" as const })
+        )
+      }
+      if (choice === "n" || choice === "no") {
+        return Deferred.succeed(pending.answer, { kind: "deny" as const, reason: "the user said no" })
+      }
+      return Effect.void
+    }
+    const submit = (line: string): Effect.Effect<void, CommandError, SessionStore.SessionStore> =>
+      Effect.gen(function*() {
+        const st = yield* Ref.get(state)
+        if (st.approval !== undefined) return yield* answerApproval(st.approval, line)
+        const text = line.trim()
+        if (text === "") return
+        const [command, ...rest] = text.split(/\s+/)
+        const argument = text.slice(command!.length).trim()
+        if (text.startsWith("+")) return yield* queue(text.slice(1).trim())
+        switch (command) {
+          case "/exit":
+          case "/quit":
+            return yield* Effect.asVoid(Deferred.succeed(quit, undefined))
+          case "/help":
+            return yield* emit(help.map((l) => s.dim(l)))
+          case "/queue":
+            return yield* queue(argument)
+          case "/inject": {
+            if (argument === "") return yield* emit(["usage: /inject some context"])
+            yield* agent.inject(Message.make(argument, MessageSource.plugin("chat"))).pipe(Effect.mapError(sendError))
+            return yield* emit([s.dim(`  + context (the model sees it at its next step): ${argument}`)])
+          }
+          case "/inbox": {
+            const items = yield* inbox.items
+            return yield* emit(
+              items.length === 0
+                ? ["the inbox is empty"]
+                : items.map((item, i) => `${i + 1}. ${item.placement.padEnd(8)} ${item.text}`)
+            )
+          }
+          case "/drop": {
+            const items = yield* inbox.items
+            const n = Number(rest[0])
+            const item = Number.isInteger(n) ? items[n - 1] : undefined
+            if (item === undefined) return yield* emit([`no item ${rest[0] ?? ""}: /inbox lists them with numbers`])
+            const gone = yield* inbox.withdraw(item.id)
+            return yield* emit([
+              Option.isSome(gone)
+                ? `withdrew ${n}. ${item.text}`
+                : inbox.canWithdraw
+                ? `item ${n} is no longer pending`
+                : "cannot withdraw yet: this agent has no withdraw(id); Ctrl-C twice discards the whole inbox"
+            ])
+          }
+          case "/sessions":
+            return yield* emit(yield* Sessions.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message]))))
+          case "/goal":
+            return yield* emit(["goals are not available in this version of harness yet"])
+          default:
+            if (command!.startsWith("/")) return yield* emit([`unknown command ${command}: /help lists the commands`])
+        }
+        if (st.running) {
+          yield* agent.steer(Message.make(text)).pipe(Effect.mapError(sendError))
+          return yield* emit([`${s.bold("›")} ${text} ${s.dim("(steering the running turn)")}`])
+        }
+        yield* agent.followup(Message.make(text)).pipe(Effect.mapError(sendError))
+        return yield* emit([`${s.bold("›")} ${text}`])
+      })
+    const queue = (text: string) =>
+      text === ""
+        ? emit(["usage: /queue your next request (or +your next request)"])
+        : Effect.zipRight(
+          agent.followup(Message.make(text)).pipe(Effect.mapError(sendError)),
+          emit([`${s.bold("+")} ${text} ${s.dim("(queued)")}`])
+        )
+    const interrupt = (key: "esc" | "ctrl-c") =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const st = yield* Ref.get(state)
+        const double = key === "ctrl-c" && now - st.lastCtrlC < 1000
+        yield* Ref.set(state, { ...st, lastCtrlC: key === "ctrl-c" ? now : st.lastCtrlC, buffer: "" })
+        const items = yield* inbox.items
+        if (st.approval !== undefined) {
+          yield* Deferred.succeed(st.approval.answer, { kind: "deny", reason: "the user cancelled" })
+        }
+        if (double) {
+          if (items.length === 0 && !st.running) return yield* Deferred.succeed(quit, undefined)
+          yield* agent.cancel("user")
+          return yield* emit([s.yellow(`cancelled; discarded ${items.length} pending item(s)`)])
+        }
+        if (st.running) {
+          yield* agent.cancel("user", { keepInbox: true })
+          const badge = Inbox.badge(items)
+          return yield* emit([
+            s.yellow(
+              `cancelling the turn${
+                badge === "" ? "" : ` (keeping ${badge}; Ctrl-C again within a second discards them)`
+              }`
+            )
+          ])
+        }
+        if (key === "esc") return
+        return yield* emit([
+          s.dim(
+            items.length > 0 ? "Ctrl-C again within a second discards the inbox" : "Ctrl-C again to exit (or /exit)"
+          )
+        ])
+      })
+    const onKey = (input: Terminal.UserInput): Effect.Effect<void, CommandError, SessionStore.SessionStore> =>
+      Effect.gen(function*() {
+        const { key } = input
+        const st = yield* Ref.get(state)
+        if (key.ctrl && key.name === "c") return yield* interrupt("ctrl-c")
+        if (key.name === "escape") return yield* interrupt("esc")
+        if (key.ctrl && key.name === "d") {
+          return st.buffer === "" ? yield* Deferred.succeed(quit, undefined) : undefined
+        }
+        if (st.approval !== undefined) {
+          const char = Option.getOrElse(input.input, () => "")
+          return yield* answerApproval(st.approval, char)
+        }
+        if (key.name === "return" || key.name === "enter") {
+          yield* update((x) => ({ ...x, buffer: "" }))
+          yield* submit(st.buffer)
+          return yield* redraw
+        }
+        if (key.name === "backspace") {
+          yield* update((x) => ({ ...x, buffer: x.buffer.slice(0, -1) }))
+          return yield* redraw
+        }
+        if (key.name === "up" && st.buffer === "") {
+          const last = (yield* inbox.items).filter((item) => item.placement === "queued").at(-1)
+          if (last === undefined) return
+          const gone = yield* inbox.withdraw(last.id)
+          if (Option.isSome(gone)) {
+            yield* update((x) => ({ ...x, buffer: gone.value.text }))
+            return yield* redraw
+          }
+          return yield* emit([s.dim("Up-to-edit needs the agent's withdraw(id), which this version does not have")])
+        }
+        const char = Option.getOrUndefined(input.input)
+        if (char !== undefined && !key.ctrl && !key.meta && printable(char)) {
+          yield* update((x) => ({ ...x, buffer: x.buffer + char }))
+          return yield* redraw
+        }
+      })
+
+    // --- run --------------------------------------------------------------------------------------------------
+    const events = yield* agent.subscribe
+    yield* Effect.forever(Effect.flatMap(events.take, onEvent)).pipe(Effect.forkScoped)
+    const label = settings.provider.value === "offline"
+      ? s.yellow("offline model (a local simulator: no API key, no network)")
+      : `${settings.model.value} via chat-completions`
+    yield* emit([
+      `${s.bold("harness chat")} — ${label}`,
+      s.dim(`session ${agent.id} · ${showStore(settings.store.value)} · workspace ${settings.workspace.value}`),
+      s.dim("Type a request and press Enter. While the agent works, Enter steers it; +text queues; /help for more.")
+    ])
+    if (tty) {
+      yield* redraw.pipe(
+        Effect.zipRight(update((st) => ({ ...st, spin: st.spin + 1 }))),
+        Effect.repeat(Schedule.spaced("120 millis")),
+        Effect.forkScoped
+      )
+      const terminal = yield* NodeTerminal.make(() => false)
+      const keys = yield* terminal.readInput
+      yield* Effect.forever(Effect.flatMap(keys.take, onKey)).pipe(
+        Effect.catchTag("NoSuchElementException", () => Deferred.succeed(quit, undefined)),
+        Effect.catchAll((e) => emit([s.red(e.message)])),
+        Effect.forkScoped
+      )
+    } else {
+      const lines = yield* readLines
+      yield* Effect.forever(
+        Effect.flatMap(lines.take, (line) => Effect.catchAll(submit(line), (e) => emit([e.message])))
+      ).pipe(
+        Effect.catchTag("NoSuchElementException", () =>
+          // Standard input ended: finish what was asked, then leave.
+          Effect.zipRight(agent.whenIdle, Deferred.succeed(quit, undefined))),
+        Effect.forkScoped
+      )
+    }
+    yield* Deferred.await(quit)
+    yield* lock.withPermits(1)(Effect.gen(function*() {
+      const st = yield* Ref.get(state)
+      if (tty) yield* write(`${clearBottom(st)}`)
+      yield* Ref.set(state, { ...st, drawn: 0 })
+    }))
+    yield* write(`bye — session ${agent.id}: harness sessions show ${agent.id}\n`)
+  }))
+
+const whatToDo = (code: string | undefined): string => {
+  switch (code) {
+    case "AUTH":
+    case "UNAUTHORIZED":
+      return " — check the API key (harness config shows where it comes from)"
+    case "RATE_LIMIT":
+      return " — the provider is rate-limiting; wait a moment and send again"
+    case "NETWORK":
+    case "TIMEOUT":
+      return " — check the network or --base-url, then send again"
+    default:
+      return code === undefined ? "" : ` (${code})`
+  }
+}
+
+/** Whether typed input is printable text (no control characters). */
+const printable = (text: string): boolean => [...text].every((c) => c.charCodeAt(0) >= 0x20 && c.charCodeAt(0) !== 0x7f)
+
+/** Standard input as lines, in a mailbox that ends with the input. */
+const readLines = Effect.gen(function*() {
+  const mailbox = yield* Mailbox.make<string>()
+  const rl = readline.createInterface({ input: process.stdin })
+  rl.on("line", (line) => void mailbox.unsafeOffer(line))
+  rl.on("close", () => void mailbox.unsafeDone(Exit.void))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rl.close()))
+  return mailbox
+})

@@ -1,0 +1,195 @@
+/**
+ * The offline model's decisions: which reply a prompt gets, and how it is cut into stream parts.
+ */
+import type { LanguageModel, Prompt, Response } from "@effect/ai"
+import type { Chunk } from "effect"
+
+/** One piece of a reply. */
+export type Piece =
+  | { readonly _tag: "reasoning"; readonly text: string }
+  | { readonly _tag: "text"; readonly text: string }
+  | { readonly _tag: "tool-call"; readonly name: string; readonly params: Record<string, unknown> }
+
+type Request = Pick<LanguageModel.ProviderOptions, "prompt" | "tools">
+
+const textOf = (message: Prompt.Message): string => {
+  if (message.role === "system") return message.content
+  return message.content.map((part) => (part.type === "text" ? part.text : "")).join("")
+}
+
+const words = (text: string): number => text.split(/\s+/).filter((w) => w.length > 0).length
+
+const quote = (text: string, max = 80): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return `“${flat.length > max ? `${flat.slice(0, max - 1)}…` : flat}”`
+}
+
+/** The conversation since the model last spoke: its user texts and tool results. */
+const tailOf = (prompt: Prompt.Prompt) => {
+  const messages = prompt.content
+  let last = -1
+  messages.forEach((message, i) => {
+    if (message.role === "assistant") last = i
+  })
+  const tail = messages.slice(last + 1)
+  const users = tail.filter((m) => m.role === "user").map(textOf).filter((t) => t.trim().length > 0)
+  const results = tail.flatMap((m) =>
+    m.role === "tool"
+      ? m.content.map((part) => ({
+        name: part.name,
+        failed: part.isFailure,
+        text: typeof part.result === "string" ? part.result : JSON.stringify(part.result)
+      }))
+      : []
+  )
+  return { users, results }
+}
+
+const clean = (path: string): string => path.replace(/^[`"'“]+|[`"'”.,;:!?]+$/g, "")
+
+/** The tool a request asks for, if any (and if that tool is advertised). */
+export const intent = (
+  text: string,
+  advertised: ReadonlySet<string>
+): { readonly name: string; readonly params: Record<string, unknown> } | undefined => {
+  const run = /\brun\s+`([^`]+)`/i.exec(text)
+  if (run && advertised.has("shell")) return { name: "shell", params: { command: run[1]! } }
+  const write = /\bwrite\s+(?:to\s+|a file\s+|the file\s+)?(\S+?):\s*([\s\S]+)$/i.exec(text)
+  if (write && advertised.has("write_file")) {
+    return { name: "write_file", params: { path: clean(write[1]!), content: `${write[2]!.trim()}\n` } }
+  }
+  const read = /\b(?:read|open|show me|cat)\s+(?:the file\s+|file\s+)?(\S+\.\w+|\S*\/\S+)/i.exec(text)
+  if (read && advertised.has("read_file")) return { name: "read_file", params: { path: clean(read[1]!) } }
+  const grep = /\b(?:grep|search)\s+(?:for\s+)?(?:`([^`]+)`|"([^"]+)"|(\S+))/i.exec(text)
+  if (grep && advertised.has("grep")) {
+    return { name: "grep", params: { pattern: clean(grep[1] ?? grep[2] ?? grep[3]!), maxMatches: 20 } }
+  }
+  if (/\b(?:list|ls)\b|\bwhat files\b|\bwhich files\b/i.test(text) && advertised.has("list_dir")) {
+    const where = /\b(?:in|under)\s+(?!(?:the|this|my|our|a|your)\b)(\S+)/i.exec(text)
+    const path = where ? clean(where[1]!) : ""
+    return { name: "list_dir", params: path === "" || /^(workspace|repo|project)$/i.test(path) ? {} : { path } }
+  }
+  return undefined
+}
+
+const story = [
+  "Once upon a time, a small agent lived in a terminal.",
+  "Every morning it read the session log from the first event to the last, because everything it knew was there.",
+  "People talked to it while it worked: they queued questions, nudged it in a new direction, and slipped it notes",
+  "that it read at the next step without being asked to run.",
+  "When someone pressed Ctrl-C, it stopped mid-sentence, closed the turn neatly, and kept the queue for later.",
+  "And because nothing it saw lived anywhere but the log, it could be replayed, resumed, and audited, forever after."
+].join(" ")
+
+const answer = (request: string): string => {
+  if (/^\s*(hi|hello|hey)\b/i.test(request)) {
+    return "Hello! I am Harness's offline model: a local simulator that needs no API key. " +
+      "Ask me to list, read or grep files in the workspace, or to tell a story."
+  }
+  if (/\b(story|long)\b/i.test(request)) return story
+  if (/\b(brief|short|terse)\b/i.test(request)) return `Understood: I will keep it brief. (${quote(request, 60)})`
+  return `You said ${quote(request)}. I am the offline model: I answer from the conversation, and I can list, ` +
+    "read and grep files in the workspace when you ask (try “list the files” or “grep TODO”)."
+}
+
+const summarise = (
+  results: ReadonlyArray<{ readonly name: string; readonly failed: boolean; readonly text: string }>
+): string =>
+  results.map(({ failed, name, text }) => {
+    if (failed) return `The ${name} call failed: ${quote(text, 160)}.`
+    const lines = text.split("\n").filter((l) => l.trim().length > 0)
+    const shown = lines.slice(0, 6).map((l) => `  ${l.length > 100 ? `${l.slice(0, 99)}…` : l}`).join("\n")
+    const more = lines.length > 6 ? `\n  … and ${lines.length - 6} more lines.` : ""
+    return `${name} returned ${lines.length} line${lines.length === 1 ? "" : "s"}:\n${shown}${more}`
+  }).join("\n")
+
+/** The reply to one request. */
+export const reply = (request: Request): ReadonlyArray<Piece> => {
+  const advertised = new Set(request.tools.map((tool) => tool.name))
+  const { results, users } = tailOf(request.prompt)
+  const pieces: Array<Piece> = []
+  if (results.length > 0) {
+    const noted = users.map((u) => `Noted: ${quote(u)}.`).join(" ")
+    pieces.push({ _tag: "reasoning", text: "Summarising what the tools returned." })
+    pieces.push({ _tag: "text", text: `${noted.length > 0 ? `${noted}\n` : ""}${summarise(results)}` })
+    return pieces
+  }
+  const request_ = users.at(-1)
+  if (request_ === undefined) {
+    pieces.push({ _tag: "text", text: "There is nothing new to answer: the conversation ends with my last reply." })
+    return pieces
+  }
+  const context = users.slice(0, -1).map((u) => `Noted: ${quote(u)}.`)
+  const tool = intent(request_, advertised)
+  if (tool !== undefined) {
+    pieces.push({ _tag: "reasoning", text: `The request needs the workspace: calling ${tool.name}.` })
+    pieces.push({ _tag: "text", text: [...context, `Let me use ${tool.name}.`].join(" ") })
+    pieces.push({ _tag: "tool-call", ...tool })
+    return pieces
+  }
+  pieces.push({ _tag: "reasoning", text: "Answering from the conversation." })
+  pieces.push({ _tag: "text", text: [...context, answer(request_)].join(" ") })
+  return pieces
+}
+
+/** Splits text into word-sized deltas that concatenate back to the text. */
+export const deltas = (text: string): ReadonlyArray<string> => text.match(/\s*\S+/g) ?? []
+
+/** The stream parts of a request's reply. */
+export const parts = (request: Request): ReadonlyArray<Response.StreamPartEncoded> => {
+  const pieces = reply(request)
+  const out: Array<Response.StreamPartEncoded> = []
+  let hasCall = false
+  let output = 0
+  pieces.forEach((piece, i) => {
+    const id = `offline-${i}`
+    switch (piece._tag) {
+      case "text":
+      case "reasoning": {
+        const kind = piece._tag
+        out.push({ type: `${kind}-start`, id })
+        for (const delta of deltas(piece.text)) out.push({ type: `${kind}-delta`, id, delta })
+        out.push({ type: `${kind}-end`, id })
+        output += words(piece.text)
+        break
+      }
+      case "tool-call": {
+        hasCall = true
+        const args = JSON.stringify(piece.params)
+        out.push({ type: "tool-params-start", id, name: piece.name })
+        out.push({ type: "tool-params-delta", id, delta: args })
+        out.push({ type: "tool-params-end", id })
+        out.push({ type: "tool-call", id, name: piece.name, params: piece.params })
+        output += words(args)
+        break
+      }
+    }
+  })
+  const input = request.prompt.content.reduce((n, message) => n + words(textOf(message)), 0)
+  out.push({
+    type: "finish",
+    reason: hasCall ? "tool-calls" : "stop",
+    usage: { inputTokens: input, outputTokens: output, totalTokens: input + output }
+  })
+  return out
+}
+
+/** The non-streaming form of a reply's parts. */
+export const aggregate = (chunk: Chunk.Chunk<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
+  const out: Array<Response.PartEncoded> = []
+  for (const part of chunk) {
+    switch (part.type) {
+      case "text-delta":
+        out.push({ type: "text", text: part.delta })
+        break
+      case "reasoning-delta":
+        out.push({ type: "reasoning", text: part.delta })
+        break
+      case "tool-call":
+      case "finish":
+        out.push(part)
+        break
+    }
+  }
+  return out
+}

@@ -1,0 +1,141 @@
+/**
+ * `harness sessions`: list, show, export, fork and remove stored sessions. Ids may be abbreviated to a unique
+ * prefix.
+ */
+import type { SessionEvent, Store } from "@harness/domain"
+import type { Ids } from "@harness/domain"
+import { LogCheck, SessionLog, SessionStore } from "@harness/session"
+import { Chunk, Effect, Either, Schema, Stream } from "effect"
+import { CommandError } from "../CliError.js"
+import * as Timeline from "./timeline.js"
+
+const storeError = (e: SessionStore.SessionStoreError | SessionLog.SessionLogError) =>
+  new CommandError({ reason: "Store", message: e.message })
+
+/** The stored session whose id is `text` or starts with it. */
+export const resolveId = (text: string) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore.SessionStore
+    const all = yield* Effect.mapError(store.list, storeError)
+    const exact = all.find((s) => s.header.id === text)
+    const matches = exact ? [exact] : all.filter((s) => s.header.id.startsWith(text))
+    if (matches.length === 1) return matches[0]!.header.id
+    return yield* new CommandError({
+      reason: "SessionNotFound",
+      message: matches.length === 0
+        ? `no session ${JSON.stringify(text)} in this store (harness sessions list shows them)`
+        : `${JSON.stringify(text)} matches ${matches.length} sessions: give more of the id`
+    })
+  })
+
+const when = (millis: number): string => new Date(millis).toISOString().replace("T", " ").slice(0, 19)
+
+/** `sessions list`: newest last, one line each. */
+export const list = Effect.gen(function*() {
+  const store = yield* SessionStore.SessionStore
+  const all = yield* Effect.mapError(store.list, storeError)
+  if (all.length === 0) return ["No sessions yet: `harness run \"hello\"` or `harness demo` creates one."]
+  const rows = [...all].sort((a, b) => a.lastActivity - b.lastActivity).map((s: Store.SessionSummary) => [
+    s.header.id,
+    when(s.lastActivity),
+    `${s.turns} turn${s.turns === 1 ? "" : "s"}`,
+    `${s.events} events`,
+    s.header.parent ? `fork of ${s.header.parent.id.slice(0, 8)}@${s.header.parent.seq}` : "",
+    JSON.stringify((s.firstPrompt ?? "").slice(0, 50))
+  ])
+  const widths = [0, 1, 2, 3, 4].map((i) => Math.max(...rows.map((r) => r[i]!.length)))
+  return [
+    `${all.length} session${all.length === 1 ? "" : "s"} (last active last):`,
+    ...rows.map((r) => r.map((cell, i) => (i < 5 ? cell.padEnd(widths[i]!) : cell)).join("  ").replace(/\s+$/, ""))
+  ]
+})
+
+const decodeRecord = Schema.decodeUnknownEither(Timeline.StoreRecordFromJson)
+
+/** Every stored record of a session, decoded (a record that does not decode is reported, not skipped). */
+export const records = (id: Ids.SessionId) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore.SessionStore
+    const rows = yield* Stream.runCollect(store.load(id)).pipe(Effect.mapError(storeError))
+    const out: Array<SessionEvent.SessionEvent | Store.InboxRecord> = []
+    for (const row of Chunk.toReadonlyArray(rows)) {
+      const decoded = decodeRecord(row.text)
+      if (Either.isLeft(decoded)) {
+        return yield* new CommandError({
+          reason: "Store",
+          message: `session ${id}: the record at position ${row.position} does not decode: ${decoded.left.message}`
+        })
+      }
+      out.push(decoded.right)
+    }
+    return out
+  })
+
+const eventsOf = (all: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>) =>
+  all.filter((r): r is SessionEvent.SessionEvent => "seq" in r)
+
+/** `sessions show`: a header, the timeline, and the log check. */
+export const show = (text: string) =>
+  Effect.gen(function*() {
+    const id = yield* resolveId(text)
+    const store = yield* SessionStore.SessionStore
+    const header = yield* Effect.mapError(store.header(id), storeError)
+    const all = yield* records(id)
+    const events = eventsOf(all)
+    const violations = LogCheck.checkLog(events)
+    return [
+      `session ${id}, created ${when(header.createdAt)}${
+        header.parent ? `, forked from ${header.parent.id} at #${header.parent.seq}` : ""
+      }`,
+      ...Timeline.render(all),
+      violations.length === 0
+        ? `${events.length} events; the log checks clean.`
+        : `${events.length} events; the log check found ${violations.length} problem(s): ${
+          violations.map((v) => `${v.rule} at #${v.seq}`).join(", ")
+        }`
+    ]
+  })
+
+/** `sessions export`: JSON Lines (the stored records as they are) or a Markdown transcript. */
+export const exportSession = (text: string, format: "jsonl" | "md") =>
+  Effect.gen(function*() {
+    const id = yield* resolveId(text)
+    if (format === "md") return Timeline.markdown(id, eventsOf(yield* records(id)))
+    const store = yield* SessionStore.SessionStore
+    const rows = yield* Stream.runCollect(store.load(id)).pipe(Effect.mapError(storeError))
+    return Chunk.toReadonlyArray(rows).map((row) => row.text).join("\n")
+  })
+
+/** `sessions rm`. */
+export const remove = (text: string) =>
+  Effect.gen(function*() {
+    const id = yield* resolveId(text)
+    const store = yield* SessionStore.SessionStore
+    yield* Effect.mapError(store.remove(id), storeError)
+    return id
+  })
+
+/**
+ * `sessions fork`: a new session seeded with the log up to `at` (default: all of it), cut back to the last turn
+ * boundary at or before it (a seed may not end inside a turn).
+ */
+export const fork = (text: string, at: number | undefined) =>
+  Effect.gen(function*() {
+    const id = yield* resolveId(text)
+    const source = yield* SessionLog.open(id).pipe(Effect.mapError(storeError))
+    const events = yield* source.events
+    const limit = at ?? events.length - 1
+    let cut = -1
+    let depth = 0
+    for (const event of events) {
+      if (event.seq > limit) break
+      if (event.type === "turn/start") depth++
+      if (event.type === "turn/end") depth--
+      if (depth === 0) cut = event.seq
+    }
+    const seed = events.slice(0, cut + 1)
+    const fresh = yield* SessionLog.make({ seed }).pipe(
+      Effect.mapError(storeError)
+    )
+    return { from: id, to: fresh.id, events: seed.length, cut }
+  })

@@ -1,0 +1,174 @@
+/**
+ * Resolution of the effective configuration: flags, then environment (through `Config`), then defaults.
+ */
+import { FileSystem, Path } from "@effect/platform"
+import { ChatCompletions } from "@harness/llm"
+import { Config, Effect, Option, Redacted } from "effect"
+import { SettingsError } from "../CliError.js"
+import type { Flags, Setting, Settings, StoreLocation } from "../Settings.js"
+
+/** Environment variables per setting, highest precedence first. */
+export const environment = {
+  workspace: ["HARNESS_WORKSPACE"],
+  store: ["HARNESS_STORE"],
+  model: ["HARNESS_MODEL", "LLM_MODEL"],
+  baseUrl: ["HARNESS_BASE_URL", "LLM_BASE_URL"],
+  apiKey: ["DEEPSEEK_API_KEY", "HARNESS_API_KEY", "LLM_API_KEY"],
+  offline: ["HARNESS_OFFLINE"],
+  pace: ["HARNESS_OFFLINE_PACE_MS"]
+} as const
+
+const fromEnv = <A>(keys: ReadonlyArray<string>, read: (key: string) => Config.Config<A>) =>
+  Effect.gen(function*() {
+    for (const key of keys) {
+      const value = yield* Config.option(read(key))
+      if (Option.isSome(value)) return Option.some<Setting<A>>({ value: value.value, origin: `env ${key}` })
+    }
+    return Option.none<Setting<A>>()
+  })
+
+const pick = <A, E>(
+  flag: Option.Option<A>,
+  flagName: string,
+  env: Effect.Effect<Option.Option<Setting<A>>, E>
+): Effect.Effect<Option.Option<Setting<A>>, E> =>
+  Option.match(flag, {
+    onNone: () => env,
+    onSome: (value) => Effect.succeed(Option.some<Setting<A>>({ value, origin: `flag ${flagName}` }))
+  })
+
+const storeHelp = "use sqlite:<file>, jsonl:<directory>, postgres://user:password@host:port/database, or memory"
+
+export const parseStore = (text: string, cwd: string, setting: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const bad = (why: string) =>
+      Effect.fail(new SettingsError({ setting, message: `${setting} ${JSON.stringify(text)} ${why}: ${storeHelp}` }))
+    if (text === "memory") return { _tag: "memory" } satisfies StoreLocation
+    if (/^postgres(ql)?:\/\//.test(text)) {
+      if (!URL.canParse(text)) return yield* bad("is not a valid URL")
+      return { _tag: "postgres", url: Redacted.make(text) } satisfies StoreLocation
+    }
+    const match = /^(sqlite|jsonl):(.*)$/.exec(text)
+    if (match === null) return yield* bad("is not a store")
+    const [, kind, location] = match
+    if (location === undefined || location.trim() === "") {
+      return yield* bad(`names no ${kind === "sqlite" ? "file" : "directory"}`)
+    }
+    const absolute = path.resolve(cwd, location)
+    return kind === "sqlite"
+      ? { _tag: "sqlite", filename: absolute } satisfies StoreLocation
+      : { _tag: "jsonl", directory: absolute } satisfies StoreLocation
+  })
+
+export const showStore = (store: StoreLocation): string => {
+  switch (store._tag) {
+    case "sqlite":
+      return `sqlite:${store.filename}`
+    case "jsonl":
+      return `jsonl:${store.directory}`
+    case "memory":
+      return "memory"
+    case "postgres": {
+      const url = new URL(Redacted.value(store.url))
+      if (url.password !== "") url.password = "<redacted>"
+      return url.toString()
+    }
+  }
+}
+
+const settingsError = (setting: string) => (error: unknown) =>
+  new SettingsError({ setting, message: `cannot read ${setting}: ${String(error)}` })
+
+export const resolve = (flags: Flags) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const cwd = process.cwd()
+
+    const workspaceSetting = Option.getOrElse(
+      yield* pick(flags.workspace, "--workspace", fromEnv(environment.workspace, (key) => Config.string(key))).pipe(
+        Effect.mapError(settingsError("the workspace"))
+      ),
+      (): Setting<string> => ({ value: ".", origin: "default: the current directory" })
+    )
+    const workspace: Setting<string> = { ...workspaceSetting, value: path.resolve(cwd, workspaceSetting.value) }
+    const info = yield* Effect.option(fs.stat(workspace.value))
+    if (Option.isNone(info) || info.value.type !== "Directory") {
+      return yield* new SettingsError({
+        setting: workspace.origin.replace(/^(flag|env) /, ""),
+        message: `the workspace ${JSON.stringify(workspace.value)} is not a directory (${workspace.origin})`
+      })
+    }
+
+    const storeText = yield* pick(flags.store, "--store", fromEnv(environment.store, (key) => Config.string(key))).pipe(
+      Effect.mapError(settingsError("the store"))
+    )
+    const store: Setting<StoreLocation> = yield* Option.match(storeText, {
+      onNone: () =>
+        Effect.succeed<Setting<StoreLocation>>({
+          value: { _tag: "sqlite", filename: path.join(workspace.value, ".harness", "sessions.db") },
+          origin: "default: .harness/sessions.db in the workspace"
+        }),
+      onSome: (text) =>
+        Effect.map(
+          parseStore(text.value, cwd, text.origin.replace(/^(flag|env) /, "")),
+          (value): Setting<StoreLocation> => ({ value, origin: text.origin })
+        )
+    })
+
+    const apiKey = Option.getOrElse(
+      yield* fromEnv(environment.apiKey, (key) => Config.redacted(key)),
+      (): Setting<Redacted.Redacted<string> | undefined> => ({ value: undefined, origin: "not set" })
+    )
+    const baseUrl = Option.getOrElse(
+      yield* pick(flags.baseUrl, "--base-url", fromEnv(environment.baseUrl, (key) => Config.string(key))),
+      (): Setting<string | undefined> => ({ value: undefined, origin: "default: DeepSeek's, when a key is set" })
+    )
+    if (baseUrl.value !== undefined && !URL.canParse(baseUrl.value)) {
+      return yield* new SettingsError({
+        setting: baseUrl.origin.replace(/^(flag|env) /, ""),
+        message: `the base URL ${JSON.stringify(baseUrl.value)} is not a URL (e.g. http://localhost:8080/v1)`
+      })
+    }
+    const offlineEnv = yield* fromEnv(environment.offline, (key) => Config.boolean(key))
+    const provider: Setting<"offline" | "chat-completions"> = flags.offline
+      ? { value: "offline", origin: "flag --offline" }
+      : Option.isSome(offlineEnv) && offlineEnv.value.value
+      ? { value: "offline", origin: offlineEnv.value.origin }
+      : apiKey.value !== undefined
+      ? { value: "chat-completions", origin: `an API key is set (${apiKey.origin})` }
+      : baseUrl.value !== undefined
+      ? { value: "chat-completions", origin: `a base URL is set (${baseUrl.origin})` }
+      : { value: "offline", origin: "default: no API key is configured" }
+    const model = Option.getOrElse(
+      yield* pick(flags.model, "--model", fromEnv(environment.model, (key) => Config.string(key))),
+      (): Setting<string> =>
+        provider.value === "offline"
+          ? { value: "offline", origin: "default: the offline model" }
+          : { value: ChatCompletions.defaultModel, origin: "default" }
+    )
+    const pace = Option.getOrElse(
+      yield* fromEnv(environment.pace, (key) => Config.integer(key)),
+      (): Setting<number> => ({ value: 40, origin: "default" })
+    )
+    if (pace.value < 0) {
+      return yield* new SettingsError({ setting: "HARNESS_OFFLINE_PACE_MS", message: "the pace must not be negative" })
+    }
+    return { workspace, store, provider, model, baseUrl, apiKey, pace } satisfies Settings
+  })
+
+export const render = (settings: Settings): ReadonlyArray<string> => {
+  const rows: Array<readonly [string, string, string]> = [
+    ["workspace", settings.workspace.value, settings.workspace.origin],
+    ["store", showStore(settings.store.value), settings.store.origin],
+    ["provider", settings.provider.value, settings.provider.origin],
+    ["model", settings.model.value, settings.model.origin],
+    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin],
+    ["api-key", settings.apiKey.value === undefined ? "-" : "<redacted>", settings.apiKey.origin],
+    ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin]
+  ]
+  const width = Math.max(...rows.map(([name]) => name.length))
+  const valueWidth = Math.min(60, Math.max(...rows.map(([, value]) => value.length)))
+  return rows.map(([name, value, origin]) => `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`)
+}

@@ -1,0 +1,186 @@
+/**
+ * Readable renderings of events: one line per durable event or inbox record (for `sessions show` and the demo),
+ * a Markdown transcript (for `sessions export --format md`), and short forms of tool calls and results.
+ */
+import type { Message } from "@harness/domain"
+import { SessionEvent, Store } from "@harness/domain"
+import { Schema } from "effect"
+
+/** Any record a store holds, from its JSON text: a durable event or an inbox record. */
+export const StoreRecordFromJson = Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord))
+
+const oneLine = (text: string, max = 100): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}
+
+const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
+  content.map((block) => block.text ?? "").join("")
+
+/** Who a message is from, in words. */
+export const sourceOf = (source: Message.AgentMessage["source"]): string => {
+  switch (source.kind) {
+    case "user":
+      return "user"
+    case "plugin":
+      return `context from ${source.plugin}`
+    case "goal":
+      return "goal"
+  }
+}
+
+/** A tool call on one line: `name(args)`. */
+export const callLine = (name: string, args: string): string => `${name}(${oneLine(args === "{}" ? "" : args, 80)})`
+
+/** A tool result on one line: its outcome and first line. */
+export const resultLine = (
+  result: { readonly isError: boolean; readonly content: ReadonlyArray<{ readonly text: string }> }
+): string => {
+  const text = result.content.map((b) => b.text).join("")
+  const lines = text.split("\n").filter((l) => l.trim().length > 0)
+  const head = oneLine(lines[0] ?? "(empty)", 80)
+  return result.isError
+    ? `failed: ${head}`
+    : `ok, ${lines.length} line${lines.length === 1 ? "" : "s"}: ${head}`
+}
+
+const depthOf = (event: SessionEvent.SessionEvent | Store.InboxRecord, open: { turn: boolean; step: boolean }) => {
+  switch (event.type) {
+    case "turn/start":
+    case "turn/end":
+      return 0
+    case "step/start":
+    case "step/end":
+      return 1
+    default:
+      return open.step ? 2 : open.turn ? 1 : 0
+  }
+}
+
+/** One durable event or inbox record in words; `undefined` for streamed chunks. */
+export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord): string | undefined => {
+  switch (record.type) {
+    case "turn/start":
+      return `turn ${record.data.turn} starts (${
+        record.data.trigger.kind === "retry" ? "retry" : `message from ${sourceOf(record.data.trigger.source)}`
+      })`
+    case "turn/end": {
+      const reason = record.data.reason
+      const detail = reason.kind === "error"
+        ? `: ${"failure" in reason ? reason.failure.message : reason.message}`
+        : ""
+      return `turn ${record.data.turn} ends: ${reason.kind}${detail}`
+    }
+    case "step/start":
+      return `step ${record.data.step}`
+    case "step/end":
+      return `step ${record.data.step} ends`
+    case "user/message":
+      return `${record.data.source.kind === "user" ? "user" : sourceOf(record.data.source)}: ${
+        oneLine(textOf(record.data.content))
+      }`
+    case "steering/message":
+      return `steering (${sourceOf(record.data.source)}): ${oneLine(textOf(record.data.content))}`
+    case "assistant/chunk":
+      return undefined
+    case "assistant/message": {
+      const parts = record.data.content.map((block) =>
+        block.type === "tool-call"
+          ? `[calls ${callLine(block.name, block.arguments)}]`
+          : block.type === "reasoning"
+          ? `(thinking: ${oneLine(block.text, 60)})`
+          : oneLine(block.text)
+      )
+      const tokens = record.data.usage?.outputTokens
+      return `assistant: ${parts.join(" ")}${tokens === undefined ? "" : ` [${tokens} tokens]`}`
+    }
+    case "tool/call":
+      return `tool call ${callLine(record.data.name, record.data.arguments)}`
+    case "tool/result":
+      return `tool result ${record.data.name}: ${resultLine(record.data)}`
+    case "request/header":
+      return `request to ${record.data.header.config.model} (${record.data.reason})`
+    case "inbox/accepted":
+      return `inbox: ${record.placement} ${oneLine(textOf(record.message.content), 60)} (${record.message.id})`
+    case "inbox/settled":
+      return `inbox: ${record.id} ${record.fate}`
+  }
+}
+
+/** The timeline of a session: one indented line per record, numbered by `seq` (chunks collapsed into a count). */
+export const render = (
+  records: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>
+): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  const open = { turn: false, step: false }
+  const start = records.find((r) => "time" in r)?.time ?? 0
+  let chunks = 0
+  for (const record of records) {
+    if (record.type === "assistant/chunk") {
+      chunks++
+      continue
+    }
+    const text = describe(record)
+    if (text === undefined) continue
+    if (record.type === "turn/end" || record.type === "step/end") {
+      open[record.type === "turn/end" ? "turn" : "step"] = false
+    }
+    const seq = "seq" in record ? `#${record.seq}` : "  "
+    const elapsed = `+${((record.time - start) / 1000).toFixed(2)}s`
+    const suffix = record.type === "assistant/message" && chunks > 0 ? ` (${chunks} chunks)` : ""
+    if (record.type === "assistant/message") chunks = 0
+    out.push(`${seq.padStart(5)} ${elapsed.padStart(8)}  ${"  ".repeat(depthOf(record, open))}${text}${suffix}`)
+    if (record.type === "turn/start") open.turn = true
+    if (record.type === "step/start") open.step = true
+  }
+  return out
+}
+
+/** The session as a Markdown transcript. */
+export const markdown = (id: string, events: ReadonlyArray<SessionEvent.SessionEvent>): string => {
+  const out: Array<string> = [`# Session ${id}`, ""]
+  for (const event of events) {
+    switch (event.type) {
+      case "turn/start":
+        out.push(`## Turn ${event.data.turn}`, "")
+        break
+      case "user/message":
+        out.push(
+          `**${event.data.source.kind === "user" ? "User" : sourceOf(event.data.source)}:** ${
+            textOf(event.data.content)
+          }`,
+          ""
+        )
+        break
+      case "steering/message":
+        out.push(`**Steering (${sourceOf(event.data.source)}):** ${textOf(event.data.content)}`, "")
+        break
+      case "assistant/message": {
+        const text = event.data.content.filter((b) => b.type === "text").map((b) => b.text).join("")
+        if (text.trim().length > 0) out.push(`**Assistant:** ${text}`, "")
+        for (const block of event.data.content) {
+          if (block.type === "tool-call") out.push(`Tool call \`${block.name}\`: \`${block.arguments}\``, "")
+        }
+        break
+      }
+      case "tool/result":
+        out.push(
+          `Result of \`${event.data.name}\`${event.data.isError ? " (error)" : ""}:`,
+          "",
+          "```",
+          textOf(event.data.content),
+          "```",
+          ""
+        )
+        break
+      case "turn/end":
+        if (event.data.reason.kind !== "completed") {
+          out.push(`_Turn ${event.data.turn} ended: ${event.data.reason.kind}._`, "")
+        }
+        break
+      default:
+        break
+    }
+  }
+  return out.join("\n")
+}

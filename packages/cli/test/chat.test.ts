@@ -1,0 +1,99 @@
+/**
+ * `harness chat` in a real terminal: tmux runs the executable in a pseudo-terminal, `send-keys` types, and
+ * `capture-pane` reads the screen a person would see.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { bin, harness, tempDir } from "./support.js"
+
+const tmux = (...args: ReadonlyArray<string>): string => execFileSync("tmux", args, { encoding: "utf8" })
+
+const screen = (session: string): string => tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", session)
+
+/** Waits until the screen contains `text` (polling the pane; fails with the screen after `seconds`). */
+const waitFor = (session: string, text: string | RegExp, seconds = 90) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < seconds * 5; i++) {
+      const now = screen(session)
+      if (typeof text === "string" ? now.includes(text) : text.test(now)) return now
+      yield* Effect.sleep("200 millis")
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${String(text)}; the screen:\n${screen(session)}`))
+  })
+
+const type = (session: string, text: string) => Effect.sync(() => tmux("send-keys", "-t", session, "-l", text))
+const press = (session: string, ...keys: ReadonlyArray<string>) =>
+  Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
+
+describe("harness chat in a terminal", { timeout: 300_000 }, () => {
+  it.live("steer while it works, queue, list the inbox, Ctrl-C keeps the queue, approve a write, exit (R28, R81)", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      const name = `harness-chat-${process.pid}`
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          try {
+            tmux("kill-session", "-t", name)
+          } catch {
+            // already gone
+          }
+          cleanup()
+        })
+      )
+      writeFileSync(join(dir, "README.md"), "# chat test\n")
+      const store = `sqlite:${join(dir, "chat.db")}`
+      const command =
+        `env NO_COLOR=1 HARNESS_OFFLINE_PACE_MS=120 ${process.execPath} ${bin} chat --store ${store}; sleep 60`
+      tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, command)
+
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a long story")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "Once upon a time")
+
+      // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge counts them.
+      yield* type(name, "keep it short")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "› keep it short (steering the running turn)")
+      yield* type(name, "+what is a dog")
+      yield* press(name, "Enter")
+      yield* type(name, "/queue write notes.txt: hello from chat")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "2 queued · 1 steering")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      const inbox = yield* waitFor(name, "3. queued   write notes.txt: hello from chat")
+      assert.include(inbox, "1. steering keep it short")
+      assert.include(inbox, "2. queued   what is a dog")
+
+      // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
+      // prompt, R43/R81), and the model acknowledges it there.
+      yield* press(name, "C-c")
+      yield* waitFor(name, "turn 1 cancelled; still pending: 2 queued · 1 steering")
+      yield* waitFor(name, "↪ steering joined turn 2: keep it short")
+      yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
+
+      // The queued write asks for approval inline; `y` allows it and the file is on disk.
+      yield* waitFor(name, "allow write_file(")
+      yield* type(name, "y")
+      yield* waitFor(name, "Wrote 1 line")
+      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from chat\n")
+
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/exit")
+      yield* press(name, "Enter")
+      const last = yield* waitFor(name, "bye — session")
+      const id = /bye — session ([0-9a-f-]{36})/.exec(last)?.[1]
+      assert.isDefined(id)
+
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "turn 1 ends: aborted")
+      assert.include(show.stdout, "steering (user): keep it short")
+      assert.include(show.stdout, "tool result write_file: ok")
+      assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
+})

@@ -1,0 +1,101 @@
+/**
+ * `harness demo` and `harness sessions`: the walkthrough completes, its session reloads from the SQLite file with
+ * a clean log, and the sessions commands show, export, fork and remove it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { SessionEvent } from "@harness/domain"
+import type { Ids } from "@harness/domain"
+import { LogCheck, SessionLog } from "@harness/session"
+import { SqliteStore } from "@harness/store-sqlite"
+import { Effect, Schema } from "effect"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { harness, tempDir } from "./support.js"
+
+const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(SessionEvent.SessionEvent))
+
+const reload = (filename: string, id: string) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog.open(id as Ids.SessionId) // an id printed by the CLI, checked by `open`
+    return yield* log.events
+  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
+
+describe("harness demo", { timeout: 300_000 }, () => {
+  it.live("walks through queue, steer, inject and cancel-with-keepInbox; the session reloads clean (R28, R77, R81, R100)", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      writeFileSync(join(dir, "README.md"), "# A demo workspace\n")
+      const db = join(dir, "sessions.db")
+      const store = `sqlite:${db}`
+      const demo = yield* Effect.promise(() => harness(["demo", "--store", store], { cwd: dir }))
+      assert.strictEqual(demo.code, 0, demo.stderr)
+      const out = demo.stdout
+      assert.include(out, "offline model")
+      assert.include(out, "tool call list_dir()")
+      assert.include(out, "inbox: + steering \"Keep it brief, please.\"")
+      assert.include(out, "turn 2 ends: aborted")
+      assert.include(out, "the log checks clean")
+      const id = /sessions show ([0-9a-f-]{36})/.exec(out)?.[1]
+      assert.isDefined(id)
+
+      const events = yield* reload(db, id!)
+      assert.deepStrictEqual(LogCheck.checkLog(events), [])
+      // The steer landed inside turn 1, after the tool result; the injection is a plugin-sourced user message.
+      const steering = events.find((e) => e.type === "steering/message")
+      assert.strictEqual(steering?.type === "steering/message" && steering.data.turn, 1)
+      const toolResult = events.find((e) => e.type === "tool/result")
+      assert.isTrue(toolResult !== undefined && steering !== undefined && toolResult.seq < steering.seq)
+      assert.isTrue(
+        events.some((e) =>
+          e.type === "user/message" && e.data.source.kind === "plugin" && e.data.source.plugin === "demo"
+        )
+      )
+      // The queued follow-ups survived the keepInbox cancel and ran afterwards.
+      const ends = events.flatMap((e) => (e.type === "turn/end" ? [e.data.reason.kind] : []))
+      assert.deepStrictEqual(ends, ["completed", "aborted", "completed", "completed"])
+      assert.isTrue(events.some((e) =>
+        e.type === "tool/result" && e.data.name === "read_file" && !e.data.isError &&
+        e.data.content.some((b) => b.text.includes("A demo workspace"))
+      ))
+
+      const show = yield* Effect.promise(() =>
+        harness(["sessions", "show", "--store", store, id!.slice(0, 8)], { cwd: dir })
+      )
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, `session ${id}`)
+      assert.include(show.stdout, "turn 2 ends: aborted")
+      assert.include(show.stdout, "steering (user): Keep it brief, please.")
+      assert.include(show.stdout, `${events.length} events; the log checks clean.`)
+
+      const jsonl = yield* Effect.promise(() => harness(["sessions", "export", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(jsonl.code, 0, jsonl.stderr)
+      const exported = jsonl.stdout.trim().split("\n").map((line) => decodeEvent(line))
+      assert.deepStrictEqual(exported.map((e) => e.seq), events.map((e) => e.seq))
+
+      const md = yield* Effect.promise(() =>
+        harness(["sessions", "export", "--store", store, "--format", "md", id!], { cwd: dir })
+      )
+      assert.include(md.stdout, "## Turn 2")
+      assert.include(md.stdout, "**Steering (user):** Keep it brief, please.")
+
+      // Fork in the middle of turn 2: the copy is cut back to the end of turn 1 (a seed must be balanced, R97).
+      const turn2 = events.find((e) => e.type === "turn/start" && e.data.turn === 2)!
+      const fork = yield* Effect.promise(() =>
+        harness(["sessions", "fork", "--store", store, "--at", String(turn2.seq + 2), id!], { cwd: dir })
+      )
+      assert.strictEqual(fork.code, 0, fork.stderr)
+      const forkId = /into ([0-9a-f-]{36}) \((\d+) events\)/.exec(fork.stdout)
+      assert.isNotNull(forkId)
+      assert.strictEqual(Number(forkId![2]), turn2.seq)
+      const forked = yield* reload(db, forkId![1]!)
+      assert.strictEqual(forked.length, turn2.seq)
+      assert.deepStrictEqual(LogCheck.checkLog(forked), [])
+
+      const rm = yield* Effect.promise(() => harness(["sessions", "rm", "--store", store, forkId![1]!], { cwd: dir }))
+      assert.strictEqual(rm.code, 0, rm.stderr)
+      const list = yield* Effect.promise(() => harness(["sessions", "list", "--store", store], { cwd: dir }))
+      assert.include(list.stdout, "1 session (last active last)")
+      assert.notInclude(list.stdout, forkId![1]!)
+    }).pipe(Effect.scoped))
+})

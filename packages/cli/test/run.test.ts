@@ -1,0 +1,185 @@
+/**
+ * `harness run`, `config` and the error paths, as a user meets them: the real executable in a temporary
+ * workspace, over the offline model or a fake chat-completions server on loopback.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { AgentEvent } from "@harness/domain"
+import { Effect, Schema } from "effect"
+import { writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { join } from "node:path"
+import { harness, tempDir } from "./support.js"
+
+const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(AgentEvent.AgentEvent))
+
+const workspace = () => {
+  const [dir, cleanup] = tempDir()
+  writeFileSync(join(dir, "notes.txt"), "first line\nTODO: write the tests\n")
+  return [dir, cleanup] as const
+}
+
+const live = <A>(f: (dir: string) => Promise<A>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(workspace),
+    ([dir]) => Effect.promise(() => f(dir)),
+    ([, cleanup]) => Effect.sync(cleanup)
+  )
+
+describe("harness run (offline model)", { timeout: 180_000 }, () => {
+  it.live("answers, calls a real workspace tool, stores the session in SQLite (R28 followup; R100 log)", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "list", "the", "files"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, "Let me use list_dir.")
+      assert.include(result.stdout, "notes.txt")
+      assert.include(result.stderr, "→ list_dir()")
+      assert.match(result.stderr, /session [0-9a-f-]{36} · sqlite:.*\.harness\/sessions\.db/)
+
+      const listed = await harness(["sessions", "list"], { cwd: dir })
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.include(listed.stdout, "1 session")
+      assert.include(listed.stdout, "\"list the files\"")
+    }))
+
+  it.live("reads the prompt from standard input with -, and --json prints every event as decodable NDJSON", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--json", "-"], { cwd: dir, input: "grep TODO\n" })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const events = result.stdout.trim().split("\n").map((line) => decodeEvent(line))
+      const types = events.map((e) => (e.type === "session/event" ? e.event.type : e.type))
+      assert.strictEqual(types[0], "agent/inbox/enqueue")
+      assert.include(types, "tool/call")
+      assert.include(types, "tool/result")
+      assert.strictEqual(types.at(-1), "agent/status")
+      const result_ = events.find((e) => e.type === "session/event" && e.event.type === "tool/result")
+      assert.isDefined(result_)
+      assert.include(JSON.stringify(result_), "notes.txt:2: TODO: write the tests")
+      const settled = events.filter((e) => e.type === "agent/settled")
+      assert.deepStrictEqual(settled.map((e) => e.reason.kind), ["completed"])
+    }))
+
+  it.live("a write is denied without --yes (a denial is a tool result, R69) and done with it", () =>
+    live(async (dir) => {
+      const denied = await harness(["run", "write out.txt: hello"], { cwd: dir })
+      assert.strictEqual(denied.code, 0, denied.stderr)
+      assert.include(denied.stdout, "needs approval: run again with --yes")
+      const allowed = await harness(["run", "--yes", "write out.txt: hello"], { cwd: dir })
+      assert.strictEqual(allowed.code, 0, allowed.stderr)
+      const { readFileSync } = await import("node:fs")
+      assert.strictEqual(readFileSync(join(dir, "out.txt"), "utf8"), "hello\n")
+    }))
+})
+
+describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
+  const chunk = (delta: object, finish: string | null = null) =>
+    `data: ${
+      JSON.stringify({
+        id: "c1",
+        object: "chat.completion.chunk",
+        created: 1,
+        model: "fake-model",
+        choices: [{ index: 0, delta, finish_reason: finish }]
+      })
+    }\n\n`
+
+  const withServer = <A>(status: number, f: (url: string, bodies: Array<unknown>) => Promise<A>) =>
+    Effect.acquireUseRelease(
+      Effect.promise(() =>
+        new Promise<{ readonly url: string; readonly close: () => void; readonly bodies: Array<unknown> }>(
+          (resolve) => {
+            const bodies: Array<unknown> = []
+            const server = createServer((request, response) => {
+              let raw = ""
+              request.on("data", (part) => (raw += part))
+              request.on("end", () => {
+                bodies.push(JSON.parse(raw))
+                if (status !== 200) {
+                  response.writeHead(status, { "content-type": "application/json" })
+                  response.end(JSON.stringify({ error: { message: "bad key", type: "authentication_error" } }))
+                  return
+                }
+                response.writeHead(200, { "content-type": "text/event-stream" })
+                response.write(chunk({ role: "assistant", content: "" }))
+                response.write(chunk({ content: "Hello from " }))
+                response.write(chunk({ content: "the fake server." }))
+                response.write(chunk({}, "stop"))
+                response.end("data: [DONE]\n\n")
+              })
+            })
+            server.listen(0, "127.0.0.1", () =>
+              resolve({
+                url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, // listening on TCP: an AddressInfo
+                close: () => server.close(),
+                bodies
+              }))
+          }
+        )
+      ),
+      (server) => live((dir) => f(server.url, server.bodies).then((a) => (void dir, a))),
+      (server) => Effect.sync(server.close)
+    )
+
+  it.live("--base-url streams the provider's answer; the request carries the model and the prompt", () =>
+    withServer(200, async (url, bodies) => {
+      const [dir, cleanup] = workspace()
+      try {
+        const result = await harness(["run", "--base-url", url, "--model", "fake-model", "say hello"], { cwd: dir })
+        assert.strictEqual(result.code, 0, result.stderr)
+        assert.include(result.stdout, "Hello from the fake server.")
+        assert.strictEqual(bodies.length, 1)
+        const body = JSON.stringify(bodies[0])
+        assert.include(body, "\"model\":\"fake-model\"")
+        assert.include(body, "say hello")
+      } finally {
+        cleanup()
+      }
+    }))
+
+  it.live("a provider failure is a non-zero exit with the reason in plain words", () =>
+    withServer(401, async (url) => {
+      const [dir, cleanup] = workspace()
+      try {
+        const result = await harness(["run", "--base-url", url, "hello"], {
+          cwd: dir,
+          env: { LLM_MAX_RETRIES: "0" }
+        })
+        assert.strictEqual(result.code, 1)
+        assert.include(result.stderr, "harness: the turn failed")
+      } finally {
+        cleanup()
+      }
+    }))
+})
+
+describe("bad input and configuration", { timeout: 180_000 }, () => {
+  it.live("a bad --store URL, an unknown option and a malformed flag exit with code 2 and say why", () =>
+    live(async (dir) => {
+      const store = await harness(["run", "--store", "mysql://x", "hi"], { cwd: dir })
+      assert.strictEqual(store.code, 2)
+      assert.include(store.stderr, "--store \"mysql://x\" is not a store: use sqlite:<file>, jsonl:<directory>")
+      const unknown = await harness(["run", "--frobnicate", "hi"], { cwd: dir })
+      assert.strictEqual(unknown.code, 2)
+      assert.include(unknown.stderr, "unknown option --frobnicate")
+      const malformed = await harness(["sessions", "fork", "--at", "soon", "abc"], { cwd: dir })
+      assert.strictEqual(malformed.code, 2)
+      assert.include(malformed.stdout + malformed.stderr, "'soon' is not a integer")
+      const missing = await harness(["sessions", "show", "nope"], { cwd: dir })
+      assert.strictEqual(missing.code, 1)
+      assert.include(missing.stderr, "no session \"nope\" in this store")
+    }))
+
+  it.live("config shows each value's origin and never prints the API key", () =>
+    live(async (dir) => {
+      const result = await harness(["config", "--store", "memory"], {
+        cwd: dir,
+        env: { DEEPSEEK_API_KEY: "sk-very-secret", HARNESS_MODEL: "deepseek-v4-pro" }
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.notInclude(result.stdout, "sk-very-secret")
+      assert.match(result.stdout, /api-key\s+<redacted>\s+\(env DEEPSEEK_API_KEY\)/)
+      assert.match(result.stdout, /provider\s+chat-completions\s+\(an API key is set \(env DEEPSEEK_API_KEY\)\)/)
+      assert.match(result.stdout, /model\s+deepseek-v4-pro\s+\(env HARNESS_MODEL\)/)
+      assert.match(result.stdout, /store\s+memory\s+\(flag --store\)/)
+    }))
+})

@@ -1,0 +1,50 @@
+/**
+ * Runs the real `harness` executable as a child process (through its bin script, as `npx harness` does) and
+ * collects what a user would see.
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** The bin script. */
+export const bin = fileURLToPath(new URL("../bin/harness.mjs", import.meta.url))
+
+export interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a run: the parent's, without provider keys or Harness settings, plus `env`. */
+export const cleanEnv = (env: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv => {
+  const base: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(HARNESS_|LLM_|DEEPSEEK_)/.test(key)) continue
+    base[key] = value
+  }
+  return { ...base, NO_COLOR: "1", HARNESS_OFFLINE_PACE_MS: "1", ...env }
+}
+
+/** Runs `harness ...args` in `cwd`, feeding `input` on standard input, and waits for it to exit. */
+export const harness = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env?: Readonly<Record<string, string>>; readonly input?: string }
+): Promise<Result> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: options.cwd, env: cleanEnv(options.env) })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(options.input ?? "")
+  })
+
+/** A fresh temporary directory, removed by the returned function. */
+export const tempDir = (): readonly [string, () => void] => {
+  const dir = mkdtempSync(join(tmpdir(), "harness-cli-"))
+  return [dir, () => rmSync(dir, { recursive: true, force: true })]
+}
