@@ -25,12 +25,12 @@ describe.each(["sqlite", "jsonl"] as const)("crash campaign on %s", (backend) =>
         firstSeed: backend === "sqlite" ? 1 : 1001,
         kills: killsPerBackend,
         perSeed: 9,
-        concurrency: 2,
+        concurrency: Number(process.env.HARNESS_CRASH_CONCURRENCY ?? "2"),
         resumeEvery: 5
       }).pipe(Effect.provide(NodeContext.layer))
     )
     console.log(`crash campaign on ${backend}:\n${Campaign.summarise(outcomes)}`)
-  }, 900_000)
+  }, Math.max(900_000, killsPerBackend * 30_000))
 
   const killed = () => outcomes.filter((o) => o.phase === "kill")
 

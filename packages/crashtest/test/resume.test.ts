@@ -149,9 +149,10 @@ const runChild = (
   dir: string,
   ops: ReadonlyArray<Scenario.Op>,
   kill: Scenario.KillPoint,
-  seed = 7
+  seed = 7,
+  using: Parent.Runner = runner
 ) =>
-  Parent.run(runner, {
+  Parent.run(using, {
     backend,
     location: Stores.locationIn(backend, dir),
     sessionId: "child-session",
@@ -293,7 +294,8 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
           { _tag: "send", preset: "park", id: "u", text: "parked one" },
           { _tag: "send", preset: "park", id: "v", text: "parked two" }
         ]
-        const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 2 })
+        // This child runs through tsx (the others run the bundle): both runners start the same program.
+        const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 2 }, 7, Parent.tsx)
         assert.strictEqual(run.exit, "SIGKILL", run.stderr)
         const verdict = yield* Verify.verify(run)
         assert.deepStrictEqual(verdict.problems, [])
