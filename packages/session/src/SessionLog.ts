@@ -1,19 +1,22 @@
 /**
  * The append-only session log: the single source of truth for everything a model ever sees. Each append is
  * checked against the enclosure rules (R100) and JSON-losslessness, numbered (`seq` gap-free from 0), stamped
- * (`time` from `Clock`), written through to the `SessionStore`, folded into the derived history, and then
- * published to observers — or refused with a `SessionLogError` that leaves everything unchanged.
+ * (`time` from `Clock`), committed to the `SessionStore` by one of two commit models (ADR 0008: write-through for
+ * the memory store, write-behind group commit with durability barriers for durable stores), folded into the
+ * derived history, and published to observers — or refused with a `SessionLogError` that leaves everything
+ * unchanged. Opening a stored session repairs what a crash tore (R106).
  *
  * @since 0.0.0
  */
-import type { Ids, SessionEvent } from "@harness/domain"
-import type { Queue, Scope, Stream } from "effect"
+import type { Ids, SessionEvent, Store } from "@harness/domain"
+import type { Queue, Schedule, Scope, Stream } from "effect"
 import { Context, Effect, Layer } from "effect"
 import type { History } from "./History.js"
 import * as internal from "./internal/sessionLog.js"
 import type { LogState } from "./LogCheck.js"
 import type { SessionLogError } from "./SessionLogError.js"
 import * as SessionStore from "./SessionStore.js"
+import type { SessionStoreError } from "./SessionStoreError.js"
 
 /**
  * A refused append, seed or load (defined in its own module so the implementation can construct it without
@@ -31,21 +34,61 @@ export { SessionLogError } from "./SessionLogError.js"
 export interface Service {
   readonly id: Ids.SessionId
   /**
-   * Appends one event and returns the stored envelope.
+   * Appends one event and returns the appended envelope (`appendAll` of one event).
    *
-   * Contract: appends are serialised (one at a time, under a one-permit lock).
-   * `seq` is the previous one plus 1, `time` is `Clock.currentTimeMillis`. Before anything is stored the event is
-   * validated and copied (so later mutation of `input` changes nothing; a schema or JSON-losslessness failure is
-   * `invalid-event`), checked against the enclosure rules (`reason` = the `LogCheck.Rule` it breaks) and encoded
-   * once as a JSON row. The row is written through to the store (a driver failure is `store`); only when that
-   * succeeds do the events, the state and the history change and observers see the event. From the store write
-   * on, the append is uninterruptible, so memory never disagrees with the store. Any refusal fails with
-   * `SessionLogError` (with the refused `seq`, except for `store`) and changes nothing, and the next append gets
-   * the same `seq`. Cost per append does not grow with the log.
+   * Contract: appends are serialised (one at a time, under a one-permit lock). `seq` is the previous one plus 1,
+   * `time` is `Clock.currentTimeMillis`. Before anything changes the event is validated and copied (so later
+   * mutation of `input` changes nothing; a schema or JSON-losslessness failure is `invalid-event`) and checked
+   * against the enclosure rules (`reason` = the `LogCheck.Rule` it breaks). Then, by {@link commitMode}:
+   * - `write-through`: the event is written to the store inline (a driver failure is `store`, and nothing
+   *   changes); only then do the events, the state and the history change and observers see it. From the store
+   *   write on the append is uninterruptible, so memory never disagrees with the store.
+   * - `write-behind`: the events, the state and the history change and observers see it at once; the writer
+   *   fiber makes it durable later, in order, in one store commit per batch ({@link flush} waits for that). A
+   *   store fault is retried and reported on {@link faults}, never failing the append; when `capacity` events
+   *   are appended but not yet durable, `append` waits (interruptibly, before taking the lock) for the writer:
+   *   back-pressure, never an unbounded buffer. After a failure retrying cannot cure (`Conflict`, `NotFound`,
+   *   `Corrupt`) every append and flush fails with `store`.
+   * Any refusal fails with `SessionLogError` (with the refused `seq`, except for `store`) and changes nothing, and
+   * the next append gets the same `seq`. Cost per append does not grow with the log.
    */
   readonly append: <E extends SessionEvent.SessionEventInput>(
     input: E
   ) => Effect.Effect<Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>, SessionLogError>
+  /**
+   * Appends several events as one unit: one lock, one validation pass, one store commit (write-through) or one
+   * enqueue (write-behind), one publication.
+   *
+   * Contract: all or nothing — if any event is refused (its `seq` is in the error), none is appended. The events
+   * are checked in order against the state the earlier ones leave, so closers computed by `Closers.close` can be
+   * appended in one call. Otherwise as {@link append}.
+   */
+  readonly appendAll: (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
+  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
+  /**
+   * The durability barrier: resolves once every event appended before the call is written to the store and made
+   * durable against power loss (`sync`).
+   *
+   * Contract: events appended after the call may or may not be covered. With `write-behind` the batches written
+   * while a flush waits are synced, and a flush that finds everything written but unsynced asks the store for a
+   * sync; transient store faults delay it (they are retried), a failure retrying cannot cure fails it with `store`.
+   * Interruptible: interrupting a flush abandons the wait, never the writes.
+   */
+  readonly flush: Effect.Effect<void, SessionLogError>
+  /**
+   * `appended`: the `seq` the next event gets (every event below it is in memory and was published); `durable`:
+   * every event below it is written to the store. Equal under `write-through`.
+   */
+  readonly cursors: Effect.Effect<Cursors>
+  /** The commit model this log runs (ADR 0008). */
+  readonly commitMode: CommitMode
+  /**
+   * Store faults the write-behind writer met, each reported once per failed attempt, in order; subscribes when
+   * run. The writer retries them with the log's `retry` schedule and never reorders or drops an event. (With
+   * `write-through` a fault fails the append itself and is not reported here.)
+   */
+  readonly faults: Stream.Stream<SessionStoreError>
   /** Every event, seeded ones included, in `seq` order. Do not mutate the array. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
   /**
@@ -58,8 +101,9 @@ export interface Service {
   /**
    * Subscribes to appended events. Contract: subscribed when it returns (so "subscribe, then append" misses
    * nothing); unbounded (a slow observer never blocks an append, which runs under the agent's lock); events
-   * arrive in `seq` order, each only after its row is stored; refused appends are never seen. The subscription
-   * ends with the scope.
+   * arrive in `seq` order, each once it is committed to the log (written to the store under `write-through`;
+   * appended in memory under `write-behind`, see {@link cursors}); refused appends are never seen. The
+   * subscription ends with the scope.
    */
   readonly subscribe: Effect.Effect<Queue.Dequeue<SessionEvent.SessionEvent>, never, Scope.Scope>
   /** The appended events as a stream; subscribes when run. */
@@ -74,9 +118,48 @@ export interface Service {
 export class SessionLog extends Context.Tag("@harness/session/SessionLog")<SessionLog, Service>() {}
 
 /**
+ * How a log commits to its store (ADR 0008).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type CommitMode = "write-through" | "write-behind"
+
+/**
+ * The log's cursors (see {@link Service.cursors}).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Cursors {
+  readonly appended: number
+  readonly durable: number
+}
+
+/**
+ * How a log commits.
+ *
+ * - `mode`: the commit model (default: the store's `commitMode`, else `write-through`).
+ * - `maxBatch`: the most events the writer puts in one store commit (default 1024).
+ * - `capacity`: how many events may be appended but not yet durable before `append` waits (default 16 384).
+ * - `retry`: the schedule transient store faults are retried with (default: exponential from 10 ms, at most 2 s
+ *   apart, forever: an event is never dropped).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface CommitOptions {
+  readonly mode?: CommitMode | undefined
+  readonly maxBatch?: number | undefined
+  readonly capacity?: number | undefined
+  readonly retry?: Schedule.Schedule<unknown, SessionStoreError> | undefined
+}
+
+/**
  * Options of {@link make}.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface MakeOptions {
   /** The session id; a random UUID when absent. */
@@ -86,6 +169,23 @@ export interface MakeOptions {
    * balanced (no open turn), else `invalid-seed`. It is written to the store as the new session's first rows.
    */
   readonly seed?: ReadonlyArray<SessionEvent.SessionEvent> | undefined
+  /** The session's parent, written in its header (a fork, R112). */
+  readonly parent?: Store.SessionParent | undefined
+  /** The session's title, written in its header. */
+  readonly title?: string | undefined
+  /** How the log commits. */
+  readonly commit?: CommitOptions | undefined
+}
+
+/**
+ * Options of {@link open}.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface OpenOptions {
+  /** How the log commits. */
+  readonly commit?: CommitOptions | undefined
 }
 
 /**
@@ -98,13 +198,26 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
   internal.make
 
 /**
- * Opens a stored session: loads, decodes and checks its rows (a log that is corrupt or ends inside a turn is
- * `invalid-seed` until crash repair exists) and continues it.
+ * Opens a stored session, repairs what a crash tore (R106), and continues it.
+ *
+ * Contract: the stored records are scanned in order (streamed; inbox records are skipped). The last valid
+ * `turn/end` marks the committed region:
+ * - a record that does not decode, or an event out of `seq` order, before it is corruption: `corrupt`, naming
+ *   the session, the stored record's position and what is wrong, and nothing is changed;
+ * - the first such record after it starts a torn tail: that record and everything after it are discarded and
+ *   physically truncated (`SessionStore.truncate`);
+ * - a decoded event that breaks an enclosure rule is `corrupt` wherever it is (a crash cannot produce it);
+ * - a log that then ends inside a turn is closed by `Closers.repair` (`TOOL_OUTCOME_UNKNOWN` for a recorded call
+ *   without a result, `TOOL_NOT_STARTED` for an unrecorded one, `step/end`, `turn/end { interrupted }`), with
+ *   `seq`s continuing the log and the last real event's `time`, written in one synced commit before `open`
+ *   returns. A `user/message` after the last `turn/end` is committed history, not a tail.
  *
  * @since 0.0.0
  */
-export const open: (id: Ids.SessionId) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> =
-  internal.open
+export const open: (
+  id: Ids.SessionId,
+  options?: OpenOptions
+) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> = internal.open
 
 /**
  * A new session over its own fresh memory store: the default of every agent.

@@ -86,6 +86,12 @@ export { SessionStoreError, SessionStoreErrorReason } from "./SessionStoreError.
  */
 export interface Service {
   /**
+   * The commit model a `SessionLog` uses over this store unless told otherwise (ADR 0008): `write-through` (each
+   * append is written inline, under the log's lock: cheap for the memory store) or `write-behind` (group commit by
+   * a writer fiber, with durability barriers: the durable backends). Absent means `write-through`.
+   */
+  readonly commitMode?: "write-through" | "write-behind" | undefined
+  /**
    * Creates a session with its header and, optionally, its first records (a seeded or forked session).
    *
    * Contract: atomic — afterwards the session exists with exactly the header and the commit, or (on failure) not
@@ -98,7 +104,9 @@ export interface Service {
    * Contract: all or nothing; the commit's events are contiguous with the stored events (the first one's `seq`
    * is the number of stored events, each next one's one more), else `Conflict` and nothing is stored; its records
    * get the next positions, inbox records first. Success means written so that a crash of this process cannot
-   * lose it; with `sync: true`, also durable against power loss. An empty commit stores nothing.
+   * lose it; with `sync: true`, also durable against power loss. An empty commit stores nothing; with `sync: true`
+   * it makes every commit stored so far durable against power loss (the barrier of a log whose writes already
+   * went out unsynced).
    */
   readonly append: (
     id: Ids.SessionId,

@@ -19,6 +19,9 @@ import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
 import { Chunk, Effect, type Layer, Option, Stream } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import * as SessionLog from "../src/SessionLog.js"
+import type { SessionLogError } from "../src/SessionLogError.js"
+import * as Sessions from "../src/Sessions.js"
 import {
   type Commit,
   type Service,
@@ -26,7 +29,7 @@ import {
   type SessionStoreError,
   type StoredRecord
 } from "../src/SessionStore.js"
-import { block, ev, promptTurn, stamp, toolTurn } from "./fixtures.js"
+import { assertConsistent, block, ev, promptTurn, stamp, toolTurn } from "./fixtures.js"
 
 /** A session id. */
 export const sid = (s: string): Ids.SessionId => Ids.SessionId.make(s)
@@ -661,6 +664,171 @@ export const conformance = <E>(
           yield* store.truncate(s1, 5)
           assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
         }))
+    })
+
+    describe("sessions: the log over this backend (commit model, crash repair, list, fork, remove)", () => {
+      const logTest = (
+        title: string,
+        body: (store: Service) => Effect.Effect<void, SessionStoreError | SessionLogError, SessionStore>
+      ) =>
+        it.live(title, () =>
+          Effect.scoped(
+            Effect.flatMap(SessionStore, body).pipe(Effect.provide(layer))
+          ))
+      /** The error of an effect that must fail (a defect, failing the test, when it succeeds). */
+      const failure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.flatMap(Effect.either(effect), (result) =>
+          result._tag === "Left"
+            ? Effect.succeed(result.left)
+            : Effect.dieMessage(`expected a failure, got ${JSON.stringify(result.right)}`))
+      const decoded = (store: Service, id: Ids.SessionId) =>
+        Effect.map(loadAll(store, id), (records) => records.map((r) => JSON.parse(r.text) as unknown))
+
+      logTest(
+        "a log appends, flushes and reopens; what the store holds is the log (ADR 0008)",
+        (store) =>
+          Effect.gen(function*() {
+            const log = yield* SessionLog.make({ id: s1 })
+            yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+            for (const input of promptTurn(2, "Again", "Sure")) yield* log.append(input)
+            yield* log.flush
+            assert.deepStrictEqual(yield* log.cursors, { appended: 16, durable: 16 })
+            const events = yield* log.events
+            assert.deepStrictEqual(yield* decoded(store, s1), JSON.parse(JSON.stringify(events)))
+            const reopened = yield* SessionLog.open(s1)
+            assert.deepStrictEqual(yield* reopened.events, events)
+            yield* assertConsistent(reopened)
+          })
+      )
+
+      logTest(
+        "R106: open closes a turn a crash left open, durably, and a second open changes nothing",
+        (store) =>
+          Effect.gen(function*() {
+            const open: ReadonlyArray<SessionEvent.SessionEventInput> = [
+              ...promptTurn(1, "Hi", "Hello"),
+              ev.user("Run it", MessageSource.user, "p2"),
+              ev.turnStart(2),
+              ev.stepStart(2, 1),
+              ev.assistant(2, 1, [block.toolCall("ran", "sh", "{}"), block.toolCall("queued", "sh", "{}")]),
+              ev.toolCall(2, 1, "ran", "sh")
+            ]
+            const stored = stamp(open, { time: 7 })
+            yield* store.create(header(s1), eventsCommit(stored))
+            const log = yield* SessionLog.open(s1)
+            const events = yield* log.events
+            const closers = events.slice(stored.length)
+            assert.deepStrictEqual(closers.map((e) => e.type), ["tool/result", "tool/result", "step/end", "turn/end"])
+            assert.deepStrictEqual(closers.map((e) => e.seq), [13, 14, 15, 16])
+            assert.isTrue(closers.every((e) => e.time === 7))
+            const codes = closers.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code] : [])
+            assert.deepStrictEqual(codes, ["TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"])
+            assert.deepStrictEqual(closers.at(-1)!.data, { turn: 2, reason: { kind: "interrupted" } })
+            // made durable before open returned
+            assert.deepStrictEqual(yield* decoded(store, s1), JSON.parse(JSON.stringify(events)))
+            yield* assertConsistent(log)
+            const again = yield* SessionLog.open(s1)
+            assert.deepStrictEqual(yield* again.events, events)
+            // and the log continues with the next turn
+            const next = yield* again.append(ev.turnStart(3))
+            assert.strictEqual(next.seq, 17)
+          })
+      )
+
+      logTest(
+        "list shows each session's header: id, created, title or first prompt, turns, last activity, size",
+        () =>
+          Effect.gen(function*() {
+            const a = yield* SessionLog.make({ id: sid("a") })
+            yield* a.appendAll([
+              ...promptTurn(1, "What is the weather?", "Sunny"),
+              ...promptTurn(2, "And now?", "Rain")
+            ])
+            yield* a.flush
+            const b = yield* SessionLog.make({ id: sid("b"), title: "Named" })
+            yield* b.appendAll([ev.user("context only", MessageSource.plugin("p"))])
+            yield* b.flush
+            const listed = yield* Sessions.list
+            assert.deepStrictEqual(listed.map((s) => s.id), [sid("a"), sid("b")])
+            const [la, lb] = listed
+            assert.strictEqual(la!.title, "What is the weather?")
+            assert.strictEqual(la!.turns, 2)
+            assert.strictEqual(la!.events, 16)
+            assert.strictEqual(la!.lastActivity, (yield* a.events).at(-1)!.time)
+            assert.isAbove(la!.bytes, 0)
+            assert.strictEqual(lb!.title, "Named")
+            assert.strictEqual(lb!.turns, 0)
+            assert.isUndefined(la!.parent)
+          })
+      )
+
+      logTest(
+        "R112: fork at a turn/end keeps the prefix and the parent in the header; the child continues numbering",
+        (store) =>
+          Effect.gen(function*() {
+            const parent = yield* SessionLog.make({ id: s1 })
+            yield* parent.appendAll([
+              ...promptTurn(1, "One", "1"),
+              ...promptTurn(2, "Two", "2"),
+              ev.user("Three", MessageSource.user, "p3"),
+              ev.turnStart(3)
+            ])
+            yield* parent.flush
+            const firstEnd = 7
+            const child = yield* Sessions.fork(s1, { at: firstEnd, id: sid("child"), title: "branch" })
+            assert.strictEqual(child, sid("child"))
+            assert.deepStrictEqual((yield* store.header(child)).parent, { id: s1, seq: firstEnd })
+            const log = yield* SessionLog.open(child)
+            assert.deepStrictEqual(yield* log.events, (yield* parent.events).slice(0, firstEnd + 1))
+            yield* log.append(ev.user("Other", MessageSource.user, "o2"))
+            assert.strictEqual((yield* log.append(ev.turnStart(2))).data.turn, 2)
+            // default boundary: the last turn/end (the open turn 3 is left out)
+            const latest = yield* Sessions.fork(s1, { id: sid("latest") })
+            assert.deepStrictEqual((yield* store.header(latest)).parent, { id: s1, seq: 15 })
+            assert.strictEqual((yield* loadAll(store, latest)).length, 16)
+            const listed = yield* Sessions.list
+            assert.deepStrictEqual(listed.find((s) => s.id === child)?.parent, { id: s1, seq: firstEnd })
+            // the parent is untouched
+            assert.strictEqual((yield* loadAll(store, s1)).length, 18)
+          })
+      )
+
+      logTest(
+        "R112: a fork boundary that is not a turn/end is refused (OPEN_TURN) and creates nothing",
+        (store) =>
+          Effect.gen(function*() {
+            const parent = yield* SessionLog.make({ id: s1 })
+            yield* parent.appendAll(promptTurn(1, "One", "1"))
+            yield* parent.flush
+            for (const at of [0, 3, 99]) {
+              const error = yield* failure(Sessions.fork(s1, { at, id: sid("child") }))
+              assert.strictEqual(error.reason, "fork-boundary")
+              assert.include(error.message, JSON.stringify(s1))
+            }
+            const empty = yield* SessionLog.make({ id: sid("empty") })
+            yield* empty.appendAll([ev.user("no turn yet")])
+            yield* empty.flush
+            assert.strictEqual((yield* failure(Sessions.fork(sid("empty")))).reason, "fork-boundary")
+            assert.deepStrictEqual((yield* store.list).map((s) => s.header.id), [s1, sid("empty")])
+          })
+      )
+
+      logTest(
+        "remove deletes a session: gone from the list, open fails, the id is free again",
+        () =>
+          Effect.gen(function*() {
+            const log = yield* SessionLog.make({ id: s1 })
+            yield* log.appendAll(promptTurn(1, "One", "1"))
+            yield* log.flush
+            yield* Sessions.remove(s1)
+            assert.deepStrictEqual(yield* Sessions.list, [])
+            const error = yield* failure(SessionLog.open(s1))
+            assert.strictEqual(error.reason, "store")
+            assert.include(error.message, "NotFound")
+            assert.strictEqual((yield* failure(Sessions.remove(s1))).reason, "store")
+            yield* SessionLog.make({ id: s1 })
+          })
+      )
     })
   })
 }

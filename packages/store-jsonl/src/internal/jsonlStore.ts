@@ -306,7 +306,16 @@ export const make = (options: Options) =>
         const issue = SessionStore.contiguityIssue(state.events, commit)
         if (issue !== undefined) return yield* fail(id, "Conflict", issue)
         const records = SessionStore.encodeCommit(commit, state.records)
-        if (records.length === 0) return
+        if (records.length === 0) {
+          // A barrier over commits already written unsynced: fsync the file.
+          if (options?.sync === true) {
+            const path = pathOf(id)
+            yield* Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r+" }), (file) => file.sync)).pipe(
+              Effect.mapError(io(id, `sync ${path}`))
+            )
+          }
+          return
+        }
         const content = Buffer.from(linesOf(records), "utf8")
         const path = pathOf(id)
         yield* Effect.scoped(Effect.gen(function*() {
@@ -349,7 +358,17 @@ export const make = (options: Options) =>
       if (issue !== undefined) return fail(id, "Conflict", issue)
       return lock.withPermits(1)(Effect.gen(function*() {
         const state = yield* stateOf(id)
-        if (position >= state.records) return
+        if (position >= state.records) {
+          // Nothing committed to drop; bytes past the committed end are a commit a crash tore: cut them now.
+          const path = pathOf(id)
+          yield* Effect.scoped(Effect.gen(function*() {
+            const file = yield* fs.open(path, { flag: "r+" })
+            if (Number((yield* file.stat).size) === state.bytes) return
+            yield* file.truncate(state.bytes)
+            yield* file.sync
+          })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
+          return
+        }
         const found: Option.Option<FramedRecord> = yield* locate(id, position)
         if (Option.isNone(found)) return
         const record = found.value
@@ -486,6 +505,7 @@ export const make = (options: Options) =>
     const loadSnapshot: Service["loadSnapshot"] = (id) => Effect.zipRight(stateOf(id), readSnapshot(id))
 
     return {
+      commitMode: "write-behind",
       create,
       append,
       load,

@@ -182,7 +182,18 @@ export const make = Effect.gen(function*() {
       if (issue !== undefined) return fail(id, "Conflict", issue)
     }
     const records = SessionStore.encodeCommit(commit, 0)
-    if (records.length === 0) return keyOf(id).pipe(Effect.asVoid, io("read the session", id))
+    if (records.length === 0) {
+      if (options?.sync !== true) return keyOf(id).pipe(Effect.asVoid, io("read the session", id))
+      // A barrier over commits already written unsynced: a synced transaction that rewrites the session's row
+      // makes SQLite fsync the WAL, which holds every earlier commit too.
+      return write(
+        Effect.gen(function*() {
+          const touched = yield* sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)} RETURNING key`
+          if (touched.length === 0) return yield* notFound(id)
+        }),
+        true
+      ).pipe(io("sync the session", id))
+    }
     const figures = SessionStore.figuresOf(records)
     const prompt = figures.firstPrompt
     return write(
@@ -359,6 +370,7 @@ export const make = Effect.gen(function*() {
     }).pipe(io("load the snapshot", id))
 
   return {
+    commitMode: "write-behind",
     create,
     append,
     load,

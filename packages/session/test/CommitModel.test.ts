@@ -1,0 +1,313 @@
+/**
+ * The log's commit model (ADR 0008): write-through over the memory store, write-behind group commit with a writer
+ * fiber over durable stores, `appendAll`, `flush` barriers, store faults retried and reported, back-pressure.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type Ids, SessionEvent } from "@harness/domain"
+import {
+  Chunk,
+  Deferred,
+  Effect,
+  Exit,
+  FastCheck,
+  Fiber,
+  Option,
+  Queue,
+  Ref,
+  Schedule,
+  Schema,
+  Stream,
+  TestClock
+} from "effect"
+import * as LogCheck from "../src/LogCheck.js"
+import * as SessionLog from "../src/SessionLog.js"
+import * as SessionStore from "../src/SessionStore.js"
+import { assertConsistent, ev, promptTurn, sessionId, stamp, toolTurn } from "./fixtures.js"
+
+const sid = sessionId("commit-1")
+const decodeRow = Schema.decodeSync(Schema.parseJson(SessionEvent.SessionEvent))
+
+interface Recorded {
+  readonly events: number
+  readonly sync: boolean
+}
+
+/**
+ * A memory store with a fault injector that records every append that reached the store (events, sync) and can
+ * hold appends at a gate until the test opens it.
+ */
+const instrumented = Effect.gen(function*() {
+  const [faulty, faults] = yield* SessionStore.withFaults(yield* SessionStore.makeMemory)
+  const commits = yield* Ref.make(Chunk.empty<Recorded>())
+  const gate = yield* Ref.make<Deferred.Deferred<void> | undefined>(undefined)
+  const store: SessionStore.Service = {
+    ...faulty,
+    append: (id, commit, options) =>
+      Effect.gen(function*() {
+        const held = yield* Ref.get(gate)
+        if (held !== undefined) yield* Deferred.await(held)
+        yield* faulty.append(id, commit, options)
+        yield* Ref.update(commits, Chunk.append({ events: commit.events.length, sync: options?.sync === true }))
+      })
+  }
+  return {
+    store,
+    faults,
+    commits: Effect.map(Ref.get(commits), Chunk.toReadonlyArray),
+    /** Holds every store append until the returned effect is run. */
+    hold: Effect.gen(function*() {
+      const d = yield* Deferred.make<void>()
+      yield* Ref.set(gate, d)
+      return Effect.zipRight(Ref.set(gate, undefined), Deferred.succeed(d, undefined))
+    })
+  }
+})
+
+const stored = (store: SessionStore.Service, id: Ids.SessionId) =>
+  Effect.map(
+    Stream.runCollect(store.load(id)),
+    (records) => Chunk.toReadonlyArray(records).map((r) => decodeRow(r.text))
+  )
+
+const writeBehind = (store: SessionStore.Service, commit: SessionLog.CommitOptions = {}) =>
+  SessionLog.make({ id: sid, commit: { mode: "write-behind", ...commit } }).pipe(
+    Effect.provideService(SessionStore.SessionStore, store)
+  )
+
+/** Lets forked fibers (the writer) run to their next suspension. */
+const settle = TestClock.adjust(0)
+
+describe("SessionLog commit model: write-through (memory store)", () => {
+  it.effect("the memory store is write-through: appended is durable at once, flush has nothing to wait for", () =>
+    Effect.gen(function*() {
+      const log = yield* SessionLog.memory({ id: sid })
+      assert.strictEqual(log.commitMode, "write-through")
+      yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      assert.deepStrictEqual(yield* log.cursors, { appended: 8, durable: 8 })
+      yield* log.flush
+    }))
+
+  it.effect("appendAll is one store commit and one publication, all or nothing", () =>
+    Effect.gen(function*() {
+      const { commits, store } = yield* instrumented
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      const queue = yield* log.subscribe
+      const events = yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      assert.deepStrictEqual(events.map((e) => e.seq), [0, 1, 2, 3, 4, 5, 6, 7])
+      assert.deepStrictEqual(yield* commits, [{ events: 8, sync: false }])
+      assert.strictEqual((yield* Queue.takeAll(queue)).length, 8)
+      // the third event breaks a rule: nothing of the batch is appended, the error names its seq
+      const error = yield* Effect.flip(log.appendAll([ev.turnStart(2), ev.stepStart(2, 1), ev.stepStart(2, 2)]))
+      assert.strictEqual(error.reason, "nested-step")
+      assert.strictEqual(error.seq, 10)
+      assert.strictEqual((yield* log.events).length, 8)
+      assert.strictEqual((yield* log.state).nextSeq, 8)
+      assert.strictEqual((yield* commits).length, 1)
+      assert.deepStrictEqual(yield* stored(store, sid), yield* log.events)
+      yield* assertConsistent(log)
+    }).pipe(Effect.scoped))
+})
+
+describe("SessionLog commit model: write-behind", () => {
+  it.effect("durable stores default to write-behind", () =>
+    Effect.gen(function*() {
+      const store = { ...(yield* SessionStore.makeMemory), commitMode: "write-behind" as const }
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      assert.strictEqual(log.commitMode, "write-behind")
+    }))
+
+  it.scoped("append publishes at once; the writer group-commits what accumulated while it wrote; flush is the barrier", () =>
+    Effect.gen(function*() {
+      const { commits, hold, store } = yield* instrumented
+      const log = yield* writeBehind(store)
+      const queue = yield* log.subscribe
+      const release = yield* hold
+      yield* log.append(ev.user("first"))
+      yield* settle // the writer takes the first event and waits at the gate
+      const turns = [...promptTurn(1, "Hi", "Hello"), ...promptTurn(2, "Again", "Sure")]
+      for (const input of turns) yield* log.append(input)
+      // appended and published, not durable yet
+      assert.strictEqual((yield* Queue.takeAll(queue)).length, 1 + turns.length)
+      assert.deepStrictEqual(yield* log.cursors, { appended: 17, durable: 0 })
+      assert.deepStrictEqual(yield* stored(store, sid), [])
+      const flushed = yield* Effect.fork(log.flush)
+      yield* settle
+      assert.isTrue(Option.isNone(yield* Fiber.poll(flushed)))
+      yield* release
+      yield* Fiber.join(flushed)
+      // one commit for the first event, one for the sixteen that came while it was written (synced: a flush waited)
+      assert.deepStrictEqual(yield* commits, [{ events: 1, sync: false }, { events: 16, sync: true }])
+      assert.deepStrictEqual(yield* log.cursors, { appended: 17, durable: 17 })
+      assert.deepStrictEqual(yield* stored(store, sid), yield* log.events)
+      yield* assertConsistent(log)
+    }))
+
+  it.effect("maxBatch bounds a commit", () =>
+    Effect.gen(function*() {
+      const { commits, hold, store } = yield* instrumented
+      const log = yield* writeBehind(store, { maxBatch: 5 })
+      const release = yield* hold
+      yield* log.appendAll([...promptTurn(1, "Hi", "Hello"), ...promptTurn(2, "Again", "Sure")])
+      yield* release
+      yield* log.flush
+      assert.deepStrictEqual((yield* commits).map((c) => c.events), [5, 5, 5, 1])
+      assert.deepStrictEqual(yield* stored(store, sid), yield* log.events)
+    }))
+
+  it.effect("a flush after everything was written unsynced asks the store for a sync (an empty synced commit)", () =>
+    Effect.gen(function*() {
+      const { commits, store } = yield* instrumented
+      const log = yield* writeBehind(store)
+      yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      yield* settle
+      assert.deepStrictEqual(yield* commits, [{ events: 8, sync: false }])
+      yield* log.flush
+      assert.deepStrictEqual(yield* commits, [{ events: 8, sync: false }, { events: 0, sync: true }])
+      yield* log.flush // nothing new: no store call
+      assert.strictEqual((yield* commits).length, 2)
+    }))
+
+  it.scoped("store faults are retried on the schedule and reported on faults, nothing reordered or dropped", () =>
+    Effect.gen(function*() {
+      const { faults, store } = yield* instrumented
+      const log = yield* writeBehind(store, { retry: Schedule.spaced("1 second") })
+      const reported = yield* Queue.unbounded<SessionStore.SessionStoreError>()
+      yield* log.faults.pipe(Stream.runForEach((e) => Queue.offer(reported, e)), Effect.forkScoped)
+      yield* settle
+      yield* faults.failNext(3)
+      yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      const flushed = yield* Effect.fork(log.flush)
+      yield* settle
+      assert.strictEqual((yield* Queue.takeAll(reported)).pipe(Chunk.size), 1)
+      // appends go on while the store is down
+      yield* log.append(ev.user("while down"))
+      yield* TestClock.adjust("1 second")
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(flushed)))
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(flushed)
+      const errors = Chunk.toReadonlyArray(yield* Queue.takeAll(reported))
+      assert.strictEqual(errors.length, 2)
+      assert.isTrue(errors.every((e) => e.reason === "Injected"))
+      yield* log.flush
+      assert.deepStrictEqual(yield* stored(store, sid), yield* log.events)
+      assert.strictEqual((yield* log.events).length, 9)
+    }))
+
+  it.effect("a failure retrying cannot cure (Conflict) stops the writer: flush and append fail with store", () =>
+    Effect.gen(function*() {
+      const { store } = yield* instrumented
+      const log = yield* writeBehind(store)
+      yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      yield* log.flush
+      // another writer sneaks an event in behind the log's back
+      const intruder = stamp([ev.user("intruder")], { start: 8 })
+      yield* store.append(sid, { events: intruder, inbox: [] })
+      yield* log.append(ev.user("mine"))
+      const error = yield* Effect.flip(log.flush)
+      assert.strictEqual(error.reason, "store")
+      assert.include(error.message, "Conflict")
+      assert.strictEqual((yield* Effect.flip(log.append(ev.user("more")))).reason, "store")
+    }))
+
+  it.scoped("bounded buffer: append waits (back-pressure) while capacity events are not durable", () =>
+    Effect.gen(function*() {
+      const { hold, store } = yield* instrumented
+      const log = yield* writeBehind(store, { capacity: 3 })
+      const release = yield* hold
+      yield* log.append(ev.user("1"))
+      yield* log.append(ev.user("2"))
+      yield* log.append(ev.user("3"))
+      const fourth = yield* Effect.fork(log.append(ev.user("4")))
+      yield* settle
+      assert.isTrue(Option.isNone(yield* Fiber.poll(fourth)))
+      assert.strictEqual((yield* log.cursors).appended, 3)
+      // the wait is interruptible: a cancelled appender leaves nothing behind
+      const fifth = yield* Effect.fork(log.append(ev.user("5")))
+      yield* settle
+      yield* Fiber.interrupt(fifth)
+      yield* release
+      const appended = yield* Fiber.join(fourth)
+      assert.strictEqual(appended.seq, 3)
+      yield* log.flush
+      assert.deepStrictEqual((yield* stored(store, sid)).map((e) => e.seq), [0, 1, 2, 3])
+    }))
+
+  // Random appends, faults switched on and off, clock advances and barriers: every event reported durable is in
+  // the store, in order; the store never holds anything the log did not append; at the end, with the store back,
+  // one flush makes the store equal the log, and checkLog is clean.
+  type Op =
+    | { readonly _tag: "append"; readonly count: number; readonly batch: boolean }
+    | { readonly _tag: "faults"; readonly on: boolean }
+    | { readonly _tag: "tick"; readonly ms: number }
+    | { readonly _tag: "flush" }
+  const op: FastCheck.Arbitrary<Op> = FastCheck.oneof(
+    FastCheck.record({
+      _tag: FastCheck.constant("append" as const),
+      count: FastCheck.integer({ min: 1, max: 12 }),
+      batch: FastCheck.boolean()
+    }),
+    FastCheck.record({ _tag: FastCheck.constant("faults" as const), on: FastCheck.boolean() }),
+    FastCheck.record({ _tag: FastCheck.constant("tick" as const), ms: FastCheck.integer({ min: 0, max: 3000 }) }),
+    FastCheck.record({ _tag: FastCheck.constant("flush" as const) })
+  )
+  const script = Array.from({ length: 40 }, (_, i) =>
+    i % 2 === 0
+      ? promptTurn(i + 1, `prompt ${i}`, `answer ${i}`)
+      : toolTurn(i + 1, `tools ${i}`, [{ id: `c${i}`, name: "t", args: "{}", result: "ok" }], "done")).flat()
+
+  it.effect.prop(
+    "store-fault property: durable ⊆ store = prefix of the log, in order; nothing dropped once the store is back",
+    [FastCheck.array(op, { maxLength: 30 }), FastCheck.integer({ min: 1, max: 8 })],
+    ([ops, maxBatch]) =>
+      Effect.gen(function*() {
+        const { faults, store } = yield* instrumented
+        const log = yield* writeBehind(store, { maxBatch, retry: Schedule.spaced("500 millis") })
+        let next = 0
+        for (const o of ops) {
+          switch (o._tag) {
+            case "append": {
+              const inputs = script.slice(next, next + o.count)
+              next += inputs.length
+              if (o.batch) yield* log.appendAll(inputs)
+              else for (const input of inputs) yield* log.append(input)
+              break
+            }
+            case "faults":
+              yield* (o.on ? faults.failWhen(() => true) : faults.clear)
+              break
+            case "tick":
+              yield* TestClock.adjust(o.ms)
+              break
+            case "flush": {
+              yield* faults.clear
+              const flushed = yield* Effect.fork(log.flush)
+              // at most one retry interval before the writer tries again
+              yield* TestClock.adjust("1 second")
+              assert.isTrue(Exit.isSuccess(yield* Fiber.await(flushed)))
+              const { appended, durable } = yield* log.cursors
+              assert.strictEqual(durable, appended)
+              break
+            }
+          }
+          yield* settle
+          const inStore = yield* stored(store, sid)
+          const events = yield* log.events
+          const { durable } = yield* log.cursors
+          // what the store holds is exactly the log's first `durable` events
+          assert.deepStrictEqual(inStore, events.slice(0, durable))
+          assert.isAtMost(durable, events.length)
+        }
+        yield* faults.clear
+        const flushed = yield* Effect.fork(log.flush)
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.join(flushed)
+        const events = yield* log.events
+        assert.deepStrictEqual(events.map((e) => e.seq), script.slice(0, next).map((_, i) => i))
+        assert.deepStrictEqual(yield* stored(store, sid), events)
+        assert.deepStrictEqual(LogCheck.checkLog(events).filter((v) => v.rule !== "unclosed-turn"), [])
+        yield* assertConsistent(log)
+      }),
+    { fastCheck: { numRuns: 30 } }
+  )
+})
