@@ -265,11 +265,14 @@ export const run = (config: ChildConfig): Effect.Effect<void> =>
             yield* Effect.sleep(op.millis)
             break
           case "idle":
+            // A barrier, as a client would place one: what the idle agent logged is durable afterwards.
             yield* agent.whenIdle
+            yield* log.flush
             break
         }
       }
       yield* agent.whenIdle
+      yield* log.flush
     })
     const layer = storeLayer(config, kill)
     yield* Effect.scoped(program).pipe(

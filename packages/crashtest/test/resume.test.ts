@@ -38,7 +38,10 @@ const withAgent = <A, E>(
     const agent = yield* Agent.make({ session: log, model: "scripted" }).pipe(
       Effect.provideService(LanguageModel.LanguageModel, model)
     )
-    return yield* f(agent, controls)
+    const result = yield* f(agent, controls)
+    // The store is write-behind: make everything durable before the scope closes (a client's barrier).
+    yield* log.flush
+    return result
   })).pipe(Effect.provide(Stores.layer(backend, location)))
 
 const turnStarts = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -199,7 +202,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       assert.deepStrictEqual(resumed.slice(0, verdict.events.length), verdict.events)
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scopedLive("killed mid-tool: the stored turn is open with its call unanswered; reopening repairs it and a new agent continues (R106, R110) — GAP until SessionLog.open repairs: then the refusal names the open turn and changes nothing", () =>
+  it.scopedLive("killed mid-tool: reopening repairs whatever turn the store holds open and a new agent continues with the next turn (R106, R110)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
@@ -213,18 +216,11 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       assert.strictEqual(run.exit, "SIGKILL", run.stderr)
       const verdict = yield* Verify.verify(run)
       assert.deepStrictEqual(verdict.problems, [])
-      assert.isTrue(verdict.openTurn)
-      const stored = verdict.events.slice(0, verdict.stored)
-      const calls = stored.filter((e) => e.type === "tool/call").length
-      assert.isAbove(calls, stored.filter((e) => e.type === "tool/result").length)
-      if (!verdict.reopened) {
-        assert.match(verdict.reopenError ?? "", /unclosed-turn: the log ends inside turn 2/)
-        const again = yield* Verify.verify(run)
-        assert.strictEqual(again.stored, verdict.stored)
-        return
-      }
+      // With write-behind stores, the open turn is on disk only as far as the last barrier reached.
+      assert.isTrue(verdict.reopened, verdict.reopenError)
+      const lastTurn = Math.max(0, ...turnStarts(verdict.events))
       const closers = verdict.events.slice(verdict.stored)
-      assert.deepStrictEqual(closers.map((e) => e.type).slice(-2), ["step/end", "turn/end"])
+      if (verdict.openTurn) assert.strictEqual(closers.at(-1)?.type, "turn/end")
       for (const result of closers) {
         if (result.type === "tool/result") assert.strictEqual(result.data.error?.code, "TOOL_OUTCOME_UNKNOWN")
       }
@@ -241,7 +237,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
             return yield* agent.log
           })
       )
-      assert.deepStrictEqual(turnStarts(resumed), [1, 2, 3])
+      assert.deepStrictEqual(turnStarts(resumed).at(-1), lastTurn + 1)
       assert.deepStrictEqual(headers(resumed).at(-1), "resume")
     }).pipe(Effect.provide(NodeContext.layer)))
 
