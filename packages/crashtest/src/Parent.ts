@@ -1,0 +1,157 @@
+/**
+ * The crash-test parent's side of a run: starts the child as a real process, reads its NDJSON report as it comes,
+ * and sends `SIGKILL` the moment the child announces its kill point.
+ *
+ * The child is the TypeScript program `src/bin.ts`, run by Node either through `tsx` or as one ES module bundled
+ * from the same sources by esbuild (the default: a child then starts in about a sixth of the CPU time, which is
+ * what lets `npm test` afford fifty kills).
+ *
+ * @since 0.0.0
+ */
+import { Command, type CommandExecutor } from "@effect/platform"
+import { Effect, Either, Fiber, type Scope, Stream } from "effect"
+import * as esbuild from "esbuild"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ChildConfig, Line } from "./Protocol.js"
+import { decodeLine } from "./Protocol.js"
+
+const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const bin = path.join(packageDir, "src", "bin.ts")
+
+/**
+ * How the child is started: the Node arguments before its configuration.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Runner {
+  readonly name: "tsx" | "bundle"
+  readonly args: ReadonlyArray<string>
+}
+
+/**
+ * Runs `src/bin.ts` through `tsx` (every module transpiled when the child loads it).
+ *
+ * @since 0.0.0
+ * @category runners
+ */
+export const tsx: Runner = { name: "tsx", args: ["--import", "tsx", bin] }
+
+/**
+ * Bundles `src/bin.ts` and everything it imports into one ES module (native `better-sqlite3` left external) in a
+ * fresh directory under the workspace's `node_modules/.cache`, so Node resolves the native module from there;
+ * deleted with the scope.
+ *
+ * @since 0.0.0
+ * @category runners
+ */
+export const bundle: Effect.Effect<Runner, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
+    fs.mkdirSync(cache, { recursive: true })
+    const dir = fs.mkdtempSync(path.join(cache, "crashtest-"))
+    const outfile = path.join(dir, "child.mjs")
+    await esbuild.build({
+      entryPoints: [bin],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      outfile,
+      external: ["better-sqlite3"],
+      // Bundled CommonJS dependencies call `require`, which an ES module lacks.
+      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+      logLevel: "error"
+    })
+    return { dir, runner: { name: "bundle" as const, args: [outfile] } }
+  }),
+  ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+).pipe(Effect.map(({ runner }) => runner))
+
+/**
+ * The runner `HARNESS_CRASH_RUNNER` names (`tsx` or `bundle`, the default).
+ *
+ * @since 0.0.0
+ * @category runners
+ */
+export const fromEnv: Effect.Effect<Runner, never, Scope.Scope> = process.env.HARNESS_CRASH_RUNNER === "tsx"
+  ? Effect.succeed(tsx)
+  : bundle
+
+/**
+ * What one child run gave: its report lines in order, whether it was killed (and where), and what it wrote to
+ * stderr (for diagnostics).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface RunResult {
+  readonly config: ChildConfig
+  readonly lines: ReadonlyArray<Line>
+  /** The kill point the child announced (then it was killed with `SIGKILL`), if any. */
+  readonly killedAt: Extract<Line, { readonly _tag: "kill-point" }> | undefined
+  /** How the process ended: `SIGKILL`, or its exit code. */
+  readonly exit: string
+  /** Lines of stdout that were not report lines (a bug in the child). */
+  readonly garbage: ReadonlyArray<string>
+  readonly stderr: string
+}
+
+/**
+ * Runs one child to its end or to its kill point.
+ *
+ * Contract: the child is always reaped (the scope kills it if this effect is interrupted); every complete stdout
+ * line the child wrote before it died is in `lines` or `garbage`; `SIGKILL` is sent only after the `kill-point`
+ * line was read, and nothing is read after it (the child is blocked there).
+ *
+ * @since 0.0.0
+ * @category running
+ */
+export const run = (
+  runner: Runner,
+  config: ChildConfig
+): Effect.Effect<RunResult, never, CommandExecutor.CommandExecutor> =>
+  Effect.scoped(Effect.gen(function*() {
+    const command = Command.make(process.execPath, ...runner.args, JSON.stringify(config)).pipe(
+      Command.workingDirectory(packageDir)
+    )
+    const child = yield* Command.start(command)
+    const stderr = yield* child.stderr.pipe(
+      Stream.decodeText(),
+      Stream.runFold("", (all, text) => all + text),
+      Effect.fork
+    )
+    const lines: Array<Line> = []
+    const garbage: Array<string> = []
+    let killedAt: RunResult["killedAt"] = undefined
+    yield* child.stdout.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((text) => {
+        const decoded = decodeLine(text)
+        if (Either.isLeft(decoded)) {
+          garbage.push(text)
+          return Effect.void
+        }
+        lines.push(decoded.right)
+        if (decoded.right._tag !== "kill-point") return Effect.void
+        killedAt = decoded.right
+        return Effect.ignore(child.kill("SIGKILL"))
+      }),
+      Effect.ignore
+    )
+    const exit = yield* Effect.either(child.exitCode)
+    return {
+      config,
+      lines,
+      killedAt,
+      exit: Either.isRight(exit)
+        ? `exit ${exit.right}`
+        : /SIGKILL/.test(exit.left.message)
+        ? "SIGKILL"
+        : exit.left.message,
+      garbage,
+      stderr: yield* Effect.orElseSucceed(Fiber.join(stderr), () => "")
+    }
+  })).pipe(Effect.orDie)

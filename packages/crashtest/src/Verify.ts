@@ -1,0 +1,216 @@
+/**
+ * What the parent checks after a child died: it reopens the store and holds it against what the child reported.
+ * Every check is a plain comparison whose failure is a sentence in `problems`; a verdict with no problems is a
+ * store that survived the kill.
+ *
+ * Checked, in order (rule numbers of SEMANTICS §13):
+ * 1. every stored record decodes; the stored events are gap-free from seq 0 and break no enclosure rule, except
+ *    that the last turn may be open (the crash tail, R106);
+ * 2. every event of every commit the store acknowledged (`durable` lines) is stored, identical (R104);
+ * 3. `SessionLog.open` loads the session (repairing an open turn, R106): the repaired log passes `checkLog`, keeps
+ *    every stored event, adds closers only when the last turn was open (ending with `turn/end { interrupted }`),
+ *    and a second open finds the same log (the closers were made durable);
+ * 4. no accepted message id is in the log twice; every id in the log was sent; every send returned the id it
+ *    asked for (idempotent acceptance).
+ *
+ * What it also counts, without calling it a problem: the accepted messages that are neither in the log nor
+ * discarded (`pending`), and of those the ones no durable inbox record restores (`lost`; see the README: the
+ * durable inbox is not built yet).
+ *
+ * @since 0.0.0
+ */
+import { Ids, SessionEvent, Store } from "@harness/domain"
+import { LogCheck, SessionLog, SessionStore } from "@harness/session"
+import { Chunk, Effect, Either, Schema, Stream } from "effect"
+import { isDeepStrictEqual } from "node:util"
+import type { RunResult } from "./Parent.js"
+import type { Line } from "./Protocol.js"
+import * as Stores from "./Stores.js"
+
+const decodeRecord = Schema.decodeEither(Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord)))
+
+/**
+ * The outcome of one check.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Verdict {
+  /** Everything that is wrong; empty when the store survived. */
+  readonly problems: ReadonlyArray<string>
+  /** Whether the session exists at all (a child killed before its `create` committed leaves none). */
+  readonly exists: boolean
+  /** Events stored when the child died. */
+  readonly stored: number
+  /** Events the child saw acknowledged. */
+  readonly durable: number
+  /** Whether the stored log ended inside a turn. */
+  readonly openTurn: boolean
+  /** Whether `SessionLog.open` loaded it; its error otherwise. */
+  readonly reopened: boolean
+  readonly reopenError: string | undefined
+  /** Closers the reopen appended. */
+  readonly closers: number
+  /** The reopened (repaired) log, when it opened. */
+  readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+  /** Accepted ids (returned by a send) that are neither in the log nor discarded. */
+  readonly pending: ReadonlyArray<string>
+  /** Of `pending`, those that no `inbox/accepted` record (without a later `inbox/settled`) restores. */
+  readonly lost: ReadonlyArray<string>
+  /** Inbox records stored. */
+  readonly inboxRecords: number
+}
+
+const messageIds = (events: ReadonlyArray<SessionEvent.SessionEvent>): Array<string> =>
+  events.flatMap((event) => {
+    const id = Store.messageIdOf(event)
+    return id === undefined ? [] : [id]
+  })
+
+const linesOf = <T extends Line["_tag"]>(lines: ReadonlyArray<Line>, tag: T) =>
+  lines.filter((line): line is Extract<Line, { readonly _tag: T }> => line._tag === tag)
+
+/**
+ * Checks the store of a finished run. `knownIds`: every message id sent to this session in earlier runs (a
+ * resumed session's log holds them too).
+ *
+ * @since 0.0.0
+ * @category verifying
+ */
+export const verify = (
+  run: RunResult,
+  knownIds: ReadonlySet<string> = new Set()
+): Effect.Effect<Verdict> =>
+  Effect.scoped(Effect.gen(function*() {
+    const { config, lines } = run
+    const problems: Array<string> = []
+    const store = yield* SessionStore.SessionStore
+    const id = Ids.SessionId.make(config.sessionId)
+    const durableTexts = linesOf(lines, "durable").flatMap((line) => line.events)
+    const header = yield* Effect.either(store.header(id))
+    if (Either.isLeft(header)) {
+      if (header.left.reason !== "NotFound" || durableTexts.length > 0 || config.mode === "resume") {
+        problems.push(`the session cannot be read: ${header.left.message} (${header.left.reason})`)
+      }
+      return emptyVerdict(problems)
+    }
+
+    // 1. The stored records, as they are.
+    const records = yield* store.load(id).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray), Effect.either)
+    if (Either.isLeft(records)) {
+      problems.push(`the records cannot be loaded: ${records.left.message}`)
+      return emptyVerdict(problems)
+    }
+    const stored: Array<SessionEvent.SessionEvent> = []
+    const storedTexts: Array<string> = []
+    const accepted: Array<string> = []
+    const settled = new Set<string>()
+    let inboxRecords = 0
+    for (const record of records.right) {
+      const decoded = decodeRecord(record.text)
+      if (Either.isLeft(decoded)) {
+        problems.push(`stored record ${record.position} does not decode: ${decoded.left.message.slice(0, 300)}`)
+        continue
+      }
+      const value = decoded.right
+      if (Store.isInboxRecord(value)) {
+        inboxRecords++
+        if (value.type === "inbox/accepted") accepted.push(value.message.id)
+        else settled.add(value.id)
+        continue
+      }
+      stored.push(value)
+      storedTexts.push(record.text)
+    }
+    const violations = LogCheck.checkLog(stored).filter((v) => v.rule !== "unclosed-turn")
+    for (const v of violations.slice(0, 5)) problems.push(`stored log: seq ${v.seq}: ${v.rule}: ${v.message}`)
+    const openTurn = LogCheck.checkLog(stored).some((v) => v.rule === "unclosed-turn")
+
+    // 2. Every acknowledged event is stored, identical.
+    for (const text of durableTexts) {
+      const event: { readonly seq: number } = JSON.parse(text)
+      const at = storedTexts[event.seq]
+      if (at === undefined) problems.push(`durable event seq ${event.seq} is not in the store`)
+      else if (!isDeepStrictEqual(JSON.parse(at), JSON.parse(text))) {
+        problems.push(`durable event seq ${event.seq} differs in the store: ${at} vs ${text}`)
+      }
+    }
+
+    // 3. The log opens (with repair), is well-formed, keeps everything, and its repair is durable.
+    const opened = yield* Effect.either(Effect.flatMap(SessionLog.open(id), (log) => log.events))
+    let events: ReadonlyArray<SessionEvent.SessionEvent> = stored
+    let closers = 0
+    let reopenError: string | undefined
+    if (Either.isLeft(opened)) {
+      reopenError = `${opened.left.reason}: ${opened.left.message}`
+    } else {
+      events = opened.right
+      closers = events.length - stored.length
+      for (const v of LogCheck.checkLog(events).slice(0, 5)) {
+        problems.push(`reopened log: seq ${v.seq}: ${v.rule}: ${v.message}`)
+      }
+      if (!isDeepStrictEqual(events.slice(0, stored.length), stored)) {
+        problems.push("the reopened log does not start with the stored events")
+      }
+      if (openTurn) {
+        const last = events.at(-1)
+        if (closers <= 0 || last?.type !== "turn/end" || last.data.reason.kind !== "interrupted") {
+          problems.push(`the open turn was not closed with turn/end { interrupted } (last: ${last?.type})`)
+        }
+      } else if (closers !== 0) {
+        problems.push(`a balanced log got ${closers} closer(s)`)
+      }
+      const again = yield* Effect.either(Effect.flatMap(SessionLog.open(id), (log) => log.events))
+      if (Either.isLeft(again)) problems.push(`a second open failed: ${again.left.message}`)
+      else if (!isDeepStrictEqual(again.right, events)) problems.push("a second open found a different log")
+    }
+
+    // 4. Messages: none twice, none unknown, ids as asked.
+    const sent = linesOf(lines, "sent")
+    const sentIds = new Set([...knownIds, ...sent.map((line) => line.id)])
+    for (const line of sent) {
+      if (line.id !== line.requested) problems.push(`send asked for id ${line.requested} and got ${line.id}`)
+    }
+    const inLog = messageIds(events)
+    const seen = new Set<string>()
+    for (const messageId of inLog) {
+      if (seen.has(messageId)) problems.push(`message ${messageId} is in the log twice`)
+      if (!sentIds.has(messageId)) problems.push(`message ${messageId} is in the log but was never sent`)
+      seen.add(messageId)
+    }
+    const discarded = new Set(linesOf(lines, "discarded").flatMap((line) => line.ids))
+    const pending = [...new Set(sent.map((line) => line.id))].filter((m) => !seen.has(m) && !discarded.has(m))
+    const restorable = new Set(accepted.filter((m) => !settled.has(m)))
+    return {
+      problems,
+      exists: true,
+      stored: stored.length,
+      durable: durableTexts.length,
+      openTurn,
+      reopened: Either.isRight(opened),
+      reopenError,
+      closers,
+      events,
+      pending,
+      lost: pending.filter((m) => !restorable.has(m)),
+      inboxRecords
+    }
+  })).pipe(
+    Effect.provide(Stores.layer(run.config.backend, run.config.location)),
+    Effect.catchAll((error) => Effect.succeed(emptyVerdict([`the store cannot be opened: ${error.message}`])))
+  )
+
+const emptyVerdict = (problems: ReadonlyArray<string>): Verdict => ({
+  problems,
+  exists: false,
+  stored: 0,
+  durable: 0,
+  openTurn: false,
+  reopened: false,
+  reopenError: undefined,
+  closers: 0,
+  events: [],
+  pending: [],
+  lost: [],
+  inboxRecords: 0
+})
