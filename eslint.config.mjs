@@ -8,7 +8,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/node_modules", "**/dist", "**/build", "**/coverage", "scratchpad/**", "**/*.md"]
+    ignores: ["**/node_modules", "**/dist", "**/build", "**/coverage", "scratchpad/**", "**/*.md", "packages/*/docs/**"]
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
