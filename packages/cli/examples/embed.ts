@@ -6,7 +6,7 @@
  */
 import { Agent, type Hooks } from "@harness/agent"
 import { Message } from "@harness/domain"
-import { WorkspaceTools } from "@harness/tools"
+import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
 import { Effect } from "effect"
 import { OfflineModel } from "../src/index.js"
 
@@ -24,7 +24,7 @@ const approval: Hooks.Hooks = {
 /** Asks the agent to write a note in `root`, waits until it is idle, and returns its answer. */
 export const program = (root: string) =>
   Effect.gen(function*() {
-    const tools = yield* WorkspaceTools.makeNode({ root })
+    const tools = yield* NodeWorkspaceTools.make({ root })
     const agent = yield* Agent.make({ system: "You are terse.", tools, hooks: approval })
     yield* agent.followup(Message.make("write notes/today.md: ship the CLI"))
     yield* agent.whenIdle

@@ -11,7 +11,7 @@ import { type SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
 import { PostgresStore } from "@harness/store-postgres"
 import { SqliteStore } from "@harness/store-sqlite"
-import { WorkspaceTools } from "@harness/tools"
+import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
 import type { ConfigError, Scope } from "effect"
 import { Config, Duration, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
@@ -70,7 +70,7 @@ export const makeAgent = (
   hooks: Hooks.Hooks = {}
 ): Effect.Effect<Agent.Service, CommandError, LanguageModel.LanguageModel | Scope.Scope> =>
   Effect.gen(function*() {
-    const tools = yield* WorkspaceTools.makeNode({ root: settings.workspace.value }).pipe(
+    const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
     )
     return yield* Effect.mapError(

@@ -67,7 +67,9 @@ export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord):
     case "turn/end": {
       const reason = record.data.reason
       const detail = reason.kind === "error"
-        ? `: ${"failure" in reason ? reason.failure.message : reason.message}`
+        ? `: ${reason.message}`
+        : reason.kind === "request-error"
+        ? `: ${reason.failure.message}`
         : ""
       return `turn ${record.data.turn} ends: ${reason.kind}${detail}`
     }

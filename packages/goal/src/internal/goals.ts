@@ -627,9 +627,10 @@ export const classify = (reason: Turn.TurnEndReason): Outcome => {
     case "disposed":
     case "interrupted":
       return { _tag: "disarm" }
+    case "request-error":
     case "error": {
-      const code = "failure" in reason ? reason.failure.code : reason.code
-      const message = "failure" in reason ? reason.failure.message : reason.message
+      const code = reason.kind === "request-error" ? reason.failure.code : reason.code
+      const message = reason.kind === "request-error" ? reason.failure.message : reason.message
       return code === "RATE_LIMIT" || code === "QUOTA"
         ? { _tag: "block", reason: { code: "usage-limited", message } }
         : { _tag: "block", reason: { code: "turn-error", message } }
