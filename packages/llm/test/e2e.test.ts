@@ -144,7 +144,7 @@ describe("Agent + chat-completions provider + fake server", () => {
         response.end(JSON.stringify({ error: { message: `${"·".repeat(1_995)}${echoed}`, type: echoed } }))
       })
       const { events, log, reason } = yield* oneTurn(server, { retry: { maxRetries: 1 } })
-      assert.strictEqual(reason?.kind, "error")
+      assert.strictEqual(reason?.kind, "request-error")
       assert.strictEqual(reason && "failure" in reason ? reason.failure.code : undefined, "SERVER")
       for (const text of [JSON.stringify(log), Inspectable.format(log), JSON.stringify(events)]) {
         assert.notInclude(text, apiKey)
