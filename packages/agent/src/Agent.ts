@@ -182,6 +182,14 @@ export interface Options<R = never> {
   readonly tools?: ReadonlyArray<AgentTool<R>> | undefined
   /** The cap of the rolling pool of parallel tool calls: a positive integer, default 10 (1 = serial). */
   readonly maxParallelToolCalls?: number | undefined
+  /**
+   * What happens to the inbox a resumed session brings back (`SessionLog.Service.pendingInbox`, ADR 0017): `wake`
+   * (default) restores every item in acceptance order and starts at once on the waking ones, as if the process had
+   * never stopped; `park` restores them all parked, so nothing runs until the next waking send (which claims the
+   * restored items first, in order, R31). Either way steering the crash cut off becomes a queued turn, staged
+   * context is logged at once, and parked items stay parked.
+   */
+  readonly restoredInbox?: "wake" | "park" | undefined
 }
 
 /**

@@ -487,7 +487,7 @@ describe("prompt admission", () => {
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
   it.scoped(
-    "R43, R63: when logging the context of a blocked admission fails, the failing item and the rest stay staged (no agent/error) and enter the next turn first",
+    "R43, R63: when logging the context of a blocked admission fails, nothing is logged and all of it stays staged (no agent/error) and enters the next turn first, in order",
     () =>
       Effect.gen(function*() {
         const faults = yield* SessionStore.StoreFaults
@@ -513,20 +513,20 @@ describe("prompt admission", () => {
         )
         yield* agent.followup(Message.make("blocked"))
         yield* agent.whenIdle
-        assert.deepStrictEqual(shape(yield* agent.log), ["user:ctx 1"])
+        // A drain is one `appendAll`: all or nothing.
+        assert.deepStrictEqual(shape(yield* agent.log), [])
         assert.deepStrictEqual(traceOf(yield* recorder.events), [
           "enqueue:queued:blocked",
           "status:running",
           "dequeue:blocked",
-          "user:ctx 1",
           "status:idle"
         ])
         yield* faults.clear
         yield* agent.followup(Message.make("next"))
         yield* agent.whenIdle
         assert.deepStrictEqual(shape(yield* agent.log).slice(0, 5), [
-          "user:ctx 1",
           "turn/start:1",
+          "user:ctx 1",
           "user:ctx 2",
           "user:ctx 3",
           "user:next"

@@ -159,7 +159,8 @@ describe("acceptance window", () => {
         ])
         yield* Ref.set(failStep, false)
 
-        // An aborted turn: the finalizer writes step/end with the window still open, turn/end with it closed.
+        // An aborted turn: the closers (`Closers.close`, one `appendAll`: one store commit) are written with the
+        // window already closed.
         yield* S.ScriptedModel.pipe(Effect.flatMap((model) => model.push(S.hanging(S.text("…")))))
         yield* agent.followup(Message.make("four"))
         yield* recorder.waitFor(durable("assistant/chunk", (e) => e.data.turn === 4))
@@ -169,7 +170,7 @@ describe("acceptance window", () => {
           "turn/start:open",
           "user/message:open",
           "step/start:open",
-          "step/end:open",
+          "step/end:closed",
           "turn/end:closed"
         ])
         assert.isFalse(yield* agent.acceptsNextStep)

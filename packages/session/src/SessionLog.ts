@@ -84,6 +84,32 @@ export interface Service {
   /** The commit model this log runs (ADR 0008). */
   readonly commitMode: CommitMode
   /**
+   * Whether the log's store outlives the process (every store but the memory store). The agent places its
+   * acceptance barrier (a {@link flush} before `send` returns) only on durable logs (ADR 0017).
+   */
+  readonly durable: boolean
+  /**
+   * Records durable inbox records (ADR 0017): `inbox/accepted` when a message is accepted into the inbox,
+   * `inbox/settled` when it leaves it without reaching the log (discarded, withdrawn, dropped by its admission).
+   *
+   * Contract: validated (`invalid-event` naming the record, and nothing changes) and stamped with `Clock` time;
+   * then they ride with the next store commit, in order and before that commit's events (write-through: the next
+   * append or {@link flush}; write-behind: the writer's next batch). They never change the events, the state or
+   * the history. {@link flush} makes them durable. Cheap: no store round trip of its own.
+   */
+  readonly recordInbox: (records: ReadonlyArray<InboxRecordInput>) => Effect.Effect<void, SessionLogError>
+  /**
+   * The inbox `open` found (ADR 0017): every `inbox/accepted` record with no later `inbox/settled` for its id and
+   * no event that logged its id (`user/message` or `steering/message` with that `messageId`), in acceptance order.
+   * Empty for a session made by {@link make}.
+   */
+  readonly pendingInbox: ReadonlyArray<Store.InboxAccepted>
+  /**
+   * Whether `messageId` was ever accepted in this session: an `inbox/accepted` record or a logged message with that
+   * id, whether still in memory waiting for the store or stored (answered from the store's index, never a scan).
+   */
+  readonly hasMessage: (messageId: Ids.AgentMessageId) => Effect.Effect<boolean, SessionLogError>
+  /**
    * Store faults the write-behind writer met, each reported once per failed attempt, in order; subscribes when
    * run. The writer retries them with the log's `retry` schedule and never reorders or drops an event. (With
    * `write-through` a fault fails the append itself and is not reported here.)
@@ -116,6 +142,16 @@ export interface Service {
  * @since 0.0.0
  */
 export class SessionLog extends Context.Tag("@harness/session/SessionLog")<SessionLog, Service>() {}
+
+/**
+ * An inbox record as a caller hands it to {@link Service.recordInbox}: the log stamps `time`.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type InboxRecordInput =
+  | Omit<Store.InboxAccepted, "time">
+  | Omit<Store.InboxSettled, "time">
 
 /**
  * How a log commits to its store (ADR 0008).
@@ -200,13 +236,14 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
 /**
  * Opens a stored session, repairs what a crash tore (R106), and continues it.
  *
- * Contract: the stored records are scanned in order (streamed; inbox records are skipped). The last valid
+ * Contract: the stored records are scanned in order (streamed). The last valid
  * `turn/end` marks the committed region:
  * - a record that does not decode, or an event out of `seq` order, before it is corruption: `corrupt`, naming
  *   the session, the stored record's position and what is wrong, and nothing is changed;
  * - the first such record after it starts a torn tail: that record and everything after it are discarded and
  *   physically truncated (`SessionStore.truncate`);
  * - a decoded event that breaks an enclosure rule is `corrupt` wherever it is (a crash cannot produce it);
+ * - inbox records are folded into {@link Service.pendingInbox} (accepted, neither settled nor logged);
  * - a log that then ends inside a turn is closed by `Closers.repair` (`TOOL_OUTCOME_UNKNOWN` for a recorded call
  *   without a result, `TOOL_NOT_STARTED` for an unrecorded one, `step/end`, `turn/end { interrupted }`), with
  *   `seq`s continuing the log and the last real event's `time`, written in one synced commit before `open`

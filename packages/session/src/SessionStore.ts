@@ -92,6 +92,12 @@ export interface Service {
    */
   readonly commitMode?: "write-through" | "write-behind" | undefined
   /**
+   * Whether the store keeps nothing beyond the process (the memory store). A log over a volatile store skips
+   * nothing it must do for correctness, but callers may skip durability barriers that only matter for a crash
+   * (the agent's acceptance barrier, ADR 0017). Absent means durable.
+   */
+  readonly volatile?: boolean | undefined
+  /**
    * Creates a session with its header and, optionally, its first records (a seeded or forked session).
    *
    * Contract: atomic — afterwards the session exists with exactly the header and the commit, or (on failure) not

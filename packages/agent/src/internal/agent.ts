@@ -3,7 +3,7 @@
  * (`send` and its presets, `batch`), `cancel`, `retry`, quiescence, status and events — on the shared runtime.
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
-import type { Ids as IdsT, Inbox as InboxT, SessionEvent } from "@harness/domain"
+import type { Ids as IdsT, Inbox as InboxT, SessionEvent, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Json, Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import {
@@ -28,7 +28,7 @@ import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import * as Inbox from "./inbox.js"
 import type { Env, State } from "./runtime.js"
-import { append, locked, publish, read, update, userMessageData } from "./runtime.js"
+import { append, barrier, locked, publish, read, recordInbox, update, userMessageData } from "./runtime.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -149,16 +149,6 @@ const checkPreset = decodeStrict(PresetOptions, "preset options")
 const checkOperation = decodeStrict(BatchOperation, "batch operation")
 const checkId = decodeStrict(Ids.AgentMessageId, "message id")
 
-/** Whether an id is in the log as a message's id (the accepted ids older than the inbox's memory). */
-const loggedId = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<boolean> =>
-  Effect.map(
-    env.log.events,
-    (events) =>
-      events.some((event) =>
-        (event.type === "user/message" || event.type === "steering/message") && event.data.messageId === id
-      )
-  )
-
 const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
 
 /**
@@ -172,13 +162,21 @@ const sendLocked = (
   Effect.gen(function*() {
     const state = yield* read(env)
     if (state.disposed) return yield* disposedError()
-    if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, (id) => loggedId(env, id)))) {
+    // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
+    // restart returns the original id (ADR 0017).
+    if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
       return options.id
     }
     const id = options.id ?? (yield* mintId)
     if (options.target === "next-step" && !options.wakeup) {
       if (state.window) {
         yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
+        yield* recordInbox(env, [{
+          type: "inbox/accepted",
+          message: { content: data.content, id, source: data.source },
+          placement: "context",
+          wakeup: false
+        }])
       } else {
         // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
         yield* repairLocked(env)
@@ -191,10 +189,12 @@ const sendLocked = (
     const order = (yield* Inbox.get(env.inbox)).next
     if (options.target === "next-step" && state.window) {
       yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
+      yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
       yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
       return id
     }
     yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
+    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup }])
     // The driver may claim only once this critical section ends, so every send in it sees the same
     // pre-admission state (R30).
     if (options.wakeup) yield* ensureDriver(env)
@@ -219,6 +219,13 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
     if (!keepInbox) {
       const discarded = yield* Inbox.discardAll(env.inbox)
       if (discarded.length > 0) {
+        // Disposal settles nothing durably: what it drops here comes back when the session is resumed (ADR 0017).
+        if (reason !== "disposed") {
+          yield* recordInbox(
+            env,
+            discarded.map((message) => ({ type: "inbox/settled", id: message.id, fate: "discarded" }))
+          )
+        }
         const [first, ...rest] = discarded
         yield* publish(env, { type: "agent/inbox/discard", messages: [first!, ...rest] })
       }
@@ -250,9 +257,63 @@ const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT
       : yield* Inbox.withdraw(env.inbox, id, steeringWakes(state, yield* Inbox.get(env.inbox)))
     if (Option.isNone(withdrawn)) return { _tag: "NotPending", id }
     const { content, source } = withdrawn.value
+    yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "withdrawn" }])
     yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "withdraw" })
     return { _tag: "Withdrawn", item: withdrawn.value }
   })
+
+/**
+ * Restores the inbox a stored session left (ADR 0017), in acceptance order. Must run holding the lock, before the
+ * agent is used. Queued items keep their placement and waking; steering staged for a turn the crash interrupted
+ * becomes a queued turn (waking); staged context is logged at once (as an idle injection would be). With
+ * `park`, nothing restored wakes the agent: the items wait, parked, for the next waking send (R31).
+ */
+const restoreLocked = (
+  env: Env,
+  records: ReadonlyArray<StoreT.InboxAccepted>,
+  mode: "wake" | "park"
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let context = false
+    let waking = false
+    for (const record of records) {
+      const message: Message.AgentMessage = Object.freeze({
+        content: record.message.content,
+        id: record.message.id,
+        source: record.message.source
+      })
+      if (record.placement === "context") {
+        const data = { content: message.content, source: message.source }
+        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id: message.id }))
+        context = true
+        continue
+      }
+      const wakeup = mode === "wake" && (record.placement === "steering" || record.wakeup)
+      const order = (yield* Inbox.get(env.inbox)).next
+      yield* Inbox.offer(env.inbox, { message, wakeup, order })
+      waking = waking || wakeup
+    }
+    if (context) yield* flushContext(env)
+    if (waking) yield* ensureDriver(env)
+  })
+
+/** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
+const reportFaults = (env: Env): Effect.Effect<void> =>
+  Stream.runForEach(env.log.faults, (error) =>
+    Effect.gen(function*() {
+      const activity = (yield* read(env)).activity
+      const progress = activity === undefined ? undefined : yield* Ref.get(activity.progress)
+      const turn = progress?.turn ?? (yield* env.log.state).lastTurn
+      yield* publish(env, {
+        type: "agent/error",
+        turn,
+        step: progress?.step ?? 0,
+        error: {
+          message: `the session store refused a commit; it is retried, nothing is lost: ${error.message}`,
+          code: "SESSION_STORE"
+        }
+      })
+    }))
 
 /**
  * Builds an agent in the current scope.
@@ -292,7 +353,10 @@ export const make = <R>(
       Effect.gen(function*() {
         const data = yield* Message.decodeUserMessageData(input)
         const checked = yield* checkOptions(sendOptions)
-        return yield* locked(env, sendLocked(env, data, checked))
+        const id = yield* locked(env, sendLocked(env, data, checked))
+        // The acceptance barrier (ADR 0017): on a durable log the id is returned once its acceptance is on disk.
+        yield* barrier(env)
+        return id
       })
     const preset =
       (target: Message.SendTarget, wakeup: boolean) => (input: Message.UserMessageData, preset?: PresetOptions) =>
@@ -317,7 +381,8 @@ export const make = <R>(
             decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
           }
         }
-        return yield* locked(
+        // The acceptance barrier covers what the batch applied, whether it then stopped or not (ADR 0017).
+        const outcome = yield* Effect.either(locked(
           env,
           Effect.gen(function*() {
             // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
@@ -350,7 +415,9 @@ export const make = <R>(
             }
             return applied
           })
-        )
+        ))
+        yield* barrier(env)
+        return yield* outcome
       })
 
     const whenIdle: Effect.Effect<void> = Effect.gen(function*() {
@@ -434,8 +501,13 @@ export const make = <R>(
       maxParallel
     }
 
+    if (log.commitMode === "write-behind") yield* Effect.forkIn(reportFaults(env), fibers)
+    if (log.pendingInbox.length > 0) {
+      yield* locked(env, restoreLocked(env, log.pendingInbox, options.restoredInbox ?? "wake"))
+    }
+
     // Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close
-    // the turn, log staged context, then publish `agent/disposed`, the last event.
+    // the turn, log staged context, make the log durable, then publish `agent/disposed`, the last event.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         const driver = yield* locked(
@@ -448,6 +520,9 @@ export const make = <R>(
         )
         if (driver !== undefined) yield* Fiber.await(driver)
         yield* locked(env, flushContext(env))
+        yield* log.flush.pipe(
+          Effect.catchAll((error) => Effect.logWarning("the session log could not be flushed at disposal", error))
+        )
         yield* publish(env, { type: "agent/disposed" })
       })
     )

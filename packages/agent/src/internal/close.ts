@@ -1,15 +1,19 @@
 /**
- * Closing a turn in the log (R57, R72 with the agent issue's departures): owed tool results in model order, then
- * staged context (after a default cancel), then `step/end`, then `turn/end`. Everything is derived from the log's
- * own state, so a close the store refused half-way is finished later by {@link repairLocked}: the log never stays
- * open while the agent runs on.
+ * Closing a turn in the log (R57, R72 with the agent issue's departures) with the session's own closers
+ * (`Closers.close`, issue 10 §2): the agent only says how each owed call is answered and which staged context goes
+ * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
+ * (`appendAll`), so a close is written whole or not at all. A close the store refused is finished by
+ * {@link repairLocked} before the agent appends anything else outside a turn: the log never stays open while the
+ * agent runs on.
  */
 import type { Turn as TurnT } from "@harness/domain"
-import type { SessionLog } from "@harness/session"
-import { Effect } from "effect"
+import { Closers, type SessionLog } from "@harness/session"
+import { Chunk, Effect } from "effect"
+import * as Inbox from "./inbox.js"
+import type { OutboxItem } from "./inbox.js"
 import type { Env, FinishedCall } from "./runtime.js"
-import { append, drain, read, stageContexts, update } from "./runtime.js"
-import { abortedBeforeDispatchMessage, abortedMessage, errorResult } from "./toolCalls.js"
+import { appendAll, outboxEvent, read, stageContexts, update } from "./runtime.js"
+import { abortedBeforeDispatchMessage, abortedMessage } from "./toolCalls.js"
 
 /** What the tool runtime knows about the open step's calls when the turn closes. */
 export interface CloseCalls {
@@ -18,9 +22,28 @@ export interface CloseCalls {
 }
 
 /**
- * Closes the log's open turn with `reason`. Must run holding the lock. On a refusal, what was written stays (each
- * append is atomic) and the agent remembers the reason; the next append the agent makes outside a turn first
- * repairs the log.
+ * How the agent answers an owed call: the result a finished handler produced; `ABORTED` for a dispatched call;
+ * `ABORTED_BEFORE_DISPATCH` for one that never ran (with a synthetic `tool/call` when it was never recorded, R72).
+ */
+const answerWith = (calls: CloseCalls) => (owed: Closers.OwedCallAt): Closers.Answer => {
+  const done = calls.finished.get(owed.callId)
+  if (done !== undefined) {
+    const { content, error, isError, meta } = done.data
+    return { content, isError, error, meta }
+  }
+  return owed.callSeq !== undefined && calls.dispatched.has(owed.callId)
+    ? Closers.errorAnswer("ABORTED", abortedMessage, { name: "AbortError" })
+    : Closers.errorAnswer("ABORTED_BEFORE_DISPATCH", abortedBeforeDispatchMessage, {
+      name: "AbortError",
+      recordCall: true
+    })
+}
+
+/**
+ * Closes the log's open turn with `reason`, in one `appendAll`. Must run holding the lock. `context`: staged context
+ * (and the contexts of the finished calls) is logged before `step/end` (after a default cancel); otherwise the
+ * finished calls' contexts are staged. On a refusal nothing is written and the agent remembers the reason; the next
+ * append the agent makes outside a turn first repairs the log.
  */
 export const closeLocked = (
   env: Env,
@@ -32,38 +55,27 @@ export const closeLocked = (
     const log = yield* env.log.state
     const turn = log.openTurn
     if (turn === undefined) return
-    yield* update(env, (s) => ({ ...s, unclosed: reason }))
-    const step = log.openStep
-    if (step !== undefined) {
-      for (const owed of log.owed) {
-        const call = { turn, step, callId: owed.callId, name: owed.name }
-        let callSeq = owed.callSeq
-        if (callSeq === undefined) {
-          // Never started: a synthetic pair keeps the transcript provider-valid (R72).
-          callSeq = (yield* append(env, {
-            type: "tool/call",
-            data: { turn, step, callId: owed.callId, name: owed.name, arguments: owed.arguments }
-          })).seq
-        }
-        const done = calls.finished.get(owed.callId)
-        const data = done !== undefined
-          ? done.data
-          : owed.callSeq !== undefined && calls.dispatched.has(owed.callId)
-          ? errorResult(call, "ABORTED", abortedMessage, "AbortError")
-          : errorResult(call, "ABORTED_BEFORE_DISPATCH", abortedBeforeDispatchMessage, "AbortError")
-        yield* append(env, { type: "tool/result", data, sourceEventSeqs: [callSeq] })
-        if (done !== undefined) yield* stageContexts(env, done.contexts)
-      }
-    }
+    yield* update(env, (s) => ({ ...s, unclosed: reason, window: false }))
+    // The contexts the finished calls attached, in model order of their calls (R68).
+    const contexts = log.openStep === undefined
+      ? []
+      : log.owed.flatMap((owed) => calls.finished.get(owed.callId)?.contexts ?? [])
+    const staged = options.context
+      ? Chunk.toReadonlyArray((yield* Inbox.get(env.inbox)).outbox).filter((item) => item._tag === "context")
+      : []
+    const afterResults = options.context
+      ? [
+        ...staged.map((item) => outboxEvent(item, undefined)),
+        ...contexts.map((data) => outboxEvent({ _tag: "context", data, id: undefined }, undefined))
+      ]
+      : []
+    yield* appendAll(env, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))
     if (options.context) {
-      // Context the log refuses stays staged (the drain puts it back); the turn still closes.
-      yield* drain(env, { turn, only: "context" }).pipe(
-        Effect.catchAll((error) => Effect.logWarning("staged context could not be logged; it stays staged", error))
-      )
+      const logged = new Set<OutboxItem>(staged)
+      yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: Chunk.filter(s.outbox, (item) => !logged.has(item)) }))
+    } else {
+      yield* stageContexts(env, contexts)
     }
-    if (step !== undefined) yield* append(env, { type: "step/end", data: { turn, step } })
-    yield* update(env, (s) => ({ ...s, window: false }))
-    yield* append(env, { type: "turn/end", data: { turn, reason } })
     yield* update(env, (s) => ({ ...s, unclosed: undefined }))
   })
 

@@ -10,7 +10,18 @@ import { Cause, Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
 import * as Inbox from "./inbox.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
-import { drain, hasSteering, locked, makeToolRuntime, publish, read, update } from "./runtime.js"
+import {
+  barrier,
+  drain,
+  hasSteering,
+  locked,
+  makeToolRuntime,
+  publish,
+  read,
+  recordInbox,
+  reportLogError,
+  update
+} from "./runtime.js"
 import { runActivity, TurnFailure } from "./turn.js"
 
 /**
@@ -127,7 +138,14 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
         Effect.gen(function*() {
           // Steering retained by a blocked or failed admission waits for the next turn (R43); after a cancelled
           // admission (with `keepInbox`, or it would have been discarded) it is waking work.
-          const cancelled = (yield* read(env)).cause !== undefined
+          const cause = (yield* read(env)).cause
+          const cancelled = cause !== undefined
+          // A claimed prompt that opened no turn (blocked, failed or cancelled admission) left the inbox without
+          // reaching the log: its inbox record is settled here (a claim that opens a turn is settled by the
+          // turn's `user/message`, ADR 0017). Disposal settles nothing: the prompt comes back on resume.
+          if (activity.job._tag === "prompt" && cause !== "disposed") {
+            yield* recordInbox(env, [{ type: "inbox/settled", id: activity.job.item.message.id, fate: "claimed" }])
+          }
           yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
           yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: cancelled }))
           // Context-only staged input is logged at once; steering keeps its context beside it, staged (R43).
@@ -146,6 +164,8 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
     }
     const turn = progress.turn
     const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
+    // The `turn/end` barrier (ADR 0008): a turn settles once its close is durable.
+    yield* barrier(env).pipe(Effect.catchAll((error) => reportLogError(env, turn, progress.step, error)))
     const retried = yield* locked(
       env,
       Effect.gen(function*() {

@@ -24,7 +24,7 @@ export type OutboxItem =
 /**
  * Accepted ids this agent remembers, in two generations of at most {@link GENERATION} ids each: when the current
  * one is full it becomes the previous one and the oldest generation is forgotten. Older ids are recovered from the
- * log (logged ids) and from the pending items (see {@link isKnown}).
+ * pending items and then from the session log, which answers from its store's index (see {@link isKnown}).
  */
 export interface Recent {
   readonly current: HashSet.HashSet<string>
@@ -239,14 +239,15 @@ export const withdraw = (
   })
 
 /**
- * Whether an id was accepted by this agent: remembered, pending, or (through `logged`) in the log. The remembered
+ * Whether an id was accepted by this agent or, before it, in this session: remembered, pending, or (through
+ * `logged`: the session log and its store's index) recorded. The remembered
  * ids answer almost every resend; the slower checks run only for ids older than the memory.
  */
-export const isKnown = (
+export const isKnown = <E>(
   inbox: Inbox,
   id: Ids.AgentMessageId,
-  logged: (id: Ids.AgentMessageId) => Effect.Effect<boolean>
-): Effect.Effect<boolean> =>
+  logged: (id: Ids.AgentMessageId) => Effect.Effect<boolean, E>
+): Effect.Effect<boolean, E> =>
   Effect.gen(function*() {
     const snapshot = yield* Ref.get(inbox.snapshot)
     if (isRecent(snapshot, id)) return true

@@ -162,6 +162,41 @@ export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<v
 export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E) =>
   Effect.tap(env.log.append(input), (event) => publish(env, { type: "session/event", event }))
 
+/** Appends durable events as one unit (`appendAll`) and republishes each live as `session/event`. */
+export const appendAll = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
+  Effect.tap(
+    env.log.appendAll(inputs),
+    (events) => PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+  )
+
+/**
+ * A durability barrier (ADR 0008): on a durable log, waits until everything appended (and every inbox record
+ * recorded) so far is written and synced. A memory log has nothing to outlive, so it costs nothing there.
+ */
+export const barrier = (env: Env): Effect.Effect<void, SessionLog.SessionLogError> =>
+  env.log.durable ? env.log.flush : Effect.void
+
+/**
+ * Records durable inbox records (ADR 0017). The log only validates them (the agent builds them from decoded
+ * values), so a refusal is a bug: it is logged, never thrown at a caller.
+ */
+export const recordInbox = (
+  env: Env,
+  records: ReadonlyArray<SessionLog.InboxRecordInput>
+): Effect.Effect<void> =>
+  env.log.recordInbox(records).pipe(
+    Effect.catchAll((error) => Effect.logError("the session log refused an inbox record", error))
+  )
+
+/** Reports a refusal of the session log that no caller sees as `agent/error` (`SESSION_LOG`). */
+export const reportLogError = (
+  env: Env,
+  turn: number,
+  step: number,
+  error: SessionLog.SessionLogError
+): Effect.Effect<void> =>
+  publish(env, { type: "agent/error", turn, step, error: { message: error.message, code: "SESSION_LOG" } })
+
 /** Updates the state. */
 export const update = (env: Env, f: (state: State) => State): Effect.Effect<void> => Ref.update(env.state, f)
 
@@ -203,11 +238,61 @@ export const userMessageData = (
     : { messageId: id, content: data.content, source: data.source }
 
 /**
+ * What a drain of the outbox would log (R47): the events of a prefix of the outbox (`limit` items; `only` limits
+ * it to one kind of item, the others keep their places), and the outbox left after it. Pure.
+ */
+export const drainPlan = (
+  snapshot: Inbox.Snapshot,
+  options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
+): {
+  readonly taken: ReadonlyArray<OutboxItem>
+  readonly events: ReadonlyArray<SessionEvent.SessionEventInput>
+  readonly rest: Chunk.Chunk<OutboxItem>
+} => {
+  const items = Chunk.toReadonlyArray(snapshot.outbox)
+  const limit = Math.min(options.limit ?? Infinity, items.length)
+  const taken: Array<OutboxItem> = []
+  const kept: Array<OutboxItem> = []
+  for (let index = 0; index < limit; index++) {
+    const item = items[index]!
+    if (options.only !== undefined && item._tag !== options.only) kept.push(item)
+    else taken.push(item)
+  }
+  return {
+    taken,
+    events: taken.map((item) => outboxEvent(item, options.turn)),
+    rest: taken.length === 0 ? snapshot.outbox : Chunk.unsafeFromArray([...kept, ...items.slice(limit)])
+  }
+}
+
+/**
+ * Publishes what a drain logged, in order: each event as `session/event`, followed for steering by its
+ * `agent/inbox/dequeue`. Returns whether any steering was drained.
+ */
+export const publishDrained = (
+  env: Env,
+  taken: ReadonlyArray<OutboxItem>,
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const live: Array<AgentEvent.AgentEvent> = []
+    let steering = false
+    taken.forEach((item, index) => {
+      live.push({ type: "session/event", event: events[index]! })
+      if (item._tag === "steering") {
+        steering = true
+        live.push({ type: "agent/inbox/dequeue", message: item.message })
+      }
+    })
+    return Effect.as(PubSub.publishAll(env.events, live), steering)
+  })
+
+/**
  * Drains a prefix of the outbox into the log (R47): steering becomes `steering/message` (and publishes its
  * `dequeue`), context becomes `user/message`. Must run holding the lock.
  *
- * Contract: items leave the outbox only once appended; if an append fails, the failing item and the rest stay at
- * the front of the outbox (R63, as a port should) and the failure is returned. `only` limits the drain to one
+ * Contract: one `appendAll`, so all or nothing: items leave the outbox only once appended; if the log refuses,
+ * the outbox is unchanged (R63, as a port should) and the failure is returned. `only` limits the drain to one
  * kind of item (the others keep their places).
  */
 export const drain = (
@@ -215,33 +300,9 @@ export const drain = (
   options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
 ): Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> =>
   Effect.gen(function*() {
-    const state = yield* Inbox.get(env.inbox)
-    const limit = Math.min(options.limit ?? Infinity, state.outbox.length)
-    let steering = false
-    let index = 0
-    const kept: Array<OutboxItem> = []
-    const items = Chunk.toReadonlyArray(state.outbox)
-    for (; index < limit; index++) {
-      const item = items[index]!
-      if (options.only !== undefined && item._tag !== options.only) {
-        kept.push(item)
-        continue
-      }
-      const result = yield* Effect.either(append(env, outboxEvent(item, options.turn)))
-      if (result._tag === "Left") {
-        yield* Inbox.modify(
-          env.inbox,
-          (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) })
-        )
-        return yield* Effect.fail(result.left)
-      }
-      if (item._tag === "steering") {
-        steering = true
-        yield* publish(env, { type: "agent/inbox/dequeue", message: item.message })
-      }
-    }
-    if (index > 0) {
-      yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: Chunk.unsafeFromArray([...kept, ...items.slice(index)]) }))
-    }
-    return { steering }
+    const plan = drainPlan(yield* Inbox.get(env.inbox), options)
+    if (plan.taken.length === 0) return { steering: false }
+    const events = yield* env.log.appendAll(plan.events)
+    yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: plan.rest }))
+    return { steering: yield* publishDrained(env, plan.taken, events) }
   })

@@ -11,7 +11,7 @@ import { Cause, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema 
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./runtime.js"
-import { append, locked, provide, stageContexts } from "./runtime.js"
+import { append, barrier, locked, provide, stageContexts } from "./runtime.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 
@@ -323,6 +323,8 @@ export const runToolCalls = (
         yield* finish(block.id, prepared.result)
         continue
       }
+      // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
+      yield* barrier(env).pipe(Effect.onError(() => pool.release(permits)))
       const base = { turn, step, callId: block.id, name: block.name }
       const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service }))
         .pipe(

@@ -23,11 +23,13 @@ import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.
 import {
   append,
   drain,
+  drainPlan,
   hasSteering,
   honourCancel,
   locked,
   provide,
   publish,
+  publishDrained,
   read,
   update,
   userMessageData
@@ -175,15 +177,31 @@ const runTurn = (
         if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
         yield* repairLocked(env)
         const turn = (yield* env.log.state).lastTurn + 1
-        yield* append(env, { type: "turn/start", data: { turn, trigger: opening.trigger } })
+        // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
+        // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
+        // `user/message` carries its id, which is what settles its inbox record (ADR 0017).
+        const snapshot = yield* Inbox.get(env.inbox)
+        const retained = drainPlan(snapshot, { turn, limit: opening.retained })
+        const later = drainPlan({ ...snapshot, outbox: retained.rest }, { turn })
+        const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
+          type: "user/message",
+          data: userMessageData(input.data, input.id)
+        }))
+        const events = yield* env.log.appendAll([
+          { type: "turn/start", data: { turn, trigger: opening.trigger } },
+          ...retained.events,
+          ...prompts,
+          ...later.events
+        ])
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
-        // Retained input (staged before this admission) enters before the prompt; input accepted during the
-        // admission enters after it (R45).
-        yield* drain(env, { turn, limit: opening.retained })
-        for (const input of opening.admitted) {
-          yield* append(env, { type: "user/message", data: userMessageData(input.data, input.id) })
+        yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
+        yield* publish(env, { type: "session/event", event: events[0]! })
+        let at = 1
+        yield* publishDrained(env, retained.taken, events.slice(at, at += retained.taken.length))
+        for (const event of events.slice(at, at += prompts.length)) {
+          yield* publish(env, { type: "session/event", event })
         }
-        yield* drain(env, { turn })
+        yield* publishDrained(env, later.taken, events.slice(at))
         return turn
       }).pipe(Effect.mapError(logFailure(0)))
     )

@@ -105,6 +105,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         }))
 
     return {
+      volatile: true,
       create: (header, commit) => {
         const id = header.id
         const records = commit === undefined ? [] : encodeCommit(commit, 0)

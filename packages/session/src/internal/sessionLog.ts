@@ -21,7 +21,15 @@ import {
 } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
-import type { CommitMode, CommitOptions, Cursors, MakeOptions, OpenOptions, Service } from "../SessionLog.js"
+import type {
+  CommitMode,
+  CommitOptions,
+  Cursors,
+  InboxRecordInput,
+  MakeOptions,
+  OpenOptions,
+  Service
+} from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
 import { type Service as Store, SessionStore, type SessionStoreError } from "../SessionStore.js"
 import * as closers from "./closers.js"
@@ -32,6 +40,7 @@ import * as logCheck from "./logCheck.js"
 // JSON text by `decodeJson`. The encoded form of `SessionEvent` is its type form (the schema has no
 // transformations: a test walks its AST to keep it so), so the store JSON-encodes the validated copy directly.
 const validate = Schema.validateEither(SessionEvent.SessionEvent, { onExcessProperty: "error" })
+const validateInbox = Schema.validateEither(StoreRecords.InboxRecord, { onExcessProperty: "error" })
 const decodeJson = Schema.decodeEither(
   Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord))
 )
@@ -123,12 +132,20 @@ export const defaultRetry: Schedule.Schedule<unknown, SessionStoreError> = Sched
   Schedule.union(Schedule.spaced("2 seconds"))
 )
 
-/** The writer's bookkeeping (write-behind only). Events `[0, durable)` are written, `[0, synced)` synced. */
+/**
+ * The writer's bookkeeping. Events `[0, durable)` are written, `[0, synced)` synced. Inbox records are counted
+ * apart (`inboxWritten`, `inboxSynced`, `inboxSyncTo` over the records recorded since the log was made); `inbox`
+ * holds the recorded ones not yet written, in order.
+ */
 interface Writer {
   readonly durable: number
   readonly synced: number
   /** A barrier waits for `[0, syncTo)` to be synced. */
   readonly syncTo: number
+  readonly inbox: Chunk.Chunk<StoreRecords.InboxRecord>
+  readonly inboxWritten: number
+  readonly inboxSynced: number
+  readonly inboxSyncTo: number
   readonly running: boolean
   /** A store failure retrying cannot cure; the log refuses everything afterwards. */
   readonly broken: SessionStoreError | undefined
@@ -167,7 +184,8 @@ const makeService = (
   id: Ids.SessionId,
   store: Store,
   initial: LogData,
-  settings: Settings
+  settings: Settings,
+  pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
 ): Effect.Effect<Service> =>
   Effect.gen(function*() {
     const writeBehind = settings.mode === "write-behind"
@@ -178,6 +196,10 @@ const makeService = (
         durable: stored,
         synced: stored,
         syncTo: stored,
+        inbox: Chunk.empty(),
+        inboxWritten: 0,
+        inboxSynced: 0,
+        inboxSyncTo: 0,
         running: false,
         broken: undefined,
         progress: yield* Deferred.make<void>()
@@ -187,12 +209,18 @@ const makeService = (
     const observers = yield* PubSub.unbounded<SessionEvent.SessionEvent>()
     const faults = yield* PubSub.unbounded<SessionStoreError>()
 
-    /** Marks progress: completes the current progress signal and installs a fresh one. */
-    const signal = (writer: Writer, next: Omit<Writer, "progress">) =>
+    /**
+     * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
+     * lost), completes the current progress signal and installs a fresh one.
+     */
+    const signal = (f: (writer: Writer) => Omit<Writer, "progress">) =>
       Effect.flatMap(Deferred.make<void>(), (progress) =>
-        Effect.zipRight(
-          Ref.update(shared, (s) => ({ ...s, writer: { ...next, progress } })),
-          Deferred.succeed(writer.progress, undefined)
+        Effect.flatMap(
+          Ref.modify(shared, (s): readonly [Deferred.Deferred<void>, Shared] => [
+            s.writer.progress,
+            { ...s, writer: { ...f(s.writer), progress } }
+          ]),
+          (previous) => Deferred.succeed(previous, undefined)
         ))
 
     /** Waits (interruptibly) until `done` holds of the writer; fails when the writer broke first. */
@@ -204,26 +232,40 @@ const makeService = (
       })
 
     type Job =
-      | { readonly _tag: "write"; readonly events: ReadonlyArray<SessionEvent.SessionEvent>; readonly sync: boolean }
-      | { readonly _tag: "sync" }
+      | {
+        readonly _tag: "write"
+        readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+        readonly inbox: ReadonlyArray<StoreRecords.InboxRecord>
+        readonly sync: boolean
+      }
       | { readonly _tag: "stop" }
+
+    /** Whether a barrier waits for a sync the writer has not made yet. */
+    const owesSync = (w: Writer) => w.synced < w.syncTo || w.inboxSynced < w.inboxSyncTo
 
     /** The next thing the writer does; stopping clears `running` in the same step, so no append is stranded. */
     const nextJob = Ref.modify(shared, (s): readonly [Job, Shared] => {
       const w = s.writer
       const appended = s.data.state.nextSeq
-      if (w.broken === undefined && w.durable < appended) {
+      if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
         const end = Math.min(appended, w.durable + settings.maxBatch)
         const events = Chunk.toReadonlyArray(Chunk.take(Chunk.drop(s.data.events, w.durable), end - w.durable))
-        return [{ _tag: "write", events, sync: w.syncTo > w.durable }, s]
+        // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
+        // was appended after it (so an accepted message is never stored after the event that logged it).
+        const inbox = Chunk.toReadonlyArray(w.inbox)
+        return [{ _tag: "write", events, inbox, sync: w.syncTo > w.durable || w.inboxSyncTo > w.inboxWritten }, s]
       }
-      if (w.broken === undefined && w.synced < w.syncTo) return [{ _tag: "sync" }, s]
+      if (w.broken === undefined && owesSync(w)) return [{ _tag: "write", events: [], inbox: [], sync: true }, s]
       return [{ _tag: "stop" }, { ...s, writer: { ...w, running: false } }]
     })
 
     /** One store write, retried on transient faults (each reported on `faults`), never reordered or skipped. */
-    const write = (events: ReadonlyArray<SessionEvent.SessionEvent>, sync: boolean) =>
-      store.append(id, { events, inbox: [] }, { sync }).pipe(
+    const write = (
+      events: ReadonlyArray<SessionEvent.SessionEvent>,
+      inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+      sync: boolean
+    ) =>
+      store.append(id, { events, inbox }, { sync }).pipe(
         Effect.tapError((error) => PubSub.publish(faults, error)),
         Effect.retry({ schedule: settings.retry, while: isTransient })
       )
@@ -232,16 +274,26 @@ const makeService = (
       for (;;) {
         const job = yield* nextJob
         if (job._tag === "stop") return
-        const count = job._tag === "write" ? job.events.length : 0
-        const sync = job._tag === "sync" || job.sync
-        const outcome = yield* Effect.either(write(job._tag === "write" ? job.events : [], sync))
-        const { writer } = yield* Ref.get(shared)
+        const count = job.events.length
+        const inboxCount = job.inbox.length
+        const sync = job.sync
+        const outcome = yield* Effect.either(write(job.events, job.inbox, sync))
         if (Either.isLeft(outcome)) {
-          yield* signal(writer, { ...writer, running: false, broken: outcome.left })
+          yield* signal((writer) => ({ ...writer, running: false, broken: outcome.left }))
           return
         }
-        const durable = writer.durable + count
-        yield* signal(writer, { ...writer, durable, synced: sync ? durable : writer.synced })
+        yield* signal((writer) => {
+          const durable = writer.durable + count
+          const inboxWritten = writer.inboxWritten + inboxCount
+          return {
+            ...writer,
+            durable,
+            synced: sync ? durable : writer.synced,
+            inbox: Chunk.drop(writer.inbox, inboxCount),
+            inboxWritten,
+            inboxSynced: sync ? inboxWritten : writer.inboxSynced
+          }
+        })
       }
     })
 
@@ -306,17 +358,57 @@ const makeService = (
         yield* kick
         return events
       }
-      // Write-through: the commit point is the store write; memory and observers follow it.
-      yield* store.append(id, { events, inbox: [] }).pipe(
+      // Write-through: the commit point is the store write; memory and observers follow it. Inbox records
+      // recorded since the last commit ride with it (before its events).
+      const inbox = Chunk.toReadonlyArray(writer.inbox)
+      yield* store.append(id, { events, inbox }).pipe(
         Effect.mapError(storeError(`the store refused ${describeBatch(events)}`)),
         Effect.zipRight(Ref.update(shared, (s) => ({
           data: next,
-          writer: { ...s.writer, durable: next.state.nextSeq }
+          writer: {
+            ...s.writer,
+            durable: next.state.nextSeq,
+            inbox: Chunk.drop(s.writer.inbox, inbox.length),
+            inboxWritten: s.writer.inboxWritten + inbox.length
+          }
         }))),
         Effect.zipRight(PubSub.publishAll(observers, events))
       )
       return events
     })
+
+    const recordInbox = (inputs: ReadonlyArray<InboxRecordInput>): Effect.Effect<void, SessionLogError> =>
+      inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
+        const records: Array<StoreRecords.InboxRecord> = []
+        for (const input of inputs) {
+          const checked = validateInbox({ ...input, time })
+          if (Either.isLeft(checked)) {
+            return Effect.fail(
+              new SessionLogError({
+                reason: "invalid-event",
+                message: `the ${input.type} record is invalid: ${formatIssue(checked.left)}`
+              })
+            )
+          }
+          records.push(checked.right)
+        }
+        const add = Ref.update(shared, (s) => ({
+          ...s,
+          writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
+        }))
+        // Under the lock, so a write-through commit in progress takes them whole or not at all.
+        return lock.withPermits(1)(writeBehind ? Effect.zipRight(add, kick) : add)
+      })
+
+    const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
+      Effect.flatMap(Ref.get(shared), (s) => {
+        const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
+          (s.writer.durable < s.data.state.nextSeq &&
+            Chunk.some(Chunk.drop(s.data.events, s.writer.durable), (e) => StoreRecords.messageIdOf(e) === messageId))
+        return unwritten ? Effect.succeed(true) : store.hasMessage(id, messageId).pipe(
+          Effect.mapError(storeError(`cannot look up message ${JSON.stringify(messageId)}`))
+        )
+      })
 
     /** Back-pressure (write-behind): waits, interruptibly and before taking the lock, for room in the buffer. */
     const awaitRoom: Effect.Effect<void, SessionLogError> = writeBehind
@@ -331,25 +423,48 @@ const makeService = (
 
     const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
       if (!writeBehind) {
-        // Everything is written already; a durable store still needs its sync.
+        // Every event is written already; recorded inbox records are written now, and a durable store still
+        // needs its sync.
         return Effect.flatMap(Ref.get(shared), (s) =>
-          s.writer.synced >= s.data.state.nextSeq
+          s.writer.synced >= s.data.state.nextSeq && Chunk.isEmpty(s.writer.inbox)
             ? Effect.void
-            : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) =>
-              store.append(id, { events: [], inbox: [] }, { sync: true }).pipe(
+            : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) => {
+              const inbox = Chunk.toReadonlyArray(now.writer.inbox)
+              return store.append(id, { events: [], inbox }, { sync: true }).pipe(
                 Effect.mapError(storeError("the store refused to sync")),
                 Effect.zipRight(Ref.update(shared, (x) => ({
                   ...x,
-                  writer: { ...x.writer, synced: Math.max(x.writer.synced, now.data.state.nextSeq) }
+                  writer: {
+                    ...x.writer,
+                    synced: Math.max(x.writer.synced, now.data.state.nextSeq),
+                    inbox: Chunk.drop(x.writer.inbox, inbox.length),
+                    inboxWritten: x.writer.inboxWritten + inbox.length,
+                    inboxSynced: x.writer.inboxWritten + inbox.length
+                  }
                 })))
-              ))))
+              )
+            })))
       }
       return Effect.flatMap(
-        Ref.modify(shared, (s): readonly [number, Shared] => {
+        Ref.modify(shared, (s): readonly [readonly [number, number], Shared] => {
           const target = s.data.state.nextSeq
-          return [target, { ...s, writer: { ...s.writer, syncTo: Math.max(s.writer.syncTo, target) } }]
+          const inboxTarget = s.writer.inboxWritten + Chunk.size(s.writer.inbox)
+          return [[target, inboxTarget], {
+            ...s,
+            writer: {
+              ...s.writer,
+              syncTo: Math.max(s.writer.syncTo, target),
+              inboxSyncTo: Math.max(s.writer.inboxSyncTo, inboxTarget)
+            }
+          }]
         }),
-        (target) => Effect.zipRight(kick, awaitWriter((w) => w.synced >= target))
+        ([target, inboxTarget]) =>
+          Effect.zipRight(
+            kick,
+            awaitWriter((w) =>
+              w.synced >= target && w.inboxSynced >= inboxTarget
+            )
+          )
       )
     })
 
@@ -369,6 +484,10 @@ const makeService = (
         durable: s.writer.durable
       })),
       commitMode: settings.mode,
+      durable: store.volatile !== true,
+      recordInbox,
+      pendingInbox,
+      hasMessage,
       faults: Stream.fromPubSub(faults),
       events: Effect.map(Ref.get(shared), (s) => Chunk.toReadonlyArray(s.data.events)),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
@@ -438,6 +557,11 @@ interface Scan {
   readonly committedAfterBad: boolean
   /** A rule violation among the kept records: always corruption. */
   readonly violation: SessionLogError | undefined
+  /**
+   * The kept `inbox/accepted` records still pending, by message id in acceptance order (a `Map` keeps insertion
+   * order): one is removed by its `inbox/settled` or by the event that logged its id. Mutated by the fold.
+   */
+  readonly inbox: Map<string, StoreRecords.InboxAccepted>
 }
 
 /**
@@ -447,7 +571,14 @@ interface Scan {
 const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogError> =>
   store.load(id).pipe(
     Stream.runFold(
-      { data: emptyData, kept: 0, bad: undefined, committedAfterBad: false, violation: undefined } as Scan,
+      {
+        data: emptyData,
+        kept: 0,
+        bad: undefined,
+        committedAfterBad: false,
+        violation: undefined,
+        inbox: new Map()
+      } as Scan,
       (acc, record): Scan => {
         if (acc.violation !== undefined || acc.committedAfterBad) return acc
         const decoded = decodeJson(record.text)
@@ -463,7 +594,11 @@ const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogEr
           }
         }
         const value = decoded.right
-        if (StoreRecords.isInboxRecord(value)) return { ...acc, kept: acc.kept + 1 }
+        if (StoreRecords.isInboxRecord(value)) {
+          if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
+          else acc.inbox.delete(value.id)
+          return { ...acc, kept: acc.kept + 1 }
+        }
         const expected = acc.data.state.nextSeq
         if (value.seq !== expected) {
           return {
@@ -479,6 +614,8 @@ const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogEr
             violation: corrupt(id, record.position, `seq ${value.seq} breaks the rule ${rule}: ${message}`, value.seq)
           }
         }
+        const logged = StoreRecords.messageIdOf(value)
+        if (logged !== undefined) acc.inbox.delete(logged)
         return { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
       }
     ),
@@ -519,5 +656,5 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
       Effect.mapError(storeError(`cannot write the repair of session ${JSON.stringify(id)}`))
     )
   }
-  return yield* makeService(id, store, data, settingsOf(store, options?.commit))
+  return yield* makeService(id, store, data, settingsOf(store, options?.commit), [...found.inbox.values()])
 })
