@@ -1,0 +1,264 @@
+/**
+ * The durable inbox (issue 11, ADR 0017): accepted queued, parked, steering and staged-context items are recorded
+ * (`inbox/accepted`) before `send` returns on a durable log; discards, withdrawals and admissions that open no turn
+ * are recorded (`inbox/settled`); a claim is settled by the turn's own `user/message`. A resumed agent restores
+ * exactly the pending items, in order; resends after a restart return the original id and deliver nothing twice;
+ * the agent's accepted-id memory is bounded, older ids are answered by the store's index. Time is the `TestClock`.
+ */
+import { LanguageModel } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent } from "@harness/agent"
+import { Ids, Message, type SessionEvent, Store } from "@harness/domain"
+import { SessionLog, SessionStore } from "@harness/session"
+import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { Chunk, Effect, Schema, Stream, TestClock } from "effect"
+import * as Inbox from "../src/internal/inbox.js"
+import { assertWellFormed, isDurable, live, logTrace } from "./cancel-support.js"
+
+const sid = Ids.SessionId.make("durable-inbox")
+const mid = Ids.AgentMessageId.make
+const prompt = (text: string) => Message.make(text)
+const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
+const decodeRecord = Schema.decodeSync(
+  Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
+)
+
+/** A memory store that behaves as a durable one: write-behind, not volatile (so the agent places its barriers). */
+const durableStore = Effect.map(
+  SessionStore.makeMemory,
+  (memory): SessionStore.Service => ({ ...memory, commitMode: "write-behind", volatile: false })
+)
+
+/** The stored inbox records, as `accepted:<placement>:<id>` and `settled:<fate>:<id>`. */
+const storedInbox = (store: SessionStore.Service) =>
+  store.load(sid).pipe(
+    Stream.map((record) => decodeRecord(record.text)),
+    Stream.runCollect,
+    Effect.map((records) =>
+      Chunk.toReadonlyArray(records).flatMap((r) =>
+        r.type === "inbox/accepted" && "placement" in r
+          ? [`accepted:${r.placement}${r.wakeup || r.placement !== "queued" ? "" : "/parked"}:${r.message.id}`]
+          : r.type === "inbox/settled" && "fate" in r
+          ? [`settled:${r.fate}:${r.id}`]
+          : []
+      )
+    )
+  )
+
+/** Builds an agent over `log` with a scripted model; returns both. */
+const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>, options?: Partial<Agent.Options>) =>
+  Effect.gen(function*() {
+    const [model, controls] = yield* S.make(replies)
+    const agent = yield* Agent.make({ model: "m", session: log, ...options }).pipe(
+      Effect.provideService(LanguageModel.LanguageModel, model)
+    )
+    return { agent, model: controls }
+  })
+
+const prompts = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
+  logTrace(log).filter((t) => t.startsWith("user/message:") || t.startsWith("turn/start"))
+
+/** Runs `f` with one durable store (as the current `SessionStore`), shared by every agent it builds. */
+const withDurableStore = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E, SessionStore.SessionStore>) =>
+  Effect.flatMap(durableStore, (store) => Effect.provideService(f(store), SessionStore.SessionStore, store))
+
+describe("the durable inbox", () => {
+  it.effect("acceptance is recorded before send returns; discards, withdrawals and blocked admissions are settled; claims are settled by their turn", () =>
+    withDurableStore((store) =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* SessionLog.make({ id: sid })
+          const { agent } = yield* agentOn(log, [S.delayed(1000, S.textResponse("one")), S.textResponse("two")], {
+            hooks: {
+              promptSubmit: ({ message }, next) =>
+                message.id === "blocked" ? Effect.succeed({ kind: "block", reason: "no" } as const) : next
+            }
+          })
+          const rec = yield* EventRecorder.make(agent)
+          yield* agent.followup(prompt("p"), { id: mid("p") })
+          yield* rec.waitFor(isDurable("step/start"))
+          // Each acceptance is in the store when its send returns (the acceptance barrier).
+          for (
+            const [send, id] of [
+              [agent.followup(prompt("q"), { id: mid("q") }), "q"],
+              [agent.send(prompt("r"), { target: "next-turn", wakeup: false, id: mid("r") }), "r"],
+              [agent.steer(prompt("s"), { id: mid("s") }), "s"],
+              [agent.inject(context("c"), { id: mid("c") }), "c"]
+            ] as const
+          ) {
+            assert.strictEqual<string>(yield* send, id)
+            assert.isTrue(yield* store.hasMessage(sid, mid(id)), id)
+          }
+          yield* agent.withdraw(mid("r"))
+          yield* agent.cancel("user")
+          yield* agent.whenIdle
+          // A blocked admission opens no turn: its claim is settled explicitly.
+          yield* agent.followup(prompt("blocked"), { id: mid("blocked") })
+          yield* agent.whenIdle
+          yield* agent.followup(prompt("t"), { id: mid("t") })
+          yield* agent.whenIdle
+          assert.deepStrictEqual(yield* storedInbox(store), [
+            "accepted:queued:p",
+            "accepted:queued:q",
+            "accepted:queued/parked:r",
+            "accepted:steering:s",
+            "accepted:context:c",
+            "settled:withdrawn:r",
+            "settled:discarded:q",
+            "settled:discarded:s",
+            "accepted:queued:blocked",
+            "settled:claimed:blocked",
+            "accepted:queued:t"
+          ])
+          assertWellFormed(yield* agent.log)
+        }))
+        // p and t were claimed by turns, c was logged, the rest settled: nothing is pending.
+        const reopened = yield* SessionLog.open(sid)
+        assert.deepStrictEqual(reopened.pendingInbox, [])
+      })
+    ).pipe(Effect.orDie))
+
+  it.effect("a resumed agent restores exactly the pending items in order: queued, parked stays parked (and runs ahead of a waking item behind it, R31), steering becomes a queued turn", () =>
+    withDurableStore((store) =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* SessionLog.make({ id: sid })
+          const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
+          const rec = yield* EventRecorder.make(agent)
+          yield* agent.followup(prompt("p"), { id: mid("p") })
+          yield* rec.waitFor(isDurable("step/start"))
+          yield* agent.followup(prompt("q"), { id: mid("q") })
+          yield* agent.send(prompt("r"), { target: "next-turn", wakeup: false, id: mid("r") })
+          yield* agent.steer(prompt("s"), { id: mid("s") })
+          yield* agent.followup(prompt("u"), { id: mid("u") })
+          // The process ends here: the scope closes and disposes the agent mid-turn. Disposal settles nothing.
+        }))
+        assert.deepStrictEqual((yield* storedInbox(store)).filter((r) => r.startsWith("settled")), [])
+        const log = yield* SessionLog.open(sid)
+        assert.deepStrictEqual(log.pendingInbox.map((r) => r.message.id), ["q", "r", "s", "u"])
+        const { agent, model } = yield* agentOn(log, [
+          S.textResponse("q done"),
+          S.textResponse("r done"),
+          S.textResponse("s done"),
+          S.textResponse("u done")
+        ])
+        // Restored: the waking items start at once, in acceptance order; the parked one keeps its FIFO place.
+        assert.deepStrictEqual((yield* agent.inbox).map((i) => [i.id, i.placement, i.waking]), [
+          ["q", "queued", true],
+          ["r", "queued", false],
+          ["s", "queued", true],
+          ["u", "queued", true]
+        ])
+        yield* agent.whenIdle
+        const events = yield* agent.log
+        assert.deepStrictEqual(prompts(events), [
+          "turn/start",
+          "user/message:p",
+          "turn/start",
+          "user/message:q",
+          "turn/start",
+          "user/message:r",
+          "turn/start",
+          "user/message:s",
+          "turn/start",
+          "user/message:u"
+        ])
+        assert.deepStrictEqual(events.flatMap((e) => e.type === "turn/start" ? [e.data.turn] : []), [1, 2, 3, 4, 5])
+        assert.deepStrictEqual(events.flatMap((e) => e.type === "request/header" ? [e.data.reason] : []), [
+          "initial",
+          "resume"
+        ])
+        assert.strictEqual((yield* model.requests).length, 4)
+        assert.deepStrictEqual(yield* agent.inbox, [])
+        assertWellFormed(events)
+      }).pipe(Effect.scoped)
+    ).pipe(Effect.orDie))
+
+  it.effect("restoredInbox: park holds the restored items until a waking send, which runs after them, in order (R31)", () =>
+    withDurableStore(() =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* SessionLog.make({ id: sid })
+          const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
+          const rec = yield* EventRecorder.make(agent)
+          yield* agent.followup(prompt("p"), { id: mid("p") })
+          yield* rec.waitFor(isDurable("step/start"))
+          yield* agent.followup(prompt("q"), { id: mid("q") })
+          yield* agent.steer(prompt("s"), { id: mid("s") })
+        }))
+        const log = yield* SessionLog.open(sid)
+        const { agent, model } = yield* agentOn(
+          log,
+          [S.textResponse("q done"), S.textResponse("s done"), S.textResponse("w done")],
+          { restoredInbox: "park" }
+        )
+        yield* TestClock.adjust(10_000)
+        assert.strictEqual(yield* agent.status, "idle")
+        assert.strictEqual((yield* model.requests).length, 0)
+        assert.deepStrictEqual((yield* agent.inbox).map((i) => [i.id, i.waking]), [["q", false], ["s", false]])
+        yield* agent.followup(prompt("w"), { id: mid("w") })
+        yield* agent.whenIdle
+        assert.deepStrictEqual(prompts(yield* agent.log).filter((t) => t.startsWith("user")), [
+          "user/message:p",
+          "user/message:q",
+          "user/message:s",
+          "user/message:w"
+        ])
+      }).pipe(Effect.scoped)
+    ).pipe(Effect.orDie))
+
+  it.effect("a resend after a restart returns the original id and delivers nothing twice (pending, logged or settled)", () =>
+    withDurableStore(() =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* SessionLog.make({ id: sid })
+          const { agent } = yield* agentOn(log, [S.textResponse("one")])
+          yield* agent.followup(prompt("done"), { id: mid("done") })
+          yield* agent.whenIdle
+          yield* agent.send(prompt("parked"), { target: "next-turn", wakeup: false, id: mid("parked") })
+          yield* agent.send(prompt("dropped"), { target: "next-turn", wakeup: false, id: mid("dropped") })
+          yield* agent.withdraw(mid("dropped"))
+        }))
+        const log = yield* SessionLog.open(sid)
+        const { agent } = yield* agentOn(log, [S.textResponse("two")], { restoredInbox: "park" })
+        const rec = yield* EventRecorder.make(agent)
+        const before = (yield* agent.log).length
+        for (const id of ["done", "parked", "dropped"]) {
+          assert.strictEqual(yield* agent.followup(prompt(`again ${id}`), { id: mid(id) }), id)
+          assert.strictEqual(yield* agent.steer(prompt(`again ${id}`), { id: mid(id) }), id)
+        }
+        assert.strictEqual((yield* agent.log).length, before)
+        assert.deepStrictEqual(live(yield* rec.events, "agent/inbox/enqueue"), [])
+        assert.strictEqual(yield* agent.status, "idle")
+        assert.deepStrictEqual((yield* agent.inbox).map((i) => i.id), ["parked"])
+      }).pipe(Effect.scoped)
+    ).pipe(Effect.orDie))
+})
+
+describe("the accepted-id memory", () => {
+  it("is bounded: at most two generations of ids, the oldest forgotten first", () => {
+    let snapshot = Inbox.empty
+    const total = Inbox.GENERATION * 5 + 3
+    for (let i = 0; i < total; i++) snapshot = Inbox.remember(snapshot, `id-${i}`)
+    assert.isAtMost(
+      Chunk.size(Chunk.fromIterable(snapshot.recent.current)) +
+        Chunk.size(Chunk.fromIterable(snapshot.recent.previous)),
+      2 * Inbox.GENERATION
+    )
+    assert.isTrue(Inbox.isRecent(snapshot, `id-${total - 1}`))
+    assert.isFalse(Inbox.isRecent(snapshot, "id-0"))
+  })
+
+  it.scoped("an id older than the memory is answered by the store's index: the resend returns it and logs nothing", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const count = 2 * Inbox.GENERATION + 5
+      for (let i = 0; i < count; i++) yield* agent.inject(context(`ctx ${i}`), { id: mid(`ctx-${i}`) })
+      const before = (yield* agent.log).length
+      assert.strictEqual(before, count)
+      assert.strictEqual(yield* agent.inject(context("again"), { id: mid("ctx-0") }), "ctx-0")
+      assert.strictEqual(yield* agent.followup(prompt("again"), { id: mid("ctx-1") }), "ctx-1")
+      assert.strictEqual((yield* agent.log).length, before)
+      assert.strictEqual(yield* agent.status, "idle")
+    }).pipe(Effect.provide(S.layer())))
+})
