@@ -11,11 +11,12 @@
  *    every stored event, adds closers only when the last turn was open (ending with `turn/end { interrupted }`),
  *    and a second open finds the same log (the closers were made durable);
  * 4. no accepted message id is in the log twice; every id in the log was sent; every send returned the id it
- *    asked for (idempotent acceptance).
- *
- * What it also counts, without calling it a problem: the accepted messages that are neither in the log nor
- * discarded (`pending`), and of those the ones no durable inbox record restores (`lost`; see the README: the
- * durable inbox is not built yet).
+ *    asked for (idempotent acceptance);
+ * 5. the durable inbox (ADR 0017): the inbox `open` gives back (`pendingInbox`) is exactly the stored
+ *    `inbox/accepted` records with neither an `inbox/settled` nor a logged event for their id, in acceptance order,
+ *    none of them in the log; and no accepted message is lost — every id a send returned (in this run or an earlier
+ *    run of the session) is in the log, restored, settled in the store, or was reported discarded (a cancel's
+ *    discard is durable at the next barrier; a disposal settles nothing).
  *
  * @since 0.0.0
  */
@@ -55,7 +56,9 @@ export interface Verdict {
   readonly events: ReadonlyArray<SessionEvent.SessionEvent>
   /** Accepted ids (returned by a send) that are neither in the log nor discarded. */
   readonly pending: ReadonlyArray<string>
-  /** Of `pending`, those that no `inbox/accepted` record (without a later `inbox/settled`) restores. */
+  /** The ids of the inbox `SessionLog.open` restores (`pendingInbox`), in order. */
+  readonly restored: ReadonlyArray<string>
+  /** Accepted ids that are nowhere: not in the log, not restored, not settled, not reported discarded. */
   readonly lost: ReadonlyArray<string>
   /** Inbox records stored. */
   readonly inboxRecords: number
@@ -71,18 +74,21 @@ const linesOf = <T extends Line["_tag"]>(lines: ReadonlyArray<Line>, tag: T) =>
   lines.filter((line): line is Extract<Line, { readonly _tag: T }> => line._tag === tag)
 
 /**
- * Checks the store of a finished run. `knownIds`: every message id sent to this session in earlier runs (a
- * resumed session's log holds them too).
+ * Checks the store of a finished run. `earlier`: the earlier runs of the same session (a resumed session's log
+ * holds their messages, and its inbox their pending ones).
  *
  * @since 0.0.0
  * @category verifying
  */
 export const verify = (
   run: RunResult,
-  knownIds: ReadonlySet<string> = new Set()
+  earlier: ReadonlyArray<RunResult> = []
 ): Effect.Effect<Verdict> =>
   Effect.scoped(Effect.gen(function*() {
-    const { config, lines } = run
+    const { config } = run
+    const lines = run.lines
+    const allLines = [...earlier.flatMap((r) => r.lines), ...lines]
+    const knownIds = new Set(earlier.flatMap((r) => linesOf(r.lines, "sent").map((line) => line.id)))
     const problems: Array<string> = []
     const store = yield* SessionStore.SessionStore
     const id = Ids.SessionId.make(config.sessionId)
@@ -103,7 +109,8 @@ export const verify = (
     }
     const stored: Array<SessionEvent.SessionEvent> = []
     const storedTexts: Array<string> = []
-    const accepted: Array<string> = []
+    // The stored inbox: accepted ids still pending (in acceptance order), and every id settled.
+    const inbox = new Map<string, true>()
     const settled = new Set<string>()
     let inboxRecords = 0
     for (const record of records.right) {
@@ -115,10 +122,15 @@ export const verify = (
       const value = decoded.right
       if (Store.isInboxRecord(value)) {
         inboxRecords++
-        if (value.type === "inbox/accepted") accepted.push(value.message.id)
-        else settled.add(value.id)
+        if (value.type === "inbox/accepted") inbox.set(value.message.id, true)
+        else {
+          settled.add(value.id)
+          inbox.delete(value.id)
+        }
         continue
       }
+      const logged = Store.messageIdOf(value)
+      if (logged !== undefined) inbox.delete(logged)
       stored.push(value)
       storedTexts.push(record.text)
     }
@@ -137,14 +149,24 @@ export const verify = (
     }
 
     // 3. The log opens (with repair), is well-formed, keeps everything, and its repair is durable.
-    const opened = yield* Effect.either(Effect.flatMap(SessionLog.open(id), (log) => log.events))
+    const opened = yield* Effect.either(
+      Effect.flatMap(SessionLog.open(id), (log) => Effect.map(log.events, (events) => ({ events, log })))
+    )
     let events: ReadonlyArray<SessionEvent.SessionEvent> = stored
     let closers = 0
     let reopenError: string | undefined
+    let restored: ReadonlyArray<string> = []
     if (Either.isLeft(opened)) {
       reopenError = `${opened.left.reason}: ${opened.left.message}`
     } else {
-      events = opened.right
+      events = opened.right.events
+      restored = opened.right.log.pendingInbox.map((record) => record.message.id)
+      const expected = [...inbox.keys()]
+      if (!isDeepStrictEqual(restored, expected)) {
+        problems.push(
+          `open restores the inbox ${JSON.stringify(restored)}, the stored records say ${JSON.stringify(expected)}`
+        )
+      }
       closers = events.length - stored.length
       for (const v of LogCheck.checkLog(events).slice(0, 5)) {
         problems.push(`reopened log: seq ${v.seq}: ${v.rule}: ${v.message}`)
@@ -178,9 +200,17 @@ export const verify = (
       if (!sentIds.has(messageId)) problems.push(`message ${messageId} is in the log but was never sent`)
       seen.add(messageId)
     }
-    const discarded = new Set(linesOf(lines, "discarded").flatMap((line) => line.ids))
+    // 5. The durable inbox: nothing restored is in the log; no accepted message is lost.
+    for (const messageId of restored) {
+      if (seen.has(messageId)) problems.push(`message ${messageId} is restored to the inbox but is in the log`)
+    }
+    const discarded = new Set(linesOf(allLines, "discarded").flatMap((line) => line.ids))
     const pending = [...new Set(sent.map((line) => line.id))].filter((m) => !seen.has(m) && !discarded.has(m))
-    const restorable = new Set(accepted.filter((m) => !settled.has(m)))
+    const restoredIds = new Set(restored)
+    const lost = [...sentIds].filter((m) => !seen.has(m) && !restoredIds.has(m) && !settled.has(m) && !discarded.has(m))
+    for (const messageId of lost) {
+      problems.push(`accepted message ${messageId} is lost: not in the log, not restored, not settled, not discarded`)
+    }
     return {
       problems,
       exists: true,
@@ -192,7 +222,8 @@ export const verify = (
       closers,
       events,
       pending,
-      lost: pending.filter((m) => !restorable.has(m)),
+      restored,
+      lost,
       inboxRecords
     }
   })).pipe(
@@ -211,6 +242,7 @@ const emptyVerdict = (problems: ReadonlyArray<string>): Verdict => ({
   closers: 0,
   events: [],
   pending: [],
+  restored: [],
   lost: [],
   inboxRecords: 0
 })

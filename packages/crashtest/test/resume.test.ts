@@ -167,7 +167,7 @@ const runChild = (
   })
 
 describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backend) => {
-  it.scopedLive("killed between turns: a new agent continues with the next turn and logs request/header { reason: resume } (R110)", () =>
+  it.scopedLive("killed between turns: a new agent continues with the next turn, logs request/header { reason: resume } (R110) and runs the restored parked message first (R31)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
@@ -189,15 +189,22 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         Stores.locationIn(backend, dir),
         Ids.SessionId.make("child-session"),
         "open",
-        [S.textResponse("resumed")],
+        [S.textResponse("resumed"), S.textResponse("resumed too")],
         (agent) =>
           Effect.gen(function*() {
-            yield* agent.followup(Message.make("carry on"))
+            // The parked message accepted before the kill is back, parked, with its id and content.
+            const inbox = yield* agent.inbox
+            assert.deepStrictEqual(inbox.map((i) => [i.id, i.placement, i.waking, i.content[0].text]), [
+              ["c", "queued", false, "three, parked"]
+            ])
+            yield* agent.followup(Message.make("carry on"), { id: Ids.AgentMessageId.make("d") })
             yield* agent.whenIdle
             return yield* agent.log
           })
       )
-      assert.deepStrictEqual(turnStarts(resumed), [1, 2, 3])
+      assert.deepStrictEqual(verdict.restored, ["c"])
+      assert.deepStrictEqual(turnStarts(resumed), [1, 2, 3, 4])
+      assert.deepStrictEqual(messageIdsOf(resumed), ["a", "b", "c", "d"])
       assert.deepStrictEqual(headers(resumed), ["initial", "resume"])
       assert.deepStrictEqual(resumed.slice(0, verdict.events.length), verdict.events)
     }).pipe(Effect.provide(NodeContext.layer)))
@@ -241,7 +248,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       assert.deepStrictEqual(headers(resumed).at(-1), "resume")
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scopedLive("killed right after send returned: resending every id the child got delivers each exactly once", () =>
+  it.scopedLive("killed right after send returned: the parked messages are restored, resending every id returns it and delivers each exactly once", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
@@ -262,27 +269,31 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         Stores.locationIn(backend, dir),
         Ids.SessionId.make("child-session"),
         "open",
-        [S.textResponse("one"), S.textResponse("two")],
+        [S.textResponse("one"), S.textResponse("two"), S.textResponse("three")],
         (agent) =>
           Effect.gen(function*() {
-            // The client saw four ids; after the crash it resends all of them, as followups.
+            assert.deepStrictEqual((yield* agent.inbox).map((i) => i.id), ["q", "s"])
+            // The client saw four ids; after the crash it resends all of them, as followups: each comes back
+            // unchanged and nothing is enqueued again.
             for (const messageId of returned) {
               const again = yield* agent.followup(Message.make(`resend ${messageId}`), {
                 id: Ids.AgentMessageId.make(messageId)
               })
               assert.strictEqual(again, messageId)
             }
+            assert.deepStrictEqual((yield* agent.inbox).map((i) => i.id), ["q", "s"])
+            // A waking send runs the restored parked messages first, in order (R31).
+            yield* agent.followup(Message.make("go"), { id: Ids.AgentMessageId.make("t") })
             yield* agent.whenIdle
             return yield* agent.log
           })
       )
-      const ids = messageIdsOf(resumed)
-      assert.deepStrictEqual([...ids].sort(), ["p", "q", "r", "s"])
+      assert.deepStrictEqual(verdict.restored, ["q", "s"])
+      assert.deepStrictEqual(messageIdsOf(resumed), ["p", "r", "q", "s", "t"])
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scopedLive(
-    "durable inbox GAP (issue 11, not built yet): parked messages accepted before a SIGKILL are not restored — " +
-      "when this fails, the inbox landed: assert restoration instead",
+    "the durable inbox (issue 11): parked messages accepted before a SIGKILL are restored in order with their ids and placements, and run once",
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
@@ -295,10 +306,63 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         assert.strictEqual(run.exit, "SIGKILL", run.stderr)
         const verdict = yield* Verify.verify(run)
         assert.deepStrictEqual(verdict.problems, [])
-        // Both sends returned their ids, neither reached the log, and nothing durable records them.
+        // Both sends returned their ids, neither reached the log, and the durable inbox restores both.
         assert.deepStrictEqual(verdict.pending, ["u", "v"])
-        assert.strictEqual(verdict.inboxRecords, 0)
-        assert.deepStrictEqual(verdict.lost, ["u", "v"])
+        assert.strictEqual(verdict.inboxRecords, 2)
+        assert.deepStrictEqual(verdict.restored, ["u", "v"])
+        assert.deepStrictEqual(verdict.lost, [])
+        const resumed = yield* withAgent(
+          backend,
+          Stores.locationIn(backend, dir),
+          Ids.SessionId.make("child-session"),
+          "open",
+          [S.textResponse("one"), S.textResponse("two"), S.textResponse("three")],
+          (agent) =>
+            Effect.gen(function*() {
+              const inbox = yield* agent.inbox
+              assert.deepStrictEqual(inbox.map((i) => [i.id, i.placement, i.waking, i.content[0].text]), [
+                ["u", "queued", false, "parked one"],
+                ["v", "queued", false, "parked two"]
+              ])
+              yield* agent.followup(Message.make("wake"), { id: Ids.AgentMessageId.make("w") })
+              yield* agent.whenIdle
+              return yield* agent.log
+            })
+        )
+        assert.deepStrictEqual(messageIdsOf(resumed), ["u", "v", "w"])
+        assert.deepStrictEqual(turnStarts(resumed), [1, 2, 3])
       }).pipe(Effect.provide(NodeContext.layer))
   )
+
+  it.scopedLive("killed mid-turn with queued and steering messages: on resume the queued turns and the steering (as a queued turn) run at once, in acceptance order, each once", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const ops: ReadonlyArray<Scenario.Op> = [
+        { _tag: "send", preset: "followup", id: "a", text: "first" },
+        { _tag: "send", preset: "followup", id: "b", text: "queued" },
+        { _tag: "send", preset: "steer", id: "c", text: "steering" },
+        { _tag: "send", preset: "followup", id: "d", text: "queued too" },
+        { _tag: "idle" }
+      ]
+      const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 4 }, 3)
+      assert.strictEqual(run.exit, "SIGKILL", run.stderr)
+      const verdict = yield* Verify.verify(run)
+      assert.deepStrictEqual(verdict.problems, [])
+      assert.deepStrictEqual(verdict.lost, [])
+      const before: ReadonlyArray<string> = messageIdsOf(verdict.events)
+      // Whatever the running turn took before the kill is logged; the rest is restored, in acceptance order.
+      assert.deepStrictEqual(verdict.restored, ["a", "b", "c", "d"].filter((m) => !before.includes(m)))
+      assert.isAbove(verdict.restored.length, 0)
+      const resumed = yield* withAgent(
+        backend,
+        Stores.locationIn(backend, dir),
+        Ids.SessionId.make("child-session"),
+        "open",
+        [S.textResponse("one"), S.textResponse("two"), S.textResponse("three"), S.textResponse("four")],
+        (agent) => Effect.zipRight(agent.whenIdle, agent.log)
+      )
+      const ids = messageIdsOf(resumed)
+      assert.deepStrictEqual(ids, [...before, ...verdict.restored])
+      assert.strictEqual(headers(resumed).at(-1), "resume")
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -467,7 +467,18 @@ export const make = <R>(
           })
         )
       ),
-      withdraw: (id) => Effect.flatMap(checkId(id), (checked) => locked(env, withdrawLocked(env, checked))),
+      // A withdrawal is durable when it returns (a crash must not bring back what the sender took back); a cancel
+      // has no barrier (it must never wait for a store that is down): its discards are durable at the next one.
+      withdraw: (id) =>
+        Effect.flatMap(checkId(id), (checked) =>
+          Effect.tap(locked(env, withdrawLocked(env, checked)), (result) =>
+            result._tag === "Withdrawn"
+              ? barrier(env).pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("the withdrawal could not be made durable", error)
+                )
+              )
+              : Effect.void)),
       status: Effect.map(Ref.get(state), (s) => s.status),
       acceptsNextStep: Effect.map(Ref.get(state), (s) => s.window),
       subscribe: PubSub.subscribe(events),
