@@ -11,9 +11,10 @@ import { Agent } from "@harness/agent"
 import { Ids, Message, type SessionEvent, Store } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Chunk, Effect, Schema, Stream, TestClock } from "effect"
+import { Chunk, Effect, Schedule, Schema, Stream, TestClock } from "effect"
 import * as Inbox from "../src/internal/inbox.js"
 import { assertWellFormed, isDurable, live, logTrace } from "./cancel-support.js"
+import { noop } from "./window-support.js"
 
 const sid = Ids.SessionId.make("durable-inbox")
 const mid = Ids.AgentMessageId.make
@@ -261,4 +262,40 @@ describe("the accepted-id memory", () => {
       assert.strictEqual((yield* agent.log).length, before)
       assert.strictEqual(yield* agent.status, "idle")
     }).pipe(Effect.provide(S.layer())))
+})
+
+describe("the agent on a durable log's commit model (ADR 0008)", () => {
+  it.effect("store faults the writer retries are reported as agent/error (SESSION_STORE); the turn completes, nothing is reordered or dropped, and it settles once durable", () =>
+    Effect.gen(function*() {
+      const [faulty, faults] = yield* SessionStore.withFaults(yield* durableStore)
+      const log = yield* SessionLog.make({ id: sid, commit: { retry: Schedule.forever } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, faulty)
+      )
+      const { agent } = yield* agentOn(log, [S.toolCallResponse(S.toolCall("noop")), S.textResponse("done")], {
+        tools: [noop]
+      })
+      const rec = yield* EventRecorder.make(agent)
+      yield* faults.failNext(3)
+      yield* agent.followup(prompt("go"), { id: mid("go") })
+      yield* agent.whenIdle
+      const events = yield* rec.events
+      const errors = live(events, "agent/error")
+      assert.strictEqual(errors.length, 3)
+      for (const error of errors) assert.strictEqual(error.error.code, "SESSION_STORE")
+      const settled = live(events, "agent/settled")
+      assert.deepStrictEqual(settled.map((s) => s.reason), [{ kind: "completed" }])
+      // Everything the log holds is in the store, in order, once the turn settled (the turn/end barrier).
+      const cursors = yield* log.cursors
+      assert.strictEqual(cursors.durable, cursors.appended)
+      const stored = yield* faulty.load(sid).pipe(
+        Stream.map((r) => decodeRecord(r.text).type),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      )
+      assert.deepStrictEqual(
+        stored.filter((t) => !t.startsWith("inbox/")),
+        (yield* agent.log).map((e) => e.type)
+      )
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.scoped, Effect.orDie))
 })

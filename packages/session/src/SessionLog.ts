@@ -115,6 +115,8 @@ export interface Service {
    * `write-through` a fault fails the append itself and is not reported here.)
    */
   readonly faults: Stream.Stream<SessionStoreError>
+  /** Subscribes to {@link faults}: subscribed when it returns (so no fault after it is missed), until the scope ends. */
+  readonly subscribeFaults: Effect.Effect<Queue.Dequeue<SessionStoreError>, never, Scope.Scope>
   /** Every event, seeded ones included, in `seq` order. Do not mutate the array. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
   /**

@@ -5,7 +5,7 @@
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
 import type { Ids as IdsT, Inbox as InboxT, SessionEvent, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Json, Message } from "@harness/domain"
-import { SessionLog } from "@harness/session"
+import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Deferred,
   Effect,
@@ -15,6 +15,7 @@ import {
   Option,
   ParseResult,
   PubSub,
+  type Queue,
   Random,
   Ref,
   Schema,
@@ -298,8 +299,8 @@ const restoreLocked = (
   })
 
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
-const reportFaults = (env: Env): Effect.Effect<void> =>
-  Stream.runForEach(env.log.faults, (error) =>
+const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
+  Stream.runForEach(Stream.fromQueue(faults), (error) =>
     Effect.gen(function*() {
       const activity = (yield* read(env)).activity
       const progress = activity === undefined ? undefined : yield* Ref.get(activity.progress)
@@ -512,7 +513,11 @@ export const make = <R>(
       maxParallel
     }
 
-    if (log.commitMode === "write-behind") yield* Effect.forkIn(reportFaults(env), fibers)
+    if (log.commitMode === "write-behind") {
+      // Subscribed here, before the agent is used, so no fault is missed; reported by a fiber of the agent's own.
+      const faults = yield* Scope.extend(log.subscribeFaults, fibers)
+      yield* Effect.forkIn(reportFaults(env, faults), fibers)
+    }
     if (log.pendingInbox.length > 0) {
       yield* locked(env, restoreLocked(env, log.pendingInbox, options.restoredInbox ?? "wake"))
     }

@@ -489,6 +489,7 @@ const makeService = (
       pendingInbox,
       hasMessage,
       faults: Stream.fromPubSub(faults),
+      subscribeFaults: PubSub.subscribe(faults),
       events: Effect.map(Ref.get(shared), (s) => Chunk.toReadonlyArray(s.data.events)),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
       history: Effect.map(Ref.get(shared), (s) => s.data.history),
