@@ -172,4 +172,17 @@ describe("properties", () => {
       Effect.withMaxOpsBeforeYield(32),
       Effect.provide(env([]))
     ))
+
+  // Found by the property (seed -528980677) once the agent drained retained steering at the opening of the round's
+  // own turn (R45): the steering's `agent/inbox/dequeue` was taken for another claim, which dropped the admission
+  // and let a pause be built against 0 rounds while round 1's prompt was about to be logged.
+  it.scoped("R121, R125: steering drained at the opening of a round's turn does not drop the round's admission", () =>
+    run([
+      { _tag: "create", rounds: 1 },
+      { _tag: "create", rounds: 1 },
+      { _tag: "edit" },
+      { _tag: "human", preset: "steer" },
+      { _tag: "advance", ms: 0 },
+      { _tag: "create", rounds: 1 }
+    ]).pipe(Effect.withMaxOpsBeforeYield(64), Effect.provide(env([]))))
 })
