@@ -38,6 +38,9 @@ describe("round driver", () => {
       assert.strictEqual(state.goal?.id, goal.id)
       assert.strictEqual(state.roundsStarted, 3)
       assert.strictEqual((yield* goals.get).activation, "disarmed")
+      // Completing by tool concluded the third round's turn: the model was not asked again after the tool result.
+      const model = yield* S.ScriptedModel
+      assert.strictEqual((yield* model.requests).length, 3)
     }).pipe(Effect.provide(env([S.textResponse("one"), S.textResponse("two"), complete]))))
 
   it.scoped("R125: a forged goal-sourced prompt is blocked at admission and never written", () =>
