@@ -157,6 +157,12 @@ export interface Options {
   readonly verifiers?: Readonly<Record<string, (goal: Goal) => Effect.Effect<VerifierResult>>> | undefined
   /** The verifier output kept in the log and shown to the model, in characters (the tail is kept). Default 4 000. */
   readonly maxVerifierOutput?: number | undefined
+  /**
+   * How long one verifier run may take (on `Clock`). Default 10 minutes. Contract: a run that does not finish in
+   * time is a failed verdict whose output says it timed out; a command verifier is killed (its process group,
+   * `SIGKILL`) and its output so far is kept.
+   */
+  readonly verifierTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -177,11 +183,12 @@ export interface Plugin {
 }
 
 /**
- * Makes the goal plugin.
+ * Makes the goal plugin. Fails with `GoalError { code: "GOAL_INVALID_INPUT" }` naming the option when a count is not
+ * a positive integer or `verifierTimeout` is not a positive, finite duration.
  *
  * @since 0.0.0
  */
-export const make: (options?: Options) => Effect.Effect<Plugin, never, CommandExecutor> = internal.make
+export const make: (options?: Options) => Effect.Effect<Plugin, GoalError, CommandExecutor> = internal.make
 
 /**
  * Builds an agent with the goal plugin (its guard outermost, its tools first) and attaches the service.

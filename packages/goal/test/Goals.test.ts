@@ -156,6 +156,75 @@ describe("Goals service", () => {
     ]))))
 })
 
+describe("R127: the goal tools", () => {
+  it.scoped("R127: a human turn may edit, pause and resume the goal by tool", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "write the guide", maxGoalRounds: 3 })
+      yield* goals.disarm
+      yield* goals.settled
+      yield* agent.followup(Message.make("call it the handbook, and hold off for now"))
+      yield* goals.settled
+      const paused = yield* goals.get
+      assert.strictEqual(paused.goal?.objective, "write the handbook")
+      assert.strictEqual(paused.goal?.phase, "paused")
+      assert.strictEqual(paused.activation, "disarmed")
+      yield* agent.followup(Message.make("go on"))
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "user:call it the handbook, and hold off for now",
+        "tool/result:update_goal",
+        "change:edit@2",
+        "tool/result:update_goal",
+        "change:pause@3",
+        "turn/end:completed",
+        "user:go on",
+        "tool/result:update_goal",
+        "change:resume@4",
+        "turn/end:completed",
+        "round:1",
+        "tool/result:update_goal",
+        "change:complete@5",
+        "turn/end:completed"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.phase, "complete")
+    }).pipe(Effect.provide(env([
+      call("update_goal", { action: "edit", objective: "write the handbook" }),
+      call("update_goal", { action: "pause" }),
+      S.textResponse("paused"),
+      call("update_goal", { action: "resume" }),
+      S.textResponse("resumed"),
+      call("update_goal", { action: "complete" })
+    ]))))
+
+  it.scoped("R127: once the threshold is reached a goal round may block its goal, and blocking concludes the round's turn", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent({ blockedAfterConsecutiveRounds: 2 })
+      yield* goals.create({ objective: "reach the server" })
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "round:1",
+        "turn/end:completed",
+        "round:2",
+        "tool/result:update_goal",
+        "change:block@2",
+        "turn/end:completed"
+      ])
+      // The tool result concluded the turn: the model was not asked again after it.
+      const model = yield* S.ScriptedModel
+      assert.strictEqual((yield* model.requests).length, 2)
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.deepStrictEqual(state.goal?.blockedReason, { code: "model-reported", message: "the host is unreachable" })
+    }).pipe(Effect.provide(env([
+      S.textResponse("trying"),
+      call("update_goal", { action: "block", reason: "the host is unreachable" }),
+      S.textResponse("never requested")
+    ]))))
+})
+
 describe("/goal command", () => {
   it.scoped("R128: show, create (refusing to replace an unfinished goal), edit, pause, resume, clear — no model turn", () =>
     Effect.gen(function*() {

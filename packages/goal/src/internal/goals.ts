@@ -61,6 +61,11 @@ interface State {
   readonly corrupt: GoalReplayError | undefined
   readonly gate: Deferred.Deferred<void> | undefined
   readonly observedSeq: number
+  /**
+   * The id of the last `steering/message` logged: a drain publishes its `agent/inbox/dequeue` right after it, and
+   * that dequeue is not a claim (retained steering is drained at the opening of the round's own turn, R45).
+   */
+  readonly lastSteering: string | undefined
   readonly busy: number
 }
 
@@ -85,6 +90,7 @@ interface Core {
 type Action =
   | { readonly _tag: "drive" }
   | { readonly _tag: "inject" }
+  | { readonly _tag: "withdraw"; readonly messageId: IdsT.AgentMessageId }
   | { readonly _tag: "pause"; readonly ref: GoalRef }
   | { readonly _tag: "block"; readonly ref: GoalRef; readonly reason: BlockedReason }
   | { readonly _tag: "disarm" }
@@ -177,25 +183,31 @@ const transition = (
     case "agent/inbox/enqueue": {
       if (attempt !== undefined && event.message.id === attempt.messageId) return [s, [], undefined]
       // Human (or any other) work goes first (R126): a still-queued round is withdrawn (see `withdrawRound`).
+      const overtaken = attempt !== undefined && attempt.phase === "queued" && !attempt.stale
       return [
-        {
-          ...s,
-          competingQueued: true,
-          attempt: attempt !== undefined && attempt.phase === "queued" ? withdrawRound(attempt) : attempt
-        },
-        [],
+        { ...s, competingQueued: true, attempt: overtaken ? { ...attempt, stale: true } : attempt },
+        overtaken ? [{ _tag: "withdraw", messageId: attempt.messageId }] : [],
         undefined
       ]
     }
     case "agent/inbox/dequeue": {
-      if (attempt !== undefined && attempt.phase === "admitting" && event.message.id !== attempt.messageId) {
+      if (
+        attempt !== undefined && attempt.phase === "admitting" && event.message.id !== attempt.messageId &&
+        event.message.id !== s.lastSteering
+      ) {
         return dropAdmitting(s)
       }
       return [s, [], undefined]
     }
     case "agent/inbox/discard": {
       if (attempt !== undefined && event.messages.some((m) => m.id === attempt.messageId)) {
-        return [{ ...s, attempt: undefined }, [{ _tag: "drive" }], undefined]
+        // A withdraw the driver did not ask for: someone took the round back, so no new one starts by itself.
+        const taken = event.reason === "withdraw" && !attempt.stale
+        return [
+          { ...s, attempt: undefined, activation: taken ? "disarmed" : s.activation },
+          [{ _tag: "drive" }],
+          undefined
+        ]
       }
       return [s, [], undefined]
     }
@@ -239,6 +251,8 @@ const observe = (
   if (s.corrupt !== undefined) return [seen, [], undefined]
   const attempt = s.attempt
   switch (event.type) {
+    case "steering/message":
+      return [{ ...seen, lastSteering: event.data.messageId }, [], undefined]
     case "turn/start": {
       const trigger = event.data.trigger
       if (attempt === undefined) return [seen, [], undefined]
@@ -305,13 +319,6 @@ const observe = (
       return [seen, [], undefined]
   }
 }
-
-/**
- * Withdraws a queued round so that the human work that overtook it runs first (R123, R126). Today it marks the
- * reservation stale: the admission guard then blocks the round without writing anything, and the driver reserves
- * a new round after the human turn. When the agent gains `withdraw(id)`, this is where to call it.
- */
-const withdrawRound = (attempt: Attempt): Attempt => ({ ...attempt, stale: true })
 
 /** Catches the observer up: handles every event published so far, in order. */
 const sync = (rt: Core): Effect.Effect<void> =>
@@ -713,6 +720,27 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
   })
 
 /**
+ * Withdraws a round that human work overtook (R126), so the human's turn runs first and the round is reserved
+ * again afterwards (R123). The observer has already marked the reservation stale.
+ *
+ * Contract: `agent.withdraw` decides under the agent's acceptance lock, so exactly one of two things happened:
+ * - `Withdrawn`: the round was still pending; `agent/inbox/discard { reason: "withdraw" }` balances its enqueue,
+ *   and the observer, seeing that discard, forgets the attempt and asks for a drive pass (which waits for idle).
+ * - `NotPending`: the agent had already claimed it. If its prompt is not logged yet the admission guard blocks it
+ *   (the reservation is stale: nothing is written) and asks for a new pass; if it was admitted before the human
+ *   work arrived, it runs and its outcome is accounted like any round's (R124).
+ */
+const withdrawRound = (rt: Core, messageId: IdsT.AgentMessageId): Effect.Effect<void> =>
+  rt.agent.withdraw(messageId).pipe(
+    Effect.flatMap((result) =>
+      result._tag === "Withdrawn"
+        ? Effect.void
+        : Effect.logDebug("goal round already claimed: the admission guard decides it", result.id)
+    ),
+    Effect.catchAll((error) => Effect.logError("goal round could not be withdrawn", error))
+  )
+
+/**
  * Hands the next deferred change to the agent. If the agent refuses it (it was disposed, or the log failed), the
  * changes that were never logged are dropped and the cache falls back to the fold of the log.
  */
@@ -740,6 +768,8 @@ const runAction = (rt: Runtime, action: Action): Effect.Effect<void> => {
       return drivePass(rt)
     case "inject":
       return injectNext(rt)
+    case "withdraw":
+      return withdrawRound(rt, action.messageId)
     case "pause":
       return ignoreGoalError(rt.service.pause(action.ref))
     case "block":
@@ -897,6 +927,7 @@ const makeTools = (
     readonly maxVerifierOutput: number
     readonly workspace: string
     readonly verifiers: NonNullable<Goals.Options["verifiers"]>
+    readonly verifierTimeout: Duration.Duration
   },
   executor: Context.Context<CommandExecutor>
 ): ReadonlyArray<AgentTool.AgentTool<never>> => {
@@ -1070,8 +1101,38 @@ const makeTools = (
 // make / attach
 // ---------------------------------------------------------------------------------------------------------------
 
-export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, never, CommandExecutor> =>
+/** The time a verifier may take when `verifierTimeout` is not given. */
+export const DEFAULT_VERIFIER_TIMEOUT = Duration.minutes(10)
+
+const invalidOption = (message: string) => new GoalError({ code: "GOAL_INVALID_INPUT", message })
+
+/** Validates the numeric and duration options (`GOAL_INVALID_INPUT` naming the option). */
+const validOptions = (options: Goals.Options | undefined) =>
   Effect.gen(function*() {
+    for (
+      const name of ["defaultMaxGoalRounds", "blockedAfterConsecutiveRounds", "maxVerifierOutput"] as const
+    ) {
+      const value = options?.[name]
+      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+        return yield* invalidOption(`Goals option ${name} must be a positive integer, got ${String(value)}`)
+      }
+    }
+    const input = options?.verifierTimeout
+    if (input === undefined) return DEFAULT_VERIFIER_TIMEOUT
+    const timeout = Duration.decodeUnknown(input)
+    if (timeout._tag === "None" || !Duration.isFinite(timeout.value) || Duration.toMillis(timeout.value) <= 0) {
+      return yield* invalidOption(
+        `Goals option verifierTimeout must be a positive, finite duration (such as "5 minutes"), got ${
+          JSON.stringify(String(input))
+        }`
+      )
+    }
+    return timeout.value
+  })
+
+export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalError, CommandExecutor> =>
+  Effect.gen(function*() {
+    const verifierTimeout = yield* validOptions(options)
     const executor = yield* Effect.context<CommandExecutor>()
     const slot = yield* Ref.make<Runtime | undefined>(undefined)
     const settings = {
@@ -1079,7 +1140,8 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, never
       blockedAfterConsecutiveRounds: options?.blockedAfterConsecutiveRounds ?? 3,
       maxVerifierOutput: options?.maxVerifierOutput ?? 4000,
       workspace: options?.workspace ?? process.cwd(),
-      verifiers: options?.verifiers ?? {}
+      verifiers: options?.verifiers ?? {},
+      verifierTimeout
     }
     const attach = (agent: AgentNs.Service) =>
       Effect.gen(function*() {
@@ -1102,6 +1164,7 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, never
           corrupt: Either.isLeft(folded) ? folded.left : undefined,
           gate: undefined,
           observedSeq: log.length === 0 ? -1 : log[log.length - 1]!.seq,
+          lastSteering: undefined,
           busy: 0
         })
         const core: Core = {
