@@ -5,7 +5,9 @@
 import type { LanguageModel } from "@effect/ai"
 import { FileSystem, Path } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Agent, type Hooks } from "@harness/agent"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import { Agent, Hooks } from "@harness/agent"
+import { Goals } from "@harness/goal"
 import { ChatCompletions } from "@harness/llm"
 import { type SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
@@ -63,25 +65,40 @@ export const modelLayer = (settings: Settings): Layer.Layer<LanguageModel.Langua
       }))
     ).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
-/** An agent over `session` with the workspace tools, in the current scope. */
+/** An agent and its goal service. */
+export interface Running {
+  readonly agent: Agent.Service
+  readonly goals: Goals.Service
+}
+
+/**
+ * An agent over `session` with the workspace tools and the goal system (its guard outermost, its tools first), in
+ * the current scope. Command verifiers run in the workspace.
+ */
 export const makeAgent = (
   settings: Settings,
   session: SessionLog.Service,
   hooks: Hooks.Hooks = {}
-): Effect.Effect<Agent.Service, CommandError, LanguageModel.LanguageModel | Scope.Scope> =>
+): Effect.Effect<Running, CommandError, LanguageModel.LanguageModel | CommandExecutor | Scope.Scope> =>
   Effect.gen(function*() {
     const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
     )
-    return yield* Effect.mapError(
+    const plugin = yield* Goals.make({ workspace: settings.workspace.value })
+    const agent = yield* Effect.mapError(
       Agent.make({
         session,
         system,
-        tools,
-        hooks,
+        tools: [...plugin.tools, ...tools],
+        hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
         provider: settings.provider.value
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
     )
+    const goals = yield* Effect.mapError(
+      plugin.attach(agent),
+      (e) => new CommandError({ reason: "Input", message: `cannot start goals: ${e.message}` })
+    )
+    return { agent, goals }
   })
