@@ -95,7 +95,8 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
       // prompt, R43/R81), and the model acknowledges it there.
       yield* press(name, "C-c")
-      yield* waitFor(name, "turn 1 cancelled; still pending: 2 queued · 1 steering")
+      yield* waitFor(name, "cancelling the turn (keeping 2 queued · 1 steering")
+      yield* waitFor(name, "turn 1 cancelled")
       yield* waitFor(name, "↪ steering joined turn 2: keep it short")
       yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
 

@@ -71,6 +71,37 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
     }))
 })
 
+describe("harness run --goal (offline model)", { timeout: 180_000 }, () => {
+  it.live("runs goal rounds until the goal is complete (two on the offline model); exit code 0 (R122–R124)", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--goal", "list the files"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.match(result.stderr, /goal [0-9a-f]+: list the files \(at most 256 rounds\)/)
+      assert.include(result.stdout, "Round 1: working on “list the files”. Let me use list_dir.")
+      assert.include(result.stdout, "notes.txt")
+      assert.include(result.stderr, "→ update_goal({\"action\":\"complete\"})")
+      assert.include(result.stderr, "goal complete after 2 round(s)")
+      const id = /sessions show ([0-9a-f-]{36})/.exec(result.stderr)?.[1]
+      const show = await harness(["sessions", "show", id!], { cwd: dir })
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "goal round 1: list the files")
+      assert.include(show.stdout, "goal round 2: list the files")
+      assert.include(show.stdout, "goal complete → complete: list the files")
+      assert.include(show.stdout, "the log checks clean")
+    }))
+
+  it.live("a goal that runs out of rounds is blocked: exit code 1 and what to do; --max-rounds needs --goal (exit 2)", () =>
+    live(async (dir) => {
+      const blocked = await harness(["run", "--goal", "--max-rounds", "1", "list the files"], { cwd: dir })
+      assert.strictEqual(blocked.code, 1, blocked.stderr)
+      assert.include(blocked.stderr, "goal blocked after 1 round(s): round-limit")
+      assert.match(blocked.stderr, /harness: the goal is blocked \(.*\): look at it with harness sessions show/)
+      const lone = await harness(["run", "--max-rounds", "3", "hello"], { cwd: dir })
+      assert.strictEqual(lone.code, 2)
+      assert.include(lone.stderr, "--max-rounds only applies with --goal")
+    }))
+})
+
 describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
   const chunk = (delta: object, finish: string | null = null) =>
     `data: ${
