@@ -278,11 +278,12 @@ const sessionsResume = Command.make(
   "resume",
   {
     ...global,
+    // The id comes first: positional arguments are read in this order, and the prompt takes all the rest.
+    id: idArg,
     prompt: Args.text({ name: "prompt" }).pipe(
       Args.withDescription("Run this prompt in the session (as `run`); without it, open a chat on the session."),
       Args.repeated
-    ),
-    id: idArg
+    )
   },
   (config) =>
     Effect.gen(function*() {

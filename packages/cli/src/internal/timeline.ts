@@ -91,8 +91,14 @@ const depthOf = (event: SessionEvent.SessionEvent | Store.InboxRecord, open: { t
   }
 }
 
-/** One durable event or inbox record in words; `undefined` for streamed chunks. */
-export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord): string | undefined => {
+/**
+ * One durable event or inbox record in words; `undefined` for streamed chunks. `accepted` maps message ids to their
+ * text, so a settled inbox record can say which message it was.
+ */
+export const describe = (
+  record: SessionEvent.SessionEvent | Store.InboxRecord,
+  accepted: ReadonlyMap<string, string> = new Map()
+): string | undefined => {
   switch (record.type) {
     case "turn/start":
       return `turn ${record.data.turn} starts (${
@@ -137,10 +143,15 @@ export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord):
       return `tool result ${record.data.name}: ${resultLine(record.data)}`
     case "request/header":
       return `request to ${record.data.header.config.model} (${record.data.reason})`
-    case "inbox/accepted":
-      return `inbox: ${record.placement} ${oneLine(textOf(record.message.content), 60)} (${record.message.id})`
-    case "inbox/settled":
-      return `inbox: ${record.id} ${record.fate}`
+    case "inbox/accepted": {
+      const text = textOf(record.message.content)
+      const what = goalLine(record.message.source, text) ?? `“${oneLine(text, 60)}”`
+      return `inbox: accepted ${record.placement}${record.wakeup ? "" : " (no wake-up)"} ${what}`
+    }
+    case "inbox/settled": {
+      const text = accepted.get(record.id)
+      return `inbox: ${record.fate} ${text === undefined ? record.id : `“${oneLine(text, 60)}”`}`
+    }
   }
 }
 
@@ -152,12 +163,14 @@ export const render = (
   const open = { turn: false, step: false }
   const start = records.find((r) => "time" in r)?.time ?? 0
   let chunks = 0
+  const accepted = new Map<string, string>()
   for (const record of records) {
+    if (record.type === "inbox/accepted") accepted.set(record.message.id, textOf(record.message.content))
     if (record.type === "assistant/chunk") {
       chunks++
       continue
     }
-    const text = describe(record)
+    const text = describe(record, accepted)
     if (text === undefined) continue
     if (record.type === "turn/end" || record.type === "step/end") {
       open[record.type === "turn/end" ? "turn" : "step"] = false
