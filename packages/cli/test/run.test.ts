@@ -102,6 +102,27 @@ describe("harness run --goal (offline model)", { timeout: 180_000 }, () => {
     }))
 })
 
+describe("harness chat without a terminal", { timeout: 180_000 }, () => {
+  it.live("reads one request per line and prints plain lines (no escape codes), then leaves at the end of input", () =>
+    live(async (dir) => {
+      const result = await harness(["chat", "--store", "memory"], {
+        cwd: dir,
+        env: { NO_COLOR: "" },
+        input: "list the files\n+grep TODO\n/inbox\n/goal show\n/help\n"
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.notInclude(result.stdout, "\x1b[")
+      assert.include(result.stdout, "harness chat — offline model (a local simulator: no API key, no network)")
+      assert.include(result.stdout, "› list the files")
+      assert.include(result.stdout, "+ grep TODO (queued)")
+      assert.include(result.stdout, "No goal.")
+      assert.include(result.stdout, "/goal set <objective> | show | pause | resume | clear")
+      assert.include(result.stdout, "⚙ list_dir()")
+      assert.include(result.stdout, "notes.txt:2: TODO: write the tests")
+      assert.match(result.stdout, /bye — session [0-9a-f-]{36}/)
+    }))
+})
+
 describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
   const chunk = (delta: object, finish: string | null = null) =>
     `data: ${
@@ -198,6 +219,16 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       const missing = await harness(["sessions", "show", "nope"], { cwd: dir })
       assert.strictEqual(missing.code, 1)
       assert.include(missing.stderr, "no session \"nope\" in this store")
+    }))
+
+  it.live("the TypeScript sources run too (HARNESS_FROM_SOURCE=1, the path used while the bundle is stale)", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--store", "memory", "hello"], {
+        cwd: dir,
+        env: { HARNESS_FROM_SOURCE: "1" }
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, "Hello! I am Harness's offline model")
     }))
 
   it.live("config shows each value's origin and never prints the API key", () =>

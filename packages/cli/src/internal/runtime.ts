@@ -1,17 +1,16 @@
 /**
  * What every command builds from the settings: the session store, the model, and the agent over a session with
- * the workspace tools.
+ * the workspace tools. The PostgreSQL store and the chat-completions provider (with undici, a megabyte of the
+ * bundle) are loaded only when the settings select them, so the commands that do not use them start sooner.
  */
 import type { LanguageModel } from "@effect/ai"
 import { FileSystem, Path } from "@effect/platform"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { Agent, Hooks } from "@harness/agent"
 import { Goals } from "@harness/goal"
-import { ChatCompletions } from "@harness/llm"
+import type { ChatCompletions } from "@harness/llm"
 import { type SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
-import { PostgresStore } from "@harness/store-postgres"
 import { SqliteStore } from "@harness/store-sqlite"
 import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
 import type { ConfigError, Scope } from "effect"
@@ -34,7 +33,12 @@ export const storeLayer = (
     case "jsonl":
       return JsonlStore.layer({ directory: store.directory })
     case "postgres":
-      return PostgresStore.layer({ url: store.url })
+      return Layer.unwrapEffect(
+        Effect.map(
+          Effect.promise(() => import("@harness/store-postgres")),
+          ({ PostgresStore }) => PostgresStore.layer({ url: store.url })
+        )
+      )
     case "sqlite":
       return Layer.unwrapEffect(Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
@@ -56,14 +60,18 @@ export const storeLayer = (
 export const modelLayer = (settings: Settings): Layer.Layer<LanguageModel.LanguageModel, ConfigError.ConfigError> =>
   settings.provider.value === "offline"
     ? OfflineModel.layer({ pace: Duration.millis(settings.pace.value) })
-    : ChatCompletions.layerConfig(
-      Config.map(ChatCompletions.config, (options): ChatCompletions.Options => ({
-        ...options,
-        model: settings.model.value,
-        baseUrl: settings.baseUrl.value ?? options.baseUrl,
-        apiKey: settings.apiKey.value ?? options.apiKey
-      }))
-    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    : Layer.unwrapEffect(Effect.map(
+      Effect.promise(() => Promise.all([import("@harness/llm"), import("@effect/platform-node/NodeHttpClient")])),
+      ([{ ChatCompletions }, NodeHttpClient]) =>
+        ChatCompletions.layerConfig(
+          Config.map(ChatCompletions.config, (options): ChatCompletions.Options => ({
+            ...options,
+            model: settings.model.value,
+            baseUrl: settings.baseUrl.value ?? options.baseUrl,
+            apiKey: settings.apiKey.value ?? options.apiKey
+          }))
+        ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    ))
 
 /** An agent and its goal service. */
 export interface Running {
