@@ -1,9 +1,10 @@
-// Compiles the CLI into one JavaScript file (dist/harness.mjs) so that it starts without a TypeScript loader.
+// Compiles the CLI into JavaScript (dist/harness.mjs, plus dist/chunks/ for what is loaded on demand: the
+// PostgreSQL store, the HTTP provider) so that it starts without a TypeScript loader.
 // dist/inputs.json lists the workspace sources it was built from; bin/harness.mjs uses the bundle only while none
 // of them is newer than it (edit a source and the CLI runs from source again until the next build).
 import { build } from "esbuild"
 import console from "node:console"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import process from "node:process"
 import { fileURLToPath } from "node:url"
@@ -11,12 +12,18 @@ import { fileURLToPath } from "node:url"
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, "..")
 const repo = resolve(root, "../..")
-const outfile = join(root, "dist", "harness.mjs")
+const outdir = join(root, "dist")
+const outfile = join(outdir, "harness.mjs")
+rmSync(join(outdir, "chunks"), { recursive: true, force: true })
 mkdirSync(dirname(outfile), { recursive: true })
 
 const result = await build({
   entryPoints: [join(root, "src", "bin.ts")],
-  outfile,
+  outdir,
+  entryNames: "harness",
+  chunkNames: "chunks/[name]-[hash]",
+  outExtension: { ".js": ".mjs" },
+  splitting: true,
   bundle: true,
   platform: "node",
   format: "esm",

@@ -89,6 +89,16 @@ const run = Command.make(
       Options.withDescription("Continue this stored session instead of starting a new one."),
       Options.optional
     ),
+    goal: Options.boolean("goal").pipe(
+      Options.withDescription(
+        "Make the prompt a goal's objective and keep running rounds until the goal is complete, blocked or " +
+          "paused; exit code 1 unless it is complete."
+      )
+    ),
+    maxRounds: Options.integer("max-rounds").pipe(
+      Options.withDescription("With --goal: the most rounds the goal may run (default 256)."),
+      Options.optional
+    ),
     prompt: Args.text({ name: "prompt" }).pipe(
       Args.withDescription("The prompt; `-` reads it from standard input."),
       Args.repeated
@@ -102,6 +112,14 @@ const run = Command.make(
         return yield* new SettingsError({
           setting: unknown,
           message: `unknown option ${unknown} (harness run --help lists the options; quote a prompt that starts with -)`
+        })
+      }
+      if (Option.isSome(config.maxRounds) && (!config.goal || config.maxRounds.value < 1)) {
+        return yield* new SettingsError({
+          setting: "--max-rounds",
+          message: config.goal
+            ? `--max-rounds must be a positive whole number, not ${config.maxRounds.value}`
+            : "--max-rounds only applies with --goal: harness run --goal --max-rounds 5 \"make the tests pass\""
         })
       }
       const joined = config.prompt.join(" ").trim()
@@ -120,17 +138,25 @@ const run = Command.make(
             const session = Option.isSome(config.session)
               ? yield* Sessions.resolveId(config.session.value)
               : undefined
-            yield* Run.run(settings, { prompt, json: config.json, yes: config.yes, session })
+            yield* Run.run(settings, {
+              prompt,
+              json: config.json,
+              yes: config.yes,
+              session,
+              goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
+            })
           })
         )
       )
     })
 ).pipe(Command.withDescription(
-  "Run one prompt until the agent is idle and print the answer; exit code 1 if a turn failed.\n" +
+  "Run one prompt until the agent is idle and print the answer (with --goal: until the goal is complete, blocked " +
+    "or paused); exit code 1 if a turn failed or the goal is not complete.\n" +
     "Examples:\n" +
     "  harness run \"list the files\"\n" +
     "  echo \"grep TODO\" | harness run -\n" +
-    "  harness run --json \"read README.md\" > events.ndjson"
+    "  harness run --json \"read README.md\" > events.ndjson\n" +
+    "  harness run --goal --max-rounds 5 \"list the files, then summarise the README\""
 ))
 
 // --- demo --------------------------------------------------------------------------------------------------------
@@ -140,8 +166,9 @@ const demo = Command.make("demo", global, (config) =>
     const settings = yield* settingsOf({ ...config, offline: true })
     yield* withModel(settings, withStore(settings, Demo.demo(settings)))
   })).pipe(Command.withDescription(
-    "A scripted walkthrough on the offline model: a tool call, a queued follow-up, a steer, an injection, a cancel " +
-      "that keeps the inbox; it ends with where the session is stored.\nExample:\n  harness demo --store memory"
+    "A scripted walkthrough on the offline model: a tool call on the workspace, a queued follow-up, a steer, an " +
+      "injection, a withdraw, a cancel that keeps the inbox and a two-round goal; it ends with where the session is " +
+      "stored.\nExamples:\n  harness demo\n  harness demo --store memory"
   ))
 
 // --- chat --------------------------------------------------------------------------------------------------------
@@ -173,8 +200,9 @@ const chat = Command.make(
     })
 ).pipe(Command.withDescription(
   "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
-    "`/inject text` adds context; Esc or Ctrl-C cancels the turn keeping the inbox; a second Ctrl-C within a second " +
-    "discards it (or exits when idle). `/help` lists every command.\nExample:\n  harness chat --workspace ."
+    "`/inject text` adds context; `/inbox` lists pending items, `/drop N` withdraws one, Up on an empty prompt takes " +
+    "the last queued item back for editing; `/goal set|show|pause|resume|clear`; Esc or Ctrl-C cancels the turn " +
+    "keeping the inbox; a second Ctrl-C within a second discards it (or exits when idle). `/help` lists every command.\nExample:\n  harness chat --workspace ."
 ))
 
 // --- sessions ----------------------------------------------------------------------------------------------------
@@ -250,11 +278,12 @@ const sessionsResume = Command.make(
   "resume",
   {
     ...global,
+    // The id comes first: positional arguments are read in this order, and the prompt takes all the rest.
+    id: idArg,
     prompt: Args.text({ name: "prompt" }).pipe(
       Args.withDescription("Run this prompt in the session (as `run`); without it, open a chat on the session."),
       Args.repeated
-    ),
-    id: idArg
+    )
   },
   (config) =>
     Effect.gen(function*() {

@@ -43,6 +43,12 @@ describe("OfflineModel.reply", () => {
     })
     const list = OfflineModel.reply({ prompt: prompt(user("list the files in the workspace")), tools })
     assert.deepStrictEqual(list.at(-1), { _tag: "tool-call", name: "list_dir", params: {} })
+    // Only the first "in …" names a place: "in order" later in the sentence is not a directory.
+    const ordered = OfflineModel.reply({
+      prompt: prompt(user("List the files in the workspace, then check they are in order.")),
+      tools
+    })
+    assert.deepStrictEqual(ordered.at(-1), { _tag: "tool-call", name: "list_dir", params: {} })
     const none = OfflineModel.reply({ prompt: prompt(user("list the files")), tools: [] })
     assert.isFalse(none.some((p) => p._tag === "tool-call"))
   })

@@ -29,7 +29,7 @@ const press = (session: string, ...keys: ReadonlyArray<string>) =>
   Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
 
 describe("harness chat in a terminal", { timeout: 300_000 }, () => {
-  it.live("steer while it works, queue, list the inbox, Ctrl-C keeps the queue, approve a write, exit (R28, R81)", () =>
+  it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write, a goal, exit (R28, R81)", () =>
     Effect.gen(function*() {
       const [dir, cleanup] = tempDir()
       const name = `harness-chat-${process.pid}`
@@ -46,7 +46,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       writeFileSync(join(dir, "README.md"), "# chat test\n")
       const store = `sqlite:${join(dir, "chat.db")}`
       const command =
-        `env NO_COLOR=1 HARNESS_OFFLINE_PACE_MS=120 ${process.execPath} ${bin} chat --store ${store}; sleep 60`
+        `env NO_COLOR=1 HARNESS_OFFLINE_PACE_MS=200 ${process.execPath} ${bin} chat --store ${store}; sleep 60`
       tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, command)
 
       yield* waitFor(name, "idle · 0 tokens · /help")
@@ -54,7 +54,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Enter")
       yield* waitFor(name, "Once upon a time")
 
-      // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge counts them.
+      // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
       yield* type(name, "keep it short")
       yield* press(name, "Enter")
       yield* waitFor(name, "› keep it short (steering the running turn)")
@@ -62,27 +62,69 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Enter")
       yield* type(name, "/queue write notes.txt: hello from chat")
       yield* press(name, "Enter")
+      yield* type(name, "+what is a cat")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "3 queued · 1 steering")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      const inbox = yield* waitFor(name, "4. queued   what is a cat")
+      assert.include(inbox, "1. steering keep it short")
+      assert.include(inbox, "2. queued   what is a dog")
+      assert.include(inbox, "3. queued   write notes.txt: hello from chat")
+
+      // /drop withdraws one item (agent.withdraw); it never runs.
+      yield* type(name, "/drop 4")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "withdrew 4. queued what is a cat (it will not run)")
+      yield* waitFor(name, "2 queued · 1 steering")
+
+      // Up on an empty prompt takes the last queued item back for editing; Enter queues the edited text again.
+      yield* press(name, "Up")
+      yield* waitFor(name, "took back “write notes.txt: hello from chat” for editing")
+      yield* waitFor(name, "1 queued · 1 steering")
+      yield* press(name, "BSpace", "BSpace", "BSpace", "BSpace")
+      yield* type(name, "tmux")
+      yield* waitFor(name, "› write notes.txt: hello from tmux")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "+ write notes.txt: hello from tmux (queued)")
       yield* waitFor(name, "2 queued · 1 steering")
       yield* type(name, "/inbox")
       yield* press(name, "Enter")
-      const inbox = yield* waitFor(name, "3. queued   write notes.txt: hello from chat")
-      assert.include(inbox, "1. steering keep it short")
-      assert.include(inbox, "2. queued   what is a dog")
+      yield* waitFor(name, "3. queued   write notes.txt: hello from tmux")
 
       // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
       // prompt, R43/R81), and the model acknowledges it there.
       yield* press(name, "C-c")
-      yield* waitFor(name, "turn 1 cancelled; still pending: 2 queued · 1 steering")
+      yield* waitFor(name, "cancelling the turn (keeping 2 queued · 1 steering")
+      yield* waitFor(name, "turn 1 cancelled")
       yield* waitFor(name, "↪ steering joined turn 2: keep it short")
       yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
+
+      // Item 2 of the last listing was claimed by turn 2: dropping it now says so (NotPending) and changes nothing.
+      yield* type(name, "/drop 2")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "item 2 is no longer pending: the agent already took it (what is a dog)")
 
       // The queued write asks for approval inline; `y` allows it and the file is on disk.
       yield* waitFor(name, "allow write_file(")
       yield* type(name, "y")
       yield* waitFor(name, "Wrote 1 line")
-      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from chat\n")
+      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from tmux\n")
 
+      // A goal: set while idle, it runs two rounds on the offline model and completes.
       yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/goal set list the files")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "Created goal")
+      yield* waitFor(name, "◎ goal round 2: list the files")
+      yield* waitFor(name, "◎ goal complete → complete")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/goal show")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "Phase: complete")
+
+      const before = screen(name)
+      assert.notInclude(before, "what is a cat.") // the withdrawn item never ran
       yield* type(name, "/exit")
       yield* press(name, "Enter")
       const last = yield* waitFor(name, "bye — session")
@@ -94,6 +136,8 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.include(show.stdout, "turn 1 ends: aborted")
       assert.include(show.stdout, "steering (user): keep it short")
       assert.include(show.stdout, "tool result write_file: ok")
+      assert.include(show.stdout, "goal round 2: list the files")
+      assert.notInclude(show.stdout, "what is a cat")
       assert.include(show.stdout, "the log checks clean")
     }).pipe(Effect.scoped))
 })

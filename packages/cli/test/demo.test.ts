@@ -21,7 +21,7 @@ const reload = (filename: string, id: string) =>
   }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 
 describe("harness demo", { timeout: 300_000 }, () => {
-  it.live("walks through queue, steer, inject and cancel-with-keepInbox; the session reloads clean (R28, R77, R81, R100)", () =>
+  it.live("walks through queue, steer, inject, withdraw, cancel-with-keepInbox and a two-round goal; the session reloads clean (R28, R77, R81, R100)", () =>
     Effect.gen(function*() {
       const [dir, cleanup] = tempDir()
       yield* Effect.addFinalizer(() => Effect.sync(cleanup))
@@ -35,7 +35,12 @@ describe("harness demo", { timeout: 300_000 }, () => {
       assert.include(out, "tool call list_dir()")
       assert.include(out, "inbox: + steering \"Keep it brief, please.\"")
       assert.include(out, "turn 2 ends: aborted")
+      assert.include(out, "inbox: withdrew \"What is a dog?\"")
+      assert.include(out, "goal round 1: List the files")
+      assert.include(out, "goal round 2: List the files")
+      assert.match(out, /Goal [0-9a-f]+ is complete after 2 round\(s\)\./)
       assert.include(out, "the log checks clean")
+      assert.include(out, `The session is stored in ${store}`)
       const id = /sessions show ([0-9a-f-]{36})/.exec(out)?.[1]
       assert.isDefined(id)
 
@@ -52,8 +57,17 @@ describe("harness demo", { timeout: 300_000 }, () => {
         )
       )
       // The queued follow-ups survived the keepInbox cancel and ran afterwards.
+      // The withdrawn follow-up never ran (it is not in the log); the goal took two rounds, the second completing it.
       const ends = events.flatMap((e) => (e.type === "turn/end" ? [e.data.reason.kind] : []))
-      assert.deepStrictEqual(ends, ["completed", "aborted", "completed", "completed"])
+      assert.deepStrictEqual(ends, ["completed", "aborted", "completed", "completed", "completed"])
+      assert.isFalse(JSON.stringify(events).includes("What is a dog?"))
+      const rounds = events.flatMap((e) =>
+        e.type === "user/message" && e.data.source.kind === "goal" && e.data.source.round > 0
+          ? [e.data.source.round]
+          : []
+      )
+      assert.deepStrictEqual(rounds, [1, 2])
+      assert.isTrue(events.some((e) => e.type === "tool/result" && e.data.name === "update_goal" && !e.data.isError))
       assert.isTrue(events.some((e) =>
         e.type === "tool/result" && e.data.name === "read_file" && !e.data.isError &&
         e.data.content.some((b) => b.text.includes("A demo workspace"))
@@ -66,6 +80,8 @@ describe("harness demo", { timeout: 300_000 }, () => {
       assert.include(show.stdout, `session ${id}`)
       assert.include(show.stdout, "turn 2 ends: aborted")
       assert.include(show.stdout, "steering (user): Keep it brief, please.")
+      assert.include(show.stdout, "goal round 2: List the files")
+      assert.match(show.stdout, /goal complete → complete: List the files/)
       assert.include(show.stdout, `${events.length} events; the log checks clean.`)
 
       const jsonl = yield* Effect.promise(() => harness(["sessions", "export", "--store", store, id!], { cwd: dir }))

@@ -71,6 +71,58 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
     }))
 })
 
+describe("harness run --goal (offline model)", { timeout: 180_000 }, () => {
+  it.live("runs goal rounds until the goal is complete (two on the offline model); exit code 0 (R122–R124)", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--goal", "list the files"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.match(result.stderr, /goal [0-9a-f]+: list the files \(at most 256 rounds\)/)
+      assert.include(result.stdout, "Round 1: working on “list the files”. Let me use list_dir.")
+      assert.include(result.stdout, "notes.txt")
+      assert.include(result.stderr, "→ update_goal({\"action\":\"complete\"})")
+      assert.include(result.stderr, "goal complete after 2 round(s)")
+      const id = /sessions show ([0-9a-f-]{36})/.exec(result.stderr)?.[1]
+      const show = await harness(["sessions", "show", id!], { cwd: dir })
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "goal round 1: list the files")
+      assert.include(show.stdout, "goal round 2: list the files")
+      assert.include(show.stdout, "goal complete → complete: list the files")
+      assert.include(show.stdout, "the log checks clean")
+    }))
+
+  it.live("a goal that runs out of rounds is blocked: exit code 1 and what to do; --max-rounds needs --goal (exit 2)", () =>
+    live(async (dir) => {
+      const blocked = await harness(["run", "--goal", "--max-rounds", "1", "list the files"], { cwd: dir })
+      assert.strictEqual(blocked.code, 1, blocked.stderr)
+      assert.include(blocked.stderr, "goal blocked after 1 round(s): round-limit")
+      assert.match(blocked.stderr, /harness: the goal is blocked \(.*\): look at it with harness sessions show/)
+      const lone = await harness(["run", "--max-rounds", "3", "hello"], { cwd: dir })
+      assert.strictEqual(lone.code, 2)
+      assert.include(lone.stderr, "--max-rounds only applies with --goal")
+    }))
+})
+
+describe("harness chat without a terminal", { timeout: 180_000 }, () => {
+  it.live("reads one request per line and prints plain lines (no escape codes), then leaves at the end of input", () =>
+    live(async (dir) => {
+      const result = await harness(["chat", "--store", "memory"], {
+        cwd: dir,
+        env: { NO_COLOR: "" },
+        input: "list the files\n+grep TODO\n/inbox\n/goal show\n/help\n"
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.notInclude(result.stdout, "\x1b[")
+      assert.include(result.stdout, "harness chat — offline model (a local simulator: no API key, no network)")
+      assert.include(result.stdout, "› list the files")
+      assert.include(result.stdout, "+ grep TODO (queued)")
+      assert.include(result.stdout, "No goal.")
+      assert.include(result.stdout, "/goal set <objective> | show | pause | resume | clear")
+      assert.include(result.stdout, "⚙ list_dir()")
+      assert.include(result.stdout, "notes.txt:2: TODO: write the tests")
+      assert.match(result.stdout, /bye — session [0-9a-f-]{36}/)
+    }))
+})
+
 describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
   const chunk = (delta: object, finish: string | null = null) =>
     `data: ${
@@ -167,6 +219,16 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       const missing = await harness(["sessions", "show", "nope"], { cwd: dir })
       assert.strictEqual(missing.code, 1)
       assert.include(missing.stderr, "no session \"nope\" in this store")
+    }))
+
+  it.live("the TypeScript sources run too (HARNESS_FROM_SOURCE=1, the path used while the bundle is stale)", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--store", "memory", "hello"], {
+        cwd: dir,
+        env: { HARNESS_FROM_SOURCE: "1" }
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, "Hello! I am Harness's offline model")
     }))
 
   it.live("config shows each value's origin and never prints the API key", () =>

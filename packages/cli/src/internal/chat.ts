@@ -8,6 +8,7 @@
 import type { LanguageModel } from "@effect/ai"
 import type { Terminal } from "@effect/platform"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Hooks } from "@harness/agent"
 import { type AgentEvent, Content, type Ids, Message, MessageSource } from "@harness/domain"
 import type { SessionStore } from "@harness/session"
@@ -15,9 +16,10 @@ import { Clock, Deferred, Effect, Exit, Mailbox, Option, Ref, Schedule } from "e
 import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
+import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
 import { styles } from "./output.js"
-import { deltaOf, openSession } from "./run.js"
+import { deltaOf, hintFor, openSession } from "./run.js"
 import * as Runtime from "./runtime.js"
 import * as Sessions from "./sessions.js"
 import { showStore } from "./settings.js"
@@ -29,9 +31,10 @@ export const help: ReadonlyArray<string> = [
   "/queue text, +text  queue a follow-up turn (runs after the current one)",
   "/inject text     add context the model sees at its next step (does not run the model)",
   "/inbox           list pending items with numbers      /drop N   withdraw item N",
+  "/goal set <objective> | show | pause | resume | clear    keep working toward an objective over rounds",
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
   "Ctrl-C Ctrl-C    (within a second) discard the inbox; on an idle prompt, exit",
-  "Up               on an empty prompt: take the last queued item back for editing",
+  "Up               on an empty prompt: take the last queued item back for editing (Enter queues it again)",
   "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
   "Approvals: y = allow once, n = deny, a = always allow this tool in this session"
 ]
@@ -51,6 +54,10 @@ interface State {
   readonly spin: number
   readonly approval: Pending | undefined
   readonly lastCtrlC: number
+  /** The buffer holds a queued item taken back with Up: Enter queues it again (even while a turn runs). */
+  readonly editing: boolean
+  /** The items as `/inbox` last numbered them: `/drop N` means the N-th of these, even if the inbox moved since. */
+  readonly listed: ReadonlyArray<Inbox.Item>
   /** How many lines the bottom area (partial, status, prompt) took when last drawn; 0 before the first draw. */
   readonly drawn: number
 }
@@ -64,7 +71,7 @@ const fit = (text: string, width: number): string =>
 export const chat = (
   settings: Settings,
   sessionId: Ids.SessionId | undefined
-): Effect.Effect<void, CommandError, SessionStore.SessionStore | LanguageModel.LanguageModel> =>
+): Effect.Effect<void, CommandError, SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor> =>
   Effect.scoped(Effect.gen(function*() {
     const tty = process.stdout.isTTY === true && process.stdin.isTTY === true
     const s = styles(process.stdout)
@@ -77,6 +84,8 @@ export const chat = (
       spin: 0,
       approval: undefined,
       lastCtrlC: 0,
+      editing: false,
+      listed: [],
       drawn: 0
     })
     const lock = yield* Effect.makeSemaphore(1)
@@ -88,7 +97,9 @@ export const chat = (
     const thinking = (text: string) => s.dim(`  ~ ${text}`)
 
     // --- drawing ----------------------------------------------------------------------------------------------
-    let inboxItems: Effect.Effect<ReadonlyArray<Inbox.Item>> = Effect.succeed([])
+    // The inbox is the agent's own (`agent.inbox`); the agent is built after the drawing code its hooks use.
+    const inboxOf = yield* Ref.make<Effect.Effect<ReadonlyArray<Inbox.Item>>>(Effect.succeed([]))
+    const inboxItems = Effect.flatten(Ref.get(inboxOf))
     const bottom = (st: State, items: ReadonlyArray<Inbox.Item>, now: number): ReadonlyArray<string> => {
       const width = columns() - 1
       const badge = Inbox.badge(items)
@@ -100,7 +111,12 @@ export const chat = (
       const status = st.running
         ? `${spinner[st.spin % spinner.length]} working ${((now - st.turnStartedAt) / 1000).toFixed(1)}s`
         : "idle"
-      const parts = [status, `${st.tokens} tokens`, badge, st.running ? "Esc/Ctrl-C cancels" : "/help"]
+      const hint = st.editing
+        ? "editing a queued item: Enter queues it again"
+        : st.running
+        ? "Esc/Ctrl-C cancels"
+        : "/help"
+      const parts = [status, `${st.tokens} tokens`, badge, hint]
       lines.push(s.dim(fit(parts.filter((p) => p !== "").join(" · "), width)))
       const prompt = st.approval !== undefined
         ? `${s.yellow(`allow ${Timeline.callLine(st.approval.name, st.approval.args)}?`)} [y]es / [n]o / [a]lways: `
@@ -140,9 +156,8 @@ export const chat = (
         })
     }
     const log = yield* openSession(sessionId)
-    const agent = yield* Runtime.makeAgent(settings, log, hooks)
-    const inbox = yield* Inbox.make(agent)
-    inboxItems = inbox.items
+    const { agent, goals } = yield* Runtime.makeAgent(settings, log, hooks)
+    yield* Ref.set(inboxOf, Inbox.items(agent))
     const sendError = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
 
     // --- output of the agent's events -------------------------------------------------------------------------
@@ -185,7 +200,6 @@ export const chat = (
       })
     const onEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> =>
       Effect.gen(function*() {
-        yield* inbox.track(event)
         switch (event.type) {
           case "agent/status": {
             const now = yield* Clock.currentTimeMillis
@@ -202,7 +216,7 @@ export const chat = (
             return yield* redraw
           case "agent/settled": {
             if (event.reason.kind === "completed") return
-            const badge = Inbox.badge(yield* inbox.items)
+            const badge = Inbox.badge(yield* inboxItems)
             return yield* emit([
               event.reason.kind === "aborted"
                 ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
@@ -244,12 +258,14 @@ export const chat = (
             return yield* emit([
               s.dim(`  ↪ steering joined turn ${durable.data.turn}: ${Content.joinText(durable.data.content)}`)
             ])
-          case "user/message":
+          case "user/message": {
+            const text = Content.joinText(durable.data.content)
+            const goal = Timeline.goalLine(durable.data.source, text)
+            if (goal !== undefined) return yield* emit([s.magenta(`  ◎ ${goal}`)])
             return durable.data.source.kind === "user"
               ? undefined
-              : yield* emit([
-                s.dim(`  + ${Timeline.sourceOf(durable.data.source)}: ${Content.joinText(durable.data.content)}`)
-              ])
+              : yield* emit([s.dim(`  + ${Timeline.sourceOf(durable.data.source)}: ${text}`)])
+          }
           default:
             return
         }
@@ -293,33 +309,51 @@ export const chat = (
             return yield* emit([s.dim(`  + context (the model sees it at its next step): ${argument}`)])
           }
           case "/inbox": {
-            const items = yield* inbox.items
+            const items = yield* inboxItems
+            yield* update((x) => ({ ...x, listed: items }))
             return yield* emit(
               items.length === 0
                 ? ["the inbox is empty"]
-                : items.map((item, i) => `${i + 1}. ${item.placement.padEnd(8)} ${item.text}`)
+                : items.map((item, i) =>
+                  `${i + 1}. ${item.placement.padEnd(8)} ${item.source === "user" ? "" : `(${item.source}) `}${
+                    item.label.replace(/\s+/g, " ")
+                  }`
+                )
             )
           }
           case "/drop": {
-            const items = yield* inbox.items
+            // The numbers are those `/inbox` showed; before any listing, the inbox as it is now.
+            const items = st.listed.length > 0 ? st.listed : yield* inboxItems
             const n = Number(rest[0])
             const item = Number.isInteger(n) ? items[n - 1] : undefined
-            if (item === undefined) return yield* emit([`no item ${rest[0] ?? ""}: /inbox lists them with numbers`])
-            const gone = yield* inbox.withdraw(item.id)
+            if (item === undefined) {
+              return yield* emit([
+                items.length === 0
+                  ? "the inbox is empty: nothing to drop"
+                  : `no item ${rest[0] ?? ""}: /drop takes a number from 1 to ${items.length} (/inbox lists them)`
+              ])
+            }
+            const result = yield* Inbox.withdraw(agent, item.id)
             return yield* emit([
-              Option.isSome(gone)
-                ? `withdrew ${n}. ${item.text}`
-                : inbox.canWithdraw
-                ? `item ${n} is no longer pending`
-                : "cannot withdraw yet: this agent has no withdraw(id); Ctrl-C twice discards the whole inbox"
+              result._tag === "Withdrawn"
+                ? `withdrew ${n}. ${item.placement} ${item.text} ${s.dim("(it will not run)")}`
+                : s.yellow(`item ${n} is no longer pending: the agent already took it (${item.text})`)
             ])
           }
           case "/sessions":
             return yield* emit(yield* Sessions.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message]))))
           case "/goal":
-            return yield* emit(["goals are not available in this version of harness yet"])
+            return yield* emit(
+              (yield* Goal.command(goals, argument).pipe(
+                Effect.catchAll((e) => Effect.succeed(s.yellow(e.message)))
+              )).split("\n").map((line) => s.magenta(line))
+            )
           default:
             if (command!.startsWith("/")) return yield* emit([`unknown command ${command}: /help lists the commands`])
+        }
+        if (st.editing) {
+          yield* update((x) => ({ ...x, editing: false }))
+          return yield* queue(text)
         }
         if (st.running) {
           yield* agent.steer(Message.make(text)).pipe(Effect.mapError(sendError))
@@ -340,8 +374,16 @@ export const chat = (
         const now = yield* Clock.currentTimeMillis
         const st = yield* Ref.get(state)
         const double = key === "ctrl-c" && now - st.lastCtrlC < 1000
-        yield* Ref.set(state, { ...st, lastCtrlC: key === "ctrl-c" ? now : st.lastCtrlC, buffer: "" })
-        const items = yield* inbox.items
+        yield* Ref.set(state, {
+          ...st,
+          lastCtrlC: key === "ctrl-c" ? now : st.lastCtrlC,
+          buffer: "",
+          editing: false
+        })
+        if (st.editing && st.buffer.trim() !== "") {
+          yield* emit([s.dim(`  (the item you were editing was dropped: ${st.buffer.trim()})`)])
+        }
+        const items = yield* inboxItems
         if (st.approval !== undefined) {
           yield* Deferred.succeed(st.approval.answer, { kind: "deny", reason: "the user cancelled" })
         }
@@ -375,7 +417,7 @@ export const chat = (
         if (key.ctrl && key.name === "c") return yield* interrupt("ctrl-c")
         if (key.name === "escape") return yield* interrupt("esc")
         if (key.ctrl && key.name === "d") {
-          return st.buffer === "" ? yield* Deferred.succeed(quit, undefined) : undefined
+          return st.buffer === "" && !st.editing ? yield* Deferred.succeed(quit, undefined) : undefined
         }
         if (st.approval !== undefined) {
           const char = Option.getOrElse(input.input, () => "")
@@ -391,14 +433,15 @@ export const chat = (
           return yield* redraw
         }
         if (key.name === "up" && st.buffer === "") {
-          const last = (yield* inbox.items).filter((item) => item.placement === "queued").at(-1)
-          if (last === undefined) return
-          const gone = yield* inbox.withdraw(last.id)
-          if (Option.isSome(gone)) {
-            yield* update((x) => ({ ...x, buffer: gone.value.text }))
-            return yield* redraw
+          const last = (yield* inboxItems).filter((item) => item.placement === "queued" && item.source === "user")
+            .at(-1)
+          if (last === undefined) return yield* emit([s.dim("nothing queued to edit")])
+          const result = yield* Inbox.withdraw(agent, last.id)
+          if (result._tag === "NotPending") {
+            return yield* emit([s.yellow(`too late to edit: the agent already took “${last.text}”`)])
           }
-          return yield* emit([s.dim("Up-to-edit needs the agent's withdraw(id), which this version does not have")])
+          yield* update((x) => ({ ...x, buffer: result.item.text, editing: true }))
+          return yield* emit([s.dim(`  took back “${result.item.text}” for editing (Enter queues it again)`)])
         }
         const char = Option.getOrUndefined(input.input)
         if (char !== undefined && !key.ctrl && !key.meta && printable(char)) {
@@ -452,18 +495,8 @@ export const chat = (
   }))
 
 const whatToDo = (code: string | undefined): string => {
-  switch (code) {
-    case "AUTH":
-    case "UNAUTHORIZED":
-      return " — check the API key (harness config shows where it comes from)"
-    case "RATE_LIMIT":
-      return " — the provider is rate-limiting; wait a moment and send again"
-    case "NETWORK":
-    case "TIMEOUT":
-      return " — check the network or --base-url, then send again"
-    default:
-      return code === undefined ? "" : ` (${code})`
-  }
+  const hint = hintFor(code)
+  return hint !== "" ? hint : code === undefined ? "" : ` (${code})`
 }
 
 /** Whether typed input is printable text (no control characters). */

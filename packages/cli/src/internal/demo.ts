@@ -1,10 +1,9 @@
 /**
  * `harness demo`: a scripted walkthrough on the offline model that prints a readable timeline of the live and
  * durable events — a tool call on the real workspace, a follow-up queued while a turn runs, a steer landing at
- * the next step, an injection that does not run the model, a withdraw, and `cancel` with `keepInbox` — and ends
- * with where the session is stored and the command to look at it.
+ * the next step, an injection that does not run the model, a withdraw, `cancel` with `keepInbox`, and a goal that
+ * takes two rounds — and ends with where the session is stored and the command to look at it.
  */
-import type { Agent } from "@harness/agent"
 import { type AgentEvent, Content, Message, MessageSource } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { Clock, Effect, Fiber, Queue, Stream, SubscriptionRef } from "effect"
@@ -19,15 +18,23 @@ import * as Timeline from "./timeline.js"
 
 const preview = (text: string, max = 60) => JSON.stringify(text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
+/** An inbox item in the timeline: its text quoted, or what a goal message is. */
+const itemText = (message: Message.AgentMessage): string => {
+  const text = Content.joinText(message.content)
+  return Timeline.goalLine(message.source, text) ?? preview(text)
+}
+
 /** The timeline line of a live event, or `undefined` when it is not shown. */
 export const liveLine = (event: AgentEvent.AgentEvent): string | undefined => {
   switch (event.type) {
     case "agent/inbox/enqueue":
-      return `inbox: + ${event.placement} ${preview(Content.joinText(event.message.content))}`
+      return `inbox: + ${event.placement} ${itemText(event.message)}`
     case "agent/inbox/dequeue":
-      return `inbox: claimed ${preview(Content.joinText(event.message.content))}`
+      return `inbox: claimed ${itemText(event.message)}`
     case "agent/inbox/discard":
-      return `inbox: discarded ${event.messages.length} item(s)`
+      return event.reason === "withdraw"
+        ? `inbox: withdrew ${event.messages.map(itemText).join(", ")}`
+        : `inbox: discarded ${event.messages.length} item(s) (${event.reason})`
     case "agent/cancel-requested":
       return `cancel requested (${event.cause})`
     case "agent/settled":
@@ -58,11 +65,20 @@ const demoAgent = (settings: Settings) =>
     return yield* Runtime.makeAgent(settings, log, approvals(false))
   })
 
+/** The `--store` a follow-up command needs: none for the default store, the store otherwise (secrets redacted). */
+const storeFlag = (settings: Settings): string => {
+  if (settings.store.origin.startsWith("default")) return ""
+  const shown = showStore(settings.store.value)
+  return ` --store ${/\s/.test(shown) ? JSON.stringify(shown) : shown}`
+}
+
+const failed = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
+
 /** Runs the walkthrough against the store and model in context. */
 export const demo = (settings: Settings) =>
   Effect.scoped(Effect.gen(function*() {
     const s = styles(process.stdout)
-    const agent: Agent.Service = yield* demoAgent(settings)
+    const { agent, goals } = yield* demoAgent(settings)
     const start = yield* Clock.currentTimeMillis
     const stamp = Effect.map(Clock.currentTimeMillis, (now) => `+${((now - start) / 1000).toFixed(2)}s`.padStart(7))
     const say = (text: string) => Effect.flatMap(stamp, (t) => out(`${s.dim(t)}  ${s.bold(`▸ ${text}`)}\n`))
@@ -78,10 +94,8 @@ export const demo = (settings: Settings) =>
     const printed = yield* SubscriptionRef.make(-1)
     const shown = yield* agent.subscribe
     const watched = yield* agent.subscribe
-    const inbox = yield* Inbox.make(agent)
     const printer = yield* Effect.forever(Effect.gen(function*() {
       const event = yield* Queue.take(shown)
-      yield* inbox.track(event)
       const line = liveLine(event)
       if (line !== undefined) {
         const depth = event.type === "session/event" && !event.event.type.startsWith("turn/") ? "    " : "  "
@@ -95,6 +109,11 @@ export const demo = (settings: Settings) =>
           // skip
         }
       })
+    /** Waits until the printer has shown every durable event logged so far. */
+    const caughtUp = Effect.gen(function*() {
+      const last = (yield* agent.log).at(-1)?.seq ?? -1
+      yield* printed.changes.pipe(Stream.takeUntil((seq) => seq >= last), Stream.runDrain)
+    })
     const isDurable = (type: string, check: (data: Record<string, unknown>) => boolean = () => true) =>
     (
       event: AgentEvent.AgentEvent
@@ -116,20 +135,31 @@ export const demo = (settings: Settings) =>
     yield* say("3. The story streams. Queue two more follow-ups, then withdraw the second.")
     yield* agent.followup(Message.make("Read README.md"))
     const extra = yield* agent.followup(Message.make("What is a dog?"))
-    if (inbox.canWithdraw) {
-      yield* inbox.withdraw(extra)
-    } else {
-      yield* say("   (withdraw arrives with the agent's withdraw(id); cancelling without keepInbox would discard it.)")
-    }
+    yield* say(`   The inbox now holds: ${Inbox.badge(yield* Inbox.items(agent))}.`)
+    const withdrawn = yield* Inbox.withdraw(agent, extra)
+    yield* say(
+      withdrawn._tag === "Withdrawn"
+        ? `   Withdrawn (it will never run); the inbox holds: ${Inbox.badge(yield* Inbox.items(agent))}.`
+        : "   Too late to withdraw: the agent had already taken it."
+    )
 
     for (let i = 0; i < 12; i++) yield* waitFor(isDurable("assistant/chunk", (d) => d.turn === 2))
     yield* say("4. Cancel the story, keeping the inbox: the turn ends aborted and the queue runs next.")
     yield* agent.cancel("user", { keepInbox: true })
     yield* agent.whenIdle
+    yield* caughtUp
+
+    yield* say("5. A goal: the agent keeps working in rounds until the goal is complete (two rounds here).")
+    const goal = yield* goals.create({
+      objective: "List the files, then confirm the workspace is in order.",
+      maxGoalRounds: 5
+    }).pipe(Effect.mapError(failed))
+    yield* goals.settled
+    yield* caughtUp
+    const view = yield* Effect.mapError(goals.get, failed)
+    yield* say(`   Goal ${goal.id} is ${view.goal?.phase ?? "cleared"} after ${view.roundsStarted} round(s).`)
 
     const events = yield* agent.log
-    const last = events.at(-1)?.seq ?? -1
-    yield* printed.changes.pipe(Stream.takeUntil((seq) => seq >= last), Stream.runDrain)
     yield* Fiber.interrupt(printer)
 
     const violations = LogCheck.checkLog(events)
@@ -138,9 +168,11 @@ export const demo = (settings: Settings) =>
       `\n${s.bold("Done.")} ${turns} turns, ${events.length} durable events; ${
         violations.length === 0 ? s.green("the log checks clean") : s.red(`${violations.length} log problems`)
       }.\n` +
-        `The session is stored in ${showStore(settings.store.value)}\n` +
-        `Look at it:   npx harness sessions show ${agent.id}\n` +
-        `Talk to it:   npx harness sessions resume ${agent.id}\n`
+        (settings.store.value._tag === "memory"
+          ? "The session was kept in memory and is gone now (run without --store memory to keep it).\n"
+          : `The session is stored in ${showStore(settings.store.value)}\n` +
+            `Look at it:   npx harness sessions show ${agent.id}${storeFlag(settings)}\n` +
+            `Talk to it:   npx harness sessions resume ${agent.id}${storeFlag(settings)}\n`)
     )
   })).pipe(
     Effect.mapError((e) => e._tag === "CommandError" ? e : new CommandError({ reason: "Input", message: e.message }))

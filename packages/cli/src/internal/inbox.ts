@@ -1,70 +1,65 @@
 /**
- * The CLI's view of the agent's inbox, and the one place that needs the agent's `withdraw` / `inbox` (not yet in
- * the Agent service). Until they land, the pending items are counted from the live `agent/inbox/*` events, and
- * `withdraw` reports that it is unavailable; wiring the real calls changes only this module.
+ * The CLI's view of the agent's inbox: the pending items as the agent reports them (`agent.inbox`, no counters
+ * kept here), the badge `2 queued · 1 steering`, and withdrawing one item (`agent.withdraw`, ADR 0009) with a
+ * typed answer the chat can print.
  */
 import type { Agent } from "@harness/agent"
-import type { AgentEvent, Ids, Message } from "@harness/domain"
+import type { Ids, Inbox, Message, MessageSource } from "@harness/domain"
 import { Content } from "@harness/domain"
-import { Effect, Option, Ref } from "effect"
+import { Effect } from "effect"
+import * as Timeline from "./timeline.js"
 
-/** One pending inbox item. */
+/** One pending inbox item, as the CLI shows it. */
 export interface Item {
   readonly id: Ids.AgentMessageId
   readonly placement: Message.InboxPlacement
+  /** Who sent it: `user`, or the plugin / goal that queued it. */
+  readonly source: MessageSource.MessageSource["kind"]
   readonly text: string
+  /** How lists show it: the text, or what a goal message is (`goal round 2: …`). */
+  readonly label: string
 }
 
-/** The inbox as the CLI sees it. */
-export interface InboxView {
-  /** Folds one live event into the view. */
-  readonly track: (event: AgentEvent.AgentEvent) => Effect.Effect<void>
-  /** The pending items, oldest first. */
-  readonly items: Effect.Effect<ReadonlyArray<Item>>
-  /**
-   * Withdraws one pending item. Contract: `Some(item)` when it was withdrawn; `None` when this agent cannot
-   * withdraw (the Agent service has no `withdraw` yet) or the item is no longer pending.
-   */
-  readonly withdraw: (id: Ids.AgentMessageId) => Effect.Effect<Option.Option<Item>>
-  /** Whether `withdraw` can work with this agent. */
-  readonly canWithdraw: boolean
+const itemOf = (item: Inbox.InboxItem): Item => {
+  const text = Content.joinText(item.content)
+  return {
+    id: item.id,
+    placement: item.placement,
+    source: item.source.kind,
+    text,
+    label: Timeline.goalLine(item.source, text) ?? text
+  }
 }
 
-/** Builds a view over `agent`'s live events (feed them with `track`). */
-export const make = (_agent: Agent.Service): Effect.Effect<InboxView> =>
-  Effect.gen(function*() {
-    const pending = yield* Ref.make<ReadonlyArray<Item>>([])
-    const track = (event: AgentEvent.AgentEvent) => {
-      switch (event.type) {
-        case "agent/inbox/enqueue":
-          return Ref.update(pending, (items) => [...items, {
-            id: event.message.id,
-            placement: event.placement,
-            text: Content.joinText(event.message.content)
-          }])
-        case "agent/inbox/dequeue":
-          return Ref.update(pending, (items) => items.filter((item) => item.id !== event.message.id))
-        case "agent/inbox/discard": {
-          const gone = new Set(event.messages.map((m) => m.id))
-          return Ref.update(pending, (items) => items.filter((item) => !gone.has(item.id)))
-        }
-        default:
-          return Effect.void
-      }
-    }
-    return {
-      track,
-      items: Ref.get(pending),
-      // The Agent service has no `withdraw(id)` yet: when it lands, call it here and drop the item on success.
-      withdraw: () => Effect.succeed(Option.none()),
-      canWithdraw: false
-    }
-  })
+/** The pending items now, in acceptance order. */
+export const items = (agent: Agent.Service): Effect.Effect<ReadonlyArray<Item>> =>
+  Effect.map(agent.inbox, (all) => [...all].sort((a, b) => a.order - b.order).map(itemOf))
+
+/**
+ * What withdrawing did: `Withdrawn` with the item (the agent published `agent/inbox/discard` for exactly it), or
+ * `NotPending` when the agent had already claimed, logged or discarded it.
+ */
+export type Withdrawal =
+  | { readonly _tag: "Withdrawn"; readonly item: Item }
+  | { readonly _tag: "NotPending"; readonly id: Ids.AgentMessageId }
+
+/**
+ * Withdraws one pending item. Contract: decided by the agent under its acceptance lock, so an item the driver is
+ * claiming at the same instant is either withdrawn (and never runs) or reported `NotPending` (and runs).
+ */
+export const withdraw = (agent: Agent.Service, id: Ids.AgentMessageId): Effect.Effect<Withdrawal> =>
+  agent.withdraw(id).pipe(
+    Effect.map((result): Withdrawal =>
+      result._tag === "Withdrawn" ? { _tag: "Withdrawn", item: itemOf(result.item) } : result
+    ),
+    // The ids come from `agent.inbox`, so they are valid message ids; an invalid one is a bug.
+    Effect.orDie
+  )
 
 /** The badge: `2 queued · 1 steering`, or the empty string when nothing is pending. */
-export const badge = (items: ReadonlyArray<Item>): string => {
-  const queued = items.filter((item) => item.placement === "queued").length
-  const steering = items.length - queued
+export const badge = (pending: ReadonlyArray<Item>): string => {
+  const queued = pending.filter((item) => item.placement === "queued").length
+  const steering = pending.length - queued
   return [queued > 0 ? `${queued} queued` : "", steering > 0 ? `${steering} steering` : ""]
     .filter((part) => part !== "")
     .join(" · ")

@@ -65,8 +65,10 @@ export const intent = (
     return { name: "grep", params: { pattern: clean(grep[1] ?? grep[2] ?? grep[3]!), maxMatches: 20 } }
   }
   if (/\b(?:list|ls)\b|\bwhat files\b|\bwhich files\b/i.test(text) && advertised.has("list_dir")) {
-    const where = /\b(?:in|under)\s+(?!(?:the|this|my|our|a|your)\b)(\S+)/i.exec(text)
-    const path = where ? clean(where[1]!) : ""
+    // Only the first "in …"/"under …" names a place ("list the files in the workspace, in order").
+    const where = /\b(?:in|under)\s+(\S+)/i.exec(text)
+    const place = where ? clean(where[1]!) : ""
+    const path = /^(the|this|my|our|a|your)$/i.test(place) ? "" : place
     return { name: "list_dir", params: path === "" || /^(workspace|repo|project)$/i.test(path) ? {} : { path } }
   }
   return undefined
@@ -103,13 +105,79 @@ const summarise = (
     return `${name} returned ${lines.length} line${lines.length === 1 ? "" : "s"}:\n${shown}${more}`
   }).join("\n")
 
+/** How a user text is acknowledged in the next reply: goal state changes briefly, the rest quoted. */
+const note = (text: string): string => {
+  const change = /^<goal_state>([\s\S]*)<\/goal_state>$/.exec(text.trim())
+  if (change === null) return `Noted: ${quote(text)}.`
+  try {
+    const body: unknown = JSON.parse(change[1]!)
+    const goal = typeof body === "object" && body !== null && "goal" in body ? body.goal : undefined
+    const phase = typeof goal === "object" && goal !== null && "phase" in goal ? goal.phase : undefined
+    return typeof phase === "string" ? `Noted: the goal is ${phase}.` : "Noted: the goal was cleared."
+  } catch {
+    return "Noted: the goal changed."
+  }
+}
+
+/** A goal round prompt's objective and round number, if the text is one. */
+export const goalRound = (text: string): { readonly objective: string; readonly round: number } | undefined => {
+  if (!text.includes("<goal_round>")) return undefined
+  const objective = /^Objective: (.*)$/m.exec(text)?.[1]
+  const round = /^Round: (\d+)\//m.exec(text)?.[1]
+  if (objective === undefined || round === undefined) return undefined
+  try {
+    const parsed: unknown = JSON.parse(objective)
+    return typeof parsed === "string" ? { objective: parsed, round: Number(round) } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A goal round's reply: the first round of an objective works on it (with a workspace tool when the objective
+ * asks for one); a later round, finding that work in the conversation, declares the goal complete with
+ * `update_goal`. So a goal takes two rounds on the offline model.
+ */
+const goalReply = (
+  goal: { readonly objective: string; readonly round: number },
+  prompt: Prompt.Prompt,
+  context: ReadonlyArray<string>,
+  advertised: ReadonlySet<string>
+): ReadonlyArray<Piece> => {
+  const earlier =
+    prompt.content.filter((m) => m.role === "user" && goalRound(textOf(m))?.objective === goal.objective).length - 1
+  if (earlier > 0 && advertised.has("update_goal")) {
+    return [
+      { _tag: "reasoning", text: `Round ${goal.round}: the work of the earlier round is in the conversation.` },
+      {
+        _tag: "text",
+        text: [...context, `The objective ${quote(goal.objective, 60)} is met by the earlier round's work.`].join(" ")
+      },
+      { _tag: "tool-call", name: "update_goal", params: { action: "complete" } }
+    ]
+  }
+  const tool = intent(goal.objective, advertised)
+  const opening = `Round ${goal.round}: working on ${quote(goal.objective, 60)}.`
+  if (tool !== undefined) {
+    return [
+      { _tag: "reasoning", text: `The objective needs the workspace: calling ${tool.name}.` },
+      { _tag: "text", text: [...context, opening, `Let me use ${tool.name}.`].join(" ") },
+      { _tag: "tool-call", ...tool }
+    ]
+  }
+  return [
+    { _tag: "reasoning", text: "Working toward the goal from the conversation." },
+    { _tag: "text", text: [...context, opening, "I have made a first pass; the next round will check it."].join(" ") }
+  ]
+}
+
 /** The reply to one request. */
 export const reply = (request: Request): ReadonlyArray<Piece> => {
   const advertised = new Set(request.tools.map((tool) => tool.name))
   const { results, users } = tailOf(request.prompt)
   const pieces: Array<Piece> = []
   if (results.length > 0) {
-    const noted = users.map((u) => `Noted: ${quote(u)}.`).join(" ")
+    const noted = users.map(note).join(" ")
     pieces.push({ _tag: "reasoning", text: "Summarising what the tools returned." })
     pieces.push({ _tag: "text", text: `${noted.length > 0 ? `${noted}\n` : ""}${summarise(results)}` })
     return pieces
@@ -119,7 +187,13 @@ export const reply = (request: Request): ReadonlyArray<Piece> => {
     pieces.push({ _tag: "text", text: "There is nothing new to answer: the conversation ends with my last reply." })
     return pieces
   }
-  const context = users.slice(0, -1).map((u) => `Noted: ${quote(u)}.`)
+  const context = users.slice(0, -1).map(note)
+  const goal = goalRound(request_)
+  if (goal !== undefined) return goalReply(goal, request.prompt, context, advertised)
+  if (/^<goal_state>/.test(request_.trim())) {
+    pieces.push({ _tag: "text", text: [...context, note(request_)].join(" ") })
+    return pieces
+  }
   const tool = intent(request_, advertised)
   if (tool !== undefined) {
     pieces.push({ _tag: "reasoning", text: `The request needs the workspace: calling ${tool.name}.` })

@@ -23,5 +23,6 @@ export const styles = (stream: NodeJS.WriteStream) => ({
   red: sgr(31, 39)(stream),
   green: sgr(32, 39)(stream),
   yellow: sgr(33, 39)(stream),
+  magenta: sgr(35, 39)(stream),
   cyan: sgr(36, 39)(stream)
 })

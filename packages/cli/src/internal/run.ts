@@ -3,14 +3,14 @@
  * idle again. The answer goes to standard output; tool calls, the session and failures to standard error.
  */
 import type { LanguageModel } from "@effect/ai"
-import type { Agent, Hooks } from "@harness/agent"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import type { Hooks } from "@harness/agent"
 import { AgentEvent, Message, type Turn } from "@harness/domain"
 import type { Ids, Json } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
-import { Effect, Queue, Schema } from "effect"
+import { Effect, Fiber, Option, Queue, Schema } from "effect"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
-import * as Inbox from "./inbox.js"
 import { err, out, styles } from "./output.js"
 import * as Runtime from "./runtime.js"
 import { showStore } from "./settings.js"
@@ -94,7 +94,11 @@ export const openSession = (id: Ids.SessionId | undefined) =>
     )
   )
 
-/** Runs one prompt to idle. Fails with `CommandError { TurnFailed }` when a turn did not complete. */
+/**
+ * Runs one prompt to idle — or, with `goal`, makes the prompt a goal's objective and runs its rounds until the goal
+ * settles. Fails with `CommandError { TurnFailed }` when a turn did not complete, `{ GoalNotDone }` when the goal
+ * ended blocked or paused.
+ */
 export const run = (
   settings: Settings,
   options: {
@@ -102,33 +106,127 @@ export const run = (
     readonly json: boolean
     readonly yes: boolean
     readonly session?: Ids.SessionId | undefined
+    readonly goal?: { readonly maxRounds: number | undefined } | undefined
   }
-): Effect.Effect<void, CommandError, SessionStore.SessionStore | LanguageModel.LanguageModel> =>
+): Effect.Effect<
+  void,
+  CommandError,
+  SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor
+> =>
   Effect.scoped(Effect.gen(function*() {
     const log = yield* openSession(options.session)
-    const agent: Agent.Service = yield* Runtime.makeAgent(settings, log, approvals(options.yes))
-    const inbox = yield* Inbox.make(agent)
+    const { agent, goals } = yield* Runtime.makeAgent(settings, log, approvals(options.yes))
     const events = yield* agent.subscribe
     const print = options.json
       ? (event: AgentEvent.AgentEvent) => out(`${JSON.stringify(encodeEvent(event))}\n`)
       : printEvent
-    yield* agent.followup(Message.make(options.prompt)).pipe(
-      Effect.mapError((e) => new CommandError({ reason: "Input", message: e.message }))
-    )
-    const settled = yield* consume(events, (event) => Effect.zipRight(inbox.track(event), print(event)))
     const e = styles(process.stderr)
+    const inputError = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
+    let settled: ReadonlyArray<Turn.SettleReason>
+    if (options.goal === undefined) {
+      yield* agent.followup(Message.make(options.prompt)).pipe(Effect.mapError(inputError))
+      settled = yield* consume(events, print)
+    } else {
+      const goal = yield* goals.create({ objective: options.prompt, maxGoalRounds: options.goal.maxRounds }).pipe(
+        Effect.mapError((e) => new CommandError({ reason: "Input", message: `cannot create the goal: ${e.message}` }))
+      )
+      if (!options.json) {
+        yield* err(e.dim(`goal ${goal.id}: ${goal.objective} (at most ${goal.maxGoalRounds} rounds)\n`))
+      }
+      settled = yield* consumeUntil(events, print, goals.settled)
+    }
     if (!options.json) {
       yield* err(
         e.dim(`session ${agent.id} · ${showStore(settings.store.value)} · harness sessions show ${agent.id}\n`)
       )
     }
     const failed = settled.find((reason) => reason.kind !== "completed")
+    if (options.goal !== undefined) {
+      const view = yield* goals.get.pipe(Effect.mapError(inputError))
+      const goal = view.goal
+      if (!options.json) {
+        yield* err(
+          goal === undefined ?
+            "the goal was cleared\n" :
+            `goal ${goal.phase} after ${view.roundsStarted} round(s)${
+              goal.blockedReason === undefined ? "" : `: ${goal.blockedReason.code} — ${goal.blockedReason.message}`
+            }\n`
+        )
+      }
+      if (goal !== undefined && goal.phase !== "complete") {
+        return yield* new CommandError({
+          reason: "GoalNotDone",
+          message:
+            `the goal is ${goal.phase}${
+              goal.blockedReason === undefined ? "" : ` (${goal.blockedReason.message})`
+            }: look at it with harness sessions show ${agent.id}, continue it with harness chat --session ${agent.id} ` +
+            "and /goal resume"
+        })
+      }
+      return
+    }
     if (failed !== undefined) {
       return yield* new CommandError({
         reason: "TurnFailed",
         message: failed.kind === "error"
-          ? `the turn failed: ${failed.message}${failed.code === undefined ? "" : ` (${failed.code})`}`
+          ? `the turn failed: ${failed.message}${failed.code === undefined ? "" : ` (${failed.code})`}${
+            hintFor(failed.code)
+          }`
           : `the turn ended ${failed.kind}`
       })
     }
   }))
+
+/** Reads events until `done` completes, then prints what is left; returns every settle reason, in order. */
+const consumeUntil = (
+  events: Queue.Dequeue<AgentEvent.AgentEvent>,
+  onEvent: (event: AgentEvent.AgentEvent) => Effect.Effect<void>,
+  done: Effect.Effect<void>
+): Effect.Effect<ReadonlyArray<Turn.SettleReason>> =>
+  Effect.gen(function*() {
+    const settled: Array<Turn.SettleReason> = []
+    const handle = (event: AgentEvent.AgentEvent) =>
+      Effect.zipRight(
+        Effect.sync(() => {
+          if (event.type === "agent/settled") settled.push(event.reason)
+        }),
+        onEvent(event)
+      )
+    const finished = yield* Effect.fork(done)
+    while (true) {
+      const next = yield* Effect.raceFirst(
+        Effect.map(Queue.take(events), Option.some),
+        Effect.as(Fiber.join(finished), Option.none())
+      )
+      if (Option.isNone(next)) break
+      yield* handle(next.value)
+    }
+    // `done` means the agent is idle: everything it published is already in the queue.
+    for (const event of yield* Queue.takeAll(events)) yield* handle(event)
+    return settled
+  })
+
+/** What to do about a provider failure, by its code (empty when there is nothing specific to say). */
+export const hintFor = (code: string | undefined): string => {
+  switch (code) {
+    case "AUTH":
+    case "UNAUTHORIZED":
+      return " — check the API key (harness config shows where it comes from)"
+    case "RATE_LIMIT":
+    case "QUOTA":
+      return " — the provider is limiting requests; wait a moment and try again"
+    case "NETWORK":
+    case "TIMEOUT":
+      return " — check the network or --base-url (harness config shows it), then try again"
+    case "OVERLOADED":
+    case "SERVER":
+      return " — the provider had a problem on its side; try again in a while"
+    case "CONTEXT_LENGTH":
+      return " — the conversation is too long for the model: start a new session, or fork an earlier point " +
+        "(harness sessions fork <id> --at <seq>)"
+    case "BAD_REQUEST":
+      return " — the provider refused the request; check --model and --base-url (harness config)"
+    default:
+      return ""
+  }
+}

@@ -1,15 +1,16 @@
 /**
  * What every command builds from the settings: the session store, the model, and the agent over a session with
- * the workspace tools.
+ * the workspace tools. The PostgreSQL store and the chat-completions provider (with undici, a megabyte of the
+ * bundle) are loaded only when the settings select them, so the commands that do not use them start sooner.
  */
 import type { LanguageModel } from "@effect/ai"
 import { FileSystem, Path } from "@effect/platform"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Agent, type Hooks } from "@harness/agent"
-import { ChatCompletions } from "@harness/llm"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import { Agent, Hooks } from "@harness/agent"
+import { Goals } from "@harness/goal"
+import type { ChatCompletions } from "@harness/llm"
 import { type SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
-import { PostgresStore } from "@harness/store-postgres"
 import { SqliteStore } from "@harness/store-sqlite"
 import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
 import type { ConfigError, Scope } from "effect"
@@ -32,7 +33,12 @@ export const storeLayer = (
     case "jsonl":
       return JsonlStore.layer({ directory: store.directory })
     case "postgres":
-      return PostgresStore.layer({ url: store.url })
+      return Layer.unwrapEffect(
+        Effect.map(
+          Effect.promise(() => import("@harness/store-postgres")),
+          ({ PostgresStore }) => PostgresStore.layer({ url: store.url })
+        )
+      )
     case "sqlite":
       return Layer.unwrapEffect(Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
@@ -54,34 +60,53 @@ export const storeLayer = (
 export const modelLayer = (settings: Settings): Layer.Layer<LanguageModel.LanguageModel, ConfigError.ConfigError> =>
   settings.provider.value === "offline"
     ? OfflineModel.layer({ pace: Duration.millis(settings.pace.value) })
-    : ChatCompletions.layerConfig(
-      Config.map(ChatCompletions.config, (options): ChatCompletions.Options => ({
-        ...options,
-        model: settings.model.value,
-        baseUrl: settings.baseUrl.value ?? options.baseUrl,
-        apiKey: settings.apiKey.value ?? options.apiKey
-      }))
-    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    : Layer.unwrapEffect(Effect.map(
+      Effect.promise(() => Promise.all([import("@harness/llm"), import("@effect/platform-node/NodeHttpClient")])),
+      ([{ ChatCompletions }, NodeHttpClient]) =>
+        ChatCompletions.layerConfig(
+          Config.map(ChatCompletions.config, (options): ChatCompletions.Options => ({
+            ...options,
+            model: settings.model.value,
+            baseUrl: settings.baseUrl.value ?? options.baseUrl,
+            apiKey: settings.apiKey.value ?? options.apiKey
+          }))
+        ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    ))
 
-/** An agent over `session` with the workspace tools, in the current scope. */
+/** An agent and its goal service. */
+export interface Running {
+  readonly agent: Agent.Service
+  readonly goals: Goals.Service
+}
+
+/**
+ * An agent over `session` with the workspace tools and the goal system (its guard outermost, its tools first), in
+ * the current scope. Command verifiers run in the workspace.
+ */
 export const makeAgent = (
   settings: Settings,
   session: SessionLog.Service,
   hooks: Hooks.Hooks = {}
-): Effect.Effect<Agent.Service, CommandError, LanguageModel.LanguageModel | Scope.Scope> =>
+): Effect.Effect<Running, CommandError, LanguageModel.LanguageModel | CommandExecutor | Scope.Scope> =>
   Effect.gen(function*() {
     const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
     )
-    return yield* Effect.mapError(
+    const plugin = yield* Goals.make({ workspace: settings.workspace.value })
+    const agent = yield* Effect.mapError(
       Agent.make({
         session,
         system,
-        tools,
-        hooks,
+        tools: [...plugin.tools, ...tools],
+        hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
         provider: settings.provider.value
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
     )
+    const goals = yield* Effect.mapError(
+      plugin.attach(agent),
+      (e) => new CommandError({ reason: "Input", message: `cannot start goals: ${e.message}` })
+    )
+    return { agent, goals }
   })

@@ -117,7 +117,7 @@ export const remove = (text: string) =>
 
 /**
  * `sessions fork`: a new session seeded with the log up to `at` (default: all of it), cut back to the last turn
- * boundary at or before it (a seed may not end inside a turn).
+ * boundary at or before it (a seed may not end inside a turn, R97); its header records the parent and that seq.
  */
 export const fork = (text: string, at: number | undefined) =>
   Effect.gen(function*() {
@@ -133,9 +133,15 @@ export const fork = (text: string, at: number | undefined) =>
       if (event.type === "turn/end") depth--
       if (depth === 0) cut = event.seq
     }
+    if (cut < 0) {
+      return yield* new CommandError({
+        reason: "Input",
+        message: `session ${id} has no turn boundary at or before #${limit}: give a later --at (harness sessions ` +
+          `show ${id} numbers the events)`
+      })
+    }
     const seed = events.slice(0, cut + 1)
-    const fresh = yield* SessionLog.make({ seed }).pipe(
-      Effect.mapError(storeError)
-    )
+    // The fork's header names its parent and the last seq it copied (R112).
+    const fresh = yield* SessionLog.make({ seed, parent: { id, seq: cut } }).pipe(Effect.mapError(storeError))
     return { from: id, to: fresh.id, events: seed.length, cut }
   })

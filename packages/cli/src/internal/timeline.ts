@@ -2,7 +2,7 @@
  * Readable renderings of events: one line per durable event or inbox record (for `sessions show` and the demo),
  * a Markdown transcript (for `sessions export --format md`), and short forms of tool calls and results.
  */
-import type { Message } from "@harness/domain"
+import type { Json, Message } from "@harness/domain"
 import { SessionEvent, Store } from "@harness/domain"
 import { Schema } from "effect"
 
@@ -26,6 +26,40 @@ export const sourceOf = (source: Message.AgentMessage["source"]): string => {
       return `context from ${source.plugin}`
     case "goal":
       return "goal"
+  }
+}
+
+/**
+ * A goal message in words: a change (round 0) as `goal <operation> → <phase>: <objective>`, a round prompt as
+ * `goal round <n>: <objective>`. Other messages give `undefined`.
+ */
+export const goalLine = (
+  source: Message.AgentMessage["source"],
+  text: string
+): string | undefined => {
+  if (source.kind !== "goal") return undefined
+  if (source.round > 0) {
+    const objective = /^Objective: (.*)$/m.exec(text)?.[1]
+    return `goal round ${source.round}${objective === undefined ? "" : `: ${oneLine(parseQuoted(objective), 80)}`}`
+  }
+  const change = source.change ?? {}
+  const operation = typeof change.operation === "string" ? change.operation : "change"
+  const goal = change.goal
+  const fields: { readonly [key: string]: Json.JsonValue } = isObject(goal) ? goal : {}
+  const phase = typeof fields.phase === "string" ? ` → ${fields.phase}` : ""
+  const objective = typeof fields.objective === "string" ? `: ${oneLine(fields.objective, 80)}` : ""
+  return `goal ${operation}${phase}${objective} (revision ${source.revision})`
+}
+
+const isObject = (value: Json.JsonValue | undefined): value is { readonly [key: string]: Json.JsonValue } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const parseQuoted = (text: string): string => {
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === "string" ? value : text
+  } catch {
+    return text
   }
 }
 
@@ -57,8 +91,14 @@ const depthOf = (event: SessionEvent.SessionEvent | Store.InboxRecord, open: { t
   }
 }
 
-/** One durable event or inbox record in words; `undefined` for streamed chunks. */
-export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord): string | undefined => {
+/**
+ * One durable event or inbox record in words; `undefined` for streamed chunks. `accepted` maps message ids to their
+ * text, so a settled inbox record can say which message it was.
+ */
+export const describe = (
+  record: SessionEvent.SessionEvent | Store.InboxRecord,
+  accepted: ReadonlyMap<string, string> = new Map()
+): string | undefined => {
   switch (record.type) {
     case "turn/start":
       return `turn ${record.data.turn} starts (${
@@ -78,9 +118,10 @@ export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord):
     case "step/end":
       return `step ${record.data.step} ends`
     case "user/message":
-      return `${record.data.source.kind === "user" ? "user" : sourceOf(record.data.source)}: ${
-        oneLine(textOf(record.data.content))
-      }`
+      return goalLine(record.data.source, textOf(record.data.content)) ??
+        `${record.data.source.kind === "user" ? "user" : sourceOf(record.data.source)}: ${
+          oneLine(textOf(record.data.content))
+        }`
     case "steering/message":
       return `steering (${sourceOf(record.data.source)}): ${oneLine(textOf(record.data.content))}`
     case "assistant/chunk":
@@ -102,10 +143,15 @@ export const describe = (record: SessionEvent.SessionEvent | Store.InboxRecord):
       return `tool result ${record.data.name}: ${resultLine(record.data)}`
     case "request/header":
       return `request to ${record.data.header.config.model} (${record.data.reason})`
-    case "inbox/accepted":
-      return `inbox: ${record.placement} ${oneLine(textOf(record.message.content), 60)} (${record.message.id})`
-    case "inbox/settled":
-      return `inbox: ${record.id} ${record.fate}`
+    case "inbox/accepted": {
+      const text = textOf(record.message.content)
+      const what = goalLine(record.message.source, text) ?? `“${oneLine(text, 60)}”`
+      return `inbox: accepted ${record.placement}${record.wakeup ? "" : " (no wake-up)"} ${what}`
+    }
+    case "inbox/settled": {
+      const text = accepted.get(record.id)
+      return `inbox: ${record.fate} ${text === undefined ? record.id : `“${oneLine(text, 60)}”`}`
+    }
   }
 }
 
@@ -117,12 +163,14 @@ export const render = (
   const open = { turn: false, step: false }
   const start = records.find((r) => "time" in r)?.time ?? 0
   let chunks = 0
+  const accepted = new Map<string, string>()
   for (const record of records) {
+    if (record.type === "inbox/accepted") accepted.set(record.message.id, textOf(record.message.content))
     if (record.type === "assistant/chunk") {
       chunks++
       continue
     }
-    const text = describe(record)
+    const text = describe(record, accepted)
     if (text === undefined) continue
     if (record.type === "turn/end" || record.type === "step/end") {
       open[record.type === "turn/end" ? "turn" : "step"] = false
@@ -146,14 +194,18 @@ export const markdown = (id: string, events: ReadonlyArray<SessionEvent.SessionE
       case "turn/start":
         out.push(`## Turn ${event.data.turn}`, "")
         break
-      case "user/message":
+      case "user/message": {
+        const goal = goalLine(event.data.source, textOf(event.data.content))
         out.push(
-          `**${event.data.source.kind === "user" ? "User" : sourceOf(event.data.source)}:** ${
-            textOf(event.data.content)
-          }`,
+          goal !== undefined
+            ? `_${goal}_`
+            : `**${event.data.source.kind === "user" ? "User" : sourceOf(event.data.source)}:** ${
+              textOf(event.data.content)
+            }`,
           ""
         )
         break
+      }
       case "steering/message":
         out.push(`**Steering (${sourceOf(event.data.source)}):** ${textOf(event.data.content)}`, "")
         break
