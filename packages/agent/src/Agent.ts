@@ -85,7 +85,7 @@ export interface Service {
   ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /**
    * Runs sends and cancels in order while holding the acceptance window's lock, so the driver cannot claim
-   * between them (the Effect form of the reference's "same synchronous caller stack", R30, R83).
+   * between them (atomicity across sends made explicit: R30, R83, R131).
    *
    * Contract: every input is decoded before anything is applied (all or nothing); results come in order
    * (`undefined` for a cancel). If an idle injection's append fails, the batch stops there, keeps what was

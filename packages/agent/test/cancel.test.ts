@@ -1,5 +1,5 @@
 /**
- * Cancellation (R77–R85) with the agent issue's departures: cancellation is fiber interruption (the model stream
+ * Cancellation (R77–R85) with its departures (R73, R81, R82, R133): cancellation is fiber interruption (the model stream
  * stops at once, no hook runs after the cancel), with `keepInbox` nothing staged is drained into the aborted turn,
  * staged injected context is never silently wiped, and the finalizer writes owed tool results → staged context →
  * `step/end` → `turn/end`.

@@ -1,5 +1,5 @@
 /**
- * Crash tests with real processes (issue 11; SEMANTICS R104, R106, R110): a child runs an agent on a file store and
+ * Crash tests with real processes (R104, R106, R110): a child runs an agent on a file store and
  * is killed with SIGKILL at kill points chosen from seeds; the parent reopens the store each time. `npm test` runs
  * the default count; `npm run test:crash` runs the long campaign (HARNESS_CRASH_KILLS kill points per backend).
  */

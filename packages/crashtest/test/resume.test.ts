@@ -1,5 +1,5 @@
 /**
- * Resume (SEMANTICS R109–R110) on real files: a session written by one agent (in this process, or in a child that
+ * Resume (R109–R110) on real files: a session written by one agent (in this process, or in a child that
  * was killed with SIGKILL) is reopened and continued by a new agent. Also idempotent resend across a restart, and
  * the durable inbox's gap.
  */
@@ -281,7 +281,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scopedLive(
-    "durable inbox GAP (issue 11, not built yet): parked messages accepted before a SIGKILL are not restored — " +
+    "durable inbox GAP (R110, not built yet): parked messages accepted before a SIGKILL are not restored — " +
       "when this fails, the inbox landed: assert restoration instead",
     () =>
       Effect.gen(function*() {

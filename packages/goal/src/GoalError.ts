@@ -1,6 +1,6 @@
 /**
  * The goal service's errors. Each is a schema (so a tool can return it to the model and a CLI can print it), with
- * the reference's code in `code` (R120, R127).
+ * the code docs/CONTRACT.md names in `code` (R120, R127).
  *
  * @since 0.0.0
  */

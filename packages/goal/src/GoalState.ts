@@ -70,7 +70,7 @@ export const Verifier = Schema.Union(
 export type Verifier = typeof Verifier.Type
 
 /**
- * A goal. Beyond the reference's round cap it carries two optional budgets — `maxTokens` (summed from the usage of
+ * A goal. Beyond the round cap of R113–R128 it carries two optional budgets — `maxTokens` (summed from the usage of
  * its rounds in the log) and `deadline` (epoch milliseconds, compared with `Clock`) — and an optional `verifier`.
  * `blockedReason` is present exactly when `phase` is `blocked`.
  *

@@ -1,5 +1,5 @@
 /**
- * Closing a turn in the log (R57, R72 with the agent issue's departures): owed tool results in model order, then
+ * Closing a turn in the log (R57, R72, R73, R133): owed tool results in model order, then
  * staged context (after a default cancel), then `step/end`, then `turn/end`. Everything is derived from the log's
  * own state, so a close the store refused half-way is finished later by {@link repairLocked}: the log never stays
  * open while the agent runs on.
