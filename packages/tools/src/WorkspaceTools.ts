@@ -27,6 +27,7 @@ import { WorkspaceError } from "./WorkspaceError.js"
  * The limits of the toolset. Whatever a limit cuts is marked in the result (`… [truncated: ...]`).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Limits {
   /** The largest file `read_file` and `edit_file` load, in bytes (larger: `TooLarge`). Default 10 MiB. */
@@ -61,6 +62,7 @@ export interface Limits {
  * The default {@link Limits}.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const defaultLimits: Limits = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -100,6 +102,7 @@ const durationLimits = ["shellTimeout", "maxShellTimeout", "shellKillGrace"] as 
  * positive duration (durations).
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const makeLimits = (limits?: Partial<Limits> | undefined): Effect.Effect<Limits, WorkspaceError> =>
   Effect.gen(function*() {
@@ -147,6 +150,7 @@ const PathParam = (description: string) => Schema.String.annotations({ descripti
  * `read_file`: numbered lines of a text file, paged by `offset`/`limit`.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const ReadFile = Tool.make("read_file", {
   description: "Read a text file in the workspace. Returns its lines numbered as `<number>\\t<text>`. " +
@@ -165,6 +169,7 @@ export const ReadFile = Tool.make("read_file", {
  * `list_dir`: the entries of one directory.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const ListDir = Tool.make("list_dir", {
   description: "List the entries of a directory in the workspace, sorted by name: directories end with `/`, " +
@@ -180,6 +185,7 @@ export const ListDir = Tool.make("list_dir", {
  * `find_files`: files matching a glob, sorted.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const FindFiles = Tool.make("find_files", {
   description: "Find files whose path matches a glob pattern (`*`, `**`, `?`, `[abc]`, `{a,b}`), e.g. " +
@@ -201,6 +207,7 @@ export const FindFiles = Tool.make("find_files", {
  * `grep`: lines matching a regular expression (RE2 syntax).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const Grep = Tool.make("grep", {
   description: "Search file contents for a regular expression (RE2 syntax, as in ripgrep: no backreferences or " +
@@ -230,6 +237,7 @@ export const Grep = Tool.make("grep", {
  * `write_file`: creates or replaces a file, with its parent directories.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const WriteFile = Tool.make("write_file", {
   description: "Create a file, or replace a file's whole content. Missing parent directories are created. " +
@@ -246,6 +254,7 @@ export const WriteFile = Tool.make("write_file", {
  * `edit_file`: replaces one exact, unique occurrence of a string (or all, with `replaceAll`).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const EditFile = Tool.make("edit_file", {
   description: "Replace an exact piece of text in a file. `oldString` must occur exactly once (include enough " +
@@ -267,6 +276,7 @@ export const EditFile = Tool.make("edit_file", {
  * `shell`: runs a command (argv or a `sh -c` line) in the workspace.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const Shell = Tool.make("shell", {
   description: "Run a command in the workspace: either `command`, a shell line run with `sh -c` (pipes and " +
@@ -301,6 +311,7 @@ const guard = <E, R>(result: Effect.Effect<string, E, R>, limits: Limits): Effec
  * `read_file` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const readFile = (
   workspace: Workspace.Workspace,
@@ -317,6 +328,7 @@ export const readFile = (
  * `list_dir` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const listDir = (
   workspace: Workspace.Workspace,
@@ -333,6 +345,7 @@ export const listDir = (
  * `find_files` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const findFiles = (
   workspace: Workspace.Workspace,
@@ -349,6 +362,7 @@ export const findFiles = (
  * `grep` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const grep = (
   workspace: Workspace.Workspace,
@@ -366,6 +380,7 @@ export const grep = (
  * and short; finishing keeps the logged result true to the disk).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const writeFile = (
   workspace: Workspace.Workspace,
@@ -382,6 +397,7 @@ export const writeFile = (
  * `edit_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (like `write_file`).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const editFile = (
   workspace: Workspace.Workspace,
@@ -399,6 +415,7 @@ export const editFile = (
  * process tree.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const shell = (
   workspace: Workspace.Workspace,
@@ -419,6 +436,7 @@ export const shell = (
  * How to build the toolset.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The workspace root: an existing directory, absolute or relative to the process's working directory. */
@@ -431,6 +449,7 @@ export interface Options {
  * Gives a tool its services once, so its handler needs nothing from the agent's context.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const provide = <R>(tool: AgentTool.AgentTool<R>, context: Context.Context<R>): AgentTool.AgentTool<never> => ({
   ...tool,
@@ -448,6 +467,7 @@ export const provide = <R>(tool: AgentTool.AgentTool<R>, context: Context.Contex
  * cancel, everything else is interrupted (`shell` with its whole process tree).
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (
   options: Options
