@@ -42,7 +42,8 @@ const entryPoints = [
   "testkit/ScriptedModel.make"
 ]
 
-const exported = /^\s*export\s+(?:declare\s+)?(?:abstract\s+)?(?:const|let|function\*?|class|interface|type|namespace|enum)\s+(\w+)/
+const exported =
+  /^\s*export\s+(?:declare\s+)?(?:abstract\s+)?(?:const|let|function\*?|class|interface|type|namespace|enum)\s+(\w+)/
 const specifier = /^\s+(?:type\s+)?(\w+)(?:\s+as\s+(\w+))?,?\s*$/
 
 const findings = []
@@ -61,7 +62,8 @@ for (const [pkg, allowed] of Object.entries(categories)) {
       while (next < lines.length && lines[next].trim() === "") next++
       const block = lines.slice(start, end + 1).join("\n")
       const declaration = lines[next] ?? ""
-      const match = exported.exec(declaration) ?? (declaration.startsWith("export") ? null : specifier.exec(declaration))
+      const match = exported.exec(declaration) ??
+        (declaration.startsWith("export") ? null : specifier.exec(declaration))
       start = end
       if (match === null || !block.includes("@since")) continue
       const name = match[2] ?? match[1]
