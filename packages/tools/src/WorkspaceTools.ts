@@ -13,9 +13,11 @@ import type { Path } from "@effect/platform/Path"
 import { AgentTool } from "@harness/agent"
 import type { Context } from "effect"
 import { Duration, Effect, Option, Schema } from "effect"
-import * as Files from "./internal/files.js"
+import * as Read from "./internal/read.js"
 import { capOutput } from "./internal/render.js"
+import * as Search from "./internal/search.js"
 import * as Commands from "./internal/shell.js"
+import * as Write from "./internal/write.js"
 import * as Workspace from "./Workspace.js"
 import { WorkspaceError } from "./WorkspaceError.js"
 
@@ -300,133 +302,89 @@ export const Shell = Tool.make("shell", {
 })
 
 // ---------------------------------------------------------------------------------------------------------------
-// Tools (definition + handler + policy). Each takes `limits` as given: build them with `makeLimits`.
+// The table: each tool's definition, handler and policy
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * How a tool runs among others: `parallel` (`false`: each call is a barrier), whether the agent asks for
+ * `approval`, and what a cancel does to a running call (`onCancel`).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Policy {
+  readonly parallel: boolean
+  readonly approval: AgentTool.Approval
+  readonly onCancel: AgentTool.CancelPolicy
+}
+
+/**
+ * One row of the toolset: the definition the model sees, its policy, and `handler`, which builds the tool over a
+ * workspace with the limits as given (build them with {@link makeLimits}).
+ *
+ * Contract: every result of a built tool passes the last guard — at most `maxOutputChars` characters, its
+ * truncation marker included.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Row<R> {
+  readonly tool: Tool.Any
+  readonly policy: Policy
+  readonly handler: (workspace: Workspace.Workspace, limits: Limits) => AgentTool.AgentTool<R>
+}
+
+/** Reads run in parallel, need no approval and are interrupted on cancel. */
+const reading: Policy = { parallel: true, approval: "none", onCancel: "interrupt" }
+
+/** Writes are exclusive, need approval and finish on cancel: the write is atomic and short, so finishing keeps the
+ * logged result true to the disk. */
+const writing: Policy = { parallel: false, approval: "required", onCancel: "finish" }
+
+/** `shell` is exclusive, needs approval and is interrupted on cancel, which kills its whole process tree. */
+const running: Policy = { parallel: false, approval: "required", onCancel: "interrupt" }
+
 /** The last guard on every result: at most `maxOutputChars` characters, marker included. */
-const guard = <E, R>(result: Effect.Effect<string, E, R>, limits: Limits): Effect.Effect<string, E, R> =>
-  Effect.map(result, (text) => capOutput(text, limits.maxOutputChars))
+const guard = <R>(tool: AgentTool.AgentTool<R>, limits: Limits): AgentTool.AgentTool<R> => ({
+  ...tool,
+  handler: (params, context) =>
+    Effect.map(
+      tool.handler(params, context),
+      (result) => (typeof result === "string" ? capOutput(result, limits.maxOutputChars) : result)
+    )
+})
+
+const row = <T extends Tool.Any, R>(
+  tool: T,
+  policy: Policy,
+  run: (
+    workspace: Workspace.Workspace,
+    limits: Limits,
+    params: Tool.Parameters<T>
+  ) => Effect.Effect<Tool.Success<T>, Tool.Failure<T>, R>
+): Row<R> => ({
+  tool,
+  policy,
+  handler: (workspace, limits) =>
+    guard(AgentTool.make(tool, { ...policy, handler: (params) => run(workspace, limits, params) }), limits)
+})
 
 /**
- * `read_file` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ * The seven tools, in the order {@link make} builds them: `read_file`, `list_dir`, `find_files`, `grep` (reading),
+ * `write_file`, `edit_file` (writing), `shell` (running).
  *
  * @since 0.0.0
  * @category tools
  */
-export const readFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(ReadFile, {
-    handler: (params) => guard(Files.readFile(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `list_dir` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- * @category tools
- */
-export const listDir = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(ListDir, {
-    handler: (params) => guard(Files.listDir(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `find_files` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- * @category tools
- */
-export const findFiles = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(FindFiles, {
-    handler: (params) => guard(Files.findFiles(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `grep` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- * @category tools
- */
-export const grep = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(Grep, {
-    handler: (params) => guard(Files.grep(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `write_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (the write is atomic
- * and short; finishing keeps the logged result true to the disk).
- *
- * @since 0.0.0
- * @category tools
- */
-export const writeFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(WriteFile, {
-    handler: (params) => guard(Files.writeFile(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "finish"
-  })
-
-/**
- * `edit_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (like `write_file`).
- *
- * @since 0.0.0
- * @category tools
- */
-export const editFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(EditFile, {
-    handler: (params) => guard(Files.editFile(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "finish"
-  })
-
-/**
- * `shell` in `workspace`. Policy: exclusive, approval required, interrupted on cancel — which kills its whole
- * process tree.
- *
- * @since 0.0.0
- * @category tools
- */
-export const shell = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<CommandExecutor | FileSystem | Path> =>
-  AgentTool.make(Shell, {
-    handler: (params) => guard(Commands.run(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "interrupt"
-  })
+export const toolset: ReadonlyArray<Row<FileSystem | Path | CommandExecutor>> = [
+  row(ReadFile, reading, Read.readFile),
+  row(ListDir, reading, Read.listDir),
+  row(FindFiles, reading, Search.findFiles),
+  row(Grep, reading, Search.grep),
+  row(WriteFile, writing, Write.writeFile),
+  row(EditFile, writing, Write.editFile),
+  row(Shell, running, Commands.run)
+]
 
 // ---------------------------------------------------------------------------------------------------------------
 // The toolset
@@ -480,14 +438,5 @@ export const make = (
     const limits = yield* makeLimits(options.limits)
     const workspace = yield* Workspace.make(options.root)
     const context = yield* Effect.context<FileSystem | Path | CommandExecutor>()
-    const tools: ReadonlyArray<AgentTool.AgentTool<FileSystem | Path | CommandExecutor>> = [
-      readFile(workspace, limits),
-      listDir(workspace, limits),
-      findFiles(workspace, limits),
-      grep(workspace, limits),
-      writeFile(workspace, limits),
-      editFile(workspace, limits),
-      shell(workspace, limits)
-    ]
-    return tools.map((tool) => provide(tool, context))
+    return toolset.map(({ handler }) => provide(handler(workspace, limits), context))
   })
