@@ -20,6 +20,7 @@ import * as internal from "./internal/agent.js"
  * Why a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
  *
  * @since 0.0.0
+ * @category errors
  */
 export type SendError = Message.InvalidMessageError | AgentDisposedError | SessionLog.SessionLogError
 
@@ -27,6 +28,7 @@ export type SendError = Message.InvalidMessageError | AgentDisposedError | Sessi
  * One operation of a {@link Service.batch}.
  *
  * @since 0.0.0
+ * @category models
  */
 export type BatchOp =
   | { readonly send: readonly [Message.UserMessageData, Message.SendOptions] }
@@ -41,6 +43,7 @@ export type BatchOp =
  * The options of a preset: an optional caller-supplied id for idempotent acceptance.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface PresetOptions {
   readonly id?: Ids.AgentMessageId | undefined
@@ -50,6 +53,7 @@ export interface PresetOptions {
  * One agent, driving one session.
  *
  * @since 0.0.0
+ * @category services
  */
 export interface Service {
   /** The session's id (an agent shares its session's identity). */
@@ -85,7 +89,7 @@ export interface Service {
   ) => Effect.Effect<Ids.AgentMessageId, SendError>
   /**
    * Runs sends and cancels in order while holding the acceptance window's lock, so the driver cannot claim
-   * between them (the Effect form of the reference's "same synchronous caller stack", R30, R83).
+   * between them (atomicity across sends made explicit: R30, R83, R131).
    *
    * Contract: every input is decoded before anything is applied (all or nothing); results come in order
    * (`undefined` for a cancel). If an idle injection's append fails, the batch stops there, keeps what was
@@ -153,21 +157,26 @@ export interface Service {
  * The agent of the current context.
  *
  * @since 0.0.0
+ * @category services
  */
 export class Agent extends Context.Tag("@harness/agent/Agent")<Agent, Service>() {}
 
-/**
- * The route of the model request being made (defined in its own module so the turn loop can provide it without
- * importing this one).
- *
- * @since 0.0.0
- */
-export { CurrentRequest } from "./CurrentRequest.js"
+export {
+  /**
+   * The route of the model request being made (defined in its own module so the turn loop can provide it without
+   * importing this one).
+   *
+   * @since 0.0.0
+   * @category services
+   */
+  CurrentRequest
+} from "./CurrentRequest.js"
 
 /**
  * How to build an agent. `R` is what the tools, hooks and system prompt need.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options<R = never> {
   /** The session to drive: fresh or seeded. A new memory session when absent. */
@@ -195,7 +204,27 @@ export interface Options<R = never> {
 /**
  * Builds an agent in the current scope; closing the scope disposes it.
  *
+ * @example
+ * ```ts
+ * import { Agent } from "@harness/agent"
+ * import { Message } from "@harness/domain"
+ * import { ScriptedModel } from "@harness/testkit"
+ * import { Effect } from "effect"
+ *
+ * // One turn against a scripted model; the log is every durable event of the session.
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* Agent.make({ system: "You are terse." })
+ *   yield* agent.followup(Message.make("Say hello"))
+ *   yield* agent.whenIdle
+ *   return yield* agent.log
+ * }).pipe(
+ *   Effect.scoped,
+ *   Effect.provide(ScriptedModel.layer([ScriptedModel.textResponse("Hello.")]))
+ * )
+ * ```
+ *
  * @since 0.0.0
+ * @category constructors
  */
 export const make: <R = never>(
   options?: Options<R>
@@ -204,7 +233,26 @@ export const make: <R = never>(
 /**
  * The agent as a layer.
  *
+ * @example
+ * ```ts
+ * import { Agent } from "@harness/agent"
+ * import { Message } from "@harness/domain"
+ * import { ScriptedModel } from "@harness/testkit"
+ * import { Effect, Layer } from "effect"
+ *
+ * const AgentLive = Agent.layer({ system: "You are terse." }).pipe(
+ *   Layer.provide(ScriptedModel.layer([ScriptedModel.textResponse("Hello.")]))
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* Agent.Agent
+ *   yield* agent.followup(Message.make("Say hello"))
+ *   yield* agent.whenIdle
+ * }).pipe(Effect.provide(AgentLive))
+ * ```
+ *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = <R = never>(
   options?: Options<R>

@@ -10,6 +10,7 @@ import { Schema } from "effect"
  * The agent was disposed (its scope closed): it accepts nothing more.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("@harness/agent/AgentDisposedError")(
   "AgentDisposedError",
@@ -20,6 +21,7 @@ export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("
  * `retry` was called while an admission or a turn is active.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness/agent/AgentBusyError")(
   "AgentBusyError",
@@ -30,6 +32,7 @@ export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness
  * The agent's options are invalid. `option` names the offending option.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class AgentConfigError extends Schema.TaggedError<AgentConfigError>("@harness/agent/AgentConfigError")(
   "AgentConfigError",
@@ -42,6 +45,7 @@ export class AgentConfigError extends Schema.TaggedError<AgentConfigError>("@har
  * append's failure.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/BatchError")(
   "BatchError",

@@ -21,6 +21,7 @@ import type { Service } from "./Agent.js"
  * What a handler gets beside its parameters.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Context {
   readonly callId: Ids.ToolCallId
@@ -34,6 +35,7 @@ const OutcomeTypeId: unique symbol = Symbol.for("@harness/agent/AgentTool/Outcom
  * A success value with effects on the turn.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Outcome<A> {
   readonly [OutcomeTypeId]: typeof OutcomeTypeId
@@ -48,6 +50,7 @@ export interface Outcome<A> {
  * Wraps a success value to conclude the turn and/or attach contexts.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const outcome = <A>(
   value: A,
@@ -66,6 +69,7 @@ export const outcome = <A>(
  * Whether a handler's return value is an {@link Outcome}.
  *
  * @since 0.0.0
+ * @category guards
  */
 export const isOutcome = (u: unknown): u is Outcome<unknown> => Predicate.hasProperty(u, OutcomeTypeId)
 
@@ -74,6 +78,7 @@ export const isOutcome = (u: unknown): u is Outcome<unknown> => Predicate.hasPro
  * `ABORTED` result) or `finish` (the call completes and keeps its real result, then the turn ends).
  *
  * @since 0.0.0
+ * @category models
  */
 export type CancelPolicy = "interrupt" | "finish"
 
@@ -81,6 +86,7 @@ export type CancelPolicy = "interrupt" | "finish"
  * Whether a call needs the agent's `toolApproval` hook to allow it.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Approval = "required" | "none"
 
@@ -88,6 +94,7 @@ export type Approval = "required" | "none"
  * A tool ready for an agent. Build it with {@link make}.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface AgentTool<R = never> {
   readonly name: string
@@ -107,6 +114,7 @@ export interface AgentTool<R = never> {
  * Defaults: `parallel: false` (exclusive), `onCancel: "interrupt"`, `approval: "none"`.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = <T extends Tool.Any, R = never>(
   tool: T,

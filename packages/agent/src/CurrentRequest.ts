@@ -12,6 +12,7 @@ import type { RequestConfig } from "./Hooks.js"
  * routing `LanguageModel` can read the `request` hook's decision.
  *
  * @since 0.0.0
+ * @category services
  */
 export class CurrentRequest extends Context.Reference<CurrentRequest>()("@harness/agent/CurrentRequest", {
   defaultValue: (): RequestConfig => ({ model: "default" })

@@ -21,6 +21,7 @@ import type { Service } from "./Agent.js"
  * from `Agent.CurrentRequest`.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface RequestConfig {
   readonly model: string
@@ -34,6 +35,7 @@ export interface RequestConfig {
  * prompt, which was dequeued and is gone.
  *
  * @since 0.0.0
+ * @category models
  */
 export type PromptSubmit<R> = (
   input: { readonly agent: Service; readonly message: Message.AgentMessage },
@@ -45,6 +47,7 @@ export type PromptSubmit<R> = (
  * failure fails the turn with no step opened (R50).
  *
  * @since 0.0.0
+ * @category models
  */
 export type Step<R> = (
   input: { readonly agent: Service; readonly turn: number; readonly step: number }
@@ -54,6 +57,7 @@ export type Step<R> = (
  * May replace the route of this request (R51). A failure fails the turn.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Request<R> = (
   input: { readonly agent: Service; readonly turn: number; readonly step: number; readonly config: RequestConfig },
@@ -65,6 +69,7 @@ export type Request<R> = (
  * context it injects is logged in this turn without a step. A failure fails the turn.
  *
  * @since 0.0.0
+ * @category models
  */
 export type TurnStopping<R> = (
   input: { readonly agent: Service; readonly turn: number }
@@ -76,6 +81,7 @@ export type TurnStopping<R> = (
  * wins over `retry`.
  *
  * @since 0.0.0
+ * @category errors
  */
 export type RequestError<R> = (
   input: {
@@ -92,6 +98,7 @@ export type RequestError<R> = (
  * The answer to an approval request.
  *
  * @since 0.0.0
+ * @category models
  */
 export type ApprovalDecision = { readonly kind: "allow" } | { readonly kind: "deny"; readonly reason: string }
 
@@ -101,6 +108,7 @@ export type ApprovalDecision = { readonly kind: "allow" } | { readonly kind: "de
  * such calls are denied with a result that says how to allow them.
  *
  * @since 0.0.0
+ * @category models
  */
 export type ToolApproval<R> = (
   input: {
@@ -122,6 +130,7 @@ export type ToolApproval<R> = (
  * more is available: a `Hooks<never>` is a `Hooks<R>`.)
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Hooks<R = never> {
   promptSubmit?(...args: Parameters<PromptSubmit<R>>): ReturnType<PromptSubmit<R>>
@@ -154,6 +163,7 @@ const serial = <I, R>(outer: Serial<I, R> | undefined, inner: Serial<I, R> | und
  * `outer` then `inner`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const compose = <R>(outer: Hooks<R>, inner: Hooks<R>): Hooks<R> => {
   const hooks: { -readonly [K in keyof Hooks<R>]: Hooks<R>[K] } = {}

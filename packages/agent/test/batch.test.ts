@@ -169,7 +169,7 @@ describe("idle wake-up follows acceptance (R30)", () => {
     }).pipe(Effect.provide(S.layer())))
 })
 
-describe("idempotent acceptance (agent issue)", () => {
+describe("idempotent acceptance (R9, R20)", () => {
   it.scoped("presets and send accept a caller-supplied id: it is the returned id, the enqueued id and the logged messageId", () =>
     Effect.gen(function*() {
       const model = yield* S.ScriptedModel
@@ -351,7 +351,7 @@ describe("idempotent acceptance (agent issue)", () => {
     }).pipe(Effect.provide(S.layer())))
 })
 
-describe("batch (agent issue)", () => {
+describe("batch (R30, R131)", () => {
   it.scoped("R30: validation is all-or-nothing: one invalid operation and nothing is applied", () =>
     Effect.gen(function*() {
       const agent = yield* Agent.make({ model: "m" })
@@ -576,7 +576,7 @@ describe("batch (agent issue)", () => {
       }
       yield* agent.cancel("user")
       yield* agent.cancel("parent", { keepInbox: true })
-      // A batch of cancels only is a no-op, as a plain cancel is (issue 10 §5).
+      // A batch of cancels only is a no-op, as a plain cancel is (R79, R86).
       assert.deepStrictEqual(yield* agent.batch([{ cancel: ["user"] }]), [undefined])
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* recorder.events, [])

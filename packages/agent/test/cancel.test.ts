@@ -1,5 +1,5 @@
 /**
- * Cancellation (R77–R85) with the agent issue's departures: cancellation is fiber interruption (the model stream
+ * Cancellation (R77–R85) with its departures (R73, R81, R82, R133): cancellation is fiber interruption (the model stream
  * stops at once, no hook runs after the cancel), with `keepInbox` nothing staged is drained into the aborted turn,
  * staged injected context is never silently wiped, and the finalizer writes owed tool results → staged context →
  * `step/end` → `turn/end`.
@@ -43,6 +43,33 @@ describe("cancel", () => {
       yield* agent.whenIdle
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/cancel-requested"), [])
+      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "completed" }])
+      assertWellFormed(yield* agent.log)
+    }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("R79: cancel on an agent gone idle after a completed turn publishes nothing and arms nothing", () =>
+    Effect.gen(function*() {
+      // The claim of the completed turn's prompt must leave no queued or waking count behind: a cancel that still
+      // saw one would publish `cancel-requested` (and a discard of nothing) or end the next turn early.
+      const agent = yield* Agent.make({ model: "m" })
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("first"))
+      yield* agent.followup(prompt("one"))
+      yield* agent.whenIdle
+      const before = yield* agent.log
+      const rec = yield* EventRecorder.make(agent)
+      yield* agent.cancel("user")
+      yield* agent.cancel("parent", { keepInbox: true })
+      assert.deepStrictEqual(yield* rec.trace, [])
+      assert.deepStrictEqual(yield* agent.log, before)
+      assert.strictEqual(yield* agent.status, "idle")
+      // Nothing was armed: the next follow-up runs and completes normally.
+      yield* model.push(S.textResponse("second"))
+      yield* agent.followup(prompt("two"))
+      yield* agent.whenIdle
+      const events = yield* rec.events
+      assert.deepStrictEqual(live(events, "agent/cancel-requested"), [])
+      assert.deepStrictEqual(live(events, "agent/inbox/discard"), [])
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "completed" }])
       assertWellFormed(yield* agent.log)
     }).pipe(Effect.provide(S.layer())))

@@ -1,5 +1,5 @@
 /**
- * The defects of the core issue's §5, each pinned by a test written before its fix: a tool call starts (is logged,
+ * Known defects, each pinned by a test written before its fix: a tool call starts (is logged,
  * prepared, approved) only once the pool admits it; a tool's own error code survives; a refused `turn/end` is
  * reported once and settles with the turn's real reason; waking work stranded by a `keepInbox` cancel or a failed
  * turn runs next by itself; after disposal a batch of cancels is a no-op and `retry` fails as disposed.
@@ -46,7 +46,7 @@ const sleepTool = Tool.make("sleep", { parameters: { ms: Schema.Number }, succes
 const sleeper = (parallel: boolean) =>
   AgentTool.make(sleepTool, { handler: ({ ms }) => Effect.as(Effect.sleep(ms), "slept"), parallel })
 
-describe("defects (issue 10 §5)", () => {
+describe("defects (R26, R57, R66, R67, R69)", () => {
   it.scoped("R66: with a cap of 1 the log never shows two calls started at once; each call is logged when it starts", () =>
     Effect.gen(function*() {
       const agent = yield* Agent.make({ model: "m", tools: [sleeper(true)], maxParallelToolCalls: 1 })

@@ -1,5 +1,5 @@
 /**
- * Disposal — closing the agent's scope (R86 and the agent issue): it records `disposed` unless an earlier cause
+ * Disposal — closing the agent's scope (R86): it records `disposed` unless an earlier cause
  * was recorded, discards pending work with one `discard`, ends a running turn `disposed`, and publishes
  * `agent/disposed` as the last event, which ends `agent.events`. Afterwards `send` fails, `cancel` does nothing and
  * `retry` fails.

@@ -1,5 +1,5 @@
 /**
- * The durable inbox (issue 11, ADR 0017): accepted queued, parked, steering and staged-context items are recorded
+ * The durable inbox (ADR 0017): accepted queued, parked, steering and staged-context items are recorded
  * (`inbox/accepted`) before `send` returns on a durable log; discards, withdrawals and admissions that open no turn
  * are recorded (`inbox/settled`); a claim is settled by the turn's own `user/message`. A resumed agent restores
  * exactly the pending items, in order; resends after a restart return the original id and deliver nothing twice;

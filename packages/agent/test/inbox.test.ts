@@ -1,5 +1,5 @@
 /**
- * The inbox as callers see it (issue 10 §3): `inbox` lists the pending items in acceptance order, `withdraw(id)`
+ * The inbox as callers see it (ADR 0009): `inbox` lists the pending items in acceptance order, `withdraw(id)`
  * removes exactly one pending item — queued, parked or steering — without stopping the turn, and publishes one
  * `agent/inbox/discard` for it; anything else is `NotPending`. FIFO conservation (R88) and every message's fate hold.
  * Time is the `TestClock`: the running turn waits on a delayed model reply.

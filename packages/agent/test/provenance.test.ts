@@ -1,5 +1,5 @@
 /**
- * Provenance (issue 10 §4): the assistant message records the route label it was sent to and, beside it, the model
+ * Provenance (R53): the assistant message records the route label it was sent to and, beside it, the model
  * the provider reports serving the request (`response-metadata`).
  */
 import { assert, describe, it } from "@effect/vitest"

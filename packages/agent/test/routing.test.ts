@@ -1,7 +1,7 @@
 /**
  * Routing of `send` (R28, R29, R92) for all four (target × wakeup) cells, with the acceptance window closed (idle)
  * and open (held inside admission, inside a step hook, inside a delayed model request); and what acceptance
- * checks and copies (R20–R22 as amended by MISSION: input is decoded, validated and frozen at `send`).
+ * checks and copies (R20–R22, with R22's departure: input is decoded, validated and frozen at `send`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
@@ -349,7 +349,7 @@ const cyclic = () => {
   return value
 }
 
-/** Inputs a lying caller can hand `send`: each must be refused (MISSION: "validated (Schema) … at acceptance"). */
+/** Inputs a lying caller can hand `send`: each must be refused (R22: every input is validated at acceptance). */
 const invalidInputs: ReadonlyArray<readonly [string, unknown]> = [
   ["empty content", { content: [], source: { kind: "user" } }],
   ["a non-text block", { content: [{ type: "image", url: "https://example.com/a.png" }], source: { kind: "user" } }],
@@ -407,7 +407,7 @@ const expectInvalid = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
     }
   })
 
-describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => {
+describe("acceptance checks and copies (R21, R22)", () => {
   for (const window of ["idle", "admission", "model"] as const) {
     it.scoped(
       `R21 R22 R28: invalid input or options (window ${
@@ -639,7 +639,7 @@ describe("acceptance checks and copies (R21, R22 as amended by MISSION)", () => 
         // queued-then-steering order (R77 step 3); the context is not a FIFO item.
         assert.deepStrictEqual(discards, [[f, s]])
         assert.isFalse(messageIdsIn(events).includes(c))
-        // Staged context is never silently wiped (agent issue departure): a default cancel logs it.
+        // Staged context is never silently wiped (R77, R135): a default cancel logs it.
         const log = yield* agent.log
         assert.deepStrictEqual(shape(log, { ids: true }).filter((e) => e.startsWith("user:c")), [`user:c@${c}`])
         assert.deepStrictEqual(LogCheck.checkLog(log), [])

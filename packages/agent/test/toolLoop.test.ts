@@ -1,5 +1,5 @@
 /**
- * Tool calls inside turns (SEMANTICS §8, R64–R73, with the agent issue's interruption departures).
+ * Tool calls inside turns (docs/CONTRACT.md §8, R64–R73, with the interruption departures R72, R73, R133).
  */
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
@@ -306,7 +306,7 @@ describe("tool calls in the loop", () => {
         "call:i",
         "call:f",
         // x is exclusive: it waits for the pool to drain before it starts, so it is not logged yet when the cancel
-        // finds it there (issue 10 §5); the close answers it with a synthetic pair.
+        // finds it there (R67, R72); the close answers it with a synthetic pair.
         "result:q",
         "result:i:ABORTED",
         "result:f",

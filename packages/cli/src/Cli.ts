@@ -328,6 +328,7 @@ const config = Command.make("config", global, (flags) =>
  * The `harness` command and its subcommands.
  *
  * @since 0.0.0
+ * @category commands
  */
 export const command = Command.make("harness").pipe(
   Command.withDescription(
@@ -341,6 +342,7 @@ export const command = Command.make("harness").pipe(
  * Every failure a command can end with.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Failure = SettingsError | CommandError | ConfigError.ConfigError | ValidationError.ValidationError
 
@@ -348,15 +350,25 @@ export type Failure = SettingsError | CommandError | ConfigError.ConfigError | V
  * Runs the command line over `argv` (as `process.argv`: node, script, then arguments).
  *
  * @since 0.0.0
+ * @category commands
  */
 export const run_ = Command.run(command, { name: "harness", version: "0.0.0" })
 
-export { run_ as run }
+export {
+  /**
+   * Runs the command line over `argv` (the same function as `run_`).
+   *
+   * @since 0.0.0
+   * @category commands
+   */
+  run_ as run
+}
 
 /**
  * The exit code of a failure: 2 for a bad flag or setting, 1 otherwise.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const exitCode = (failure: Failure): number =>
   failure._tag === "SettingsError" || failure._tag !== "CommandError" && "error" in failure ? 2 : 1
@@ -365,6 +377,7 @@ export const exitCode = (failure: Failure): number =>
  * A failure as the line printed before exiting (`ValidationError`s are printed by `@effect/cli` itself).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const describeFailure = (failure: Failure): string | undefined => {
   switch (failure._tag) {

@@ -15,6 +15,7 @@ import * as internal from "./internal/offlineModel.js"
  * The label recorded as the model in `request/header` and shown in the banner.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const modelName = "offline"
 
@@ -22,6 +23,7 @@ export const modelName = "offline"
  * Options of the offline model.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The pause before each streamed word (on `Clock`). Default 40 milliseconds; 0 streams at once. */
@@ -32,6 +34,7 @@ export interface Options {
  * What the offline model decided to do with one request: the pieces of its reply, in order.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Piece = internal.Piece
 
@@ -44,6 +47,7 @@ export type Piece = internal.Piece
  * advertised.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const reply: (
   options: Pick<LanguageModel.ProviderOptions, "prompt" | "tools">
@@ -57,6 +61,7 @@ export const reply: (
  * Interrupting the stream stops it at once.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<LanguageModel.Service> => {
   const pace = options.pace ?? "40 millis"
@@ -78,6 +83,7 @@ export const make = (options: Options = {}): Effect.Effect<LanguageModel.Service
  * The offline model as a `LanguageModel` layer.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (options: Options = {}): Layer.Layer<LanguageModel.LanguageModel> =>
   Layer.effect(LanguageModel.LanguageModel, make(options))

@@ -11,7 +11,15 @@ import type { Effect, Option, Redacted } from "effect"
 import type { SettingsError } from "./CliError.js"
 import * as internal from "./internal/settings.js"
 
-export { SettingsError } from "./CliError.js"
+export {
+  /**
+   * A setting that cannot be used, re-exported from `CliError`.
+   *
+   * @since 0.0.0
+   * @category errors
+   */
+  SettingsError
+} from "./CliError.js"
 
 /**
  * Where sessions are stored, parsed from `--store`.
@@ -73,6 +81,7 @@ export interface Settings {
  * The environment variables the CLI reads, in order of precedence per setting.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const environment = internal.environment
 
@@ -85,6 +94,7 @@ export const environment = internal.environment
  * environment value fails with `SettingsError` naming the setting; nothing is created.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const resolve: (
   flags: Flags
@@ -96,6 +106,7 @@ export const resolve: (
  * Relative paths are taken from `cwd`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const parseStore: (
   text: string,
@@ -107,6 +118,7 @@ export const parseStore: (
  * How a store location is shown: file paths as given, a PostgreSQL URL with its password redacted.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const showStore: (store: StoreLocation) => string = internal.showStore
 
@@ -114,5 +126,6 @@ export const showStore: (store: StoreLocation) => string = internal.showStore
  * The configuration as readable lines (`name  value  (origin)`), secrets redacted.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const render: (settings: Settings) => ReadonlyArray<string> = internal.render

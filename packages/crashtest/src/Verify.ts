@@ -3,7 +3,7 @@
  * Every check is a plain comparison whose failure is a sentence in `problems`; a verdict with no problems is a
  * store that survived the kill.
  *
- * Checked, in order (rule numbers of SEMANTICS §13):
+ * Checked, in order (rules of docs/CONTRACT.md §13):
  * 1. every stored record decodes; the stored events are gap-free from seq 0 and break no enclosure rule, except
  *    that the last turn may be open (the crash tail, R106);
  * 2. every event of every commit the store acknowledged (`durable` lines) is stored, identical (R104);

@@ -1,5 +1,5 @@
 /**
- * Crash tests with real processes (issue 11; SEMANTICS R104, R106, R110): a child runs an agent on a file store and
+ * Crash tests with real processes (R104, R106, R110): a child runs an agent on a file store and
  * is killed with SIGKILL at kill points chosen from seeds; the parent reopens the store each time. `npm test` runs
  * the default count; `npm run test:crash` runs the long campaign (HARNESS_CRASH_KILLS kill points per backend).
  */
@@ -80,7 +80,7 @@ describe.each(["sqlite", "jsonl"] as const)("crash campaign on %s", (backend) =>
     }
   })
 
-  it("the durable inbox: 0 accepted messages lost, the reopened inbox is exactly the accepted-but-unclaimed ones, and some kills left items to restore (issue 11)", () => {
+  it("the durable inbox: 0 accepted messages lost, the reopened inbox is exactly the accepted-but-unclaimed ones, and some kills left items to restore (ADR 0017)", () => {
     // Verify puts lost messages and a restored inbox that differs from the stored records in `problems`.
     for (const { verdict } of outcomes) {
       assert.deepStrictEqual(verdict.lost, [])

@@ -1,5 +1,5 @@
 /**
- * Resume (SEMANTICS R109–R110) on real files: a session written by one agent (in this process, or in a child that
+ * Resume (R109–R110) on real files: a session written by one agent (in this process, or in a child that
  * was killed with SIGKILL) is reopened and continued by a new agent. Also idempotent resend across a restart, and
  * the durable inbox's gap.
  */
@@ -293,7 +293,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scopedLive(
-    "the durable inbox (issue 11): parked messages accepted before a SIGKILL are restored in order with their ids and placements, and run once",
+    "the durable inbox (ADR 0017): parked messages accepted before a SIGKILL are restored in order with their ids and placements, and run once",
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir

@@ -14,27 +14,39 @@ import { SettleReason } from "./Turn.js"
  * `running` from the first claim of work until nothing waking is left; disposal is not a status.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const AgentStatus = Schema.Literal("idle", "running")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type AgentStatus = typeof AgentStatus.Type
 
 /**
  * Why a caller cancels. Disposal uses the internal {@link InterruptReason} `disposed`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const CancelCause = Schema.Literal("user", "parent")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type CancelCause = typeof CancelCause.Type
 
 /**
  * A cancel cause, or `disposed` (internal to teardown).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InterruptReason = Schema.Literal("user", "parent", "disposed")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InterruptReason = typeof InterruptReason.Type
 
 const event = <T extends string, F extends Schema.Struct.Fields>(type: T, fields: F) =>
@@ -44,6 +56,7 @@ const event = <T extends string, F extends Schema.Struct.Fields>(type: T, fields
  * Every live event, keyed by `type`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const AgentEvent = Schema.Union(
   event("agent/status", { status: AgentStatus }),
@@ -67,12 +80,16 @@ export const AgentEvent = Schema.Union(
   event("agent/disposed", {}),
   event("session/event", { event: SessionEvent })
 ).annotations({ identifier: "AgentEvent" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type AgentEvent = typeof AgentEvent.Type
 
 /**
  * The live event of a given type.
  *
  * @since 0.0.0
+ * @category models
  */
 export type AgentEventOf<T extends AgentEvent["type"]> = Extract<AgentEvent, { readonly type: T }>

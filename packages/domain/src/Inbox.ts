@@ -15,6 +15,7 @@ import { AgentMessage, InboxPlacement } from "./Message.js"
  * open turn. `order` is the item's acceptance order (smaller was accepted earlier, across placements).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxItem = Schema.Struct({
   ...AgentMessage.fields,
@@ -22,7 +23,10 @@ export const InboxItem = Schema.Struct({
   order: NonNegativeInt,
   waking: Schema.Boolean
 }).annotations({ identifier: "InboxItem" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxItem = typeof InboxItem.Type
 
 /**
@@ -30,10 +34,14 @@ export type InboxItem = typeof InboxItem.Type
  * or the id is not pending — unknown, or already claimed, logged or discarded.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const WithdrawResult = Schema.Union(
   Schema.TaggedStruct("Withdrawn", { item: InboxItem }),
   Schema.TaggedStruct("NotPending", { id: AgentMessageId })
 ).annotations({ identifier: "WithdrawResult" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type WithdrawResult = typeof WithdrawResult.Type

@@ -11,6 +11,7 @@ import { ParseResult, Schema, type SchemaAST } from "effect"
  * A JSON value, as a type.
  *
  * @since 0.0.0
+ * @category models
  */
 export type JsonValue =
   | null
@@ -24,6 +25,7 @@ export type JsonValue =
  * A JSON object, as a type.
  *
  * @since 0.0.0
+ * @category models
  */
 export type JsonObject = { readonly [key: string]: JsonValue }
 
@@ -60,6 +62,7 @@ const renderPath = (path: ReadonlyArray<string | number>): string =>
  * Contract: the copy shares nothing mutable with `u`; later mutation of `u` cannot change it.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const copyJson = (u: unknown): { readonly value: JsonValue } | { readonly issue: string } => {
   const seen = new Set<object>()
@@ -144,6 +147,7 @@ const declareJson = <A extends JsonValue>(
  * Any JSON-lossless value. Decoding copies and deep-freezes the input; the error names the offending path.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const JsonValue: Schema.Schema<JsonValue> = declareJson(
   (_): _ is JsonValue => true,
@@ -155,6 +159,7 @@ export const JsonValue: Schema.Schema<JsonValue> = declareJson(
  * A JSON-lossless plain object, copied and deep-frozen by decoding.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const JsonObject: Schema.Schema<JsonObject> = declareJson(
   (v): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v),
@@ -166,6 +171,7 @@ export const JsonObject: Schema.Schema<JsonObject> = declareJson(
  * A finite number that is not `-0`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const JsonNumber = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && !Object.is(n, -0), {
@@ -177,6 +183,7 @@ export const JsonNumber = Schema.Number.pipe(
  * A non-negative safe integer (never `-0`).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const NonNegativeInt = Schema.Number.pipe(
   Schema.filter((n) => Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0), {
@@ -189,6 +196,7 @@ export const NonNegativeInt = Schema.Number.pipe(
  * A positive safe integer.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const PositiveInt = Schema.Number.pipe(
   Schema.filter((n) => Number.isSafeInteger(n) && n >= 1, {

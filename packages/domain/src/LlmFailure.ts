@@ -13,6 +13,7 @@ import { NonNegativeInt } from "./Json.js"
  * The closed set of failure codes.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const LlmFailureCode = Schema.Literal(
   "AUTH",
@@ -29,13 +30,17 @@ export const LlmFailureCode = Schema.Literal(
   "CONTENT_FILTER",
   "UNKNOWN"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type LlmFailureCode = typeof LlmFailureCode.Type
 
 /**
  * A failed model request. `retryAfterMs` is the provider's own hint, when it gave one.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const LlmFailure = Schema.Struct({
   code: LlmFailureCode,
@@ -44,13 +49,17 @@ export const LlmFailure = Schema.Struct({
   retryAfterMs: Schema.optionalWith(NonNegativeInt, { exact: true }),
   requestId: Schema.optionalWith(Schema.String, { exact: true })
 }).annotations({ identifier: "LlmFailure" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type LlmFailure = typeof LlmFailure.Type
 
 /**
  * Codes worth retrying after a delay: the request may well succeed as it is.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const transientCodes: ReadonlySet<LlmFailureCode> = new Set<LlmFailureCode>([
   "RATE_LIMIT",
@@ -75,6 +84,7 @@ const safeDelay = (ms: number): number | undefined => Number.isSafeInteger(ms) ?
  * Reads `retry-after-ms`, or `retry-after` as seconds or as an HTTP date (relative to `now`, epoch ms).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const retryAfterMs = (headers: Readonly<Record<string, string>>, now: number): number | undefined => {
   const ms = header(headers, "retry-after-ms")
@@ -94,6 +104,7 @@ const quotaPattern = /insufficient[ _-]?(quota|balance)|quota exceeded|exceeded 
  * Extracts the provider's own message from an error body (`{ error: { message } }`, `{ message }`, or text).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const providerMessage = (body: string | undefined): string | undefined => {
   if (body === undefined || body.trim() === "") return undefined
@@ -164,6 +175,7 @@ const withoutUndefined = (failure: {
  * - anything else → `UNKNOWN`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const failureOf = (error: AiError.AiError, now: number): LlmFailure => {
   if ("cause" in error && error.cause !== undefined) {

@@ -15,6 +15,7 @@ import { MessageSource } from "./MessageSource.js"
  * Content is a non-empty list of text blocks, which every provider can carry in a user message.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const UserMessageData = Schema.Struct({
   content: Schema.NonEmptyArray(TextBlock).annotations({
@@ -27,29 +28,40 @@ export const UserMessageData = Schema.Struct({
   }),
   source: MessageSource
 }).annotations({ identifier: "UserMessageData" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type UserMessageData = typeof UserMessageData.Type
 
 /**
  * An accepted message: the input plus the id it was accepted under. Its keys are exactly `content`, `id`, `source`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const AgentMessage = Schema.Struct({
   content: UserMessageData.fields.content,
   id: AgentMessageId,
   source: MessageSource
 }).annotations({ identifier: "AgentMessage" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type AgentMessage = typeof AgentMessage.Type
 
 /**
  * Where a message goes: its own turn, or the turn that is open now.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SendTarget = Schema.Literal("next-turn", "next-step")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SendTarget = typeof SendTarget.Type
 
 /**
@@ -57,22 +69,30 @@ export type SendTarget = typeof SendTarget.Type
  * already accepted returns that id again and changes nothing.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SendOptions = Schema.Struct({
   target: SendTarget,
   wakeup: Schema.Boolean,
   id: Schema.optionalWith(AgentMessageId, { exact: true })
 }).annotations({ identifier: "SendOptions" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SendOptions = typeof SendOptions.Type
 
 /**
  * Which FIFO an accepted message entered: `queued` (whole turns) or `steering` (joins the open turn).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxPlacement = Schema.Literal("queued", "steering")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxPlacement = typeof InboxPlacement.Type
 
 /**
@@ -80,6 +100,7 @@ export type InboxPlacement = typeof InboxPlacement.Type
  * `message` is the formatted parse issue, naming the path and the problem.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class InvalidMessageError extends Schema.TaggedError<InvalidMessageError>("@harness/domain/InvalidMessageError")(
   "InvalidMessageError",
@@ -103,6 +124,7 @@ const deepFreeze = <A>(value: A): A => {
  * unknown source kinds and values JSON cannot carry losslessly are refused with an `InvalidMessageError`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const decodeUserMessageData = (input: unknown): Effect.Effect<UserMessageData, InvalidMessageError> => {
   const result = decode(input)
@@ -117,6 +139,7 @@ export const decodeUserMessageData = (input: unknown): Effect.Effect<UserMessage
  * Builds a message from plain text.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (text: string, source: MessageSource = { kind: "user" }): UserMessageData => ({
   content: [{ type: "text", text }],

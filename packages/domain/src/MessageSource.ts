@@ -11,6 +11,7 @@ import { JsonObject, NonNegativeInt, PositiveInt } from "./Json.js"
  * A human (or a host that attests a human) prompt.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const UserSource = Schema.Struct({
   kind: Schema.Literal("user")
@@ -20,6 +21,7 @@ export const UserSource = Schema.Struct({
  * Any program. The `plugin` name is preserved verbatim and may be empty.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const PluginSource = Schema.Struct({
   kind: Schema.Literal("plugin"),
@@ -31,6 +33,7 @@ export const PluginSource = Schema.Struct({
  * admitted continuation prompt and must not.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalSource = Schema.Struct({
   kind: Schema.Literal("goal"),
@@ -57,6 +60,7 @@ export const GoalSource = Schema.Struct({
  * Every source kind. Add a kind here and everything that decodes sources accepts it.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const kinds = [UserSource, PluginSource, GoalSource] as const
 
@@ -64,15 +68,20 @@ export const kinds = [UserSource, PluginSource, GoalSource] as const
  * A message source, keyed by `kind`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const MessageSource = Schema.Union(...kinds).annotations({ identifier: "MessageSource" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type MessageSource = typeof MessageSource.Type
 
 /**
  * The human source.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const user: MessageSource = { kind: "user" }
 
@@ -80,5 +89,6 @@ export const user: MessageSource = { kind: "user" }
  * A program's source.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const plugin = (plugin: string): MessageSource => ({ kind: "plugin", plugin })

@@ -18,13 +18,28 @@ import { TurnEndReason, TurnTrigger } from "./Turn.js"
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
-/** @since 0.0.0 */
+/**
+
+ * @since 0.0.0
+
+ * @category schemas
+
+ */
 export const TurnStart = Schema.Struct({ turn: PositiveInt, trigger: TurnTrigger })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category schemas
+ */
 export const TurnEnd = Schema.Struct({ turn: PositiveInt, reason: TurnEndReason })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category schemas
+ */
 export const StepStart = Schema.Struct({ turn: PositiveInt, step: PositiveInt })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category schemas
+ */
 export const StepEnd = Schema.Struct({ turn: PositiveInt, step: PositiveInt })
 
 /**
@@ -33,6 +48,7 @@ export const StepEnd = Schema.Struct({ turn: PositiveInt, step: PositiveInt })
  * holds (resume and idempotent delivery depend on it).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const UserMessage = Schema.Struct({
   messageId: optional(AgentMessageId),
@@ -44,6 +60,7 @@ export const UserMessage = Schema.Struct({
  * Steering drained into the open turn; it always came through the inbox, so it carries its id.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SteeringMessage = Schema.Struct({
   turn: PositiveInt,
@@ -56,6 +73,7 @@ export const SteeringMessage = Schema.Struct({
  * One raw stream part as the model produced it (the encoded `@effect/ai` stream part).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const AssistantChunk = Schema.Struct({ turn: PositiveInt, step: PositiveInt, chunk: JsonValue })
 
@@ -63,6 +81,7 @@ export const AssistantChunk = Schema.Struct({ turn: PositiveInt, step: PositiveI
  * Token usage as the provider reported it.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Usage = Schema.Struct({
   inputTokens: optional(NonNegativeInt),
@@ -71,7 +90,10 @@ export const Usage = Schema.Struct({
   reasoningTokens: optional(NonNegativeInt),
   cachedInputTokens: optional(NonNegativeInt)
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Usage = typeof Usage.Type
 
 /**
@@ -79,6 +101,7 @@ export type Usage = typeof Usage.Type
  * removed). `provenance` names the route; `replayState` is provider-private data needed to replay it.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const AssistantMessage = Schema.Struct({
   turn: PositiveInt,
@@ -100,6 +123,7 @@ export const AssistantMessage = Schema.Struct({
  * A tool call the loop is about to answer. `arguments` is the model's raw text, verbatim.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const ToolCall = Schema.Struct({
   turn: PositiveInt,
@@ -118,6 +142,7 @@ export const ToolCall = Schema.Struct({
  * The field stays an open string: tools and plugins may use codes of their own.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const ToolErrorCode = Schema.Literal(
   "UNKNOWN_TOOL",
@@ -131,7 +156,10 @@ export const ToolErrorCode = Schema.Literal(
   "TOOL_OUTCOME_UNKNOWN",
   "TOOL_NOT_STARTED"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type ToolErrorCode = typeof ToolErrorCode.Type
 
 /**
@@ -139,6 +167,7 @@ export type ToolErrorCode = typeof ToolErrorCode.Type
  * tool's own).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const ToolResult = Schema.Struct({
   turn: PositiveInt,
@@ -155,13 +184,17 @@ export const ToolResult = Schema.Struct({
  * A tool as advertised to the model.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const ToolDescriptor = Schema.Struct({
   name: Schema.String,
   description: optional(Schema.String),
   parameters: JsonObject
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type ToolDescriptor = typeof ToolDescriptor.Type
 
 /**
@@ -169,6 +202,7 @@ export type ToolDescriptor = typeof ToolDescriptor.Type
  * advertised tools. Logged when it first appears and whenever it changes.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const RequestHeader = Schema.Struct({
   header: Schema.Struct({
@@ -182,7 +216,10 @@ export const RequestHeader = Schema.Struct({
   }),
   reason: Schema.Literal("initial", "resume", "change")
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type RequestHeader = typeof RequestHeader.Type
 
 const envelope = <T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
@@ -198,6 +235,7 @@ const envelope = <T extends string, D extends Schema.Schema.AnyNoContext>(type: 
  * Every durable event, in its envelope, keyed by `type`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SessionEvent = Schema.Union(
   envelope("turn/start", TurnStart),
@@ -212,16 +250,26 @@ export const SessionEvent = Schema.Union(
   envelope("tool/result", ToolResult),
   envelope("request/header", RequestHeader)
 ).annotations({ identifier: "SessionEvent" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SessionEvent = typeof SessionEvent.Type
 
-/** @since 0.0.0 */
+/**
+
+ * @since 0.0.0
+
+ * @category models
+
+ */
 export type SessionEventType = SessionEvent["type"]
 
 /**
  * The durable event of a given type.
  *
  * @since 0.0.0
+ * @category models
  */
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { readonly type: T }>
 
@@ -229,6 +277,7 @@ export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, {
  * An event before the log numbers and stamps it.
  *
  * @since 0.0.0
+ * @category models
  */
 export type SessionEventInput = SessionEvent extends infer E ? E extends SessionEvent ? Omit<E, "seq" | "time"> : never
   : never
@@ -237,5 +286,6 @@ export type SessionEventInput = SessionEvent extends infer E ? E extends Session
  * The input of a given type.
  *
  * @since 0.0.0
+ * @category models
  */
 export type SessionEventInputOf<T extends SessionEventType> = Omit<SessionEventOf<T>, "seq" | "time">

@@ -22,11 +22,15 @@ const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith
  * Where a fork came from: the parent session and the `seq` of the `turn/end` it forked at (R112).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SessionParent = Schema.Struct({ id: SessionId, seq: NonNegativeInt }).annotations({
   identifier: "SessionParent"
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SessionParent = typeof SessionParent.Type
 
 /**
@@ -34,6 +38,7 @@ export type SessionParent = typeof SessionParent.Type
  * `createdAt` is epoch milliseconds from `Clock`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SessionHeader = Schema.Struct({
   id: SessionId,
@@ -42,7 +47,10 @@ export const SessionHeader = Schema.Struct({
   parent: optional(SessionParent),
   title: optional(Schema.String)
 }).annotations({ identifier: "SessionHeader" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SessionHeader = typeof SessionHeader.Type
 
 /**
@@ -56,6 +64,7 @@ export type SessionHeader = typeof SessionHeader.Type
  * - `firstPrompt`: the {@link promptPreviewOf} of the first stored human prompt.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SessionSummary = Schema.Struct({
   header: SessionHeader,
@@ -65,7 +74,10 @@ export const SessionSummary = Schema.Struct({
   bytes: NonNegativeInt,
   firstPrompt: optional(Schema.String)
 }).annotations({ identifier: "SessionSummary" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SessionSummary = typeof SessionSummary.Type
 
 /**
@@ -73,9 +85,13 @@ export type SessionSummary = typeof SessionSummary.Type
  * recorded when acceptance and logging are not one commit).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxRecordPlacement = Schema.Literal("queued", "steering", "context")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxRecordPlacement = typeof InboxRecordPlacement.Type
 
 /**
@@ -84,15 +100,20 @@ export type InboxRecordPlacement = typeof InboxRecordPlacement.Type
  * sender took it back).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxFate = Schema.Literal("claimed", "drained", "logged", "discarded", "withdrawn")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxFate = typeof InboxFate.Type
 
 /**
  * A message was accepted: the frozen message, where it went, and whether it was a waking send.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxAccepted = Schema.Struct({
   type: Schema.Literal("inbox/accepted"),
@@ -101,13 +122,17 @@ export const InboxAccepted = Schema.Struct({
   placement: InboxRecordPlacement,
   wakeup: Schema.Boolean
 }).annotations({ identifier: "inbox/accepted" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxAccepted = typeof InboxAccepted.Type
 
 /**
  * An accepted message left the inbox, and how.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxSettled = Schema.Struct({
   type: Schema.Literal("inbox/settled"),
@@ -115,7 +140,10 @@ export const InboxSettled = Schema.Struct({
   id: AgentMessageId,
   fate: InboxFate
 }).annotations({ identifier: "inbox/settled" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxSettled = typeof InboxSettled.Type
 
 /**
@@ -124,15 +152,20 @@ export type InboxSettled = typeof InboxSettled.Type
  * `inbox/*`, events are not.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InboxRecord = Schema.Union(InboxAccepted, InboxSettled).annotations({ identifier: "InboxRecord" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InboxRecord = typeof InboxRecord.Type
 
 /**
  * One stored record: an event or an inbox record.
  *
  * @since 0.0.0
+ * @category models
  */
 export type StoreRecord = SessionEvent | InboxRecord
 
@@ -140,6 +173,7 @@ export type StoreRecord = SessionEvent | InboxRecord
  * Whether a record is an inbox record (else it is an event).
  *
  * @since 0.0.0
+ * @category guards
  */
 export const isInboxRecord = (record: StoreRecord): record is InboxRecord =>
   record.type === "inbox/accepted" || record.type === "inbox/settled"
@@ -149,6 +183,7 @@ export const isInboxRecord = (record: StoreRecord): record is InboxRecord =>
  * `user/message` or `steering/message`. A store indexes these so "was this id ever accepted here?" needs no scan.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const messageIdOf = (record: StoreRecord): AgentMessageId | undefined => {
   switch (record.type) {
@@ -166,6 +201,7 @@ export const messageIdOf = (record: StoreRecord): AgentMessageId | undefined => 
  * The longest {@link promptPreviewOf} in characters (code points).
  *
  * @since 0.0.0
+ * @category constants
  */
 export const promptPreviewLength = 200
 
@@ -175,6 +211,7 @@ export const promptPreviewLength = 200
  * pair); nothing for any other record.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const promptPreviewOf = (record: StoreRecord): string | undefined => {
   if (record.type !== "user/message" || record.data.source.kind !== "user") return undefined

@@ -16,12 +16,16 @@ import { MessageSource } from "./MessageSource.js"
  * content), or a retry over the current log.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const TurnTrigger = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("message"), source: MessageSource }),
   Schema.Struct({ kind: Schema.Literal("retry") })
 ).annotations({ identifier: "TurnTrigger" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type TurnTrigger = typeof TurnTrigger.Type
 
 /**
@@ -29,6 +33,7 @@ export type TurnTrigger = typeof TurnTrigger.Type
  * Its own discriminant, `request-error`, tells it apart from {@link TurnErrorReason} (it settles as `error`).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const RequestErrorReason = Schema.Struct({
   kind: Schema.Literal("request-error"),
@@ -42,6 +47,7 @@ export const RequestErrorReason = Schema.Struct({
  * just before step `n` (R59).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const TurnErrorReason = Schema.Struct({
   kind: Schema.Literal("error"),
@@ -54,6 +60,7 @@ export const TurnErrorReason = Schema.Struct({
  * How a turn ended. `interrupted` is only written by crash repair, never by the loop.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const TurnEndReason = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("completed") }),
@@ -64,7 +71,10 @@ export const TurnEndReason = Schema.Union(
   RequestErrorReason,
   TurnErrorReason
 ).annotations({ identifier: "TurnEndReason" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type TurnEndReason = typeof TurnEndReason.Type
 
 /**
@@ -72,6 +82,7 @@ export type TurnEndReason = typeof TurnEndReason.Type
  * `aborted` (R58).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SettleReason = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("completed") }),
@@ -83,13 +94,17 @@ export const SettleReason = Schema.Union(
     failure: Schema.optionalWith(LlmFailure, { exact: true })
   })
 ).annotations({ identifier: "SettleReason" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SettleReason = typeof SettleReason.Type
 
 /**
  * What prompt admission decided: allow (optionally rewriting the content and adding contexts), or block.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const PromptDecision = Schema.Union(
   Schema.Struct({
@@ -99,13 +114,17 @@ export const PromptDecision = Schema.Union(
   }),
   Schema.Struct({ kind: Schema.Literal("block"), reason: Schema.String })
 ).annotations({ identifier: "PromptDecision" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type PromptDecision = typeof PromptDecision.Type
 
 /**
  * The settle reason a turn end maps to (R58).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const settleReasonOf = (reason: TurnEndReason): SettleReason => {
   switch (reason.kind) {

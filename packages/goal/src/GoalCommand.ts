@@ -12,6 +12,7 @@ import type { Failure, Service, View } from "./Goals.js"
  * The command's usage line.
  *
  * @since 0.0.0
+ * @category commands
  */
 export const usage =
   "/goal [show] | /goal create <objective> | /goal edit <objective> | /goal pause | /goal resume | /goal clear"
@@ -20,6 +21,7 @@ export const usage =
  * A one-paragraph rendering of the goal state, for people.
  *
  * @since 0.0.0
+ * @category commands
  */
 export const render = (view: View): string => {
   const goal = view.goal
@@ -46,6 +48,7 @@ export const render = (view: View): string => {
  * current goal at the revision `get` shows now; an unknown subcommand fails with `GOAL_INVALID_INPUT` and the usage.
  *
  * @since 0.0.0
+ * @category commands
  */
 export const run = (goals: Service, line: string): Effect.Effect<string, Failure> =>
   Effect.gen(function*() {

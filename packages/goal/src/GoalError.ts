@@ -1,6 +1,6 @@
 /**
  * The goal service's errors. Each is a schema (so a tool can return it to the model and a CLI can print it), with
- * a stable code in `code` (R120, R127).
+ * the code docs/CONTRACT.md names in `code` (R120, R127).
  *
  * @since 0.0.0
  */
@@ -22,6 +22,7 @@ import { Schema } from "effect"
  * - `GOAL_TOOL_DRIVER_REQUIRED`: a goal tool was called outside an open turn of the attached agent (R127).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalErrorCode = Schema.Literal(
   "GOAL_NOT_FOUND",
@@ -36,13 +37,17 @@ export const GoalErrorCode = Schema.Literal(
   "GOAL_TOOL_BLOCK_THRESHOLD",
   "GOAL_TOOL_DRIVER_REQUIRED"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type GoalErrorCode = typeof GoalErrorCode.Type
 
 /**
  * A refused goal operation: `code` says which rule, `message` what was wrong.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class GoalError extends Schema.TaggedError<GoalError>("@harness/goal/GoalError")(
   "GoalError",

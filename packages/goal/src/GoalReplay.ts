@@ -24,6 +24,7 @@ import { empty, GoalChange as GoalChangeSchema, renderChange, renderRound } from
  * - `round-out-of-order` (R117): a round that is not exactly the next one of the current active goal.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const ReplayRule = Schema.Literal(
   "mismatched-source-attribution",
@@ -40,13 +41,17 @@ export const ReplayRule = Schema.Literal(
   "phase-rule",
   "round-out-of-order"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type ReplayRule = typeof ReplayRule.Type
 
 /**
  * A log that cannot be folded: `seq` is the offending event, `rule` the rule it breaks.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class GoalReplayError extends Schema.TaggedError<GoalReplayError>("@harness/goal/GoalReplayError")(
   "GoalReplayError",
@@ -57,6 +62,7 @@ export class GoalReplayError extends Schema.TaggedError<GoalReplayError>("@harne
  * What one `user/message` is to the goal system: a state change (round 0), a round (round ≥ 1), or nothing.
  *
  * @since 0.0.0
+ * @category models
  */
 export type GoalEvent =
   | { readonly _tag: "change"; readonly seq: number; readonly change: GoalChange }
@@ -73,6 +79,7 @@ export type GoalEvent =
  * A violation before it is pinned to an event.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Violation {
   readonly rule: ReplayRule
@@ -97,6 +104,7 @@ const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: 
  * knows the objective).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const decodeGoalEvent = (
   event: SessionEvent.SessionEventOf<"user/message">
@@ -222,6 +230,7 @@ const snapshotPhaseRule = (
  * this same function before injecting it, so a change it writes is one the fold accepts.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const applyChange = (state: GoalState, change: GoalChange): Either.Either<GoalState, Violation> => {
   const current = state.goal
@@ -292,6 +301,7 @@ export const applyChange = (state: GoalState, change: GoalChange): Either.Either
  * within `maxGoalRounds`, with the canonical round prompt as content.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const applyRound = (
   state: GoalState,
@@ -323,6 +333,7 @@ export const applyRound = (
  * Folds one event into the state; events other than `user/message` (and non-goal messages) leave it unchanged.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const stepGoal = (
   state: GoalState,
@@ -343,6 +354,7 @@ export const stepGoal = (
  * rule. The fold never contains activation (a replayed goal is disarmed until a human resumes it).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const foldGoal = (
   events: Iterable<SessionEvent.SessionEvent>,

@@ -12,15 +12,20 @@ import { Schema } from "effect"
  * The phases of a goal (R114).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalPhase = Schema.Literal("active", "paused", "blocked", "complete")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type GoalPhase = typeof GoalPhase.Type
 
 /**
  * A goal id: a non-empty string.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalId = Schema.String.pipe(Schema.minLength(1, { message: () => "a goal id must be a non-empty string" }))
 
@@ -28,6 +33,7 @@ export const GoalId = Schema.String.pipe(Schema.minLength(1, { message: () => "a
  * An objective: normalised (no leading or trailing white space) and non-empty, at most 4 000 characters.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Objective = Schema.String.pipe(
   Schema.filter((s) =>
@@ -46,6 +52,7 @@ export const Objective = Schema.String.pipe(
  * `model-reported`, …) and a readable message.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const BlockedReason = Schema.Struct({
   code: Schema.String.pipe(
@@ -53,7 +60,10 @@ export const BlockedReason = Schema.Struct({
   ),
   message: Schema.String
 }).annotations({ identifier: "BlockedReason" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type BlockedReason = typeof BlockedReason.Type
 
 /**
@@ -61,20 +71,25 @@ export type BlockedReason = typeof BlockedReason.Type
  * embedding program registered under `name` (see `Goals.Options.verifiers`).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Verifier = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("command"), command: Schema.NonEmptyTrimmedString }),
   Schema.Struct({ kind: Schema.Literal("effect"), name: Schema.NonEmptyTrimmedString })
 ).annotations({ identifier: "Verifier" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Verifier = typeof Verifier.Type
 
 /**
- * A goal. Beyond the round cap of R114 it carries two optional budgets — `maxTokens` (summed from the usage of
+ * A goal. Beyond the round cap of R113–R128 it carries two optional budgets — `maxTokens` (summed from the usage of
  * its rounds in the log) and `deadline` (epoch milliseconds, compared with `Clock`) — and an optional `verifier`.
  * `blockedReason` is present exactly when `phase` is `blocked`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Goal = Schema.Struct({
   id: GoalId,
@@ -95,31 +110,43 @@ export const Goal = Schema.Struct({
   ),
   Schema.annotations({ identifier: "Goal" })
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Goal = typeof Goal.Type
 
 /**
  * The identity a compare-and-set names: a goal id and the revision the caller last saw.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalRef = Schema.Struct({ id: GoalId, revision: Json.PositiveInt }).annotations({ identifier: "GoalRef" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type GoalRef = typeof GoalRef.Type
 
 /**
  * The snapshot operations.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SnapshotOperation = Schema.Literal("create", "edit", "pause", "resume", "complete", "block")
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type SnapshotOperation = typeof SnapshotOperation.Type
 
 /**
  * A snapshot change: the complete goal after the operation (R114).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalSnapshot = Schema.Struct({
   kind: Schema.Literal("goal/change"),
@@ -135,13 +162,17 @@ export const GoalSnapshot = Schema.Struct({
   ),
   Schema.annotations({ identifier: "GoalSnapshot" })
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type GoalSnapshot = typeof GoalSnapshot.Type
 
 /**
  * A clear's tombstone: which goal was cleared, at revision current+1 (R114).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalTombstone = Schema.Struct({
   kind: Schema.Literal("goal/change"),
@@ -150,22 +181,30 @@ export const GoalTombstone = Schema.Struct({
   cleared: GoalRef,
   clearedAt: Json.NonNegativeInt
 }).annotations({ identifier: "GoalTombstone" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type GoalTombstone = typeof GoalTombstone.Type
 
 /**
  * A goal state change, as carried by a round-zero goal source.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const GoalChange = Schema.Union(GoalSnapshot, GoalTombstone).annotations({ identifier: "GoalChange" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type GoalChange = typeof GoalChange.Type
 
 /**
  * Every operation, `clear` included.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Operation = GoalChange["operation"]
 
@@ -175,6 +214,7 @@ export type Operation = GoalChange["operation"]
  * is never part of it.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface GoalState {
   readonly goal: Goal | undefined
@@ -189,6 +229,7 @@ export interface GoalState {
  * The state of a log without goals.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const empty: GoalState = {
   goal: undefined,
@@ -225,6 +266,7 @@ const canonicalGoal = (goal: Goal): Json.JsonObject => {
  * The change as a JSON object in canonical key order: what a round-zero source carries as `change`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const encodeChange = (change: GoalChange): Json.JsonObject =>
   change.operation === "clear"
@@ -250,6 +292,7 @@ export const encodeChange = (change: GoalChange): Json.JsonObject =>
  * `{goal, roundsStarted, createdAt, updatedAt}` for a snapshot or `{cleared, clearedAt}` for a clear.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const renderChange = (change: GoalChange): string => {
   const encoded = encodeChange(change)
@@ -269,6 +312,7 @@ export const renderChange = (change: GoalChange): string => {
  * fixed instructions.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const renderRound = (goal: Goal, round: number): string =>
   [
@@ -284,6 +328,7 @@ export const renderRound = (goal: Goal, round: number): string =>
  * The ref a change names: the goal's id and the change's revision.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const refOf = (change: GoalChange): GoalRef =>
   change.operation === "clear" ? change.cleared : { id: change.goal.id, revision: change.goal.revision }

@@ -25,6 +25,7 @@ import * as internal from "./internal/goals.js"
  * from a log (on resume or attach) is `disarmed` until a human resumes it (R119).
  *
  * @since 0.0.0
+ * @category models
  */
 export type Activation = "armed" | "disarmed"
 
@@ -32,6 +33,7 @@ export type Activation = "armed" | "disarmed"
  * What `get` returns: the folded state (with pending changes applied) and the activation.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface View extends GoalState {
   readonly activation: Activation
@@ -41,6 +43,7 @@ export interface View extends GoalState {
  * A live notice that the goal changed (R120's `goal/changed`).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Changed {
   readonly operation: Operation
@@ -52,6 +55,7 @@ export interface Changed {
  * The input of `create`.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface CreateInput {
   readonly objective: string
@@ -68,6 +72,7 @@ export interface CreateInput {
  * The input of `edit`: what to change (the phase and blocker are kept).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface EditInput {
   readonly objective?: string | undefined
@@ -80,6 +85,7 @@ export interface EditInput {
  * What a mutation fails with.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Failure = GoalError | GoalReplayError
 
@@ -95,6 +101,7 @@ export type Failure = GoalError | GoalReplayError
  * it did not count.
  *
  * @since 0.0.0
+ * @category services
  */
 export interface Service {
   /** The current state. Fails with `GoalReplayError` once the log has shown a goal event that cannot be folded. */
@@ -128,6 +135,7 @@ export interface Service {
  * The goal service of the current context.
  *
  * @since 0.0.0
+ * @category services
  */
 export class Goals extends Context.Tag("@harness/goal/Goals")<Goals, Service>() {}
 
@@ -135,6 +143,7 @@ export class Goals extends Context.Tag("@harness/goal/Goals")<Goals, Service>() 
  * What a verifier reports: whether the goal is really complete, and its output (summarised in the log).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface VerifierResult {
   readonly passed: boolean
@@ -145,6 +154,7 @@ export interface VerifierResult {
  * Options of {@link make}.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The round cap of a goal created without one. Default 256. */
@@ -169,6 +179,7 @@ export interface Options {
  * The goal system before it is attached: hooks and tools for `Agent.make`, and `attach`.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Plugin {
   /** The admission guard (R125): put it outermost (`Hooks.compose(plugin.hooks, yours)`). */
@@ -187,6 +198,7 @@ export interface Plugin {
  * a positive integer or `verifierTimeout` is not a positive, finite duration.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make: (options?: Options) => Effect.Effect<Plugin, GoalError, CommandExecutor> = internal.make
 
@@ -194,6 +206,7 @@ export const make: (options?: Options) => Effect.Effect<Plugin, GoalError, Comma
  * Builds an agent with the goal plugin (its guard outermost, its tools first) and attaches the service.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const makeAgent: <R = never>(
   agentOptions?: Agent.Options<R>,

@@ -17,6 +17,7 @@ import type { RetryPolicy, Settings } from "./internal/settings.js"
  * DeepSeek's API base URL, the default.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const deepSeekBaseUrl = "https://api.deepseek.com"
 
@@ -24,6 +25,7 @@ export const deepSeekBaseUrl = "https://api.deepseek.com"
  * The default model.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const defaultModel = "deepseek-v4-flash"
 
@@ -31,6 +33,7 @@ export const defaultModel = "deepseek-v4-flash"
  * DeepSeek's current chat models (`deepseek-chat` / `deepseek-reasoner` were retired in July 2026).
  *
  * @since 0.0.0
+ * @category constants
  */
 export const deepSeekModels = ["deepseek-v4-flash", "deepseek-v4-pro"] as const
 
@@ -38,6 +41,7 @@ export const deepSeekModels = ["deepseek-v4-flash", "deepseek-v4-pro"] as const
  * DeepSeek's thinking switch, sent as `thinking: { type }`.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Thinking = "enabled" | "disabled"
 
@@ -46,6 +50,7 @@ export type Thinking = "enabled" | "disabled"
  * `max_completion_tokens` (newer OpenAI models).
  *
  * @since 0.0.0
+ * @category models
  */
 export type MaxTokensParameter = "max_tokens" | "max_completion_tokens"
 
@@ -53,6 +58,7 @@ export type MaxTokensParameter = "max_tokens" | "max_completion_tokens"
  * How failed requests are retried while nothing has been streamed to the caller.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface RetryOptions {
   /** Retries after the first attempt; 0 disables retrying. Default 2. */
@@ -67,6 +73,7 @@ export interface RetryOptions {
  * Provider options. Every field is optional: the defaults talk to DeepSeek (which then needs `apiKey`).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The server's base URL (`…/chat/completions` is appended unless already there). Default DeepSeek's. */
@@ -118,6 +125,7 @@ export interface Options {
  * The provider was misconfigured. `option` names the offending option; `message` says what to do.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class ChatCompletionsConfigError extends Schema.TaggedError<ChatCompletionsConfigError>(
   "@harness/llm/ChatCompletionsConfigError"
@@ -318,6 +326,7 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  * - A failed request is retried (per {@link RetryOptions}) only while nothing has been streamed to the caller.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = Effect.fn("ChatCompletions.make")(function*(options: Options = {}) {
   const settings = yield* resolve(options)
@@ -330,6 +339,7 @@ export const make = Effect.fn("ChatCompletions.make")(function*(options: Options
  * The provider as a `LanguageModel` layer.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (
   options: Options = {}
@@ -360,6 +370,7 @@ const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUnde
  * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const config: Config.Config<Options> = Config.all({
   baseUrl: Config.option(Config.string("LLM_BASE_URL")),
@@ -410,7 +421,21 @@ export const config: Config.Config<Options> = Config.all({
  * The provider as a layer configured from `Config` ({@link config} by default). Contract: a misconfiguration is
  * a `ConfigError` whose message says what to do (a missing API key for DeepSeek is `MissingData`).
  *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { FetchHttpClient } from "@effect/platform"
+ * import { ChatCompletions } from "@harness/llm"
+ * import { Effect, Layer } from "effect"
+ *
+ * // Settings come from the environment (DEEPSEEK_API_KEY, …; see `config`).
+ * const ModelLive = ChatCompletions.layerConfig().pipe(Layer.provide(FetchHttpClient.layer))
+ *
+ * const program = LanguageModel.generateText({ prompt: "Say hello" }).pipe(Effect.provide(ModelLive))
+ * ```
+ *
  * @since 0.0.0
+ * @category layers
  */
 export const layerConfig = (
   options: Config.Config<Options> = config
@@ -432,6 +457,7 @@ export const layerConfig = (
  * misconfiguration is a defect here (use {@link layer} to handle it as an error).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const model = (
   name: string,

@@ -1,5 +1,5 @@
 /**
- * A hostile or broken server (issue 14). Each case failed before its fix: a `retry:` field that put the stream to
+ * A hostile or broken server (ADR 0011). Each case failed before its fix: a `retry:` field that put the stream to
  * sleep for days, keep-alive comments and a trickled line that kept re-arming the idle timeout, endless progress
  * with no overall deadline, an oversized SSE event that escaped as a defect, a refusal treated as an empty response
  * and retried, `n > 1` choices interleaved into one text, a 200 that is not an event stream reported as "closed

@@ -1,5 +1,5 @@
 /**
- * The secrets property (issue 14): a server plants the API key — or a secret header value — in every place it can
+ * The secrets property (ADR 0011): a server plants the API key — or a secret header value — in every place it can
  * write: any response header (value, or name when the key is a valid header name), error bodies (JSON fields,
  * plain text, HTML) at offsets that straddle every cut the provider makes, redirect targets, 200 bodies that are not
  * event streams, in-stream error events and error chunks, malformed chunks, refusals, chunk ids and models, content

@@ -1,7 +1,7 @@
 /**
  * End to end over real HTTP: the `Agent`, this provider and the fake chat-completions server. One turn in thinking
  * mode with a tool-call round trip (the second request carries the tool result and the reasoning), and one turn
- * cut mid-stream whose `LlmFailure` ends up in the log. Then what issue 14 found at the agent's edge: a server that
+ * cut mid-stream whose `LlmFailure` ends up in the log. Then what outside testing found at the agent's edge (ADR 0011): a server that
  * echoes the key in its headers and body (the log, the live events and `turn/end` never see it), a refusal (its
  * text in `turn/end`, no retry), and an oversized SSE event (a classified failure, no stack trace or path).
  */

@@ -23,6 +23,7 @@ import * as internal from "./internal/history.js"
  * parts, `provenance` on assistant messages.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const optionsKey: "harness" = internal.optionsKey
 
@@ -30,16 +31,24 @@ export const optionsKey: "harness" = internal.optionsKey
  * Marks a {@link History}; its value is the persistent sequence of derived messages.
  *
  * @since 0.0.0
+ * @category symbols
  */
 export const TypeId: typeof internal.TypeId = internal.TypeId
 
-/** @since 0.0.0 */
+/**
+
+ * @since 0.0.0
+
+ * @category symbols
+
+ */
 export type TypeId = typeof TypeId
 
 /**
  * The derived history: an opaque, immutable projection.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface History {
   /** The number of derived messages. */
@@ -52,6 +61,7 @@ export interface History {
  * The history of an empty log.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const empty: History = internal.empty
 
@@ -63,6 +73,7 @@ export const empty: History = internal.empty
  * their parts are frozen.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const fold: (history: History, event: SessionEvent.SessionEvent) => History = internal.fold
 
@@ -73,6 +84,7 @@ export const fold: (history: History, event: SessionEvent.SessionEvent) => Histo
  * array is then cached, so calling it again on the same history is O(1)). Do not mutate the array.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const messages: (history: History) => ReadonlyArray<Prompt.Message> = internal.messages
 
@@ -80,6 +92,7 @@ export const messages: (history: History) => ReadonlyArray<Prompt.Message> = int
  * The whole-log derivation: `messages(events.reduce(fold, empty))`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const deriveMessages: (events: Iterable<SessionEvent.SessionEvent>) => ReadonlyArray<Prompt.Message> =
   internal.deriveMessages

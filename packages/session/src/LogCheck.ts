@@ -34,6 +34,7 @@ import * as internal from "./internal/logCheck.js"
  * - `unclosed-turn` (checkLog only): the log ends inside a turn.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Rule = Schema.Literal(
   "seq-gap",
@@ -53,13 +54,17 @@ export const Rule = Schema.Literal(
   "unanswered-tool-call",
   "unclosed-turn"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Rule = typeof Rule.Type
 
 /**
  * One broken rule, at the event that broke it.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Violation {
   readonly seq: number
@@ -71,6 +76,7 @@ export interface Violation {
  * A tool call of the open step that is still owed a result.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface OwedCall {
   readonly callId: Ids.ToolCallId
@@ -86,6 +92,7 @@ export interface OwedCall {
  * Every tool call of the open step, answered or not: the bookkeeping of the tool-call rules.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface StepCall extends OwedCall {
   /** The `seq` of the `tool/result` that answered it, if any. */
@@ -98,6 +105,7 @@ export interface StepCall extends OwedCall {
  * The enclosure state after a prefix of the log.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface LogState {
   /** The `seq` the next event gets. */
@@ -128,6 +136,7 @@ export interface LogState {
  * The state of an empty log.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const initial: LogState = internal.initial
 
@@ -140,6 +149,7 @@ export const initial: LogState = internal.initial
  * the next state, or the violation that refuses the event (the caller's state then stands unchanged).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const step: (
   state: LogState,
@@ -155,6 +165,7 @@ export const step: (
  * call owed at a `step/end`) and `unclosed-turn` (at the last event).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const checkLog: (events: ReadonlyArray<SessionEvent.SessionEvent>) => ReadonlyArray<Violation> =
   internal.checkLog

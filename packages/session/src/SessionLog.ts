@@ -18,18 +18,22 @@ import type { SessionLogError } from "./SessionLogError.js"
 import * as SessionStore from "./SessionStore.js"
 import type { SessionStoreError } from "./SessionStoreError.js"
 
-/**
- * A refused append, seed or load (defined in its own module so the implementation can construct it without
- * importing this one).
- *
- * @since 0.0.0
- */
-export { SessionLogError } from "./SessionLogError.js"
+export {
+  /**
+   * A refused append, seed or load (defined in its own module so the implementation can construct it without
+   * importing this one).
+   *
+   * @since 0.0.0
+   * @category errors
+   */
+  SessionLogError
+} from "./SessionLogError.js"
 
 /**
  * One session's log.
  *
  * @since 0.0.0
+ * @category services
  */
 export interface Service {
   readonly id: Ids.SessionId
@@ -142,6 +146,7 @@ export interface Service {
  * The tag of the current session's log.
  *
  * @since 0.0.0
+ * @category services
  */
 export class SessionLog extends Context.Tag("@harness/session/SessionLog")<SessionLog, Service>() {}
 
@@ -230,7 +235,20 @@ export interface OpenOptions {
  * Creates a new session in the store (optionally seeded): validates the seed (`invalid-seed`, before anything is
  * stored), creates the session (`store` if the id already exists) and writes the seed rows in one append.
  *
+ * @example
+ * ```ts
+ * import { SessionLog, SessionStore } from "@harness/session"
+ * import { Effect } from "effect"
+ *
+ * // A new session in a memory store; `events` is what was appended so far (nothing yet).
+ * const program = Effect.gen(function*() {
+ *   const log = yield* SessionLog.make({ title: "scratch" })
+ *   return yield* log.events
+ * }).pipe(Effect.provide(SessionStore.layerMemory))
+ * ```
+ *
  * @since 0.0.0
+ * @category constructors
  */
 export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> =
   internal.make
@@ -252,6 +270,7 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
  *   returns. A `user/message` after the last `turn/end` is committed history, not a tail.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const open: (
   id: Ids.SessionId,
@@ -262,6 +281,7 @@ export const open: (
  * A new session over its own fresh memory store: the default of every agent.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const memory = (options?: MakeOptions): Effect.Effect<Service, SessionLogError> =>
   Effect.provideServiceEffect(make(options), SessionStore.SessionStore, SessionStore.makeMemory)
@@ -270,6 +290,7 @@ export const memory = (options?: MakeOptions): Effect.Effect<Service, SessionLog
  * A layer providing a new memory session.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layerMemory = (options?: MakeOptions): Layer.Layer<SessionLog, SessionLogError> =>
   Layer.effect(SessionLog, memory(options))

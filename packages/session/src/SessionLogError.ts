@@ -19,6 +19,7 @@ import { Rule } from "./LogCheck.js"
  * asked for at something other than a `turn/end`, R112's `OPEN_TURN`).
  *
  * @since 0.0.0
+ * @category errors
  */
 export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
   "SessionLogError",

@@ -23,6 +23,7 @@ import * as internal from "./internal/memoryStore.js"
  * array order.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Commit {
   readonly events: ReadonlyArray<SessionEvent.SessionEvent>
@@ -37,6 +38,7 @@ export interface Commit {
  * stored (`JSON.stringify` of the record when it was written), so a corrupt record reaches the caller, who decodes.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface StoredRecord {
   readonly position: number
@@ -48,6 +50,7 @@ export interface StoredRecord {
  * `position` of the last record it covers, and `text` (the session's own encoding).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Snapshot {
   readonly seq: number
@@ -60,6 +63,7 @@ export interface Snapshot {
  * `synchronous = FULL`); the log passes it at its durability barriers.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface AppendOptions {
   readonly sync?: boolean
@@ -69,6 +73,7 @@ export interface AppendOptions {
  * Options of `load`. `after`: only records whose position is greater (absent: every record).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface LoadOptions {
   readonly after?: number
@@ -76,13 +81,29 @@ export interface LoadOptions {
 
 import type { SessionStoreError } from "./SessionStoreError.js"
 
-export { SessionStoreError, SessionStoreErrorReason } from "./SessionStoreError.js"
+export {
+  /**
+   * A store failure, re-exported from `SessionStoreError` (defined there so backends can construct it).
+   *
+   * @since 0.0.0
+   * @category errors
+   */
+  SessionStoreError,
+  /**
+   * The kinds of store failure, re-exported from `SessionStoreError`.
+   *
+   * @since 0.0.0
+   * @category errors
+   */
+  SessionStoreErrorReason
+} from "./SessionStoreError.js"
 
 /**
  * The driver contract. Every operation on an unknown id fails with `NotFound`. Operations on one session are
  * atomic with respect to each other; a session has one writer at a time (its log).
  *
  * @since 0.0.0
+ * @category services
  */
 export interface Service {
   /**
@@ -170,6 +191,7 @@ export interface Service {
  * The driver tag.
  *
  * @since 0.0.0
+ * @category services
  */
 export class SessionStore extends Context.Tag("@harness/session/SessionStore")<SessionStore, Service>() {}
 
@@ -177,6 +199,7 @@ export class SessionStore extends Context.Tag("@harness/session/SessionStore")<S
  * Makes chosen appends fail, for tests.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Faults {
   /**
@@ -197,18 +220,73 @@ export interface Faults {
  * The fault-injector tag, provided by {@link layerMemoryWithFaults}.
  *
  * @since 0.0.0
+ * @category services
  */
 export class StoreFaults extends Context.Tag("@harness/session/StoreFaults")<StoreFaults, Faults>() {}
 
 export {
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.anyEvent`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   anyEvent,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.CommitFigures`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   type CommitFigures,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.commitRecords`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   commitRecords,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.contiguityIssue`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   contiguityIssue,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.encodeCommit`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   encodeCommit,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.EncodedRecord`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   type EncodedRecord,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.figuresOf`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   figuresOf,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.positionIssue`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   positionIssue,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.utf8Length`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
   utf8Length
 } from "./StoreCodec.js"
 
@@ -221,6 +299,7 @@ export {
  * summaries it recomputes cost O(n).
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const makeMemory: Effect.Effect<Service> = internal.makeMemory
 
@@ -228,6 +307,7 @@ export const makeMemory: Effect.Effect<Service> = internal.makeMemory
  * The memory backend as a layer (a fresh store each time the layer is built).
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layerMemory: Layer.Layer<SessionStore> = Layer.effect(SessionStore, makeMemory)
 
@@ -238,6 +318,7 @@ export const layerMemory: Layer.Layer<SessionStore> = Layer.effect(SessionStore,
  * every other operation is the wrapped driver's.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const withFaults: (store: Service) => Effect.Effect<readonly [Service, Faults]> = internal.withFaults
 
@@ -245,6 +326,7 @@ export const withFaults: (store: Service) => Effect.Effect<readonly [Service, Fa
  * The memory backend with a fault injector.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layerMemoryWithFaults: Layer.Layer<SessionStore | StoreFaults> = Layer.effectContext(
   Effect.gen(function*() {

@@ -20,6 +20,7 @@ import { Schema } from "effect"
  * - `Injected`: a test's fault injector refused the operation.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SessionStoreErrorReason = Schema.Literal(
   "NotFound",
@@ -29,7 +30,10 @@ export const SessionStoreErrorReason = Schema.Literal(
   "Corrupt",
   "Injected"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type SessionStoreErrorReason = typeof SessionStoreErrorReason.Type
 
 /**
@@ -37,6 +41,7 @@ export type SessionStoreErrorReason = typeof SessionStoreErrorReason.Type
  * `list`).
  *
  * @since 0.0.0
+ * @category errors
  */
 export class SessionStoreError extends Schema.TaggedError<SessionStoreError>("@harness/session/SessionStoreError")(
   "SessionStoreError",

@@ -61,7 +61,7 @@ export const list: Effect.Effect<ReadonlyArray<SessionInfo>, SessionLogError, Se
  * source's numbering.
  *
  * Contract: the source is read only up to the boundary (streamed) and never changed; its inbox records are not
- * copied. A boundary that is not a `turn/end` (or a source without one) is `fork-boundary` (the reference's
+ * copied. A boundary that is not a `turn/end` (or a source without one) is `fork-boundary` (the original design's
  * `OPEN_TURN`), and nothing is created; an existing child id is `store`.
  *
  * @since 0.0.0

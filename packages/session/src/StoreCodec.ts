@@ -12,6 +12,7 @@ import type { Commit } from "./SessionStore.js"
  * A commit predicate for {@link Faults.failWhen}: true when any of the commit's events matches.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const anyEvent = (predicate: (event: SessionEvent.SessionEvent) => boolean) => (commit: Commit): boolean =>
   commit.events.some(predicate)
@@ -20,6 +21,7 @@ export const anyEvent = (predicate: (event: SessionEvent.SessionEvent) => boolea
  * For backends: the records of a commit in the order they are stored (inbox records first, then events).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const commitRecords = (commit: Commit): ReadonlyArray<Store.StoreRecord> =>
   commit.inbox.length === 0
@@ -32,6 +34,7 @@ export const commitRecords = (commit: Commit): ReadonlyArray<Store.StoreRecord> 
  * For backends: one record of a commit, encoded, with the facts summaries and the message index need.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface EncodedRecord {
   /** The record's position: the session's record count before the commit plus its index in the commit. */
@@ -53,6 +56,7 @@ export interface EncodedRecord {
  * For backends: the records of `commit` in stored order, encoded, with positions from `from`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const encodeCommit = (commit: Commit, from: number): ReadonlyArray<EncodedRecord> =>
   commitRecords(commit).map((record, i) => {
@@ -72,6 +76,7 @@ export const encodeCommit = (commit: Commit, from: number): ReadonlyArray<Encode
  * For backends: what a commit adds to a session's figures (see `Store.SessionSummary`).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface CommitFigures {
   readonly records: number
@@ -88,6 +93,7 @@ export interface CommitFigures {
  * For backends: the figures of encoded records.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const figuresOf = (records: ReadonlyArray<EncodedRecord>): CommitFigures => {
   let events = 0
@@ -109,6 +115,7 @@ export const figuresOf = (records: ReadonlyArray<EncodedRecord>): CommitFigures 
  * For backends: the UTF-8 length of a string (what `bytes` counts).
  *
  * @since 0.0.0
+ * @category utils
  */
 export const utf8Length = (text: string): number => {
   let bytes = 0
@@ -132,6 +139,7 @@ export const utf8Length = (text: string): number => {
  * message), or `undefined` when it does.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const contiguityIssue = (storedEvents: number, commit: Commit): string | undefined => {
   const events = commit.events
@@ -150,6 +158,7 @@ export const contiguityIssue = (storedEvents: number, commit: Commit): string | 
  * For backends: the `Conflict` message for a position that is not a whole number, or `undefined`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const positionIssue = (position: number): string | undefined =>
   Number.isSafeInteger(position) && position >= 0

@@ -19,6 +19,7 @@ import * as internal from "./internal/jsonlStore.js"
  * Where the session files live.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The directory (created at the first `create`). */
@@ -36,6 +37,7 @@ export interface Options {
  * before the next write.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (options: Options): Effect.Effect<SessionStore.Service, never, FileSystem.FileSystem> =>
   internal.make(options)
@@ -44,6 +46,7 @@ export const make = (options: Options): Effect.Effect<SessionStore.Service, neve
  * The store in `options.directory`, over the `FileSystem` of the context.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, never, FileSystem.FileSystem> =>
   Layer.effect(SessionStore.SessionStore, make(options))

@@ -21,6 +21,7 @@ import * as internal from "./internal/postgresStore.js"
  * Where the database is.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** A connection URL, `postgres://user:password@host:port/database`. */
@@ -38,6 +39,7 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * cannot be applied.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
   .gen(function*() {
@@ -58,6 +60,7 @@ export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStore
  * Contract: fails with `Io` when the server cannot be reached or the schema cannot be applied.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
   Layer.effect(SessionStore.SessionStore, make).pipe(
@@ -72,6 +75,7 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
  * {@link layer} with the URL from `Config` (default: the redacted `HARNESS_POSTGRES_URL`).
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layerConfig = (
   url: Config.Config<Redacted.Redacted> = Config.redacted("HARNESS_POSTGRES_URL")

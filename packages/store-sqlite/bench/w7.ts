@@ -5,7 +5,7 @@
  * open turn durably. Each load runs in a fresh child process, so its peak RSS is the load's alone.
  *
  * Run: `npx tsx packages/store-sqlite/bench/w7.ts [events]` (default 1 000 000). Prints figures; never fails on
- * time. The reference restores a 1.3M-event session in ~263 ms (its own loader, no per-event validation).
+ * time. The original design's implementation restores a 1.3M-event session in ~263 ms (its own loader, no per-event validation).
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { Content, Ids, MessageSource, type SessionEvent } from "@harness/domain"

@@ -22,6 +22,7 @@ import * as internal from "./internal/sqliteStore.js"
  * Where the database lives.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The database file (created if missing). `":memory:"` works too (a private database, without WAL). */
@@ -38,6 +39,7 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * `Io`), but one session has one writer at a time. Fails with `Io` when the schema cannot be applied.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
   .gen(function*() {
@@ -57,6 +59,7 @@ export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStore
  * Contract: fails with `Io` when the file cannot be opened or migrated.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
   Layer.effect(

@@ -12,6 +12,7 @@ import { Effect, Queue, Ref } from "effect"
  * What a recorder offers.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Recorder {
   /** Every event received so far, live and durable (`session/event`), in publication order. */
@@ -38,6 +39,7 @@ export interface Recorder {
  * (`tool/result:ABORTED`).
  *
  * @since 0.0.0
+ * @category rendering
  */
 export const describe = (event: AgentEvent.AgentEvent): string => {
   switch (event.type) {
@@ -66,6 +68,7 @@ export const describe = (event: AgentEvent.AgentEvent): string => {
  * The compact name of one durable event.
  *
  * @since 0.0.0
+ * @category rendering
  */
 export const describeDurable = (event: SessionEvent.SessionEvent): string => {
   switch (event.type) {
@@ -82,6 +85,7 @@ export const describeDurable = (event: SessionEvent.SessionEvent): string => {
  * A compact trace of events, e.g. `["enqueue:queued", "status:running", "dequeue", "turn/start", …]`.
  *
  * @since 0.0.0
+ * @category rendering
  */
 export const trace = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<string> => events.map(describe)
 
@@ -89,6 +93,7 @@ export const trace = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArr
  * Records the events of an agent from now on. Contract: subscribed when it returns.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (
   agent: { readonly subscribe: Effect.Effect<Queue.Dequeue<AgentEvent.AgentEvent>, never, Scope.Scope> }

@@ -32,6 +32,7 @@ import { LogCheck } from "@harness/session"
  * - `log`: a rule of `LogCheck.checkLog` (R100), every turn closed included.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Invariant =
   | "fifo-conservation"
@@ -54,6 +55,7 @@ export type Invariant =
  * list's length.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Violation {
   readonly invariant: Invariant
@@ -71,6 +73,7 @@ export interface Violation {
  * - `pending`: none of these yet (queued, parked, or staged).
  *
  * @since 0.0.0
+ * @category models
  */
 export type Fate = "logged" | "discarded" | "dropped" | "pending"
 
@@ -94,6 +97,7 @@ const violation = (invariant: Invariant, where: "events" | "log", index: number,
  * (0 after disposal, which discards everything pending); the violation names the ids still outstanding.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const fifoConservation = (
   events: Events,
@@ -167,6 +171,7 @@ export const fifoConservation = (
  * be it (`idle` once the run is quiescent or disposed).
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const statusTrace = (
   events: Events,
@@ -203,6 +208,7 @@ export const statusTrace = (
  * Steering never lands in a closed turn: every `steering/message` of the log names the turn that is open.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const steeringInOpenTurn = (log: Log): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
@@ -234,6 +240,7 @@ export const steeringInOpenTurn = (log: Log): ReadonlyArray<Violation> => {
  * `steering`) before it and neither logged as `steering/message` nor discarded is reported, once.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const steeringJoinsTurn = (events: Events): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
@@ -312,6 +319,7 @@ const fatesOf = (trail: Trail | undefined): ReadonlyArray<Fate> => {
  * `pending` when it has none. {@link messageFates} reports ids with more than one.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const fates = (events: Events, log: Log, ids: Iterable<string>): ReadonlyMap<string, Fate> => {
   const all = trails(events, log)
@@ -331,6 +339,7 @@ export const fates = (events: Events, log: Log, ids: Iterable<string>): Readonly
  * pending), an id with no fate at all.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const messageFates = (
   events: Events,
@@ -411,6 +420,7 @@ export const messageFates = (
  * as a `user/message`, or — unless `final` is set — still staged.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const injectedContext = (
   log: Log,
@@ -451,6 +461,7 @@ export const injectedContext = (
  * `user/message`), and no turn logs two of them — queued prompts are never merged.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const oneSendOneTurn = (events: Events, log: Log): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
@@ -490,6 +501,7 @@ export const oneSendOneTurn = (events: Events, log: Log): ReadonlyArray<Violatio
  * retry chain settles). Reads only the live events.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const settledOnce = (
   events: Events,
@@ -540,6 +552,7 @@ export const settledOnce = (
  * `turn/end`, no `agent/settled`). Reads only the live events (`session/event` republications included).
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const admissionCancel = (events: Events): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
@@ -586,6 +599,7 @@ export const admissionCancel = (events: Events): ReadonlyArray<Violation> => {
  * admission). Reads only the live events (`session/event` republications included).
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const admissionOrder = (events: Events): ReadonlyArray<Violation> => {
   const out: Array<Violation> = []
@@ -652,6 +666,7 @@ export const admissionOrder = (events: Events): ReadonlyArray<Violation> => {
  * before disposal, which discards whatever is pending).
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const noDiscard = (events: Events): ReadonlyArray<Violation> =>
   events.flatMap((event, index) =>
@@ -664,6 +679,7 @@ export const noDiscard = (events: Events): ReadonlyArray<Violation> =>
  * `agent/disposed` is published at most once, and nothing after it. When `required` is set it must be there.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const disposedLast = (
   events: Events,
@@ -688,6 +704,7 @@ export const disposedLast = (
  * tool call answered once, every turn closed), as violations of `log` at the offending event.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const logWellFormed = (log: Log): ReadonlyArray<Violation> =>
   LogCheck.checkLog(log).map((v) => {
@@ -699,6 +716,7 @@ export const logWellFormed = (log: Log): ReadonlyArray<Violation> =>
  * What one run left behind, for {@link check}.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Run {
   /** Every live event recorded from before the first send (an `EventRecorder` subscribed first). */
@@ -724,6 +742,7 @@ export interface Run {
  * opening, injected context, the log's rules, and — as the options say — no discard and disposal last.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const check = (run: Run): ReadonlyArray<Violation> => {
   const final = run.final === true
@@ -749,6 +768,7 @@ export const check = (run: Run): ReadonlyArray<Violation> => {
  * A readable list of violations, one per line, for assertion messages.
  *
  * @since 0.0.0
+ * @category invariants
  */
 export const render = (violations: ReadonlyArray<Violation>): string =>
   violations.map((v) => `${v.invariant} @ ${v.in}[${v.index}]: ${v.message}`).join("\n")

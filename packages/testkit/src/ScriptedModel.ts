@@ -18,6 +18,7 @@ import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } fro
  * One piece of a scripted reply's content.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Piece =
   | { readonly _tag: "text"; readonly text: string }
@@ -28,6 +29,7 @@ export type Piece =
  * One scripted reply.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Reply {
   readonly pieces: ReadonlyArray<Piece>
@@ -48,6 +50,7 @@ export interface Reply {
  * A text piece.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const text = (text: string): Piece => ({ _tag: "text", text })
 
@@ -55,6 +58,7 @@ export const text = (text: string): Piece => ({ _tag: "text", text })
  * A reasoning piece.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const reasoning = (text: string): Piece => ({ _tag: "reasoning", text })
 
@@ -62,6 +66,7 @@ export const reasoning = (text: string): Piece => ({ _tag: "reasoning", text })
  * A tool-call piece. `args` is the raw argument text, or a value serialised with `JSON.stringify`.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const toolCall = (name: string, args: string | object = {}, options?: { readonly id?: string }): Piece => ({
   _tag: "tool-call",
@@ -74,6 +79,7 @@ export const toolCall = (name: string, args: string | object = {}, options?: { r
  * A reply from pieces.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const reply = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces })
 
@@ -81,6 +87,7 @@ export const reply = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces })
  * A reply that only says `text`.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const textResponse = (value: string): Reply => reply(text(value))
 
@@ -88,6 +95,7 @@ export const textResponse = (value: string): Reply => reply(text(value))
  * A reply that makes tool calls (optionally with text before them).
  *
  * @since 0.0.0
+ * @category replies
  */
 export const toolCallResponse = (...calls: ReadonlyArray<Piece>): Reply => reply(...calls)
 
@@ -95,6 +103,7 @@ export const toolCallResponse = (...calls: ReadonlyArray<Piece>): Reply => reply
  * A reply truncated by the output limit (finish `length`): its tool calls are incomplete.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const maxTokensResponse = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces, finish: "length" })
 
@@ -102,6 +111,7 @@ export const maxTokensResponse = (...pieces: ReadonlyArray<Piece>): Reply => ({ 
  * A provider failure with an `LlmFailure` code, carried as the `AiError`'s cause (so `failureOf` returns it).
  *
  * @since 0.0.0
+ * @category replies
  */
 export const failure = (
   code: LlmFailure.LlmFailureCode,
@@ -113,6 +123,7 @@ export const failure = (
  * Streams `pieces`, then fails with the given code: a failure after partial output.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const failureAfter = (
   pieces: ReadonlyArray<Piece>,
@@ -124,6 +135,7 @@ export const failureAfter = (
  * Streams `pieces`, then hangs until the request is interrupted.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const hanging = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces, hang: true })
 
@@ -131,6 +143,7 @@ export const hanging = (...pieces: ReadonlyArray<Piece>): Reply => ({ pieces, ha
  * The same reply, after a delay on `Clock`.
  *
  * @since 0.0.0
+ * @category replies
  */
 export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => ({ ...value, delay })
 
@@ -138,6 +151,7 @@ export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => (
  * What the model received in one request.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Request {
   readonly prompt: Prompt.Prompt
@@ -151,6 +165,7 @@ export interface Request {
  * The script's controls.
  *
  * @since 0.0.0
+ * @category services
  */
 export interface Service {
   /** Every request received so far, in order. */
@@ -165,6 +180,7 @@ export interface Service {
  * The script's controls in context.
  *
  * @since 0.0.0
+ * @category services
  */
 export class ScriptedModel extends Context.Tag("@harness/testkit/ScriptedModel")<ScriptedModel, Service>() {}
 
@@ -244,7 +260,24 @@ const failWith = (failure: LlmFailure.LlmFailure) =>
  * Contract: requests take replies in order; a request with no reply left fails with an `UnknownError` that says
  * so (code `UNKNOWN`).
  *
+ * @example
+ * ```ts
+ * import { ScriptedModel } from "@harness/testkit"
+ * import { Effect } from "effect"
+ *
+ * // A model that answers the first request with a tool call and the second with text; the controls record requests.
+ * const program = Effect.gen(function*() {
+ *   const [model, controls] = yield* ScriptedModel.make([
+ *     ScriptedModel.toolCallResponse(ScriptedModel.toolCall("read_file", { path: "README.md" })),
+ *     ScriptedModel.textResponse("Done.")
+ *   ])
+ *   yield* model.generateText({ prompt: "Read the README" })
+ *   return yield* controls.requests
+ * })
+ * ```
+ *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
   Effect.gen(function*() {
@@ -327,6 +360,7 @@ const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Resp
  * A layer providing the scripted `LanguageModel` and its controls.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layer = (replies: ReadonlyArray<Reply> = []): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
   Layer.effectContext(

@@ -17,6 +17,19 @@ import * as WorkspaceTools from "./WorkspaceTools.js"
  *
  * Contract: as {@link WorkspaceTools.make}, with `NodeContext.layer` provided.
  *
+ * @example
+ * ```ts
+ * import { Agent } from "@harness/agent"
+ * import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
+ * import { Effect } from "effect"
+ *
+ * // The seven tools over the current directory, with a smaller output cap, handed to an agent.
+ * const program = Effect.gen(function*() {
+ *   const tools = yield* NodeWorkspaceTools.make({ root: ".", limits: { maxOutputChars: 8_000 } })
+ *   return yield* Agent.make({ tools })
+ * })
+ * ```
+ *
  * @since 0.0.0
  * @category constructors
  */

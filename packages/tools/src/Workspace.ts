@@ -21,6 +21,7 @@ import { WorkspaceError } from "./WorkspaceError.js"
  * A path resolved inside the workspace.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Resolved {
   /** The path as the caller gave it. */
@@ -35,6 +36,7 @@ export interface Resolved {
  * A regular file read inside the workspace.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface FileRead {
   readonly resolved: Resolved
@@ -47,6 +49,7 @@ export interface FileRead {
  * A workspace root and the resolution of paths against it.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Workspace {
   /** The root's real absolute path. */
@@ -103,6 +106,7 @@ export interface Workspace {
  * path is computed once, here; the `FileSystem` and `Path` in context are captured, so `resolve` needs nothing.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (root: string): Effect.Effect<Workspace, WorkspaceError, FileSystem | Path> =>
   Effect.gen(function*() {

@@ -25,6 +25,7 @@ import { Schema } from "effect"
  * - `Io`: any other operating-system failure (permissions, a full disk, ...).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const WorkspaceErrorReason = Schema.Literal(
   "PathEscape",
@@ -44,7 +45,13 @@ export const WorkspaceErrorReason = Schema.Literal(
   "Io"
 )
 
-/** @since 0.0.0 */
+/**
+
+ * @since 0.0.0
+
+ * @category errors
+
+ */
 export type WorkspaceErrorReason = typeof WorkspaceErrorReason.Type
 
 /**
@@ -53,7 +60,7 @@ export type WorkspaceErrorReason = typeof WorkspaceErrorReason.Type
  * parsing the message.
  *
  * @since 0.0.0
- * @category codes
+ * @category constants
  */
 export const codeOf = (reason: WorkspaceErrorReason): string =>
   reason.replace(/(?<=[a-z])(?=[A-Z])/g, "_").toUpperCase()
@@ -64,6 +71,7 @@ export const codeOf = (reason: WorkspaceErrorReason): string =>
  * `reason` (see {@link codeOf}) and is not part of the encoded form.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>("@harness/tools/WorkspaceError")(
   "WorkspaceError",

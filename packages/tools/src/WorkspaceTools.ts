@@ -13,9 +13,11 @@ import type { Path } from "@effect/platform/Path"
 import { AgentTool } from "@harness/agent"
 import type { Context } from "effect"
 import { Duration, Effect, Option, Schema } from "effect"
-import * as Files from "./internal/files.js"
+import * as Read from "./internal/read.js"
 import { capOutput } from "./internal/render.js"
+import * as Search from "./internal/search.js"
 import * as Commands from "./internal/shell.js"
+import * as Write from "./internal/write.js"
 import * as Workspace from "./Workspace.js"
 import { WorkspaceError } from "./WorkspaceError.js"
 
@@ -27,6 +29,7 @@ import { WorkspaceError } from "./WorkspaceError.js"
  * The limits of the toolset. Whatever a limit cuts is marked in the result (`… [truncated: ...]`).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Limits {
   /** The largest file `read_file` and `edit_file` load, in bytes (larger: `TooLarge`). Default 10 MiB. */
@@ -61,6 +64,7 @@ export interface Limits {
  * The default {@link Limits}.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const defaultLimits: Limits = {
   maxFileBytes: 10 * 1024 * 1024,
@@ -100,6 +104,7 @@ const durationLimits = ["shellTimeout", "maxShellTimeout", "shellKillGrace"] as 
  * positive duration (durations).
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const makeLimits = (limits?: Partial<Limits> | undefined): Effect.Effect<Limits, WorkspaceError> =>
   Effect.gen(function*() {
@@ -147,6 +152,7 @@ const PathParam = (description: string) => Schema.String.annotations({ descripti
  * `read_file`: numbered lines of a text file, paged by `offset`/`limit`.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const ReadFile = Tool.make("read_file", {
   description: "Read a text file in the workspace. Returns its lines numbered as `<number>\\t<text>`. " +
@@ -165,6 +171,7 @@ export const ReadFile = Tool.make("read_file", {
  * `list_dir`: the entries of one directory.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const ListDir = Tool.make("list_dir", {
   description: "List the entries of a directory in the workspace, sorted by name: directories end with `/`, " +
@@ -180,6 +187,7 @@ export const ListDir = Tool.make("list_dir", {
  * `find_files`: files matching a glob, sorted.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const FindFiles = Tool.make("find_files", {
   description: "Find files whose path matches a glob pattern (`*`, `**`, `?`, `[abc]`, `{a,b}`), e.g. " +
@@ -201,6 +209,7 @@ export const FindFiles = Tool.make("find_files", {
  * `grep`: lines matching a regular expression (RE2 syntax).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const Grep = Tool.make("grep", {
   description: "Search file contents for a regular expression (RE2 syntax, as in ripgrep: no backreferences or " +
@@ -230,6 +239,7 @@ export const Grep = Tool.make("grep", {
  * `write_file`: creates or replaces a file, with its parent directories.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const WriteFile = Tool.make("write_file", {
   description: "Create a file, or replace a file's whole content. Missing parent directories are created. " +
@@ -246,6 +256,7 @@ export const WriteFile = Tool.make("write_file", {
  * `edit_file`: replaces one exact, unique occurrence of a string (or all, with `replaceAll`).
  *
  * @since 0.0.0
+ * @category tools
  */
 export const EditFile = Tool.make("edit_file", {
   description: "Replace an exact piece of text in a file. `oldString` must occur exactly once (include enough " +
@@ -267,6 +278,7 @@ export const EditFile = Tool.make("edit_file", {
  * `shell`: runs a command (argv or a `sh -c` line) in the workspace.
  *
  * @since 0.0.0
+ * @category tools
  */
 export const Shell = Tool.make("shell", {
   description: "Run a command in the workspace: either `command`, a shell line run with `sh -c` (pipes and " +
@@ -290,126 +302,89 @@ export const Shell = Tool.make("shell", {
 })
 
 // ---------------------------------------------------------------------------------------------------------------
-// Tools (definition + handler + policy). Each takes `limits` as given: build them with `makeLimits`.
+// The table: each tool's definition, handler and policy
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * How a tool runs among others: `parallel` (`false`: each call is a barrier), whether the agent asks for
+ * `approval`, and what a cancel does to a running call (`onCancel`).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Policy {
+  readonly parallel: boolean
+  readonly approval: AgentTool.Approval
+  readonly onCancel: AgentTool.CancelPolicy
+}
+
+/**
+ * One row of the toolset: the definition the model sees, its policy, and `handler`, which builds the tool over a
+ * workspace with the limits as given (build them with {@link makeLimits}).
+ *
+ * Contract: every result of a built tool passes the last guard — at most `maxOutputChars` characters, its
+ * truncation marker included.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Row<R> {
+  readonly tool: Tool.Any
+  readonly policy: Policy
+  readonly handler: (workspace: Workspace.Workspace, limits: Limits) => AgentTool.AgentTool<R>
+}
+
+/** Reads run in parallel, need no approval and are interrupted on cancel. */
+const reading: Policy = { parallel: true, approval: "none", onCancel: "interrupt" }
+
+/** Writes are exclusive, need approval and finish on cancel: the write is atomic and short, so finishing keeps the
+ * logged result true to the disk. */
+const writing: Policy = { parallel: false, approval: "required", onCancel: "finish" }
+
+/** `shell` is exclusive, needs approval and is interrupted on cancel, which kills its whole process tree. */
+const running: Policy = { parallel: false, approval: "required", onCancel: "interrupt" }
+
 /** The last guard on every result: at most `maxOutputChars` characters, marker included. */
-const guard = <E, R>(result: Effect.Effect<string, E, R>, limits: Limits): Effect.Effect<string, E, R> =>
-  Effect.map(result, (text) => capOutput(text, limits.maxOutputChars))
+const guard = <R>(tool: AgentTool.AgentTool<R>, limits: Limits): AgentTool.AgentTool<R> => ({
+  ...tool,
+  handler: (params, context) =>
+    Effect.map(
+      tool.handler(params, context),
+      (result) => (typeof result === "string" ? capOutput(result, limits.maxOutputChars) : result)
+    )
+})
+
+const row = <T extends Tool.Any, R>(
+  tool: T,
+  policy: Policy,
+  run: (
+    workspace: Workspace.Workspace,
+    limits: Limits,
+    params: Tool.Parameters<T>
+  ) => Effect.Effect<Tool.Success<T>, Tool.Failure<T>, R>
+): Row<R> => ({
+  tool,
+  policy,
+  handler: (workspace, limits) =>
+    guard(AgentTool.make(tool, { ...policy, handler: (params) => run(workspace, limits, params) }), limits)
+})
 
 /**
- * `read_file` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
+ * The seven tools, in the order {@link make} builds them: `read_file`, `list_dir`, `find_files`, `grep` (reading),
+ * `write_file`, `edit_file` (writing), `shell` (running).
  *
  * @since 0.0.0
+ * @category tools
  */
-export const readFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(ReadFile, {
-    handler: (params) => guard(Files.readFile(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `list_dir` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- */
-export const listDir = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(ListDir, {
-    handler: (params) => guard(Files.listDir(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `find_files` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- */
-export const findFiles = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(FindFiles, {
-    handler: (params) => guard(Files.findFiles(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `grep` over `workspace`. Policy: parallel, no approval, interrupted on cancel.
- *
- * @since 0.0.0
- */
-export const grep = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(Grep, {
-    handler: (params) => guard(Files.grep(workspace, limits, params), limits),
-    parallel: true,
-    approval: "none",
-    onCancel: "interrupt"
-  })
-
-/**
- * `write_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (the write is atomic
- * and short; finishing keeps the logged result true to the disk).
- *
- * @since 0.0.0
- */
-export const writeFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(WriteFile, {
-    handler: (params) => guard(Files.writeFile(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "finish"
-  })
-
-/**
- * `edit_file` over `workspace`. Policy: exclusive, approval required, finishes on cancel (like `write_file`).
- *
- * @since 0.0.0
- */
-export const editFile = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<FileSystem | Path> =>
-  AgentTool.make(EditFile, {
-    handler: (params) => guard(Files.editFile(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "finish"
-  })
-
-/**
- * `shell` in `workspace`. Policy: exclusive, approval required, interrupted on cancel — which kills its whole
- * process tree.
- *
- * @since 0.0.0
- */
-export const shell = (
-  workspace: Workspace.Workspace,
-  limits: Limits = defaultLimits
-): AgentTool.AgentTool<CommandExecutor | FileSystem | Path> =>
-  AgentTool.make(Shell, {
-    handler: (params) => guard(Commands.run(workspace, limits, params), limits),
-    parallel: false,
-    approval: "required",
-    onCancel: "interrupt"
-  })
+export const toolset: ReadonlyArray<Row<FileSystem | Path | CommandExecutor>> = [
+  row(ReadFile, reading, Read.readFile),
+  row(ListDir, reading, Read.listDir),
+  row(FindFiles, reading, Search.findFiles),
+  row(Grep, reading, Search.grep),
+  row(WriteFile, writing, Write.writeFile),
+  row(EditFile, writing, Write.editFile),
+  row(Shell, running, Commands.run)
+]
 
 // ---------------------------------------------------------------------------------------------------------------
 // The toolset
@@ -419,6 +394,7 @@ export const shell = (
  * How to build the toolset.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Options {
   /** The workspace root: an existing directory, absolute or relative to the process's working directory. */
@@ -431,6 +407,7 @@ export interface Options {
  * Gives a tool its services once, so its handler needs nothing from the agent's context.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const provide = <R>(tool: AgentTool.AgentTool<R>, context: Context.Context<R>): AgentTool.AgentTool<never> => ({
   ...tool,
@@ -448,6 +425,7 @@ export const provide = <R>(tool: AgentTool.AgentTool<R>, context: Context.Contex
  * cancel, everything else is interrupted (`shell` with its whole process tree).
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const make = (
   options: Options
@@ -460,14 +438,5 @@ export const make = (
     const limits = yield* makeLimits(options.limits)
     const workspace = yield* Workspace.make(options.root)
     const context = yield* Effect.context<FileSystem | Path | CommandExecutor>()
-    const tools: ReadonlyArray<AgentTool.AgentTool<FileSystem | Path | CommandExecutor>> = [
-      readFile(workspace, limits),
-      listDir(workspace, limits),
-      findFiles(workspace, limits),
-      grep(workspace, limits),
-      writeFile(workspace, limits),
-      editFile(workspace, limits),
-      shell(workspace, limits)
-    ]
-    return tools.map((tool) => provide(tool, context))
+    return toolset.map(({ handler }) => provide(handler(workspace, limits), context))
   })

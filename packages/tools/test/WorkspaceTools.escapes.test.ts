@@ -1,5 +1,5 @@
 /**
- * Issue 14, the workspace tools: what an attacker and a careless caller found, each with the test that would have
+ * The workspace tools' escapes (ADR 0012): what an attacker and a careless caller found, each with the test that would have
  * caught it. Real files in temporary directories, real child processes (the swapping attacker is one).
  */
 import { Tool } from "@effect/ai"
@@ -50,7 +50,7 @@ for (let i = 0; i < Number(rounds) && !fs.existsSync(stop); i++) {
 `
 
 // Real file system, real processes, real clock: the test services are left out.
-layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools escapes (issue 14)", (it) => {
+layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools escapes (ADR 0012)", (it) => {
   it.scoped("`..` is taken from the directory a link leads to, as the OS does: read_file and shell agree", () =>
     Effect.gen(function*() {
       const h = yield* setup()

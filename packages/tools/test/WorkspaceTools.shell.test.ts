@@ -64,7 +64,7 @@ const withToken = (token: string) =>
   })
 
 /**
- * The three ways a descendant leaves the command's process group without starting a new session (issue 14):
+ * The three ways a descendant leaves the command's process group without starting a new session (ADR 0012):
  * GNU `timeout` in the background (it calls `setpgid`), `bash` job control (`set -m`), and `setpgid` itself.
  * Each starts `sleep <token>` in a group of its own.
  */
@@ -205,7 +205,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
   for (const [name, escape] of escapes) {
     const tokenFor = (mode: string) => `${3000 + (serial++)}.${process.pid}${mode.length}`
 
-    it.scoped(`${name}: the escapee dies when the command exits (issue 14)`, () =>
+    it.scoped(`${name}: the escapee dies when the command exits`, () =>
       Effect.gen(function*() {
         const h = yield* setup()
         const token = tokenFor("exit")
@@ -217,7 +217,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
         assert.deepStrictEqual(yield* withToken(token), [])
       }))
 
-    it.scoped(`${name}: the escapee dies on cancel (issue 14)`, () =>
+    it.scoped(`${name}: the escapee dies on cancel`, () =>
       Effect.gen(function*() {
         const h = yield* setup()
         const token = tokenFor("cancel")
@@ -228,7 +228,7 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
         yield* assertAllDead(pids)
       }))
 
-    it.scoped(`${name}: the escapee dies on timeout (issue 14)`, () =>
+    it.scoped(`${name}: the escapee dies on timeout`, () =>
       Effect.gen(function*() {
         const h = yield* setup()
         const token = tokenFor("timeout")

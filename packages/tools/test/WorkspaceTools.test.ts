@@ -88,6 +88,17 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools", (it) =
       assert.match(dense, /\n 8\ty{19}\n… \[truncated: 12 more lines of 20; use offset=9 to read on\]$/)
       assert.isAtMost(dense.length, 300)
 
+      // One line longer than the output limit (but within maxLineChars): the page cannot stop at a line boundary,
+      // so the last guard cuts it, and the cut carries its marker with the count of characters it dropped.
+      yield* small.write("one-line.txt", "w".repeat(1000))
+      const cut = yield* small.text("read_file", { path: "one-line.txt" })
+      assert.strictEqual(cut.length, 300)
+      const marker = /\n… \[truncated: (\d+) more characters of output; ask for less\]$/.exec(cut)
+      assert.isNotNull(marker)
+      const kept = cut.slice(0, marker!.index)
+      assert.strictEqual(kept, `1\t${"w".repeat(kept.length - 2)}`)
+      assert.strictEqual(Number(marker![1]), "1\t".length + 1000 - kept.length)
+
       yield* h.write("big.txt", "z".repeat(5000))
       const big = yield* h.failure("read_file", { path: "big.txt" })
       assert.strictEqual(big.reason, "TooLarge")

@@ -207,7 +207,7 @@ const sendLocked = (
 const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean => state.activity !== undefined || inbox.stranded
 
 /**
- * One `cancel` (R77–R85, with the agent issue's departures). Must run holding the lock.
+ * One `cancel` (R77–R85; departures R73, R81, R82, R133). Must run holding the lock.
  */
 const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -248,7 +248,7 @@ const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: b
   })
 
 /**
- * Withdraws one pending item (issue 10 §3). Must run holding the lock.
+ * Withdraws one pending item (ADR 0009). Must run holding the lock.
  */
 const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT.WithdrawResult> =>
   Effect.gen(function*() {

@@ -1,6 +1,6 @@
 /**
- * Closing a turn in the log (R57, R72 with the agent issue's departures) with the session's own closers
- * (`Closers.close`, issue 10 §2): the agent only says how each owed call is answered and which staged context goes
+ * Closing a turn in the log (R57, R72, R73, R133) with the session's own closers
+ * (`Closers.close`, ADR 0008): the agent only says how each owed call is answered and which staged context goes
  * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
  * (`appendAll`), so a close is written whole or not at all. A close the store refused is finished by
  * {@link repairLocked} before the agent appends anything else outside a turn: the log never stays open while the

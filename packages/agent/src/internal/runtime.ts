@@ -62,7 +62,7 @@ export type ActivityResult =
 export type Job =
   | { readonly _tag: "prompt"; readonly item: QueuedItem; readonly retained: number }
   /**
-   * A turn for steering stranded by a cancelled or failed activity (issue 10 §5): its trigger is the first
+   * A turn for steering stranded by a cancelled or failed activity (ADR 0009, R56): its trigger is the first
    * steering item's source; the opening drain logs the outbox.
    */
   | { readonly _tag: "steering"; readonly source: Message.AgentMessage["source"] }

@@ -301,7 +301,7 @@ export const runToolCalls = (
       Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
 
     for (const block of calls) {
-      // Starting a call (ADR 0007, issue 10 §5): the pool has room (an exclusive call waits for the pool to
+      // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
       // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
       // in the log yet (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to
       // approve it while the calls ahead of it run. The parallelism of a call is read from its decoded arguments

@@ -1,0 +1,88 @@
+// Checks the JSDoc that `@effect/docgen` does not: every documented export of a package's public modules has
+// exactly one `@category`, taken from that package's closed set below, and every entry point has an `@example`
+// (docgen type-checks and runs the examples). Prints each finding as `file:line: text` and exits 1 if there is any.
+// Run: `npm run docs` (docgen for every package below, then this check).
+import { readdirSync, readFileSync } from "node:fs"
+import process from "node:process"
+
+/** Each package's closed set of categories. A new category is a decision: add it here. */
+const categories = {
+  domain: ["constants", "constructors", "errors", "guards", "models", "schemas", "utils"],
+  session: [
+    "closing",
+    "constants",
+    "constructors",
+    "errors",
+    "layers",
+    "models",
+    "schemas",
+    "services",
+    "sessions",
+    "symbols",
+    "utils"
+  ],
+  agent: ["constructors", "errors", "guards", "layers", "models", "services", "utils"],
+  testkit: ["constructors", "invariants", "layers", "models", "rendering", "replies", "services"],
+  tools: ["constants", "constructors", "errors", "layers", "models", "schemas", "tools"],
+  llm: ["constants", "constructors", "errors", "layers", "models", "utils"],
+  "store-sqlite": ["constructors", "layers", "models"],
+  "store-jsonl": ["constructors", "layers", "models"],
+  "store-postgres": ["constructors", "layers", "models"],
+  goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
+  cli: ["commands", "constants", "constructors", "errors", "layers", "models", "utils"]
+}
+
+/** Entry points that must carry an `@example`: `package/Module.export`. */
+const entryPoints = [
+  "agent/Agent.make",
+  "agent/Agent.layer",
+  "llm/ChatCompletions.layerConfig",
+  "session/SessionLog.make",
+  "tools/NodeWorkspaceTools.make",
+  "testkit/ScriptedModel.make"
+]
+
+const exported =
+  /^\s*export\s+(?:declare\s+)?(?:abstract\s+)?(?:const|let|function\*?|class|interface|type|namespace|enum)\s+(\w+)/
+const specifier = /^\s+(?:type\s+)?(\w+)(?:\s+as\s+(\w+))?,?\s*$/
+
+const findings = []
+const examples = new Set()
+for (const [pkg, allowed] of Object.entries(categories)) {
+  const dir = `packages/${pkg}/src`
+  const modules = readdirSync(dir).filter((file) => file.endsWith(".ts") && file !== "index.ts" && file !== "bin.ts")
+  for (const module of modules) {
+    const file = `${dir}/${module}`
+    const lines = readFileSync(file, "utf8").split("\n")
+    for (let start = 0; start < lines.length; start++) {
+      if (!lines[start].trim().startsWith("/**")) continue
+      let end = start
+      while (!lines[end].includes("*/")) end++
+      let next = end + 1
+      while (next < lines.length && lines[next].trim() === "") next++
+      const block = lines.slice(start, end + 1).join("\n")
+      const declaration = lines[next] ?? ""
+      const match = exported.exec(declaration) ??
+        (declaration.startsWith("export") ? null : specifier.exec(declaration))
+      start = end
+      if (match === null || !block.includes("@since")) continue
+      const name = match[2] ?? match[1]
+      const where = `${file}:${next + 1}`
+      const found = [...block.matchAll(/@category\s+(\S+)/g)].map((m) => m[1])
+      if (found.length !== 1) findings.push(`${where}: ${name} has ${found.length} @category tags (wants one)`)
+      for (const category of found) {
+        if (!allowed.includes(category)) {
+          findings.push(`${where}: ${name}: @category ${category} is not in ${pkg}'s set (${allowed.join(", ")})`)
+        }
+      }
+      if (block.includes("@example")) examples.add(`${pkg}/${module.slice(0, -3)}.${name}`)
+    }
+  }
+}
+for (const entry of entryPoints) {
+  if (!examples.has(entry)) findings.push(`${entry}: an entry point without an @example`)
+}
+
+for (const finding of findings) process.stdout.write(`${finding}\n`)
+process.stdout.write(`${findings.length} JSDoc finding(s) (${Object.keys(categories).length} packages checked)\n`)
+process.exitCode = findings.length === 0 ? 0 : 1
