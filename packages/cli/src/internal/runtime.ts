@@ -92,7 +92,9 @@ export const makeAgent = (
     const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
     )
-    const plugin = yield* Goals.make({ workspace: settings.workspace.value })
+    const plugin = yield* Goals.make({ workspace: settings.workspace.value }).pipe(
+      Effect.mapError((e) => new CommandError({ reason: "Input", message: `the goal system: ${e.message}` }))
+    )
     const agent = yield* Effect.mapError(
       Agent.make({
         session,
