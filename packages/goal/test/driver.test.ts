@@ -152,7 +152,7 @@ describe("round driver", () => {
       yield* goals.settled
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.goal?.blockedReason?.code, "token-budget")
-      assert.include(state.goal?.blockedReason?.message ?? "", "300 tokens")
+      assert.strictEqual(state.goal?.blockedReason?.message, "Goal used 300 tokens, reaching its budget of 250 tokens.")
       assert.strictEqual(state.roundsStarted, 3)
       assert.strictEqual(yield* goals.tokensUsed, 300)
     }).pipe(Effect.provide(env(
