@@ -4,6 +4,7 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import type { Turn } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import type { Duration } from "effect"
 import { Clock, Deferred, Effect, Fiber, Ref, TestClock } from "effect"
@@ -11,6 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Goals from "../src/Goals.js"
+import { classify } from "../src/internal/goals.js"
 import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
 
 const complete = call("update_goal", { action: "complete" })
@@ -105,6 +107,31 @@ describe("round driver", () => {
   it.scoped("R124: a round truncated by the output limit blocks the goal `max-tokens`", () =>
     blockedBy(S.maxTokensResponse(S.text("cut")), "max-tokens"))
 
+  it("R124: the outcome of every way a round can end (nothing abnormal retries)", () => {
+    const outcomes = [
+      { kind: "completed" },
+      { kind: "aborted" },
+      { kind: "disposed" },
+      { kind: "interrupted" },
+      { kind: "max-tokens" },
+      { kind: "request-error", step: 1, failure: { code: "RATE_LIMIT", message: "slow down" } },
+      { kind: "request-error", step: 1, failure: { code: "QUOTA", message: "out of credit" } },
+      { kind: "request-error", step: 1, failure: { code: "SERVER", message: "upstream exploded" } },
+      { kind: "error", step: 2, message: "the tool runtime died", code: "DEFECT" }
+    ] as const satisfies ReadonlyArray<Turn.TurnEndReason>
+    assert.deepStrictEqual(outcomes.map(classify), [
+      { _tag: "continue" },
+      { _tag: "pause" },
+      { _tag: "disarm" },
+      { _tag: "disarm" },
+      { _tag: "block", reason: { code: "max-tokens", message: "The round hit the output token limit." } },
+      { _tag: "block", reason: { code: "usage-limited", message: "slow down" } },
+      { _tag: "block", reason: { code: "usage-limited", message: "out of credit" } },
+      { _tag: "block", reason: { code: "turn-error", message: "upstream exploded" } },
+      { _tag: "block", reason: { code: "turn-error", message: "the tool runtime died" } }
+    ])
+  })
+
   it.scoped("R123: the round cap blocks the goal `round-limit` with a reason that names it", () =>
     Effect.gen(function*() {
       const { agent, goals } = yield* goalAgent()
@@ -125,7 +152,7 @@ describe("round driver", () => {
       yield* goals.settled
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.goal?.blockedReason?.code, "token-budget")
-      assert.include(state.goal?.blockedReason?.message ?? "", "300 tokens")
+      assert.strictEqual(state.goal?.blockedReason?.message, "Goal used 300 tokens, reaching its budget of 250 tokens.")
       assert.strictEqual(state.roundsStarted, 3)
       assert.strictEqual(yield* goals.tokensUsed, 300)
     }).pipe(Effect.provide(env(
