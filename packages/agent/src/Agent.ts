@@ -105,12 +105,13 @@ export interface Service {
    * {@link whenIdle} to wait). The first cause wins for the activity it cancels. Without `keepInbox`, pending
    * queued and steering items are discarded with one `agent/inbox/discard`; staged context is never dropped (it
    * is logged). With `keepInbox`, nothing pending is touched and the next waking item runs next. Cancel on an idle
-   * agent with nothing pending, or after disposal, does nothing.
+   * agent with nothing pending, or after disposal, does nothing. A cause or options that are not valid (a caller
+   * can pass anything) fail with `InvalidMessageError` and change nothing.
    */
   readonly cancel: (
     cause: AgentEvent.CancelCause,
     options?: { readonly keepInbox?: boolean | undefined }
-  ) => Effect.Effect<void>
+  ) => Effect.Effect<void, Message.InvalidMessageError>
   /**
    * Starts a turn over the current log without a new prompt (trigger `retry`). Fails with `AgentBusyError` if an
    * admission or turn is active, with `AgentDisposedError` after disposal.
