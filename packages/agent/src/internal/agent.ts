@@ -4,7 +4,7 @@
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
 import type { Ids as IdsT, Inbox as InboxT, SessionEvent } from "@harness/domain"
-import { AgentEvent, Ids, Input, Json, Message } from "@harness/domain"
+import { AgentEvent, Ids, Input, Json, Message, Operations } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import {
   Deferred,
@@ -119,16 +119,16 @@ const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
 /** What `sendAll` hands `batch`: checked to be pairs, decoded by `batch` itself. */
 type BatchSend = Extract<BatchOp, { readonly send: unknown }>["send"]
 
-const PresetOptions = Schema.UndefinedOr(Schema.Struct({ id: Schema.optional(Ids.AgentMessageId) }))
+const PresetOptions = Schema.UndefinedOr(Operations.PresetOptions)
+const CancelOptions = Schema.UndefinedOr(Operations.CancelOptions)
 
+/**
+ * `Operations.BatchOperation` with each send's message and options left undecoded: they are decoded one by one
+ * afterwards, each message under its own limits and with the operation's index in the error.
+ */
 const BatchOperation = Schema.Union(
   Schema.Struct({ send: Schema.Tuple(Schema.Unknown, Schema.Unknown) }),
-  Schema.Struct({
-    cancel: Schema.Tuple(
-      AgentEvent.CancelCause,
-      Schema.optionalElement(Schema.UndefinedOr(Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) })))
-    )
-  })
+  Operations.BatchOperation.members[1]
 )
 
 /**
@@ -140,8 +140,6 @@ const batchLimits: Input.Limits = {
   maxChars: 4 * Input.messageLimits.maxChars,
   maxValues: 4 * Input.messageLimits.maxValues
 }
-
-const CancelOptions = Schema.UndefinedOr(Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) }))
 
 // Every caller value is decoded from a plain, bounded copy (`Message.decodeInput`): nothing a caller passes can
 // throw through an operation (issue 14).
