@@ -523,7 +523,7 @@ describe("batch (agent issue)", () => {
         assert.strictEqual(error._tag, "BatchError")
         if (error._tag === "BatchError") {
           assert.deepStrictEqual(error.applied, [mid("before"), mid("queued"), undefined])
-          // `cause` is typed (issue 10 §4): the refused append's SessionLogError, which survives the wire intact.
+          // `cause` is typed (ADR 0018): the refused append's SessionLogError, which survives the wire intact.
           assert.instanceOf(error.cause, SessionLog.SessionLogError)
           assert.strictEqual(error.cause.reason, "store")
           const wire = JSON.parse(JSON.stringify(Schema.encodeSync(AgentError.AgentError)(error)))

@@ -1,5 +1,5 @@
 /**
- * Careless callers (issue 14): whatever a caller hands the agent's operations — values nested thousands of levels
+ * Careless callers (ADR 0018): whatever a caller hands the agent's operations — values nested thousands of levels
  * deep, throwing getters, Proxies, `batch(null | 5 | {})`, a throwing iterable, `Object.create(valid)`, class
  * instances, a message too large to log, a cancel cause the domain does not know, or plain values of the wrong
  * shape — the operation fails with a typed `InvalidMessageError` (never a defect, never a throw) and changes
@@ -243,7 +243,7 @@ const property = (agent: Agent.Service, recorder: EventRecorder.Recorder, runs: 
     )
   })
 
-describe("careless callers (issue 14)", () => {
+describe("careless callers (ADR 0018)", () => {
   it.scoped(
     "10 000 malformed inputs to every operation: each a typed InvalidMessageError; log, live events and inbox unchanged",
     () =>

@@ -1,5 +1,5 @@
 /**
- * The operations as data (issue 10 §4): a request decoded from JSON and run with `Agent.execute` does exactly what
+ * The operations as data (ADR 0018): a request decoded from JSON and run with `Agent.execute` does exactly what
  * the in-process call does, and its answer or failure encodes with the request's own schemas; `retry` on a
  * disposed agent fails as disposed.
  */

@@ -1,5 +1,5 @@
 /**
- * The agent README's code blocks that claim to be complete (issue 14): each is a file under `examples/`, compiled
+ * The agent README's code blocks that claim to be complete: each is a file under `examples/`, compiled
  * by `tsc -b`; this test checks the README shows that file verbatim and runs it.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -30,7 +30,7 @@ const requests: ReadonlyArray<Operations.Operation> = [
 const overTheWire = <A, I>(schema: Schema.Schema<A, I>, value: A): A =>
   Schema.decodeUnknownSync(schema)(JSON.parse(JSON.stringify(Schema.encodeSync(schema)(value))))
 
-describe("Operations (issue 10 §4)", () => {
+describe("Operations (ADR 0018)", () => {
   for (const request of requests) {
     it(`${request._tag}: the request survives JSON as the same request`, () => {
       const back = overTheWire(Operations.Operation, request)

@@ -1,5 +1,5 @@
 /**
- * The stream fixture suite (issue 14): complete response bodies in the OpenAI and DeepSeek wire formats
+ * The stream fixture suite (ADR 0011): complete response bodies in the OpenAI and DeepSeek wire formats
  * (`fixtures/streams/`, provenance in its SOURCES.md) replayed byte for byte — whole, one byte per chunk (every byte
  * boundary a chunk boundary, UTF-8 code points and CRLF pairs cut in half), and over real HTTP whole and one byte
  * per write — through the provider and `LanguageModel`. Every replay must give the same outcome: the text, the

@@ -142,7 +142,7 @@ const batchLimits: Input.Limits = {
 }
 
 // Every caller value is decoded from a plain, bounded copy (`Message.decodeInput`): nothing a caller passes can
-// throw through an operation (issue 14).
+// throw through an operation (ADR 0018).
 const checkOptions = Message.decodeInput(Message.SendOptions, "send options")
 const checkPreset = Message.decodeInput(PresetOptions, "preset options")
 const checkBatch = Message.decodeInput(Schema.Array(BatchOperation), "batch", batchLimits)
