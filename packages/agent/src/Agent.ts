@@ -7,14 +7,22 @@
  * @since 0.0.0
  */
 import type { LanguageModel } from "@effect/ai"
-import type { AgentEvent, Ids, Inbox, Message, SessionEvent } from "@harness/domain"
+import type { AgentEvent, Ids, SessionEvent } from "@harness/domain"
+import type { Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Effect, Queue, Scope, Stream } from "effect"
-import { Context, Layer } from "effect"
-import type { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "./AgentError.js"
+import type { Queue, Scope, Stream } from "effect"
+import { Context, Effect, Layer } from "effect"
+import type { AgentConfigError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
 import type { Hooks } from "./Hooks.js"
 import * as internal from "./internal/agent.js"
+
+/**
+ * What an operation returns: its `success` and `failure` schemas' types (`@harness/domain`'s `Operations`).
+ *
+ * @since 0.0.0
+ */
+export type Result<O extends Operations.Operation> = Effect.Effect<Operations.Success<O>, Operations.Failure<O>>
 
 /**
  * Why a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
@@ -22,7 +30,7 @@ import * as internal from "./internal/agent.js"
  * @since 0.0.0
  * @category errors
  */
-export type SendError = Message.InvalidMessageError | AgentDisposedError | SessionLog.SessionLogError
+export type SendError = Operations.SendFailure
 
 /**
  * One operation of a {@link Service.batch}.
@@ -30,14 +38,7 @@ export type SendError = Message.InvalidMessageError | AgentDisposedError | Sessi
  * @since 0.0.0
  * @category models
  */
-export type BatchOp =
-  | { readonly send: readonly [Message.UserMessageData, Message.SendOptions] }
-  | {
-    readonly cancel: readonly [
-      AgentEvent.CancelCause,
-      { readonly keepInbox?: boolean | undefined }?
-    ]
-  }
+export type BatchOp = Operations.BatchOperation
 
 /**
  * The options of a preset: an optional caller-supplied id for idempotent acceptance.
@@ -45,9 +46,7 @@ export type BatchOp =
  * @since 0.0.0
  * @category models
  */
-export interface PresetOptions {
-  readonly id?: Ids.AgentMessageId | undefined
-}
+export type PresetOptions = Operations.PresetOptions
 
 /**
  * One agent, driving one session.
@@ -68,25 +67,22 @@ export interface Service {
    * against pre-admission state. Two separate sends are not guaranteed to see the same state (the fiber may be
    * rescheduled between them): use {@link batch} for that.
    */
-  readonly send: (
-    input: Message.UserMessageData,
-    options: Message.SendOptions
-  ) => Effect.Effect<Ids.AgentMessageId, SendError>
+  readonly send: (input: Operations.Send["message"], options: Operations.Send["options"]) => Result<Operations.Send>
   /** `send` with `{ target: "next-turn", wakeup: true }`: queue a whole turn and wake the agent. */
   readonly followup: (
-    input: Message.UserMessageData,
-    options?: PresetOptions
-  ) => Effect.Effect<Ids.AgentMessageId, SendError>
+    input: Operations.Followup["message"],
+    options?: Operations.Followup["options"]
+  ) => Result<Operations.Followup>
   /** `send` with `{ target: "next-step", wakeup: true }`: join the open turn, or start one when idle. */
   readonly steer: (
-    input: Message.UserMessageData,
-    options?: PresetOptions
-  ) => Effect.Effect<Ids.AgentMessageId, SendError>
+    input: Operations.Steer["message"],
+    options?: Operations.Steer["options"]
+  ) => Result<Operations.Steer>
   /** `send` with `{ target: "next-step", wakeup: false }`: model-visible context that never makes the model run. */
   readonly inject: (
-    input: Message.UserMessageData,
-    options?: PresetOptions
-  ) => Effect.Effect<Ids.AgentMessageId, SendError>
+    input: Operations.Inject["message"],
+    options?: Operations.Inject["options"]
+  ) => Result<Operations.Inject>
   /**
    * Runs sends and cancels in order while holding the acceptance window's lock, so the driver cannot claim
    * between them (atomicity across sends made explicit: R30, R83, R131).
@@ -95,13 +91,11 @@ export interface Service {
    * (`undefined` for a cancel). If an idle injection's append fails, the batch stops there, keeps what was
    * applied and fails with `BatchError { applied, cause }`.
    */
-  readonly batch: (
-    ops: ReadonlyArray<BatchOp>
-  ) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId | undefined>, SendError | BatchError>
+  readonly batch: (ops: Operations.Batch["operations"]) => Result<Operations.Batch>
   /** A batch of sends. */
   readonly sendAll: (
-    items: ReadonlyArray<readonly [Message.UserMessageData, Message.SendOptions]>
-  ) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId>, SendError | BatchError>
+    items: ReadonlyArray<Extract<BatchOp, { readonly send: unknown }>["send"]>
+  ) => Effect.Effect<ReadonlyArray<Ids.AgentMessageId>, Operations.Failure<Operations.Batch>>
   /**
    * Cancels the running admission or turn (R77–R85).
    *
@@ -109,23 +103,24 @@ export interface Service {
    * {@link whenIdle} to wait). The first cause wins for the activity it cancels. Without `keepInbox`, pending
    * queued and steering items are discarded with one `agent/inbox/discard`; staged context is never dropped (it
    * is logged). With `keepInbox`, nothing pending is touched and the next waking item runs next. Cancel on an idle
-   * agent with nothing pending, or after disposal, does nothing.
+   * agent with nothing pending, or after disposal, does nothing. A cause or options that are not valid (a caller
+   * can pass anything) fail with `InvalidMessageError` and change nothing.
    */
   readonly cancel: (
-    cause: AgentEvent.CancelCause,
-    options?: { readonly keepInbox?: boolean | undefined }
-  ) => Effect.Effect<void>
+    cause: Operations.Cancel["cause"],
+    options?: Operations.Cancel["options"]
+  ) => Result<Operations.Cancel>
   /**
    * Starts a turn over the current log without a new prompt (trigger `retry`). Fails with `AgentBusyError` if an
    * admission or turn is active, with `AgentDisposedError` after disposal.
    */
-  readonly retry: Effect.Effect<void, AgentBusyError | AgentDisposedError>
+  readonly retry: Result<Operations.Retry>
   /**
    * The pending items now, in acceptance order: queued turns (waking or parked) and steering staged for the open
    * turn (waking, or parked when a blocked admission retained it). Staged context is not listed: it is logged at the
    * next drain and cannot be withdrawn.
    */
-  readonly inbox: Effect.Effect<ReadonlyArray<Inbox.InboxItem>>
+  readonly inbox: Result<Operations.ListInbox>
   /**
    * Removes one pending item — queued, parked or steering — without stopping the turn.
    *
@@ -136,9 +131,7 @@ export interface Service {
    * disposal) changes nothing and gives `NotPending`. An id that is not a valid message id fails with
    * `InvalidMessageError`.
    */
-  readonly withdraw: (
-    id: Ids.AgentMessageId
-  ) => Effect.Effect<Inbox.WithdrawResult, Message.InvalidMessageError>
+  readonly withdraw: (id: Operations.Withdraw["id"]) => Result<Operations.Withdraw>
   /** Waits until the agent is quiescent: no activity and no waking item queued (parked items do not count). */
   readonly whenIdle: Effect.Effect<void>
   /** `running` from the first claim of work until nothing waking is left. */
@@ -257,3 +250,40 @@ export const make: <R = never>(
 export const layer = <R = never>(
   options?: Options<R>
 ): Layer.Layer<Agent, AgentConfigError, LanguageModel.LanguageModel | R> => Layer.scoped(Agent, internal.make(options))
+
+/**
+ * Runs one operation, given as data (decoded from a request an HTTP API or a remote agent received), against an
+ * agent: the in-process call it names, with the same answer and the same failure.
+ *
+ * Contract: `execute(agent)(new Operations.Send({ message, options }))` is `agent.send(message, options)`, and so
+ * on for every operation; what it answers and how it fails are the request's `success` and `failure` schemas, so
+ * both can be encoded for the wire with `Schema.Exit`.
+ *
+ * @since 0.0.0
+ */
+export const execute = (agent: Service) => <O extends Operations.Operation>(operation: O): Result<O> => {
+  const run = (): Effect.Effect<unknown, unknown> => {
+    const op: Operations.Operation = operation
+    switch (op._tag) {
+      case "Send":
+        return agent.send(op.message, op.options)
+      case "Followup":
+        return agent.followup(op.message, op.options)
+      case "Steer":
+        return agent.steer(op.message, op.options)
+      case "Inject":
+        return agent.inject(op.message, op.options)
+      case "Batch":
+        return agent.batch(op.operations)
+      case "Cancel":
+        return agent.cancel(op.cause, op.options)
+      case "Retry":
+        return agent.retry
+      case "Withdraw":
+        return agent.withdraw(op.id)
+      case "ListInbox":
+        return agent.inbox
+    }
+  }
+  return Effect.suspend(run) as Result<O>
+}

@@ -1,9 +1,13 @@
 /**
- * The agent's errors. Each is a schema, so it can cross a process boundary (an HTTP API, a cluster) intact.
+ * The agent's errors, one family shaped like `@effect/ai`'s `AiError`: each error a schema (so it can cross a
+ * process boundary — an HTTP API, a cluster — intact and be logged durably), sub-kinds in a `reason` where one
+ * class covers several causes, structured fields beside a readable `message`, and one union type and union schema
+ * ({@link AgentError}). The errors of the operations are defined in `@harness/domain`'s `Operations` (the
+ * vocabulary the operations' schemas are written in) and re-exported here.
  *
  * @since 0.0.0
  */
-import { Ids } from "@harness/domain"
+import { Message, Operations, SessionLogError as Log } from "@harness/domain"
 import { Schema } from "effect"
 
 /**
@@ -12,10 +16,9 @@ import { Schema } from "effect"
  * @since 0.0.0
  * @category errors
  */
-export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("@harness/agent/AgentDisposedError")(
-  "AgentDisposedError",
-  { message: Schema.String }
-) {}
+export const AgentDisposedError = Operations.AgentDisposedError
+/** @since 0.0.0 */
+export type AgentDisposedError = Operations.AgentDisposedError
 
 /**
  * `retry` was called while an admission or a turn is active.
@@ -23,10 +26,29 @@ export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("
  * @since 0.0.0
  * @category errors
  */
-export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness/agent/AgentBusyError")(
-  "AgentBusyError",
-  { message: Schema.String }
-) {}
+export const AgentBusyError = Operations.AgentBusyError
+/** @since 0.0.0 */
+export type AgentBusyError = Operations.AgentBusyError
+
+/**
+ * A batch stopped part-way: an idle injection's append was refused. `applied` holds the results of the operations
+ * applied before it; `cause` is the refused append's `SessionLogError`.
+ *
+ * @since 0.0.0
+ */
+export const BatchError = Operations.BatchError
+/** @since 0.0.0 */
+export type BatchError = Operations.BatchError
+
+/**
+ * Input given to an operation was refused; `reason` says why (`schema`, `not-plain`, `accessor`, `cycle`,
+ * `too-deep`, `too-large`, `unreadable`).
+ *
+ * @since 0.0.0
+ */
+export const InvalidMessageError = Message.InvalidMessageError
+/** @since 0.0.0 */
+export type InvalidMessageError = Message.InvalidMessageError
 
 /**
  * The agent's options are invalid. `option` names the offending option.
@@ -40,18 +62,39 @@ export class AgentConfigError extends Schema.TaggedError<AgentConfigError>("@har
 ) {}
 
 /**
- * A batch stopped part-way: an idle injection's append failed. `applied` holds the results of the operations
- * applied before it (ids for sends, `undefined` for cancels), so the caller knows which ids exist; `cause` is the
- * append's failure.
+ * Every error the agent's own API fails with: its operations' errors (including the log's refusal of an idle
+ * injection, `SessionLogError`) and its configuration error.
  *
  * @since 0.0.0
  * @category errors
  */
-export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/BatchError")(
-  "BatchError",
-  {
-    applied: Schema.Array(Schema.UndefinedOr(Ids.AgentMessageId)),
-    cause: Schema.Unknown,
-    message: Schema.String
-  }
-) {}
+export type AgentError =
+  | AgentConfigError
+  | AgentDisposedError
+  | AgentBusyError
+  | BatchError
+  | InvalidMessageError
+  | Log.SessionLogError
+
+/**
+ * The schema of {@link AgentError}.
+ *
+ * @since 0.0.0
+ */
+export const AgentError: Schema.Union<
+  [
+    typeof AgentConfigError,
+    typeof Operations.AgentDisposedError,
+    typeof Operations.AgentBusyError,
+    typeof Operations.BatchError,
+    typeof Message.InvalidMessageError,
+    typeof Log.SessionLogError
+  ]
+> = Schema.Union(
+  AgentConfigError,
+  Operations.AgentDisposedError,
+  Operations.AgentBusyError,
+  Operations.BatchError,
+  Message.InvalidMessageError,
+  Log.SessionLogError
+)

@@ -4,13 +4,13 @@
  * validation, ordered results, "interrupt and redirect", `BatchError` on a failing idle injection, disposal.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
+import { Agent, AgentError } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { ev, promptTurn, stamp, steeringTurn } from "@harness/session/test/fixtures"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Cause, Effect, Exit, Layer, Option, Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import {
   coarseTrace,
   conversation,
@@ -523,7 +523,14 @@ describe("batch (R30, R131)", () => {
         assert.strictEqual(error._tag, "BatchError")
         if (error._tag === "BatchError") {
           assert.deepStrictEqual(error.applied, [mid("before"), mid("queued"), undefined])
-          assert.strictEqual((error.cause as { readonly _tag?: string })._tag, "SessionLogError")
+          // `cause` is typed (ADR 0018): the refused append's SessionLogError, which survives the wire intact.
+          assert.instanceOf(error.cause, SessionLog.SessionLogError)
+          assert.strictEqual(error.cause.reason, "store")
+          const wire = JSON.parse(JSON.stringify(Schema.encodeSync(AgentError.AgentError)(error)))
+          const decoded = Schema.decodeUnknownSync(AgentError.AgentError)(wire)
+          assert.instanceOf(decoded, AgentError.BatchError)
+          assert.instanceOf((decoded as AgentError.BatchError).cause, SessionLog.SessionLogError)
+          assert.deepStrictEqual(decoded, error)
         }
       }
       yield* agent.whenIdle

@@ -327,7 +327,7 @@ describe("cancel", () => {
         model: "m",
         hooks: {
           promptSubmit: ({ agent }, next) =>
-            Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true))).pipe(
+            Effect.uninterruptible(Effect.zipRight(Effect.orDie(agent.cancel("user")), Ref.set(returned, true))).pipe(
               Effect.zipRight(next)
             )
         }
@@ -507,7 +507,9 @@ describe("cancel", () => {
           handler: (_, { agent }) =>
             agent.inject(context("ctx")).pipe(
               Effect.orDie,
-              Effect.zipRight(Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true)))),
+              Effect.zipRight(
+                Effect.uninterruptible(Effect.zipRight(Effect.orDie(agent.cancel("user")), Ref.set(returned, true)))
+              ),
               Effect.zipRight(Effect.never)
             )
         }

@@ -375,7 +375,7 @@ export const run = (scenario: Scenario) =>
           Effect.gen(function*() {
             if (kind === "cancel" || kind === "cancel-keep") {
               // A tool may cancel its own agent (the cancel does not wait for the turn to unwind).
-              yield* agent.cancel("user", { keepInbox: kind === "cancel-keep" })
+              yield* Effect.orDie(agent.cancel("user", { keepInbox: kind === "cancel-keep" }))
               return "cancelled"
             }
             const data = Message.make(yield* text(`tool ${kind}`), MessageSource.plugin("nudge"))
@@ -507,7 +507,7 @@ export const run = (scenario: Scenario) =>
             return
           }
           case "cancel":
-            return yield* guarded(op, agent.cancel("user", { keepInbox: op.keepInbox }))
+            return yield* guarded(op, Effect.orDie(agent.cancel("user", { keepInbox: op.keepInbox })))
           case "batch": {
             const batch: Array<Agent.BatchOp> = []
             for (const item of op.items) {

@@ -8,6 +8,7 @@
 import { Effect, ParseResult, Schema } from "effect"
 import { TextBlock } from "./Content.js"
 import { AgentMessageId } from "./Ids.js"
+import * as Input from "./Input.js"
 import { MessageSource } from "./MessageSource.js"
 
 /**
@@ -96,18 +97,74 @@ export const InboxPlacement = Schema.Literal("queued", "steering")
 export type InboxPlacement = typeof InboxPlacement.Type
 
 /**
- * The input given to `send` (or a preset, or a hook's additional contexts) was not a valid `UserMessageData`.
- * `message` is the formatted parse issue, naming the path and the problem.
+ * Why caller input was refused: `schema` (it is plain data that does not match the operation's schema), or why it
+ * could not even be copied as plain, bounded data (see `Input.IssueReason`: `not-plain`, `accessor`, `cycle`,
+ * `too-deep`, `too-large`, `unreadable`).
+ *
+ * @since 0.0.0
+ */
+export const InvalidInputReason = Schema.Literal(
+  "schema",
+  "not-plain",
+  "accessor",
+  "cycle",
+  "too-deep",
+  "too-large",
+  "unreadable"
+)
+/** @since 0.0.0 */
+export type InvalidInputReason = typeof InvalidInputReason.Type
+
+/**
+ * Input given to an agent operation (`send`, a preset, `batch`, `cancel`, `withdraw`, or a hook's additional
+ * contexts) was refused. `reason` says why; `message` names what was given, the path and the problem.
  *
  * @since 0.0.0
  * @category errors
  */
 export class InvalidMessageError extends Schema.TaggedError<InvalidMessageError>("@harness/domain/InvalidMessageError")(
   "InvalidMessageError",
-  { message: Schema.String }
+  { reason: InvalidInputReason, message: Schema.String }
 ) {}
 
-const decode = Schema.decodeUnknownEither(UserMessageData, { onExcessProperty: "error", errors: "all" })
+/** Parse issues can quote the input; a refusal's message stays short whatever was given. */
+const maxMessage = 2000
+
+const refusal = (what: string, reason: InvalidInputReason, detail: string): InvalidMessageError =>
+  new InvalidMessageError({
+    reason,
+    message: (() => {
+      const text = `invalid ${what}: ${detail}`
+      return text.length > maxMessage ? `${text.slice(0, maxMessage)}…` : text
+    })()
+  })
+
+/**
+ * A decoder for caller input: copies it with `Input.copy` (own enumerable data, bounded depth and size, never
+ * throwing), then decodes the copy with `schema`, refusing excess properties. `what` names the input in the
+ * error's message (`invalid ${what}: …`).
+ *
+ * Contract: never throws and never dies, whatever `input` is; the result shares nothing with `input`; a refusal is
+ * an `InvalidMessageError` whose `reason` and `message` say what was wrong and where.
+ *
+ * @since 0.0.0
+ */
+export const decodeInput = <A, I>(
+  schema: Schema.Schema<A, I>,
+  what: string,
+  limits: Input.Limits = Input.messageLimits
+): (input: unknown) => Effect.Effect<A, InvalidMessageError> => {
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "all" })
+  return (input) =>
+    Effect.suspend(() => {
+      const copied = Input.copy(input, limits)
+      if ("issue" in copied) return Effect.fail(refusal(what, copied.issue.reason, copied.issue.message))
+      const decoded = decode(copied.value)
+      return decoded._tag === "Right"
+        ? Effect.succeed(deepFreeze(decoded.right))
+        : Effect.fail(refusal(what, "schema", ParseResult.TreeFormatter.formatErrorSync(decoded.left)))
+    })
+}
 
 const deepFreeze = <A>(value: A): A => {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
@@ -120,20 +177,16 @@ const deepFreeze = <A>(value: A): A => {
 /**
  * Decodes untrusted input into a frozen copy.
  *
- * Contract: the result shares nothing mutable with `input`; unknown keys, empty content, non-text blocks,
- * unknown source kinds and values JSON cannot carry losslessly are refused with an `InvalidMessageError`.
+ * Contract: never throws; the result shares nothing mutable with `input`; unknown keys, empty content, non-text
+ * blocks, unknown source kinds, values JSON cannot carry losslessly, and anything `Input.copy` refuses (accessors,
+ * non-plain objects, Proxies that throw, more than `Input.messageLimits` deep or large) are refused with an
+ * `InvalidMessageError`.
  *
  * @since 0.0.0
  * @category utils
  */
-export const decodeUserMessageData = (input: unknown): Effect.Effect<UserMessageData, InvalidMessageError> => {
-  const result = decode(input)
-  return result._tag === "Right"
-    ? Effect.succeed(deepFreeze(result.right))
-    : Effect.fail(
-      new InvalidMessageError({ message: `invalid message: ${ParseResult.TreeFormatter.formatErrorSync(result.left)}` })
-    )
-}
+export const decodeUserMessageData: (input: unknown) => Effect.Effect<UserMessageData, InvalidMessageError> =
+  decodeInput(UserMessageData, "message")
 
 /**
  * Builds a message from plain text.

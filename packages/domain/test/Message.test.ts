@@ -23,7 +23,7 @@ const notJson: ReadonlyArray<readonly [string, () => unknown, string]> = [
   ["-0", () => ({ n: [1, -0] }), "n[1] is -0"],
   ["undefined", () => ({ note: undefined }), "note is undefined"],
   ["a function", () => ({ run: () => 1 }), "run is a function"],
-  ["a bigint", () => ({ big: 1n }), "big is the bigint 1n"],
+  ["a bigint", () => ({ big: 1n }), "big is a bigint"],
   ["a Date", () => ({ at: new Date(0) }), "at is an instance of Date"],
   ["a Map", () => ({ m: new Map() }), "m is an instance of Map"],
   ["a cycle", () => {
@@ -71,9 +71,9 @@ describe("Message schemas round trip", () => {
 
   it.effect("InvalidMessageError (so it can be logged durably)", () =>
     Effect.gen(function*() {
-      const error = new Message.InvalidMessageError({ message: "invalid message: x" })
+      const error = new Message.InvalidMessageError({ reason: "schema", message: "invalid message: x" })
       const encoded = yield* Schema.encode(Message.InvalidMessageError)(error)
-      assert.deepStrictEqual(encoded, { _tag: "InvalidMessageError", message: "invalid message: x" })
+      assert.deepStrictEqual(encoded, { _tag: "InvalidMessageError", reason: "schema", message: "invalid message: x" })
       const decoded = yield* Schema.decodeUnknown(Message.InvalidMessageError)(JSON.parse(JSON.stringify(encoded)))
       assert.instanceOf(decoded, Message.InvalidMessageError)
       assert.strictEqual(decoded.message, error.message)
@@ -240,9 +240,15 @@ describe("Message.decodeUserMessageData", () => {
       it.effect(what, () =>
         Effect.gen(function*() {
           const message = yield* refusal({ content: text, source: { ...goal0, change: make() } })
-          assert.include(message, "[\"source\"]")
-          assert.include(message, "[\"change\"]")
-          assert.include(message, `${expected}, which JSON cannot represent losslessly`)
+          // What is not plain data at all is refused by the input copy (`Input.copy`), before the schema runs and
+          // with a path of its own; numbers JSON cannot carry are refused by the schema.
+          if (message.startsWith("invalid message: source.change.")) {
+            assert.include(message, `invalid message: source.change.${expected}`)
+          } else {
+            assert.include(message, "[\"source\"]")
+            assert.include(message, "[\"change\"]")
+            assert.include(message, `${expected}, which JSON cannot represent losslessly`)
+          }
         }))
     }
 

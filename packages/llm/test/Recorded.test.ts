@@ -98,6 +98,35 @@ const expected: ReadonlyArray<readonly [string, Outcome]> = [
     calls: [],
     finish: "stop",
     usage: { inputTokens: 14, outputTokens: 5, totalTokens: 19, cachedInputTokens: 0 }
+  }],
+  // Shapes seen in public recordings (SOURCES.md): `usage: null` on every chunk, a `finish_reason` already on the
+  // role chunk, and a body that ends right after `data: [DONE]` with no blank line (openai-node dispatches it).
+  ["openai-done-without-final-newline.sse", {
+    model: "gpt-4o-2024-05-13",
+    text: "Sure! The answer is 42.",
+    reasoning: "",
+    calls: [],
+    finish: "stop",
+    usage: { inputTokens: 11, outputTokens: 8, totalTokens: 19 }
+  }],
+  // A body that ends after the finish chunk and the usage-only chunk without `[DONE]`: by the provider's contract
+  // (ADR 0011) a stream without `[DONE]` is truncated, so this is a MALFORMED failure and no tool call is run.
+  ["openai-tool-call-without-done.sse", {
+    model: "gpt-4-turbo-2024-04-09",
+    text: "",
+    reasoning: "",
+    calls: [],
+    failure: { code: "MALFORMED", message: "the stream closed before [DONE]" }
+  }],
+  // DeepSeek behind Azure: `content_filter_results`, an empty fingerprint, a tool call named alone then given its
+  // arguments whole (with `type`, without `id`), `*_tokens_details: null`.
+  ["deepseek-azure-tool-call.sse", {
+    model: "DeepSeek-V3.2-Exp",
+    text: "我先读取这个文件。",
+    reasoning: "",
+    calls: [{ id: "call_3e9a1f7c2b5d4e8f9a0b1c2d", name: "read_file", params: { path: "a.txt" } }],
+    finish: "tool-calls",
+    usage: { inputTokens: 402, outputTokens: 48, totalTokens: 450 }
   }]
 ]
 
@@ -168,4 +197,27 @@ describe("recorded-format streams, replayed byte for byte", () => {
         assert.deepStrictEqual(yield* replay(model), want)
       }))
   }
+})
+
+describe("a body that ends early", () => {
+  it.scoped(
+    "cut anywhere before its finish_reason, a stream is a MALFORMED failure, never a short success",
+    () =>
+      Effect.gen(function*() {
+        for (
+          const name of ["openai-text-usage.sse", "openai-tool-call-without-done.sse", "deepseek-azure-tool-call.sse"]
+        ) {
+          const bytes = fixture(name)
+          const text = new TextDecoder().decode(bytes)
+          const finish =
+            new TextEncoder().encode(text.slice(0, text.search(/"finish_reason":"(stop|tool_calls)"/))).length
+          for (let cut = 0; cut < finish; cut += 101) {
+            const got = yield* replay(yield* inMemory([bytes.slice(0, cut)]))
+            assert.strictEqual(got.failure?.code, "MALFORMED", `${name} cut at byte ${cut}`)
+            assert.isUndefined(got.finish, `${name} cut at byte ${cut}`)
+          }
+        }
+      }),
+    { timeout: 120_000 }
+  )
 })

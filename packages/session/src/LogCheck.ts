@@ -6,59 +6,22 @@
  * @since 0.0.0
  */
 import type { Ids, SessionEvent } from "@harness/domain"
-import { Schema } from "effect"
+import { SessionLogError as SessionLogErrorSchema } from "@harness/domain"
 import * as internal from "./internal/logCheck.js"
 
 /**
- * The name of each rule a log can break.
- *
- * - `seq-gap`: `seq` is not the previous one plus 1 (the first is 0). A `SessionLog` numbers events itself, so only
- *   seeds, stored logs and hand-made logs can break it.
- * - `outside-turn`: an event other than `user/message` outside a turn.
- * - `turn-number`: a `turn/start` whose number is not the previous turn's plus 1.
- * - `nested-turn`: a `turn/start` while a turn is open.
- * - `turn-end-mismatch`: a `turn/end` that does not name the open turn (or with no turn open).
- * - `turn-end-step-open`: a `turn/end` while a step is open.
- * - `step-number`: a `step/start` whose number is not the previous step's plus 1 in this turn (from 1).
- * - `nested-step`: a `step/start` while a step is open.
- * - `step-end-mismatch`: a `step/end` that does not name the open step.
- * - `wrong-turn`: an event naming a turn that is not the open one (e.g. an event of a closed turn); with no turn
- *   open it is `outside-turn`.
- * - `outside-step`: an assistant chunk or message, tool call or fresh tool result outside the step it names.
- * - `unknown-tool-call`: a `tool/result` with no prior `tool/call` of that id in the same step (crash repair's
- *   `TOOL_NOT_STARTED` result excepted).
- * - `duplicate-tool-call`: a second `tool/call` with the same id in one step.
- * - `duplicate-tool-result`: a second `tool/result` for the same call.
- * - `unanswered-tool-call` (checkLog only): at `step/end`, a `tool/call`, or a tool call of the step's assistant
- *   message, without a `tool/result`.
- * - `unclosed-turn` (checkLog only): the log ends inside a turn.
+ * The name of each rule a log can break (defined in `@harness/domain`, beside the `SessionLogError` that names
+ * it, so the agent's operations can carry that error as a schema).
  *
  * @since 0.0.0
  * @category schemas
  */
-export const Rule = Schema.Literal(
-  "seq-gap",
-  "outside-turn",
-  "turn-number",
-  "nested-turn",
-  "turn-end-mismatch",
-  "turn-end-step-open",
-  "step-number",
-  "nested-step",
-  "step-end-mismatch",
-  "wrong-turn",
-  "outside-step",
-  "unknown-tool-call",
-  "duplicate-tool-call",
-  "duplicate-tool-result",
-  "unanswered-tool-call",
-  "unclosed-turn"
-)
+export const Rule = SessionLogErrorSchema.Rule
 /**
  * @since 0.0.0
  * @category models
  */
-export type Rule = typeof Rule.Type
+export type Rule = SessionLogErrorSchema.Rule
 
 /**
  * One broken rule, at the event that broke it.

@@ -1,33 +1,18 @@
 /**
- * The session log's error: every refused append, seed or load. It lives in its own module so the log's
- * implementation (`internal/sessionLog.ts`) constructs it without importing the public `SessionLog` module for a
- * value; `SessionLog` re-exports it.
+ * The session log's error: every refused append, seed or load. It is part of the durable vocabulary (the agent's
+ * operations carry it), so it is defined in `@harness/domain` and re-exported here, where it is raised.
  *
  * @since 0.0.0
  */
-import { Ids } from "@harness/domain"
-import { Schema } from "effect"
-import { Rule } from "./LogCheck.js"
+import { SessionLogError as Schemas } from "@harness/domain"
 
 /**
- * A refused append, seed or load. `reason` names the rule that refused it: an enclosure rule of R100 (see
- * `LogCheck.Rule`), `invalid-event` (the event does not match its schema or is not JSON-lossless), `store` (the
- * driver failed, or the log stopped writing after a failure retrying cannot cure), `invalid-seed` (a seed that is
- * not a balanced, gap-free log) or `corrupt` (a stored session damaged before its last committed `turn/end`, or a
- * stored record that breaks an enclosure rule: `session` and `position` name the session and the stored record,
- * `message` says what is wrong) or `fork-boundary` (a fork
- * asked for at something other than a `turn/end`, R112's `OPEN_TURN`).
+ * A refused append, seed or load; `reason` names the rule that refused it (see `@harness/domain`'s
+ * `SessionLogError` module).
  *
  * @since 0.0.0
  * @category errors
  */
-export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
-  "SessionLogError",
-  {
-    reason: Schema.Union(Rule, Schema.Literal("invalid-event", "store", "invalid-seed", "corrupt", "fork-boundary")),
-    message: Schema.String,
-    seq: Schema.optionalWith(Schema.Number, { exact: true }),
-    session: Schema.optionalWith(Ids.SessionId, { exact: true }),
-    position: Schema.optionalWith(Schema.Number, { exact: true })
-  }
-) {}
+export const SessionLogError = Schemas.SessionLogError
+/** @since 0.0.0 */
+export type SessionLogError = Schemas.SessionLogError

@@ -4,7 +4,7 @@
  */
 import { LanguageModel, Tool, type Toolkit } from "@effect/ai"
 import type { Ids as IdsT, Inbox as InboxT, SessionEvent, Store as StoreT } from "@harness/domain"
-import { AgentEvent, Ids, Json, Message } from "@harness/domain"
+import { AgentEvent, Ids, Input, Json, Message, Operations } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Deferred,
@@ -13,7 +13,6 @@ import {
   ExecutionStrategy,
   Fiber,
   Option,
-  ParseResult,
   PubSub,
   type Queue,
   Random,
@@ -22,7 +21,7 @@ import {
   Scope,
   Stream
 } from "effect"
-import type { BatchOp, Options, PresetOptions, Service } from "../Agent.js"
+import type { BatchOp, Options, PresetOptions, SendError, Service } from "../Agent.js"
 import { AgentBusyError, AgentConfigError, AgentDisposedError, BatchError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
 import { repairLocked } from "./close.js"
@@ -118,37 +117,48 @@ const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
   }
 )
 
-const PresetOptions = Schema.UndefinedOr(Schema.Struct({ id: Schema.optional(Ids.AgentMessageId) }))
+/** What `sendAll` hands `batch`: checked to be pairs, decoded by `batch` itself. */
+type BatchSend = Extract<BatchOp, { readonly send: unknown }>["send"]
 
+const PresetOptions = Schema.UndefinedOr(Operations.PresetOptions)
+const CancelOptions = Schema.UndefinedOr(Operations.CancelOptions)
+
+/**
+ * `Operations.BatchOperation` with each send's message and options left undecoded: they are decoded one by one
+ * afterwards, each message under its own limits and with the operation's index in the error.
+ */
 const BatchOperation = Schema.Union(
   Schema.Struct({ send: Schema.Tuple(Schema.Unknown, Schema.Unknown) }),
-  Schema.Struct({
-    cancel: Schema.Tuple(
-      AgentEvent.CancelCause,
-      Schema.optionalElement(Schema.UndefinedOr(Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) })))
-    )
-  })
+  Operations.BatchOperation.members[1]
 )
 
-/** Decodes what a caller passed (callers can lie about types), naming what was wrong. */
-const decodeStrict = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
-  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "all" })
-  return (input: unknown): Effect.Effect<A, Message.InvalidMessageError> => {
-    const decoded = decode(input)
-    return decoded._tag === "Right"
-      ? Effect.succeed(decoded.right)
-      : Effect.fail(
-        new Message.InvalidMessageError({
-          message: `invalid ${what}: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-        })
-      )
-  }
+/**
+ * A batch is copied whole before its operations are decoded (each message again, under its own limits): a few
+ * levels deeper than a message, and room for several messages.
+ */
+const batchLimits: Input.Limits = {
+  maxDepth: Input.messageLimits.maxDepth + 3,
+  maxChars: 4 * Input.messageLimits.maxChars,
+  maxValues: 4 * Input.messageLimits.maxValues
 }
 
-const checkOptions = decodeStrict(Message.SendOptions, "send options")
-const checkPreset = decodeStrict(PresetOptions, "preset options")
-const checkOperation = decodeStrict(BatchOperation, "batch operation")
-const checkId = decodeStrict(Ids.AgentMessageId, "message id")
+// Every caller value is decoded from a plain, bounded copy (`Message.decodeInput`): nothing a caller passes can
+// throw through an operation (ADR 0018).
+const checkOptions = Message.decodeInput(Message.SendOptions, "send options")
+const checkPreset = Message.decodeInput(PresetOptions, "preset options")
+const checkBatch = Message.decodeInput(Schema.Array(BatchOperation), "batch", batchLimits)
+const checkItems = Message.decodeInput(
+  Schema.Array(Schema.Tuple(Schema.Unknown, Schema.Unknown)),
+  "sendAll items",
+  batchLimits
+)
+const checkId = Message.decodeInput(Ids.AgentMessageId, "message id")
+const checkCause = Message.decodeInput(AgentEvent.CancelCause, "cancel cause")
+const checkCancelOptions = Message.decodeInput(CancelOptions, "cancel options")
+
+/** Names the batch operation a refusal is about. */
+const inOperation = (index: number) => (error: Message.InvalidMessageError) =>
+  new Message.InvalidMessageError({ reason: error.reason, message: `batch operation ${index + 1}: ${error.message}` })
 
 const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
 
@@ -364,19 +374,22 @@ export const make = <R>(
         Effect.flatMap(checkPreset(preset), (checked) =>
           send(input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id }))
 
-    const batch = (ops: ReadonlyArray<BatchOp>) =>
+    const batch = (ops: ReadonlyArray<BatchOp>): Effect.Effect<
+      ReadonlyArray<IdsT.AgentMessageId | undefined>,
+      SendError | BatchError
+    > =>
       Effect.gen(function*() {
         type Decoded =
           | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
           | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
         const decoded: Array<Decoded> = []
-        for (const input of ops) {
-          const op = yield* checkOperation(input)
+        const checked = yield* checkBatch(ops)
+        for (const [index, op] of checked.entries()) {
           if ("send" in op) {
             decoded.push({
               _tag: "send",
-              data: yield* Message.decodeUserMessageData(op.send[0]),
-              options: yield* checkOptions(op.send[1])
+              data: yield* Effect.mapError(Message.decodeUserMessageData(op.send[0]), inOperation(index)),
+              options: yield* Effect.mapError(checkOptions(op.send[1]), inOperation(index))
             })
           } else {
             decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
@@ -439,10 +452,16 @@ export const make = <R>(
       inject: preset("next-step", false),
       batch,
       sendAll: (items) =>
-        batch(items.map((send) => ({ send }))).pipe(
+        checkItems(items).pipe(
+          Effect.flatMap((checked) => batch(checked.map((send) => ({ send: send as BatchSend })))),
           Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
         ),
-      cancel: (cause, cancelOptions) => locked(env, cancelLocked(env, cause, cancelOptions?.keepInbox === true)),
+      cancel: (cause, cancelOptions) =>
+        Effect.gen(function*() {
+          const checkedCause = yield* checkCause(cause)
+          const checked = yield* checkCancelOptions(cancelOptions)
+          return yield* locked(env, cancelLocked(env, checkedCause, checked?.keepInbox === true))
+        }),
       retry: Effect.suspend(() =>
         locked(
           env,

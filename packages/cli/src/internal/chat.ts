@@ -389,11 +389,11 @@ export const chat = (
         }
         if (double) {
           if (items.length === 0 && !st.running) return yield* Deferred.succeed(quit, undefined)
-          yield* agent.cancel("user")
+          yield* Effect.orDie(agent.cancel("user")) // a literal cause cannot be refused
           return yield* emit([s.yellow(`cancelled; discarded ${items.length} pending item(s)`)])
         }
         if (st.running) {
-          yield* agent.cancel("user", { keepInbox: true })
+          yield* Effect.orDie(agent.cancel("user", { keepInbox: true }))
           const badge = Inbox.badge(items)
           return yield* emit([
             s.yellow(

@@ -248,7 +248,9 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
   /**
    * Server-sent events from the body text, with `@effect/experimental`'s parser. Contract: `retry:` fields are
    * ignored (there is no reconnection to delay), comments produce nothing, and an event over the parser's size
-   * limit is a `MALFORMED` failure.
+   * limit is a `MALFORMED` failure. A body that ends after complete lines but without the blank line that
+   * dispatches the last event (or ends right after `data: [DONE]`) still dispatches it, as openai-node does; a
+   * body cut inside any other line does not (that is a truncation, reported as one).
    */
   const events = (
     text: Stream.Stream<string, AiError.AiError>,
@@ -260,19 +262,30 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       const parser = Sse.makeParser((event) => {
         if (event._tag === "Event") pending.push(event)
       }, { maxEventSize: settings.maxEventSize })
-      return text.pipe(Stream.mapChunksEffect((pieces) => {
-        for (const piece of pieces) {
-          const error = parser.feed(piece)
-          if (error !== undefined) {
-            return Effect.fail(Errors.malformed(
-              ctx,
-              "streamText",
-              `the server sent an SSE event larger than ${error.cause.maxEventSize} characters (the parser's limit)`
-            ))
+      // The text after the last line break, as far as the end-of-body rule needs it (longer tails are cut).
+      let tail = ""
+      const flush = Stream.suspend(() => {
+        if (tail === "" || /^data: ?\[DONE\]$/.test(tail)) parser.feed("\n\n")
+        return Stream.fromIterable(pending.splice(0))
+      })
+      return text.pipe(
+        Stream.mapChunksEffect((pieces) => {
+          for (const piece of pieces) {
+            const lineBreak = Math.max(piece.lastIndexOf("\n"), piece.lastIndexOf("\r"))
+            tail = (lineBreak >= 0 ? piece.slice(lineBreak + 1) : tail + piece).slice(0, 32)
+            const error = parser.feed(piece)
+            if (error !== undefined) {
+              return Effect.fail(Errors.malformed(
+                ctx,
+                "streamText",
+                `the server sent an SSE event larger than ${error.cause.maxEventSize} characters (the parser's limit)`
+              ))
+            }
           }
-        }
-        return Effect.succeed(Chunk.unsafeFromArray(pending.splice(0)))
-      }))
+          return Effect.succeed(Chunk.unsafeFromArray(pending.splice(0)))
+        }),
+        Stream.concat(flush)
+      )
     })
 
   // A 200 that is not an event stream: say what it was (content type, the provider's message, the first bytes).

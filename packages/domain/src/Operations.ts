@@ -1,0 +1,233 @@
+/**
+ * The agent's operations as data: what a caller asks (`send`, the presets `followup` / `steer` / `inject`,
+ * `batch`, `cancel`, `retry`, `withdraw`, `inbox`), what each answers and how each fails, as schemas. The agent's
+ * service types are derived from these (`@harness/agent`'s `Agent.Service`), so an HTTP API or a remote agent that
+ * carries these requests carries exactly what the in-process API takes and returns. Each request is a
+ * `Schema.TaggedRequest`: its payload, its `success` schema and its `failure` schema travel together.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+import { CancelCause } from "./AgentEvent.js"
+import { AgentMessageId } from "./Ids.js"
+import { InboxItem, WithdrawResult } from "./Inbox.js"
+import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
+import { SessionLogError } from "./SessionLogError.js"
+
+/**
+ * One result of a batch: the id of a send, or nothing for a cancel — `undefined` in process, `null` in JSON (which
+ * cannot carry `undefined` in an array).
+ *
+ * @since 0.0.0
+ */
+export const BatchResult = Schema.Union(
+  AgentMessageId,
+  Schema.transform(Schema.Null, Schema.Undefined, { strict: true, decode: () => undefined, encode: () => null })
+).annotations({ identifier: "BatchResult" })
+/** @since 0.0.0 */
+export type BatchResult = typeof BatchResult.Type
+
+/**
+ * The agent was disposed (its scope closed): it accepts nothing more and runs no more turns.
+ *
+ * @since 0.0.0
+ */
+export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("@harness/agent/AgentDisposedError")(
+  "AgentDisposedError",
+  { message: Schema.String }
+) {}
+
+/**
+ * `retry` was called while an admission or a turn is active.
+ *
+ * @since 0.0.0
+ */
+export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness/agent/AgentBusyError")(
+  "AgentBusyError",
+  { message: Schema.String }
+) {}
+
+/**
+ * A batch stopped part-way: an idle injection's append was refused. `applied` holds the results of the operations
+ * applied before it (ids for sends, `undefined` for cancels), so the caller knows which ids exist; `cause` is the
+ * refused append's error.
+ *
+ * @since 0.0.0
+ */
+export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/BatchError")(
+  "BatchError",
+  {
+    applied: Schema.Array(BatchResult),
+    cause: SessionLogError,
+    message: Schema.String
+  }
+) {}
+
+/**
+ * How a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
+ *
+ * @since 0.0.0
+ */
+export const SendFailure = Schema.Union(InvalidMessageError, AgentDisposedError, SessionLogError)
+/** @since 0.0.0 */
+export type SendFailure = typeof SendFailure.Type
+
+/**
+ * The options of a preset: an optional caller-supplied id for idempotent acceptance.
+ *
+ * @since 0.0.0
+ */
+export const PresetOptions = Schema.Struct({ id: Schema.optional(AgentMessageId) }).annotations({
+  identifier: "PresetOptions"
+})
+/** @since 0.0.0 */
+export type PresetOptions = typeof PresetOptions.Type
+
+/**
+ * The options of a cancel: `keepInbox` keeps pending work (it runs next).
+ *
+ * @since 0.0.0
+ */
+export const CancelOptions = Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) }).annotations({
+  identifier: "CancelOptions"
+})
+/** @since 0.0.0 */
+export type CancelOptions = typeof CancelOptions.Type
+
+/**
+ * One operation of a batch: a send (message and options) or a cancel (cause and optional options).
+ *
+ * @since 0.0.0
+ */
+export const BatchOperation = Schema.Union(
+  Schema.Struct({ send: Schema.Tuple(UserMessageData, SendOptions) }),
+  Schema.Struct({ cancel: Schema.Tuple(CancelCause, Schema.optionalElement(Schema.UndefinedOr(CancelOptions))) })
+).annotations({ identifier: "BatchOperation" })
+/** @since 0.0.0 */
+export type BatchOperation = typeof BatchOperation.Type
+
+/**
+ * What a batch answers: one result per operation, in order — the id for a send, `undefined` for a cancel.
+ *
+ * @since 0.0.0
+ */
+export const BatchResults = Schema.Array(BatchResult)
+/** @since 0.0.0 */
+export type BatchResults = typeof BatchResults.Type
+
+/**
+ * `send(message, options)`: accepts a message and routes it by `target` × `wakeup`; answers its id.
+ *
+ * @since 0.0.0
+ */
+export class Send extends Schema.TaggedRequest<Send>()("Send", {
+  failure: SendFailure,
+  success: AgentMessageId,
+  payload: { message: UserMessageData, options: SendOptions }
+}) {}
+
+const preset = {
+  failure: SendFailure,
+  success: AgentMessageId,
+  payload: { message: UserMessageData, options: Schema.optional(PresetOptions) }
+}
+
+/**
+ * `followup(message, options?)`: `send` with `{ target: "next-turn", wakeup: true }`.
+ *
+ * @since 0.0.0
+ */
+export class Followup extends Schema.TaggedRequest<Followup>()("Followup", preset) {}
+
+/**
+ * `steer(message, options?)`: `send` with `{ target: "next-step", wakeup: true }`.
+ *
+ * @since 0.0.0
+ */
+export class Steer extends Schema.TaggedRequest<Steer>()("Steer", preset) {}
+
+/**
+ * `inject(message, options?)`: `send` with `{ target: "next-step", wakeup: false }`.
+ *
+ * @since 0.0.0
+ */
+export class Inject extends Schema.TaggedRequest<Inject>()("Inject", preset) {}
+
+/**
+ * `batch(operations)`: sends and cancels applied in order under one lock, all decoded first (all or nothing);
+ * fails with `BatchError` if an idle injection's append is refused part-way.
+ *
+ * @since 0.0.0
+ */
+export class Batch extends Schema.TaggedRequest<Batch>()("Batch", {
+  failure: Schema.Union(SendFailure, BatchError),
+  success: BatchResults,
+  payload: { operations: Schema.Array(BatchOperation) }
+}) {}
+
+/**
+ * `cancel(cause, options?)`: cancels the running admission or turn; answers at once.
+ *
+ * @since 0.0.0
+ */
+export class Cancel extends Schema.TaggedRequest<Cancel>()("Cancel", {
+  failure: InvalidMessageError,
+  success: Schema.Void,
+  payload: { cause: CancelCause, options: Schema.optional(CancelOptions) }
+}) {}
+
+/**
+ * `retry`: starts a turn over the current log without a new prompt.
+ *
+ * @since 0.0.0
+ */
+export class Retry extends Schema.TaggedRequest<Retry>()("Retry", {
+  failure: Schema.Union(AgentBusyError, AgentDisposedError),
+  success: Schema.Void,
+  payload: {}
+}) {}
+
+/**
+ * `withdraw(id)`: removes one pending item without stopping the turn.
+ *
+ * @since 0.0.0
+ */
+export class Withdraw extends Schema.TaggedRequest<Withdraw>()("Withdraw", {
+  failure: InvalidMessageError,
+  success: WithdrawResult,
+  payload: { id: AgentMessageId }
+}) {}
+
+/**
+ * `inbox`: the pending items now, in acceptance order.
+ *
+ * @since 0.0.0
+ */
+export class ListInbox extends Schema.TaggedRequest<ListInbox>()("ListInbox", {
+  failure: Schema.Never,
+  success: Schema.Array(InboxItem),
+  payload: {}
+}) {}
+
+/**
+ * Every operation, keyed by `_tag`.
+ *
+ * @since 0.0.0
+ */
+export const Operation = Schema.Union(Send, Followup, Steer, Inject, Batch, Cancel, Retry, Withdraw, ListInbox)
+/** @since 0.0.0 */
+export type Operation = typeof Operation.Type
+
+/**
+ * What an operation answers.
+ *
+ * @since 0.0.0
+ */
+export type Success<O extends Operation> = Schema.WithResult.Success<O>
+
+/**
+ * How an operation fails.
+ *
+ * @since 0.0.0
+ */
+export type Failure<O extends Operation> = Schema.WithResult.Failure<O>
