@@ -296,6 +296,25 @@ describe("secrets: property", () => {
           assert.isUndefined(form, `shape ${plant.shape} leaked ${JSON.stringify(form)} in ${rendered.slice(0, 400)}`)
         }
       }),
-    { timeout: 240_000, fastCheck: { numRuns: 150 } }
+    {
+      timeout: 240_000,
+      fastCheck: {
+        numRuns: 150,
+        // Found by this property: a body that is not JSON and starts with a secret header value. V8's parse error
+        // quotes the body's first 10 characters, a cut of the secret the scrubber cannot see (fixed: that message is
+        // no longer used).
+        examples: [{
+          plant: {
+            key: "sk-aaaaaaaaaaaa",
+            headerSecret: "org-aaaaaaaaaaaaaaaaa",
+            which: "header" as const,
+            form: "as-is" as const,
+            pad: 0,
+            shape: 4,
+            status: 400
+          }
+        }]
+      }
+    }
   )
 })

@@ -66,6 +66,18 @@ interface Watch {
 }
 
 /**
+ * A decode failure in words. Text that is not JSON is said to be so without the parser's own message: V8 quotes the
+ * first characters of the text there, a cut the scrubber cannot recognise when it falls inside a secret.
+ */
+const decodeProblem = (error: ParseResult.ParseError, text: string): string => {
+  try {
+    JSON.parse(text)
+  } catch {
+    return "it is not JSON"
+  }
+  return ParseResult.TreeFormatter.formatErrorSync(error)
+}
+/**
  * Builds the operations. Contract: the API key and secret header values go into each request's headers and into
  * the scrubber — nowhere else; every error and every part that leaves here has been scrubbed.
  */
@@ -340,9 +352,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
           Errors.malformed(
             streamContext,
             "streamText",
-            `the server sent a chunk that is not a valid chat.completion.chunk: ${
-              ParseResult.TreeFormatter.formatErrorSync(chunk.left)
-            }`
+            `the server sent a chunk that is not a valid chat.completion.chunk: ${decodeProblem(chunk.left, item.data)}`
           )
         )
       }
@@ -421,7 +431,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             ctx,
             "generateText",
             `the server sent a body (content type ${contentType}) that is not a valid chat.completion: ${
-              ParseResult.TreeFormatter.formatErrorSync(completion.left)
+              decodeProblem(completion.left, text)
             }; body starts: ${ctx.scrub.clip(text.trim(), 200)}`
           )
         )
