@@ -247,74 +247,71 @@ const renderings = (error: AiError.AiError, now: number): ReadonlyArray<string> 
   JSON.stringify(LlmFailure.failureOf(error, now))
 ]
 
+/** One run of the property: a fake server plants the secret; nothing that leaves the provider may show it. */
+const check = (plant: Plant) =>
+  Effect.gen(function*() {
+    const lines: Array<string> = []
+    const logger = Logger.map(Logger.logfmtLogger, (line) => lines.push(line))
+    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+    yield* Effect.locallyScoped(FiberRef.currentMinimumLogLevel, LogLevel.All)
+    const server = yield* FakeServer.make
+    const model = yield* Layer.build(
+      ChatCompletions.layer({
+        baseUrl: server.baseUrl,
+        apiKey: Redacted.make(plant.key),
+        headers: { "X-Org-Secret": Redacted.make(plant.headerSecret) },
+        retry: { maxRetries: 1, baseDelay: 0 }
+      }).pipe(Layer.provide(NodeHttpClient.layer))
+    ).pipe(Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)), Effect.orDie)
+    const reply = shapes[plant.shape]!(plant)
+    yield* server.otherwise(reply)
+
+    const streamed = yield* Effect.exit(stream(model, "hi"))
+    const generated = yield* Effect.exit(
+      model.generateText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true }).pipe(
+        Effect.provide(ToolsLayer)
+      )
+    )
+    const requests = yield* server.requests
+    assert.isTrue(requests.every((request) => request.headers.authorization === `Bearer ${plant.key}`))
+
+    const texts: Array<string> = [...lines]
+    const collect = <A>(exit: Exit.Exit<A, AiError.AiError>): void => {
+      if (Exit.isSuccess(exit)) {
+        texts.push(JSON.stringify(exit.value), Inspectable.format(exit.value))
+        return
+      }
+      // Every failure is a typed AiError: no defect, no interruption.
+      const failure = Cause.failureOption(exit.cause)
+      assert.isTrue(failure._tag === "Some", `not a failure: ${Cause.pretty(exit.cause)}`)
+      if (failure._tag === "Some") texts.push(...renderings(failure.value, 0))
+    }
+    collect(streamed)
+    collect(generated)
+    for (const rendered of texts) {
+      const form = leaked(plant, rendered)
+      assert.isUndefined(form, `shape ${plant.shape} leaked ${JSON.stringify(form)} in ${rendered.slice(0, 400)}`)
+    }
+  })
+
 describe("secrets: property", () => {
   it.scoped.prop(
     "no form of the key or a secret header value appears in any failure, part or log line",
     { plant: plants },
-    ({ plant }) =>
-      Effect.gen(function*() {
-        const lines: Array<string> = []
-        const logger = Logger.map(Logger.logfmtLogger, (line) => lines.push(line))
-        yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
-        yield* Effect.locallyScoped(FiberRef.currentMinimumLogLevel, LogLevel.All)
-        const server = yield* FakeServer.make
-        const model = yield* Layer.build(
-          ChatCompletions.layer({
-            baseUrl: server.baseUrl,
-            apiKey: Redacted.make(plant.key),
-            headers: { "X-Org-Secret": Redacted.make(plant.headerSecret) },
-            retry: { maxRetries: 1, baseDelay: 0 }
-          }).pipe(Layer.provide(NodeHttpClient.layer))
-        ).pipe(Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)), Effect.orDie)
-        const reply = shapes[plant.shape]!(plant)
-        yield* server.otherwise(reply)
-
-        const streamed = yield* Effect.exit(stream(model, "hi"))
-        const generated = yield* Effect.exit(
-          model.generateText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true }).pipe(
-            Effect.provide(ToolsLayer)
-          )
-        )
-        const requests = yield* server.requests
-        assert.isTrue(requests.every((request) => request.headers.authorization === `Bearer ${plant.key}`))
-
-        const texts: Array<string> = [...lines]
-        const collect = <A>(exit: Exit.Exit<A, AiError.AiError>): void => {
-          if (Exit.isSuccess(exit)) {
-            texts.push(JSON.stringify(exit.value), Inspectable.format(exit.value))
-            return
-          }
-          // Every failure is a typed AiError: no defect, no interruption.
-          const failure = Cause.failureOption(exit.cause)
-          assert.isTrue(failure._tag === "Some", `not a failure: ${Cause.pretty(exit.cause)}`)
-          if (failure._tag === "Some") texts.push(...renderings(failure.value, 0))
-        }
-        collect(streamed)
-        collect(generated)
-        for (const rendered of texts) {
-          const form = leaked(plant, rendered)
-          assert.isUndefined(form, `shape ${plant.shape} leaked ${JSON.stringify(form)} in ${rendered.slice(0, 400)}`)
-        }
-      }),
-    {
-      timeout: 240_000,
-      fastCheck: {
-        numRuns: 150,
-        // Found by this property: a body that is not JSON and starts with a secret header value. V8's parse error
-        // quotes the body's first 10 characters, a cut of the secret the scrubber cannot see (fixed: that message is
-        // no longer used).
-        examples: [{
-          plant: {
-            key: "sk-aaaaaaaaaaaa",
-            headerSecret: "org-aaaaaaaaaaaaaaaaa",
-            which: "header" as const,
-            form: "as-is" as const,
-            pad: 0,
-            shape: 4,
-            status: 400
-          }
-        }]
-      }
-    }
+    ({ plant }) => check(plant),
+    { timeout: 240_000, fastCheck: { numRuns: 150 } }
   )
+
+  // Found by the property: a body that is not JSON and starts with a secret header value. V8's parse error quotes
+  // the first 10 characters of the text, a cut of the secret the scrubber cannot see (that message is no longer used).
+  it.scoped("a body that is not JSON and starts with a secret: the parser's message does not carry its first characters", () =>
+    check({
+      key: "sk-aaaaaaaaaaaa",
+      headerSecret: "org-aaaaaaaaaaaaaaaaa",
+      which: "header",
+      form: "as-is",
+      pad: 0,
+      shape: 4,
+      status: 400
+    }))
 })
