@@ -31,8 +31,11 @@ export type Writer = <A, E, R>(effect: Effect.Effect<A, E, R>, sync?: boolean) =
 export interface Dialect {
   /** The engine's name, in every failure message (`SQLite failed to …`). */
   readonly name: string
-  /** The schema: tables `sessions`, `records`, `snapshots` (see the backends' migrations). */
-  readonly migrations: Migrator.Loader
+  /**
+   * The engine's column types for the schema (tables `sessions`, `records`, `snapshots`): an auto-numbered integer
+   * primary key, a 64-bit integer (times, byte counts) and a small integer (a record's kind).
+   */
+  readonly columns: { readonly serialKey: string; readonly bigint: string; readonly smallint: string }
   /** Builds the writer over the client (once per store). */
   readonly writer: (sql: SqlClient.SqlClient) => Effect.Effect<Writer>
   /** Appended to the SELECT of a session's row inside a write (`FOR UPDATE` where rows must be locked). */
@@ -72,7 +75,7 @@ export const make = (
   dialect: Dialect
 ): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    yield* Migrator.make({})({ loader: dialect.migrations, table: migrationsTable })
+    yield* Migrator.make({})({ loader: internal.migrations(dialect), table: migrationsTable })
     return yield* internal.make(dialect)
   }).pipe(
     Effect.catchTags({

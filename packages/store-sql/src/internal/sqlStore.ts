@@ -4,6 +4,7 @@
  * transaction whose first statement writes the session's row (taking the lock that orders writers of a session and
  * checking contiguity in one step), and the figures `list` shows kept current in that row.
  */
+import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlClient as SqlClientTag } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -16,6 +17,45 @@ type Service = SessionStore.Service
 
 /** Integer columns as drivers return them: PostgreSQL's BIGINT arrives as a string (pg's default for int8). */
 type Int = number | string
+
+/** The schema, one migration, with the dialect's column types. */
+export const migrations = (dialect: Dialect) => {
+  const { bigint, serialKey, smallint } = dialect.columns
+  return Migrator.fromRecord({
+    "1_sessions": Effect.gen(function*() {
+      const sql = yield* SqlClientTag
+      yield* sql`CREATE TABLE sessions (
+      key ${sql.literal(serialKey)},
+      id TEXT NOT NULL UNIQUE,
+      header TEXT NOT NULL,
+      created_at ${sql.literal(bigint)} NOT NULL,
+      records INTEGER NOT NULL,
+      events INTEGER NOT NULL,
+      turns INTEGER NOT NULL,
+      last_activity ${sql.literal(bigint)} NOT NULL,
+      bytes ${sql.literal(bigint)} NOT NULL,
+      first_prompt TEXT,
+      first_prompt_position INTEGER
+    )`
+      yield* sql`CREATE TABLE records (
+      session INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      kind ${sql.literal(smallint)} NOT NULL,
+      time ${sql.literal(bigint)} NOT NULL,
+      message_id TEXT,
+      text TEXT NOT NULL,
+      PRIMARY KEY (session, position)
+    )`
+      yield* sql`CREATE INDEX records_message_id ON records (session, message_id) WHERE message_id IS NOT NULL`
+      yield* sql`CREATE TABLE snapshots (
+      session INTEGER PRIMARY KEY,
+      seq INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      text TEXT NOT NULL
+    )`
+    })
+  })
+}
 
 /** Record kinds, as stored: what summaries are recomputed from without parsing a record. */
 const kindCode = { inbox: 0, event: 1, turn: 2 } as const
