@@ -25,6 +25,7 @@ const categories = {
   testkit: ["constructors", "invariants", "layers", "models", "rendering", "replies", "services"],
   tools: ["constants", "constructors", "errors", "layers", "models", "schemas", "tools"],
   llm: ["constants", "constructors", "errors", "layers", "models", "utils"],
+  "store-sql": ["constants", "constructors", "models", "utils"],
   "store-sqlite": ["constructors", "layers", "models"],
   "store-jsonl": ["constructors", "layers", "models"],
   "store-postgres": ["constructors", "layers", "models"],

@@ -197,6 +197,18 @@ const admission = (rejects: boolean): fc.Arbitrary<Admission> =>
     ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context")
     : fc.constantFrom("allow", "slow", "context")
 
+/** Fault positions are drawn below this: about the number of faultable appends a run makes. */
+export const faultPositions = 10
+
+/**
+ * Preemption budgets: the runtime's default in one run of four, else any budget from 16 to 96 operations. Earlier
+ * bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values never drew.
+ */
+export const preemption: fc.Arbitrary<number> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(2048) },
+  { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) }
+)
+
 /** A random scenario. */
 export const scenario = (options: {
   readonly cancels?: "any" | "keepInbox" | "none"
@@ -215,14 +227,15 @@ export const scenario = (options: {
       nil: undefined
     }),
     retries: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), { nil: undefined }),
+    // A run makes about 9 faultable appends: positions beyond that would refuse nothing.
     faults: options.faults === true
-      ? fc.array(fc.nat({ max: 30 }), { minLength: 1, maxLength: 3 })
+      ? fc.array(fc.nat({ max: faultPositions - 1 }), { minLength: 1, maxLength: 3 })
       : fc.constant(undefined),
     steps: fc.option(fc.array(nudge, { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 3 }),
     stopping: fc.option(fc.array(nudge, { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 3 }),
     end: options.end === undefined ? fc.constantFrom("dispose", "drain") : fc.constant(options.end),
     yieldingStore: fc.boolean(),
-    maxOps: fc.constantFrom(2048, 2048, 64, 32, 16),
+    maxOps: preemption,
     seed: fc.integer()
   })
 

@@ -8,7 +8,7 @@
  * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context), `requestError` (retry or fail), and
  * `step` / `turnStopping` hooks that steer, inject or fail. Resends of accepted ids must return the same id. One
  * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
- * does), and some preempt every fiber after 16–64 operations, so the test's operations also land between the agent's
+ * does), and three in four preempt every fiber after 16–96 operations, so the test's operations also land between the agent's
  * critical sections. Every run ends by disposing
  * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-support.ts
  * does the checking, with the folds of `Invariants` (@harness/testkit).
@@ -46,9 +46,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Effect, Schema } from "effect"
+import { Effect, FastCheck as fc, Schema } from "effect"
 import type { CheckOptions, Scenario } from "./properties-support.js"
-import { describeScenario, problems, run, scenario } from "./properties-support.js"
+import { describeScenario, faultPositions, problems, run, scenario } from "./properties-support.js"
 
 /** Runs a scenario and asserts that it broke nothing (see `problems`). */
 const check = (scenario: Scenario, options: CheckOptions = {}) =>
@@ -92,6 +92,21 @@ describe("properties: random interleavings", () => {
     ({ scenario }) => check(scenario, { quiescence: true, noDrops: true }),
     { timeout: 120_000, fastCheck: { numRuns: 50 } }
   )
+})
+
+describe("properties: the generators reach the interleavings that broke before", () => {
+  // Counted over a fixed sample, so a change that narrows a generator again fails here instead of silently
+  // making the properties above weaker.
+  it("preemption budgets cover the narrow windows; store faults land within a run's appends", () => {
+    const sample = fc.sample(scenario({ faults: true }), { numRuns: 2_000, seed: 42 })
+    const share = (predicate: (scenario: Scenario) => boolean) => sample.filter(predicate).length / sample.length
+    const budget = (from: number, to: number) => share((s) => s.maxOps >= from && s.maxOps <= to)
+    assert.isAbove(budget(16, 96), 0.65)
+    for (const [from, to] of [[23, 31], [36, 39], [51, 54]] as const) assert.isAbove(budget(from, to), 0.015)
+    assert.isBelow(share((s) => s.maxOps === 2048), 0.35)
+    assert.strictEqual(share((s) => (s.faults ?? []).every((position) => position < faultPositions)), 1)
+    assert.isAbove(share((s) => (s.faults ?? []).some((position) => position < 5)), 0.5)
+  })
 })
 
 /** A tool whose successful result concludes the turn (R70). */

@@ -44,6 +44,22 @@ const withAgent = <A, E>(
     return result
   })).pipe(Effect.provide(Stores.layer(backend, location)))
 
+/** Reopens the session a killed child wrote in `dir`, runs one more turn ("carry on") and returns the log. */
+const continueChildSession = (backend: Protocol.Backend, dir: string) =>
+  withAgent(
+    backend,
+    Stores.locationIn(backend, dir),
+    Ids.SessionId.make("child-session"),
+    "open",
+    [S.textResponse("resumed")],
+    (agent) =>
+      Effect.gen(function*() {
+        yield* agent.followup(Message.make("carry on"))
+        yield* agent.whenIdle
+        return yield* agent.log
+      })
+  )
+
 const turnStarts = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
   events.flatMap((e) => (e.type === "turn/start" ? [e.data.turn] : []))
 
@@ -231,19 +247,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       for (const result of closers) {
         if (result.type === "tool/result") assert.strictEqual(result.data.error?.code, "TOOL_OUTCOME_UNKNOWN")
       }
-      const resumed = yield* withAgent(
-        backend,
-        Stores.locationIn(backend, dir),
-        Ids.SessionId.make("child-session"),
-        "open",
-        [S.textResponse("resumed")],
-        (agent) =>
-          Effect.gen(function*() {
-            yield* agent.followup(Message.make("carry on"))
-            yield* agent.whenIdle
-            return yield* agent.log
-          })
-      )
+      const resumed = yield* continueChildSession(backend, dir)
       assert.deepStrictEqual(turnStarts(resumed).at(-1), lastTurn + 1)
       assert.deepStrictEqual(headers(resumed).at(-1), "resume")
     }).pipe(Effect.provide(NodeContext.layer)))

@@ -10,10 +10,9 @@
  * @since 0.0.0
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import { SessionStore } from "@harness/session"
+import { SqlStore } from "@harness/store-sql"
 import { Config, Effect, Layer, type Redacted } from "effect"
 import * as internal from "./internal/postgresStore.js"
 
@@ -41,18 +40,8 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * @since 0.0.0
  * @category constructors
  */
-export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
-  .gen(function*() {
-    yield* Migrator.make({})({ loader: internal.migrations, table: internal.migrationsTable })
-    return yield* internal.make
-  })
-  .pipe(
-    Effect.catchTags({
-      SqlError: (e: SqlError) =>
-        Effect.fail(setupError(`cannot prepare the PostgreSQL store: ${internal.sqlMessage(e)}`)),
-      MigrationError: (e) => Effect.fail(setupError(`cannot migrate the PostgreSQL store: ${e.message}`))
-    })
-  )
+export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = SqlStore
+  .make(internal.dialect)
 
 /**
  * The store on the database at `options.url`, with its own connection pool (closed with the layer).
@@ -66,7 +55,7 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
   Layer.effect(SessionStore.SessionStore, make).pipe(
     Layer.provide(
       PgClient.layer({ url: options.url, applicationName: "harness" }).pipe(
-        Layer.catchAll((e) => Layer.fail(setupError(`cannot connect to PostgreSQL: ${internal.sqlMessage(e)}`)))
+        Layer.catchAll((e) => Layer.fail(setupError(`cannot connect to PostgreSQL: ${SqlStore.sqlMessage(e)}`)))
       )
     )
   )

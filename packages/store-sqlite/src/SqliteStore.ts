@@ -11,10 +11,9 @@
  * @since 0.0.0
  */
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import { SessionStore } from "@harness/session"
+import { SqlStore } from "@harness/store-sql"
 import { Effect, Layer } from "effect"
 import * as internal from "./internal/sqliteStore.js"
 
@@ -41,17 +40,8 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * @since 0.0.0
  * @category constructors
  */
-export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = Effect
-  .gen(function*() {
-    yield* Migrator.make({})({ loader: internal.migrations, table: internal.migrationsTable })
-    return yield* internal.make
-  })
-  .pipe(
-    Effect.catchTags({
-      SqlError: (e: SqlError) => Effect.fail(setupError(`cannot prepare the SQLite store: ${internal.sqlMessage(e)}`)),
-      MigrationError: (e) => Effect.fail(setupError(`cannot migrate the SQLite store: ${e.message}`))
-    })
-  )
+export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = SqlStore
+  .make(internal.dialect)
 
 /**
  * The store on the database file `options.filename`, with its own SQLite client (closed with the layer).
@@ -68,7 +58,7 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
       Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`PRAGMA synchronous = NORMAL`),
       make
     ).pipe(
-      Effect.catchTag("SqlError", (e) => Effect.fail(setupError(`cannot configure SQLite: ${internal.sqlMessage(e)}`)))
+      Effect.catchTag("SqlError", (e) => Effect.fail(setupError(`cannot configure SQLite: ${SqlStore.sqlMessage(e)}`)))
     )
   ).pipe(
     Layer.provide(

@@ -1,0 +1,390 @@
+/**
+ * The store over an `@effect/sql` client, shared by the SQLite and PostgreSQL backends: sessions, records and
+ * snapshots in three tables (each backend's migration creates them with its own column types), a commit as one
+ * transaction whose first statement writes the session's row (taking the lock that orders writers of a session and
+ * checking contiguity in one step), and the figures `list` shows kept current in that row.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { SqlClient as SqlClientTag } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { type Ids, Store } from "@harness/domain"
+import { SessionStore } from "@harness/session"
+import { Chunk, Effect, Option, Schema, Stream } from "effect"
+import type { Dialect } from "../SqlStore.js"
+
+type Service = SessionStore.Service
+
+/** Integer columns as drivers return them: PostgreSQL's BIGINT arrives as a string (pg's default for int8). */
+type Int = number | string
+
+/** The schema, one migration, with the dialect's column types. */
+export const migrations = (dialect: Dialect) => {
+  const { bigint, serialKey, smallint } = dialect.columns
+  return Migrator.fromRecord({
+    "1_sessions": Effect.gen(function*() {
+      const sql = yield* SqlClientTag
+      yield* sql`CREATE TABLE sessions (
+      key ${sql.literal(serialKey)},
+      id TEXT NOT NULL UNIQUE,
+      header TEXT NOT NULL,
+      created_at ${sql.literal(bigint)} NOT NULL,
+      records INTEGER NOT NULL,
+      events INTEGER NOT NULL,
+      turns INTEGER NOT NULL,
+      last_activity ${sql.literal(bigint)} NOT NULL,
+      bytes ${sql.literal(bigint)} NOT NULL,
+      first_prompt TEXT,
+      first_prompt_position INTEGER
+    )`
+      yield* sql`CREATE TABLE records (
+      session INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      kind ${sql.literal(smallint)} NOT NULL,
+      time ${sql.literal(bigint)} NOT NULL,
+      message_id TEXT,
+      text TEXT NOT NULL,
+      PRIMARY KEY (session, position)
+    )`
+      yield* sql`CREATE INDEX records_message_id ON records (session, message_id) WHERE message_id IS NOT NULL`
+      yield* sql`CREATE TABLE snapshots (
+      session INTEGER PRIMARY KEY,
+      seq INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      text TEXT NOT NULL
+    )`
+    })
+  })
+}
+
+/** Record kinds, as stored: what summaries are recomputed from without parsing a record. */
+const kindCode = { inbox: 0, event: 1, turn: 2 } as const
+
+/** Ids are stored as their JSON text: lossless for every JavaScript string. */
+const keyText = (id: string): string => JSON.stringify(id)
+
+/** Rows of one multi-row INSERT: 6 parameters each, far below SQLite's (32 766) and PostgreSQL's (65 535) limits. */
+const insertBatch = 500
+
+/** Records per page of a streamed load. */
+const pageSize = 1_024
+
+/** A SQL failure's message with its cause's, which says what the engine refused. */
+export const sqlMessage = (e: SqlError): string =>
+  e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message
+
+/** Free text (a prompt preview, a snapshot) is stored as its JSON text, lossless for any JavaScript string. */
+const decodeText = (stored: string): string => {
+  const parsed: unknown = JSON.parse(stored)
+  return typeof parsed === "string" ? parsed : stored
+}
+
+const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(Store.SessionHeader))
+
+interface SessionRow {
+  readonly key: number
+  readonly header: string
+  readonly records: number
+  readonly events: number
+  readonly turns: number
+  readonly last_activity: Int
+  readonly bytes: Int
+  readonly first_prompt: string | null
+}
+
+/** The store over the `SqlClient` of the context, with `dialect`'s writes and SQL; the schema must be migrated. */
+export const make = (dialect: Dialect) =>
+  Effect.gen(function*() {
+    const sql: SqlClient.SqlClient = yield* SqlClientTag
+    const write = yield* dialect.writer(sql)
+
+    const error = (id: Ids.SessionId | undefined, reason: SessionStore.SessionStoreErrorReason, message: string) =>
+      new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
+
+    const fail = (id: Ids.SessionId, reason: SessionStore.SessionStoreErrorReason, message: string) =>
+      Effect.fail(error(id, reason, message))
+
+    const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+
+    /** Maps SQL failures to `Io`, naming the operation and the engine. */
+    const io = (what: string, id?: Ids.SessionId) =>
+    <A, R>(
+      effect: Effect.Effect<A, SqlError | SessionStore.SessionStoreError, R>
+    ): Effect.Effect<A, SessionStore.SessionStoreError, R> =>
+      Effect.catchTag(
+        effect,
+        "SqlError",
+        (e) => Effect.fail(error(id, "Io", `${dialect.name} failed to ${what}: ${sqlMessage(e)}`))
+      )
+
+    const lockRow = dialect.lockRow === "" ? sql`` : sql` ${sql.literal(dialect.lockRow)}`
+
+    const keyOf = (id: Ids.SessionId) =>
+      Effect.flatMap(
+        sql<{ readonly key: number }>`SELECT key FROM sessions WHERE id = ${keyText(id)}`,
+        (rows) => rows.length === 0 ? notFound(id) : Effect.succeed(rows[0]!.key)
+      )
+
+    const insertRecords = (key: number, base: number, records: ReadonlyArray<SessionStore.EncodedRecord>) =>
+      Effect.forEach(
+        Array.from(
+          { length: Math.ceil(records.length / insertBatch) },
+          (_, i) => records.slice(i * insertBatch, (i + 1) * insertBatch)
+        ),
+        (batch) =>
+          sql`INSERT INTO records ${
+            sql.insert(batch.map((r) => ({
+              session: key,
+              position: base + r.position,
+              kind: kindCode[r.kind],
+              time: r.time,
+              message_id: r.messageId === undefined ? null : keyText(r.messageId),
+              text: r.text
+            })))
+          }`,
+        { discard: true }
+      )
+
+    const create: Service["create"] = (header, commit) => {
+      const id = header.id
+      const empty = { events: [], inbox: [] }
+      const issue = SessionStore.contiguityIssue(0, commit ?? empty)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      const headerText = JSON.stringify(header)
+      const records = SessionStore.encodeCommit(commit ?? empty, 0)
+      const figures = SessionStore.figuresOf(records)
+      return write(Effect.gen(function*() {
+        const inserted = yield* sql<{ readonly key: number }>`INSERT INTO sessions ${
+          sql.insert({
+            id: keyText(id),
+            header: headerText,
+            created_at: header.createdAt,
+            records: figures.records,
+            events: figures.events,
+            turns: figures.turns,
+            last_activity: figures.lastActivity ?? header.createdAt,
+            bytes: SessionStore.utf8Length(headerText) + figures.bytes,
+            first_prompt: figures.firstPrompt === undefined ? null : JSON.stringify(figures.firstPrompt.text),
+            first_prompt_position: figures.firstPrompt?.position ?? null
+          })
+        } ON CONFLICT (id) DO NOTHING RETURNING key`
+        if (inserted.length === 0) {
+          return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+        }
+        yield* insertRecords(inserted[0]!.key, 0, records)
+      })).pipe(io("create the session", id))
+    }
+
+    const append: Service["append"] = (id, commit, options) => {
+      const firstSeq = commit.events[0]?.seq
+      if (firstSeq !== undefined) {
+        const issue = SessionStore.contiguityIssue(firstSeq, commit)
+        if (issue !== undefined) return fail(id, "Conflict", issue)
+      }
+      const records = SessionStore.encodeCommit(commit, 0)
+      if (records.length === 0) {
+        if (options?.sync !== true) return keyOf(id).pipe(Effect.asVoid, io("read the session", id))
+        // A barrier over commits already written unsynced: a synced transaction that rewrites the session's row
+        // waits for the engine's log to reach the disk up to its commit, which covers every earlier commit too.
+        return write(
+          Effect.gen(function*() {
+            const touched = yield* sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)} RETURNING key`
+            if (touched.length === 0) return yield* notFound(id)
+          }),
+          true
+        ).pipe(io("sync the session", id))
+      }
+      const figures = SessionStore.figuresOf(records)
+      const prompt = figures.firstPrompt
+      return write(
+        Effect.gen(function*() {
+          // The write comes first: it takes the write lock, updates the figures and checks contiguity in one step.
+          const updated = yield* sql<{ readonly key: number; readonly records: number }>`UPDATE sessions SET
+            records = records + ${figures.records},
+            events = events + ${figures.events},
+            turns = turns + ${figures.turns},
+            bytes = bytes + ${figures.bytes},
+            last_activity = ${figures.lastActivity!},
+            first_prompt_position = CASE WHEN first_prompt IS NULL AND ${prompt === undefined ? 0 : 1} = 1
+              THEN records + ${prompt?.position ?? 0} ELSE first_prompt_position END,
+            first_prompt = CASE WHEN first_prompt IS NULL THEN ${
+            prompt === undefined ? null : JSON.stringify(prompt.text)
+          } ELSE first_prompt END
+          WHERE id = ${keyText(id)}${firstSeq === undefined ? sql`` : sql` AND events = ${firstSeq}`}
+          RETURNING key, records`
+          if (updated.length === 0) {
+            const stored = yield* sql<{ readonly events: number }>`SELECT events FROM sessions WHERE id = ${
+              keyText(id)
+            }`
+            if (stored.length === 0) return yield* notFound(id)
+            return yield* fail(
+              id,
+              "Conflict",
+              SessionStore.contiguityIssue(stored[0]!.events, commit) ?? "the commit does not continue the session"
+            )
+          }
+          const { key, records: total } = updated[0]!
+          yield* insertRecords(key, total - figures.records, records)
+        }),
+        options?.sync === true
+      ).pipe(io("append to the session", id))
+    }
+
+    const load: Service["load"] = (id, options) =>
+      Stream.unwrap(
+        keyOf(id).pipe(
+          io("read the session", id),
+          Effect.map((key) =>
+            Stream.paginateChunkEffect(options?.after ?? -1, (after) =>
+              sql<SessionStore.StoredRecord>`SELECT position, text FROM records
+              WHERE session = ${key} AND position > ${after} ORDER BY position LIMIT ${pageSize}`.pipe(
+                io("load the session", id),
+                Effect.map((rows) =>
+                  [
+                    Chunk.unsafeFromArray(rows),
+                    rows.length < pageSize ? Option.none() : Option.some(rows[rows.length - 1]!.position)
+                  ] as const
+                )
+              ))
+          )
+        )
+      )
+
+    const header: Service["header"] = (id) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ readonly header: string }>`SELECT header FROM sessions WHERE id = ${keyText(id)}`
+        if (rows.length === 0) return yield* notFound(id)
+        return yield* decodeStoredHeader(id, rows[0]!.header)
+      }).pipe(io("read the session's header", id))
+
+    const decodeStoredHeader = (id: Ids.SessionId | undefined, text: string) => {
+      const decoded = decodeHeader(text)
+      return decoded._tag === "Right"
+        ? Effect.succeed(decoded.right)
+        : Effect.fail(
+          error(
+            id,
+            "Corrupt",
+            `the stored header ${text.slice(0, 200)} is not a session header: ${decoded.left.message}`
+          )
+        )
+    }
+
+    const truncate: Service["truncate"] = (id, position) => {
+      const issue = SessionStore.positionIssue(position)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return write(Effect.gen(function*() {
+        const rows = yield* sql<{ readonly key: number; readonly records: number; readonly created_at: Int }>`
+        SELECT key, records, created_at FROM sessions WHERE id = ${keyText(id)}${lockRow}`
+        if (rows.length === 0) return yield* notFound(id)
+        const { created_at, key, records } = rows[0]!
+        if (position >= records) return
+        const [dropped] = yield* sql<{ readonly events: Int; readonly turns: Int; readonly bytes: Int }>`
+        SELECT ${sql.literal(dialect.droppedFigures)}
+        FROM records WHERE session = ${key} AND position >= ${position}`
+        const last = position === 0
+          ? []
+          : yield* sql<{ readonly time: Int }>`SELECT time FROM records WHERE session = ${key} AND position = ${
+            position - 1
+          }`
+        yield* sql`DELETE FROM records WHERE session = ${key} AND position >= ${position}`
+        yield* sql`DELETE FROM snapshots WHERE session = ${key} AND position >= ${position}`
+        yield* sql`UPDATE sessions SET
+          records = ${position},
+          events = events - ${Number(dropped!.events)},
+          turns = turns - ${Number(dropped!.turns)},
+          bytes = bytes - ${Number(dropped!.bytes)},
+          last_activity = ${Number(last[0]?.time ?? created_at)},
+          first_prompt = CASE WHEN first_prompt_position >= ${position} THEN NULL ELSE first_prompt END,
+          first_prompt_position = CASE WHEN first_prompt_position >= ${position} THEN NULL ELSE first_prompt_position END
+        WHERE key = ${key}`
+      })).pipe(io("truncate the session", id))
+    }
+
+    const list: Service["list"] = Effect.gen(function*() {
+      const rows = yield* sql<SessionRow>`SELECT key, header, records, events, turns, last_activity, bytes, first_prompt
+      FROM sessions ORDER BY key`
+      return yield* Effect.forEach(
+        rows,
+        (row) =>
+          Effect.map(decodeStoredHeader(undefined, row.header), (header): Store.SessionSummary => ({
+            header,
+            events: row.events,
+            turns: row.turns,
+            lastActivity: Number(row.last_activity),
+            bytes: Number(row.bytes),
+            ...(row.first_prompt === null ? {} : { firstPrompt: decodeText(row.first_prompt) })
+          }))
+      )
+    }).pipe(io("list the sessions"))
+
+    const remove: Service["remove"] = (id) =>
+      write(Effect.gen(function*() {
+        const key = yield* keyOf(id)
+        yield* sql`DELETE FROM records WHERE session = ${key}`
+        yield* sql`DELETE FROM snapshots WHERE session = ${key}`
+        yield* sql`DELETE FROM sessions WHERE key = ${key}`
+      })).pipe(io("remove the session", id))
+
+    const hasMessage: Service["hasMessage"] = (id, messageId) =>
+      Effect.gen(function*() {
+        const key = yield* keyOf(id)
+        const rows = yield* sql`SELECT 1 AS found FROM records
+        WHERE session = ${key} AND message_id = ${keyText(messageId)} LIMIT 1`
+        return rows.length > 0
+      }).pipe(io("look up a message id", id))
+
+    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
+      const issue = SessionStore.positionIssue(snapshot.position)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return write(Effect.gen(function*() {
+        const rows = yield* sql<{ readonly key: number; readonly records: number }>`
+        SELECT key, records FROM sessions WHERE id = ${keyText(id)}${lockRow}`
+        if (rows.length === 0) return yield* notFound(id)
+        const { key, records } = rows[0]!
+        if (snapshot.position >= records) {
+          return yield* fail(
+            id,
+            "Conflict",
+            `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${records})`
+          )
+        }
+        yield* sql`INSERT INTO snapshots ${
+          sql.insert({
+            session: key,
+            seq: snapshot.seq,
+            position: snapshot.position,
+            text: JSON.stringify(snapshot.text)
+          })
+        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, text = excluded.text`
+      })).pipe(io("save the snapshot", id))
+    }
+
+    const loadSnapshot: Service["loadSnapshot"] = (id) =>
+      Effect.gen(function*() {
+        const key = yield* keyOf(id)
+        const rows = yield* sql<{ readonly seq: number; readonly position: number; readonly text: string }>`
+        SELECT seq, position, text FROM snapshots WHERE session = ${key}`
+        if (rows.length === 0) return Option.none()
+        const { position, seq, text } = rows[0]!
+        const decoded = Schema.decodeUnknownEither(Schema.parseJson(Schema.String))(text)
+        if (decoded._tag === "Left") {
+          return yield* fail(id, "Corrupt", `the stored snapshot is not a JSON string: ${decoded.left.message}`)
+        }
+        return Option.some({ seq, position, text: decoded.right })
+      }).pipe(io("load the snapshot", id))
+
+    return {
+      commitMode: "write-behind",
+      create,
+      append,
+      load,
+      header,
+      truncate,
+      list,
+      remove,
+      hasMessage,
+      saveSnapshot,
+      loadSnapshot
+    } satisfies Service
+  })
