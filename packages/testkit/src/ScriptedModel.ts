@@ -11,8 +11,8 @@
  * @since 0.0.0
  */
 import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
-import type { LlmFailure } from "@harness/domain"
-import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import { type LlmFailure, ModelStream } from "@harness/domain"
+import { Chunk, Context, type Duration, Effect, Either, Layer, Option, Ref, Stream } from "effect"
 
 /**
  * One piece of a scripted reply's content.
@@ -140,6 +140,8 @@ export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => (
  * @since 0.0.0
  */
 export interface Request {
+  /** The request's number, from 0 (older requests may have been let go: see {@link Options.keepRequests}). */
+  readonly index: number
   readonly prompt: Prompt.Prompt
   readonly tools: ReadonlyArray<
     { readonly name: string; readonly description: string | undefined; readonly parameters: unknown }
@@ -148,13 +150,32 @@ export interface Request {
 }
 
 /**
+ * How the scripted model is built.
+ *
+ * @since 0.0.0
+ */
+export interface Options {
+  /**
+   * How many of the latest requests are kept in full for {@link Service.requests}; older ones are let go. Each
+   * request's prompt holds the whole conversation so far, so keeping every one grows memory with the square of
+   * the session's length. Default 1000 (ample for a test; `Infinity` keeps all).
+   */
+  readonly keepRequests?: number | undefined
+}
+
+/**
  * The script's controls.
  *
  * @since 0.0.0
  */
 export interface Service {
-  /** Every request received so far, in order. */
+  /**
+   * The requests received so far, in order: every one, unless more than {@link Options.keepRequests} were made,
+   * then the latest that many (each carries its `index`).
+   */
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
+  /** How many requests were received in all (kept or not). */
+  readonly requestCount: Effect.Effect<number>
   /** Appends replies to the script. */
   readonly push: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
   /** How many scripted replies are left. */
@@ -238,42 +259,64 @@ const failWith = (failure: LlmFailure.LlmFailure) =>
     cause: failure
   })
 
-/**
- * Builds a scripted model and its controls.
- *
- * Contract: requests take replies in order; a request with no reply left fails with an `UnknownError` that says
- * so (code `UNKNOWN`).
- *
- * @since 0.0.0
- */
-export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
+interface Built {
+  readonly model: LanguageModel.Service
+  readonly stream: ModelStream.Service
+  readonly controls: Service
+}
+
+const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
+  // The parts are built above in typed code; `typed` only fails on a malformed timestamp, which they never carry.
+  Either.getOrThrowWith(
+    ModelStream.typed(part),
+    (error) => new Error(`ScriptedModel built a bad part: ${error.message}`)
+  )
+
+const build = (replies: ReadonlyArray<Reply>, options: Options): Effect.Effect<Built> =>
   Effect.gen(function*() {
+    const keep = options.keepRequests ?? 1000
     const script = yield* Ref.make(Chunk.fromIterable(replies))
-    const received = yield* Ref.make(Chunk.empty<Request>())
+    // The latest `keep` requests (a bounded window) and the count of all of them.
+    const received = yield* Ref.make({ count: 0, kept: Chunk.empty<Request>() })
+    // A tool's JSON Schema is computed once per tool object, not once per request.
+    const schemas = new WeakMap<Tool.Any, unknown>()
+    const schemaOf = (tool: Tool.Any): unknown => {
+      if (!schemas.has(tool)) schemas.set(tool, Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast))
+      return schemas.get(tool)
+    }
     const take = (options: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
-        const index = (yield* Ref.get(received)).length
-        yield* Ref.update(received, (all) =>
-          Chunk.append(all, {
+        const index = yield* Ref.modify(received, ({ count, kept }) => {
+          const request: Request = {
+            index: count,
             prompt: options.prompt,
             tools: options.tools.map((tool) => ({
               name: tool.name,
               description: tool.description,
-              parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
+              parameters: schemaOf(tool)
             })),
             toolChoice: options.toolChoice
-          }))
-        const next = yield* Ref.modify(script, (all) =>
-          [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const)
+          }
+          const appended = Chunk.append(kept, request)
+          return [count, {
+            count: count + 1,
+            kept: appended.length > keep ? Chunk.drop(appended, appended.length - keep) : appended
+          }] as const
+        })
+        const next = yield* Ref.modify(
+          script,
+          (all) => [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const
+        )
         return {
           index,
           next,
-          advertised: new Set(options.tools.map((tool) =>
-            tool.name
-          ))
+          advertised: new Set(options.tools.map((tool) => tool.name))
         }
       })
-    const streamText = (options: LanguageModel.ProviderOptions) =>
+    const replyStream = <A>(
+      options: LanguageModel.ProviderOptions,
+      convert: (part: Response.StreamPartEncoded) => A
+    ): Stream.Stream<A, AiError.AiError> =>
       Stream.unwrap(Effect.gen(function*() {
         const { advertised, index, next } = yield* take(options)
         if (next === undefined) {
@@ -282,13 +325,16 @@ export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly
           )
         }
         if (next.delay !== undefined) yield* Effect.sleep(next.delay)
-        const parts = Stream.fromIterable(partsOf(next, index, advertised))
+        // One chunk for the whole reply, as a provider delivers a buffered network read.
+        const parts = Stream.fromChunk(Chunk.unsafeFromArray(partsOf(next, index, advertised).map(convert)))
         return next.failure !== undefined
           ? Stream.concat(parts, Stream.fail(failWith(next.failure)))
           : next.hang === true
           ? Stream.concat(parts, Stream.never)
           : parts
       }))
+    const streamText = (options: LanguageModel.ProviderOptions) =>
+      replyStream(options, (part): Response.StreamPartEncoded => part)
     const model = yield* LanguageModel.make({
       streamText,
       generateText: (options) =>
@@ -297,12 +343,27 @@ export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly
         )
     })
     const controls: Service = {
-      requests: Effect.map(Ref.get(received), Chunk.toReadonlyArray),
+      requests: Effect.map(Ref.get(received), ({ kept }) => Chunk.toReadonlyArray(kept)),
+      requestCount: Effect.map(Ref.get(received), ({ count }) => count),
       push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
       remaining: Effect.map(Ref.get(script), (all) => all.length)
     }
-    return [model, controls] as const
+    return { model, stream: { model, streamText: (options) => replyStream(options, typedOf) }, controls }
   })
+
+/**
+ * Builds a scripted model and its controls.
+ *
+ * Contract: requests take replies in order; a request with no reply left fails with an `UnknownError` that says
+ * so (code `UNKNOWN`).
+ *
+ * @since 0.0.0
+ */
+export const make = (
+  replies: ReadonlyArray<Reply> = [],
+  options: Options = {}
+): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
+  Effect.map(build(replies, options), ({ controls, model }) => [model, controls] as const)
 
 const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
   const out: Array<Response.PartEncoded> = []
@@ -324,14 +385,34 @@ const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Resp
 }
 
 /**
- * A layer providing the scripted `LanguageModel` and its controls.
+ * A layer providing the scripted `LanguageModel`, its controls and its `ModelStream` (the lower interface
+ * Harness's own provider offers: the agent takes it, skipping `LanguageModel`'s per-request decoding).
  *
  * @since 0.0.0
  */
-export const layer = (replies: ReadonlyArray<Reply> = []): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+export const layer = (
+  replies: ReadonlyArray<Reply> = [],
+  options: Options = {}
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
   Layer.effectContext(
-    Effect.map(
-      make(replies),
-      ([model, controls]) => Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls))
-    )
+    Effect.map(build(replies, options), ({ controls, model, stream }) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(
+        Context.add(ScriptedModel, controls),
+        Context.add(ModelStream.ModelStream, stream)
+      ))
+  )
+
+/**
+ * A layer providing the scripted `LanguageModel` and its controls only: the agent goes through the standard
+ * `LanguageModel` interface, as it does with any provider that offers no `ModelStream`.
+ *
+ * @since 0.0.0
+ */
+export const layerStandard = (
+  replies: ReadonlyArray<Reply> = [],
+  options: Options = {}
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(
+    Effect.map(build(replies, options), ({ controls, model }) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls)))
   )
