@@ -13,7 +13,7 @@ import type {
 } from "@harness/domain"
 import { Json, LlmFailure, ModelStream, Turn } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
-import { Cause, Clock, Context, Data, Effect, Option, Ref, Schema, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Data, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
@@ -389,22 +389,29 @@ const runStep = (
     const builder = new ContentBuilder()
     const chunkSeqs: Array<number> = []
     const streamed = yield* modelStream(env, prompt).pipe(
-      // One critical section per chunk the stream delivers (not per part): the parts of a chunk are appended in
-      // order, each one atomically, with one lock acquisition between them (ADR 0009, hot path). A cancel stops
-      // the stream between chunks.
-      Stream.runForEachChunk((parts) =>
-        locked(
+      // One critical section and one batch append per chunk the stream delivers (not per part): the chunk's parts
+      // are appended in order as one unit (`appendAll`: one validation pass, one store write, all or nothing), then
+      // republished in order (ADR 0009 hot path, ADR 0019). A cancel stops the stream between chunks.
+      Stream.runForEachChunk((chunk) => {
+        const parts = Chunk.toReadonlyArray(chunk)
+        if (parts.length === 0) return Effect.void
+        return locked(
           env,
-          Effect.forEach(parts, (part) =>
-            Effect.map(
-              append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
-              (event) => {
-                chunkSeqs.push(event.seq)
-                builder.add(part)
+          Effect.flatMap(
+            env.log.appendAll(parts.map((part) => ({
+              type: "assistant/chunk" as const,
+              data: { turn, step, chunk: chunkJson(part) }
+            }))),
+            (events) => {
+              for (let i = 0; i < events.length; i++) {
+                chunkSeqs.push(events[i]!.seq)
+                builder.add(parts[i]!)
               }
-            ), { discard: true })
+              return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+            }
+          )
         )
-      ),
+      }),
       Effect.provideService(CurrentRequest, config),
       Effect.either
     )
