@@ -10,7 +10,7 @@
  *
  * @since 0.0.0
  */
-import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
+import { AiError, LanguageModel, Prompt, type Response, Tool } from "@effect/ai"
 import { type LlmFailure, ModelStream } from "@harness/domain"
 import { Chunk, Context, type Duration, Effect, Either, Layer, Option, Ref, Stream } from "effect"
 
@@ -140,27 +140,14 @@ export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => (
  * @since 0.0.0
  */
 export interface Request {
-  /** The request's number, from 0 (older requests may have been let go: see {@link Options.keepRequests}). */
+  /** The request's number, from 0. */
   readonly index: number
+  /** The prompt (rebuilt on each read from the recording, which shares each request's prefix with the one before). */
   readonly prompt: Prompt.Prompt
   readonly tools: ReadonlyArray<
     { readonly name: string; readonly description: string | undefined; readonly parameters: unknown }
   >
   readonly toolChoice: unknown
-}
-
-/**
- * How the scripted model is built.
- *
- * @since 0.0.0
- */
-export interface Options {
-  /**
-   * How many of the latest requests are kept in full for {@link Service.requests}; older ones are let go. Each
-   * request's prompt holds the whole conversation so far, so keeping every one grows memory with the square of
-   * the session's length. Default 1000 (ample for a test; `Infinity` keeps all).
-   */
-  readonly keepRequests?: number | undefined
 }
 
 /**
@@ -170,17 +157,83 @@ export interface Options {
  */
 export interface Service {
   /**
-   * The requests received so far, in order: every one, unless more than {@link Options.keepRequests} were made,
-   * then the latest that many (each carries its `index`).
+   * Every request received so far, in order. Contract: recording costs memory in proportion to the new messages
+   * of each request, not to its whole prompt: a request whose prompt starts with the previous request's messages
+   * (the same message objects; a system message with the same text) stores only the rest.
    */
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
-  /** How many requests were received in all (kept or not). */
+  /** How many requests were received. */
   readonly requestCount: Effect.Effect<number>
   /** Appends replies to the script. */
   readonly push: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
   /** How many scripted replies are left. */
   readonly remaining: Effect.Effect<number>
 }
+
+/**
+ * One recorded request: its messages as a shared prefix of the previous request's messages plus its own.
+ */
+interface Recorded {
+  readonly index: number
+  readonly base: Recorded | undefined
+  /** How many leading messages are the base's. */
+  readonly shared: number
+  readonly own: ReadonlyArray<Prompt.Message>
+  readonly length: number
+  readonly tools: Request["tools"]
+  readonly toolChoice: unknown
+}
+
+const sameMessage = (a: Prompt.Message, b: Prompt.Message): boolean =>
+  a === b || (a.role === "system" && b.role === "system" && a.content === b.content)
+
+/**
+ * Records a request against the previous one (`prior` = the previous request's messages, held only until the next
+ * request): the longest common prefix is stored by reference, the rest as the request's own messages.
+ */
+const record = (
+  previous: Recorded | undefined,
+  prior: ReadonlyArray<Prompt.Message>,
+  index: number,
+  content: ReadonlyArray<Prompt.Message>,
+  tools: Request["tools"],
+  toolChoice: unknown
+): Recorded => {
+  let shared = 0
+  const max = previous === undefined ? 0 : Math.min(prior.length, content.length)
+  while (shared < max && sameMessage(prior[shared]!, content[shared]!)) shared++
+  return {
+    index,
+    base: shared === 0 ? undefined : previous,
+    shared,
+    own: content.slice(shared),
+    length: content.length,
+    tools,
+    toolChoice
+  }
+}
+
+/** The messages of a recorded request: walks back through the bases only as far as its shared prefix reaches. */
+const messagesOf = (recorded: Recorded): ReadonlyArray<Prompt.Message> => {
+  const pieces: Array<ReadonlyArray<Prompt.Message>> = [recorded.own]
+  let need = recorded.shared
+  let at = recorded.base
+  while (need > 0 && at !== undefined) {
+    if (need > at.shared) pieces.push(at.own.slice(0, need - at.shared))
+    need = Math.min(need, at.shared)
+    at = at.base
+  }
+  return pieces.reverse().flat()
+}
+
+const requestOf = (recorded: Recorded): Request => ({
+  index: recorded.index,
+  get prompt() {
+    return Prompt.fromMessages(messagesOf(recorded))
+  },
+  tools: recorded.tools,
+  toolChoice: recorded.toolChoice
+})
 
 /**
  * The script's controls in context.
@@ -272,35 +325,50 @@ const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
     (error) => new Error(`ScriptedModel built a bad part: ${error.message}`)
   )
 
-const build = (replies: ReadonlyArray<Reply>, options: Options): Effect.Effect<Built> =>
+const build = (replies: ReadonlyArray<Reply>): Effect.Effect<Built> =>
   Effect.gen(function*() {
-    const keep = options.keepRequests ?? 1000
     const script = yield* Ref.make(Chunk.fromIterable(replies))
-    // The latest `keep` requests (a bounded window) and the count of all of them.
-    const received = yield* Ref.make({ count: 0, kept: Chunk.empty<Request>() })
-    // A tool's JSON Schema is computed once per tool object, not once per request.
+    const received = yield* Ref.make<
+      {
+        readonly count: number
+        readonly last: Recorded | undefined
+        readonly prior: ReadonlyArray<Prompt.Message>
+        readonly all: Chunk.Chunk<Recorded>
+      }
+    >(
+      { count: 0, last: undefined, prior: [], all: Chunk.empty() }
+    )
+    // A tool's JSON Schema is computed once per tool object, and an unchanged tool list is recorded once.
     const schemas = new WeakMap<Tool.Any, unknown>()
     const schemaOf = (tool: Tool.Any): unknown => {
       if (!schemas.has(tool)) schemas.set(tool, Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast))
       return schemas.get(tool)
     }
+    const toolsOf = (tools: ReadonlyArray<Tool.Any>, last: Recorded | undefined): Request["tools"] => {
+      const described = tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        parameters: schemaOf(tool)
+      }))
+      const before = last?.tools
+      return before !== undefined && before.length === described.length &&
+          before.every((t, i) =>
+            t.name === described[i]!.name && t.description === described[i]!.description &&
+            t.parameters === described[i]!.parameters
+          )
+        ? before
+        : described
+    }
     const take = (options: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
-        const index = yield* Ref.modify(received, ({ count, kept }) => {
-          const request: Request = {
-            index: count,
-            prompt: options.prompt,
-            tools: options.tools.map((tool) => ({
-              name: tool.name,
-              description: tool.description,
-              parameters: schemaOf(tool)
-            })),
-            toolChoice: options.toolChoice
-          }
-          const appended = Chunk.append(kept, request)
+        const index = yield* Ref.modify(received, ({ all, count, last, prior }) => {
+          const content = options.prompt.content
+          const recorded = record(last, prior, count, content, toolsOf(options.tools, last), options.toolChoice)
           return [count, {
             count: count + 1,
-            kept: appended.length > keep ? Chunk.drop(appended, appended.length - keep) : appended
+            last: recorded,
+            prior: content,
+            all: Chunk.append(all, recorded)
           }] as const
         })
         const next = yield* Ref.modify(
@@ -343,7 +411,7 @@ const build = (replies: ReadonlyArray<Reply>, options: Options): Effect.Effect<B
         )
     })
     const controls: Service = {
-      requests: Effect.map(Ref.get(received), ({ kept }) => Chunk.toReadonlyArray(kept)),
+      requests: Effect.map(Ref.get(received), ({ all }) => Chunk.toReadonlyArray(Chunk.map(all, requestOf))),
       requestCount: Effect.map(Ref.get(received), ({ count }) => count),
       push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
       remaining: Effect.map(Ref.get(script), (all) => all.length)
@@ -360,10 +428,9 @@ const build = (replies: ReadonlyArray<Reply>, options: Options): Effect.Effect<B
  * @since 0.0.0
  */
 export const make = (
-  replies: ReadonlyArray<Reply> = [],
-  options: Options = {}
+  replies: ReadonlyArray<Reply> = []
 ): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
-  Effect.map(build(replies, options), ({ controls, model }) => [model, controls] as const)
+  Effect.map(build(replies), ({ controls, model }) => [model, controls] as const)
 
 const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
   const out: Array<Response.PartEncoded> = []
@@ -391,11 +458,10 @@ const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Resp
  * @since 0.0.0
  */
 export const layer = (
-  replies: ReadonlyArray<Reply> = [],
-  options: Options = {}
+  replies: ReadonlyArray<Reply> = []
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
   Layer.effectContext(
-    Effect.map(build(replies, options), ({ controls, model, stream }) =>
+    Effect.map(build(replies), ({ controls, model, stream }) =>
       Context.make(LanguageModel.LanguageModel, model).pipe(
         Context.add(ScriptedModel, controls),
         Context.add(ModelStream.ModelStream, stream)
@@ -409,10 +475,9 @@ export const layer = (
  * @since 0.0.0
  */
 export const layerStandard = (
-  replies: ReadonlyArray<Reply> = [],
-  options: Options = {}
+  replies: ReadonlyArray<Reply> = []
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
   Layer.effectContext(
-    Effect.map(build(replies, options), ({ controls, model }) =>
+    Effect.map(build(replies), ({ controls, model }) =>
       Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls)))
   )

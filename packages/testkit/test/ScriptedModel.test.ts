@@ -13,25 +13,58 @@ const userText = (request: S.Request): string =>
   ).join("")
 
 describe("ScriptedModel", () => {
-  it.effect("keeps the latest keepRequests requests in full, numbered, and counts all of them", () =>
-    Effect.gen(function*() {
-      const [model, controls] = yield* S.make(
-        Array.from({ length: 5 }, (_, i) => S.textResponse(`r${i}`)),
-        { keepRequests: 2 }
-      )
-      for (let i = 0; i < 5; i++) yield* ask(model, `q${i}`)
-      const kept = yield* controls.requests
-      assert.deepStrictEqual(kept.map((r) => [r.index, userText(r)]), [[3, "q3"], [4, "q4"]])
-      assert.strictEqual(yield* controls.requestCount, 5)
-      assert.strictEqual(yield* controls.remaining, 0)
-    }))
-
-  it.effect("keeps every request by default (up to 1000)", () =>
+  it.effect("records every request in full, numbered, and counts them", () =>
     Effect.gen(function*() {
       const [model, controls] = yield* S.make([S.textResponse("a"), S.textResponse("b")])
       yield* ask(model, "one")
       yield* ask(model, "two")
       assert.deepStrictEqual((yield* controls.requests).map((r) => [r.index, userText(r)]), [[0, "one"], [1, "two"]])
+      assert.strictEqual(yield* controls.requestCount, 2)
+    }))
+
+  it.effect("a growing conversation is recorded by its new messages: every prompt reads back exactly", () =>
+    Effect.gen(function*() {
+      const turns = 100
+      const [model, controls] = yield* S.make(Array.from({ length: turns }, (_, i) => S.textResponse(`a${i}`)))
+      const system = Prompt.makeMessage("system", { content: "be brief" })
+      const sent: Array<ReadonlyArray<Prompt.Message>> = []
+      let history: ReadonlyArray<Prompt.Message> = []
+      for (let i = 0; i < turns; i++) {
+        history = [
+          ...history,
+          Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: `q${i}` })] })
+        ]
+        // A fresh system message each request (as the agent builds it), the same history objects.
+        const content = [Prompt.makeMessage("system", { content: system.content }), ...history]
+        sent.push(content)
+        yield* Stream.runDrain(model.streamText({ prompt: Prompt.fromMessages(content) }))
+        history = [
+          ...history,
+          Prompt.makeMessage("assistant", { content: [Prompt.makePart("text", { text: `a${i}` })] })
+        ]
+      }
+      const requests = yield* controls.requests
+      assert.strictEqual(requests.length, turns)
+      for (const [i, request] of requests.entries()) {
+        assert.strictEqual(JSON.stringify(request.prompt.content), JSON.stringify(sent[i]), `request ${i}`)
+      }
+      // Recorded by reference to the previous prompt: the messages stored for the last request are its new ones.
+      const last = requests[turns - 1]!.prompt.content
+      assert.strictEqual(last.length, 2 * turns)
+      assert.strictEqual(last[2 * turns - 1], sent[turns - 1]![2 * turns - 1], "the request's own message objects")
+    }))
+
+  it.effect("a prompt that does not continue the previous one is recorded whole", () =>
+    Effect.gen(function*() {
+      const [model, controls] = yield* S.make([S.textResponse("a"), S.textResponse("b"), S.textResponse("c")])
+      yield* ask(model, "first")
+      yield* ask(model, "second")
+      const third = [
+        Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: "x" })] }),
+        Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: "y" })] })
+      ]
+      yield* Stream.runDrain(model.streamText({ prompt: Prompt.fromMessages(third) }))
+      assert.deepStrictEqual((yield* controls.requests).map(userText), ["first", "second", "xy"])
     }))
 
   it.effect("layer offers a ModelStream for its LanguageModel whose typed parts equal the decoded ones", () =>
