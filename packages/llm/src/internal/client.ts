@@ -270,19 +270,21 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     )
 
   /**
-   * Server-sent events from the body text, with `@effect/experimental`'s parser. Contract: `retry:` fields are
-   * ignored (there is no reconnection to delay), comments produce nothing, and an event over the parser's size
-   * limit is a `MALFORMED` failure.
+   * Server-sent events from the body text, with `@effect/experimental`'s parser, as the fold's items. Contract:
+   * `retry:` fields are ignored (there is no reconnection to delay), comments produce nothing, an event over the
+   * parser's size limit is a `MALFORMED` failure, and progress is marked once per piece of body that completed at
+   * least one event (the same instants as marking each event, one effect instead of one per event).
    */
   const events = (
     text: Stream.Stream<string, AiError.AiError>,
-    ctx: Errors.RequestContext
-  ): Stream.Stream<Sse.Event, AiError.AiError> =>
+    ctx: Errors.RequestContext,
+    watch: Watch
+  ): Stream.Stream<Item, AiError.AiError> =>
     Stream.suspend(() => {
       // The parser calls back synchronously from `feed`; this array only carries events out of that call.
-      const pending: Array<Sse.Event> = []
+      const pending: Array<Item> = []
       const parser = Sse.makeParser((event) => {
-        if (event._tag === "Event") pending.push(event)
+        if (event._tag === "Event") pending.push({ _tag: "Event", event: event.event, data: event.data })
       }, { maxEventSize: settings.maxEventSize })
       return text.pipe(Stream.mapChunksEffect((pieces) => {
         for (const piece of pieces) {
@@ -295,7 +297,8 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             ))
           }
         }
-        return Effect.succeed(Chunk.unsafeFromArray(pending.splice(0)))
+        if (pending.length === 0) return Effect.succeed(Chunk.empty<Item>())
+        return Effect.as(watch.progress, Chunk.unsafeFromArray(pending.splice(0)))
       }))
     })
 
@@ -412,9 +415,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
                 )
               }
               return Effect.succeed(
-                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx).pipe(
-                  Stream.tap(() => watch.progress),
-                  Stream.map((event): Item => ({ _tag: "Event", event: event.event, data: event.data })),
+                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx, watch).pipe(
                   Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
                   Stream.mapAccumEffect(Decode.initial, fold(advertised, convert)),
                   Stream.takeUntil((output) => output.done),
