@@ -8,8 +8,8 @@
  */
 import { LanguageModel, Model } from "@effect/ai"
 import { HttpClient } from "@effect/platform"
-import { Json } from "@harness/domain"
-import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import { Json, ModelStream } from "@harness/domain"
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import * as Client from "./internal/client.js"
 import type { RetryPolicy, Settings } from "./internal/settings.js"
 
@@ -329,22 +329,40 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  * @category constructors
  */
 export const make = Effect.fn("ChatCompletions.make")(function*(options: Options = {}) {
-  const settings = yield* resolve(options)
-  const client = yield* HttpClient.HttpClient
-  const operations = Client.make(settings, client)
-  return yield* LanguageModel.make(operations)
+  return Context.get(yield* makeContext(options), LanguageModel.LanguageModel)
 })
 
 /**
- * The provider as a `LanguageModel` layer.
+ * The provider's `LanguageModel` together with its lower interface, `ModelStream` (the same stream with its parts
+ * typed where the provider builds them, so the agent skips `LanguageModel`'s per-request schema work; ADR 0019).
+ *
+ * Contract: both services send the same requests and yield the same parts and failures.
+ *
+ * @since 0.0.0
+ */
+export const makeContext = Effect.fn("ChatCompletions.makeContext")(function*(options: Options = {}) {
+  const settings = yield* resolve(options)
+  const client = yield* HttpClient.HttpClient
+  const operations = Client.make(settings, client)
+  const model = yield* LanguageModel.make(operations)
+  return Context.make(LanguageModel.LanguageModel, model).pipe(
+    Context.add(ModelStream.ModelStream, { model, streamText: operations.streamTyped })
+  )
+})
+
+/**
+ * The provider as a `LanguageModel` layer, with its `ModelStream` (see {@link makeContext}).
  *
  * @since 0.0.0
  * @category layers
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<LanguageModel.LanguageModel, ChatCompletionsConfigError, HttpClient.HttpClient> =>
-  Layer.effect(LanguageModel.LanguageModel, make(options))
+): Layer.Layer<
+  LanguageModel.LanguageModel | ModelStream.ModelStream,
+  ChatCompletionsConfigError,
+  HttpClient.HttpClient
+> => Layer.effectContext(makeContext(options))
 
 const jsonConfig = <A, I>(key: string, schema: Schema.Schema<A, I>): Config.Config<A> =>
   Config.string(key).pipe(
@@ -439,11 +457,10 @@ export const config: Config.Config<Options> = Config.all({
  */
 export const layerConfig = (
   options: Config.Config<Options> = config
-): Layer.Layer<LanguageModel.LanguageModel, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.effect(
-    LanguageModel.LanguageModel,
+): Layer.Layer<LanguageModel.LanguageModel | ModelStream.ModelStream, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.effectContext(
     Effect.flatMap(options, (resolved) =>
-      make(resolved).pipe(
+      makeContext(resolved).pipe(
         Effect.mapError((error) =>
           error.reason === "MissingApiKey"
             ? ConfigError.MissingData([error.option], error.message)
@@ -462,5 +479,5 @@ export const layerConfig = (
 export const model = (
   name: string,
   options: Omit<Options, "model"> = {}
-): Model.Model<"chat-completions", LanguageModel.LanguageModel, HttpClient.HttpClient> =>
+): Model.Model<"chat-completions", LanguageModel.LanguageModel | ModelStream.ModelStream, HttpClient.HttpClient> =>
   Model.make("chat-completions", Layer.orDie(layer({ ...options, model: name })))

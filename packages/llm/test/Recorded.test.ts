@@ -6,16 +6,16 @@
  * reasoning, the tool calls, the finish and usage, or the typed failure.
  */
 import type { AiError, Response } from "@effect/ai"
-import { LanguageModel } from "@effect/ai"
+import { LanguageModel, Prompt } from "@effect/ai"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { LlmFailure } from "@harness/domain"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { LlmFailure, ModelStream } from "@harness/domain"
+import { Context, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
 import { readFileSync } from "node:fs"
 import { ChatCompletions } from "../src/index.js"
 import * as FakeServer from "./support/FakeServer.js"
 import type { Reply } from "./support/FakeServer.js"
-import { apiKey, languageModel, streamUntilFailure } from "./support/provider.js"
+import { apiKey, languageModel, streamUntilFailure, Tools, ToolsLayer } from "./support/provider.js"
 
 const fixture = (name: string): Uint8Array =>
   new Uint8Array(readFileSync(new URL(`./fixtures/streams/${name}`, import.meta.url)))
@@ -130,8 +130,11 @@ const expected: ReadonlyArray<readonly [string, Outcome]> = [
   }]
 ]
 
-/** The provider over an in-memory `HttpClient` whose response body arrives as exactly these chunks. */
-const inMemory = (chunks: ReadonlyArray<Uint8Array>) =>
+/**
+ * The provider (its `LanguageModel` and `ModelStream`) over an in-memory `HttpClient` whose response body arrives
+ * as exactly these chunks.
+ */
+const inMemoryContext = (chunks: ReadonlyArray<Uint8Array>) =>
   Layer.build(
     ChatCompletions.layer({
       baseUrl: "http://fixtures.invalid/v1",
@@ -156,7 +159,10 @@ const inMemory = (chunks: ReadonlyArray<Uint8Array>) =>
         )
       )
     )))
-  ).pipe(Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)), Effect.orDie)
+  ).pipe(Effect.orDie)
+
+const inMemory = (chunks: ReadonlyArray<Uint8Array>) =>
+  Effect.map(inMemoryContext(chunks), (context) => Context.get(context, LanguageModel.LanguageModel))
 
 // Through JSON so that absent and `undefined` fields compare equal.
 const replay = (model: LanguageModel.Service) =>
@@ -220,4 +226,49 @@ describe("a body that ends early", () => {
       }),
     { timeout: 120_000 }
   )
+})
+
+// Every part as JSON with its own keys in order (the `assistant/chunk` the agent logs depends on both), and the
+// failure, if any.
+const exact = <E, R>(stream: Stream.Stream<object, E, R>) =>
+  stream.pipe(
+    Stream.either,
+    Stream.runCollect,
+    Effect.map((items) =>
+      Array.from(items, (item) =>
+        Either.isRight(item)
+          ? { keys: Reflect.ownKeys(item.right).map(String), json: JSON.stringify(item.right) }
+          : { failure: JSON.stringify(item.left) })
+    )
+  )
+
+describe("ModelStream (ADR 0019): the provider's typed parts equal what LanguageModel decodes", () => {
+  for (const [name] of expected) {
+    it.scoped(`${name}: same parts, keys, order and failure through both interfaces, whole and byte by byte`, () =>
+      Effect.gen(function*() {
+        const bytes = fixture(name)
+        for (const chunks of [[bytes], perByte(bytes)]) {
+          const context = yield* inMemoryContext(chunks)
+          const model = Context.get(context, LanguageModel.LanguageModel)
+          const lower = Context.get(context, ModelStream.ModelStream)
+          assert.strictEqual(lower.model, model, "the ModelStream names the LanguageModel it belongs to")
+          const standard = yield* exact(
+            model.streamText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true })
+          ).pipe(Effect.provide(ToolsLayer))
+          const typed = yield* Effect.scoped(Effect.flatMap(
+            Effect.makeSpanScoped("test"),
+            (span) =>
+              exact(lower.streamText({
+                prompt: Prompt.make("hi"),
+                tools: Object.values(Tools.tools),
+                toolChoice: "auto",
+                responseFormat: { type: "text" },
+                span
+              }))
+          ))
+          assert.isAbove(standard.length, 0)
+          assert.deepStrictEqual(typed, standard)
+        }
+      }))
+  }
 })

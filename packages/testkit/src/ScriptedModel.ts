@@ -10,9 +10,9 @@
  *
  * @since 0.0.0
  */
-import { AiError, LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
-import type { LlmFailure } from "@harness/domain"
-import { Chunk, Context, type Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import { AiError, LanguageModel, Prompt, type Response, Tool } from "@effect/ai"
+import { type LlmFailure, ModelStream } from "@harness/domain"
+import { Chunk, Context, type Duration, Effect, Either, Layer, Option, Ref, Stream } from "effect"
 
 /**
  * One piece of a scripted reply's content.
@@ -154,6 +154,9 @@ export const delayed = (delay: Duration.DurationInput, value: Reply): Reply => (
  * @category models
  */
 export interface Request {
+  /** The request's number, from 0. */
+  readonly index: number
+  /** The prompt (rebuilt on each read from the recording, which shares each request's prefix with the one before). */
   readonly prompt: Prompt.Prompt
   readonly tools: ReadonlyArray<
     { readonly name: string; readonly description: string | undefined; readonly parameters: unknown }
@@ -168,13 +171,84 @@ export interface Request {
  * @category services
  */
 export interface Service {
-  /** Every request received so far, in order. */
+  /**
+   * Every request received so far, in order. Contract: recording costs memory in proportion to the new messages
+   * of each request, not to its whole prompt: a request whose prompt starts with the previous request's messages
+   * (the same message objects; a system message with the same text) stores only the rest.
+   */
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
+  /** How many requests were received. */
+  readonly requestCount: Effect.Effect<number>
   /** Appends replies to the script. */
   readonly push: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
   /** How many scripted replies are left. */
   readonly remaining: Effect.Effect<number>
 }
+
+/**
+ * One recorded request: its messages as a shared prefix of the previous request's messages plus its own.
+ */
+interface Recorded {
+  readonly index: number
+  readonly base: Recorded | undefined
+  /** How many leading messages are the base's. */
+  readonly shared: number
+  readonly own: ReadonlyArray<Prompt.Message>
+  readonly length: number
+  readonly tools: Request["tools"]
+  readonly toolChoice: unknown
+}
+
+const sameMessage = (a: Prompt.Message, b: Prompt.Message): boolean =>
+  a === b || (a.role === "system" && b.role === "system" && a.content === b.content)
+
+/**
+ * Records a request against the previous one (`prior` = the previous request's messages, held only until the next
+ * request): the longest common prefix is stored by reference, the rest as the request's own messages.
+ */
+const record = (
+  previous: Recorded | undefined,
+  prior: ReadonlyArray<Prompt.Message>,
+  index: number,
+  content: ReadonlyArray<Prompt.Message>,
+  tools: Request["tools"],
+  toolChoice: unknown
+): Recorded => {
+  let shared = 0
+  const max = previous === undefined ? 0 : Math.min(prior.length, content.length)
+  while (shared < max && sameMessage(prior[shared]!, content[shared]!)) shared++
+  return {
+    index,
+    base: shared === 0 ? undefined : previous,
+    shared,
+    own: content.slice(shared),
+    length: content.length,
+    tools,
+    toolChoice
+  }
+}
+
+/** The messages of a recorded request: walks back through the bases only as far as its shared prefix reaches. */
+const messagesOf = (recorded: Recorded): ReadonlyArray<Prompt.Message> => {
+  const pieces: Array<ReadonlyArray<Prompt.Message>> = [recorded.own]
+  let need = recorded.shared
+  let at = recorded.base
+  while (need > 0 && at !== undefined) {
+    if (need > at.shared) pieces.push(at.own.slice(0, need - at.shared))
+    need = Math.min(need, at.shared)
+    at = at.base
+  }
+  return pieces.reverse().flat()
+}
+
+const requestOf = (recorded: Recorded): Request => ({
+  index: recorded.index,
+  get prompt() {
+    return Prompt.fromMessages(messagesOf(recorded))
+  },
+  tools: recorded.tools,
+  toolChoice: recorded.toolChoice
+})
 
 /**
  * The script's controls in context.
@@ -254,6 +328,113 @@ const failWith = (failure: LlmFailure.LlmFailure) =>
     cause: failure
   })
 
+interface Built {
+  readonly model: LanguageModel.Service
+  readonly stream: ModelStream.Service
+  readonly controls: Service
+}
+
+const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
+  // The parts are built above in typed code; `typed` only fails on a malformed timestamp, which they never carry.
+  Either.getOrThrowWith(
+    ModelStream.typed(part),
+    (error) => new Error(`ScriptedModel built a bad part: ${error.message}`)
+  )
+
+const build = (replies: ReadonlyArray<Reply>): Effect.Effect<Built> =>
+  Effect.gen(function*() {
+    const script = yield* Ref.make(Chunk.fromIterable(replies))
+    const received = yield* Ref.make<
+      {
+        readonly count: number
+        readonly last: Recorded | undefined
+        readonly prior: ReadonlyArray<Prompt.Message>
+        readonly all: Chunk.Chunk<Recorded>
+      }
+    >(
+      { count: 0, last: undefined, prior: [], all: Chunk.empty() }
+    )
+    // A tool's JSON Schema is computed once per tool object, and an unchanged tool list is recorded once.
+    const schemas = new WeakMap<Tool.Any, unknown>()
+    const schemaOf = (tool: Tool.Any): unknown => {
+      if (!schemas.has(tool)) schemas.set(tool, Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast))
+      return schemas.get(tool)
+    }
+    const toolsOf = (tools: ReadonlyArray<Tool.Any>, last: Recorded | undefined): Request["tools"] => {
+      const described = tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        parameters: schemaOf(tool)
+      }))
+      const before = last?.tools
+      return before !== undefined && before.length === described.length &&
+          before.every((t, i) =>
+            t.name === described[i]!.name && t.description === described[i]!.description &&
+            t.parameters === described[i]!.parameters
+          )
+        ? before
+        : described
+    }
+    const take = (options: LanguageModel.ProviderOptions) =>
+      Effect.gen(function*() {
+        const index = yield* Ref.modify(received, ({ all, count, last, prior }) => {
+          const content = options.prompt.content
+          const recorded = record(last, prior, count, content, toolsOf(options.tools, last), options.toolChoice)
+          return [count, {
+            count: count + 1,
+            last: recorded,
+            prior: content,
+            all: Chunk.append(all, recorded)
+          }] as const
+        })
+        const next = yield* Ref.modify(
+          script,
+          (all) => [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const
+        )
+        return {
+          index,
+          next,
+          advertised: new Set(options.tools.map((tool) => tool.name))
+        }
+      })
+    const replyStream = <A>(
+      options: LanguageModel.ProviderOptions,
+      convert: (part: Response.StreamPartEncoded) => A
+    ): Stream.Stream<A, AiError.AiError> =>
+      Stream.unwrap(Effect.gen(function*() {
+        const { advertised, index, next } = yield* take(options)
+        if (next === undefined) {
+          return Stream.fail(
+            failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` })
+          )
+        }
+        if (next.delay !== undefined) yield* Effect.sleep(next.delay)
+        // One chunk for the whole reply, as a provider delivers a buffered network read.
+        const parts = Stream.fromChunk(Chunk.unsafeFromArray(partsOf(next, index, advertised).map(convert)))
+        return next.failure !== undefined
+          ? Stream.concat(parts, Stream.fail(failWith(next.failure)))
+          : next.hang === true
+          ? Stream.concat(parts, Stream.never)
+          : parts
+      }))
+    const streamText = (options: LanguageModel.ProviderOptions) =>
+      replyStream(options, (part): Response.StreamPartEncoded => part)
+    const model = yield* LanguageModel.make({
+      streamText,
+      generateText: (options) =>
+        Stream.runCollect(streamText(options)).pipe(
+          Effect.map((chunk) => aggregate(Array.from(chunk)))
+        )
+    })
+    const controls: Service = {
+      requests: Effect.map(Ref.get(received), ({ all }) => Chunk.toReadonlyArray(Chunk.map(all, requestOf))),
+      requestCount: Effect.map(Ref.get(received), ({ count }) => count),
+      push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
+      remaining: Effect.map(Ref.get(script), (all) => all.length)
+    }
+    return { model, stream: { model, streamText: (options) => replyStream(options, typedOf) }, controls }
+  })
+
 /**
  * Builds a scripted model and its controls.
  *
@@ -279,63 +460,10 @@ const failWith = (failure: LlmFailure.LlmFailure) =>
  * @since 0.0.0
  * @category constructors
  */
-export const make = (replies: ReadonlyArray<Reply> = []): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
-  Effect.gen(function*() {
-    const script = yield* Ref.make(Chunk.fromIterable(replies))
-    const received = yield* Ref.make(Chunk.empty<Request>())
-    const take = (options: LanguageModel.ProviderOptions) =>
-      Effect.gen(function*() {
-        const index = (yield* Ref.get(received)).length
-        yield* Ref.update(received, (all) =>
-          Chunk.append(all, {
-            prompt: options.prompt,
-            tools: options.tools.map((tool) => ({
-              name: tool.name,
-              description: tool.description,
-              parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
-            })),
-            toolChoice: options.toolChoice
-          }))
-        const next = yield* Ref.modify(script, (all) =>
-          [Option.getOrUndefined(Chunk.head(all)), Chunk.drop(all, 1)] as const)
-        return {
-          index,
-          next,
-          advertised: new Set(options.tools.map((tool) =>
-            tool.name
-          ))
-        }
-      })
-    const streamText = (options: LanguageModel.ProviderOptions) =>
-      Stream.unwrap(Effect.gen(function*() {
-        const { advertised, index, next } = yield* take(options)
-        if (next === undefined) {
-          return Stream.fail(
-            failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` })
-          )
-        }
-        if (next.delay !== undefined) yield* Effect.sleep(next.delay)
-        const parts = Stream.fromIterable(partsOf(next, index, advertised))
-        return next.failure !== undefined
-          ? Stream.concat(parts, Stream.fail(failWith(next.failure)))
-          : next.hang === true
-          ? Stream.concat(parts, Stream.never)
-          : parts
-      }))
-    const model = yield* LanguageModel.make({
-      streamText,
-      generateText: (options) =>
-        Stream.runCollect(streamText(options)).pipe(
-          Effect.map((chunk) => aggregate(Array.from(chunk)))
-        )
-    })
-    const controls: Service = {
-      requests: Effect.map(Ref.get(received), Chunk.toReadonlyArray),
-      push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
-      remaining: Effect.map(Ref.get(script), (all) => all.length)
-    }
-    return [model, controls] as const
-  })
+export const make = (
+  replies: ReadonlyArray<Reply> = []
+): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
+  Effect.map(build(replies), ({ controls, model }) => [model, controls] as const)
 
 const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
   const out: Array<Response.PartEncoded> = []
@@ -357,15 +485,33 @@ const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Resp
 }
 
 /**
- * A layer providing the scripted `LanguageModel` and its controls.
+ * A layer providing the scripted `LanguageModel`, its controls and its `ModelStream` (the lower interface
+ * Harness's own provider offers: the agent takes it, skipping `LanguageModel`'s per-request decoding).
  *
  * @since 0.0.0
  * @category layers
  */
-export const layer = (replies: ReadonlyArray<Reply> = []): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+export const layer = (
+  replies: ReadonlyArray<Reply> = []
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
   Layer.effectContext(
-    Effect.map(
-      make(replies),
-      ([model, controls]) => Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls))
-    )
+    Effect.map(build(replies), ({ controls, model, stream }) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(
+        Context.add(ScriptedModel, controls),
+        Context.add(ModelStream.ModelStream, stream)
+      ))
+  )
+
+/**
+ * A layer providing the scripted `LanguageModel` and its controls only: the agent goes through the standard
+ * `LanguageModel` interface, as it does with any provider that offers no `ModelStream`.
+ *
+ * @since 0.0.0
+ */
+export const layerStandard = (
+  replies: ReadonlyArray<Reply> = []
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(
+    Effect.map(build(replies), ({ controls, model }) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ScriptedModel, controls)))
   )

@@ -3,7 +3,7 @@
  * (R47–R53), continuation (R54) and model-request failures (R74–R75). Everything here runs in the activity fiber,
  * which a cancel interrupts; the driver closes whatever an interrupted or failed activity left open.
  */
-import { AiError, Prompt } from "@effect/ai"
+import { AiError, Prompt, type Response, type Tool } from "@effect/ai"
 import type {
   Content,
   LlmFailure as LlmFailureT,
@@ -11,9 +11,9 @@ import type {
   SessionEvent,
   Turn as TurnT
 } from "@harness/domain"
-import { Json, LlmFailure, Turn } from "@harness/domain"
+import { Json, LlmFailure, ModelStream, Turn } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
-import { Cause, Clock, Data, Effect, Option, Ref, Schema, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Data, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { repairLocked } from "./close.js"
@@ -336,6 +336,36 @@ const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]) =>
     yield* update(env, (s) => ({ ...s, header }))
   })
 
+/**
+ * The model's response stream for one request. When the `LanguageModel` came with its own `ModelStream` (Harness's
+ * provider, the testkit's scripted model), the parts arrive typed from it, with the request `LanguageModel` would
+ * have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its `LanguageModel.streamText`
+ * span, but without rebuilding and running the stream-part schema per request (ADR 0019). Any other model goes
+ * through the standard `streamText`.
+ */
+const modelStream = (
+  env: Env,
+  prompt: Prompt.Prompt
+): Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> => {
+  const lower = Context.getOption(env.context, ModelStream.ModelStream)
+  if (Option.isNone(lower) || lower.value.model !== env.model) {
+    return env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true })
+  }
+  const direct = lower.value
+  const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
+  return Stream.unwrapScoped(Effect.map(
+    Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }),
+    (span) =>
+      direct.streamText({
+        prompt,
+        tools,
+        toolChoice: tools.length === 0 ? "none" : "auto",
+        responseFormat: { type: "text" },
+        span
+      })
+  ))
+}
+
 /** One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. */
 const runStep = (
   env: Env,
@@ -376,27 +406,30 @@ const runStep = (
     )
     const builder = new ContentBuilder()
     const chunkSeqs: Array<number> = []
-    const streamed = yield* env.model.streamText({
-      prompt,
-      toolkit: env.toolkit,
-      disableToolCallResolution: true
-    }).pipe(
-      // One critical section per chunk the stream delivers (not per part): the parts of a chunk are appended in
-      // order, each one atomically, with one lock acquisition between them (ADR 0009, hot path). A cancel stops
-      // the stream between chunks.
-      Stream.runForEachChunk((parts) =>
-        locked(
+    const streamed = yield* modelStream(env, prompt).pipe(
+      // One critical section and one batch append per chunk the stream delivers (not per part): the chunk's parts
+      // are appended in order as one unit (`appendAll`: one validation pass, one store write, all or nothing), then
+      // republished in order (ADR 0009 hot path, ADR 0019). A cancel stops the stream between chunks.
+      Stream.runForEachChunk((chunk) => {
+        const parts = Chunk.toReadonlyArray(chunk)
+        if (parts.length === 0) return Effect.void
+        return locked(
           env,
-          Effect.forEach(parts, (part) =>
-            Effect.map(
-              append(env, { type: "assistant/chunk", data: { turn, step, chunk: chunkJson(part) } }),
-              (event) => {
-                chunkSeqs.push(event.seq)
-                builder.add(part)
+          Effect.flatMap(
+            env.log.appendAll(parts.map((part) => ({
+              type: "assistant/chunk" as const,
+              data: { turn, step, chunk: chunkJson(part) }
+            }))),
+            (events) => {
+              for (let i = 0; i < events.length; i++) {
+                chunkSeqs.push(events[i]!.seq)
+                builder.add(parts[i]!)
               }
-            ), { discard: true })
+              return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+            }
+          )
         )
-      ),
+      }),
       Effect.provideService(CurrentRequest, config),
       Effect.either
     )

@@ -14,8 +14,8 @@
  */
 import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
-import { type AgentEvent, Message, type SessionEvent } from "@harness/domain"
-import { Effect, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
+import { type AgentEvent, Message, ModelStream, type SessionEvent } from "@harness/domain"
+import { Context, Effect, Either, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName } from "../Runtime.js"
 
@@ -74,8 +74,21 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
       : []
   )
 
-/** A `LanguageModel` that answers each request from `script`. */
-const scriptedModel = (script: Script): Effect.Effect<LanguageModel.Service> =>
+/**
+ * Which model interface the agent gets: `stream` (default) offers the `ModelStream` next to the `LanguageModel`, as
+ * Harness's own provider does; `standard` offers only the `LanguageModel` (any third-party provider's path). Set by
+ * `BENCH_HARNESS_MODEL` to measure one against the other.
+ */
+const modelInterface = process.env["BENCH_HARNESS_MODEL"] === "standard" ? "standard" : "stream"
+
+const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
+  Either.getOrThrowWith(ModelStream.typed(part), (error) => new Error(`bench model built a bad part: ${error.message}`))
+
+/**
+ * A `LanguageModel` that answers each request from `script`, and its `ModelStream` (the same replies, typed
+ * per request as a provider types what it builds).
+ */
+const scriptedModel = (script: Script): Effect.Effect<Context.Context<LanguageModel.LanguageModel>> =>
   Effect.suspend(() => {
     // The request counter is the fake model's own bookkeeping, kept out of Effect so the model costs the agent
     // nothing beyond what `LanguageModel.make` itself does.
@@ -85,19 +98,30 @@ const scriptedModel = (script: Script): Effect.Effect<LanguageModel.Service> =>
         const index = requests++
         return replyStream(script({ index, userTexts: () => userTextsOf(options.prompt) }), index)
       })
-    return LanguageModel.make({
-      streamText,
-      generateText: (options) =>
-        Stream.runCollect(streamText(options)).pipe(Effect.map((parts) =>
-          Array.from(parts).flatMap((part): Array<Response.PartEncoded> =>
-            part.type === "text-delta"
-              ? [{ type: "text", text: part.delta }]
-              : part.type === "tool-call" || part.type === "finish"
-              ? [part]
-              : []
+    return Effect.map(
+      LanguageModel.make({
+        streamText,
+        generateText: (options) =>
+          Stream.runCollect(streamText(options)).pipe(
+            Effect.map((parts) =>
+              Array.from(parts).flatMap((part): Array<Response.PartEncoded> =>
+                part.type === "text-delta"
+                  ? [{ type: "text", text: part.delta }]
+                  : part.type === "tool-call" || part.type === "finish"
+                  ? [part]
+                  : []
+              )
+            )
           )
-        ))
-    })
+      }),
+      (model) => {
+        const context = Context.make(LanguageModel.LanguageModel, model)
+        return modelInterface === "standard" ? context : Context.add(context, ModelStream.ModelStream, {
+          model,
+          streamText: (options) => Stream.map(streamText(options), typedOf)
+        })
+      }
+    )
   })
 
 const noopTool = AgentTool.make(
@@ -158,7 +182,7 @@ export const make = (): Promise<BenchRuntime> => {
       const scope = yield* Scope.make()
       const model = yield* scriptedModel(options.script)
       const agent = yield* Agent.make({ tools: options.tools === true ? [noopTool] : [] }).pipe(
-        Effect.provideService(LanguageModel.LanguageModel, model),
+        Effect.provide(model),
         Scope.extend(scope)
       )
       const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
@@ -191,7 +215,7 @@ export const make = (): Promise<BenchRuntime> => {
     }))
   return Promise.resolve({
     name: "harness",
-    version: "@harness/agent (this checkout)",
+    version: `@harness/agent (this checkout; model interface: ${modelInterface})`,
     createAgent,
     close: () => Promise.resolve()
   })

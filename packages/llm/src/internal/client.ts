@@ -9,6 +9,7 @@ import type { AiError } from "@effect/ai"
 import * as Sse from "@effect/experimental/Sse"
 import { Headers, HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { HttpClientError, HttpClientResponse } from "@effect/platform"
+import { ModelStream } from "@harness/domain"
 import { Cause, Chunk, Clock, Duration, Effect, Either, Option, ParseResult, Redacted, Ref, Stream } from "effect"
 import * as Decode from "./decode.js"
 import * as Errors from "./errors.js"
@@ -26,6 +27,10 @@ export interface Operations {
   readonly streamText: (
     options: LanguageModel.ProviderOptions
   ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError>
+  /** The same stream with its parts typed where they are built ({@link ModelStream.typed}), for `ModelStream`. */
+  readonly streamTyped: (
+    options: LanguageModel.ProviderOptions
+  ) => Stream.Stream<ModelStream.Part, AiError.AiError>
 }
 
 /** Header names whose values are always secret. */
@@ -55,9 +60,28 @@ export const describeCause = (cause: unknown): string => {
 
 type Item = { readonly _tag: "Event"; readonly event: string; readonly data: string } | { readonly _tag: "End" }
 
-interface Output {
-  readonly parts: ReadonlyArray<Response.StreamPartEncoded>
+interface Output<A> {
+  readonly parts: ReadonlyArray<A>
   readonly done: boolean
+}
+
+/** What a stream's parts become as they leave: kept encoded, or typed. */
+type Convert<A> = (parts: ReadonlyArray<Response.StreamPartEncoded>) => Either.Either<ReadonlyArray<A>, string>
+
+const encoded: Convert<Response.StreamPartEncoded> = Either.right
+
+const typedParts: Convert<ModelStream.Part> = (parts) => {
+  const out: Array<ModelStream.Part> = []
+  for (const part of parts) {
+    const typed = ModelStream.typed(part)
+    if (Either.isLeft(typed)) {
+      return Either.left(
+        `a ${part.type} part does not decode: ${ParseResult.TreeFormatter.formatErrorSync(typed.left)}`
+      )
+    }
+    out.push(typed.right)
+  }
+  return Either.right(out)
 }
 
 /** Marks progress for the attempt's idle timeout. */
@@ -258,21 +282,24 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     )
 
   /**
-   * Server-sent events from the body text, with `@effect/experimental`'s parser. Contract: `retry:` fields are
-   * ignored (there is no reconnection to delay), comments produce nothing, and an event over the parser's size
-   * limit is a `MALFORMED` failure. A body that ends after complete lines but without the blank line that
-   * dispatches the last event (or ends right after `data: [DONE]`) still dispatches it, as openai-node does; a
-   * body cut inside any other line does not (that is a truncation, reported as one).
+   * Server-sent events from the body text, with `@effect/experimental`'s parser, as the fold's items. Contract:
+   * `retry:` fields are ignored (there is no reconnection to delay), comments produce nothing, an event over the
+   * parser's size limit is a `MALFORMED` failure, and progress is marked once per piece of body that completed at
+   * least one event (the same instants as marking each event, one effect instead of one per event). A body that
+   * ends after complete lines but without the blank line that dispatches the last event (or ends right after
+   * `data: [DONE]`) still dispatches it, as openai-node does; a body cut inside any other line does not (that is a
+   * truncation, reported as one).
    */
   const events = (
     text: Stream.Stream<string, AiError.AiError>,
-    ctx: Errors.RequestContext
-  ): Stream.Stream<Sse.Event, AiError.AiError> =>
+    ctx: Errors.RequestContext,
+    watch: Watch
+  ): Stream.Stream<Item, AiError.AiError> =>
     Stream.suspend(() => {
       // The parser calls back synchronously from `feed`; this array only carries events out of that call.
-      const pending: Array<Sse.Event> = []
+      const pending: Array<Item> = []
       const parser = Sse.makeParser((event) => {
-        if (event._tag === "Event") pending.push(event)
+        if (event._tag === "Event") pending.push({ _tag: "Event", event: event.event, data: event.data })
       }, { maxEventSize: settings.maxEventSize })
       // The text after the last line break, as far as the end-of-body rule needs it (longer tails are cut).
       let tail = ""
@@ -294,7 +321,8 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
               ))
             }
           }
-          return Effect.succeed(Chunk.unsafeFromArray(pending.splice(0)))
+          if (pending.length === 0) return Effect.succeed(Chunk.empty<Item>())
+          return Effect.as(watch.progress, Chunk.unsafeFromArray(pending.splice(0)))
         }),
         Stream.concat(flush)
       )
@@ -329,9 +357,15 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       })
     )
 
-  const fold =
-    (advertised: ReadonlySet<string>) =>
-    (state: Decode.State, item: Item): Effect.Effect<readonly [Decode.State, Output], AiError.AiError> => {
+  const fold = <A>(advertised: ReadonlySet<string>, convert: Convert<A>) => {
+    const out = (
+      parts: ReadonlyArray<Response.StreamPartEncoded>
+    ): Either.Either<ReadonlyArray<A>, AiError.AiError> =>
+      Either.mapLeft(
+        convert(parts.map(scrub.deep)),
+        (problem) => Errors.malformed(streamContext, "streamText", problem)
+      )
+    return (state: Decode.State, item: Item): Effect.Effect<readonly [Decode.State, Output<A>], AiError.AiError> => {
       if (item._tag === "End") {
         return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
       }
@@ -343,7 +377,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       if (item.data.trim() === "[DONE]") {
         return Either.match(Decode.done(state, advertised), {
           onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-          onRight: (parts) => Effect.succeed([state, { parts: parts.map(scrub.deep), done: true }] as const)
+          onRight: (parts) => Effect.map(out(parts), (typed) => [state, { parts: typed, done: true }] as const)
         })
       }
       const chunk = Wire.decodeChunk(item.data)
@@ -358,9 +392,10 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       }
       return Either.match(Decode.step(state, chunk.right), {
         onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-        onRight: ([next, parts]) => Effect.succeed([next, { parts: parts.map(scrub.deep), done: false }] as const)
+        onRight: ([next, parts]) => Effect.map(out(parts), (typed) => [next, { parts: typed, done: false }] as const)
       })
     }
+  }
 
   /**
    * The last guard where anything leaves: a defect below (a bug, a library throwing) becomes a classified
@@ -384,7 +419,10 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       Stream.mapError((error) => Errors.scrubError(error, scrub))
     )
 
-  const streamText: Operations["streamText"] = (options) => {
+  const stream = <A>(
+    options: LanguageModel.ProviderOptions,
+    convert: Convert<A>
+  ): Stream.Stream<A, AiError.AiError> => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
     const ctx = streamContext
     return edge(
@@ -401,11 +439,9 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
                 )
               }
               return Effect.succeed(
-                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx).pipe(
-                  Stream.tap(() => watch.progress),
-                  Stream.map((event): Item => ({ _tag: "Event", event: event.event, data: event.data })),
+                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx, watch).pipe(
                   Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
-                  Stream.mapAccumEffect(Decode.initial, fold(advertised)),
+                  Stream.mapAccumEffect(Decode.initial, fold(advertised, convert)),
                   Stream.takeUntil((output) => output.done),
                   Stream.mapConcat((output) => output.parts)
                 )
@@ -418,6 +454,9 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       "streamText"
     )
   }
+
+  const streamText: Operations["streamText"] = (options) => stream(options, encoded)
+  const streamTyped: Operations["streamTyped"] = (options) => stream(options, typedParts)
 
   const generateText: Operations["generateText"] = (options) => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
@@ -473,7 +512,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     )
   }
 
-  return { generateText, streamText }
+  return { generateText, streamText, streamTyped }
 }
 
 const problemError = (

@@ -1,0 +1,79 @@
+/**
+ * ADR 0019: the agent takes a provider's `ModelStream` (typed parts, no per-request decoding) when it belongs to the
+ * `LanguageModel` it was given, and the standard `LanguageModel.streamText` otherwise. Both paths must leave the
+ * same log and send the same requests.
+ */
+import { LanguageModel, Tool } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
+import { Message } from "@harness/domain"
+import { LogCheck } from "@harness/session"
+import { ScriptedModel as S } from "@harness/testkit"
+import { Effect, Layer, Schema } from "effect"
+
+const lookup = AgentTool.make(
+  Tool.make("lookup", { parameters: { key: Schema.String }, success: Schema.String }),
+  { handler: ({ key }) => Effect.succeed(`value of ${key}`) }
+)
+
+const script: ReadonlyArray<S.Reply> = [
+  {
+    ...S.reply(S.reasoning("thinking"), S.text("Let me look."), S.toolCall("lookup", { key: "a" })),
+    reportedModel: "m-1"
+  },
+  S.reply(S.toolCall("lookup", "{\"key\": 7}"), S.toolCall("missing", {}), S.toolCall("lookup", "not json")),
+  { ...S.textResponse("Done."), usage: { inputTokens: 12, outputTokens: 3 } },
+  S.maxTokensResponse(S.text("cut"), S.toolCall("lookup", { key: "b" })),
+  S.failureAfter([S.text("partial")], "OVERLOADED"),
+  S.textResponse("Again.")
+]
+
+/** Three turns through whichever model layer is provided: the log (as JSON) and the requests' prompts. */
+const session = Effect.gen(function*() {
+  const agent = yield* Agent.make({ tools: [lookup] })
+  for (const text of ["first", "second", "third"]) {
+    yield* agent.followup(Message.make(text))
+    yield* agent.whenIdle
+  }
+  const log = yield* agent.log
+  assert.deepStrictEqual(LogCheck.checkLog(log), [])
+  const requests = yield* (yield* S.ScriptedModel).requests
+  return {
+    // Event timestamps come from the test clock; ids are generated per run, so the log is compared without them.
+    log: JSON.stringify(
+      log,
+      (key, value: unknown) => ((key === "id" || key === "messageId") && typeof value === "string" ? "<id>" : value)
+    ),
+    requests: JSON.stringify(requests.map((request) => ({ ...request, prompt: request.prompt.content }))),
+    types: log.map((event) => event.type)
+  }
+})
+
+describe("ModelStream (ADR 0019)", () => {
+  it.effect("the typed path and the standard path leave the same log and send the same requests", () =>
+    Effect.gen(function*() {
+      const typed = yield* session.pipe(Effect.scoped, Effect.provide(S.layer(script)))
+      const standard = yield* session.pipe(Effect.scoped, Effect.provide(S.layerStandard(script)))
+      assert.include(typed.types, "tool/result")
+      assert.include(typed.types, "assistant/chunk")
+      assert.strictEqual(typed.log, standard.log)
+      assert.strictEqual(typed.requests, standard.requests)
+    }))
+
+  it.effect("a ModelStream that belongs to another LanguageModel is not used", () =>
+    Effect.gen(function*() {
+      const [other, otherControls] = yield* S.make([S.textResponse("from the other model")])
+      const agent = yield* Agent.make({}).pipe(
+        // The scripted layer's ModelStream stays in context, but the LanguageModel is replaced.
+        Effect.provide(Layer.succeed(LanguageModel.LanguageModel, other))
+      )
+      yield* agent.followup(Message.make("hi"))
+      yield* agent.whenIdle
+      assert.strictEqual((yield* otherControls.requests).length, 1)
+      assert.strictEqual(yield* (yield* S.ScriptedModel).requestCount, 0)
+      const texts = (yield* agent.log).flatMap((event) =>
+        event.type === "assistant/message" ? event.data.content.flatMap((b) => (b.type === "text" ? [b.text] : [])) : []
+      )
+      assert.deepStrictEqual(texts, ["from the other model"])
+    }).pipe(Effect.scoped, Effect.provide(S.layer([S.textResponse("from the scripted layer")]))))
+})

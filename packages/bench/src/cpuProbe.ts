@@ -1,0 +1,71 @@
+/**
+ * A before/after probe for a busy machine: `node --expose-gc --import tsx src/cpuProbe.ts [options]` runs W1-style
+ * (5-token text) or W4-style (tool call → no-op tool → text) turns on one runtime after a warm-up and prints the
+ * process CPU time (user + system) and the wall time per turn, as one JSON line. CPU time counts only this
+ * process's work, so it moves far less than wall time when other processes share the cores; the full bench's
+ * wall-time ratios remain the figures to publish.
+ *
+ *   --runtime harness|pi|reference   default harness
+ *   --workload W1|W4                 default W1
+ *   --turns N                        default 1000
+ */
+import { parseArgs } from "node:util"
+import { collectGarbage, nowUs, prompts, warmUp } from "./Measure.js"
+import { type AgentOptions, fiveTokens, noopToolName, runtimeNames } from "./Runtime.js"
+import { boot } from "./Worker.js"
+
+const main = async () => {
+  const { values } = parseArgs({
+    options: {
+      runtime: { type: "string", default: "harness" },
+      workload: { type: "string", default: "W1" },
+      turns: { type: "string", default: "1000" }
+    }
+  })
+  const name = runtimeNames.find((n) => n === values.runtime)
+  if (name === undefined) throw new Error(`--runtime must be one of ${runtimeNames.join(", ")}`)
+  if (values.workload !== "W1" && values.workload !== "W4") throw new Error("--workload must be W1 or W4")
+  const turns = Number(values.turns)
+  if (!Number.isInteger(turns) || turns < 1) throw new Error("--turns must be a positive integer")
+  const options: AgentOptions = values.workload === "W4"
+    ? {
+      tools: true,
+      script: ({ index }) => (index % 2 === 0 ? { _tag: "tool-call", name: noopToolName, arguments: "{}" } : fiveTokens)
+    }
+    : { script: () => fiveTokens }
+  const runtime = await boot(name)
+  await warmUp(runtime, options)
+  const agent = await runtime.createAgent(options)
+  await collectGarbage()
+  const cpu = process.cpuUsage()
+  const start = nowUs()
+  for (const text of prompts("probe-", turns)) {
+    await agent.followUp(text)
+    await agent.waitIdle()
+  }
+  const wall = nowUs() - start
+  const used = process.cpuUsage(cpu)
+  const transcript = await agent.transcript()
+  await agent.dispose()
+  await runtime.close()
+  if (transcript.completedTurns !== turns) throw new Error(`expected ${turns} turns, got ${transcript.completedTurns}`)
+  process.stdout.write(
+    `${
+      JSON.stringify({
+        runtime: runtime.version,
+        workload: values.workload,
+        turns,
+        cpuUsPerTurn: (used.user + used.system) / turns,
+        wallUsPerTurn: wall / turns
+      })
+    }\n`
+  )
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  }
+)

@@ -1,0 +1,97 @@
+import { LanguageModel, Prompt } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { ModelStream } from "@harness/domain"
+import { Chunk, Effect, Stream } from "effect"
+import * as S from "../src/ScriptedModel.js"
+
+const ask = (model: LanguageModel.Service, text: string) =>
+  Stream.runCollect(model.streamText({ prompt: text })).pipe(Effect.map(Chunk.toReadonlyArray))
+
+const userText = (request: S.Request): string =>
+  request.prompt.content.flatMap((message) =>
+    message.role === "user" ? message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])) : []
+  ).join("")
+
+describe("ScriptedModel", () => {
+  it.effect("records every request in full, numbered, and counts them", () =>
+    Effect.gen(function*() {
+      const [model, controls] = yield* S.make([S.textResponse("a"), S.textResponse("b")])
+      yield* ask(model, "one")
+      yield* ask(model, "two")
+      assert.deepStrictEqual((yield* controls.requests).map((r) => [r.index, userText(r)]), [[0, "one"], [1, "two"]])
+      assert.strictEqual(yield* controls.requestCount, 2)
+    }))
+
+  it.effect("a growing conversation is recorded by its new messages: every prompt reads back exactly", () =>
+    Effect.gen(function*() {
+      const turns = 100
+      const [model, controls] = yield* S.make(Array.from({ length: turns }, (_, i) => S.textResponse(`a${i}`)))
+      const system = Prompt.makeMessage("system", { content: "be brief" })
+      const sent: Array<ReadonlyArray<Prompt.Message>> = []
+      let history: ReadonlyArray<Prompt.Message> = []
+      for (let i = 0; i < turns; i++) {
+        history = [
+          ...history,
+          Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: `q${i}` })] })
+        ]
+        // A fresh system message each request (as the agent builds it), the same history objects.
+        const content = [Prompt.makeMessage("system", { content: system.content }), ...history]
+        sent.push(content)
+        yield* Stream.runDrain(model.streamText({ prompt: Prompt.fromMessages(content) }))
+        history = [
+          ...history,
+          Prompt.makeMessage("assistant", { content: [Prompt.makePart("text", { text: `a${i}` })] })
+        ]
+      }
+      const requests = yield* controls.requests
+      assert.strictEqual(requests.length, turns)
+      for (const [i, request] of requests.entries()) {
+        assert.strictEqual(JSON.stringify(request.prompt.content), JSON.stringify(sent[i]), `request ${i}`)
+      }
+      // Recorded by reference to the previous prompt: the messages stored for the last request are its new ones.
+      const last = requests[turns - 1]!.prompt.content
+      assert.strictEqual(last.length, 2 * turns)
+      assert.strictEqual(last[2 * turns - 1], sent[turns - 1]![2 * turns - 1], "the request's own message objects")
+    }))
+
+  it.effect("a prompt that does not continue the previous one is recorded whole", () =>
+    Effect.gen(function*() {
+      const [model, controls] = yield* S.make([S.textResponse("a"), S.textResponse("b"), S.textResponse("c")])
+      yield* ask(model, "first")
+      yield* ask(model, "second")
+      const third = [
+        Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: "x" })] }),
+        Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: "y" })] })
+      ]
+      yield* Stream.runDrain(model.streamText({ prompt: Prompt.fromMessages(third) }))
+      assert.deepStrictEqual((yield* controls.requests).map(userText), ["first", "second", "xy"])
+    }))
+
+  it.effect("layer offers a ModelStream for its LanguageModel whose typed parts equal the decoded ones", () =>
+    Effect.gen(function*() {
+      const model = yield* LanguageModel.LanguageModel
+      const lower = yield* ModelStream.ModelStream
+      assert.strictEqual(lower.model, model)
+      const decoded = yield* ask(model, "x")
+      const typed = yield* Effect.scoped(
+        Effect.flatMap(Effect.makeSpanScoped("test"), (span) =>
+          Stream.runCollect(lower.streamText({
+            prompt: Prompt.make("x"),
+            tools: [],
+            toolChoice: "none",
+            responseFormat: { type: "text" },
+            span
+          })))
+      )
+      // Part ids carry the request's number; everything else must be identical, keys and their order included.
+      const masked = (parts: ReadonlyArray<object>) =>
+        JSON.stringify(parts, (key, value: unknown) => (key === "id" ? "<id>" : value))
+      assert.strictEqual(masked(Chunk.toReadonlyArray(typed)), masked(decoded))
+      assert.strictEqual(yield* (yield* S.ScriptedModel).requestCount, 2)
+    }).pipe(Effect.provide(S.layer([S.reply(S.reasoning("r"), S.text("t")), S.reply(S.reasoning("r"), S.text("t"))]))))
+
+  it.effect("layerStandard offers no ModelStream", () =>
+    Effect.gen(function*() {
+      assert.isTrue((yield* Effect.serviceOption(ModelStream.ModelStream))._tag === "None")
+    }).pipe(Effect.provide(S.layerStandard())))
+})
