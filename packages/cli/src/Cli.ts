@@ -49,7 +49,13 @@ const withStore = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A
   Effect.provide(
     effect,
     Runtime.storeLayer(settings.store.value).pipe(
-      Layer.mapError((e) => new CommandError({ reason: "Store", message: e.message }))
+      Layer.mapError((e) =>
+        new CommandError({
+          reason: "Store",
+          message: `cannot open the session store ${Settings.showStore(settings.store.value)}: ${e.message} ` +
+            `(check --store or HARNESS_STORE; harness config shows which one is used)`
+        })
+      )
     )
   )
 
