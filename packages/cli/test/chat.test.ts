@@ -110,6 +110,11 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(name, "y")
       yield* waitFor(name, "Wrote 1 line")
       assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from tmux\n")
+      // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
+      yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
+      yield* type(name, "/expand 1")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from tmux\\n\"}")
 
       // A goal: set while idle, it runs two rounds on the offline model and completes.
       yield* waitFor(name, /idle · \d+ tokens · \/help/)
