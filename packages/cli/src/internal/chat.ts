@@ -270,11 +270,12 @@ export const chat = (
           case "tool/result": {
             const { callId, content, isError } = durable.data
             const text = content.map((b) => b.text).join("")
-            const all = yield* Ref.updateAndGet(
-              calls,
-              (list) => list.map((call) => call.callId === callId ? { ...call, result: { isError, text } } : call)
-            )
-            const n = all.findIndex((call) => call.callId === callId) + 1
+            // A provider may reuse call ids across steps: the result answers the newest call with that id.
+            const all = yield* Ref.get(calls)
+            const n = all.findLastIndex((call) => call.callId === callId) + 1
+            if (n > 0) {
+              yield* Ref.set(calls, all.map((call, i) => i === n - 1 ? { ...call, result: { isError, text } } : call))
+            }
             return yield* emit([
               (isError ? s.yellow : s.dim)(
                 `    ↳ ${n > 0 ? `[${n}] ` : ""}${Timeline.resultLine(durable.data)}${n > 0 ? ` (/expand ${n})` : ""}`
