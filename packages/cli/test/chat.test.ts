@@ -53,6 +53,8 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(name, "tell me a long story")
       yield* press(name, "Enter")
       yield* waitFor(name, "Once upon a time")
+      // The status line: a spinner, the elapsed time, the tokens used, what cancels.
+      yield* waitFor(name, /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] working \d+\.\ds · \d+ tokens · Esc\/Ctrl-C cancels/)
 
       // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
       yield* type(name, "keep it short")

@@ -19,7 +19,7 @@ import type { Settings } from "../Settings.js"
 import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
 import { styles } from "./output.js"
-import { deltaOf, hintFor, openSession } from "./run.js"
+import { codeOf, deltaOf, hintFor, openSession } from "./run.js"
 import * as Runtime from "./runtime.js"
 import * as Sessions from "./sessions.js"
 import { showStore } from "./settings.js"
@@ -233,7 +233,7 @@ export const chat = (
             return yield* emit([
               event.reason.kind === "aborted"
                 ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
-                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(event.reason.code)}`)
+                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(codeOf(event.reason))}`)
             ])
           }
           case "agent/error":
