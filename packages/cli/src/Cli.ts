@@ -12,7 +12,7 @@ import { Effect, Layer, Option } from "effect"
 import { CommandError, SettingsError } from "./CliError.js"
 import * as Chat from "./internal/chat.js"
 import * as Demo from "./internal/demo.js"
-import { out } from "./internal/output.js"
+import { out, plainConsole } from "./internal/output.js"
 import * as Run from "./internal/run.js"
 import * as Runtime from "./internal/runtime.js"
 import * as Sessions from "./internal/sessions.js"
@@ -49,7 +49,13 @@ const withStore = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A
   Effect.provide(
     effect,
     Runtime.storeLayer(settings.store.value).pipe(
-      Layer.mapError((e) => new CommandError({ reason: "Store", message: e.message }))
+      Layer.mapError((e) =>
+        new CommandError({
+          reason: "Store",
+          message: `cannot open the session store ${Settings.showStore(settings.store.value)}: ${e.message} ` +
+            `(check --store or HARNESS_STORE; harness config shows which one is used)`
+        })
+      )
     )
   )
 
@@ -363,6 +369,15 @@ export {
    */
   run_ as run
 }
+
+/**
+ * Runs `effect` with a console that prints plain text (no colour codes) to a stream that is not a colour terminal,
+ * or when `NO_COLOR` is set — `@effect/cli` colours its help and errors otherwise.
+ *
+ * @since 0.0.0
+ */
+export const plainWhenNotATerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(plainConsole, (console) => Effect.withConsole(effect, console))
 
 /**
  * The exit code of a failure: 2 for a bad flag or setting, 1 otherwise.

@@ -14,6 +14,7 @@ const main = Cli.run(process.argv).pipe(
       process.exitCode = Cli.exitCode(failure)
     })
   ),
+  Cli.plainWhenNotATerminal,
   Effect.provide(NodeContext.layer)
 )
 

@@ -80,6 +80,44 @@ describe("OfflineModel.reply", () => {
   })
 })
 
+describe("OfflineModel.reply after a concluding tool", () => {
+  it("a request after update_goal (which ends its turn unanswered) is answered, not the goal tool's result", () => {
+    const write = Tool.make("write_file", {
+      parameters: { path: Schema.String, content: Schema.String },
+      success: Schema.String
+    })
+    const pieces = OfflineModel.reply({
+      prompt: prompt(
+        user("<goal_round>\nObjective: \"list the files\"\nRound: 2/5\n</goal_round>"),
+        Prompt.assistantMessage({
+          content: [Prompt.toolCallPart({
+            id: "c1",
+            name: "update_goal",
+            params: { action: "complete" },
+            providerExecuted: false
+          })]
+        }),
+        Prompt.toolMessage({
+          content: [Prompt.toolResultPart({
+            id: "c1",
+            name: "update_goal",
+            isFailure: false,
+            result: "goal g1 complete",
+            providerExecuted: false
+          })]
+        }),
+        user("write a.txt: one")
+      ),
+      tools: [...tools, write]
+    })
+    assert.deepStrictEqual(pieces.at(-1), {
+      _tag: "tool-call",
+      name: "write_file",
+      params: { path: "a.txt", content: "one\n" }
+    })
+  })
+})
+
 describe("OfflineModel.make", () => {
   it.effect("streams word by word at its pace on Clock, then finishes with usage", () =>
     Effect.gen(function*() {

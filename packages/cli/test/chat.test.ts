@@ -29,7 +29,7 @@ const press = (session: string, ...keys: ReadonlyArray<string>) =>
   Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
 
 describe("harness chat in a terminal", { timeout: 300_000 }, () => {
-  it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write, a goal, exit (R28, R81)", () =>
+  it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write (once, always), a goal, Ctrl-C twice discards then exits (R28, R81)", () =>
     Effect.gen(function*() {
       const [dir, cleanup] = tempDir()
       const name = `harness-chat-${process.pid}`
@@ -53,6 +53,8 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(name, "tell me a long story")
       yield* press(name, "Enter")
       yield* waitFor(name, "Once upon a time")
+      // The status line: a spinner, the elapsed time, the tokens used, what cancels.
+      yield* waitFor(name, /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] working \d+\.\ds · \d+ tokens · Esc\/Ctrl-C cancels/)
 
       // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
       yield* type(name, "keep it short")
@@ -110,6 +112,11 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(name, "y")
       yield* waitFor(name, "Wrote 1 line")
       assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from tmux\n")
+      // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
+      yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
+      yield* type(name, "/expand 1")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from tmux\\n\"}")
 
       // A goal: set while idle, it runs two rounds on the offline model and completes.
       yield* waitFor(name, /idle · \d+ tokens · \/help/)
@@ -123,10 +130,33 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Enter")
       yield* waitFor(name, "Phase: complete")
 
+      // `a` allows write_file for the rest of the session: the second write runs without asking.
+      yield* type(name, "write a.txt: one")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
+      yield* type(name, "a")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "write b.txt: two")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
+      assert.strictEqual(readFileSync(join(dir, "b.txt"), "utf8"), "two\n")
+
+      // Ctrl-C twice within a second while a turn runs discards the inbox; twice on an idle prompt exits.
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "tell me a long story")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "Once upon a time")
+      yield* type(name, "+what is a bird")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1 queued")
+      yield* press(name, "C-c", "C-c")
+      yield* waitFor(name, "cancelled; discarded 1 pending item(s)")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
       const before = screen(name)
       assert.notInclude(before, "what is a cat.") // the withdrawn item never ran
-      yield* type(name, "/exit")
-      yield* press(name, "Enter")
+      assert.notInclude(before, "You said “what is a bird”") // nor the discarded one
+      yield* press(name, "C-c", "C-c")
       const last = yield* waitFor(name, "bye — session")
       const id = /bye — session ([0-9a-f-]{36})/.exec(last)?.[1]
       assert.isDefined(id)

@@ -108,7 +108,7 @@ describe("harness chat without a terminal", { timeout: 180_000 }, () => {
       const result = await harness(["chat", "--store", "memory"], {
         cwd: dir,
         env: { NO_COLOR: "" },
-        input: "list the files\n+grep TODO\n/inbox\n/goal show\n/help\n"
+        input: "list the files\n+grep TODO\n/inject the user is on a phone\n/goal show\n/sessions\n/help\n"
       })
       assert.strictEqual(result.code, 0, result.stderr)
       assert.notInclude(result.stdout, "\x1b[")
@@ -116,8 +116,12 @@ describe("harness chat without a terminal", { timeout: 180_000 }, () => {
       assert.include(result.stdout, "› list the files")
       assert.include(result.stdout, "+ grep TODO (queued)")
       assert.include(result.stdout, "No goal.")
+      assert.include(result.stdout, "+ context (the model sees it at its next step): the user is on a phone")
+      assert.include(result.stdout, "Noted: “the user is on a phone”.")
+      assert.include(result.stdout, "1 session (last active last):")
       assert.include(result.stdout, "/goal set <objective> | show | pause | resume | clear")
-      assert.include(result.stdout, "⚙ list_dir()")
+      assert.include(result.stdout, "⚙ [1] list_dir()")
+      assert.include(result.stdout, "⚙ [2] grep(")
       assert.include(result.stdout, "notes.txt:2: TODO: write the tests")
       assert.match(result.stdout, /bye — session [0-9a-f-]{36}/)
     }))
@@ -198,6 +202,7 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
         })
         assert.strictEqual(result.code, 1)
         assert.include(result.stderr, "harness: the turn failed")
+        assert.include(result.stderr, "check the API key (harness config shows where it comes from)")
       } finally {
         cleanup()
       }
@@ -216,6 +221,11 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       const malformed = await harness(["sessions", "fork", "--at", "soon", "abc"], { cwd: dir })
       assert.strictEqual(malformed.code, 2)
       assert.include(malformed.stdout + malformed.stderr, "'soon' is not a integer")
+      assert.notInclude(malformed.stdout + malformed.stderr, "\x1b[") // plain when not a terminal
+      const help = await harness(["sessions", "fork", "--help"], { cwd: dir })
+      assert.strictEqual(help.code, 0, help.stderr)
+      assert.include(help.stdout, "harness sessions fork 3f2a --at 20")
+      assert.notInclude(help.stdout, "\x1b[")
       const missing = await harness(["sessions", "show", "nope"], { cwd: dir })
       assert.strictEqual(missing.code, 1)
       assert.include(missing.stderr, "no session \"nope\" in this store")

@@ -19,7 +19,7 @@ import type { Settings } from "../Settings.js"
 import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
 import { styles } from "./output.js"
-import { deltaOf, hintFor, openSession } from "./run.js"
+import { codeOf, deltaOf, hintFor, openSession } from "./run.js"
 import * as Runtime from "./runtime.js"
 import * as Sessions from "./sessions.js"
 import { showStore } from "./settings.js"
@@ -35,6 +35,7 @@ export const help: ReadonlyArray<string> = [
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
   "Ctrl-C Ctrl-C    (within a second) discard the inbox; on an idle prompt, exit",
   "Up               on an empty prompt: take the last queued item back for editing (Enter queues it again)",
+  "/expand [N]      the full arguments and output of tool call N (default: the last one)",
   "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
   "Approvals: y = allow once, n = deny, a = always allow this tool in this session"
 ]
@@ -44,6 +45,17 @@ interface Pending {
   readonly args: string
   readonly answer: Deferred.Deferred<Hooks.ApprovalDecision>
 }
+
+/** A tool call as the chat shows it, numbered from 1 in the order the calls were made. */
+interface Call {
+  readonly callId: string
+  readonly name: string
+  readonly args: string
+  readonly result: { readonly isError: boolean; readonly text: string } | undefined
+}
+
+/** The most lines `/expand` prints of one output. */
+const expandLines = 200
 
 interface State {
   readonly buffer: string
@@ -91,6 +103,7 @@ export const chat = (
     const lock = yield* Effect.makeSemaphore(1)
     const quit = yield* Deferred.make<void>()
     const always = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const calls = yield* Ref.make<ReadonlyArray<Call>>([])
     const columns = () => Math.max(20, process.stdout.columns ?? 80)
     const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
@@ -220,7 +233,7 @@ export const chat = (
             return yield* emit([
               event.reason.kind === "aborted"
                 ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
-                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(event.reason.code)}`)
+                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(codeOf(event.reason))}`)
             ])
           }
           case "agent/error":
@@ -248,12 +261,27 @@ export const chat = (
           case "turn/end":
             // An aborted stream leaves its partial line: close it where it stopped.
             return yield* Effect.flatMap(flushPartial, (rest) => emit(rest.map((line) => `${line} …`)))
-          case "tool/call":
-            return yield* emit([s.cyan(`  ⚙ ${Timeline.callLine(durable.data.name, durable.data.arguments)}`)])
-          case "tool/result":
+          case "tool/call": {
+            const { arguments: args, callId, name } = durable.data
+            const n = (yield* Ref.updateAndGet(calls, (all) => [...all, { callId, name, args, result: undefined }]))
+              .length
+            return yield* emit([s.cyan(`  ⚙ [${n}] ${Timeline.callLine(name, args)}`)])
+          }
+          case "tool/result": {
+            const { callId, content, isError } = durable.data
+            const text = content.map((b) => b.text).join("")
+            // A provider may reuse call ids across steps: the result answers the newest call with that id.
+            const all = yield* Ref.get(calls)
+            const n = all.findLastIndex((call) => call.callId === callId) + 1
+            if (n > 0) {
+              yield* Ref.set(calls, all.map((call, i) => i === n - 1 ? { ...call, result: { isError, text } } : call))
+            }
             return yield* emit([
-              (durable.data.isError ? s.yellow : s.dim)(`    ↳ ${Timeline.resultLine(durable.data)}`)
+              (isError ? s.yellow : s.dim)(
+                `    ↳ ${n > 0 ? `[${n}] ` : ""}${Timeline.resultLine(durable.data)}${n > 0 ? ` (/expand ${n})` : ""}`
+              )
             ])
+          }
           case "steering/message":
             return yield* emit([
               s.dim(`  ↪ steering joined turn ${durable.data.turn}: ${Content.joinText(durable.data.content)}`)
@@ -338,6 +366,32 @@ export const chat = (
               result._tag === "Withdrawn"
                 ? `withdrew ${n}. ${item.placement} ${item.text} ${s.dim("(it will not run)")}`
                 : s.yellow(`item ${n} is no longer pending: the agent already took it (${item.text})`)
+            ])
+          }
+          case "/expand": {
+            const all = yield* Ref.get(calls)
+            const n = rest[0] === undefined ? all.length : Number(rest[0])
+            const call = Number.isInteger(n) ? all[n - 1] : undefined
+            if (call === undefined) {
+              return yield* emit([
+                all.length === 0
+                  ? "no tool calls yet"
+                  : `no tool call ${rest[0] ?? ""}: /expand takes a number from 1 to ${all.length}`
+              ])
+            }
+            const output = call.result === undefined ? ["(still running)"] : call.result.text.split("\n")
+            const shown = output.slice(0, expandLines)
+            return yield* emit([
+              s.cyan(`[${n}] ${call.name} ${call.args}`),
+              ...(call.result?.isError === true ? [s.yellow("failed:")] : []),
+              ...shown.map((line) => `  ${line}`),
+              ...(output.length > shown.length
+                ? [
+                  s.dim(
+                    `  … ${output.length - shown.length} more lines (harness sessions export --format md ${agent.id})`
+                  )
+                ]
+                : [])
             ])
           }
           case "/sessions":

@@ -33,7 +33,7 @@ const tailOf = (prompt: Prompt.Prompt) => {
   })
   const tail = messages.slice(last + 1)
   const users = tail.filter((m) => m.role === "user").map(textOf).filter((t) => t.trim().length > 0)
-  const results = tail.flatMap((m) =>
+  const all = tail.flatMap((m) =>
     m.role === "tool"
       ? m.content.map((part) => ({
         name: part.name,
@@ -42,8 +42,14 @@ const tailOf = (prompt: Prompt.Prompt) => {
       }))
       : []
   )
-  return { users, results }
+  // A concluding tool (update_goal) ends its turn without a reply: when people speak after it, they start a new
+  // turn, and its result is not what they want summarised.
+  const concluded = all.length > 0 && all.every((r) => concluding.has(r.name)) && users.length > 0
+  return { users, results: concluded ? [] : all }
 }
+
+/** Tools whose call ends the turn (the goal round's `update_goal`). */
+const concluding: ReadonlySet<string> = new Set(["update_goal"])
 
 const clean = (path: string): string => path.replace(/^[`"'“]+|[`"'”.,;:!?]+$/g, "")
 
@@ -216,7 +222,8 @@ export const parts = (request: Request): ReadonlyArray<Response.StreamPartEncode
   let hasCall = false
   let output = 0
   pieces.forEach((piece, i) => {
-    const id = `offline-${i}`
+    // Unique in a session: the prompt grows with every step.
+    const id = `offline-${request.prompt.content.length}-${i}`
     switch (piece._tag) {
       case "text":
       case "reasoning": {

@@ -166,12 +166,11 @@ export const run = (
       return
     }
     if (failed !== undefined) {
+      const code = failed.kind === "error" ? codeOf(failed) : undefined
       return yield* new CommandError({
         reason: "TurnFailed",
         message: failed.kind === "error"
-          ? `the turn failed: ${failed.message}${failed.code === undefined ? "" : ` (${failed.code})`}${
-            hintFor(failed.code)
-          }`
+          ? `the turn failed: ${failed.message}${code === undefined ? "" : ` (${code})`}${hintFor(code)}`
           : `the turn ended ${failed.kind}`
       })
     }
@@ -205,6 +204,11 @@ const consumeUntil = (
     for (const event of yield* Queue.takeAll(events)) yield* handle(event)
     return settled
   })
+
+/** The failure code of a turn that ended in error: its own, or its model request's (`LlmFailure.code`). */
+export const codeOf = (
+  reason: { readonly code?: string | undefined; readonly failure?: { readonly code: string } | undefined }
+): string | undefined => reason.code ?? reason.failure?.code
 
 /** What to do about a provider failure, by its code (empty when there is nothing specific to say). */
 export const hintFor = (code: string | undefined): string => {
