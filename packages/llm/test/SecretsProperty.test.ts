@@ -314,4 +314,17 @@ describe("secrets: property", () => {
       shape: 4,
       status: 400
     }))
+
+  // Found by the property: a secret with a backslash, written unescaped into a tool call's JSON arguments, comes out
+  // of their decoding with the escape taken (`\\P` → `\P`), a form the scrubber did not know.
+  it.scoped("a secret with a backslash written unescaped into tool arguments is scrubbed from the decoded params", () =>
+    check({
+      key: "sk-wMSa6b8Th4P2FobUUHcmn(+.=sM4Lm8s",
+      headerSecret: "org-\\\\Pj6R7OYw_AHUW",
+      which: "header",
+      form: "lower",
+      pad: 1990,
+      shape: 12,
+      status: 404
+    }))
 })

@@ -1,6 +1,6 @@
 /**
  * Keeping secrets out of everything the provider hands back. A `Scrubber` knows the secret values (the API key and
- * every `Redacted` header value) and replaces each of them — as written, JSON-escaped or URL-encoded, in any letter
+ * every `Redacted` header value) and replaces each of them — as written, JSON-escaped, JSON-unescaped or URL-encoded, in any letter
  * case — wherever it occurs in a string, an array or a plain object. Truncation goes through {@link Scrubber.clip},
  * which scrubs first, so a cut can never leave the prefix of a secret behind.
  */
@@ -23,10 +23,24 @@ export interface Scrubber {
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
-// The forms a secret takes when a server echoes it back: raw, inside a JSON string, inside a URL.
+// What a secret becomes when a server writes it, unescaped, inside a JSON string that is then decoded (tool
+// arguments): its `\` escapes taken as JSON's. Undefined when that is not valid JSON or changes nothing.
+const unescaped = (secret: string): string | undefined => {
+  if (!secret.includes("\\")) return undefined
+  try {
+    const value: unknown = JSON.parse(`"${secret}"`)
+    return typeof value === "string" && value.length > 0 ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+// The forms a secret takes when a server echoes it back: raw, inside a JSON string, inside a URL, and decoded from a
+// JSON string it was written into unescaped.
 const forms = (secret: string): ReadonlyArray<string> => {
   const json = JSON.stringify(secret).slice(1, -1)
-  return [...new Set([secret, json, encodeURIComponent(secret)])]
+  const decoded = unescaped(secret)
+  return [...new Set([secret, json, encodeURIComponent(secret), ...(decoded === undefined ? [] : [decoded])])]
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => {
