@@ -21,6 +21,7 @@ import * as internal from "./internal/agent.js"
  * What an operation returns: its `success` and `failure` schemas' types (`@harness/domain`'s `Operations`).
  *
  * @since 0.0.0
+ * @category models
  */
 export type Result<O extends Operations.Operation> = Effect.Effect<Operations.Success<O>, Operations.Failure<O>>
 
@@ -260,6 +261,7 @@ export const layer = <R = never>(
  * both can be encoded for the wire with `Schema.Exit`.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const execute = (agent: Service) => <O extends Operations.Operation>(operation: O): Result<O> => {
   const run = (): Effect.Effect<unknown, unknown> => {

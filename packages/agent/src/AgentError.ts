@@ -17,7 +17,10 @@ import { Schema } from "effect"
  * @category errors
  */
 export const AgentDisposedError = Operations.AgentDisposedError
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type AgentDisposedError = Operations.AgentDisposedError
 
 /**
@@ -27,7 +30,10 @@ export type AgentDisposedError = Operations.AgentDisposedError
  * @category errors
  */
 export const AgentBusyError = Operations.AgentBusyError
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type AgentBusyError = Operations.AgentBusyError
 
 /**
@@ -35,9 +41,13 @@ export type AgentBusyError = Operations.AgentBusyError
  * applied before it; `cause` is the refused append's `SessionLogError`.
  *
  * @since 0.0.0
+ * @category errors
  */
 export const BatchError = Operations.BatchError
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type BatchError = Operations.BatchError
 
 /**
@@ -45,9 +55,13 @@ export type BatchError = Operations.BatchError
  * `too-deep`, `too-large`, `unreadable`).
  *
  * @since 0.0.0
+ * @category errors
  */
 export const InvalidMessageError = Message.InvalidMessageError
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type InvalidMessageError = Message.InvalidMessageError
 
 /**
@@ -80,6 +94,7 @@ export type AgentError =
  * The schema of {@link AgentError}.
  *
  * @since 0.0.0
+ * @category errors
  */
 export const AgentError: Schema.Union<
   [

@@ -375,6 +375,7 @@ export {
  * or when `NO_COLOR` is set — `@effect/cli` colours its help and errors otherwise.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const plainWhenNotATerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(plainConsole, (console) => Effect.withConsole(effect, console))

@@ -18,6 +18,7 @@
  *   bounded too (a small object can reference one subtree many times; JSON would write it each time).
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Limits {
   readonly maxDepth: number
@@ -30,6 +31,7 @@ export interface Limits {
  * 100 000 values.
  *
  * @since 0.0.0
+ * @category constants
  */
 export const messageLimits: Limits = { maxDepth: 64, maxChars: 16 * 1024 * 1024, maxValues: 100_000 }
 
@@ -38,6 +40,7 @@ export const messageLimits: Limits = { maxDepth: 64, maxChars: 16 * 1024 * 1024,
  * valid is the schema's business, decided on the copy.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Plain =
   | undefined
@@ -61,6 +64,7 @@ export type Plain =
  * - `unreadable`: reading it threw (a Proxy trap, a revoked Proxy).
  *
  * @since 0.0.0
+ * @category models
  */
 export type IssueReason = "not-plain" | "accessor" | "cycle" | "too-deep" | "too-large" | "unreadable"
 
@@ -68,6 +72,7 @@ export type IssueReason = "not-plain" | "accessor" | "cycle" | "too-deep" | "too
  * What was wrong and where: `path` as `a.b[2]` (`the value` for the root), `message` a sentence naming both.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Issue {
   readonly reason: IssueReason
@@ -131,6 +136,7 @@ class Refused {
  * ignores them). A Proxy that behaves as plain data is copied as the data it showed.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const copy = (
   u: unknown,

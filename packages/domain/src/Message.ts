@@ -102,6 +102,7 @@ export type InboxPlacement = typeof InboxPlacement.Type
  * `too-deep`, `too-large`, `unreadable`).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const InvalidInputReason = Schema.Literal(
   "schema",
@@ -112,7 +113,10 @@ export const InvalidInputReason = Schema.Literal(
   "too-large",
   "unreadable"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type InvalidInputReason = typeof InvalidInputReason.Type
 
 /**
@@ -148,6 +152,7 @@ const refusal = (what: string, reason: InvalidInputReason, detail: string): Inva
  * an `InvalidMessageError` whose `reason` and `message` say what was wrong and where.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const decodeInput = <A, I>(
   schema: Schema.Schema<A, I>,

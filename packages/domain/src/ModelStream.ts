@@ -18,6 +18,7 @@ import { Context, DateTime, Either, Option, type ParseResult, Schema, type Strea
  * decodes them (the agent does, from the raw argument text).
  *
  * @since 0.0.0
+ * @category models
  */
 export type Part = Response.StreamPart<Record<string, never>> | Response.ToolCallPart<string, unknown>
 
@@ -25,6 +26,7 @@ export type Part = Response.StreamPart<Record<string, never>> | Response.ToolCal
  * The lower interface of one `LanguageModel`.
  *
  * @since 0.0.0
+ * @category models
  */
 export interface Service {
   /** The `LanguageModel` this stream belongs to. Contract: a caller uses {@link Service.streamText} only for it. */
@@ -41,6 +43,7 @@ export interface Service {
  * The lower interface in context, provided next to the `LanguageModel` it belongs to.
  *
  * @since 0.0.0
+ * @category models
  */
 export class ModelStream extends Context.Tag("@harness/domain/ModelStream")<ModelStream, Service>() {}
 
@@ -62,6 +65,7 @@ const empty = (): Record<string, never> => ({})
  * that is not a date.
  *
  * @since 0.0.0
+ * @category utils
  */
 export const typed = (part: Response.StreamPartEncoded): Either.Either<Part, ParseResult.ParseError> => {
   switch (part.type) {

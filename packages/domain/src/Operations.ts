@@ -19,18 +19,23 @@ import { SessionLogError } from "./SessionLogError.js"
  * cannot carry `undefined` in an array).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const BatchResult = Schema.Union(
   AgentMessageId,
   Schema.transform(Schema.Null, Schema.Undefined, { strict: true, decode: () => undefined, encode: () => null })
 ).annotations({ identifier: "BatchResult" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type BatchResult = typeof BatchResult.Type
 
 /**
  * The agent was disposed (its scope closed): it accepts nothing more and runs no more turns.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("@harness/agent/AgentDisposedError")(
   "AgentDisposedError",
@@ -41,6 +46,7 @@ export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("
  * `retry` was called while an admission or a turn is active.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness/agent/AgentBusyError")(
   "AgentBusyError",
@@ -53,6 +59,7 @@ export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness
  * refused append's error.
  *
  * @since 0.0.0
+ * @category errors
  */
 export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/BatchError")(
   "BatchError",
@@ -67,58 +74,79 @@ export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/B
  * How a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const SendFailure = Schema.Union(InvalidMessageError, AgentDisposedError, SessionLogError)
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type SendFailure = typeof SendFailure.Type
 
 /**
  * The options of a preset: an optional caller-supplied id for idempotent acceptance.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const PresetOptions = Schema.Struct({ id: Schema.optional(AgentMessageId) }).annotations({
   identifier: "PresetOptions"
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type PresetOptions = typeof PresetOptions.Type
 
 /**
  * The options of a cancel: `keepInbox` keeps pending work (it runs next).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const CancelOptions = Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) }).annotations({
   identifier: "CancelOptions"
 })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type CancelOptions = typeof CancelOptions.Type
 
 /**
  * One operation of a batch: a send (message and options) or a cancel (cause and optional options).
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const BatchOperation = Schema.Union(
   Schema.Struct({ send: Schema.Tuple(UserMessageData, SendOptions) }),
   Schema.Struct({ cancel: Schema.Tuple(CancelCause, Schema.optionalElement(Schema.UndefinedOr(CancelOptions))) })
 ).annotations({ identifier: "BatchOperation" })
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type BatchOperation = typeof BatchOperation.Type
 
 /**
  * What a batch answers: one result per operation, in order — the id for a send, `undefined` for a cancel.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const BatchResults = Schema.Array(BatchResult)
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type BatchResults = typeof BatchResults.Type
 
 /**
  * `send(message, options)`: accepts a message and routes it by `target` × `wakeup`; answers its id.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Send extends Schema.TaggedRequest<Send>()("Send", {
   failure: SendFailure,
@@ -136,6 +164,7 @@ const preset = {
  * `followup(message, options?)`: `send` with `{ target: "next-turn", wakeup: true }`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Followup extends Schema.TaggedRequest<Followup>()("Followup", preset) {}
 
@@ -143,6 +172,7 @@ export class Followup extends Schema.TaggedRequest<Followup>()("Followup", prese
  * `steer(message, options?)`: `send` with `{ target: "next-step", wakeup: true }`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Steer extends Schema.TaggedRequest<Steer>()("Steer", preset) {}
 
@@ -150,6 +180,7 @@ export class Steer extends Schema.TaggedRequest<Steer>()("Steer", preset) {}
  * `inject(message, options?)`: `send` with `{ target: "next-step", wakeup: false }`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Inject extends Schema.TaggedRequest<Inject>()("Inject", preset) {}
 
@@ -158,6 +189,7 @@ export class Inject extends Schema.TaggedRequest<Inject>()("Inject", preset) {}
  * fails with `BatchError` if an idle injection's append is refused part-way.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Batch extends Schema.TaggedRequest<Batch>()("Batch", {
   failure: Schema.Union(SendFailure, BatchError),
@@ -169,6 +201,7 @@ export class Batch extends Schema.TaggedRequest<Batch>()("Batch", {
  * `cancel(cause, options?)`: cancels the running admission or turn; answers at once.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Cancel extends Schema.TaggedRequest<Cancel>()("Cancel", {
   failure: InvalidMessageError,
@@ -180,6 +213,7 @@ export class Cancel extends Schema.TaggedRequest<Cancel>()("Cancel", {
  * `retry`: starts a turn over the current log without a new prompt.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Retry extends Schema.TaggedRequest<Retry>()("Retry", {
   failure: Schema.Union(AgentBusyError, AgentDisposedError),
@@ -191,6 +225,7 @@ export class Retry extends Schema.TaggedRequest<Retry>()("Retry", {
  * `withdraw(id)`: removes one pending item without stopping the turn.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class Withdraw extends Schema.TaggedRequest<Withdraw>()("Withdraw", {
   failure: InvalidMessageError,
@@ -202,6 +237,7 @@ export class Withdraw extends Schema.TaggedRequest<Withdraw>()("Withdraw", {
  * `inbox`: the pending items now, in acceptance order.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export class ListInbox extends Schema.TaggedRequest<ListInbox>()("ListInbox", {
   failure: Schema.Never,
@@ -213,15 +249,20 @@ export class ListInbox extends Schema.TaggedRequest<ListInbox>()("ListInbox", {
  * Every operation, keyed by `_tag`.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Operation = Schema.Union(Send, Followup, Steer, Inject, Batch, Cancel, Retry, Withdraw, ListInbox)
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Operation = typeof Operation.Type
 
 /**
  * What an operation answers.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Success<O extends Operation> = Schema.WithResult.Success<O>
 
@@ -229,5 +270,6 @@ export type Success<O extends Operation> = Schema.WithResult.Success<O>
  * How an operation fails.
  *
  * @since 0.0.0
+ * @category models
  */
 export type Failure<O extends Operation> = Schema.WithResult.Failure<O>

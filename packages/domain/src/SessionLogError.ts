@@ -33,6 +33,7 @@ import { SessionId } from "./Ids.js"
  * - `unclosed-turn` (checkLog only): the log ends inside a turn.
  *
  * @since 0.0.0
+ * @category schemas
  */
 export const Rule = Schema.Literal(
   "seq-gap",
@@ -52,7 +53,10 @@ export const Rule = Schema.Literal(
   "unanswered-tool-call",
   "unclosed-turn"
 )
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category models
+ */
 export type Rule = typeof Rule.Type
 
 /**
@@ -65,6 +69,7 @@ export type Rule = typeof Rule.Type
  * asked for at something other than a `turn/end`, R112's `OPEN_TURN`).
  *
  * @since 0.0.0
+ * @category errors
  */
 export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
   "SessionLogError",

@@ -339,6 +339,7 @@ export const make = Effect.fn("ChatCompletions.make")(function*(options: Options
  * Contract: both services send the same requests and yield the same parts and failures.
  *
  * @since 0.0.0
+ * @category constructors
  */
 export const makeContext = Effect.fn("ChatCompletions.makeContext")(function*(options: Options = {}) {
   const settings = yield* resolve(options)

@@ -14,5 +14,8 @@ import { SessionLogError as Schemas } from "@harness/domain"
  * @category errors
  */
 export const SessionLogError = Schemas.SessionLogError
-/** @since 0.0.0 */
+/**
+ * @since 0.0.0
+ * @category errors
+ */
 export type SessionLogError = Schemas.SessionLogError

@@ -507,6 +507,7 @@ export const layer = (
  * `LanguageModel` interface, as it does with any provider that offers no `ModelStream`.
  *
  * @since 0.0.0
+ * @category layers
  */
 export const layerStandard = (
   replies: ReadonlyArray<Reply> = []
