@@ -31,7 +31,7 @@ import type {
   Service
 } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
-import { type Service as Store, SessionStore, type SessionStoreError } from "../SessionStore.js"
+import { type Service as Store, SessionStore, type SessionStoreError, type StoredRecord } from "../SessionStore.js"
 import * as closers from "./closers.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
@@ -41,9 +41,22 @@ import * as logCheck from "./logCheck.js"
 // transformations: a test walks its AST to keep it so), so the store JSON-encodes the validated copy directly.
 const validate = Schema.validateEither(SessionEvent.SessionEvent, { onExcessProperty: "error" })
 const validateInbox = Schema.validateEither(StoreRecords.InboxRecord, { onExcessProperty: "error" })
-const decodeJson = Schema.decodeEither(
-  Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord))
-)
+const StoredRecordSchema = Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord)
+const decodeJson = Schema.decodeEither(Schema.parseJson(StoredRecordSchema))
+// The fast path of a load: `JSON.parse` and an exact type check (no excess keys), which allocates nothing but the
+// parsed value; only a record that fails it is decoded in full (stripping excess keys, or naming what is wrong).
+const isExactRecord = Schema.is(StoredRecordSchema, { onExcessProperty: "error" })
+
+/** Decodes one stored record's text; the problem as a sentence when it is not a record. */
+const decodeRecord = (text: string): Either.Either<SessionEvent.SessionEvent | StoreRecords.InboxRecord, string> => {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (isExactRecord(parsed)) return Either.right(parsed)
+  } catch {
+    // Not JSON: the full decode below names the problem.
+  }
+  return Either.mapLeft(decodeJson(text), formatIssue)
+}
 
 const formatIssue = (error: ParseResult.ParseError): string => ParseResult.TreeFormatter.formatErrorSync(error)
 
@@ -570,58 +583,66 @@ interface Scan {
  * later valid `turn/end` (which makes the bad record corruption instead of a torn tail).
  */
 const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogError> =>
-  store.load(id).pipe(
-    Stream.runFold(
-      {
-        data: emptyData,
-        kept: 0,
-        bad: undefined,
-        committedAfterBad: false,
-        violation: undefined,
-        inbox: new Map()
-      } as Scan,
-      (acc, record): Scan => {
-        if (acc.violation !== undefined || acc.committedAfterBad) return acc
-        const decoded = decodeJson(record.text)
-        if (acc.bad !== undefined) {
-          return Either.isRight(decoded) && decoded.right.type === "turn/end"
-            ? { ...acc, committedAfterBad: true }
-            : acc
-        }
-        if (Either.isLeft(decoded)) {
-          return {
-            ...acc,
-            bad: { position: record.position, what: `it is not a record: ${formatIssue(decoded.left)}` }
-          }
-        }
-        const value = decoded.right
-        if (StoreRecords.isInboxRecord(value)) {
-          if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
-          else acc.inbox.delete(value.id)
-          return { ...acc, kept: acc.kept + 1 }
-        }
-        const expected = acc.data.state.nextSeq
-        if (value.seq !== expected) {
-          return {
-            ...acc,
-            bad: { position: record.position, what: `it holds seq ${value.seq} where the log needs seq ${expected}` }
-          }
-        }
-        const checked = logCheck.step(acc.data.state, value)
-        if ("violation" in checked) {
-          const { message, rule } = checked.violation
-          return {
-            ...acc,
-            violation: corrupt(id, record.position, `seq ${value.seq} breaks the rule ${rule}: ${message}`, value.seq)
-          }
-        }
-        const logged = StoreRecords.messageIdOf(value)
-        if (logged !== undefined) acc.inbox.delete(logged)
-        return { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
+  Effect.suspend(() => {
+    // A plain loop over each loaded chunk with one mutable accumulator: `Stream.runFold` recurses once per element
+    // of a chunk (`foldChunkSplit`), which overflows the stack on a backend that loads big chunks (JSONL, W7).
+    let acc: Scan = {
+      data: emptyData,
+      kept: 0,
+      bad: undefined,
+      committedAfterBad: false,
+      violation: undefined,
+      inbox: new Map()
+    }
+    const step = (record: StoredRecord): void => {
+      if (acc.violation !== undefined || acc.committedAfterBad) return
+      const decoded = decodeRecord(record.text)
+      if (acc.bad !== undefined) {
+        if (Either.isRight(decoded) && decoded.right.type === "turn/end") acc = { ...acc, committedAfterBad: true }
+        return
       }
-    ),
-    Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`))
-  )
+      if (Either.isLeft(decoded)) {
+        acc = { ...acc, bad: { position: record.position, what: `it is not a record: ${decoded.left}` } }
+        return
+      }
+      const value = decoded.right
+      if (StoreRecords.isInboxRecord(value)) {
+        if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
+        else acc.inbox.delete(value.id)
+        acc = { ...acc, kept: acc.kept + 1 }
+        return
+      }
+      const expected = acc.data.state.nextSeq
+      if (value.seq !== expected) {
+        acc = {
+          ...acc,
+          bad: { position: record.position, what: `it holds seq ${value.seq} where the log needs seq ${expected}` }
+        }
+        return
+      }
+      const checked = logCheck.step(acc.data.state, value)
+      if ("violation" in checked) {
+        const { message, rule } = checked.violation
+        acc = {
+          ...acc,
+          violation: corrupt(id, record.position, `seq ${value.seq} breaks the rule ${rule}: ${message}`, value.seq)
+        }
+        return
+      }
+      const logged = StoreRecords.messageIdOf(value)
+      if (logged !== undefined) acc.inbox.delete(logged)
+      acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
+    }
+    return store.load(id).pipe(
+      Stream.runForEachChunk((chunk) =>
+        Effect.sync(() => {
+          for (const record of chunk) step(record)
+        })
+      ),
+      Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`)),
+      Effect.map(() => acc)
+    )
+  })
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
   const store = yield* SessionStore
