@@ -41,6 +41,9 @@ import * as logCheck from "./logCheck.js"
 // transformations: a test walks its AST to keep it so), so the store JSON-encodes the validated copy directly.
 const validate = Schema.validateEither(SessionEvent.SessionEvent, { onExcessProperty: "error" })
 const validateInbox = Schema.validateEither(StoreRecords.InboxRecord, { onExcessProperty: "error" })
+// An inbox record is checked with `is` first (no allocation; the agent hands over messages it already decoded and
+// froze), and validated in full only to name what is wrong.
+const isInboxRecord = Schema.is(StoreRecords.InboxRecord, { onExcessProperty: "error" })
 const StoredRecordSchema = Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord)
 const decodeJson = Schema.decodeEither(Schema.parseJson(StoredRecordSchema))
 // The fast path of a load: `JSON.parse` and an exact type check (no excess keys), which allocates nothing but the
@@ -394,7 +397,12 @@ const makeService = (
       inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
         const records: Array<StoreRecords.InboxRecord> = []
         for (const input of inputs) {
-          const checked = validateInbox({ ...input, time })
+          const candidate = { ...input, time }
+          if (isInboxRecord(candidate)) {
+            records.push(candidate)
+            continue
+          }
+          const checked = validateInbox(candidate)
           if (Either.isLeft(checked)) {
             return Effect.fail(
               new SessionLogError({
