@@ -413,12 +413,13 @@ const makeService = (
           }
           records.push(checked.right)
         }
+        // No lock: every commit drops from the front exactly the records it wrote, so records added while a commit
+        // is in flight stay pending for the next one.
         const add = Ref.update(shared, (s) => ({
           ...s,
           writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
         }))
-        // Under the lock, so a write-through commit in progress takes them whole or not at all.
-        return lock.withPermits(1)(writeBehind ? Effect.zipRight(add, kick) : add)
+        return writeBehind ? Effect.zipRight(add, kick) : add
       })
 
     const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
