@@ -64,8 +64,9 @@ export interface Service {
    * Contract: the input is decoded (and so copied and frozen) before anything happens; invalid input fails with
    * `InvalidMessageError` and changes nothing. A FIFO item publishes `agent/inbox/enqueue` with its placement
    * before `send` returns; an idle injection is appended before `send` returns. An id this agent already accepted
-   * returns that id again and changes nothing. The driver never claims work inside `send`: placement is decided
-   * against pre-admission state. Two separate sends are not guaranteed to see the same state (the fiber may be
+   * returns that id again and changes nothing (also after a restart: the log's store remembers it). On a durable log
+   * `send` returns once the acceptance is on disk (ADR 0017). The driver never claims work inside `send`: placement
+   * is decided against pre-admission state. Two separate sends are not guaranteed to see the same state (the fiber may be
    * rescheduled between them): use {@link batch} for that.
    */
   readonly send: (input: Operations.Send["message"], options: Operations.Send["options"]) => Result<Operations.Send>

@@ -10,8 +10,9 @@
  * 3. `SessionLog.open` loads the session (repairing an open turn, R106): the repaired log passes `checkLog`, keeps
  *    every stored event, adds closers only when the last turn was open (ending with `turn/end { interrupted }`),
  *    and a second open finds the same log (the closers were made durable);
- * 4. no accepted message id is in the log twice; every id in the log was sent; every send returned the id it
- *    asked for (idempotent acceptance);
+ * 4. no accepted message id is in the log twice; every id in the log was given to a send (which may not have
+ *    returned: the kill can land inside its acceptance barrier); every send returned the id it asked for
+ *    (idempotent acceptance);
  * 5. the durable inbox (ADR 0017): the inbox `open` gives back (`pendingInbox`) is exactly the stored
  *    `inbox/accepted` records with neither an `inbox/settled` nor a logged event for their id, in acceptance order,
  *    none of them in the log; and no accepted message is lost — every id a send returned (in this run or an earlier
@@ -26,6 +27,7 @@ import { Chunk, Effect, Either, Schema, Stream } from "effect"
 import { isDeepStrictEqual } from "node:util"
 import type { RunResult } from "./Parent.js"
 import type { Line } from "./Protocol.js"
+import * as Scenario from "./Scenario.js"
 import * as Stores from "./Stores.js"
 
 const decodeRecord = Schema.decodeEither(Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord)))
@@ -69,6 +71,12 @@ const messageIds = (events: ReadonlyArray<SessionEvent.SessionEvent>): Array<str
     const id = Store.messageIdOf(event)
     return id === undefined ? [] : [id]
   })
+
+/** The ids a run's sends were asked to take (its ops, or its seed's scenario). */
+const attemptedIds = (run: RunResult): ReadonlyArray<string> =>
+  (run.config.ops ?? Scenario.make(run.config.seed, run.config.round).ops).flatMap((op) =>
+    op._tag === "send" || op._tag === "resend" ? [op.id] : []
+  )
 
 const linesOf = <T extends Line["_tag"]>(lines: ReadonlyArray<Line>, tag: T) =>
   lines.filter((line): line is Extract<Line, { readonly _tag: T }> => line._tag === tag)
@@ -190,6 +198,9 @@ export const verify = (
     // 4. Messages: none twice, none unknown, ids as asked.
     const sent = linesOf(lines, "sent")
     const sentIds = new Set([...knownIds, ...sent.map((line) => line.id)])
+    // Every id a send of this session was asked to take, returned or not: with the acceptance barrier a send may be
+    // durable (logged, or restored) although the kill came before it returned — the client would resend that id.
+    const attempted = new Set([...sentIds, ...[...earlier, run].flatMap(attemptedIds)])
     for (const line of sent) {
       if (line.id !== line.requested) problems.push(`send asked for id ${line.requested} and got ${line.id}`)
     }
@@ -197,7 +208,7 @@ export const verify = (
     const seen = new Set<string>()
     for (const messageId of inLog) {
       if (seen.has(messageId)) problems.push(`message ${messageId} is in the log twice`)
-      if (!sentIds.has(messageId)) problems.push(`message ${messageId} is in the log but was never sent`)
+      if (!attempted.has(messageId)) problems.push(`message ${messageId} is in the log but was never sent`)
       seen.add(messageId)
     }
     // 5. The durable inbox: nothing restored is in the log; no accepted message is lost.

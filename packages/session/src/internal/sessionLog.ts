@@ -31,7 +31,7 @@ import type {
   Service
 } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
-import { type Service as Store, SessionStore, type SessionStoreError } from "../SessionStore.js"
+import { type Service as Store, SessionStore, type SessionStoreError, type StoredRecord } from "../SessionStore.js"
 import * as closers from "./closers.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
@@ -41,9 +41,25 @@ import * as logCheck from "./logCheck.js"
 // transformations: a test walks its AST to keep it so), so the store JSON-encodes the validated copy directly.
 const validate = Schema.validateEither(SessionEvent.SessionEvent, { onExcessProperty: "error" })
 const validateInbox = Schema.validateEither(StoreRecords.InboxRecord, { onExcessProperty: "error" })
-const decodeJson = Schema.decodeEither(
-  Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord))
-)
+// An inbox record is checked with `is` first (no allocation; the agent hands over messages it already decoded and
+// froze), and validated in full only to name what is wrong.
+const isInboxRecord = Schema.is(StoreRecords.InboxRecord, { onExcessProperty: "error" })
+const StoredRecordSchema = Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord)
+const decodeJson = Schema.decodeEither(Schema.parseJson(StoredRecordSchema))
+// The fast path of a load: `JSON.parse` and an exact type check (no excess keys), which allocates nothing but the
+// parsed value; only a record that fails it is decoded in full (stripping excess keys, or naming what is wrong).
+const isExactRecord = Schema.is(StoredRecordSchema, { onExcessProperty: "error" })
+
+/** Decodes one stored record's text; the problem as a sentence when it is not a record. */
+const decodeRecord = (text: string): Either.Either<SessionEvent.SessionEvent | StoreRecords.InboxRecord, string> => {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (isExactRecord(parsed)) return Either.right(parsed)
+  } catch {
+    // Not JSON: the full decode below names the problem.
+  }
+  return Either.mapLeft(decodeJson(text), formatIssue)
+}
 
 const formatIssue = (error: ParseResult.ParseError): string => ParseResult.TreeFormatter.formatErrorSync(error)
 
@@ -381,7 +397,12 @@ const makeService = (
       inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
         const records: Array<StoreRecords.InboxRecord> = []
         for (const input of inputs) {
-          const checked = validateInbox({ ...input, time })
+          const candidate = { ...input, time }
+          if (isInboxRecord(candidate)) {
+            records.push(candidate)
+            continue
+          }
+          const checked = validateInbox(candidate)
           if (Either.isLeft(checked)) {
             return Effect.fail(
               new SessionLogError({
@@ -392,12 +413,13 @@ const makeService = (
           }
           records.push(checked.right)
         }
+        // No lock: every commit drops from the front exactly the records it wrote, so records added while a commit
+        // is in flight stay pending for the next one.
         const add = Ref.update(shared, (s) => ({
           ...s,
           writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
         }))
-        // Under the lock, so a write-through commit in progress takes them whole or not at all.
-        return lock.withPermits(1)(writeBehind ? Effect.zipRight(add, kick) : add)
+        return writeBehind ? Effect.zipRight(add, kick) : add
       })
 
     const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
@@ -570,58 +592,66 @@ interface Scan {
  * later valid `turn/end` (which makes the bad record corruption instead of a torn tail).
  */
 const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogError> =>
-  store.load(id).pipe(
-    Stream.runFold(
-      {
-        data: emptyData,
-        kept: 0,
-        bad: undefined,
-        committedAfterBad: false,
-        violation: undefined,
-        inbox: new Map()
-      } as Scan,
-      (acc, record): Scan => {
-        if (acc.violation !== undefined || acc.committedAfterBad) return acc
-        const decoded = decodeJson(record.text)
-        if (acc.bad !== undefined) {
-          return Either.isRight(decoded) && decoded.right.type === "turn/end"
-            ? { ...acc, committedAfterBad: true }
-            : acc
-        }
-        if (Either.isLeft(decoded)) {
-          return {
-            ...acc,
-            bad: { position: record.position, what: `it is not a record: ${formatIssue(decoded.left)}` }
-          }
-        }
-        const value = decoded.right
-        if (StoreRecords.isInboxRecord(value)) {
-          if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
-          else acc.inbox.delete(value.id)
-          return { ...acc, kept: acc.kept + 1 }
-        }
-        const expected = acc.data.state.nextSeq
-        if (value.seq !== expected) {
-          return {
-            ...acc,
-            bad: { position: record.position, what: `it holds seq ${value.seq} where the log needs seq ${expected}` }
-          }
-        }
-        const checked = logCheck.step(acc.data.state, value)
-        if ("violation" in checked) {
-          const { message, rule } = checked.violation
-          return {
-            ...acc,
-            violation: corrupt(id, record.position, `seq ${value.seq} breaks the rule ${rule}: ${message}`, value.seq)
-          }
-        }
-        const logged = StoreRecords.messageIdOf(value)
-        if (logged !== undefined) acc.inbox.delete(logged)
-        return { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
+  Effect.suspend(() => {
+    // A plain loop over each loaded chunk with one mutable accumulator: `Stream.runFold` recurses once per element
+    // of a chunk (`foldChunkSplit`), which overflows the stack on a backend that loads big chunks (JSONL, W7).
+    let acc: Scan = {
+      data: emptyData,
+      kept: 0,
+      bad: undefined,
+      committedAfterBad: false,
+      violation: undefined,
+      inbox: new Map()
+    }
+    const step = (record: StoredRecord): void => {
+      if (acc.violation !== undefined || acc.committedAfterBad) return
+      const decoded = decodeRecord(record.text)
+      if (acc.bad !== undefined) {
+        if (Either.isRight(decoded) && decoded.right.type === "turn/end") acc = { ...acc, committedAfterBad: true }
+        return
       }
-    ),
-    Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`))
-  )
+      if (Either.isLeft(decoded)) {
+        acc = { ...acc, bad: { position: record.position, what: `it is not a record: ${decoded.left}` } }
+        return
+      }
+      const value = decoded.right
+      if (StoreRecords.isInboxRecord(value)) {
+        if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
+        else acc.inbox.delete(value.id)
+        acc = { ...acc, kept: acc.kept + 1 }
+        return
+      }
+      const expected = acc.data.state.nextSeq
+      if (value.seq !== expected) {
+        acc = {
+          ...acc,
+          bad: { position: record.position, what: `it holds seq ${value.seq} where the log needs seq ${expected}` }
+        }
+        return
+      }
+      const checked = logCheck.step(acc.data.state, value)
+      if ("violation" in checked) {
+        const { message, rule } = checked.violation
+        acc = {
+          ...acc,
+          violation: corrupt(id, record.position, `seq ${value.seq} breaks the rule ${rule}: ${message}`, value.seq)
+        }
+        return
+      }
+      const logged = StoreRecords.messageIdOf(value)
+      if (logged !== undefined) acc.inbox.delete(logged)
+      acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
+    }
+    return store.load(id).pipe(
+      Stream.runForEachChunk((chunk) =>
+        Effect.sync(() => {
+          for (const record of chunk) step(record)
+        })
+      ),
+      Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`)),
+      Effect.map(() => acc)
+    )
+  })
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
   const store = yield* SessionStore
