@@ -67,7 +67,7 @@ const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
       const claimed = yield* Inbox.claim(env.inbox)
       const inbox = yield* Inbox.get(env.inbox)
       if (Option.isSome(claimed)) {
-        return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: inbox.outbox.length })
+        return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: new Set(inbox.outbox) })
       }
       // Steering stranded by a cancelled or failed turn never waits for an unrelated send: it runs as its own turn.
       const steering = inbox.stranded ? Inbox.firstSteering(inbox) : Option.none()

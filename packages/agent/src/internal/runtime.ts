@@ -60,7 +60,12 @@ export type ActivityResult =
 
 /** A job for an activity. */
 export type Job =
-  | { readonly _tag: "prompt"; readonly item: QueuedItem; readonly retained: number }
+  | {
+    readonly _tag: "prompt"
+    readonly item: QueuedItem
+    /** The staged items at the claim: retained input, logged before the prompt (those accepted later go after it). */
+    readonly retained: ReadonlySet<OutboxItem>
+  }
   /**
    * A turn for steering stranded by a cancelled or failed activity (ADR 0009, R56): its trigger is the first
    * steering item's source; the opening drain logs the outbox.

@@ -63,11 +63,17 @@ export const runActivity = (
   tools: ToolRuntime
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   job._tag === "retry"
-    ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: 0, admitted: [] })
+    ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: none, admitted: [] })
     : job._tag === "steering"
-    ? runTurn(env, progress, tools, { trigger: { kind: "message", source: job.source }, retained: 0, admitted: [] }, {
-      steeringOnly: true
-    })
+    ? runTurn(
+      env,
+      progress,
+      tools,
+      { trigger: { kind: "message", source: job.source }, retained: none, admitted: [] },
+      {
+        steeringOnly: true
+      }
+    )
     : admit(env, job.item.message).pipe(
       Effect.flatMap((admitted) =>
         admitted === undefined
@@ -149,6 +155,8 @@ const endTurnLocked = (
 const turnReason = (progress: Progress): TurnT.TurnEndReason =>
   progress.maxTokens ? { kind: "max-tokens" } : { kind: "completed" }
 
+const none: ReadonlySet<Inbox.OutboxItem> = new Set()
+
 /**
  * Opens a turn (R45) and runs its steps until it ends (R54). Contract: returns only after its own `turn/end`;
  * fails with a `TurnFailure` (or is interrupted) with the turn still open, for the driver to close.
@@ -159,7 +167,7 @@ const runTurn = (
   tools: ToolRuntime,
   opening: {
     readonly trigger: TurnT.TurnTrigger
-    readonly retained: number
+    readonly retained: ReadonlySet<Inbox.OutboxItem>
     readonly admitted: ReadonlyArray<Admitted>
   },
   options: {
@@ -181,7 +189,14 @@ const runTurn = (
         // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
         // `user/message` carries its id, which is what settles its inbox record (ADR 0017).
         const snapshot = yield* Inbox.get(env.inbox)
-        const retained = drainPlan(snapshot, { turn, limit: opening.retained })
+        // Counted by identity, not remembered as a number: an item withdrawn during the admission must not make
+        // one accepted during it count as retained.
+        let leading = 0
+        for (const item of snapshot.outbox) {
+          if (!opening.retained.has(item)) break
+          leading++
+        }
+        const retained = drainPlan(snapshot, { turn, limit: leading })
         const later = drainPlan({ ...snapshot, outbox: retained.rest }, { turn })
         const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
           type: "user/message",
