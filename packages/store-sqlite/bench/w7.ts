@@ -10,7 +10,7 @@
  *    names, replays the records after it, truncates the torn tail and closes the open turn; then the first
  *    `history` read (which decodes the snapshot's history, once) is timed apart.
  *
- * Run: `npx tsx packages/store-sqlite/bench/w7.ts [events…]` (default 1 000 000). Prints figures; never fails on
+ * Run: `npx tsx packages/store-sqlite/bench/w7.ts [events…] [--only=sqlite|jsonl]` (default 1 000 000, both). Prints figures; never fails on
  * time. The original design's implementation restores a 1.3M-event session in ~263 ms.
  */
 import { NodeFileSystem } from "@effect/platform-node"
@@ -117,7 +117,10 @@ const withStore = <A, E>(backend: Backend, dir: string, f: (store: SessionStore.
 
 interface LoadResult {
   readonly ms: number
+  /** CPU time of the process over the same span (user + system): what the load costs on a machine others share. */
+  readonly cpuMs: number
   readonly historyMs: number
+  readonly historyCpuMs: number
   readonly events: number
   readonly messages: number
   readonly open: boolean
@@ -131,16 +134,26 @@ const load = (backend: Backend, dir: string) =>
   withStore(backend, dir, (store) =>
     Effect.gen(function*() {
       const hadSnapshot = Option.isSome(yield* store.loadSnapshot(id))
+      const cpu = () => {
+        const { system, user } = process.cpuUsage()
+        return (user + system) / 1000
+      }
       const start = performance.now()
+      const cpuStart = cpu()
       const log = yield* SessionLog.open(id).pipe(Effect.provideService(SessionStore.SessionStore, store))
       const ms = performance.now() - start
+      const cpuMs = cpu() - cpuStart
       const historyStart = performance.now()
+      const historyCpuStart = cpu()
       const history = yield* log.history
       const historyMs = performance.now() - historyStart
+      const historyCpuMs = cpu() - historyCpuStart
       const state = yield* log.state
       return {
         ms,
+        cpuMs,
         historyMs,
+        historyCpuMs,
         events: state.nextSeq,
         messages: history.length,
         open: state.openTurn !== undefined,
@@ -192,11 +205,11 @@ const runChild = (args: ReadonlyArray<string>): Promise<unknown> =>
 
 const row = (backend: Backend, what: string, total: number, mb: number, r: LoadResult) =>
   console.log(
-    `${backend} | ${total} | ${what} | ${mb.toFixed(0)} | ${Math.round(r.ms)} | ${
+    `${backend} | ${total} | ${what} | ${mb.toFixed(0)} | ${Math.round(r.ms)} (${Math.round(r.cpuMs)}) | ${
       Math.round(r.historyMs)
-    } | ${r.events} (${r.messages} messages)${r.open ? " (open!)" : ""} | ${Math.round(r.maxRssMb)} | ${
-      Math.round(r.heapMb)
-    }`
+    } (${Math.round(r.historyCpuMs)}) | ${r.events} (${r.messages} messages)${r.open ? " (open!)" : ""} | ${
+      Math.round(r.maxRssMb)
+    } | ${Math.round(r.heapMb)}`
   )
 
 const main = async () => {
@@ -209,17 +222,21 @@ const main = async () => {
     await Effect.runPromise(continueSession(process.argv[3] as Backend, process.argv[4]!))
     return
   }
-  const sizes = process.argv.length > 2 ? process.argv.slice(2).map(Number) : [1_000_000]
+  const args = process.argv.slice(2)
+  const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length)
+  const backends = (["sqlite", "jsonl"] as const).filter((b) => only === undefined || only === b)
+  const numbers = args.filter((a) => !a.startsWith("--")).map(Number)
+  const sizes = numbers.length > 0 ? numbers : [1_000_000]
   console.log(
     `W7: activation of a long session (${os.cpus().length} cores, ${os.platform()}, load ${
       os.loadavg()[0]!.toFixed(1)
     })`
   )
   console.log(
-    "store | events | open | file MB | load+repair ms | first history ms | events after | peak RSS MB | heap MB"
+    "store | events | open | file MB | load+repair ms (CPU) | first history ms (CPU) | events after | peak RSS MB | heap MB"
   )
   for (const total of sizes) {
-    for (const backend of ["sqlite", "jsonl"] as const) {
+    for (const backend of backends) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-w7-"))
       try {
         await Effect.runPromise(withStore(backend, dir, (store) => writeSession(store, total)))
