@@ -653,6 +653,11 @@ export const conformance = <E>(
           )
           assert.strictEqual(yield* reasonOf(store.saveSnapshot(s1, { seq: 0, position: -1, text: "x" })), "Conflict")
           assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some(latest))
+          // Texts a backend might take for its own encoding come back exactly too.
+          for (const text of ["", "\"quoted\"", "\"", "head\n[\"body\"]", `${awkward}\n[]`]) {
+            yield* store.saveSnapshot(s1, { seq: 9, position: 9, text })
+            assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some({ seq: 9, position: 9, text }))
+          }
         }))
 
       test("truncate drops a snapshot that covers a dropped record and keeps one that does not", (store) =>
