@@ -173,7 +173,10 @@ export const summarise = (outcomes: ReadonlyArray<Outcome>): string => {
     rows.set(key, row)
   }
   const reached = outcomes.filter((o) => o.phase !== "census" && o.run.killedAt !== undefined).length
-  const header = `${outcomes.length} child processes, ${reached} killed at their kill point (SIGKILL)`
+  const fromSnapshot = outcomes.filter((o) => o.verdict.snapshot).length
+  const header =
+    `${outcomes.length} child processes, ${reached} killed at their kill point (SIGKILL), ${fromSnapshot} ` +
+    "reopened from a snapshot"
   const lines = [...rows.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([key, r]) =>

@@ -23,7 +23,7 @@
  */
 import { Ids, SessionEvent, Store } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { Chunk, Effect, Either, Schema, Stream } from "effect"
+import { Chunk, Effect, Either, Option, Schema, Stream } from "effect"
 import { isDeepStrictEqual } from "node:util"
 import type { RunResult } from "./Parent.js"
 import type { Line } from "./Protocol.js"
@@ -64,6 +64,8 @@ export interface Verdict {
   readonly lost: ReadonlyArray<string>
   /** Inbox records stored. */
   readonly inboxRecords: number
+  /** Whether the store held a snapshot of the session when it was reopened (ADR 0022: `open` starts from it). */
+  readonly snapshot: boolean
 }
 
 const messageIds = (events: ReadonlyArray<SessionEvent.SessionEvent>): Array<string> =>
@@ -157,6 +159,7 @@ export const verify = (
     }
 
     // 3. The log opens (with repair), is well-formed, keeps everything, and its repair is durable.
+    const snapshot = Option.isSome(yield* Effect.orElseSucceed(store.loadSnapshot(id), () => Option.none()))
     const opened = yield* Effect.either(
       Effect.flatMap(SessionLog.open(id), (log) => Effect.map(log.events, (events) => ({ events, log })))
     )
@@ -235,7 +238,8 @@ export const verify = (
       pending,
       restored,
       lost,
-      inboxRecords
+      inboxRecords,
+      snapshot
     }
   })).pipe(
     Effect.provide(Stores.layer(run.config.backend, run.config.location)),
@@ -255,5 +259,6 @@ const emptyVerdict = (problems: ReadonlyArray<string>): Verdict => ({
   pending: [],
   restored: [],
   lost: [],
-  inboxRecords: 0
+  inboxRecords: 0,
+  snapshot: false
 })

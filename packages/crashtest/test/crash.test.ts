@@ -67,6 +67,9 @@ describe.each(["sqlite", "jsonl"] as const)("crash campaign on %s", (backend) =>
     // The kills hit both kinds of tail: logs that ended inside a turn and logs that ended between turns.
     assert.isTrue(killed().some((o) => o.verdict.openTurn))
     assert.isTrue(killed().some((o) => o.verdict.exists && !o.verdict.openTurn))
+    // Some of them opened from a snapshot taken before the kill (ADR 0022), some replayed the whole log.
+    assert.isTrue(killed().some((o) => o.verdict.snapshot))
+    assert.isTrue(killed().some((o) => o.verdict.exists && !o.verdict.snapshot))
   })
 
   it("every log killed inside a turn opens repaired: closers end it with turn/end { interrupted }, durably (R106)", () => {

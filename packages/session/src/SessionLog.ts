@@ -121,14 +121,22 @@ export interface Service {
   readonly faults: Stream.Stream<SessionStoreError>
   /** Subscribes to {@link faults}: subscribed when it returns (so no fault after it is missed), until the scope ends. */
   readonly subscribeFaults: Effect.Effect<Queue.Dequeue<SessionStoreError>, never, Scope.Scope>
-  /** Every event, seeded ones included, in `seq` order. Do not mutate the array. */
+  /**
+   * Every event, seeded ones included, in `seq` order. Do not mutate the array.
+   *
+   * Contract: memory holds the events after the last snapshot (ADR 0022); older ones are read from the store when
+   * this runs (a store that fails then is a defect). Cheap when nothing was dropped from memory.
+   */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
   /**
    * The enclosure state after the last event: open turn and step, last turn number, last request header, and the
    * tool calls of the open step still owed a result (`owed`).
    */
   readonly state: Effect.Effect<LogState>
-  /** The derived model history after the last event, kept current per append (never rebuilt from the log). */
+  /**
+   * The derived model history after the last event, kept current per append (never rebuilt from the log). A log
+   * opened from a snapshot decodes the snapshot's part of the history on the first read (once).
+   */
   readonly history: Effect.Effect<History>
   /**
    * Subscribes to appended events. Contract: subscribed when it returns (so "subscribe, then append" misses
@@ -187,6 +195,10 @@ export interface Cursors {
  * - `capacity`: how many events may be appended but not yet durable before `append` waits (default 16 384).
  * - `retry`: the schedule transient store faults are retried with (default: exponential from 10 ms, at most 2 s
  *   apart, forever: an event is never dropped).
+ * - `snapshotEvery`: the least number of events between two snapshots (ADR 0022): the log saves one after a store
+ *   commit that holds a `turn/end` once that many events (and at least an eighth of what the last snapshot
+ *   covered) were committed since the last one, and `open` saves one after replaying that many. Default 10 000 on
+ *   a durable store; none on a volatile one (the memory store) unless given; 0 turns snapshots off.
  *
  * @since 0.0.0
  * @category models
@@ -196,6 +208,7 @@ export interface CommitOptions {
   readonly maxBatch?: number | undefined
   readonly capacity?: number | undefined
   readonly retry?: Schedule.Schedule<unknown, SessionStoreError> | undefined
+  readonly snapshotEvery?: number | undefined
 }
 
 /**
@@ -268,6 +281,12 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
  *   without a result, `TOOL_NOT_STARTED` for an unrecorded one, `step/end`, `turn/end { interrupted }`), with
  *   `seq`s continuing the log and the last real event's `time`, written in one synced commit before `open`
  *   returns. A `user/message` after the last `turn/end` is committed history, not a tail.
+ *
+ * From a snapshot (ADR 0022): when the store holds one that decodes and agrees with the log (the record it ends at
+ * is exactly the one it names), the scan starts after it, from its state and pending inbox, and everything above
+ * applies to the records after it; a snapshot that does not decode or agree, or a scan from it that finds
+ * corruption or a broken rule, is ignored and the whole log is replayed instead. After replaying at least
+ * `commit.snapshotEvery` events, `open` saves a snapshot where the log now ends.
  *
  * @since 0.0.0
  * @category constructors

@@ -89,6 +89,24 @@ export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | un
   }
 }
 
+/** Whether an event gives the history a message (exactly when `messageOf` returns one). */
+export const contributes = (event: SessionEvent.SessionEvent): boolean => {
+  switch (event.type) {
+    case "user/message":
+    case "steering/message":
+    case "tool/result":
+      return true
+    case "assistant/message":
+      return event.data.content.length > 0
+    default:
+      return false
+  }
+}
+
+/** The messages of `first` then those of `second` (a persistent concatenation). */
+export const concat = (first: History, second: History): History =>
+  first.length === 0 ? second : second.length === 0 ? first : make(Chunk.appendAll(first[TypeId], second[TypeId]))
+
 export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
   const message = messageOf(event)
   return message === undefined ? history : make(Chunk.append(history[TypeId], message))

@@ -35,6 +35,7 @@ import { type Service as Store, SessionStore, type SessionStoreError, type Store
 import * as closers from "./closers.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
+import * as snapshot from "./snapshot.js"
 
 // Compiled once. `validate` checks an event and copies it (excess keys refused); a stored record is decoded from its
 // JSON text by `decodeJson`. The encoded form of `SessionEvent` is its type form (the schema has no
@@ -78,21 +79,44 @@ const invalidSeed = (message: string, seq?: number) =>
     seq === undefined ? { reason: "invalid-seed", message } : { reason: "invalid-seed", message, seq }
   )
 
-/** What a log holds after its last event. */
-interface LogData {
-  readonly events: Chunk.Chunk<SessionEvent.SessionEvent>
+/** The log right after its latest `turn/end`: where the writer may take a snapshot (ADR 0022). */
+interface Checkpoint {
+  readonly seq: number
   readonly state: LogState
+  /** The history held in memory at that point (without a snapshot's prefix not yet decoded). */
   readonly history: History
 }
 
-const emptyData: LogData = { events: Chunk.empty(), state: logCheck.initial, history: history.empty }
+/** What a log holds after its last event. */
+interface LogData {
+  /** The events from `base` on (older ones are in the store: ADR 0022). */
+  readonly events: Chunk.Chunk<SessionEvent.SessionEvent>
+  /** The `seq` of the first event in `events`. */
+  readonly base: number
+  readonly state: LogState
+  readonly history: History
+  readonly checkpoint: Checkpoint | undefined
+}
+
+const emptyData: LogData = {
+  events: Chunk.empty(),
+  base: 0,
+  state: logCheck.initial,
+  history: history.empty,
+  checkpoint: undefined
+}
 
 /** Folds one event that passed `LogCheck.step` into the log's data. */
-const advance = (data: LogData, event: SessionEvent.SessionEvent, state: LogState): LogData => ({
-  events: Chunk.append(data.events, event),
-  state,
-  history: history.fold(data.history, event)
-})
+const advance = (data: LogData, event: SessionEvent.SessionEvent, state: LogState): LogData => {
+  const folded = history.fold(data.history, event)
+  return {
+    events: Chunk.append(data.events, event),
+    base: data.base,
+    state,
+    history: folded,
+    checkpoint: event.type === "turn/end" ? { seq: event.seq, state, history: folded } : data.checkpoint
+  }
+}
 
 const describeViolations = (violations: ReadonlyArray<{ seq: number; rule: string; message: string }>) => {
   const shown = violations.slice(0, 5).map((v) => `seq ${v.seq}: ${v.rule}: ${v.message}`).join("; ")
@@ -188,6 +212,50 @@ const settingsOf = (store: Store, options: CommitOptions | undefined): Settings 
   retry: options?.retry ?? defaultRetry
 })
 
+/** The default number of events between snapshots on a durable store (ADR 0022). */
+export const defaultSnapshotEvery = 10_000
+
+/**
+ * Whether a snapshot at `seq` is due after one at `lastSeq`: at least `every` events later, and at least an eighth of
+ * what the last one covered (each snapshot rewrites the whole history, so a fixed interval would make a long
+ * session's snapshots cost more than its appends; this bounds them to about 9 histories in all).
+ */
+const snapshotDue = (every: number, lastSeq: number, seq: number): boolean =>
+  every > 0 && seq - lastSeq >= Math.max(every, (lastSeq + 1) / 8)
+
+/** Events between snapshots: `snapshotEvery`, else the default on durable stores and never on volatile ones (0). */
+const snapshotEveryOf = (store: Store, options: CommitOptions | undefined): number => {
+  const every = options?.snapshotEvery ?? (store.volatile === true ? 0 : defaultSnapshotEvery)
+  return Number.isFinite(every) && every > 0 ? Math.ceil(every) : 0
+}
+
+/** Where a log's snapshot bookkeeping starts (ADR 0022). */
+interface SnapshotStart {
+  /** Events between snapshots; 0: never. */
+  readonly every: number
+  /** The position the next stored record gets. */
+  readonly records: number
+  /** The pending inbox after the last stored record. */
+  readonly pending: ReadonlyArray<StoreRecords.InboxAccepted>
+  /** The `seq` the last snapshot covers (-1: none). */
+  readonly lastSeq: number
+  /** The history events up to `lastSeq`, as a snapshot holds them (comma-separated JSON texts). */
+  readonly historyText: string
+  readonly historyMessages: number
+  /** The history prefix of the snapshot the log was opened from: not in the log's `history`, decoded on demand. */
+  readonly prefix: { readonly seq: number; readonly text: string; readonly messages: number } | undefined
+}
+
+const freshSnapshots = (every: number, records: number): SnapshotStart => ({
+  every,
+  records,
+  pending: [],
+  lastSeq: -1,
+  historyText: "",
+  historyMessages: 0,
+  prefix: undefined
+})
+
 const brokenError = (id: Ids.SessionId, error: SessionStoreError) =>
   new SessionLogError({
     reason: "store",
@@ -201,6 +269,7 @@ const makeService = (
   store: Store,
   initial: LogData,
   settings: Settings,
+  snapshots: SnapshotStart,
   pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
 ): Effect.Effect<Service> =>
   Effect.gen(function*() {
@@ -224,6 +293,153 @@ const makeService = (
     const lock = yield* Effect.makeSemaphore(1)
     const observers = yield* PubSub.unbounded<SessionEvent.SessionEvent>()
     const faults = yield* PubSub.unbounded<SessionStoreError>()
+
+    // -- Snapshots (ADR 0022) ----------------------------------------------------------------------------------
+    // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
+    // one commit at a time, in commit order.
+    const snap = {
+      records: snapshots.records,
+      pending: new Map(snapshots.pending.map((r) => [r.message.id as string, r])),
+      lastSeq: snapshots.lastSeq,
+      historyText: snapshots.historyText,
+      historyMessages: snapshots.historyMessages
+    }
+    const prefixMessages = snapshots.prefix?.messages ?? 0
+    // Events are dropped from memory only on durable stores (the memory store keeps its own copy anyway).
+    const trim = store.volatile !== true
+
+    /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
+    const takeSnapshot = (
+      checkpoint: Checkpoint,
+      position: number,
+      pending: ReadonlyArray<StoreRecords.InboxAccepted>
+    ) =>
+      Effect.flatMap(Ref.get(shared), (s) => {
+        const from = snap.lastSeq + 1
+        if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
+        const covered = Chunk.take(Chunk.drop(s.data.events, from - s.data.base), checkpoint.seq + 1 - from)
+        const last = Chunk.last(covered)
+        if (last._tag === "None" || last.value.seq !== checkpoint.seq) return Effect.void
+        const added = snapshot.appendHistoryText(snap.historyText, covered)
+        const messages = snap.historyMessages + added.added
+        // Never write a snapshot that disagrees with the log's own history.
+        if (messages !== prefixMessages + checkpoint.history.length) return Effect.void
+        const text = snapshot.encode({
+          seq: checkpoint.seq,
+          position,
+          last: JSON.stringify(last.value),
+          state: checkpoint.state,
+          inbox: pending,
+          messages,
+          historyText: added.text
+        })
+        return store.saveSnapshot(id, { seq: checkpoint.seq, position, text }).pipe(
+          Effect.zipRight(Effect.sync(() => {
+            snap.lastSeq = checkpoint.seq
+            snap.historyText = added.text
+            snap.historyMessages = messages
+          })),
+          Effect.zipRight(
+            trim
+              ? Ref.update(shared, (now) => {
+                const cut = Math.min(checkpoint.seq + 1, now.writer.durable)
+                return cut <= now.data.base ? now : {
+                  ...now,
+                  data: { ...now.data, events: Chunk.drop(now.data.events, cut - now.data.base), base: cut }
+                }
+              })
+              : Effect.void
+          ),
+          // A snapshot is an optimisation: the log is correct without it, so a refused save changes nothing.
+          Effect.ignore
+        )
+      })
+
+    /** Snapshot bookkeeping after a store commit of `inbox` then `events`; takes a snapshot when one is due. */
+    const afterCommit = (
+      inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+      events: ReadonlyArray<SessionEvent.SessionEvent>,
+      checkpoint: Checkpoint | undefined
+    ): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (snapshots.every === 0) return Effect.void
+        const start = snap.records
+        for (const record of inbox) {
+          if (record.type === "inbox/accepted") snap.pending.set(record.message.id, record)
+          else snap.pending.delete(record.id)
+        }
+        const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
+          checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
+        let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
+        for (const event of events) {
+          const logged = StoreRecords.messageIdOf(event)
+          if (logged !== undefined) snap.pending.delete(logged)
+          if (due && event.seq === checkpoint.seq) pending = [...snap.pending.values()]
+        }
+        snap.records = start + inbox.length + events.length
+        if (!due) return Effect.void
+        return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
+      })
+
+    /**
+     * The stored events with `seq` below `below`, decoded and checked to be contiguous from 0 (the part of the log
+     * a snapshot let `open` skip). A store failure or a record that is not what the log said is a defect: the
+     * accessors that need this cannot fail (ADR 0022).
+     */
+    const storedEvents = (below: number): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+      Effect.suspend(() => {
+        const out: Array<SessionEvent.SessionEvent> = []
+        return store.load(id).pipe(
+          Stream.takeWhile(() => out.length < below),
+          Stream.runForEachChunk((chunk) =>
+            Effect.suspend(() => {
+              for (const record of chunk) {
+                if (out.length >= below) break
+                const decoded = decodeRecord(record.text)
+                if (Either.isLeft(decoded)) {
+                  return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
+                }
+                const value = decoded.right
+                if (StoreRecords.isInboxRecord(value)) continue
+                if (value.seq !== out.length) {
+                  return Effect.fail(
+                    corrupt(id, record.position, `it holds seq ${value.seq} where the log needs seq ${out.length}`)
+                  )
+                }
+                out.push(value)
+              }
+              return Effect.void
+            })
+          ),
+          Effect.mapError((error) =>
+            error instanceof SessionLogError ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
+          ),
+          Effect.flatMap(() =>
+            out.length === below ? Effect.succeed(out) : Effect.fail(
+              new SessionLogError({
+                reason: "store",
+                message: `session ${JSON.stringify(id)} stores ${out.length} events before seq ${below}`
+              })
+            )
+          ),
+          Effect.orDie
+        )
+      })
+
+    /** The history prefix of the snapshot the log was opened from: decoded once, on first use. */
+    const prefix = snapshots.prefix
+    const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined ? undefined : yield* Effect.cached(
+      Effect.suspend(() => {
+        const decoded = snapshot.decodeHistory(prefix.text, prefix.messages)
+        if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
+        // The snapshot's history disagrees with its head: derive it from the stored events instead.
+        return Effect.map(storedEvents(prefix.seq + 1), (events) => {
+          let folded = history.empty
+          for (const event of events) folded = history.fold(folded, event)
+          return folded
+        })
+      })
+    )
 
     /**
      * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
@@ -253,6 +469,7 @@ const makeService = (
         readonly events: ReadonlyArray<SessionEvent.SessionEvent>
         readonly inbox: ReadonlyArray<StoreRecords.InboxRecord>
         readonly sync: boolean
+        readonly checkpoint: Checkpoint | undefined
       }
       | { readonly _tag: "stop" }
 
@@ -265,13 +482,18 @@ const makeService = (
       const appended = s.data.state.nextSeq
       if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
         const end = Math.min(appended, w.durable + settings.maxBatch)
-        const events = Chunk.toReadonlyArray(Chunk.take(Chunk.drop(s.data.events, w.durable), end - w.durable))
+        const events = Chunk.toReadonlyArray(
+          Chunk.take(Chunk.drop(s.data.events, w.durable - s.data.base), end - w.durable)
+        )
         // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
         // was appended after it (so an accepted message is never stored after the event that logged it).
         const inbox = Chunk.toReadonlyArray(w.inbox)
-        return [{ _tag: "write", events, inbox, sync: w.syncTo > w.durable || w.inboxSyncTo > w.inboxWritten }, s]
+        const sync = w.syncTo > w.durable || w.inboxSyncTo > w.inboxWritten
+        return [{ _tag: "write", events, inbox, sync, checkpoint: s.data.checkpoint }, s]
       }
-      if (w.broken === undefined && owesSync(w)) return [{ _tag: "write", events: [], inbox: [], sync: true }, s]
+      if (w.broken === undefined && owesSync(w)) {
+        return [{ _tag: "write", events: [], inbox: [], sync: true, checkpoint: undefined }, s]
+      }
       return [{ _tag: "stop" }, { ...s, writer: { ...w, running: false } }]
     })
 
@@ -310,6 +532,8 @@ const makeService = (
             inboxSynced: sync ? inboxWritten : writer.inboxSynced
           }
         })
+        // After the batch is reported durable, so a barrier never waits for a snapshot.
+        yield* afterCommit(job.inbox, job.events, job.checkpoint)
       }
     })
 
@@ -388,7 +612,8 @@ const makeService = (
             inboxWritten: s.writer.inboxWritten + inbox.length
           }
         }))),
-        Effect.zipRight(PubSub.publishAll(observers, events))
+        Effect.zipRight(PubSub.publishAll(observers, events)),
+        Effect.zipRight(afterCommit(inbox, events, next.checkpoint))
       )
       return events
     })
@@ -426,7 +651,10 @@ const makeService = (
       Effect.flatMap(Ref.get(shared), (s) => {
         const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
           (s.writer.durable < s.data.state.nextSeq &&
-            Chunk.some(Chunk.drop(s.data.events, s.writer.durable), (e) => StoreRecords.messageIdOf(e) === messageId))
+            Chunk.some(
+              Chunk.drop(s.data.events, s.writer.durable - s.data.base),
+              (e) => StoreRecords.messageIdOf(e) === messageId
+            ))
         return unwritten ? Effect.succeed(true) : store.hasMessage(id, messageId).pipe(
           Effect.mapError(storeError(`cannot look up message ${JSON.stringify(messageId)}`))
         )
@@ -454,6 +682,9 @@ const makeService = (
               const inbox = Chunk.toReadonlyArray(now.writer.inbox)
               return store.append(id, { events: [], inbox }, { sync: true }).pipe(
                 Effect.mapError(storeError("the store refused to sync")),
+                Effect.tap(() =>
+                  afterCommit(inbox, [], undefined)
+                ),
                 Effect.zipRight(Ref.update(shared, (x) => ({
                   ...x,
                   writer: {
@@ -483,9 +714,7 @@ const makeService = (
         ([target, inboxTarget]) =>
           Effect.zipRight(
             kick,
-            awaitWriter((w) =>
-              w.synced >= target && w.inboxSynced >= inboxTarget
-            )
+            awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
           )
       )
     })
@@ -512,9 +741,17 @@ const makeService = (
       hasMessage,
       faults: Stream.fromPubSub(faults),
       subscribeFaults: PubSub.subscribe(faults),
-      events: Effect.map(Ref.get(shared), (s) => Chunk.toReadonlyArray(s.data.events)),
+      events: Effect.flatMap(Ref.get(shared), (s) =>
+        s.data.base === 0
+          ? Effect.succeed(Chunk.toReadonlyArray(s.data.events))
+          : Effect.map(storedEvents(s.data.base), (older) => [...older, ...Chunk.toReadonlyArray(s.data.events)])),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
-      history: Effect.map(Ref.get(shared), (s) => s.data.history),
+      history: prefixHistory === undefined
+        ? Effect.map(Ref.get(shared), (s) => s.data.history)
+        : Effect.flatMap(
+          prefixHistory,
+          (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
+        ),
       subscribe: PubSub.subscribe(observers),
       changes: Stream.fromPubSub(observers)
     } satisfies Service
@@ -551,7 +788,14 @@ export const make = Effect.fn("SessionLog.make")(function*(options?: MakeOptions
   yield* store.create(header, { events, inbox: [] }).pipe(
     Effect.mapError(storeError(`cannot create session ${JSON.stringify(id)}`))
   )
-  return yield* makeService(id, store, initial, settingsOf(store, options?.commit))
+  const every = snapshotEveryOf(store, options?.commit)
+  return yield* makeService(
+    id,
+    store,
+    initial,
+    settingsOf(store, options?.commit),
+    freshSnapshots(every, events.length)
+  )
 })
 
 const corrupt = (id: Ids.SessionId, position: number, what: string, seq?: number) =>
@@ -585,25 +829,65 @@ interface Scan {
    * order): one is removed by its `inbox/settled` or by the event that logged its id. Mutated by the fold.
    */
   readonly inbox: Map<string, StoreRecords.InboxAccepted>
+  /** The stored text of the last kept record. */
+  readonly lastText: string | undefined
 }
+
+/** A scan from a snapshot (ADR 0022): the log at the snapshot, and the record the store must hold where it ends. */
+interface ScanFrom {
+  readonly data: LogData
+  readonly kept: number
+  readonly inbox: Map<string, StoreRecords.InboxAccepted>
+  readonly position: number
+  readonly text: string
+}
+
+/** A snapshot that does not agree with the stored records: `open` ignores it. */
+class Disagrees {
+  readonly _tag = "Disagrees"
+  constructor(readonly what: string) {}
+}
+
+const fromSnapshot = (start: snapshot.Start): ScanFrom => ({
+  data: { ...emptyData, base: start.seq + 1, state: start.state },
+  kept: start.position + 1,
+  inbox: new Map(start.inbox.map((r) => [r.message.id as string, r])),
+  position: start.position,
+  text: start.last
+})
 
 /**
  * Scans a stored session (R106): folds the records into the log until the first bad one, then only looks for a
- * later valid `turn/end` (which makes the bad record corruption instead of a torn tail).
+ * later valid `turn/end` (which makes the bad record corruption instead of a torn tail). From a snapshot, it starts
+ * at the snapshot's last record, which must be exactly the one the snapshot names (else `Disagrees`).
  */
-const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogError> =>
+const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<Scan, SessionLogError | Disagrees> =>
   Effect.suspend(() => {
     // A plain loop over each loaded chunk with one mutable accumulator: `Stream.runFold` recurses once per element
     // of a chunk (`foldChunkSplit`), which overflows the stack on a backend that loads big chunks (JSONL, W7).
     let acc: Scan = {
-      data: emptyData,
-      kept: 0,
+      data: from?.data ?? emptyData,
+      kept: from?.kept ?? 0,
       bad: undefined,
       committedAfterBad: false,
       violation: undefined,
-      inbox: new Map()
+      inbox: from?.inbox ?? new Map(),
+      lastText: from?.text
     }
+    let check = from
+    let disagrees: Disagrees | undefined
     const step = (record: StoredRecord): void => {
+      if (check !== undefined) {
+        if (record.position !== check.position || record.text !== check.text) {
+          disagrees = new Disagrees(
+            record.position !== check.position
+              ? `the store holds no record at position ${check.position}`
+              : `the record at position ${check.position} is not the one the snapshot covers`
+          )
+        }
+        check = undefined
+        return
+      }
       if (acc.violation !== undefined || acc.committedAfterBad) return
       const decoded = decodeRecord(record.text)
       if (acc.bad !== undefined) {
@@ -618,7 +902,7 @@ const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogEr
       if (StoreRecords.isInboxRecord(value)) {
         if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
         else acc.inbox.delete(value.id)
-        acc = { ...acc, kept: acc.kept + 1 }
+        acc = { ...acc, kept: acc.kept + 1, lastText: record.text }
         return
       }
       const expected = acc.data.state.nextSeq
@@ -640,22 +924,57 @@ const scan = (id: Ids.SessionId, store: Store): Effect.Effect<Scan, SessionLogEr
       }
       const logged = StoreRecords.messageIdOf(value)
       if (logged !== undefined) acc.inbox.delete(logged)
-      acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1 }
+      acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1, lastText: record.text }
     }
-    return store.load(id).pipe(
+    return store.load(id, from === undefined ? undefined : { after: from.position - 1 }).pipe(
       Stream.runForEachChunk((chunk) =>
-        Effect.sync(() => {
-          for (const record of chunk) step(record)
+        Effect.suspend(() => {
+          for (const record of chunk) {
+            step(record)
+            if (disagrees !== undefined) return Effect.fail(disagrees)
+          }
+          return Effect.void
         })
       ),
-      Effect.mapError(storeError(`cannot load session ${JSON.stringify(id)}`)),
-      Effect.map(() => acc)
+      Effect.mapError((error) =>
+        error instanceof Disagrees ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
+      ),
+      Effect.flatMap(() =>
+        check !== undefined
+          ? Effect.fail(new Disagrees(`the store holds no record at position ${check.position}`))
+          : Effect.succeed(acc)
+      )
     )
   })
 
+/** The session's snapshot as a starting point, if it loads and decodes; otherwise none (the log is replayed). */
+const startOf = (id: Ids.SessionId, store: Store): Effect.Effect<snapshot.Start | undefined> =>
+  store.loadSnapshot(id).pipe(
+    Effect.map((found) => {
+      if (found._tag === "None") return undefined
+      const decoded = snapshot.decode(found.value.text, found.value.seq, found.value.position)
+      return Either.isRight(decoded) ? decoded.right : undefined
+    }),
+    Effect.orElseSucceed(() => undefined)
+  )
+
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
   const store = yield* SessionStore
-  const found = yield* scan(id, store)
+  const every = snapshotEveryOf(store, options?.commit)
+  // From the latest snapshot when it agrees with the log; a snapshot is never trusted over the log, so a snapshot
+  // scan that fails in any way (disagreement, corruption, a broken rule) is redone from the start (ADR 0022).
+  const start = yield* startOf(id, store)
+  const attempt = start === undefined ? undefined : yield* Effect.either(scan(id, store, fromSnapshot(start)))
+  const fromStart = attempt !== undefined && Either.isRight(attempt) && attempt.right.violation === undefined &&
+      !(attempt.right.bad !== undefined && attempt.right.committedAfterBad)
+    ? attempt.right
+    : undefined
+  const used = fromStart === undefined ? undefined : start
+  const found = fromStart ?? (yield* Effect.catchIf(
+    scan(id, store),
+    (error): error is Disagrees => error instanceof Disagrees,
+    (error) => Effect.die(error)
+  ))
   if (found.violation !== undefined) return yield* found.violation
   if (found.bad !== undefined) {
     // A bad record before a committed turn/end is corruption; after the last one it is a torn tail.
@@ -687,5 +1006,43 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
       Effect.mapError(storeError(`cannot write the repair of session ${JSON.stringify(id)}`))
     )
   }
-  return yield* makeService(id, store, data, settingsOf(store, options?.commit), [...found.inbox.values()])
+  const records = found.kept + repair.length
+  const lastText = repair.length > 0 ? JSON.stringify(Chunk.unsafeLast(data.events)) : found.lastText
+  const pending = [...found.inbox.values()]
+  let snapshots: SnapshotStart = used === undefined ? { ...freshSnapshots(every, records), pending } : {
+    every,
+    records,
+    pending,
+    lastSeq: used.seq,
+    historyText: used.historyText,
+    historyMessages: used.messages,
+    prefix: { seq: used.seq, text: used.historyText, messages: used.messages }
+  }
+  // A long replay is paid once: when `open` folded at least `every` events past the last snapshot, it takes one
+  // where the log now ends (no turn is open after repair).
+  const end = data.state.nextSeq - 1
+  if (
+    lastText !== undefined && data.state.openTurn === undefined && snapshotDue(every, snapshots.lastSeq, end) &&
+    data.base === snapshots.lastSeq + 1
+  ) {
+    const added = snapshot.appendHistoryText(snapshots.historyText, data.events)
+    const messages = snapshots.historyMessages + added.added
+    if (messages === (snapshots.prefix?.messages ?? 0) + data.history.length) {
+      const text = snapshot.encode({
+        seq: end,
+        position: records - 1,
+        last: lastText,
+        state: data.state,
+        inbox: pending,
+        messages,
+        historyText: added.text
+      })
+      const saved = yield* Effect.either(store.saveSnapshot(id, { seq: end, position: records - 1, text }))
+      if (Either.isRight(saved)) {
+        snapshots = { ...snapshots, lastSeq: end, historyText: added.text, historyMessages: messages }
+        if (store.volatile !== true) data = { ...data, events: Chunk.empty(), base: end + 1 }
+      }
+    }
+  }
+  return yield* makeService(id, store, data, settingsOf(store, options?.commit), snapshots, pending)
 })

@@ -79,6 +79,26 @@ const decodeText = (stored: string): string => {
   return typeof parsed === "string" ? parsed : stored
 }
 
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Whether a string is well-formed UTF-16 (`String.prototype.isWellFormed` where the runtime has it). */
+const isWellFormed = (text: string): boolean => {
+  const native = (text as unknown as { readonly isWellFormed?: () => boolean }).isWellFormed
+  return native === undefined ? !loneSurrogate.test(text) : native.call(text)
+}
+
+/**
+ * A snapshot's stored form: the text itself when every engine keeps it exactly (well-formed, no NUL — every text
+ * `JSON.stringify` makes, so every snapshot the log writes) and it cannot be taken for a JSON string (it does not
+ * start with `"`); otherwise its JSON text, as free text is stored. A log's snapshot holds its whole history, so
+ * skipping a second encoding (and its decode on every open) matters (ADR 0022). Rows written as JSON text before
+ * stay readable: `loadSnapshot` tells the two apart by the first character.
+ */
+const snapshotColumn = (text: string): string =>
+  text.length > 0 && !text.startsWith("\"") && !text.includes("\u0000") && isWellFormed(text)
+    ? text
+    : JSON.stringify(text)
+
 const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(Store.SessionHeader))
 
 interface SessionRow {
@@ -354,7 +374,7 @@ export const make = (dialect: Dialect) =>
             session: key,
             seq: snapshot.seq,
             position: snapshot.position,
-            text: JSON.stringify(snapshot.text)
+            text: snapshotColumn(snapshot.text)
           })
         } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, text = excluded.text`
       })).pipe(io("save the snapshot", id))
@@ -367,6 +387,7 @@ export const make = (dialect: Dialect) =>
         SELECT seq, position, text FROM snapshots WHERE session = ${key}`
         if (rows.length === 0) return Option.none()
         const { position, seq, text } = rows[0]!
+        if (!text.startsWith("\"")) return Option.some({ seq, position, text })
         const decoded = Schema.decodeUnknownEither(Schema.parseJson(Schema.String))(text)
         if (decoded._tag === "Left") {
           return yield* fail(id, "Corrupt", `the stored snapshot is not a JSON string: ${decoded.left.message}`)

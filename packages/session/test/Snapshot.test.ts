@@ -1,0 +1,330 @@
+/**
+ * Log snapshots (ADR 0022): a session opened from its snapshot is the same log as a full replay (state, history,
+ * pending inbox, cursors, events, the next request's header), a snapshot that does not decode or disagrees with
+ * the log is ignored, and the events after the snapshot are replayed and repaired (R106).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Ids, MessageSource, type SessionEvent, type Store } from "@harness/domain"
+import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
+import * as History from "../src/History.js"
+import * as SessionLog from "../src/SessionLog.js"
+import * as SessionStore from "../src/SessionStore.js"
+import {
+  abortedTurn,
+  assertConsistent,
+  block,
+  ev,
+  maxTokensTurn,
+  promptTurn,
+  rawArgumentsTurn,
+  sessionId,
+  steeringTurn,
+  toolTurn
+} from "./fixtures.js"
+
+const sid = sessionId("snap-1")
+
+/** A store that counts where loads start, so a test can tell an open from a snapshot from a full replay. */
+const observed = (store: SessionStore.Service) =>
+  Effect.map(Ref.make<ReadonlyArray<number>>([]), (starts) => ({
+    starts: Ref.get(starts),
+    store: {
+      ...store,
+      load: (id: Ids.SessionId, options?: SessionStore.LoadOptions) =>
+        Stream.unwrap(Effect.as(Ref.update(starts, (s) => [...s, options?.after ?? -1]), store.load(id, options)))
+    } satisfies SessionStore.Service
+  }))
+
+/** The same store with snapshots hidden: `open` replays the whole log. */
+const withoutSnapshots = (store: SessionStore.Service): SessionStore.Service => ({
+  ...store,
+  loadSnapshot: () => Effect.succeed(Option.none()),
+  saveSnapshot: () => Effect.void
+})
+
+/** Everything a caller can see of an opened log (the next request is built from `history` and `state.header`). */
+const view = (log: SessionLog.Service) =>
+  Effect.gen(function*() {
+    return {
+      events: yield* log.events,
+      state: yield* log.state,
+      messages: History.messages(yield* log.history),
+      pending: log.pendingInbox,
+      cursors: yield* log.cursors
+    }
+  })
+
+const openWith = (store: SessionStore.Service, options?: SessionLog.OpenOptions) =>
+  SessionLog.open(sid, options).pipe(Effect.provideService(SessionStore.SessionStore, store))
+
+const accepted = (id: string): Omit<Store.InboxAccepted, "time"> => ({
+  type: "inbox/accepted",
+  message: {
+    id: Ids.AgentMessageId.make(id),
+    content: ev.user(`queued ${id}`).data.content,
+    source: MessageSource.user
+  },
+  placement: "queued",
+  wakeup: true
+})
+
+const settled = (id: string): Omit<Store.InboxSettled, "time"> => ({
+  type: "inbox/settled",
+  id: Ids.AgentMessageId.make(id),
+  fate: "withdrawn"
+})
+
+const turnKinds = [
+  (t: number) => promptTurn(t, `Prompt ${t}`, `Answer ${t}`),
+  (t: number) => toolTurn(t, `Tools ${t}`, [{ id: `c${t}`, name: "read", args: "{\"p\":1}", result: "ok" }], "Done."),
+  abortedTurn,
+  maxTokensTurn,
+  steeringTurn,
+  rawArgumentsTurn
+] as const
+
+/** One step of a random session: a whole turn, idle context, inbox records, or a turn cut short by a crash. */
+type Step =
+  | { readonly _tag: "turn"; readonly kind: number; readonly acceptFirst: boolean }
+  | { readonly _tag: "idle" }
+  | { readonly _tag: "inbox"; readonly settle: boolean }
+  | { readonly _tag: "crash"; readonly kind: number; readonly cut: number }
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({ _tag: fc.constant("turn" as const), kind: fc.nat(5), acceptFirst: fc.boolean() })
+  },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("idle" as const) }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("inbox" as const), settle: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("crash" as const), kind: fc.nat(5), cut: fc.nat(20) }) }
+)
+
+/** Builds a session on `store` by the steps; a crash step ends it inside a turn. */
+const build = (store: SessionStore.Service, steps: ReadonlyArray<Step>, every: number) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: every } }).pipe(
+      Effect.provideService(SessionStore.SessionStore, store)
+    )
+    let turn = 0
+    let extra = 0
+    for (const step of steps) {
+      switch (step._tag) {
+        case "turn": {
+          turn++
+          // The prompt of a turn accepted into the inbox first, then logged by the turn (a derived claim, ADR 0017).
+          if (step.acceptFirst) yield* log.recordInbox([accepted(`prompt-${turn}`)])
+          yield* log.appendAll(turnKinds[step.kind]!(turn))
+          break
+        }
+        case "idle":
+          yield* log.append(ev.user(`idle ${extra++}`, MessageSource.plugin("p")))
+          break
+        case "inbox": {
+          const id = `held-${extra++}`
+          yield* log.recordInbox([accepted(id)])
+          if (step.settle) yield* log.recordInbox([settled(id)])
+          break
+        }
+        case "crash": {
+          turn++
+          const inputs = turnKinds[step.kind]!(turn)
+          // At least the turn/start, never the turn/end: the log ends inside the turn.
+          const cut = 2 + (step.cut % (inputs.length - 2))
+          for (const input of inputs.slice(0, cut)) yield* log.append(input)
+          yield* log.flush
+          return
+        }
+      }
+    }
+    yield* log.flush
+  })
+
+describe("SessionLog snapshots (ADR 0022)", () => {
+  it.effect(
+    "property: opened from its snapshot, a random session is the log a full replay gives",
+    () =>
+      Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(
+            fc.array(stepArb, { minLength: 1, maxLength: 14 }),
+            fc.integer({ min: 1, max: 40 }),
+            (steps, every) =>
+              Effect.runPromise(Effect.gen(function*() {
+                const memory = yield* SessionStore.makeMemory
+                yield* build(memory, steps, every)
+                const saved = yield* memory.loadSnapshot(sid)
+                const { starts, store } = yield* observed(memory)
+                // From the snapshot first (it repairs a crashed turn durably), then a full replay of what it left.
+                const fromSnapshot = yield* view(yield* openWith(store, { commit: { snapshotEvery: 0 } }))
+                if (Option.isSome(saved)) {
+                  assert.deepStrictEqual((yield* starts)[0], saved.value.position - 1, "open did not start from it")
+                }
+                const replayed = yield* view(yield* openWith(withoutSnapshots(memory)))
+                assert.deepStrictEqual(fromSnapshot, replayed)
+                assert.deepStrictEqual(fromSnapshot.messages, History.deriveMessages(replayed.events))
+              }))
+          ),
+          { numRuns: 60 }
+        )
+      ),
+    { timeout: 120_000 }
+  )
+
+  it.effect("the log snapshots at a turn/end once `snapshotEvery` events were committed, and open starts there", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 10 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll(promptTurn(1, "One", "1")) // seqs 0–7: fewer than 10, no snapshot yet
+      assert.isTrue(Option.isNone(yield* memory.loadSnapshot(sid)))
+      yield* log.appendAll(promptTurn(2, "Two", "2")) // seqs 8–15: the turn/end at 15 is due
+      const first = yield* memory.loadSnapshot(sid)
+      assert.deepStrictEqual(Option.map(first, (s) => [s.seq, s.position]), Option.some([15, 15]))
+      yield* log.recordInbox([accepted("waiting")])
+      yield* log.appendAll([...promptTurn(3, "Three", "3"), ev.user("after", MessageSource.plugin("p"))])
+      yield* log.flush
+      const { starts, store } = yield* observed(memory)
+      const reopened = yield* openWith(store)
+      assert.deepStrictEqual(yield* starts, [14], "open loads from the snapshot's last record on")
+      const events = yield* log.events
+      assert.deepStrictEqual(yield* reopened.events, events)
+      assert.deepStrictEqual(History.messages(yield* reopened.history), History.messages(yield* log.history))
+      assert.deepStrictEqual(reopened.pendingInbox.map((r) => r.message.id), [Ids.AgentMessageId.make("waiting")])
+      yield* assertConsistent(reopened)
+      // and it continues
+      assert.strictEqual((yield* reopened.append(ev.turnStart(4))).seq, events.length)
+    }))
+
+  it.effect("a snapshot that does not decode, or whose head disagrees with the log, is ignored: full replay", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 1 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll(promptTurn(1, "One", "1"))
+      const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
+      assert.deepStrictEqual([good.seq, good.position], [7, 7])
+      yield* log.appendAll(promptTurn(2, "Two", "2"))
+      const expected = yield* view(yield* openWith(withoutSnapshots(memory)))
+      const [head, body] = [good.text.slice(0, good.text.indexOf("\n")), good.text.slice(good.text.indexOf("\n"))]
+      const parsed = JSON.parse(head) as Record<string, unknown>
+      const bad: ReadonlyArray<readonly [string, string]> = [
+        ["not a snapshot", "garbage"],
+        ["a torn head", head.slice(0, 20)],
+        ["an unknown version", JSON.stringify({ ...parsed, version: 99 }) + body],
+        ["another last record", JSON.stringify({ ...parsed, last: "{}" }) + body],
+        // a state the records after it contradict: the next turn would be 2 again
+        ["a wrong turn number", JSON.stringify({ ...parsed, lastTurn: 0 }) + body]
+      ]
+      for (const [what, text] of bad) {
+        // At the first turn/end, so records follow it (the wrong turn number is then a broken rule).
+        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, text })
+        const { starts, store } = yield* observed(memory)
+        const opened = yield* view(yield* openWith(store, { commit: { snapshotEvery: 0 } }))
+        assert.deepStrictEqual(opened, expected, what)
+        assert.include(yield* starts, -1, `${what}: replayed from the start`)
+      }
+    }))
+
+  it.effect("a snapshot whose history is damaged derives the history from the stored events instead", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 1 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
+      const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
+      const head = good.text.slice(0, good.text.indexOf("\n"))
+      // The head agrees with the log; the history array does not match its message count.
+      yield* memory.saveSnapshot(sid, { ...good, text: `${head}\n[]` })
+      const { starts, store } = yield* observed(memory)
+      const opened = yield* openWith(store, { commit: { snapshotEvery: 0 } })
+      assert.deepStrictEqual(yield* starts, [good.position - 1])
+      assert.deepStrictEqual(History.messages(yield* opened.history), History.messages(yield* log.history))
+      yield* assertConsistent(opened)
+    }))
+
+  it.effect("R106 from a snapshot: a torn tail after it is truncated and an open turn closed durably", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 1 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll(promptTurn(1, "One", "1"))
+      yield* log.appendAll([
+        ev.user("Run", MessageSource.user, "p2"),
+        ev.turnStart(2),
+        ev.stepStart(2, 1),
+        ev.assistant(2, 1, [block.toolCall("ran", "sh", "{}")]),
+        ev.toolCall(2, 1, "ran", "sh")
+      ])
+      const torn = "{\"seq\":13,\"time\":0,\"type\":\"tool/res"
+      const raw: SessionStore.Service = {
+        ...memory,
+        load: (id, options) =>
+          Stream.concat(
+            memory.load(id, options),
+            Stream.fromEffect(Effect.map(memory.header(id), () => ({ position: 13, text: torn }))).pipe(
+              Stream.filter(() => (options?.after ?? -1) < 13)
+            )
+          )
+      }
+      const { starts, store } = yield* observed(raw)
+      const opened = yield* openWith(store, { commit: { snapshotEvery: 0 } })
+      assert.deepStrictEqual((yield* starts)[0], 6, "from the snapshot at the first turn/end")
+      const events = yield* opened.events
+      assert.deepStrictEqual(events.slice(13).map((e) => e.type), ["tool/result", "step/end", "turn/end"])
+      assert.deepStrictEqual(
+        Chunk.toReadonlyArray(yield* Stream.runCollect(memory.load(sid))).map((r) => r.text),
+        events.map((e) => JSON.stringify(e))
+      )
+      yield* assertConsistent(opened)
+    }))
+
+  it.effect("open takes a snapshot after a long replay, so the next open does not replay again", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, memory))
+      for (let turn = 1; turn <= 5; turn++) yield* log.appendAll(promptTurn(turn, `P${turn}`, `A${turn}`))
+      assert.isTrue(Option.isNone(yield* memory.loadSnapshot(sid)), "the memory store takes none by default")
+      yield* openWith(memory, { commit: { snapshotEvery: 20 } })
+      const saved = Option.getOrThrow(yield* memory.loadSnapshot(sid))
+      assert.deepStrictEqual([saved.seq, saved.position], [39, 39])
+      const { starts, store } = yield* observed(memory)
+      const again = yield* openWith(store)
+      assert.deepStrictEqual(yield* starts, [38])
+      assert.deepStrictEqual(yield* again.events, yield* log.events)
+      yield* assertConsistent(again)
+    }))
+
+  it.effect("over a durable store the writer snapshots after its commits; memory keeps only the tail", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const { starts, store } = yield* observed(memory)
+      // The memory store posing as durable and write-behind, as SQLite, JSONL and PostgreSQL are.
+      const durable: SessionStore.Service = { ...store, volatile: false, commitMode: "write-behind" }
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 16 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, durable)
+      )
+      const all: Array<SessionEvent.SessionEvent> = []
+      for (let turn = 1; turn <= 6; turn++) {
+        all.push(...(yield* log.appendAll(promptTurn(turn, `P${turn}`, `A${turn}`))))
+        yield* log.flush
+      }
+      // The writer takes a snapshot after the commit it covers, before its next commit: one more commit orders it.
+      all.push(yield* log.append(ev.user("idle", MessageSource.plugin("p"))))
+      yield* log.flush
+      const saved = Option.getOrThrow(yield* memory.loadSnapshot(sid))
+      assert.strictEqual(saved.seq, 47, "every 16 events at a turn/end: 15, 31, 47")
+      assert.deepStrictEqual(yield* starts, [], "appending never reads the store")
+      // `events` still holds every event, but the covered ones were dropped from memory: they come from the store.
+      assert.deepStrictEqual(yield* log.events, all)
+      assert.deepStrictEqual(yield* starts, [-1])
+      const reopened = yield* openWith(durable)
+      assert.deepStrictEqual((yield* starts)[1], 46)
+      assert.deepStrictEqual(yield* reopened.events, all)
+      yield* assertConsistent(reopened)
+    }))
+})
