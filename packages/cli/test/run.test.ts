@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { AgentEvent } from "@harness/domain"
+import { ChatCompletions } from "@harness/llm"
 import { Effect, Schema } from "effect"
 import { writeFileSync } from "node:fs"
 import { createServer } from "node:http"
@@ -253,5 +254,31 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       assert.match(result.stdout, /provider\s+chat-completions\s+\(an API key is set \(env DEEPSEEK_API_KEY\)\)/)
       assert.match(result.stdout, /model\s+deepseek-v4-pro\s+\(env HARNESS_MODEL\)/)
       assert.match(result.stdout, /store\s+memory\s+\(flag --store\)/)
+    }))
+
+  it.live("config lists every provider setting with its value and source, secrets redacted", () =>
+    live(async (dir) => {
+      const result = await harness(["config", "--store", "memory"], {
+        cwd: dir,
+        env: {
+          LLM_TEMPERATURE: "0.3",
+          LLM_REQUEST_TIMEOUT: "30 seconds",
+          LLM_HEADERS: "{\"X-Secret\":\"hush-hush\"}"
+        }
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.notInclude(result.stdout, "hush-hush")
+      assert.match(result.stdout, /LLM_TEMPERATURE\s+0\.3\s+\(env LLM_TEMPERATURE\)/)
+      assert.match(result.stdout, /LLM_REQUEST_TIMEOUT\s+30 seconds\s+\(env LLM_REQUEST_TIMEOUT\)/)
+      assert.match(result.stdout, /LLM_HEADERS\s+<redacted>\s+\(env LLM_HEADERS\)/)
+      assert.match(result.stdout, /LLM_MAX_RETRIES\s+2\s+\(default\)/)
+      assert.match(result.stdout, /LLM_IDLE_TIMEOUT\s+120 seconds\s+\(default\)/)
+      const shown = new Set(result.stdout.split("\n").map((line) => line.split(/\s+/)[0]))
+      const owned = new Set(["model", "baseUrl", "apiKey"])
+      for (const setting of ChatCompletions.configSettings) {
+        if (!owned.has(setting.option)) assert.isTrue(shown.has(setting.key), `${setting.key} is listed`)
+      }
+      // The three the CLI's own settings stand for are listed once, under the CLI's names.
+      assert.notMatch(result.stdout, /^LLM_MODEL\s/m)
     }))
 })
