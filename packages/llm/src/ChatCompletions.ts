@@ -430,7 +430,7 @@ const settingOf = {
     "thinking",
     "THINKING",
     "DeepSeek's thinking mode: enabled | disabled.",
-    "enabled for DeepSeek's URL, not sent elsewhere"
+    "enabled on DeepSeek's URL"
   ),
   reasoningEffort: entry("reasoningEffort", "REASONING_EFFORT", "reasoning_effort (e.g. low, high).", "not sent"),
   headers: entry("headers", "HEADERS", "Extra request headers, a JSON object; every value is a secret.", "none", true),
