@@ -303,14 +303,22 @@ const sessions = Command.make("sessions").pipe(
 
 // --- config ------------------------------------------------------------------------------------------------------
 
-const config = Command.make("config", global, (flags) =>
-  Effect.gen(function*() {
-    const settings = yield* settingsOf(flags)
-    yield* lines(Settings.render(settings))
-  })).pipe(Command.withDescription(
-    "Print the effective configuration and where each value came from (flag, environment, default); secrets are " +
-      "redacted.\nExample:\n  DEEPSEEK_API_KEY=… harness config"
-  ))
+const config = Command.make(
+  "config",
+  {
+    ...global,
+    describe: Options.boolean("describe").pipe(Options.withDescription("Say under each setting what it means."))
+  },
+  (flags) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(flags)
+      yield* lines(Settings.render(settings, { describe: flags.describe }))
+    })
+).pipe(Command.withDescription(
+  "Print every setting — the CLI's own and the chat-completions provider's LLM_* ones — with its value and where " +
+    "it came from (flag, environment, default); secrets are redacted.\nExamples:\n  DEEPSEEK_API_KEY=… harness config\n" +
+    "  harness config --describe"
+))
 
 // --- root --------------------------------------------------------------------------------------------------------
 

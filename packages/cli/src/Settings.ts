@@ -53,6 +53,8 @@ export interface Setting<A> {
  */
 export interface NamedSetting extends Setting<string> {
   readonly name: string
+  /** What the setting means (`ChatCompletions.configSettings`). */
+  readonly description: string
 }
 
 /**
@@ -147,9 +149,13 @@ export const parseStore: (
 export const showStore: (store: StoreLocation) => string = internal.showStore
 
 /**
- * The configuration as readable lines (`name  value  (origin)`), secrets redacted.
+ * The configuration as readable lines (`name  value  (origin)`), secrets redacted; with `describe`, each followed
+ * by an indented line saying what the setting means.
  *
  * @since 0.0.0
  * @category utils
  */
-export const render: (settings: Settings) => ReadonlyArray<string> = internal.render
+export const render: (
+  settings: Settings,
+  options?: { readonly describe?: boolean | undefined }
+) => ReadonlyArray<string> = internal.render

@@ -10,6 +10,7 @@ import { writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import * as Settings from "../src/Settings.js"
 import { harness, tempDir } from "./support.js"
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(AgentEvent.AgentEvent))
@@ -280,5 +281,19 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       }
       // The three the CLI's own settings stand for are listed once, under the CLI's names.
       assert.notMatch(result.stdout, /^LLM_MODEL\s/m)
+    }))
+
+  it.live("config --describe says under each setting what it means", () =>
+    live(async (dir) => {
+      const result = await harness(["config", "--describe", "--store", "memory"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const shown = result.stdout.trimEnd().split("\n")
+      const under = (name: string) => shown[shown.findIndex((line) => line.startsWith(`${name} `)) + 1]?.trim()
+      assert.strictEqual(under("store"), Settings.descriptions.store)
+      const retries = ChatCompletions.configSettings.find((setting) => setting.key === "LLM_MAX_RETRIES")
+      assert.strictEqual(under("LLM_MAX_RETRIES"), retries?.description)
+      // Every setting line is followed by its description: the listing has twice as many lines.
+      const plain = await harness(["config", "--store", "memory"], { cwd: dir })
+      assert.strictEqual(shown.length, 2 * plain.stdout.trimEnd().split("\n").length)
     }))
 })

@@ -175,11 +175,17 @@ export const resolve = (flags: Flags) =>
         Effect.map(
           Config.option(Config.withDescription(Config.string(setting.key), setting.description)),
           Option.match({
-            onNone: (): NamedSetting => ({ name: setting.key, value: setting.fallback, origin: "default" }),
+            onNone: (): NamedSetting => ({
+              name: setting.key,
+              value: setting.fallback,
+              origin: "default",
+              description: setting.description
+            }),
             onSome: (text): NamedSetting => ({
               name: setting.key,
               value: setting.secret ? "<redacted>" : text,
-              origin: `env ${setting.key}`
+              origin: `env ${setting.key}`,
+              description: setting.description
             })
           })
         )
@@ -187,18 +193,34 @@ export const resolve = (flags: Flags) =>
     return { workspace, store, provider, model, baseUrl, apiKey, pace, llm } satisfies Settings
   })
 
-export const render = (settings: Settings): ReadonlyArray<string> => {
-  const rows: Array<readonly [string, string, string]> = [
-    ["workspace", settings.workspace.value, settings.workspace.origin],
-    ["store", showStore(settings.store.value), settings.store.origin],
-    ["provider", settings.provider.value, settings.provider.origin],
-    ["model", settings.model.value, settings.model.origin],
-    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin],
-    ["api-key", settings.apiKey.value === undefined ? "-" : "<redacted>", settings.apiKey.origin],
-    ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin],
-    ...settings.llm.map(({ name, origin, value }) => [name, value, origin] as const)
+export const render = (
+  settings: Settings,
+  options: { readonly describe?: boolean | undefined } = {}
+): ReadonlyArray<string> => {
+  const rows: Array<readonly [name: string, value: string, origin: string, description: string]> = [
+    ["workspace", settings.workspace.value, settings.workspace.origin, descriptions.workspace],
+    ["store", showStore(settings.store.value), settings.store.origin, descriptions.store],
+    [
+      "provider",
+      settings.provider.value,
+      settings.provider.origin,
+      "offline (the local model) or chat-completions: --offline / HARNESS_OFFLINE, else whether a key or base URL is set."
+    ],
+    ["model", settings.model.value, settings.model.origin, descriptions.model],
+    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin, descriptions.baseUrl],
+    [
+      "api-key",
+      settings.apiKey.value === undefined ? "-" : "<redacted>",
+      settings.apiKey.origin,
+      descriptions.apiKey
+    ],
+    ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
+    ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const)
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
   const valueWidth = Math.min(60, Math.max(...rows.map(([, value]) => value.length)))
-  return rows.map(([name, value, origin]) => `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`)
+  return rows.flatMap(([name, value, origin, description]) => {
+    const line = `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`
+    return options.describe === true ? [line, `${" ".repeat(width + 2)}${description}`] : [line]
+  })
 }
