@@ -167,17 +167,15 @@ const serial = <I, R>(outer: Serial<I, R> | undefined, inner: Serial<I, R> | und
  */
 export const compose = <R>(outer: Hooks<R>, inner: Hooks<R>): Hooks<R> => {
   const hooks: { -readonly [K in keyof Hooks<R>]: Hooks<R>[K] } = {}
-  const promptSubmit = waterfall(outer.promptSubmit, inner.promptSubmit)
-  if (promptSubmit) hooks.promptSubmit = promptSubmit
-  const step = serial(outer.step, inner.step)
-  if (step) hooks.step = step
-  const request = waterfall(outer.request, inner.request)
-  if (request) hooks.request = request
-  const turnStopping = serial(outer.turnStopping, inner.turnStopping)
-  if (turnStopping) hooks.turnStopping = turnStopping
-  const requestError = waterfall(outer.requestError, inner.requestError)
-  if (requestError) hooks.requestError = requestError
-  const toolApproval = waterfall(outer.toolApproval, inner.toolApproval)
-  if (toolApproval) hooks.toolApproval = toolApproval
+  // A key is set only when a hook is there: `exactOptionalPropertyTypes` keeps absent apart from undefined.
+  const set = <K extends keyof Hooks<R>>(key: K, hook: Hooks<R>[K] | undefined) => {
+    if (hook) hooks[key] = hook
+  }
+  set("promptSubmit", waterfall(outer.promptSubmit, inner.promptSubmit))
+  set("step", serial(outer.step, inner.step))
+  set("request", waterfall(outer.request, inner.request))
+  set("turnStopping", serial(outer.turnStopping, inner.turnStopping))
+  set("requestError", waterfall(outer.requestError, inner.requestError))
+  set("toolApproval", waterfall(outer.toolApproval, inner.toolApproval))
   return hooks
 }

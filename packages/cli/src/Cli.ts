@@ -67,6 +67,24 @@ const withModel = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A
     )
   )
 
+/** The store and the model the settings select, both: what a command that runs the agent needs. */
+const withAgent = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
+  withModel(settings, withStore(settings, effect))
+
+/** `--session`: continue a stored session. */
+const sessionOption = Options.text("session").pipe(
+  Options.withDescription("Continue this stored session instead of starting a new one."),
+  Options.optional
+)
+
+/** The session `--session` names (a unique prefix resolved in the store), or none for a new one. */
+const sessionOf = (session: Option.Option<string>) =>
+  Option.match(session, { onNone: () => Effect.succeed(undefined), onSome: Sessions.resolveId })
+
+/** The prompt, as the words after the options. */
+const promptArg = (description: string) =>
+  Args.text({ name: "prompt" }).pipe(Args.withDescription(description), Args.repeated)
+
 const lines = (text: ReadonlyArray<string>) => out(text.length === 0 ? "" : `${text.join("\n")}\n`)
 
 const readStdin = Effect.tryPromise({
@@ -91,10 +109,7 @@ const run = Command.make(
       Options.withAlias("y"),
       Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
     ),
-    session: Options.text("session").pipe(
-      Options.withDescription("Continue this stored session instead of starting a new one."),
-      Options.optional
-    ),
+    session: sessionOption,
     goal: Options.boolean("goal").pipe(
       Options.withDescription(
         "Make the prompt a goal's objective and keep running rounds until the goal is complete, blocked or " +
@@ -105,10 +120,7 @@ const run = Command.make(
       Options.withDescription("With --goal: the most rounds the goal may run (default 256)."),
       Options.optional
     ),
-    prompt: Args.text({ name: "prompt" }).pipe(
-      Args.withDescription("The prompt; `-` reads it from standard input."),
-      Args.repeated
-    )
+    prompt: promptArg("The prompt; `-` reads it from standard input.")
   },
   (config) =>
     Effect.gen(function*() {
@@ -136,23 +148,16 @@ const run = Command.make(
           message: "the prompt is empty: harness run \"your question\""
         })
       }
-      yield* withModel(
+      yield* withAgent(
         settings,
-        withStore(
-          settings,
-          Effect.gen(function*() {
-            const session = Option.isSome(config.session)
-              ? yield* Sessions.resolveId(config.session.value)
-              : undefined
-            yield* Run.run(settings, {
-              prompt,
-              json: config.json,
-              yes: config.yes,
-              session,
-              goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
-            })
-          })
-        )
+        Effect.flatMap(sessionOf(config.session), (session) =>
+          Run.run(settings, {
+            prompt,
+            json: config.json,
+            yes: config.yes,
+            session,
+            goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
+          }))
       )
     })
 ).pipe(Command.withDescription(
@@ -170,7 +175,7 @@ const run = Command.make(
 const demo = Command.make("demo", global, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf({ ...config, offline: true })
-    yield* withModel(settings, withStore(settings, Demo.demo(settings)))
+    yield* withAgent(settings, Demo.demo(settings))
   })).pipe(Command.withDescription(
     "A scripted walkthrough on the offline model: a tool call on the workspace, a queued follow-up, a steer, an " +
       "injection, a withdraw, a cancel that keeps the inbox and a two-round goal; it ends with where the session is " +
@@ -183,26 +188,12 @@ const chat = Command.make(
   "chat",
   {
     ...global,
-    session: Options.text("session").pipe(
-      Options.withDescription("Continue this stored session instead of starting a new one."),
-      Options.optional
-    )
+    session: sessionOption
   },
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      yield* withModel(
-        settings,
-        withStore(
-          settings,
-          Effect.gen(function*() {
-            const session = Option.isSome(config.session)
-              ? yield* Sessions.resolveId(config.session.value)
-              : undefined
-            yield* Chat.chat(settings, session)
-          })
-        )
-      )
+      yield* withAgent(settings, Effect.flatMap(sessionOf(config.session), (session) => Chat.chat(settings, session)))
     })
 ).pipe(Command.withDescription(
   "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
@@ -286,25 +277,18 @@ const sessionsResume = Command.make(
     ...global,
     // The id comes first: positional arguments are read in this order, and the prompt takes all the rest.
     id: idArg,
-    prompt: Args.text({ name: "prompt" }).pipe(
-      Args.withDescription("Run this prompt in the session (as `run`); without it, open a chat on the session."),
-      Args.repeated
-    )
+    prompt: promptArg("Run this prompt in the session (as `run`); without it, open a chat on the session.")
   },
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
       const prompt = config.prompt.join(" ").trim()
-      yield* withModel(
+      yield* withAgent(
         settings,
-        withStore(
-          settings,
-          Effect.gen(function*() {
-            const session = yield* Sessions.resolveId(config.id)
-            if (prompt === "") yield* Chat.chat(settings, session)
-            else yield* Run.run(settings, { prompt, json: false, yes: false, session })
-          })
-        )
+        Effect.flatMap(Sessions.resolveId(config.id), (session) =>
+          prompt === ""
+            ? Chat.chat(settings, session)
+            : Run.run(settings, { prompt, json: false, yes: false, session }))
       )
     })
 ).pipe(Command.withDescription(
@@ -319,14 +303,22 @@ const sessions = Command.make("sessions").pipe(
 
 // --- config ------------------------------------------------------------------------------------------------------
 
-const config = Command.make("config", global, (flags) =>
-  Effect.gen(function*() {
-    const settings = yield* settingsOf(flags)
-    yield* lines(Settings.render(settings))
-  })).pipe(Command.withDescription(
-    "Print the effective configuration and where each value came from (flag, environment, default); secrets are " +
-      "redacted.\nExample:\n  DEEPSEEK_API_KEY=… harness config"
-  ))
+const config = Command.make(
+  "config",
+  {
+    ...global,
+    describe: Options.boolean("describe").pipe(Options.withDescription("Say under each setting what it means."))
+  },
+  (flags) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(flags)
+      yield* lines(Settings.render(settings, { describe: flags.describe }))
+    })
+).pipe(Command.withDescription(
+  "Print every setting — the CLI's own and the chat-completions provider's LLM_* ones — with its value and where " +
+    "it came from (flag, environment, default); secrets are redacted.\nExamples:\n  DEEPSEEK_API_KEY=… harness config\n" +
+    "  harness config --describe"
+))
 
 // --- root --------------------------------------------------------------------------------------------------------
 

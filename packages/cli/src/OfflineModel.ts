@@ -8,6 +8,7 @@
  * @since 0.0.0
  */
 import { LanguageModel, type Response } from "@effect/ai"
+import { ModelStream } from "@harness/domain"
 import { type Duration, Effect, Layer, Stream } from "effect"
 import * as internal from "./internal/offlineModel.js"
 
@@ -75,7 +76,7 @@ export const make = (options: Options = {}): Effect.Effect<LanguageModel.Service
     )
   return LanguageModel.make({
     streamText,
-    generateText: (request) => Effect.map(Stream.runCollect(streamText(request)), (chunk) => internal.aggregate(chunk))
+    generateText: (request) => Effect.map(Stream.runCollect(streamText(request)), ModelStream.aggregate)
   })
 }
 

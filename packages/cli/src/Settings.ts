@@ -45,6 +45,19 @@ export interface Setting<A> {
 }
 
 /**
+ * A setting of the chat-completions provider as the CLI shows it: its environment key, its value as text
+ * (`<redacted>` for a secret that is set; the default as a person reads it when unset) and its origin.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface NamedSetting extends Setting<string> {
+  readonly name: string
+  /** What the setting means (`ChatCompletions.configSettings`). */
+  readonly description: string
+}
+
+/**
  * The global flags every command accepts.
  *
  * @since 0.0.0
@@ -75,6 +88,11 @@ export interface Settings {
   readonly apiKey: Setting<Redacted.Redacted<string> | undefined>
   /** The offline model's pause per word, in milliseconds. */
   readonly pace: Setting<number>
+  /**
+   * The provider's own `LLM_*` settings (`ChatCompletions.configSettings`) but the three above that stand for them
+   * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.
+   */
+  readonly llm: ReadonlyArray<NamedSetting>
 }
 
 /**
@@ -84,6 +102,14 @@ export interface Settings {
  * @category utils
  */
 export const environment = internal.environment
+
+/**
+ * What each setting means (every `Config` the CLI reads for it carries this description).
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const descriptions = internal.descriptions
 
 /**
  * Resolves the effective configuration: flags win over the environment, which wins over the defaults. The
@@ -123,9 +149,13 @@ export const parseStore: (
 export const showStore: (store: StoreLocation) => string = internal.showStore
 
 /**
- * The configuration as readable lines (`name  value  (origin)`), secrets redacted.
+ * The configuration as readable lines (`name  value  (origin)`), secrets redacted; with `describe`, each followed
+ * by an indented line saying what the setting means.
  *
  * @since 0.0.0
  * @category utils
  */
-export const render: (settings: Settings) => ReadonlyArray<string> = internal.render
+export const render: (
+  settings: Settings,
+  options?: { readonly describe?: boolean | undefined }
+) => ReadonlyArray<string> = internal.render

@@ -4,11 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { AgentEvent } from "@harness/domain"
+import { ChatCompletions } from "@harness/llm"
 import { Effect, Schema } from "effect"
 import { writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import * as Settings from "../src/Settings.js"
 import { harness, tempDir } from "./support.js"
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(AgentEvent.AgentEvent))
@@ -253,5 +255,45 @@ describe("bad input and configuration", { timeout: 180_000 }, () => {
       assert.match(result.stdout, /provider\s+chat-completions\s+\(an API key is set \(env DEEPSEEK_API_KEY\)\)/)
       assert.match(result.stdout, /model\s+deepseek-v4-pro\s+\(env HARNESS_MODEL\)/)
       assert.match(result.stdout, /store\s+memory\s+\(flag --store\)/)
+    }))
+
+  it.live("config lists every provider setting with its value and source, secrets redacted", () =>
+    live(async (dir) => {
+      const result = await harness(["config", "--store", "memory"], {
+        cwd: dir,
+        env: {
+          LLM_TEMPERATURE: "0.3",
+          LLM_REQUEST_TIMEOUT: "30 seconds",
+          LLM_HEADERS: "{\"X-Secret\":\"hush-hush\"}"
+        }
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.notInclude(result.stdout, "hush-hush")
+      assert.match(result.stdout, /LLM_TEMPERATURE\s+0\.3\s+\(env LLM_TEMPERATURE\)/)
+      assert.match(result.stdout, /LLM_REQUEST_TIMEOUT\s+30 seconds\s+\(env LLM_REQUEST_TIMEOUT\)/)
+      assert.match(result.stdout, /LLM_HEADERS\s+<redacted>\s+\(env LLM_HEADERS\)/)
+      assert.match(result.stdout, /LLM_MAX_RETRIES\s+2\s+\(default\)/)
+      assert.match(result.stdout, /LLM_IDLE_TIMEOUT\s+120 seconds\s+\(default\)/)
+      const shown = new Set(result.stdout.split("\n").map((line) => line.split(/\s+/)[0]))
+      const owned = new Set(["model", "baseUrl", "apiKey"])
+      for (const setting of ChatCompletions.configSettings) {
+        if (!owned.has(setting.option)) assert.isTrue(shown.has(setting.key), `${setting.key} is listed`)
+      }
+      // The three the CLI's own settings stand for are listed once, under the CLI's names.
+      assert.notMatch(result.stdout, /^LLM_MODEL\s/m)
+    }))
+
+  it.live("config --describe says under each setting what it means", () =>
+    live(async (dir) => {
+      const result = await harness(["config", "--describe", "--store", "memory"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const shown = result.stdout.trimEnd().split("\n")
+      const under = (name: string) => shown[shown.findIndex((line) => line.startsWith(`${name} `)) + 1]?.trim()
+      assert.strictEqual(under("store"), Settings.descriptions.store)
+      const retries = ChatCompletions.configSettings.find((setting) => setting.key === "LLM_MAX_RETRIES")
+      assert.strictEqual(under("LLM_MAX_RETRIES"), retries?.description)
+      // Every setting line is followed by its description: the listing has twice as many lines.
+      const plain = await harness(["config", "--store", "memory"], { cwd: dir })
+      assert.strictEqual(shown.length, 2 * plain.stdout.trimEnd().split("\n").length)
     }))
 })

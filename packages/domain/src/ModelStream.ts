@@ -143,3 +143,32 @@ export const typed = (part: Response.StreamPartEncoded): Either.Either<Part, Par
       return decodeOther(part)
   }
 }
+
+/**
+ * The non-streaming form of a reply's streamed parts, as `generateText` returns it: each text or reasoning delta
+ * as a whole part, tool calls and the finish part as they are; start/end markers and tool-parameter fragments
+ * dropped.
+ *
+ * Contract: pure; keeps the order of the parts it keeps.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const aggregate = (parts: Iterable<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
+  const out: Array<Response.PartEncoded> = []
+  for (const part of parts) {
+    switch (part.type) {
+      case "text-delta":
+        out.push({ type: "text", text: part.delta })
+        break
+      case "reasoning-delta":
+        out.push({ type: "reasoning", text: part.delta })
+        break
+      case "tool-call":
+      case "finish":
+        out.push(part)
+        break
+    }
+  }
+  return out
+}

@@ -8,7 +8,7 @@
  */
 import { LanguageModel, Model } from "@effect/ai"
 import { HttpClient } from "@effect/platform"
-import { Json, ModelStream } from "@harness/domain"
+import { Json, ModelStream, Setting } from "@harness/domain"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import * as Client from "./internal/client.js"
 import type { RetryPolicy, Settings } from "./internal/settings.js"
@@ -167,43 +167,92 @@ const maxEventSize = 1024 * 1024
 const invalid = (option: string, message: string) =>
   Either.left(new ChatCompletionsConfigError({ reason: "InvalidOption", option, message }))
 
-const duration = (
-  option: string,
-  input: Duration.DurationInput | undefined,
-  fallback: Duration.Duration,
-  allowZero: boolean
-): Either.Either<Duration.Duration, ChatCompletionsConfigError> => {
-  if (input === undefined) return Either.right(fallback)
-  // `Duration` clamps negative numbers to zero; a negative setting is a mistake worth reporting.
-  if ((typeof input === "number" || typeof input === "bigint") && input < 0) {
-    return invalid(option, `${option} must not be negative`)
-  }
-  const decoded = Duration.decodeUnknown(input)
-  if (Option.isNone(decoded)) return invalid(option, `${option} is not a duration`)
-  const value = decoded.value
-  const millis = Duration.toMillis(value)
-  if (!Number.isFinite(millis) || millis < 0 || (!allowZero && millis === 0)) {
-    return invalid(option, `${option} must be a ${allowZero ? "non-negative" : "positive"} finite duration`)
-  }
-  return Either.right(value)
+const isHttpUrl = (text: string): boolean => {
+  if (!URL.canParse(text)) return false
+  const { protocol } = new URL(text)
+  return protocol === "http:" || protocol === "https:"
 }
 
+const NonBlank = Schema.String.pipe(Schema.filter((text) => text.trim() !== "" || "must not be empty"))
+
+const Between = (low: number, high: number, lowOpen: boolean, message: string) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => (Number.isFinite(n) && (lowOpen ? n > low : n >= low) && n <= high) || message)
+  )
+
+const HeaderValue = Schema.Union(Schema.String, Schema.RedactedFromSelf(Schema.String)).pipe(
+  Schema.filter((value) =>
+    !badHeaderValue(Redacted.isRedacted(value) ? Redacted.value(value) : value) ||
+    "contains a line break or another character a header cannot carry"
+  )
+)
+
+const PositiveDuration = Setting.DurationInput({ allowZero: false })
+const NonNegativeDuration = Setting.DurationInput({ allowZero: true })
+
 /**
- * Validates options and applies the defaults. Contract: pure; fails with a message that says what to do.
+ * The options every value of which can be checked alone (`apiKey` is checked apart: its messages must never show
+ * it, and its absence matters only for DeepSeek's URL). Decoding applies nothing but the checks and the durations.
+ */
+const OptionsSchema = Schema.Struct({
+  baseUrl: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((text) => isHttpUrl(text.trim()) || `must be an http(s) URL, got ${JSON.stringify(text.trim())}`)
+    )
+  ),
+  model: Schema.optional(NonBlank),
+  maxOutputTokens: Schema.optional(Setting.PositiveInt),
+  maxTokensParameter: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
+  temperature: Schema.optional(Between(0, 2, false, "must be between 0 and 2")),
+  topP: Schema.optional(Between(0, 1, true, "must be in (0, 1]")),
+  thinking: Schema.optional(Schema.Literal("enabled", "disabled")),
+  reasoningEffort: Schema.optional(NonBlank),
+  headers: Schema.optional(
+    Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(Schema.filter((headers) => {
+      const bad = Object.keys(headers).find((name) => !headerName.test(name))
+      return bad === undefined || `${JSON.stringify(bad)} is not a header name`
+    }))
+  ),
+  body: Schema.optional(
+    Json.JsonObject.pipe(Schema.filter((body) =>
+      body["n"] === undefined || body["n"] === 1 ||
+      "has n other than 1: this provider reads only the first choice (leave n out or set it to 1)"
+    ))
+  ),
+  requestTimeout: Schema.optional(PositiveDuration),
+  idleTimeout: Schema.optional(PositiveDuration),
+  deadline: Schema.optional(PositiveDuration),
+  retry: Schema.optional(Schema.Struct({
+    maxRetries: Schema.optional(Setting.NonNegativeInt),
+    baseDelay: Schema.optional(NonNegativeDuration),
+    maxDelay: Schema.optional(NonNegativeDuration)
+  }))
+})
+
+const decodeOptions = Schema.decodeUnknownEither(OptionsSchema, { errors: "first" })
+
+/** The option a problem's path names: `retry.*` keeps its field, a header or body entry names its option. */
+const optionOf = (path: string): string => path.startsWith("retry.") ? path : path.split(".")[0] ?? path
+
+/**
+ * Validates options and applies the defaults. Contract: pure; fails with a message that names the option and
+ * says what to do.
  */
 const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfigError> =>
   Either.gen(function*() {
-    const base = (options.baseUrl ?? deepSeekBaseUrl).trim()
-    const parsed = URL.canParse(base) ? new URL(base) : undefined
-    if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-      return yield* invalid("baseUrl", `baseUrl must be an http(s) URL, got ${JSON.stringify(base)}`)
+    const checked = decodeOptions(options)
+    if (Either.isLeft(checked)) {
+      const problem = Setting.problemOf(checked.left)
+      const option = optionOf(problem.path)
+      const detail = problem.path === option ? "" : ` (${problem.path.slice(option.length + 1)})`
+      return yield* invalid(option, `${option}${detail} ${problem.message}`)
     }
+    const valid = checked.right
+    const base = (valid.baseUrl ?? deepSeekBaseUrl).trim()
+    const parsed = new URL(base)
     const trimmed = base.replace(/\/+$/, "")
     const url = trimmed.endsWith("/chat/completions") ? trimmed : `${trimmed}/chat/completions`
     const deepSeek = isDeepSeek(parsed)
-
-    const model = options.model ?? defaultModel
-    if (model.trim() === "") return yield* invalid("model", "model must not be empty")
 
     const apiKey = options.apiKey
     if (apiKey !== undefined && Redacted.value(apiKey).trim() === "") {
@@ -236,68 +285,29 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
       )
     }
 
-    const maxOutputTokens = options.maxOutputTokens
-    if (maxOutputTokens !== undefined && !(Number.isSafeInteger(maxOutputTokens) && maxOutputTokens > 0)) {
-      return yield* invalid("maxOutputTokens", "maxOutputTokens must be a positive integer")
+    const retry: RetryPolicy = {
+      maxRetries: valid.retry?.maxRetries ?? 2,
+      baseDelay: valid.retry?.baseDelay ?? Duration.seconds(1),
+      maxDelay: valid.retry?.maxDelay ?? Duration.seconds(30)
     }
-    const temperature = options.temperature
-    if (temperature !== undefined && !(Number.isFinite(temperature) && temperature >= 0 && temperature <= 2)) {
-      return yield* invalid("temperature", "temperature must be between 0 and 2")
-    }
-    const topP = options.topP
-    if (topP !== undefined && !(Number.isFinite(topP) && topP > 0 && topP <= 1)) {
-      return yield* invalid("topP", "topP must be in (0, 1]")
-    }
-    const reasoningEffort = options.reasoningEffort
-    if (reasoningEffort !== undefined && reasoningEffort.trim() === "") {
-      return yield* invalid("reasoningEffort", "reasoningEffort must not be empty")
-    }
-
-    const headers: Array<readonly [string, string | Redacted.Redacted<string>]> = []
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      const text = Redacted.isRedacted(value) ? Redacted.value(value) : value
-      if (!headerName.test(name)) return yield* invalid("headers", `${JSON.stringify(name)} is not a header name`)
-      if (badHeaderValue(text)) {
-        return yield* invalid(
-          "headers",
-          `the value of header ${name} contains a line break or another character a header cannot carry`
-        )
-      }
-      headers.push([name, value])
-    }
-
-    const requestTimeout = yield* duration("requestTimeout", options.requestTimeout, Duration.seconds(120), false)
-    const idleTimeout = yield* duration("idleTimeout", options.idleTimeout, Duration.seconds(120), false)
-    const deadline = yield* duration("deadline", options.deadline, Duration.minutes(10), false)
-    const n = options.body?.["n"]
-    if (n !== undefined && n !== 1) {
-      return yield* invalid("body", "body.n must be 1 (or absent): this provider reads only the first choice")
-    }
-    const maxRetries = options.retry?.maxRetries ?? 2
-    if (!(Number.isSafeInteger(maxRetries) && maxRetries >= 0)) {
-      return yield* invalid("retry.maxRetries", "retry.maxRetries must be a non-negative integer")
-    }
-    const baseDelay = yield* duration("retry.baseDelay", options.retry?.baseDelay, Duration.seconds(1), true)
-    const maxDelay = yield* duration("retry.maxDelay", options.retry?.maxDelay, Duration.seconds(30), true)
-    const retry: RetryPolicy = { maxRetries, baseDelay, maxDelay }
-
-    const thinking = options.thinking ?? (deepSeek ? "enabled" : undefined)
+    const thinking = valid.thinking ?? (deepSeek ? "enabled" : undefined)
     return {
       url,
-      model,
+      model: valid.model ?? defaultModel,
       apiKey,
-      maxOutputTokens,
-      maxTokensParameter: options.maxTokensParameter ?? "max_tokens",
-      temperature,
-      topP,
+      maxOutputTokens: valid.maxOutputTokens,
+      maxTokensParameter: valid.maxTokensParameter ?? "max_tokens",
+      temperature: valid.temperature,
+      topP: valid.topP,
       thinking,
       thinkingMode: thinking === "enabled",
-      reasoningEffort,
-      headers,
-      body: options.body ?? {},
-      requestTimeout,
-      idleTimeout,
-      deadline,
+      reasoningEffort: valid.reasoningEffort,
+      // In the order given, secret values still `Redacted` (the decoded record keeps them as they were).
+      headers: Object.entries(valid.headers ?? {}),
+      body: valid.body ?? {},
+      requestTimeout: valid.requestTimeout ?? Duration.seconds(120),
+      idleTimeout: valid.idleTimeout ?? Duration.seconds(120),
+      deadline: valid.deadline ?? Duration.minutes(10),
       maxEventSize,
       retry
     }
@@ -365,12 +375,126 @@ export const layer = (
   HttpClient.HttpClient
 > => Layer.effectContext(makeContext(options))
 
-const jsonConfig = <A, I>(key: string, schema: Schema.Schema<A, I>): Config.Config<A> =>
-  Config.string(key).pipe(
+/**
+ * One setting of the standard configuration ({@link config}), described: what `harness config` and similar tools
+ * list — the option it sets, its environment key, what it means, its default and whether it is a secret.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface ConfigSetting {
+  /** The option it sets (`retry.maxRetries` for a field of `retry`). */
+  readonly option: string
+  /** The key as an environment variable: the configuration is nested under `LLM`, so `MODEL` is `LLM_MODEL`. */
+  readonly key: string
+  readonly description: string
+  /** The default, as a person reads it. */
+  readonly fallback: string
+  /** A secret is never shown, only whether it is set. */
+  readonly secret: boolean
+}
+
+const entry = (
+  option: string,
+  name: string,
+  description: string,
+  fallback: string,
+  secret = false
+): ConfigSetting & { readonly name: string } => ({ option, name, key: `LLM_${name}`, description, fallback, secret })
+
+/** The settings of {@link config}, by option. */
+const settingOf = {
+  baseUrl: entry(
+    "baseUrl",
+    "BASE_URL",
+    "The server's base URL (`/chat/completions` is appended unless already there).",
+    deepSeekBaseUrl
+  ),
+  model: entry("model", "MODEL", "The model name.", defaultModel),
+  apiKey: entry("apiKey", "API_KEY", "The API key: required for DeepSeek's URL.", "none", true),
+  maxOutputTokens: entry("maxOutputTokens", "MAX_OUTPUT_TOKENS", "The output-token limit.", "not sent"),
+  maxTokensParameter: entry(
+    "maxTokensParameter",
+    "MAX_TOKENS_PARAMETER",
+    "The body field of the output-token limit: max_tokens | max_completion_tokens.",
+    "max_tokens"
+  ),
+  temperature: entry(
+    "temperature",
+    "TEMPERATURE",
+    "Sampling temperature, 0–2 (not sent in thinking mode).",
+    "not sent"
+  ),
+  topP: entry("topP", "TOP_P", "Nucleus sampling, (0, 1] (not sent in thinking mode).", "not sent"),
+  thinking: entry(
+    "thinking",
+    "THINKING",
+    "DeepSeek's thinking mode: enabled | disabled.",
+    "enabled on DeepSeek's URL"
+  ),
+  reasoningEffort: entry("reasoningEffort", "REASONING_EFFORT", "reasoning_effort (e.g. low, high).", "not sent"),
+  headers: entry("headers", "HEADERS", "Extra request headers, a JSON object; every value is a secret.", "none", true),
+  body: entry("body", "BODY", "Extra body fields, a JSON object, merged last.", "none"),
+  requestTimeout: entry(
+    "requestTimeout",
+    "REQUEST_TIMEOUT",
+    "How long to wait for the response headers.",
+    "120 seconds"
+  ),
+  idleTimeout: entry(
+    "idleTimeout",
+    "IDLE_TIMEOUT",
+    "How long a response may go without progress once its headers arrived.",
+    "120 seconds"
+  ),
+  deadline: entry("deadline", "DEADLINE", "The most time one attempt may take.", "10 minutes"),
+  maxRetries: entry(
+    "retry.maxRetries",
+    "MAX_RETRIES",
+    "Retries of a failed request while nothing was streamed; 0 disables retrying.",
+    "2"
+  ),
+  retryBaseDelay: entry(
+    "retry.baseDelay",
+    "RETRY_BASE_DELAY",
+    "The first backoff delay, doubled per retry, jittered by ±20%.",
+    "1 second"
+  ),
+  retryMaxDelay: entry(
+    "retry.maxDelay",
+    "RETRY_MAX_DELAY",
+    "The cap on a backoff delay; a longer Retry-After means no retry.",
+    "30 seconds"
+  )
+}
+
+/**
+ * Every setting {@link config} reads, in the order of {@link Options}.
+ *
+ * @since 0.0.0
+ * @category constants
+ */
+export const configSettings: ReadonlyArray<ConfigSetting> = Object.values(settingOf).map(
+  ({ description, fallback, key, option, secret }) => ({ option, key, description, fallback, secret })
+)
+
+/** The `Config` of one described setting: read by its name (nested under `LLM` by {@link config}), described. */
+const read = <A>(
+  setting: { readonly name: string; readonly description: string },
+  of: (name: string) => Config.Config<A>
+) => Config.withDescription(of(setting.name), setting.description)
+
+const optional = <A>(
+  setting: { readonly name: string; readonly description: string },
+  of: (name: string) => Config.Config<A>
+) => Config.option(read(setting, of))
+
+const jsonConfig = <A, I>(setting: { readonly key: string }, schema: Schema.Schema<A, I>) => (name: string) =>
+  Config.string(name).pipe(
     Config.mapOrFail((text) =>
       Either.mapLeft(
         Schema.decodeUnknownEither(Schema.parseJson(schema))(text),
-        () => ConfigError.InvalidData([], `${key} must be a JSON object (${schema.ast.toString()})`)
+        () => ConfigError.InvalidData([], `${setting.key} must be a JSON object (${schema.ast.toString()})`)
       )
     )
   )
@@ -380,61 +504,60 @@ const SecretHeaders = Schema.Record({ key: Schema.String, value: Schema.String }
 const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
 
 /**
- * The standard configuration, read from these keys (all optional):
+ * The standard configuration, nested under `LLM` — as environment variables (all optional):
  * `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`, `LLM_MAX_OUTPUT_TOKENS`, `LLM_MAX_TOKENS_PARAMETER`
  * (`max_tokens` | `max_completion_tokens`), `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_THINKING` (`enabled` |
  * `disabled`), `LLM_REASONING_EFFORT`, `LLM_HEADERS` (a JSON object; every value is treated as a secret),
  * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT`, `LLM_DEADLINE` (durations such as
  * `30 seconds`),
- * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`.
+ * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`. {@link configSettings} describes each one
+ * (every `Config` here carries the same description); a `ConfigProvider.fromMap` needs `pathDelim: "_"` for these
+ * names.
  *
  * @since 0.0.0
  * @category utils
  */
 export const config: Config.Config<Options> = Config.all({
-  baseUrl: Config.option(Config.string("LLM_BASE_URL")),
-  model: Config.option(Config.string("LLM_MODEL")),
-  apiKey: Config.option(Config.redacted("LLM_API_KEY")),
-  maxOutputTokens: Config.option(Config.integer("LLM_MAX_OUTPUT_TOKENS")),
-  maxTokensParameter: Config.option(Config.literal("max_tokens", "max_completion_tokens")("LLM_MAX_TOKENS_PARAMETER")),
-  temperature: Config.option(Config.number("LLM_TEMPERATURE")),
-  topP: Config.option(Config.number("LLM_TOP_P")),
-  thinking: Config.option(Config.literal("enabled", "disabled")("LLM_THINKING")),
-  reasoningEffort: Config.option(Config.string("LLM_REASONING_EFFORT")),
-  headers: Config.option(jsonConfig("LLM_HEADERS", SecretHeaders)),
-  body: Config.option(jsonConfig("LLM_BODY", Json.JsonObject)),
-  requestTimeout: Config.option(Config.duration("LLM_REQUEST_TIMEOUT")),
-  idleTimeout: Config.option(Config.duration("LLM_IDLE_TIMEOUT")),
-  deadline: Config.option(Config.duration("LLM_DEADLINE")),
-  maxRetries: Config.option(Config.integer("LLM_MAX_RETRIES")),
-  retryBaseDelay: Config.option(Config.duration("LLM_RETRY_BASE_DELAY")),
-  retryMaxDelay: Config.option(Config.duration("LLM_RETRY_MAX_DELAY"))
-}).pipe(Config.map((c): Options => {
-  const headers = present(c.headers)
-  return {
-    baseUrl: present(c.baseUrl),
-    model: present(c.model),
-    apiKey: present(c.apiKey),
-    maxOutputTokens: present(c.maxOutputTokens),
-    maxTokensParameter: present(c.maxTokensParameter),
-    temperature: present(c.temperature),
-    topP: present(c.topP),
-    thinking: present(c.thinking),
-    reasoningEffort: present(c.reasoningEffort),
-    headers: headers === undefined
-      ? undefined
-      : Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Redacted.make(value)])),
-    body: present(c.body),
-    requestTimeout: present(c.requestTimeout),
-    idleTimeout: present(c.idleTimeout),
-    deadline: present(c.deadline),
-    retry: {
-      maxRetries: present(c.maxRetries),
-      baseDelay: present(c.retryBaseDelay),
-      maxDelay: present(c.retryMaxDelay)
+  baseUrl: read(settingOf.baseUrl, Config.string).pipe(Config.withDefault(deepSeekBaseUrl)),
+  model: read(settingOf.model, Config.string).pipe(Config.withDefault(defaultModel)),
+  apiKey: optional(settingOf.apiKey, (name) => Config.redacted(name)),
+  maxOutputTokens: optional(settingOf.maxOutputTokens, Config.integer),
+  maxTokensParameter: read(settingOf.maxTokensParameter, Config.literal("max_tokens", "max_completion_tokens")).pipe(
+    Config.withDefault<MaxTokensParameter>("max_tokens")
+  ),
+  temperature: optional(settingOf.temperature, Config.number),
+  topP: optional(settingOf.topP, Config.number),
+  thinking: optional(settingOf.thinking, Config.literal("enabled", "disabled")),
+  reasoningEffort: optional(settingOf.reasoningEffort, Config.string),
+  headers: optional(settingOf.headers, jsonConfig(settingOf.headers, SecretHeaders)),
+  body: optional(settingOf.body, jsonConfig(settingOf.body, Json.JsonObject)),
+  requestTimeout: read(settingOf.requestTimeout, Config.duration).pipe(Config.withDefault(Duration.seconds(120))),
+  idleTimeout: read(settingOf.idleTimeout, Config.duration).pipe(Config.withDefault(Duration.seconds(120))),
+  deadline: read(settingOf.deadline, Config.duration).pipe(Config.withDefault(Duration.minutes(10))),
+  retry: Config.all({
+    maxRetries: read(settingOf.maxRetries, Config.integer).pipe(Config.withDefault(2)),
+    baseDelay: read(settingOf.retryBaseDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(1))),
+    maxDelay: read(settingOf.retryMaxDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(30)))
+  })
+}).pipe(
+  Config.nested("LLM"),
+  Config.map((c): Options => {
+    const headers = present(c.headers)
+    return {
+      ...c,
+      apiKey: present(c.apiKey),
+      maxOutputTokens: present(c.maxOutputTokens),
+      temperature: present(c.temperature),
+      topP: present(c.topP),
+      thinking: present(c.thinking),
+      reasoningEffort: present(c.reasoningEffort),
+      headers: headers === undefined
+        ? undefined
+        : Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Redacted.make(value)])),
+      body: present(c.body)
     }
-  }
-}))
+  })
+)
 
 /**
  * The provider as a layer configured from `Config` ({@link config} by default). Contract: a misconfiguration is

@@ -8,7 +8,19 @@ import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import type { Duration } from "effect"
-import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Redacted, Stream } from "effect"
+import {
+  Cause,
+  ConfigError,
+  ConfigProvider,
+  ConfigProviderPathPatch,
+  Context,
+  Effect,
+  Exit,
+  HashSet,
+  Layer,
+  Redacted,
+  Stream
+} from "effect"
 import { ChatCompletions } from "../src/index.js"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
@@ -135,6 +147,50 @@ describe("configuration", () => {
       }
     }))
 
+  it.scoped("a refused option is named with what was wrong with it", () =>
+    Effect.gen(function*() {
+      const local = { baseUrl: "http://127.0.0.1:1" }
+      const cases: ReadonlyArray<readonly [ChatCompletions.Options, string]> = [
+        [{ baseUrl: "ftp://example.com" }, "baseUrl must be an http(s) URL, got \"ftp://example.com\""],
+        [{ ...local, maxOutputTokens: 1.5 }, "maxOutputTokens must be a positive integer, got 1.5"],
+        [{ ...local, topP: 0 }, "topP must be in (0, 1]"],
+        [{ ...local, headers: { "bad header": "x" } }, "headers \"bad header\" is not a header name"],
+        [{ ...local, headers: { "X-A": "a\r\nb" } }, "headers (X-A) contains a line break"],
+        [{ ...local, body: { n: 2 } }, "body has n other than 1"],
+        [{ ...local, deadline: -1 }, "deadline must be a positive finite duration"],
+        [{ ...local, retry: { maxRetries: -1 } }, "retry.maxRetries must be a non-negative integer, got -1"],
+        [{ ...local, retry: { maxDelay: "soon" as Duration.DurationInput } }, "retry.maxDelay must be a non-negative"]
+      ]
+      for (const [options, message] of cases) {
+        const error = yield* buildError(options)
+        assert.strictEqual(error.reason, "InvalidOption")
+        assert.include(error.message, message)
+      }
+    }))
+
+  it.effect("configSettings describes exactly the keys config reads, each once", () =>
+    Effect.gen(function*() {
+      const read = new Set<string>()
+      const recording = ConfigProvider.fromFlat(ConfigProvider.makeFlat({
+        load: (path) => {
+          read.add(path.join("_"))
+          return Effect.fail(ConfigError.MissingData([...path], "not set"))
+        },
+        enumerateChildren: () => Effect.succeed(HashSet.empty()),
+        patch: ConfigProviderPathPatch.empty
+      }))
+      const options = yield* ChatCompletions.config.pipe(Effect.withConfigProvider(recording))
+      const keys = ChatCompletions.configSettings.map((setting) => setting.key)
+      assert.strictEqual(new Set(keys).size, keys.length)
+      assert.deepStrictEqual([...read].sort(), [...keys].sort())
+      for (const setting of ChatCompletions.configSettings) assert.isAbove(setting.description.length, 10, setting.key)
+      // Nothing set: the described defaults are the ones applied.
+      assert.deepStrictEqual(
+        [options.baseUrl, options.model, options.maxTokensParameter, options.retry?.maxRetries],
+        [ChatCompletions.deepSeekBaseUrl, ChatCompletions.defaultModel, "max_tokens", 2]
+      )
+    }))
+
   it.scoped("a keyless local server needs no key", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make
@@ -171,7 +227,9 @@ describe("configuration", () => {
           ["LLM_MAX_RETRIES", "0"],
           ["LLM_RETRY_BASE_DELAY", "100 millis"],
           ["LLM_RETRY_MAX_DELAY", "5 seconds"]
-        ])
+        ]),
+        // The configuration is nested under `LLM`: a flat map names its keys with `_` between the parts.
+        { pathDelim: "_" }
       )
       const context = yield* Layer.build(
         ChatCompletions.layerConfig().pipe(
@@ -205,7 +263,7 @@ describe("configuration", () => {
         Effect.exit(Layer.build(
           ChatCompletions.layerConfig().pipe(
             Layer.provide(NodeHttpClient.layer),
-            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries))))
+            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries), { pathDelim: "_" })))
           )
         ))
       const missing = yield* attempt([])

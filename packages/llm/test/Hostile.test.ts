@@ -335,7 +335,11 @@ describe("configuration of the key", () => {
       const exit = yield* Effect.exit(Layer.build(
         ChatCompletions.layerConfig().pipe(
           Layer.provide(Layer.succeed(HttpClient.HttpClient, HttpClient.make(() => Effect.die("never called")))),
-          Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["LLM_API_KEY", `${apiKey}\n`]]))))
+          Layer.provide(
+            Layer.setConfigProvider(
+              ConfigProvider.fromMap(new Map([["LLM_API_KEY", `${apiKey}\n`]]), { pathDelim: "_" })
+            )
+          )
         )
       ))
       assert.isTrue(Exit.isFailure(exit))

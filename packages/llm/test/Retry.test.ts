@@ -3,13 +3,16 @@
  * over real HTTP driven by `TestClock` — the fake server answers at once, virtual time decides when the next
  * attempt goes out.
  */
+import { AiError } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import type { LlmFailure } from "@harness/domain"
 import {
+  Cause,
   Chunk,
   Clock,
   Duration,
   Effect,
+  Exit,
   Fiber,
   FiberRef,
   HashMap,
@@ -18,6 +21,10 @@ import {
   Option,
   Queue,
   Random,
+  Ref,
+  ScheduleDecision,
+  ScheduleIntervals,
+  Stream,
   TestClock
 } from "effect"
 import * as Retry from "../src/internal/retry.js"
@@ -42,10 +49,10 @@ const delays = (p: ReturnType<typeof policy>, inputs: ReadonlyArray<LlmFailure.L
     const out: Array<number> = []
     let state: unknown = schedule.initial
     for (const input of inputs) {
-      const decided = yield* Retry.decide(schedule, state, input, 0)
-      if (Option.isNone(decided)) break
-      state = decided.value.state
-      out.push(decided.value.delayMs)
+      const [next, , decision] = yield* schedule.step(0, input, state)
+      if (ScheduleDecision.isDone(decision)) break
+      state = next
+      out.push(ScheduleIntervals.start(decision.intervals))
     }
     return out
   }).pipe(Effect.withRandom(Random.make(seed)))
@@ -100,6 +107,86 @@ describe("the retry schedule", () => {
         assert.lengthOf(yield* delays(p, [failure(code)]), 0, code)
       }
       assert.lengthOf(yield* delays(policy(0, "1 second", "30 seconds"), [failure("SERVER")]), 0)
+    }))
+})
+
+/** A failure the provider would classify as `code` (carried as the error's cause, as the provider does). */
+const aiFailure = (code: LlmFailure.LlmFailureCode) =>
+  new AiError.UnknownError({
+    module: "Retry.test",
+    method: "attempt",
+    description: code,
+    cause: { code, message: code }
+  })
+
+/**
+ * An attempt that counts its runs, emits `emit` elements and then fails with `code` — until `failingRuns` runs
+ * have failed; later runs emit "ok" and end.
+ */
+const scriptedAttempt = (
+  runs: Ref.Ref<number>,
+  emit: ReadonlyArray<string>,
+  code: LlmFailure.LlmFailureCode,
+  failingRuns: number
+) =>
+  Stream.unwrap(Effect.map(Ref.updateAndGet(runs, (n) => n + 1), (run) =>
+    run > failingRuns
+      ? Stream.make("ok")
+      : Stream.concat(Stream.fromIterable(emit), Stream.fail(aiFailure(code)))))
+
+describe("Retry.beforeOutput", () => {
+  const instant = policy(3, 0, 0)
+
+  it.effect("a failure before any output is retried, and each retry is announced", () =>
+    Effect.gen(function*() {
+      const runs = yield* Ref.make(0)
+      const notices = yield* Ref.make<ReadonlyArray<number>>([])
+      const out = yield* Retry.beforeOutput(
+        scriptedAttempt(runs, [], "SERVER", 2),
+        instant,
+        (notice) => Ref.update(notices, (all) => [...all, notice.retry])
+      ).pipe(Stream.runCollect)
+      assert.deepStrictEqual(Chunk.toArray(out), ["ok"])
+      assert.strictEqual(yield* Ref.get(runs), 3)
+      assert.deepStrictEqual(yield* Ref.get(notices), [1, 2])
+    }))
+
+  it.effect("no retry after the first output: the failure reaches the caller and nothing is replayed", () =>
+    Effect.gen(function*() {
+      const runs = yield* Ref.make(0)
+      const notices = yield* Ref.make(0)
+      const delivered: Array<string> = []
+      const exit = yield* Retry.beforeOutput(
+        scriptedAttempt(runs, ["Hel", "lo"], "SERVER", 1),
+        instant,
+        () => Ref.update(notices, (n) => n + 1)
+      ).pipe(
+        Stream.runForEach((element) => Effect.sync(() => delivered.push(element))),
+        Effect.exit
+      )
+      // SERVER is transient and retries remain: only the output already delivered stops the retry.
+      assert.deepStrictEqual(delivered, ["Hel", "lo"])
+      assert.strictEqual(yield* Ref.get(runs), 1)
+      assert.strictEqual(yield* Ref.get(notices), 0)
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const error = Cause.failureOption(exit.cause)
+        assert.isTrue(
+          Option.isSome(error) && error.value._tag === "UnknownError",
+          "the provider's own error, unwrapped"
+        )
+      }
+    }))
+
+  it.effect("a failure the schedule declines reaches the caller unchanged after one attempt", () =>
+    Effect.gen(function*() {
+      const runs = yield* Ref.make(0)
+      const exit = yield* Retry.beforeOutput(scriptedAttempt(runs, [], "AUTH", 5), instant, () => Effect.void).pipe(
+        Stream.runCollect,
+        Effect.exit
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* Ref.get(runs), 1)
     }))
 })
 

@@ -180,7 +180,8 @@ describe("secrets", () => {
           ChatCompletions.layerConfig().pipe(
             Layer.provide(NodeHttpClient.layer),
             Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-              new Map([["LLM_API_KEY", apiKey], ["LLM_TEMPERATURE", "7"]])
+              new Map([["LLM_API_KEY", apiKey], ["LLM_TEMPERATURE", "7"]]),
+              { pathDelim: "_" }
             )))
           )
         )
@@ -192,7 +193,7 @@ describe("secrets", () => {
         assert.isFalse(leaks(JSON.stringify(built.cause)))
       }
       const options = yield* ChatCompletions.config.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["LLM_API_KEY", apiKey]])))
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["LLM_API_KEY", apiKey]]), { pathDelim: "_" }))
       )
       assert.isFalse(leaks(JSON.stringify(options)))
       assert.isFalse(leaks(Inspectable.format(options)))

@@ -423,7 +423,7 @@ const build = (replies: ReadonlyArray<Reply>): Effect.Effect<Built> =>
       streamText,
       generateText: (options) =>
         Stream.runCollect(streamText(options)).pipe(
-          Effect.map((chunk) => aggregate(Array.from(chunk)))
+          Effect.map((chunk) => ModelStream.aggregate(chunk))
         )
     })
     const controls: Service = {
@@ -464,25 +464,6 @@ export const make = (
   replies: ReadonlyArray<Reply> = []
 ): Effect.Effect<readonly [LanguageModel.Service, Service]> =>
   Effect.map(build(replies), ({ controls, model }) => [model, controls] as const)
-
-const aggregate = (parts: ReadonlyArray<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
-  const out: Array<Response.PartEncoded> = []
-  for (const part of parts) {
-    switch (part.type) {
-      case "text-delta":
-        out.push({ type: "text", text: part.delta })
-        break
-      case "reasoning-delta":
-        out.push({ type: "reasoning", text: part.delta })
-        break
-      case "tool-call":
-      case "finish":
-        out.push(part)
-        break
-    }
-  }
-  return out
-}
 
 /**
  * A layer providing the scripted `LanguageModel`, its controls and its `ModelStream` (the lower interface

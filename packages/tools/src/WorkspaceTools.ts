@@ -11,8 +11,9 @@ import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Path } from "@effect/platform/Path"
 import { AgentTool } from "@harness/agent"
+import { Setting } from "@harness/domain"
 import type { Context } from "effect"
-import { Duration, Effect, Option, Schema } from "effect"
+import { Duration, Effect, Either, Schema } from "effect"
 import * as Read from "./internal/read.js"
 import { capOutput } from "./internal/render.js"
 import * as Search from "./internal/search.js"
@@ -82,52 +83,45 @@ export const defaultLimits: Limits = {
   shellKillGrace: Duration.seconds(2)
 }
 
-const countLimits = [
-  "maxFileBytes",
-  "maxReadLines",
-  "maxLineChars",
-  "maxOutputChars",
-  "maxListEntries",
-  "maxFindResults",
-  "maxGrepMatches",
-  "maxGrepFiles",
-  "maxGrepFileBytes",
-  "maxShellOutputBytes"
-] as const
+const PositiveDuration = Setting.DurationInput({ allowZero: false })
 
-const durationLimits = ["shellTimeout", "maxShellTimeout", "shellKillGrace"] as const
+/** The limits as a schema: what {@link makeLimits} decodes the merged limits with. */
+const LimitsSchema = Schema.Struct({
+  maxFileBytes: Setting.PositiveInt,
+  maxReadLines: Setting.PositiveInt,
+  maxLineChars: Setting.PositiveInt,
+  maxOutputChars: Setting.PositiveInt,
+  maxListEntries: Setting.PositiveInt,
+  maxFindResults: Setting.PositiveInt,
+  maxGrepMatches: Setting.PositiveInt,
+  maxGrepFiles: Setting.PositiveInt,
+  maxGrepFileBytes: Setting.PositiveInt,
+  shellTimeout: PositiveDuration,
+  maxShellTimeout: PositiveDuration,
+  maxShellOutputBytes: Setting.PositiveInt,
+  shellKillGrace: PositiveDuration
+})
+
+const decodeLimits = Schema.decodeUnknownEither(LimitsSchema, { errors: "first", onExcessProperty: "error" })
 
 /**
- * Completes partial limits with the defaults and checks them.
+ * Completes partial limits with the defaults and checks them (with a schema of the limits).
  *
  * Contract: fails with `InvalidArgument` naming the first limit that is not a positive integer (counts) or a
- * positive duration (durations).
+ * positive duration (durations), or that is not a limit at all.
  *
  * @since 0.0.0
  * @category constructors
  */
 export const makeLimits = (limits?: Partial<Limits> | undefined): Effect.Effect<Limits, WorkspaceError> =>
-  Effect.gen(function*() {
-    const merged: Limits = { ...defaultLimits, ...limits }
-    for (const key of countLimits) {
-      const value = merged[key]
-      if (!Number.isSafeInteger(value) || value <= 0) {
-        return yield* new WorkspaceError({
-          reason: "InvalidArgument",
-          message: `limits.${key} must be a positive integer, got ${String(value)}.`
-        })
-      }
+  Either.match(decodeLimits({ ...defaultLimits, ...limits }), {
+    onRight: Effect.succeed,
+    onLeft: (error) => {
+      const problem = Setting.problemOf(error, "limits")
+      return Effect.fail(
+        new WorkspaceError({ reason: "InvalidArgument", message: `${problem.path} ${problem.message}.` })
+      )
     }
-    for (const key of durationLimits) {
-      const value = Duration.decodeUnknown(merged[key])
-      if (Option.isNone(value) || !Duration.greaterThan(value.value, Duration.zero)) {
-        return yield* new WorkspaceError({
-          reason: "InvalidArgument",
-          message: `limits.${key} must be a positive duration (e.g. "30 seconds" or a number of milliseconds).`
-        })
-      }
-    }
-    return merged
   })
 
 // ---------------------------------------------------------------------------------------------------------------

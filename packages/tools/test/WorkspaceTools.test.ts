@@ -3,7 +3,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"
 import { setup } from "./fixtures.js"
 
@@ -40,6 +40,37 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools", (it) =
       assert.include(badDuration.message, "limits.shellTimeout")
       const missing = yield* Effect.flip(WorkspaceTools.make({ root: `${root}/nope` }))
       assert.strictEqual(missing.reason, "NotFound")
+    }))
+
+  it.effect("makeLimits names the limit and what was wrong with it", () =>
+    Effect.gen(function*() {
+      const refused = (limits: Partial<WorkspaceTools.Limits>) => Effect.flip(WorkspaceTools.makeLimits(limits))
+      const cases: ReadonlyArray<readonly [Partial<WorkspaceTools.Limits>, string]> = [
+        [{ maxOutputChars: 0 }, "limits.maxOutputChars must be a positive integer, got 0."],
+        [{ maxOutputChars: 1.5 }, "limits.maxOutputChars must be a positive integer, got 1.5."],
+        [{ maxFileBytes: Number.NaN }, "limits.maxFileBytes must be a positive integer, got NaN."],
+        // Untyped input (as from a configuration file): the cast is the point of the case.
+        [
+          { maxGrepFileBytes: "1 MiB" as unknown as number },
+          "limits.maxGrepFileBytes must be a positive integer, got \"1 MiB\"."
+        ],
+        [{ shellKillGrace: 0 }, "limits.shellKillGrace must be a positive finite duration"],
+        [
+          { maxShellTimeout: "soon" as Duration.DurationInput },
+          "limits.maxShellTimeout must be a positive finite duration"
+        ]
+      ]
+      for (const [limits, message] of cases) {
+        const error = yield* refused(limits)
+        assert.strictEqual(error.reason, "InvalidArgument")
+        assert.include(error.message, message)
+      }
+      const unknown = yield* refused({ maxOutputChar: 10 } as unknown as Partial<WorkspaceTools.Limits>)
+      assert.include(unknown.message, "limits.maxOutputChar is not a known setting")
+      const good = yield* WorkspaceTools.makeLimits({ maxOutputChars: 10, shellTimeout: "5 seconds" })
+      assert.strictEqual(good.maxOutputChars, 10)
+      assert.strictEqual(Duration.toMillis(good.shellTimeout), 5000)
+      assert.strictEqual(good.maxReadLines, WorkspaceTools.defaultLimits.maxReadLines)
     }))
 
   // -------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
  * The offline model's decisions: which reply a prompt gets, and how it is cut into stream parts.
  */
 import type { LanguageModel, Prompt, Response } from "@effect/ai"
-import type { Chunk } from "effect"
 
 /** One piece of a reply. */
 export type Piece =
@@ -252,25 +251,5 @@ export const parts = (request: Request): ReadonlyArray<Response.StreamPartEncode
     reason: hasCall ? "tool-calls" : "stop",
     usage: { inputTokens: input, outputTokens: output, totalTokens: input + output }
   })
-  return out
-}
-
-/** The non-streaming form of a reply's parts. */
-export const aggregate = (chunk: Chunk.Chunk<Response.StreamPartEncoded>): Array<Response.PartEncoded> => {
-  const out: Array<Response.PartEncoded> = []
-  for (const part of chunk) {
-    switch (part.type) {
-      case "text-delta":
-        out.push({ type: "text", text: part.delta })
-        break
-      case "reasoning-delta":
-        out.push({ type: "reasoning", text: part.delta })
-        break
-      case "tool-call":
-      case "finish":
-        out.push(part)
-        break
-    }
-  }
   return out
 }

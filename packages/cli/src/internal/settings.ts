@@ -5,7 +5,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { ChatCompletions } from "@harness/llm"
 import { Config, Effect, Option, Redacted } from "effect"
 import { SettingsError } from "../CliError.js"
-import type { Flags, Setting, Settings, StoreLocation } from "../Settings.js"
+import type { Flags, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
 
 /** Environment variables per setting, highest precedence first. */
 export const environment = {
@@ -18,10 +18,21 @@ export const environment = {
   pace: ["HARNESS_OFFLINE_PACE_MS"]
 } as const
 
-const fromEnv = <A>(keys: ReadonlyArray<string>, read: (key: string) => Config.Config<A>) =>
+/** What each setting means: the description every `Config` the CLI reads for it carries. */
+export const descriptions: { readonly [K in keyof typeof environment]: string } = {
+  workspace: "The directory the workspace tools are confined to.",
+  store: "Where sessions are stored: sqlite:<file>, jsonl:<directory>, postgres://…, or memory.",
+  model: "The model name.",
+  baseUrl: "An OpenAI-compatible chat-completions server.",
+  apiKey: "The model provider's API key.",
+  offline: "Use the offline model even when an API key is configured.",
+  pace: "The offline model's pause per word, in milliseconds."
+}
+
+const fromEnv = <A>(setting: keyof typeof environment, read: (key: string) => Config.Config<A>) =>
   Effect.gen(function*() {
-    for (const key of keys) {
-      const value = yield* Config.option(read(key))
+    for (const key of environment[setting]) {
+      const value = yield* Config.option(Config.withDescription(read(key), descriptions[setting]))
       if (Option.isSome(value)) return Option.some<Setting<A>>({ value: value.value, origin: `env ${key}` })
     }
     return Option.none<Setting<A>>()
@@ -36,6 +47,9 @@ const pick = <A, E>(
     onNone: () => env,
     onSome: (value) => Effect.succeed(Option.some<Setting<A>>({ value, origin: `flag ${flagName}` }))
   })
+
+/** The provider settings the CLI's own settings stand for (`model`, `base-url`, `api-key` read `LLM_*` too). */
+const cliOwned: ReadonlySet<string> = new Set(["model", "baseUrl", "apiKey"])
 
 const storeHelp = "use sqlite:<file>, jsonl:<directory>, postgres://user:password@host:port/database, or memory"
 
@@ -87,7 +101,7 @@ export const resolve = (flags: Flags) =>
     const cwd = process.cwd()
 
     const workspaceSetting = Option.getOrElse(
-      yield* pick(flags.workspace, "--workspace", fromEnv(environment.workspace, (key) => Config.string(key))).pipe(
+      yield* pick(flags.workspace, "--workspace", fromEnv("workspace", (key) => Config.string(key))).pipe(
         Effect.mapError(settingsError("the workspace"))
       ),
       (): Setting<string> => ({ value: ".", origin: "default: the current directory" })
@@ -101,7 +115,7 @@ export const resolve = (flags: Flags) =>
       })
     }
 
-    const storeText = yield* pick(flags.store, "--store", fromEnv(environment.store, (key) => Config.string(key))).pipe(
+    const storeText = yield* pick(flags.store, "--store", fromEnv("store", (key) => Config.string(key))).pipe(
       Effect.mapError(settingsError("the store"))
     )
     const store: Setting<StoreLocation> = yield* Option.match(storeText, {
@@ -118,11 +132,11 @@ export const resolve = (flags: Flags) =>
     })
 
     const apiKey = Option.getOrElse(
-      yield* fromEnv(environment.apiKey, (key) => Config.redacted(key)),
+      yield* fromEnv("apiKey", (key) => Config.redacted(key)),
       (): Setting<Redacted.Redacted<string> | undefined> => ({ value: undefined, origin: "not set" })
     )
     const baseUrl = Option.getOrElse(
-      yield* pick(flags.baseUrl, "--base-url", fromEnv(environment.baseUrl, (key) => Config.string(key))),
+      yield* pick(flags.baseUrl, "--base-url", fromEnv("baseUrl", (key) => Config.string(key))),
       (): Setting<string | undefined> => ({ value: undefined, origin: "default: DeepSeek's, when a key is set" })
     )
     if (baseUrl.value !== undefined && !URL.canParse(baseUrl.value)) {
@@ -131,7 +145,7 @@ export const resolve = (flags: Flags) =>
         message: `the base URL ${JSON.stringify(baseUrl.value)} is not a URL (e.g. http://localhost:8080/v1)`
       })
     }
-    const offlineEnv = yield* fromEnv(environment.offline, (key) => Config.boolean(key))
+    const offlineEnv = yield* fromEnv("offline", (key) => Config.boolean(key))
     const provider: Setting<"offline" | "chat-completions"> = flags.offline
       ? { value: "offline", origin: "flag --offline" }
       : Option.isSome(offlineEnv) && offlineEnv.value.value
@@ -142,33 +156,71 @@ export const resolve = (flags: Flags) =>
       ? { value: "chat-completions", origin: `a base URL is set (${baseUrl.origin})` }
       : { value: "offline", origin: "default: no API key is configured" }
     const model = Option.getOrElse(
-      yield* pick(flags.model, "--model", fromEnv(environment.model, (key) => Config.string(key))),
+      yield* pick(flags.model, "--model", fromEnv("model", (key) => Config.string(key))),
       (): Setting<string> =>
         provider.value === "offline"
           ? { value: "offline", origin: "default: the offline model" }
           : { value: ChatCompletions.defaultModel, origin: "default" }
     )
     const pace = Option.getOrElse(
-      yield* fromEnv(environment.pace, (key) => Config.integer(key)),
+      yield* fromEnv("pace", (key) => Config.integer(key)),
       (): Setting<number> => ({ value: 40, origin: "default" })
     )
     if (pace.value < 0) {
       return yield* new SettingsError({ setting: "HARNESS_OFFLINE_PACE_MS", message: "the pace must not be negative" })
     }
-    return { workspace, store, provider, model, baseUrl, apiKey, pace } satisfies Settings
+    const llm = yield* Effect.forEach(
+      ChatCompletions.configSettings.filter((setting) => !cliOwned.has(setting.option)),
+      (setting) =>
+        Effect.map(
+          Config.option(Config.withDescription(Config.string(setting.key), setting.description)),
+          Option.match({
+            onNone: (): NamedSetting => ({
+              name: setting.key,
+              value: setting.fallback,
+              origin: "default",
+              description: setting.description
+            }),
+            onSome: (text): NamedSetting => ({
+              name: setting.key,
+              value: setting.secret ? "<redacted>" : text,
+              origin: `env ${setting.key}`,
+              description: setting.description
+            })
+          })
+        )
+    ).pipe(Effect.mapError(settingsError("the provider settings")))
+    return { workspace, store, provider, model, baseUrl, apiKey, pace, llm } satisfies Settings
   })
 
-export const render = (settings: Settings): ReadonlyArray<string> => {
-  const rows: Array<readonly [string, string, string]> = [
-    ["workspace", settings.workspace.value, settings.workspace.origin],
-    ["store", showStore(settings.store.value), settings.store.origin],
-    ["provider", settings.provider.value, settings.provider.origin],
-    ["model", settings.model.value, settings.model.origin],
-    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin],
-    ["api-key", settings.apiKey.value === undefined ? "-" : "<redacted>", settings.apiKey.origin],
-    ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin]
+export const render = (
+  settings: Settings,
+  options: { readonly describe?: boolean | undefined } = {}
+): ReadonlyArray<string> => {
+  const rows: Array<readonly [name: string, value: string, origin: string, description: string]> = [
+    ["workspace", settings.workspace.value, settings.workspace.origin, descriptions.workspace],
+    ["store", showStore(settings.store.value), settings.store.origin, descriptions.store],
+    [
+      "provider",
+      settings.provider.value,
+      settings.provider.origin,
+      "offline (the local model) or chat-completions: --offline / HARNESS_OFFLINE, else whether a key or base URL is set."
+    ],
+    ["model", settings.model.value, settings.model.origin, descriptions.model],
+    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin, descriptions.baseUrl],
+    [
+      "api-key",
+      settings.apiKey.value === undefined ? "-" : "<redacted>",
+      settings.apiKey.origin,
+      descriptions.apiKey
+    ],
+    ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
+    ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const)
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
   const valueWidth = Math.min(60, Math.max(...rows.map(([, value]) => value.length)))
-  return rows.map(([name, value, origin]) => `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`)
+  return rows.flatMap(([name, value, origin, description]) => {
+    const line = `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`
+    return options.describe === true ? [line, `${" ".repeat(width + 2)}${description}`] : [line]
+  })
 }

@@ -884,6 +884,15 @@ const guard = (
 
 const ToolFailure = Schema.Struct({ code: Schema.String, message: Schema.String })
 
+/** A goal tool's definition: text out, failures as codes. */
+const definition = <const Parameters extends Schema.Struct.Fields>(
+  name: string,
+  description: string,
+  parameters: Parameters
+) => Tool.make(name, { description, parameters, success: Schema.String, failure: ToolFailure })
+
+type GoalToolDefinition<Parameters extends Schema.Struct.Fields> = ReturnType<typeof definition<Parameters>>
+
 const describe = (view: Goals.View, tokens: number): string =>
   JSON.stringify({
     goal: view.goal ?? null,
@@ -961,138 +970,135 @@ const makeTools = (
       message: `only a turn a human prompted may ${what} a goal`
     })
 
-  const getGoal = AgentTool.make(
-    Tool.make("get_goal", {
-      description: "Shows the current goal: objective, phase, rounds started, budgets.",
-      success: Schema.String,
-      failure: ToolFailure
-    }),
-    {
-      handler: (_, context) =>
-        coded(Effect.gen(function*() {
-          const { rt } = yield* authority(context.agent)
-          const view = yield* Effect.mapError(rt.service.get, toFailure)
-          return describe(view, yield* rt.service.tokensUsed)
-        }))
-    }
+  /**
+   * A goal tool: text out, failures as codes (`ToolFailure`), its handler run with the calling turn's authority
+   * (which it fails without: see `authority`).
+   */
+  const goalTool = <const Parameters extends Schema.Struct.Fields>(
+    name: string,
+    description: string,
+    parameters: Parameters,
+    run: (
+      params: Tool.Parameters<GoalToolDefinition<Parameters>>,
+      authority: Authority,
+      context: AgentTool.Context
+    ) => Effect.Effect<string | AgentTool.Outcome<string>, { readonly code: string; readonly message: string }>
+  ) =>
+    AgentTool.make(definition(name, description, parameters), {
+      handler: (params, context) => coded(Effect.flatMap(authority(context.agent), (a) => run(params, a, context)))
+    })
+
+  const getGoal = goalTool(
+    "get_goal",
+    "Shows the current goal: objective, phase, rounds started, budgets.",
+    {},
+    (_, { rt }) =>
+      Effect.gen(function*() {
+        const view = yield* Effect.mapError(rt.service.get, toFailure)
+        return describe(view, yield* rt.service.tokensUsed)
+      })
   )
 
-  const createGoal = AgentTool.make(
-    Tool.make("create_goal", {
-      description: "Creates a long-running goal the agent keeps working toward over rounds. Only when the user asks.",
-      parameters: {
-        objective: Schema.String,
-        maxRounds: Schema.optional(Schema.Int)
-      },
-      success: Schema.String,
-      failure: ToolFailure
-    }),
-    {
-      handler: (params, context) =>
-        coded(Effect.gen(function*() {
-          const a = yield* authority(context.agent)
-          yield* needHuman(a, "create")
-          const goal = yield* Effect.mapError(
-            a.rt.service.create({ objective: params.objective, maxGoalRounds: params.maxRounds }),
-            toFailure
-          )
-          return `created goal ${goal.id}: ${JSON.stringify(goal.objective)}`
-        }))
-    }
+  const createGoal = goalTool(
+    "create_goal",
+    "Creates a long-running goal the agent keeps working toward over rounds. Only when the user asks.",
+    { objective: Schema.String, maxRounds: Schema.optional(Schema.Int) },
+    (params, a) =>
+      Effect.gen(function*() {
+        yield* needHuman(a, "create")
+        const goal = yield* Effect.mapError(
+          a.rt.service.create({ objective: params.objective, maxGoalRounds: params.maxRounds }),
+          toFailure
+        )
+        return `created goal ${goal.id}: ${JSON.stringify(goal.objective)}`
+      })
   )
 
-  const updateGoal = AgentTool.make(
-    Tool.make("update_goal", {
-      description:
-        "Updates the current goal. In a goal round: \"complete\" when the objective is achieved (an independent check may run), \"block\" with a reason when you cannot proceed. Edit, pause and resume only when the user asks.",
-      parameters: {
-        action: Schema.Literal("complete", "block", "pause", "resume", "edit"),
-        objective: Schema.optional(Schema.String),
-        reason: Schema.optional(Schema.String)
-      },
-      success: Schema.String,
-      failure: ToolFailure
-    }),
+  const updateGoal = goalTool(
+    "update_goal",
+    "Updates the current goal. In a goal round: \"complete\" when the objective is achieved (an independent check may run), \"block\" with a reason when you cannot proceed. Edit, pause and resume only when the user asks.",
     {
-      handler: (params, context) =>
-        coded(Effect.gen(function*() {
-          const a = yield* authority(context.agent)
-          const s = yield* Ref.get(a.rt.state)
-          const goal = s.current.goal
-          if (goal === undefined) {
-            return yield* Effect.fail({ code: "GOAL_NOT_FOUND", message: "there is no current goal" })
+      action: Schema.Literal("complete", "block", "pause", "resume", "edit"),
+      objective: Schema.optional(Schema.String),
+      reason: Schema.optional(Schema.String)
+    },
+    (params, a, context) =>
+      Effect.gen(function*() {
+        const s = yield* Ref.get(a.rt.state)
+        const goal = s.current.goal
+        if (goal === undefined) {
+          return yield* Effect.fail({ code: "GOAL_NOT_FOUND", message: "there is no current goal" })
+        }
+        const ref = { id: goal.id, revision: goal.revision }
+        const service = a.rt.service
+        const conclude = a.round && !a.human
+        switch (params.action) {
+          case "edit": {
+            yield* needHuman(a, "edit")
+            const edited = yield* Effect.mapError(service.edit(ref, { objective: params.objective }), toFailure)
+            return `goal ${edited.id} edited`
           }
-          const ref = { id: goal.id, revision: goal.revision }
-          const service = a.rt.service
-          const conclude = a.round && !a.human
-          switch (params.action) {
-            case "edit": {
-              yield* needHuman(a, "edit")
-              const edited = yield* Effect.mapError(service.edit(ref, { objective: params.objective }), toFailure)
-              return `goal ${edited.id} edited`
+          case "pause":
+            yield* needHuman(a, "pause")
+            yield* Effect.mapError(service.pause(ref), toFailure)
+            return `goal ${goal.id} paused`
+          case "resume":
+            yield* needHuman(a, "resume")
+            yield* Effect.mapError(service.resume(ref), toFailure)
+            return `goal ${goal.id} resumed`
+          case "block": {
+            if (!a.human && !a.round) {
+              return yield* Effect.fail({
+                code: "GOAL_TOOL_AUTHORITY",
+                message: "only a human turn or a goal round may block the goal"
+              })
             }
-            case "pause":
-              yield* needHuman(a, "pause")
-              yield* Effect.mapError(service.pause(ref), toFailure)
-              return `goal ${goal.id} paused`
-            case "resume":
-              yield* needHuman(a, "resume")
-              yield* Effect.mapError(service.resume(ref), toFailure)
-              return `goal ${goal.id} resumed`
-            case "block": {
-              if (!a.human && !a.round) {
-                return yield* Effect.fail({
-                  code: "GOAL_TOOL_AUTHORITY",
-                  message: "only a human turn or a goal round may block the goal"
-                })
-              }
-              if (!a.human && s.current.roundsStarted < options.blockedAfterConsecutiveRounds) {
-                return yield* Effect.fail({
-                  code: "GOAL_TOOL_BLOCK_THRESHOLD",
-                  message:
-                    `a goal round may block only after ${options.blockedAfterConsecutiveRounds} rounds; keep trying`
-                })
-              }
-              const message = (params.reason ?? "").trim() || "the model reported that it cannot proceed"
-              yield* Effect.mapError(service.block(ref, { code: "model-reported", message }), toFailure)
-              return AgentTool.outcome(`goal ${goal.id} blocked: ${message}`, { concludeTurn: conclude })
+            if (!a.human && s.current.roundsStarted < options.blockedAfterConsecutiveRounds) {
+              return yield* Effect.fail({
+                code: "GOAL_TOOL_BLOCK_THRESHOLD",
+                message:
+                  `a goal round may block only after ${options.blockedAfterConsecutiveRounds} rounds; keep trying`
+              })
             }
-            case "complete": {
-              if (!a.human && !a.round) {
-                return yield* Effect.fail({
-                  code: "GOAL_TOOL_AUTHORITY",
-                  message: "only a human turn or a goal round may complete the goal"
-                })
-              }
-              if (goal.verifier === undefined) {
-                yield* Effect.mapError(service.complete(ref), toFailure)
-                return AgentTool.outcome(`goal ${goal.id} complete`, { concludeTurn: conclude })
-              }
-              const result = yield* VerifierRun.run(goal.verifier, goal, options).pipe(Effect.provide(executor))
-              const summary = VerifierRun.truncate(result.output, options.maxVerifierOutput)
-              const verdict = result.passed ? "passed" : "failed"
-              // The verdict and its output summary are model-visible context, in the log (R113's channel).
-              yield* context.agent.inject({
-                content: [{
-                  type: "text",
-                  text: `<goal_verification goal=${
-                    JSON.stringify(goal.id)
-                  } verdict="${verdict}">\n${summary}\n</goal_verification>`
-                }],
-                source: { kind: "plugin", plugin: "goal-verifier" }
-              }).pipe(Effect.mapError((e) => ({ code: "GOAL_INJECT_FAILED", message: e.message })))
-              if (!result.passed) {
-                return AgentTool.outcome(
-                  `the verifier rejected completion; the goal stays active. Its output:\n${summary}`,
-                  { concludeTurn: conclude }
-                )
-              }
+            const message = (params.reason ?? "").trim() || "the model reported that it cannot proceed"
+            yield* Effect.mapError(service.block(ref, { code: "model-reported", message }), toFailure)
+            return AgentTool.outcome(`goal ${goal.id} blocked: ${message}`, { concludeTurn: conclude })
+          }
+          case "complete": {
+            if (!a.human && !a.round) {
+              return yield* Effect.fail({
+                code: "GOAL_TOOL_AUTHORITY",
+                message: "only a human turn or a goal round may complete the goal"
+              })
+            }
+            if (goal.verifier === undefined) {
               yield* Effect.mapError(service.complete(ref), toFailure)
-              return AgentTool.outcome(`verified: goal ${goal.id} complete`, { concludeTurn: conclude })
+              return AgentTool.outcome(`goal ${goal.id} complete`, { concludeTurn: conclude })
             }
+            const result = yield* VerifierRun.run(goal.verifier, goal, options).pipe(Effect.provide(executor))
+            const summary = VerifierRun.truncate(result.output, options.maxVerifierOutput)
+            const verdict = result.passed ? "passed" : "failed"
+            // The verdict and its output summary are model-visible context, in the log (R113's channel).
+            yield* context.agent.inject({
+              content: [{
+                type: "text",
+                text: `<goal_verification goal=${
+                  JSON.stringify(goal.id)
+                } verdict="${verdict}">\n${summary}\n</goal_verification>`
+              }],
+              source: { kind: "plugin", plugin: "goal-verifier" }
+            }).pipe(Effect.mapError((e) => ({ code: "GOAL_INJECT_FAILED", message: e.message })))
+            if (!result.passed) {
+              return AgentTool.outcome(
+                `the verifier rejected completion; the goal stays active. Its output:\n${summary}`,
+                { concludeTurn: conclude }
+              )
+            }
+            yield* Effect.mapError(service.complete(ref), toFailure)
+            return AgentTool.outcome(`verified: goal ${goal.id} complete`, { concludeTurn: conclude })
           }
-        }))
-    }
+        }
+      })
   )
   return [getGoal, createGoal, updateGoal]
 }

@@ -58,8 +58,11 @@ const requestDetails = (context: RequestContext): typeof AiError.HttpRequestDeta
 
 const failure = (code: LlmFailure.LlmFailureCode, message: string): LlmFailure.LlmFailure => ({ code, message })
 
-/** The connection failed or was reset (before or during the response). */
-export const network = (context: RequestContext, method: Method, message: string): AiError.AiError => {
+/** A transport failure classified as `code` (`HttpRequestError` with reason `Transport`). */
+const transport = (
+  code: "NETWORK" | "TIMEOUT"
+) =>
+(context: RequestContext, method: Method, message: string): AiError.AiError => {
   const description = context.scrub.clip(message, maxText)
   return new AiError.HttpRequestError({
     module: moduleName,
@@ -67,22 +70,15 @@ export const network = (context: RequestContext, method: Method, message: string
     reason: "Transport",
     request: requestDetails(context),
     description,
-    cause: failure("NETWORK", description)
+    cause: failure(code, description)
   })
 }
 
+/** The connection failed or was reset (before or during the response). */
+export const network = transport("NETWORK")
+
 /** No response within the request timeout, no event within the idle timeout, or past the deadline. */
-export const timeout = (context: RequestContext, method: Method, message: string): AiError.AiError => {
-  const description = context.scrub.clip(message, maxText)
-  return new AiError.HttpRequestError({
-    module: moduleName,
-    method,
-    reason: "Transport",
-    request: requestDetails(context),
-    description,
-    cause: failure("TIMEOUT", description)
-  })
-}
+export const timeout = transport("TIMEOUT")
 
 /**
  * The response broke the wire format: a chunk that is not valid JSON, an event over the size limit, a body that is

@@ -1,22 +1,13 @@
 /**
  * Retrying a model request while nothing has reached the caller. The policy is a `Schedule` over classified
  * failures: exponential backoff with jitter, capped in count and delay, replaced by the provider's `Retry-After`
- * when it gave one — and declined when that hint exceeds the cap or the code is not transient.
+ * when it gave one — and declined when that hint exceeds the cap or the code is not transient. `Stream.retry`
+ * drives it; a failure that follows output carries a marker the schedule declines, so nothing already delivered
+ * is replayed.
  */
 import type { AiError } from "@effect/ai"
 import { LlmFailure } from "@harness/domain"
-import {
-  Chunk,
-  Clock,
-  Duration,
-  Effect,
-  Option,
-  Ref,
-  Schedule,
-  ScheduleDecision,
-  ScheduleIntervals,
-  Stream
-} from "effect"
+import { Chunk, Clock, Duration, Effect, Schedule, ScheduleDecision, Stream } from "effect"
 import type { RetryPolicy } from "./settings.js"
 
 /**
@@ -43,21 +34,6 @@ export const schedule = (policy: RetryPolicy): Schedule.Schedule<LlmFailure.LlmF
   )
 }
 
-/**
- * One step of the schedule: the next state and the delay before the next attempt (ms), or none when the schedule
- * declines. `state` is the schedule's state (`initial` before the first failure).
- */
-export const decide = (
-  retrySchedule: Schedule.Schedule<LlmFailure.LlmFailure, LlmFailure.LlmFailure>,
-  state: unknown,
-  failure: LlmFailure.LlmFailure,
-  now: number
-): Effect.Effect<Option.Option<{ readonly state: unknown; readonly delayMs: number }>> =>
-  Effect.map(retrySchedule.step(now, failure, state), ([next, , decision]) =>
-    ScheduleDecision.isDone(decision)
-      ? Option.none()
-      : Option.some({ state: next, delayMs: Math.max(0, ScheduleIntervals.start(decision.intervals) - now) }))
-
 /** What the retry loop tells its observer before it waits. */
 export interface RetryNotice {
   /** 1 for the first retry. */
@@ -67,51 +43,64 @@ export interface RetryNotice {
 }
 
 /**
+ * The marker on a failure that came after the attempt emitted an element. It never leaves this module: the
+ * schedule declines it and {@link beforeOutput} unwraps it.
+ */
+class AfterOutput {
+  readonly _tag = "AfterOutput"
+  constructor(readonly error: AiError.AiError) {}
+}
+
+type AttemptError = AiError.AiError | AfterOutput
+
+const unmark = (error: AttemptError): AiError.AiError => error instanceof AfterOutput ? error.error : error
+
+/**
+ * {@link schedule} over an attempt's failure as `Stream.retry` hands it over: classified at the current time,
+ * declined when marked {@link AfterOutput}, and announced through `onRetry` before the wait.
+ */
+const retrying = (
+  policy: RetryPolicy,
+  onRetry: (notice: RetryNotice) => Effect.Effect<void>
+): Schedule.Schedule<unknown, AttemptError> =>
+  Schedule.delays(schedule(policy)).pipe(
+    Schedule.intersect(Schedule.identity<LlmFailure.LlmFailure>()),
+    Schedule.intersect(Schedule.count),
+    Schedule.mapInputEffect((error: AttemptError) =>
+      Effect.map(Clock.currentTimeMillis, (now) => LlmFailure.failureOf(unmark(error), now))
+    ),
+    Schedule.whileInput((error: AttemptError) => !(error instanceof AfterOutput)),
+    Schedule.onDecision(([[delay, failure], count], decision) =>
+      ScheduleDecision.isDone(decision)
+        ? Effect.void
+        : onRetry({ retry: count + 1, delayMs: Duration.toMillis(delay), failure })
+    )
+  )
+
+/**
  * Runs `attempt` and re-runs it after a failure, as the schedule says, while the failed attempt emitted nothing.
  *
- * Contract: once an attempt emitted an element, its failure goes to the caller unchanged (the agent's
- * `requestError` hook decides what to do); a failure the schedule declines goes to the caller unchanged too.
- * `onRetry` runs before each wait.
+ * Contract: once an attempt emitted an element, its failure goes to the caller unchanged and is not retried (the
+ * agent's `requestError` hook decides what to do); a failure the schedule declines goes to the caller unchanged
+ * too. `onRetry` runs before each wait.
  */
 export const beforeOutput = <A, R>(
   attempt: Stream.Stream<A, AiError.AiError, R>,
   policy: RetryPolicy,
   onRetry: (notice: RetryNotice) => Effect.Effect<void>
-): Stream.Stream<A, AiError.AiError, R> => {
-  const retrySchedule = schedule(policy)
-  return Stream.unwrap(Effect.gen(function*() {
-    const scheduleState = yield* Ref.make<unknown>(retrySchedule.initial)
-    const retries = yield* Ref.make(0)
-
-    const decideNext = (error: AiError.AiError): Effect.Effect<Option.Option<RetryNotice>> =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const failure = LlmFailure.failureOf(error, now)
-        const decided = yield* decide(retrySchedule, yield* Ref.get(scheduleState), failure, now)
-        if (Option.isNone(decided)) return Option.none()
-        yield* Ref.set(scheduleState, decided.value.state)
-        const retry = yield* Ref.updateAndGet(retries, (n) => n + 1)
-        return Option.some({ retry, delayMs: decided.value.delayMs, failure })
-      })
-
-    const loop: Stream.Stream<A, AiError.AiError, R> = Stream.unwrap(Effect.gen(function*() {
-      const emitted = yield* Ref.make(false)
-      return attempt.pipe(
-        Stream.mapChunksEffect((chunk) =>
-          Chunk.isEmpty(chunk) ? Effect.succeed(chunk) : Effect.as(Ref.set(emitted, true), chunk)
-        ),
-        Stream.catchAll((error) =>
-          Stream.unwrap(Effect.gen(function*() {
-            if (yield* Ref.get(emitted)) return Stream.fail(error)
-            const notice = yield* decideNext(error)
-            if (Option.isNone(notice)) return Stream.fail(error)
-            yield* onRetry(notice.value)
-            if (notice.value.delayMs > 0) yield* Effect.sleep(Duration.millis(notice.value.delayMs))
-            return loop
-          }))
-        )
-      )
-    }))
-    return loop
-  }))
-}
+): Stream.Stream<A, AiError.AiError, R> =>
+  Stream.suspend(() => {
+    // Whether this run of the attempt emitted: created afresh per run (`Stream.retry` re-runs the suspension),
+    // read and written only by the fiber running it. A plain flag keeps the per-chunk path free of effects.
+    let emitted = false
+    return attempt.pipe(
+      Stream.mapChunks((chunk) => {
+        if (!emitted && Chunk.isNonEmpty(chunk)) emitted = true
+        return chunk
+      }),
+      Stream.mapError((error): AttemptError => emitted ? new AfterOutput(error) : error)
+    )
+  }).pipe(
+    Stream.retry(retrying(policy, onRetry)),
+    Stream.mapError(unmark)
+  )

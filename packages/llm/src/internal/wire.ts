@@ -60,15 +60,20 @@ export const ToolCallDelta = Schema.Struct({
 })
 export type ToolCallDelta = typeof ToolCallDelta.Type
 
-/** `choices[].delta` of a streamed chunk. */
-export const Delta = Schema.Struct({
+/** The text fields a streamed delta and a whole message share. */
+const messageText = {
   role: OptionalString,
   content: OptionalString,
   reasoning_content: OptionalString,
   /** vLLM and OpenRouter name the reasoning stream `reasoning`. */
   reasoning: OptionalString,
   /** OpenAI streams a refusal here instead of content. */
-  refusal: OptionalString,
+  refusal: OptionalString
+}
+
+/** `choices[].delta` of a streamed chunk. */
+export const Delta = Schema.Struct({
+  ...messageText,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
 })
 export type Delta = typeof Delta.Type
@@ -97,11 +102,7 @@ export type Chunk = typeof Chunk.Type
 
 /** `choices[].message` of a non-streamed completion. */
 export const Message = Schema.Struct({
-  role: OptionalString,
-  content: OptionalString,
-  reasoning_content: OptionalString,
-  reasoning: OptionalString,
-  refusal: OptionalString,
+  ...messageText,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
     id: OptionalString,
     type: OptionalString,
