@@ -8,8 +8,8 @@ import { Agent, AgentError } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { ev, promptTurn, stamp, steeringTurn } from "@harness/session/test/fixtures"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ev, promptTurn, stamp, steeringTurn } from "@harness/testkit/Events"
 import { Cause, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import {
   claimed,

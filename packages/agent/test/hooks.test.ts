@@ -11,8 +11,8 @@ import type { RequestConfig } from "@harness/agent/Hooks"
 import type { SessionEvent, Turn } from "@harness/domain"
 import { Message, MessageSource } from "@harness/domain"
 import { SessionLog } from "@harness/session"
-import { ev, promptTurn, stamp } from "@harness/session/test/fixtures"
 import { ScriptedModel as S } from "@harness/testkit"
+import { ev, promptTurn, stamp } from "@harness/testkit/Events"
 import { Effect, Ref, Stream } from "effect"
 import {
   assertCleanLog,

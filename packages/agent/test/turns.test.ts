@@ -7,8 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { ev, goodLogs, stamp } from "@harness/session/test/fixtures"
 import { ScriptedModel as S } from "@harness/testkit"
+import { ev, goodLogs, stamp } from "@harness/testkit/Events"
 import { Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import {
   awaitSleeper,

@@ -1,16 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
-import { Effect, FastCheck } from "effect"
-import * as LogCheck from "../src/LogCheck.js"
-import * as SessionLog from "../src/SessionLog.js"
 import {
   abortedTurn,
-  appendAll,
-  assertConsistent,
   block,
   callId,
   ev,
-  foldState,
   goodLogs,
   maxTokensTurn,
   promptTurn,
@@ -18,7 +12,11 @@ import {
   stamp,
   steeringTurn,
   toolTurn
-} from "./fixtures.js"
+} from "@harness/testkit/Events"
+import { Effect, FastCheck } from "effect"
+import * as LogCheck from "../src/LogCheck.js"
+import * as SessionLog from "../src/SessionLog.js"
+import { appendAll, assertConsistent, foldState } from "./fixtures.js"
 
 type Input = SessionEvent.SessionEventInput
 

@@ -1,23 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, SessionEvent } from "@harness/domain"
+import { block, ev, goodLogs, promptTurn, sessionId, stamp, toolTurn } from "@harness/testkit/Events"
 import type { SchemaAST } from "effect"
 import { Chunk, Effect, Fiber, Queue, Schema, Stream, TestClock } from "effect"
 import * as History from "../src/History.js"
 import type * as LogCheck from "../src/LogCheck.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import {
-  appendAll,
-  assertConsistent,
-  block,
-  ev,
-  goodLogs,
-  promptTurn,
-  sessionId,
-  snapshot,
-  stamp,
-  toolTurn
-} from "./fixtures.js"
+import { appendAll, assertConsistent, snapshot } from "./fixtures.js"
 
 type Input = SessionEvent.SessionEventInput
 

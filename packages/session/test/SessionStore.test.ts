@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
+import { ev } from "@harness/testkit/Events"
 import { Chunk, Effect, Stream } from "effect"
 import * as SessionStore from "../src/SessionStore.js"
 import { accepted, conformance, events, eventsCommit, header, loadAll, sid, texts } from "./conformance.js"
-import { ev } from "./fixtures.js"
 
 conformance("memory", SessionStore.layerMemory)
 conformance("memory with faults (none injected)", SessionStore.layerMemoryWithFaults)

@@ -16,6 +16,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Store } from "@harness/domain"
 import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import { block, ev, promptTurn, stamp, toolTurn } from "@harness/testkit/Events"
 import { Chunk, Effect, type Layer, Option, Stream } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
@@ -29,7 +30,7 @@ import {
   type SessionStoreError,
   type StoredRecord
 } from "../src/SessionStore.js"
-import { assertConsistent, block, ev, promptTurn, stamp, toolTurn } from "./fixtures.js"
+import { assertConsistent } from "./fixtures.js"
 
 /** A session id. */
 export const sid = (s: string): Ids.SessionId => Ids.SessionId.make(s)

@@ -12,7 +12,7 @@ import {
   sid,
   texts
 } from "@harness/session/test/conformance"
-import { ev, promptTurn } from "@harness/session/test/fixtures"
+import { ev, promptTurn } from "@harness/testkit/Events"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

@@ -11,7 +11,7 @@ import {
   mid,
   sid
 } from "@harness/session/test/conformance"
-import { ev } from "@harness/session/test/fixtures"
+import { ev } from "@harness/testkit/Events"
 import { Context, Effect, Layer, Random, Redacted } from "effect"
 import { PostgresStore } from "../src/index.js"
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { conformance, events, eventsCommit, header, loadAll, sid } from "@harness/session/test/conformance"
-import { ev } from "@harness/session/test/fixtures"
+import { ev } from "@harness/testkit/Events"
 import Database from "better-sqlite3"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
