@@ -15,13 +15,16 @@ import { Effect, Layer, Ref } from "effect"
 import {
   assertCleanLog,
   assertReconstructable,
+  firstRequest,
+  idleLog,
+  logShape,
   ofType,
   requestViews,
-  shape,
-  statuses,
-  textOf,
+  setup,
+  statusTrace,
+  textBlocksOf,
   traceOf
-} from "./window-support.js"
+} from "./fixtures.js"
 
 const plugin = MessageSource.plugin("p")
 const onePrompt = (text: string) => (message: { readonly content: ReadonlyArray<{ readonly text: string }> }) =>
@@ -47,10 +50,7 @@ describe("prompt admission", () => {
           "enqueue:queued:hello",
           "status:running",
           "dequeue:hello",
-          "turn/start:1",
-          "user:hello",
-          "step/start:1.1",
-          "request/header:initial",
+          ...firstRequest("hello"),
           "assistant:ok",
           "step/end:1.1",
           "turn/end:1:completed",
@@ -98,13 +98,9 @@ describe("prompt admission", () => {
           }
         })
         const id = yield* agent.followup(Message.make("original", plugin))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log), [
-          "turn/start:1",
-          "user:rewritten",
-          "step/start:1.1",
-          "request/header:initial",
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log), [
+          ...firstRequest("rewritten"),
           "assistant:ok",
           "step/end:1.1",
           "turn/end:1:completed"
@@ -137,9 +133,8 @@ describe("prompt admission", () => {
           }
         })
         const id = yield* agent.followup(Message.make("prompt"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log).slice(0, 5), [
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log).slice(0, 5), [
           "turn/start:1",
           "user:prompt",
           "user:context A",
@@ -171,14 +166,12 @@ describe("prompt admission", () => {
     "R42, R88: a blocked prompt writes nothing, opens no turn, settles nothing, reports no error; it was dequeued and is gone",
     () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           hooks: {
             promptSubmit: ({ message }, next) =>
               onePrompt("blocked")(message) ? Effect.succeed({ kind: "block", reason: "not now" }) : next
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         const blocked = yield* agent.followup(Message.make("blocked"))
         yield* agent.whenIdle
         assert.deepStrictEqual(traceOf(yield* recorder.events), refusedTrace("blocked"))
@@ -189,9 +182,8 @@ describe("prompt admission", () => {
 
         // Gone: the next prompt runs alone; the blocked one is neither logged nor seen by the model.
         yield* agent.followup(Message.make("next"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log).slice(0, 2), ["turn/start:1", "user:next"])
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log).slice(0, 2), ["turn/start:1", "user:next"])
         assert.isFalse(log.some((e) => e.type === "user/message" && e.data.messageId === blocked))
         const model = yield* S.ScriptedModel
         assert.deepStrictEqual(requestViews(yield* model.requests), [["user:next"]])
@@ -223,8 +215,7 @@ describe("prompt admission", () => {
   ) {
     it.scoped(`R42: ${name} counts as a failed admission — nothing written, no turn, no agent/error, no settled`, () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({ model: "m", hooks: { promptSubmit: hook } })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup({ hooks: { promptSubmit: hook } })
         yield* agent.followup(Message.make("doomed"))
         yield* agent.whenIdle
         assert.deepStrictEqual(traceOf(yield* recorder.events), refusedTrace("doomed"))
@@ -236,14 +227,12 @@ describe("prompt admission", () => {
 
   it.scoped("R23, R43: status does not go idle between a refused admission and the next claim", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: ({ message }, next) =>
             onePrompt("blocked")(message) ? Effect.succeed({ kind: "block", reason: "no" }) : next
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.sendAll([
         [Message.make("blocked"), { target: "next-turn", wakeup: true }],
         [Message.make("allowed"), { target: "next-turn", wakeup: true }]
@@ -255,10 +244,7 @@ describe("prompt admission", () => {
         "status:running",
         "dequeue:blocked",
         "dequeue:allowed",
-        "turn/start:1",
-        "user:allowed",
-        "step/start:1.1",
-        "request/header:initial",
+        ...firstRequest("allowed"),
         "assistant:ok",
         "step/end:1.1",
         "turn/end:1:completed",
@@ -270,8 +256,7 @@ describe("prompt admission", () => {
 
   it.scoped("R43, R28: context-only input staged during a blocked admission is appended at once, outside any turn", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: ({ agent }) =>
             Effect.gen(function*() {
@@ -281,7 +266,6 @@ describe("prompt admission", () => {
             })
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("blocked"))
       yield* agent.whenIdle
       assert.deepStrictEqual(traceOf(yield* recorder.events), [
@@ -293,7 +277,7 @@ describe("prompt admission", () => {
         "status:idle"
       ])
       const log = yield* agent.log
-      assert.deepStrictEqual(shape(log), ["user:ctx 1", "user:ctx 2"])
+      assert.deepStrictEqual(logShape(log), ["user:ctx 1", "user:ctx 2"])
       assert.deepStrictEqual(log.map((e) => e.type === "user/message" ? e.data.source : undefined), [plugin, plugin])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([]))))
@@ -302,8 +286,7 @@ describe("prompt admission", () => {
     "R43, R45, R88: staged steering stays staged with its context after a block; it enters the next admitted turn before its prompt, input accepted during that admission after it",
     () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           hooks: {
             promptSubmit: ({ agent, message }, next) =>
               Effect.gen(function*() {
@@ -322,7 +305,6 @@ describe("prompt admission", () => {
               })
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         yield* agent.followup(Message.make("first"))
         yield* agent.whenIdle
         // Nothing was appended: the steering and both contexts stay staged, the agent is idle.
@@ -339,9 +321,8 @@ describe("prompt admission", () => {
 
         yield* recorder.clear
         yield* agent.followup(Message.make("second"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log), [
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log), [
           "turn/start:1",
           // retained from the blocked admission, in acceptance order
           "user:ctx before steer",
@@ -385,8 +366,7 @@ describe("prompt admission", () => {
     "R45, R48: input the hook sends during an allowed admission enters after the prompt and hook contexts, in acceptance order, without an extra step",
     () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           hooks: {
             promptSubmit: ({ agent }, next) =>
               Effect.gen(function*() {
@@ -397,11 +377,9 @@ describe("prompt admission", () => {
               })
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         yield* agent.followup(Message.make("prompt"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log), [
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log), [
           "turn/start:1",
           "user:prompt",
           "user:A",
@@ -417,7 +395,7 @@ describe("prompt admission", () => {
         assert.deepStrictEqual(requestViews(yield* model.requests), [["user:prompt", "user:A", "user:B", "user:C"]])
         assertReconstructable(log, yield* model.requests)
         assert.deepStrictEqual(Invariants.fifoConservation(yield* recorder.events, { outstanding: 0 }), [])
-        assert.deepStrictEqual(yield* statuses(recorder), ["running", "idle"])
+        assert.deepStrictEqual(yield* statusTrace(recorder), ["running", "idle"])
         yield* assertCleanLog(agent)
       }).pipe(Effect.provide(S.layer([S.textResponse("ok")])))
   )
@@ -440,19 +418,17 @@ describe("prompt admission", () => {
         [Message.make("blocked"), { target: "next-turn", wakeup: true }],
         [Message.make("allowed"), { target: "next-turn", wakeup: true }]
       ])
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log).slice(0, 3), ["user:ctx", "turn/start:1", "user:allowed"])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log).slice(0, 3), ["user:ctx", "turn/start:1", "user:allowed"])
       const model = yield* S.ScriptedModel
       assert.deepStrictEqual(requestViews(yield* model.requests), [["user:ctx", "user:allowed"]])
-      assert.deepStrictEqual(textOf(ofType(log, "user/message")[0]!.data.content), "ctx")
+      assert.deepStrictEqual(textBlocksOf(ofType(log, "user/message")[0]!.data.content), "ctx")
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
 
   it.scoped("R43, R46: steering left staged by a blocked admission rides a later retry turn (which runs no admission), with its context, in order", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: ({ agent }) =>
             Effect.gen(function*() {
@@ -462,14 +438,12 @@ describe("prompt admission", () => {
             })
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("blocked"))
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* agent.log, [])
       yield* agent.retry
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log), [
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log), [
         "turn/start:1",
         "user:C",
         "steering:S",
@@ -492,8 +466,7 @@ describe("prompt admission", () => {
       Effect.gen(function*() {
         const faults = yield* SessionStore.StoreFaults
         const session = yield* SessionLog.make()
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           session,
           hooks: {
             promptSubmit: ({ agent, message }, next) =>
@@ -507,14 +480,13 @@ describe("prompt admission", () => {
                 : next
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         yield* faults.failWhen(
           SessionStore.anyEvent((e) => e.type === "user/message" && JSON.stringify(e).includes("ctx 2"))
         )
         yield* agent.followup(Message.make("blocked"))
         yield* agent.whenIdle
         // A drain is one `appendAll`: all or nothing.
-        assert.deepStrictEqual(shape(yield* agent.log), [])
+        assert.deepStrictEqual(logShape(yield* agent.log), [])
         assert.deepStrictEqual(traceOf(yield* recorder.events), [
           "enqueue:queued:blocked",
           "status:running",
@@ -524,7 +496,7 @@ describe("prompt admission", () => {
         yield* faults.clear
         yield* agent.followup(Message.make("next"))
         yield* agent.whenIdle
-        assert.deepStrictEqual(shape(yield* agent.log).slice(0, 5), [
+        assert.deepStrictEqual(logShape(yield* agent.log).slice(0, 5), [
           "turn/start:1",
           "user:ctx 1",
           "user:ctx 2",
@@ -537,8 +509,7 @@ describe("prompt admission", () => {
 
   it.scoped("R32, R28: a followup sent by the hook during admission is its own turn, after this one", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: ({ agent, message }, next) =>
             onePrompt("first")(message)
@@ -546,15 +517,14 @@ describe("prompt admission", () => {
               : next
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("first"))
       yield* agent.whenIdle
       assert.deepStrictEqual(
-        shape(yield* agent.log).filter((s) => s.startsWith("user:") || s.startsWith("turn/")),
+        logShape(yield* agent.log).filter((s) => s.startsWith("user:") || s.startsWith("turn/")),
         ["turn/start:1", "user:first", "turn/end:1:completed", "turn/start:2", "user:from hook", "turn/end:2:completed"]
       )
       assert.include(traceOf(yield* recorder.events), "enqueue:queued:from hook")
-      assert.deepStrictEqual(yield* statuses(recorder), ["running", "idle"])
+      assert.deepStrictEqual(yield* statusTrace(recorder), ["running", "idle"])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("one"), S.textResponse("two")]))))
 })

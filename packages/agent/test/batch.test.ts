@@ -8,14 +8,17 @@ import { Agent, AgentError } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { ev, promptTurn, stamp, steeringTurn } from "@harness/session/test/fixtures"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ev, promptTurn, stamp, steeringTurn } from "@harness/testkit/Events"
 import { Cause, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import {
+  claimed,
   coarseTrace,
+  coarseTurn,
   conversation,
   ctx,
   followupOpts,
+  idleLog,
   injectOpts,
   isDurable,
   lie,
@@ -23,21 +26,12 @@ import {
   mid,
   parkOpts,
   promptsByTurn,
+  setup,
   shape,
   steerOpts,
   textOf,
   user
-} from "./routing-support.js"
-
-const turnEvents = [
-  "turn/start",
-  "user/message",
-  "step/start",
-  "assistant/message",
-  "step/end",
-  "turn/end:completed",
-  "settled:completed"
-]
+} from "./fixtures.js"
 
 const failureTag = <A, E>(exit: Exit.Exit<A, E>): string | undefined =>
   Exit.isFailure(exit)
@@ -62,10 +56,8 @@ const inbox = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<stri
 describe("idle wake-up follows acceptance (R30)", () => {
   it.scoped("R30 R32: two idle steers in one batch are two turns (both placements queued)", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const ids = yield* agent.batch([{ send: [user("s1"), steerOpts] }, { send: [user("s2"), steerOpts] }])
       assert.strictEqual(ids.length, 2)
       yield* agent.whenIdle
@@ -77,12 +69,10 @@ describe("idle wake-up follows acceptance (R30)", () => {
       )
       assert.deepStrictEqual(yield* coarseTrace(recorder), [
         "enqueue:queued",
-        "enqueue:queued",
-        "status:running",
+        ...claimed,
+        ...coarseTurn,
         "dequeue",
-        ...turnEvents,
-        "dequeue",
-        ...turnEvents,
+        ...coarseTurn,
         "status:idle"
       ])
       const log = yield* agent.log
@@ -98,13 +88,10 @@ describe("idle wake-up follows acceptance (R30)", () => {
 
   it.scoped("R30 R28: an inject after an idle followup in one batch lands before that follow-up's turn/start", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const [f, c] = yield* agent.batch([{ send: [user("go"), followupOpts] }, { send: [ctx("ctx"), injectOpts] }])
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(shape(log, { ids: true }), [
         `user:ctx@${c}`,
         "turn/start:1",
@@ -119,7 +106,7 @@ describe("idle wake-up follows acceptance (R30)", () => {
         "user/message",
         "status:running",
         "dequeue",
-        ...turnEvents,
+        ...coarseTurn,
         "status:idle"
       ])
       assert.deepStrictEqual((yield* model.requests).map(conversation), [["user:ctx", "user:go"]])
@@ -128,10 +115,8 @@ describe("idle wake-up follows acceptance (R30)", () => {
 
   it.scoped("R30: sendAll is a batch: two idle steers are two turns; an inject after an idle followup lands before its turn", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"), S.textResponse("a3"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const first = yield* agent.sendAll([[user("s1"), steerOpts], [user("s2"), steerOpts]])
       yield* agent.whenIdle
       const second = yield* agent.sendAll([[user("go"), followupOpts], [ctx("ctx"), injectOpts]])
@@ -172,10 +157,8 @@ describe("idle wake-up follows acceptance (R30)", () => {
 describe("idempotent acceptance (R9, R20)", () => {
   it.scoped("presets and send accept a caller-supplied id: it is the returned id, the enqueued id and the logged messageId", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       assert.strictEqual(yield* agent.inject(ctx("c"), { id: mid("c-1") }), mid("c-1"))
       assert.strictEqual(yield* agent.followup(user("f"), { id: mid("f-1") }), mid("f-1"))
       yield* agent.whenIdle
@@ -200,11 +183,8 @@ describe("idempotent acceptance (R9, R20)", () => {
     "re-sending an accepted id (pending parked, pending queued, staged, logged, discarded, dropped at a blocked admission) returns it and changes nothing",
     () =>
       Effect.gen(function*() {
-        const model = yield* S.ScriptedModel
-        yield* model.push(S.textResponse("a1"), S.textResponse("a2"), S.textResponse("a3"), S.textResponse("a4"))
         const hold = yield* makeHold
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, model, rec: recorder } = yield* setup({
           hooks: {
             promptSubmit: (input, next) => {
               const text = textOf(input.message.content)
@@ -216,7 +196,7 @@ describe("idempotent acceptance (R9, R20)", () => {
             }
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
+        yield* model.push(S.textResponse("a1"), S.textResponse("a2"), S.textResponse("a3"), S.textResponse("a4"))
         // Every way an id can have been accepted.
         yield* agent.inject(ctx("logged context"), { id: mid("logged-ctx") })
         yield* agent.followup(user("blocked"), { id: mid("blocked") })
@@ -264,8 +244,7 @@ describe("idempotent acceptance (R9, R20)", () => {
         assert.strictEqual((yield* model.requests).length, requestsBefore)
 
         yield* hold.release
-        yield* agent.whenIdle
-        const log = yield* agent.log
+        const log = yield* idleLog(agent)
         assert.isFalse(shape(log).some((e) => e.includes("again")), "no re-sent message reached the log")
         // Each accepted message ran once, in FIFO order: "parked" ahead of the waking "held" behind it (R31), then
         // "held" (with its staged steering and context), then "queued".
@@ -287,10 +266,8 @@ describe("idempotent acceptance (R9, R20)", () => {
 
   it.scoped("R31: re-sending a parked item's id as a waking send neither duplicates nor wakes it", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.send(user("parked"), { ...parkOpts, id: mid("p") })
       assert.strictEqual(yield* agent.followup(user("wake it"), { id: mid("p") }), mid("p"))
       assert.strictEqual(yield* agent.steer(user("wake it"), { id: mid("p") }), mid("p"))
@@ -314,8 +291,7 @@ describe("idempotent acceptance (R9, R20)", () => {
           ...steeringTurn(2)
         ])
       })
-      const agent = yield* Agent.make({ model: "m", session })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup({ session })
       const before = yield* agent.log
       for (const id of ["seeded-ctx", "prompt-1", "prompt-2", "steer-2"].map(mid)) {
         assert.strictEqual(yield* agent.followup(user("again"), { id }), id)
@@ -334,10 +310,8 @@ describe("idempotent acceptance (R9, R20)", () => {
 
   it.scoped("the same id twice in one batch is accepted once", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const results = yield* agent.batch([
         { send: [user("one"), { ...followupOpts, id: mid("dup") }] },
         { send: [user("two"), { ...followupOpts, id: mid("dup") }] },
@@ -354,8 +328,7 @@ describe("idempotent acceptance (R9, R20)", () => {
 describe("batch (R30, R131)", () => {
   it.scoped("R30: validation is all-or-nothing: one invalid operation and nothing is applied", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       const good = [
         { send: [ctx("c"), injectOpts] },
         { send: [user("f"), followupOpts] },
@@ -398,8 +371,7 @@ describe("batch (R30, R131)", () => {
 
   it.scoped("R30: an operation that is neither a send nor a cancel fails the batch with InvalidMessageError (not a defect), nothing applied", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       for (const op of [{ sned: [user("x"), followupOpts] }, {}, null, "send"]) {
         const exit = yield* Effect.exit(agent.batch(lie([{ send: [ctx("c"), injectOpts] }, op])))
         assert.strictEqual(
@@ -414,10 +386,8 @@ describe("batch (R30, R131)", () => {
 
   it.scoped("results come in order, undefined for a cancel; the operations apply in order against one state", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const results = yield* agent.batch([
         { send: [user("dropped"), followupOpts] },
         { cancel: ["user"] },
@@ -450,10 +420,8 @@ describe("batch (R30, R131)", () => {
 
   it.scoped("R81 R90 R23: cancel then followup in one batch interrupts the running turn and redirects: the follow-up runs next", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.hanging(S.text("partial")), S.textResponse("redirected"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("first"))
       yield* recorder.waitFor(isDurable("assistant/chunk"))
       const queuedBefore = yield* agent.followup(user("stale"))
@@ -475,9 +443,7 @@ describe("batch (R30, R131)", () => {
       )
       const trace = yield* coarseTrace(recorder)
       assert.deepStrictEqual(trace, [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
+        ...claimed,
         "turn/start",
         "user/message",
         "step/start",
@@ -489,7 +455,7 @@ describe("batch (R30, R131)", () => {
         "turn/end:aborted",
         "settled:aborted",
         "dequeue",
-        ...turnEvents,
+        ...coarseTurn,
         "status:idle"
       ])
       const log = yield* agent.log
@@ -501,11 +467,9 @@ describe("batch (R30, R131)", () => {
   it.scoped("an idle injection's append failing mid-batch stops the batch with BatchError { applied, cause }, keeping what was applied", () =>
     Effect.gen(function*() {
       const faults = yield* SessionStore.StoreFaults
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.textResponse("a1"))
       const session = yield* SessionLog.make()
-      const agent = yield* Agent.make({ model: "m", session })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, model, rec: recorder } = yield* setup({ session })
+      yield* model.push(S.textResponse("a1"))
       yield* faults.failWhen(
         SessionStore.anyEvent((e) => e.type === "user/message" && JSON.stringify(e).includes("boom"))
       )

@@ -7,32 +7,42 @@
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
-import { Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Fiber, Ref, Schema } from "effect"
 import {
   assertWellFormed,
+  cancelAndSettle,
+  claimed,
   compact,
+  completedIdle,
+  context,
   faultySession,
+  heldAdmission,
+  idleLog,
+  insideCancel,
   isDurable,
   layerWithFaults,
   live,
   logTrace,
+  makeHold,
+  midStream,
   ofType,
+  openedWith,
+  prompt,
+  refusingAt,
+  setup,
+  stageBehindRefusal,
+  streamedStep,
   userTexts
-} from "./cancel-support.js"
+} from "./fixtures.js"
 
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
 const parked = { target: "next-turn", wakeup: false } as const
 
 describe("cancel", () => {
   it.scoped("R79: cancel on an idle agent with nothing pending publishes nothing and arms nothing", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* agent.cancel("user")
       yield* agent.cancel("parent", { keepInbox: true })
       assert.deepStrictEqual(yield* rec.trace, [])
@@ -76,17 +86,14 @@ describe("cancel", () => {
 
   it.scoped("R79: a keepInbox cancel with no admission or turn is a no-op; parked items stay and run later", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* agent.send(prompt("parked"), parked)
       yield* rec.clear
       yield* agent.cancel("user", { keepInbox: true })
       assert.deepStrictEqual(yield* rec.trace, [])
       yield* model.push(S.textResponse("one"), S.textResponse("two"))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "user/message").map((e) => e.data.content[0]!.text), ["parked", "go"])
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => e.data.reason.kind), ["completed", "completed"])
       assertWellFormed(log)
@@ -94,9 +101,7 @@ describe("cancel", () => {
 
   it.scoped("R77/R79: an idle cancel with parked items is effective: cancel-requested, then one discard", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       const a = yield* agent.send(prompt("a"), parked)
       const b = yield* agent.send(prompt("b"), parked)
       yield* rec.clear
@@ -109,8 +114,7 @@ describe("cancel", () => {
       // The discarded items never run: a later follow-up is the only turn.
       yield* model.push(S.textResponse("ok"))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "user/message").map((e) => e.data.content[0]!.text), ["go"])
       assert.deepStrictEqual((yield* model.requests).length, 1)
       assertWellFormed(log)
@@ -118,8 +122,7 @@ describe("cancel", () => {
 
   it.scoped("R83/R85: a cancel before the claim discards the follow-up: no status change, no turn, whenIdle resolves", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
+      const { agent, rec } = yield* setup()
       const [id] = yield* agent.batch([
         { send: [prompt("go"), { target: "next-turn", wakeup: true }] },
         { cancel: ["user"] }
@@ -134,20 +137,12 @@ describe("cancel", () => {
 
   it.scoped("R77/R84/R90: cancel-requested precedes one discard listing queued items, then steering items", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")))
-      yield* agent.followup(prompt("first"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("first")
       // Steering accepted before the queued items: the discard still lists queued items first.
       const s = yield* agent.steer(prompt("steer"))
       const q1 = yield* agent.followup(prompt("q1"))
       const q2 = yield* agent.send(prompt("q2"), parked)
-      yield* rec.clear
-      yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const events = yield* cancelAndSettle(agent, rec)
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
         "discard:3",
@@ -168,14 +163,12 @@ describe("cancel", () => {
       const entered = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       // The step hook ignores interruption until released, so the turn stays installed for both cancels.
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec } = yield* setup({
         hooks: {
           step: () =>
             Effect.zipRight(Deferred.succeed(entered, undefined), Effect.uninterruptible(Deferred.await(release)))
         }
       })
-      const rec = yield* EventRecorder.make(agent)
       yield* agent.followup(prompt("go"))
       yield* Deferred.await(entered)
       yield* agent.cancel("user")
@@ -192,27 +185,16 @@ describe("cancel", () => {
 
   it.scoped("R80: cancel during admission drops the claimed prompt (dequeued, never discarded): no turn, no settled", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const hold = yield* Deferred.make<void>()
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          promptSubmit: (_, next) =>
-            Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(hold)), Effect.zipRight(next))
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
+      const { agent, hold, rec } = yield* heldAdmission
       const p1 = yield* agent.followup(prompt("p1"))
-      yield* Deferred.await(entered)
+      yield* hold.reached
       assert.isTrue(yield* agent.acceptsNextStep)
       const p2 = yield* agent.followup(prompt("p2"))
       yield* agent.cancel("user")
       yield* agent.whenIdle
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
+        ...claimed,
         "enqueue:queued",
         "cancel-requested:user",
         "discard:1",
@@ -227,31 +209,14 @@ describe("cancel", () => {
 
   it.scoped("R80/R43: a default cancel during admission discards staged steering and appends staged context out of turn", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const hold = yield* Deferred.make<void>()
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          promptSubmit: (_, next) =>
-            Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(hold)), Effect.zipRight(next))
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
+      const { agent, hold, rec } = yield* heldAdmission
       yield* agent.followup(prompt("p1"))
-      yield* Deferred.await(entered)
+      yield* hold.reached
       const s = yield* agent.steer(prompt("steer"))
       yield* agent.inject(context("ctx"))
       const p2 = yield* agent.followup(prompt("p2"))
-      yield* rec.clear
-      yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const events = yield* rec.events
-      assert.deepStrictEqual(compact(events), [
-        "cancel-requested:user",
-        "discard:2",
-        "user/message",
-        "status:idle"
-      ])
+      const events = yield* cancelAndSettle(agent, rec)
+      assert.deepStrictEqual(compact(events), ["cancel-requested:user", "discard:2", "user/message", "status:idle"])
       assert.deepStrictEqual(live(events, "agent/inbox/discard")[0]!.messages.map((m) => m.id), [p2, s])
       // The staged context was never silently wiped: it is in the log, outside any turn.
       assert.deepStrictEqual(logTrace(yield* agent.log), ["user/message:ctx"])
@@ -259,35 +224,15 @@ describe("cancel", () => {
 
   it.scoped("R80/R81: with keepInbox, cancel during admission claims the next waking item at once; staged input rides it", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const hold = yield* Deferred.make<void>()
-      const calls = yield* Ref.make(0)
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          // Only the first admission blocks.
-          promptSubmit: (_, next) =>
-            Effect.flatMap(Ref.getAndUpdate(calls, (n) => n + 1), (n) =>
-              n > 0
-                ? next
-                : Deferred.succeed(entered, undefined).pipe(
-                  Effect.zipRight(Deferred.await(hold)),
-                  Effect.zipRight(next)
-                ))
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      // Only the first admission blocks.
+      const { agent, hold, model, rec } = yield* heldAdmission
       yield* model.push(S.textResponse("ok"))
       const p1 = yield* agent.followup(prompt("p1"))
-      yield* Deferred.await(entered)
+      yield* hold.reached
       const s = yield* agent.steer(prompt("steer"))
       yield* agent.inject(context("ctx"))
       const p2 = yield* agent.followup(prompt("p2"))
-      yield* rec.clear
-      yield* agent.cancel("user", { keepInbox: true })
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const events = yield* cancelAndSettle(agent, rec, { keepInbox: true })
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
         "dequeue",
@@ -298,12 +243,8 @@ describe("cancel", () => {
         "user/message",
         "step/start",
         "request/header",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...streamedStep,
+        ...completedIdle
       ])
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), [p2, s])
       assert.deepStrictEqual(live(events, "agent/inbox/discard"), [])
@@ -322,30 +263,16 @@ describe("cancel", () => {
 
   it.scoped("R82/R83: cancel from a promptSubmit hook aborts the admission: the prompt is dropped, no turn opens", () =>
     Effect.gen(function*() {
-      const returned = yield* Ref.make(false)
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          promptSubmit: ({ agent }, next) =>
-            Effect.uninterruptible(Effect.zipRight(Effect.orDie(agent.cancel("user")), Ref.set(returned, true))).pipe(
-              Effect.zipRight(next)
-            )
-        }
+      const inside = yield* insideCancel
+      const { agent, model, rec } = yield* setup({
+        hooks: { promptSubmit: ({ agent }, next) => Effect.zipRight(inside.run(agent), next) }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("must not be requested"))
       const id = yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
-      assert.isTrue(yield* Ref.get(returned))
+      assert.isTrue(yield* inside.returned)
       const events = yield* rec.events
-      assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "cancel-requested:user",
-        "status:idle"
-      ])
+      assert.deepStrictEqual(compact(events), [...claimed, "cancel-requested:user", "status:idle"])
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), [id])
       assert.deepStrictEqual(yield* agent.log, [])
       assert.deepStrictEqual((yield* model.requests).length, 0)
@@ -353,25 +280,9 @@ describe("cancel", () => {
 
   it.scoped("R79/R43: an idle default cancel discards steering left staged by a blocked admission and logs its context", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const hold = yield* Deferred.make<void>()
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          promptSubmit: () =>
-            Effect.zipRight(
-              Deferred.succeed(entered, undefined),
-              Effect.as(Deferred.await(hold), { kind: "block", reason: "no" } as const)
-            )
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
-      yield* agent.followup(prompt("p1"))
-      yield* Deferred.await(entered)
-      const s = yield* agent.steer(prompt("steer"))
-      yield* agent.inject(context("ctx"))
-      yield* Deferred.succeed(hold, undefined)
-      yield* agent.whenIdle
+      const hold = yield* makeHold
+      const { agent, rec } = yield* setup({ hooks: { promptSubmit: refusingAt(hold) } })
+      const s = yield* stageBehindRefusal(agent, hold)
       // The blocked admission left the steering and its context staged (R43); the agent is idle.
       assert.deepStrictEqual(yield* agent.log, [])
       assert.deepStrictEqual(yield* agent.status, "idle")
@@ -389,24 +300,10 @@ describe("cancel", () => {
 
   it.scoped("R81: cancel mid-stream stops the stream at once; chunks stay, no assistant/message, open step closed", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")))
-      yield* agent.followup(prompt("go"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("go")
       yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "step/end",
-        "turn/end:aborted"
-      ])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "assistant/chunk*", "step/end", "turn/end:aborted"])
       assert.isTrue(ofType(log, "assistant/chunk").length > 0)
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/error"), [])
@@ -419,42 +316,24 @@ describe("cancel", () => {
 
   it.scoped("R81: cancel while the model is still waiting (delayed reply) ends the turn without advancing the clock", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.delayed("1 hour", S.textResponse("too late")))
       yield* agent.followup(prompt("go"))
       yield* rec.waitFor(isDurable("request/header"))
       yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "step/end",
-        "turn/end:aborted"
-      ])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "step/end", "turn/end:aborted"])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R82/R83: cancel from a step hook returns without waiting; the step never opens and the turn is aborted", () =>
     Effect.gen(function*() {
-      const returned = yield* Ref.make(false)
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          // Uninterruptible, so a cancel that waited for the turn to unwind would deadlock here.
-          step: ({ agent }) => Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true)))
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const inside = yield* insideCancel
+      const { agent, model, rec } = yield* setup({ hooks: { step: ({ agent }) => inside.run(agent) } })
       yield* model.push(S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
-      assert.isTrue(yield* Ref.get(returned))
+      assert.isTrue(yield* inside.returned)
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log), ["turn/start", "user/message:go", "turn/end:aborted"])
       assert.deepStrictEqual((yield* model.requests).length, 0)
@@ -466,31 +345,14 @@ describe("cancel", () => {
 
   it.scoped("R82/R83: cancel from a turnStopping hook returns without waiting; the turn ends aborted, no further step", () =>
     Effect.gen(function*() {
-      const returned = yield* Ref.make(false)
-      const agent = yield* Agent.make({
-        model: "m",
-        hooks: {
-          turnStopping: ({ agent }) =>
-            Effect.uninterruptible(Effect.zipRight(agent.cancel("user"), Ref.set(returned, true)))
-        }
-      })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const inside = yield* insideCancel
+      const { agent, model, rec } = yield* setup({ hooks: { turnStopping: ({ agent }) => inside.run(agent) } })
       yield* model.push(S.textResponse("done"), S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
-      assert.isTrue(yield* Ref.get(returned))
+      assert.isTrue(yield* inside.returned)
       const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:aborted"
-      ])
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), ...streamedStep, "turn/end:aborted"])
       assert.deepStrictEqual((yield* model.requests).length, 1)
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
@@ -499,7 +361,7 @@ describe("cancel", () => {
 
   it.scoped("R72/R81: cancel from a tool; finalizer order: owed tool results, staged context, step/end, turn/end", () =>
     Effect.gen(function*() {
-      const returned = yield* Ref.make(false)
+      const inside = yield* insideCancel
       const otherRan = yield* Ref.make(false)
       const stop = AgentTool.make(
         Tool.make("stop", { parameters: {}, success: Schema.String }),
@@ -507,9 +369,7 @@ describe("cancel", () => {
           handler: (_, { agent }) =>
             agent.inject(context("ctx")).pipe(
               Effect.orDie,
-              Effect.zipRight(
-                Effect.uninterruptible(Effect.zipRight(Effect.orDie(agent.cancel("user")), Ref.set(returned, true)))
-              ),
+              Effect.zipRight(inside.run(agent)),
               Effect.zipRight(Effect.never)
             )
         }
@@ -518,20 +378,15 @@ describe("cancel", () => {
         Tool.make("other", { parameters: {}, success: Schema.String }),
         { handler: () => Effect.as(Ref.set(otherRan, true), "ran") }
       )
-      const agent = yield* Agent.make({ model: "m", tools: [stop, other] })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ tools: [stop, other] })
       yield* model.push(S.toolCallResponse(S.toolCall("stop", {}), S.toolCall("other", {})))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
-      assert.isTrue(yield* Ref.get(returned))
+      assert.isTrue(yield* inside.returned)
       assert.isFalse(yield* Ref.get(otherRan))
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
+        ...openedWith("go"),
         "assistant/chunk*",
         "assistant/message",
         "tool/call",
@@ -551,26 +406,15 @@ describe("cancel", () => {
 
   it.scoped("R75/R83: cancel inside requestError ends the turn aborted; its retry answer is ignored", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: {
           requestError: ({ agent }) => Effect.as(Effect.uninterruptible(agent.cancel("user")), "retry" as const)
         }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failure("SERVER"), S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "step/end",
-        "turn/end:aborted"
-      ])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "step/end", "turn/end:aborted"])
       assert.deepStrictEqual((yield* model.requests).length, 1)
       assert.deepStrictEqual(yield* model.remaining, 1)
       const events = yield* rec.events
@@ -582,12 +426,7 @@ describe("cancel", () => {
 
   it.scoped("R85: whenIdle waiting before a cancel resolves after it; the agent is idle and closed", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")))
-      yield* agent.followup(prompt("go"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("go")
       const waiter = yield* Effect.fork(agent.whenIdle)
       yield* agent.cancel("user")
       yield* Fiber.join(waiter)
@@ -599,19 +438,11 @@ describe("cancel", () => {
 
   it.scoped("R81: with keepInbox, queued and steering items survive and run next; nothing staged enters the aborted turn", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")), S.textResponse("two"))
-      yield* agent.followup(prompt("p1"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, model, rec } = yield* midStream("p1", S.textResponse("two"))
       const s = yield* agent.steer(prompt("steer"))
       yield* agent.inject(context("ctx"))
       const p2 = yield* agent.followup(prompt("p2"))
-      yield* rec.clear
-      yield* agent.cancel("user", { keepInbox: true })
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const events = yield* cancelAndSettle(agent, rec, { keepInbox: true })
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
         "step/end",
@@ -624,20 +455,13 @@ describe("cancel", () => {
         "user/message",
         "user/message",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...streamedStep,
+        ...completedIdle
       ])
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), [p2, s])
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:p1",
-        "step/start",
-        "request/header",
+        ...openedWith("p1"),
         "assistant/chunk*",
         "step/end",
         "turn/end:aborted",
@@ -646,9 +470,7 @@ describe("cancel", () => {
         "user/message:ctx",
         "user/message:p2",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
+        ...streamedStep,
         "turn/end:completed"
       ])
       const requests = yield* model.requests
@@ -658,18 +480,10 @@ describe("cancel", () => {
 
   it.scoped("R77/R81: a default cancel appends staged context inside the aborted turn, before step/end and turn/end", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")))
-      yield* agent.followup(prompt("p1"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("p1")
       yield* agent.inject(context("ctx"))
       const s = yield* agent.steer(prompt("steer"))
-      yield* rec.clear
-      yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const events = yield* cancelAndSettle(agent, rec)
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
         "discard:1",
@@ -682,10 +496,7 @@ describe("cancel", () => {
       assert.deepStrictEqual(live(events, "agent/inbox/discard")[0]!.messages.map((m) => m.id), [s])
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:p1",
-        "step/start",
-        "request/header",
+        ...openedWith("p1"),
         "assistant/chunk*",
         "user/message:ctx",
         "step/end",
@@ -710,10 +521,7 @@ describe("cancel", () => {
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.deepStrictEqual(logTrace(yield* agent.log), [
-        "turn/start",
-        "user/message:p1",
-        "step/start",
-        "request/header",
+        ...openedWith("p1"),
         "assistant/chunk*",
         "step/end",
         "turn/end:aborted"
@@ -722,8 +530,7 @@ describe("cancel", () => {
       // Nothing accepted is lost: once the store accepts again, the context enters the next turn.
       yield* faults.clear
       yield* agent.followup(prompt("p2"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(logTrace(log).slice(7, 10), ["turn/start", "user/message:ctx", "user/message:p2"])
       assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))

@@ -10,7 +10,7 @@ import { Agent } from "@harness/agent"
 import { AgentEvent, Ids, Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Cause, Effect, Exit, FastCheck as fc, Option, Runtime, Schema } from "effect"
-import { awaitSleeper, isDurable, lie, user } from "./routing-support.js"
+import { awaitSleeper, isDurable, lie, setup, user } from "./fixtures.js"
 
 const valid = { content: [{ type: "text", text: "hi" }], source: { kind: "user" } }
 const followup: Message.SendOptions = { target: "next-turn", wakeup: true }
@@ -325,10 +325,8 @@ describe("careless callers (ADR 0018)", () => {
 
   it.scoped("a cancel with an invalid cause publishes nothing, even while a turn runs (the event would break the schema)", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.delayed("1 hour", S.textResponse("late")))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("first"))
       yield* recorder.waitFor(isDurable("step/start"))
       yield* awaitSleeper

@@ -7,23 +7,27 @@
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
-import { Message, type SessionEvent } from "@harness/domain"
+import { type SessionEvent } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Effect, Exit, Ref, Schema, Scope, TestClock } from "effect"
 import {
   assertWellFormed,
+  cancelAndSettle,
   compact,
   faultySession,
+  idleLog,
   isDurable,
   layerWithFaults,
   live,
   logTrace,
+  midStream,
   ofType,
+  prompt,
+  setup,
+  streamedStep,
   userTexts
-} from "./cancel-support.js"
-
-const prompt = (text: string) => Message.make(text)
+} from "./fixtures.js"
 
 /** The tool calls and results of a log, in log order. */
 const toolTrace = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -66,8 +70,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       yield* TestClock.adjust(100)
       yield* TestClock.adjust(100)
       yield* TestClock.adjust(100)
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(toolTrace(log), ["call:a", "result:a", "call:b", "result:b", "call:c", "result:c"])
       assert.strictEqual(maxStarted(log), 1)
       assertWellFormed(log)
@@ -121,8 +124,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       yield* agent.followup(prompt("go"))
       yield* rec.waitFor(isDurable("tool/call"))
       yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(toolTrace(log), ["call:a", "result:a", "call:b", "result:b"])
       assert.deepStrictEqual(
         ofType(log, "tool/result").map((e) => e.data.error?.code),
@@ -169,9 +171,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
   it.scoped("R57: a refused turn/end is reported once and settles with the turn's real reason; repair writes that reason", () =>
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
-      const agent = yield* Agent.make({ model: "m", session })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ session })
       yield* model.push(S.textResponse("hi"))
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
       yield* agent.followup(prompt("go"))
@@ -185,8 +185,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       yield* faults.clear
       yield* model.push(S.textResponse("again"))
       yield* agent.followup(prompt("next"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => [e.data.turn, e.data.reason.kind]), [
         [1, "completed"],
         [2, "completed"]
@@ -196,17 +195,9 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
 
   it.scoped("R81: steering stranded by a keepInbox cancel runs next as its own turn, without an unrelated send", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")), S.textResponse("steered"))
-      yield* agent.followup(prompt("p1"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, model, rec } = yield* midStream("p1", S.textResponse("steered"))
       const s = yield* agent.steer(prompt("steer"))
-      yield* rec.clear
-      yield* agent.cancel("user", { keepInbox: true })
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const events = yield* cancelAndSettle(agent, rec, { keepInbox: true })
       // The steering's enqueue is balanced by exactly one dequeue, published as it is logged in the next turn.
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), [s])
       assert.deepStrictEqual(compact(events).slice(-2), ["settled:completed", "status:idle"])
@@ -216,9 +207,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
         "turn/start",
         "steering/message:steer",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
+        ...streamedStep,
         "turn/end:completed"
       ])
       assert.deepStrictEqual(userTexts((yield* model.requests)[1]!), ["p1", "steer"])
@@ -240,8 +229,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("one"), S.textResponse("two"))
       yield* agent.followup(prompt("p1"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => e.data.reason.kind), ["error", "completed"])
       assert.deepStrictEqual(ofType(log, "steering/message").map((e) => [e.data.turn, e.data.content[0].text]), [
         [2, "late steer"]

@@ -7,13 +7,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Agent as AgentT } from "@harness/agent"
 import { Agent } from "@harness/agent"
-import { Message } from "@harness/domain"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
-import { assertWellFormed, compact, isDurable, isLive, live, logTrace, ofType } from "./cancel-support.js"
+import {
+  assertWellFormed,
+  claimed,
+  compact,
+  context,
+  isDurable,
+  isLive,
+  live,
+  logTrace,
+  makeHold,
+  ofType,
+  opened,
+  prompt,
+  refusingAt,
+  stageBehindRefusal
+} from "./fixtures.js"
 
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
 const parked = { target: "next-turn", wakeup: false } as const
 
 /** An agent built in a scope the test closes itself. */
@@ -46,13 +58,8 @@ describe("disposal", () => {
       yield* Scope.close(scope, Exit.void)
       const collected = Chunk.toReadonlyArray(yield* Fiber.join(collector))
       const expected = [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "assistant/chunk*",
         "enqueue:steering",
         "enqueue:queued",
@@ -143,9 +150,7 @@ describe("disposal", () => {
       yield* Fiber.join(closing)
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
+        ...claimed,
         "turn/start",
         "user/message",
         "cancel-requested:user",
@@ -175,9 +180,7 @@ describe("disposal", () => {
       yield* Fiber.join(closing)
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
+        ...claimed,
         "turn/start",
         "user/message",
         "enqueue:queued",
@@ -206,15 +209,7 @@ describe("disposal", () => {
       const p2 = yield* agent.followup(prompt("p2"))
       yield* Scope.close(scope, Exit.void)
       const events = yield* rec.events
-      assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "enqueue:queued",
-        "discard:1",
-        "status:idle",
-        "disposed"
-      ])
+      assert.deepStrictEqual(compact(events), [...claimed, "enqueue:queued", "discard:1", "status:idle", "disposed"])
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message.id), [p1])
       assert.deepStrictEqual(live(events, "agent/inbox/discard")[0]!.messages.map((m) => m.id), [p2])
       assert.deepStrictEqual(yield* agent.log, [])
@@ -222,25 +217,10 @@ describe("disposal", () => {
 
   it.scoped("R43/R86: disposal discards steering left staged by a blocked admission and logs its context out of turn", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const hold = yield* Deferred.make<void>()
-      const { agent, scope } = yield* makeInScope({
-        model: "m",
-        hooks: {
-          promptSubmit: () =>
-            Effect.zipRight(
-              Deferred.succeed(entered, undefined),
-              Effect.as(Deferred.await(hold), { kind: "block", reason: "no" } as const)
-            )
-        }
-      })
+      const hold = yield* makeHold
+      const { agent, scope } = yield* makeInScope({ model: "m", hooks: { promptSubmit: refusingAt(hold) } })
       const rec = yield* EventRecorder.make(agent)
-      yield* agent.followup(prompt("p1"))
-      yield* Deferred.await(entered)
-      const s = yield* agent.steer(prompt("steer"))
-      yield* agent.inject(context("ctx"))
-      yield* Deferred.succeed(hold, undefined)
-      yield* agent.whenIdle
+      const s = yield* stageBehindRefusal(agent, hold)
       // The blocked admission kept the steering and its context staged (R43).
       assert.deepStrictEqual(yield* agent.log, [])
       yield* rec.clear

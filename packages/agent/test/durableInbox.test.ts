@@ -8,18 +8,15 @@
 import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
-import { Ids, Message, type SessionEvent, Store } from "@harness/domain"
+import { Ids, type SessionEvent, Store } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, Schedule, Schema, Stream, TestClock } from "effect"
 import * as Inbox from "../src/internal/inbox.js"
-import { assertWellFormed, isDurable, live, logTrace } from "./cancel-support.js"
-import { noop } from "./window-support.js"
+import { assertWellFormed, context, isDurable, live, logTrace, noop, prompt } from "./fixtures.js"
 
 const sid = Ids.SessionId.make("durable-inbox")
 const mid = Ids.AgentMessageId.make
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
 const decodeRecord = Schema.decodeSync(
   Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
 )

@@ -5,13 +5,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
-import { Message } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, Queue } from "effect"
-import { assertWellFormed, compact, isDurable, live, logTrace } from "./cancel-support.js"
-
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
+import {
+  assertWellFormed,
+  claimed,
+  compact,
+  completedIdle,
+  context,
+  live,
+  logTrace,
+  midStream,
+  opened,
+  prompt,
+  setup,
+  streamedStep
+} from "./fixtures.js"
 
 /** The events of one completed single-step text turn, from `turn/start` to `settled` (`header`: a logged request header). */
 const textTurn = (header: ReadonlyArray<string>) => [
@@ -19,9 +28,7 @@ const textTurn = (header: ReadonlyArray<string>) => [
   "user/message",
   "step/start",
   ...header,
-  "assistant/chunk*",
-  "assistant/message",
-  "step/end",
+  ...streamedStep,
   "turn/end:completed",
   "settled:completed"
 ]
@@ -29,28 +36,12 @@ const textTurn = (header: ReadonlyArray<string>) => [
 describe("canonical event orders", () => {
   it.scoped("R89: one idle followup that completes", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.textResponse("hello"))
       const id = yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       const events = yield* rec.events
-      assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
-      ])
+      assert.deepStrictEqual(compact(events), [...claimed, ...opened, ...streamedStep, ...completedIdle])
       const enqueued = live(events, "agent/inbox/enqueue")
       assert.deepStrictEqual(enqueued.map((e) => [e.message.id, e.placement]), [[id, "queued"]])
       assert.deepStrictEqual(live(events, "agent/inbox/dequeue").map((e) => e.message), [enqueued[0]!.message])
@@ -64,9 +55,7 @@ describe("canonical event orders", () => {
 
   it.scoped("R23/R89: several followups are claimed back to back: settled(1) → dequeue(m2) …, no idle in between", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.textResponse("one"), S.textResponse("two"), S.textResponse("three"))
       const ids = yield* agent.sendAll([
         [prompt("m1"), { target: "next-turn", wakeup: true }],
@@ -78,9 +67,7 @@ describe("canonical event orders", () => {
       assert.deepStrictEqual(compact(events), [
         "enqueue:queued",
         "enqueue:queued",
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
+        ...claimed,
         ...textTurn(["request/header"]),
         "dequeue",
         ...textTurn([]),
@@ -96,24 +83,14 @@ describe("canonical event orders", () => {
 
   it.scoped("R90: order on cancel: cancel-requested → discard → step/end → turn/end:aborted → settled:aborted → idle", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")))
-      yield* agent.followup(prompt("go"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("go")
       yield* agent.steer(prompt("steer"))
       yield* agent.followup(prompt("next"))
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.deepStrictEqual(compact(yield* rec.events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "assistant/chunk*",
         "enqueue:steering",
         "enqueue:queued",
@@ -129,23 +106,13 @@ describe("canonical event orders", () => {
 
   it.scoped("R90: order on a keepInbox cancel: … settled:aborted → the next claim, no discard, no idle in between", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
-      yield* model.push(S.hanging(S.text("partial")), S.textResponse("two"))
-      yield* agent.followup(prompt("go"))
-      yield* rec.waitFor(isDurable("assistant/chunk"))
+      const { agent, rec } = yield* midStream("go", S.textResponse("two"))
       yield* agent.followup(prompt("next"))
       yield* agent.cancel("parent", { keepInbox: true })
       yield* agent.whenIdle
       assert.deepStrictEqual(compact(yield* rec.events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "assistant/chunk*",
         "enqueue:queued",
         "cancel-requested:parent",
@@ -161,20 +128,13 @@ describe("canonical event orders", () => {
 
   it.scoped("R91: order on a request failure: step/end → error → turn/end:error → settled:error → idle", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.failureAfter([S.text("par")], "TIMEOUT"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       assert.deepStrictEqual(compact(yield* rec.events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "assistant/chunk*",
         "step/end",
         "error",
@@ -187,24 +147,16 @@ describe("canonical event orders", () => {
 
   it.scoped("R91: order on a retried request failure: step/end → error → turn/end:error → turn/start (retry)", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: { requestError: () => Effect.succeed("retry" as const) }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failure("NETWORK"), S.failure("NETWORK"), S.textResponse("third time"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       const failed = ["step/start", "step/end", "error", "turn/end:request-error"]
       assert.deepStrictEqual(compact(yield* rec.events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "step/end",
         "error",
         "turn/end:request-error",
@@ -212,12 +164,8 @@ describe("canonical event orders", () => {
         ...failed,
         "turn/start",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...streamedStep,
+        ...completedIdle
       ])
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log).filter((name) => name.startsWith("turn/")), [
@@ -248,20 +196,6 @@ describe("canonical event orders", () => {
         rest.push(event)
         if (event.type === "agent/status" && event.status === "idle") break
       }
-      assert.deepStrictEqual(compact(rest), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
-      ])
+      assert.deepStrictEqual(compact(rest), [...claimed, ...opened, ...streamedStep, ...completedIdle])
     }).pipe(Effect.provide(S.layer())))
 })

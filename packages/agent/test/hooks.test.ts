@@ -11,10 +11,21 @@ import type { RequestConfig } from "@harness/agent/Hooks"
 import type { SessionEvent, Turn } from "@harness/domain"
 import { Message, MessageSource } from "@harness/domain"
 import { SessionLog } from "@harness/session"
-import { ev, promptTurn, stamp } from "@harness/session/test/fixtures"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
+import { ev, promptTurn, stamp } from "@harness/testkit/Events"
 import { Effect, Ref, Stream } from "effect"
-import { assertCleanLog, assertReconstructable, noop, ofType, requestViews, shape, traceOf } from "./window-support.js"
+import {
+  assertCleanLog,
+  assertReconstructable,
+  firstRequest,
+  idleLog,
+  logShape,
+  noop,
+  ofType,
+  requestViews,
+  setup,
+  traceOf
+} from "./fixtures.js"
 
 /** The logged request headers with their reasons (the advertised tools left out). */
 const headers = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -44,8 +55,7 @@ const routingModel = (seen: Ref.Ref<ReadonlyArray<RequestConfig>>) =>
 describe("hooks", () => {
   it.scoped("R50, R59, R91: a failing step hook fails the turn with no step opened", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m", hooks: { step: () => Effect.fail("step refused") } })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup({ hooks: { step: () => Effect.fail("step refused") } })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
       assert.deepStrictEqual(traceOf(yield* recorder.events), [
@@ -84,8 +94,7 @@ describe("hooks", () => {
         hooks: { request: () => Effect.succeed({ model: "routed", provider: "p", options: { temperature: 0 } }) }
       })
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(headers(log), [
         { reason: "initial", config: { model: "routed", provider: "p", options: { temperature: 0 } } }
       ])
@@ -124,15 +133,14 @@ describe("hooks", () => {
       yield* agent.whenIdle
       yield* Ref.set(route, "a")
       yield* agent.followup(Message.make("four"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(headers(log), [
         { reason: "initial", config: { model: "a" } },
         { reason: "change", config: { model: "b" } },
         { reason: "change", config: { model: "a" } }
       ])
       assert.deepStrictEqual(
-        shape(log).filter((s) => s.startsWith("step/start") || s.startsWith("request/header")),
+        logShape(log).filter((s) => s.startsWith("step/start") || s.startsWith("request/header")),
         [
           "step/start:1.1",
           "request/header:initial",
@@ -164,10 +172,9 @@ describe("hooks", () => {
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
       yield* agent.followup(Message.make("P2"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(headers(log.slice(seed.length)), [{ reason: "resume", ...seededHeader }])
-      assert.deepStrictEqual(shape(log.slice(seed.length)).slice(0, 4), [
+      assert.deepStrictEqual(logShape(log.slice(seed.length)).slice(0, 4), [
         "turn/start:2",
         "user:P",
         "step/start:2.1",
@@ -250,8 +257,7 @@ describe("hooks", () => {
   ) {
     it.scoped(`R51, R59, R91: a request hook that ${name} fails the turn (its step is closed, no request is made)`, () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({ model: "m", hooks: { request: hook } })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup({ hooks: { request: hook } })
         yield* agent.followup(Message.make("P"))
         yield* agent.whenIdle
         assert.deepStrictEqual(traceOf(yield* recorder.events).slice(3), [
@@ -274,15 +280,11 @@ describe("hooks", () => {
 
   it.scoped("R54, R59, R91: a failing turnStopping hook fails the turn after its step", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m", hooks: { turnStopping: () => Effect.fail("cannot stop") } })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup({ hooks: { turnStopping: () => Effect.fail("cannot stop") } })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
       assert.deepStrictEqual(traceOf(yield* recorder.events).slice(3), [
-        "turn/start:1",
-        "user:P",
-        "step/start:1.1",
-        "request/header:initial",
+        ...firstRequest("P"),
         "assistant:ok",
         "step/end:1.1",
         "error",
@@ -303,8 +305,7 @@ describe("hooks", () => {
     Effect.gen(function*() {
       const agent = yield* Agent.make({ model: "m", system: "Be brief.", tools: [noop] })
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(headers(log).map((h) => [h.reason, h.system]), [["initial", "Be brief."]])
       const model = yield* S.ScriptedModel
       const requests = yield* model.requests
@@ -325,8 +326,7 @@ describe("hooks", () => {
         tools: [noop]
       })
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(headers(log).map((h) => [h.reason, h.system]), [
         ["initial", "system v0"],
         ["change", "system v1"]
@@ -343,7 +343,7 @@ describe("hooks", () => {
       const agent = yield* Agent.make<never>({ model: "m", system: Effect.fail("no prompt") })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
-      assert.deepStrictEqual(shape(yield* agent.log), ["turn/start:1", "user:P", "turn/end:1:error"])
+      assert.deepStrictEqual(logShape(yield* agent.log), ["turn/start:1", "user:P", "turn/end:1:error"])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("never")]))))
 
@@ -385,7 +385,7 @@ describe("hooks", () => {
         yield* agent.followup(Message.make("P"))
         yield* agent.whenIdle
         assert.deepStrictEqual(yield* Ref.get(order), ["outer:before", "inner", "outer:after"])
-        assert.deepStrictEqual(shape(yield* agent.log).slice(0, 3), [
+        assert.deepStrictEqual(logShape(yield* agent.log).slice(0, 3), [
           "turn/start:1",
           "user:inner rewrite",
           "user:outer ctx"
@@ -463,7 +463,7 @@ describe("hooks", () => {
         yield* agent.followup(Message.make("P"))
         yield* agent.whenIdle
         assert.strictEqual(yield* Ref.get(inner), 0)
-        assert.deepStrictEqual(shape(yield* agent.log), ["turn/start:1", "user:P", "turn/end:1:error"])
+        assert.deepStrictEqual(logShape(yield* agent.log), ["turn/start:1", "user:P", "turn/end:1:error"])
       }).pipe(Effect.provide(S.layer([]))))
   })
 })

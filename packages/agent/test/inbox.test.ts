@@ -5,21 +5,16 @@
  * Time is the `TestClock`: the running turn waits on a delayed model reply.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
-import { Ids, Message } from "@harness/domain"
-import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
+import { Ids } from "@harness/domain"
+import { Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, TestClock } from "effect"
-import { assertWellFormed, isDurable, live, logTrace } from "./cancel-support.js"
+import { assertWellFormed, context, idleLog, isDurable, live, logTrace, prompt, setup } from "./fixtures.js"
 
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
 const parked = { target: "next-turn", wakeup: false } as const
 
 /** An agent whose first turn waits 1 s on the clock for its model reply, then every turn answers at once. */
 const busyAgent = Effect.gen(function*() {
-  const agent = yield* Agent.make({ model: "m" })
-  const rec = yield* EventRecorder.make(agent)
-  const model = yield* S.ScriptedModel
+  const { agent, model, rec } = yield* setup()
   yield* model.push(S.delayed(1000, S.textResponse("first")), S.textResponse("two"), S.textResponse("three"))
   yield* agent.followup(prompt("p1"))
   yield* rec.waitFor(isDurable("step/start"))
@@ -57,8 +52,7 @@ describe("inbox and withdraw", () => {
       assert.deepStrictEqual((yield* agent.inbox).map((i) => i.id), [b])
       // The running turn was not touched: it finishes, then b runs.
       yield* TestClock.adjust(1000)
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(
         logTrace(log).filter((n) => n.startsWith("user/message") || n.startsWith("turn/end")),
         ["user/message:p1", "turn/end:completed", "user/message:b", "turn/end:completed"]

@@ -6,9 +6,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentError } from "@harness/agent"
 import { Operations } from "@harness/domain"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, Exit, Schema, Scope } from "effect"
-import { mid, shape, user } from "./routing-support.js"
+import { mid, setup, shape, user } from "./fixtures.js"
 
 /** What a server does with a request body: decode it, run it, encode the exit for the reply. */
 const serve = (agent: Agent.Service, body: string) =>
@@ -26,10 +26,8 @@ const wire = (request: Operations.Operation): string => JSON.stringify(Schema.en
 describe("operations as data", () => {
   it.scoped("a request decoded from JSON runs as the call it names; its exit encodes with its own schemas", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const parked = yield* serve(
         agent,
         wire(

@@ -6,41 +6,32 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
 import { LogCheck } from "@harness/session"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, Option, TestClock } from "effect"
 import {
   awaitSleeper,
+  claimed,
   coarseTrace,
+  coarseTurn,
   conversation,
   ctx,
   followupOpts,
+  idleLog,
   makeHold,
   parkOpts,
   promptsByTurn,
+  replies,
+  setup,
   statuses,
   steerOpts,
   textOf,
   user
-} from "./routing-support.js"
-
-const turnEvents = [
-  "turn/start",
-  "user/message",
-  "step/start",
-  "assistant/message",
-  "step/end",
-  "turn/end:completed",
-  "settled:completed"
-]
-
-const replies = (n: number) => Array.from({ length: n }, (_, i) => S.textResponse(`a${i + 1}`))
+} from "./fixtures.js"
 
 describe("parking (R31)", () => {
   it.scoped("R31 R25 R23: a lone parked item leaves the agent idle: no status change, no turn, whenIdle resolves", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const model = yield* S.ScriptedModel
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, model, rec: recorder } = yield* setup()
       const id = yield* agent.send(user("parked"), parkOpts)
       yield* agent.whenIdle
       // Give a wrongly scheduled driver every chance to run.
@@ -57,8 +48,7 @@ describe("parking (R31)", () => {
 
   it.scoped("R31: several parked items stay parked; an idle injection beside them does not wake them either", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       yield* agent.send(user("p1"), parkOpts)
       yield* agent.inject(ctx("context"))
       yield* agent.send(user("p2"), parkOpts)
@@ -76,18 +66,14 @@ describe("parking (R31)", () => {
 
   it.scoped("R31 R32 R23: parked items run in FIFO order, each its own turn, ahead of a later waking item, in one running interval", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(...replies(3))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       const p1 = yield* agent.send(user("p1"), parkOpts)
       const p2 = yield* agent.send(user("p2"), parkOpts)
       yield* agent.whenIdle
       assert.strictEqual((yield* model.requests).length, 0, "nothing ran before the waking item")
       const w = yield* agent.followup(user("w"))
-      yield* agent.whenIdle
-
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(promptsByTurn(log), [[1, ["p1"]], [2, ["p2"]], [3, ["w"]]])
       const events = yield* recorder.events
       assert.deepStrictEqual(
@@ -97,14 +83,12 @@ describe("parking (R31)", () => {
       assert.deepStrictEqual(yield* coarseTrace(recorder), [
         "enqueue:queued",
         "enqueue:queued",
-        "enqueue:queued",
-        "status:running",
+        ...claimed,
+        ...coarseTurn,
         "dequeue",
-        ...turnEvents,
+        ...coarseTurn,
         "dequeue",
-        ...turnEvents,
-        "dequeue",
-        ...turnEvents,
+        ...coarseTurn,
         "status:idle"
       ])
       // Each request's newest prompt is that turn's own, alone.
@@ -129,10 +113,8 @@ describe("parking (R31)", () => {
 
   it.scoped("R31: parked items behind the last waking item stay parked after the waking work finishes; the next waking send releases them", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(...replies(5))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.batch([
         { send: [user("p1"), parkOpts] },
         { send: [user("w1"), followupOpts] },
@@ -163,14 +145,11 @@ describe("parking (R31)", () => {
 
   it.scoped("R31 R28: an item parked while a turn runs waits for a later waking item; the agent goes idle with it pending", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
-      yield* model.push(...replies(3))
       const hold = yield* makeHold
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec: recorder } = yield* setup({
         hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
       })
-      const recorder = yield* EventRecorder.make(agent)
+      yield* model.push(...replies(3))
       yield* agent.followup(user("first"))
       yield* hold.reached
       yield* agent.send(user("parked"), parkOpts)

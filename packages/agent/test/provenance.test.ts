@@ -7,7 +7,7 @@ import { Agent } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect } from "effect"
-import { ofType } from "./cancel-support.js"
+import { idleLog, ofType } from "./fixtures.js"
 
 describe("provenance", () => {
   it.scoped("R51: the assistant message keeps the route label and records the model the provider reports", () =>
@@ -20,8 +20,7 @@ describe("provenance", () => {
       yield* agent.followup(Message.make("a"))
       yield* agent.whenIdle
       yield* agent.followup(Message.make("b"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "assistant/message").map((e) => e.data.provenance), [
         { model: "fast", provider: "deepseek", reportedModel: "deepseek-v4-flash-2026-09" },
         { model: "fast", provider: "deepseek" }

@@ -6,31 +6,35 @@
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
-import { Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import {
   assertWellFormed,
+  claimed,
   compact,
+  completedIdle,
+  context,
   faultySession,
+  idleLog,
   isDurable,
   layerWithFaults,
   live,
   logTrace,
   ofType,
+  opened,
+  openedWith,
+  prompt,
+  setup,
+  streamedStep,
   userTexts
-} from "./cancel-support.js"
-
-const prompt = (text: string) => Message.make(text)
-const context = (text: string) => Message.make(text, { kind: "plugin", plugin: "test" })
+} from "./fixtures.js"
 
 describe("request failures and retry", () => {
   it.scoped("R52/R59/R75: a provider failure: step/end before recovery, agent/error, turn/end and settled carry the failure", () =>
     Effect.gen(function*() {
       const seenByHook = yield* Ref.make<ReadonlyArray<string>>([])
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: {
           requestError: ({ agent, failure, step, turn }, next) =>
             Effect.gen(function*() {
@@ -40,8 +44,6 @@ describe("request failures and retry", () => {
             })
         }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failure("RATE_LIMIT"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
@@ -49,14 +51,7 @@ describe("request failures and retry", () => {
       assert.deepStrictEqual(yield* Ref.get(seenByHook), ["step/end", "1/1", "RATE_LIMIT"])
       const failure = { code: "RATE_LIMIT", message: "scripted RATE_LIMIT failure" } as const
       const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "step/end",
-        "turn/end:request-error"
-      ])
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "step/end", "turn/end:request-error"])
       assert.deepStrictEqual(ofType(log, "turn/end")[0]!.data.reason, { kind: "request-error", step: 1, failure })
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/error").map(({ error, step, turn }) => ({ turn, step, error })), [
@@ -81,13 +76,9 @@ describe("request failures and retry", () => {
       const model = yield* S.ScriptedModel
       yield* model.push(S.failureAfter([S.text("half an ans")], "SERVER"))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
+        ...openedWith("go"),
         "assistant/chunk*",
         "step/end",
         "turn/end:request-error"
@@ -102,8 +93,7 @@ describe("request failures and retry", () => {
 
   it.scoped("R57/R75/R91: requestError answering retry starts a retry turn at once; it re-derives its request and drains what was staged", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: {
           requestError: ({ agent }) =>
             Effect.gen(function*() {
@@ -114,20 +104,13 @@ describe("request failures and retry", () => {
             }).pipe(Effect.orDie)
         }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failureAfter([S.text("half")], "SERVER"), S.textResponse("ok"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "request/header",
+        ...claimed,
+        ...opened,
         "assistant/chunk*",
         "step/end",
         "enqueue:steering",
@@ -138,12 +121,8 @@ describe("request failures and retry", () => {
         "dequeue",
         "user/message",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...streamedStep,
+        ...completedIdle
       ])
       // agent/error is published for the failed turn even though a retry follows; only the retry turn settles.
       assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.step, e.error.code]), [[1, 1, "SERVER"]])
@@ -163,16 +142,12 @@ describe("request failures and retry", () => {
 
   it.scoped("R75: a failing requestError hook counts as fail: no retry, the turn ends with the failure", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: { requestError: () => Effect.fail("the recovery broke") }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failure("OVERLOADED"), S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "turn/start").length, 1)
       assert.deepStrictEqual(ofType(log, "turn/end")[0]!.data.reason, {
         kind: "request-error",
@@ -190,31 +165,20 @@ describe("request failures and retry", () => {
     Effect.gen(function*() {
       const entered = yield* Deferred.make<void>()
       const hold = yield* Deferred.make<void>()
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: {
           requestError: () =>
             Effect.zipRight(Deferred.succeed(entered, undefined), Effect.as(Deferred.await(hold), "retry" as const))
         }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.failure("SERVER"), S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
       yield* Deferred.await(entered)
       // The window stays open during recovery.
       assert.isTrue(yield* agent.acceptsNextStep)
       yield* agent.cancel("user")
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "step/end",
-        "turn/end:aborted"
-      ])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "step/end", "turn/end:aborted"])
       assert.deepStrictEqual(yield* model.remaining, 1)
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/error"), [])
@@ -230,9 +194,7 @@ describe("request failures and retry", () => {
 
   it.scoped("R26/R45/R46: agent.retry when idle starts a retry turn over the current log; when busy it fails", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.failure("SERVER"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
@@ -244,12 +206,8 @@ describe("request failures and retry", () => {
         "status:running",
         "turn/start",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...streamedStep,
+        ...completedIdle
       ])
       const log = yield* agent.log
       const starts = ofType(log, "turn/start")
@@ -273,15 +231,13 @@ describe("request failures and retry", () => {
 
   it.scoped("R26: agent.retry during an admission fails with AgentBusyError", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec } = yield* setup({
         hooks: {
           promptSubmit: ({ agent }, next) =>
             Effect.flatMap(Effect.flip(agent.retry), (error) =>
               error._tag === "AgentBusyError" ? Effect.succeed({ kind: "block", reason: "busy seen" } as const) : next)
         }
       })
-      const rec = yield* EventRecorder.make(agent)
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       // The hook saw AgentBusyError and blocked: no turn at all.
@@ -296,23 +252,11 @@ describe("request failures and retry", () => {
         Tool.make("echo", { parameters: { text: Schema.String }, success: Schema.String }),
         { handler: ({ text }) => Effect.as(Ref.set(ran, true), text) }
       )
-      const agent = yield* Agent.make({ model: "m", tools: [echo] })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ tools: [echo] })
       yield* model.push(S.maxTokensResponse(S.text("truncated"), S.toolCall("echo", { text: "a" })))
       yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
-        "turn/end:max-tokens"
-      ])
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), ...streamedStep, "turn/end:max-tokens"])
       assert.deepStrictEqual(ofType(log, "assistant/message")[0]!.data.content, [{ type: "text", text: "truncated" }])
       assert.deepStrictEqual(ofType(log, "tool/call"), [])
       assert.isFalse(yield* Ref.get(ran))
@@ -325,29 +269,21 @@ describe("request failures and retry", () => {
 
   it.scoped("R52: max-tokens stays the turn's reason when steering forces a later step that completes", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup()
       yield* model.push(S.delayed("1 second", S.maxTokensResponse(S.text("trunc"))), S.textResponse("more"))
       yield* agent.followup(prompt("go"))
       yield* rec.waitFor(isDurable("request/header"))
       yield* agent.steer(prompt("continue"))
       yield* TestClock.adjust("1 second")
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
+        ...openedWith("go"),
         "assistant/chunk*",
         "assistant/message",
         "steering/message:continue",
         "step/end",
         "step/start",
-        "assistant/chunk*",
-        "assistant/message",
-        "step/end",
+        ...streamedStep,
         "turn/end:max-tokens"
       ])
       const events = yield* rec.events
@@ -358,15 +294,12 @@ describe("request failures and retry", () => {
   it.scoped("R50/R59/R74: a step hook failure is an ordinary turn failure, never offered to requestError", () =>
     Effect.gen(function*() {
       const offered = yield* Ref.make(false)
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         hooks: {
           step: () => Effect.fail("the step hook broke"),
           requestError: () => Effect.as(Ref.set(offered, true), "retry" as const)
         }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("must not be requested"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
@@ -393,28 +326,17 @@ describe("request failures and retry", () => {
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
       const offered = yield* Ref.make(false)
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec } = yield* setup({
         session,
         hooks: { requestError: () => Effect.as(Ref.set(offered, true), "retry" as const) }
       })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
       yield* model.push(S.textResponse("lost"), S.textResponse("must not be requested"))
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "assistant/message"))
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       assert.isFalse(yield* Ref.get(offered))
       const log = yield* agent.log
-      assert.deepStrictEqual(logTrace(log), [
-        "turn/start",
-        "user/message:go",
-        "step/start",
-        "request/header",
-        "assistant/chunk*",
-        "step/end",
-        "turn/end:error"
-      ])
+      assert.deepStrictEqual(logTrace(log), [...openedWith("go"), "assistant/chunk*", "step/end", "turn/end:error"])
       const reason = ofType(log, "turn/end")[0]!.data.reason
       assert.deepStrictEqual(
         reason.kind === "error" ? [reason.step, reason.code] : undefined,
@@ -434,9 +356,7 @@ describe("request failures and retry", () => {
   it.scoped("R38/R60: a refused turn/start: agent/error at step 0, nothing durable, no turn/end or settled; the number is reused", () =>
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
-      const agent = yield* Agent.make({ model: "m", session })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ session })
       yield* model.push(S.textResponse("ok"))
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/start"))
       yield* agent.followup(prompt("lost"))
@@ -448,8 +368,7 @@ describe("request failures and retry", () => {
       assert.deepStrictEqual((yield* model.requests).length, 0)
       yield* faults.clear
       yield* agent.followup(prompt("second"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "turn/start").map((e) => e.data.turn), [1])
       assert.deepStrictEqual(ofType(log, "user/message").map((e) => e.data.content[0]!.text), ["second"])
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => e.data.reason.kind), ["completed"])
@@ -459,9 +378,7 @@ describe("request failures and retry", () => {
   it.scoped("R57: a refused turn/end is reported once with agent/error; the turn settles with its own reason, and the next turn first closes it in the log", () =>
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
-      const agent = yield* Agent.make({ model: "m", session })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ session })
       yield* model.push(S.textResponse("hi"))
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
       yield* agent.followup(prompt("go"))
@@ -475,8 +392,7 @@ describe("request failures and retry", () => {
       yield* faults.clear
       yield* model.push(S.textResponse("again"))
       yield* agent.followup(prompt("next"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(
         log.flatMap((e) => e.type === "turn/start" || e.type === "turn/end" ? [`${e.type}:${e.data.turn}`] : []),
         ["turn/start:1", "turn/end:1", "turn/start:2", "turn/end:2"]
@@ -488,9 +404,7 @@ describe("request failures and retry", () => {
   it.scoped("R57, R72: a close refused half-way is finished before an idle injection: owed calls answered, step and turn closed", () =>
     Effect.gen(function*() {
       const { faults, session } = yield* faultySession
-      const agent = yield* Agent.make({ model: "m", session })
-      const rec = yield* EventRecorder.make(agent)
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec } = yield* setup({ session })
       yield* model.push(S.hanging(S.text("partial")))
       yield* agent.followup(prompt("go"))
       yield* rec.waitFor(isDurable("assistant/chunk"))

@@ -8,11 +8,13 @@ import { Agent } from "@harness/agent"
 import type { AgentEvent, Message as MessageT } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Cause, Effect, Exit, Layer, Option, TestClock } from "effect"
 import {
   awaitSleeper,
+  claimed,
   coarseTrace,
+  coarseTurn,
   conversation,
   ctx,
   followupOpts,
@@ -23,11 +25,12 @@ import {
   makeHold,
   mid,
   parkOpts,
+  setup,
   shape,
   steerOpts,
   textOf,
   user
-} from "./routing-support.js"
+} from "./fixtures.js"
 
 type Window = "idle" | "admission" | "step hook" | "model"
 type Cell = "inject" | "steer" | "followup" | "park"
@@ -57,6 +60,23 @@ const turnOf = (n: number, prompt: string, answer: string) => [
   `turn/end:${n}:completed`
 ]
 
+/** Accepted while the turn is held in admission or in its `step` hook: drained before `step/start` (R45 step 7, R49). */
+const beforeFirstStep = (row: string) => [
+  "turn/start:1",
+  "user:first",
+  row,
+  "step/start:1",
+  "assistant:a1",
+  "step/end:1",
+  "turn/end:1:completed"
+]
+
+/** A follow-up or parked `x` accepted while turn 1 runs: its own turn after it (parked: run first by "later", R31). */
+const laterTurns = {
+  followup: [...turn1, ...turnOf(2, "x", "a2")],
+  park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
+}
+
 /**
  * Where the message `x` lands in the log (R28, R45, R48, R56). For parked items (`park`) the test afterwards sends a
  * follow-up "later", which must run the parked item first, as its own turn (R31).
@@ -68,52 +88,10 @@ const expectedLog: Record<Window, Record<Cell, ReadonlyArray<string>>> = {
     followup: turnOf(1, "x", "a1"),
     park: [...turnOf(1, "x", "a1"), ...turnOf(2, "later", "a2")]
   },
-  admission: {
-    // accepted during admission: after the prompt (R45 step 7)
-    inject: [
-      "turn/start:1",
-      "user:first",
-      "user:x",
-      "step/start:1",
-      "assistant:a1",
-      "step/end:1",
-      "turn/end:1:completed"
-    ],
-    steer: [
-      "turn/start:1",
-      "user:first",
-      "steer:x",
-      "step/start:1",
-      "assistant:a1",
-      "step/end:1",
-      "turn/end:1:completed"
-    ],
-    followup: [...turn1, ...turnOf(2, "x", "a2")],
-    park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
-  },
-  "step hook": {
-    // during the `step` hook: drained at D1, before `step/start`, so this step's request sees it (R49, R56)
-    inject: [
-      "turn/start:1",
-      "user:first",
-      "user:x",
-      "step/start:1",
-      "assistant:a1",
-      "step/end:1",
-      "turn/end:1:completed"
-    ],
-    steer: [
-      "turn/start:1",
-      "user:first",
-      "steer:x",
-      "step/start:1",
-      "assistant:a1",
-      "step/end:1",
-      "turn/end:1:completed"
-    ],
-    followup: [...turn1, ...turnOf(2, "x", "a2")],
-    park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
-  },
+  // accepted during admission: after the prompt (R45 step 7)
+  admission: { inject: beforeFirstStep("user:x"), steer: beforeFirstStep("steer:x"), ...laterTurns },
+  // during the `step` hook: drained at D1, before `step/start`, so this step's request sees it (R49, R56)
+  "step hook": { inject: beforeFirstStep("user:x"), steer: beforeFirstStep("steer:x"), ...laterTurns },
   model: {
     // during the request: drained at D2, after the assistant message, before `step/end` (R56); context adds no
     // step, steering forces one (R48)
@@ -138,9 +116,20 @@ const expectedLog: Record<Window, Record<Cell, ReadonlyArray<string>>> = {
       "step/end:2",
       "turn/end:1:completed"
     ],
-    followup: [...turn1, ...turnOf(2, "x", "a2")],
-    park: [...turn1, ...turnOf(2, "x", "a2"), ...turnOf(3, "later", "a3")]
+    ...laterTurns
   }
+}
+
+/** The requests of a follow-up or parked `x` accepted while turn 1 runs: turn 2 sees it (then "later" in turn 3). */
+const laterRequests = {
+  followup: [["user:first"], ["user:first", "assistant:a1", "user:x"]],
+  park: [["user:first"], ["user:first", "assistant:a1", "user:x"], [
+    "user:first",
+    "assistant:a1",
+    "user:x",
+    "assistant:a2",
+    "user:later"
+  ]]
 }
 
 /** The last message of each model request, to show which request saw `x`. */
@@ -151,41 +140,12 @@ const expectedRequests: Record<Window, Record<Cell, ReadonlyArray<ReadonlyArray<
     followup: [["user:x"]],
     park: [["user:x"], ["user:x", "assistant:a1", "user:later"]]
   },
-  admission: {
-    inject: [["user:first", "user:x"]],
-    steer: [["user:first", "user:x"]],
-    followup: [["user:first"], ["user:first", "assistant:a1", "user:x"]],
-    park: [["user:first"], ["user:first", "assistant:a1", "user:x"], [
-      "user:first",
-      "assistant:a1",
-      "user:x",
-      "assistant:a2",
-      "user:later"
-    ]]
-  },
-  "step hook": {
-    inject: [["user:first", "user:x"]],
-    steer: [["user:first", "user:x"]],
-    followup: [["user:first"], ["user:first", "assistant:a1", "user:x"]],
-    park: [["user:first"], ["user:first", "assistant:a1", "user:x"], [
-      "user:first",
-      "assistant:a1",
-      "user:x",
-      "assistant:a2",
-      "user:later"
-    ]]
-  },
+  admission: { inject: [["user:first", "user:x"]], steer: [["user:first", "user:x"]], ...laterRequests },
+  "step hook": { inject: [["user:first", "user:x"]], steer: [["user:first", "user:x"]], ...laterRequests },
   model: {
     inject: [["user:first"]],
     steer: [["user:first"], ["user:first", "assistant:a1", "user:x"]],
-    followup: [["user:first"], ["user:first", "assistant:a1", "user:x"]],
-    park: [["user:first"], ["user:first", "assistant:a1", "user:x"], [
-      "user:first",
-      "assistant:a1",
-      "user:x",
-      "assistant:a2",
-      "user:later"
-    ]]
+    ...laterRequests
   }
 }
 
@@ -203,15 +163,13 @@ const openWindow = (window: Window) =>
       S.textResponse("a2"),
       S.textResponse("a3")
     )
-    const agent = yield* Agent.make({
-      model: "m",
+    const { agent, rec: recorder } = yield* setup({
       hooks: {
         promptSubmit: (input, next) =>
           window === "admission" && textOf(input.message.content) === "first" ? Effect.zipRight(hold.wait, next) : next,
         step: ({ step, turn }) => (window === "step hook" && turn === 1 && step === 1 ? hold.wait : Effect.void)
       }
     })
-    const recorder = yield* EventRecorder.make(agent)
     let release: Effect.Effect<void> = Effect.void
     if (window === "admission" || window === "step hook") {
       yield* agent.followup(user("first"))
@@ -304,30 +262,12 @@ describe("routing table (R28)", () => {
             if (window === "idle") {
               // Canonical orders: an idle injection is one bare durable event and nothing else (no status change,
               // no model call); an idle waking send is R89's flow.
-              const turnEvents = [
-                "turn/start",
-                "user/message",
-                "step/start",
-                "assistant/message",
-                "step/end",
-                "turn/end:completed",
-                "settled:completed"
-              ]
               const canonical: Record<Cell, ReadonlyArray<string>> = {
                 inject: ["user/message"],
-                steer: ["enqueue:queued", "status:running", "dequeue", ...turnEvents, "status:idle"],
-                followup: ["enqueue:queued", "status:running", "dequeue", ...turnEvents, "status:idle"],
+                steer: [...claimed, ...coarseTurn, "status:idle"],
+                followup: [...claimed, ...coarseTurn, "status:idle"],
                 // parked: nothing happens until the waking "later" arrives; then two turns in one running interval
-                park: [
-                  "enqueue:queued",
-                  "enqueue:queued",
-                  "status:running",
-                  "dequeue",
-                  ...turnEvents,
-                  "dequeue",
-                  ...turnEvents,
-                  "status:idle"
-                ]
+                park: ["enqueue:queued", ...claimed, ...coarseTurn, "dequeue", ...coarseTurn, "status:idle"]
               }
               assert.deepStrictEqual(yield* coarseTrace(recorder), canonical[cell])
             }
@@ -464,8 +404,7 @@ describe("acceptance checks and copies (R21, R22)", () => {
 
   it.scoped("R21: preset options are decoded too: an unknown key (or options that are not an object) fail with InvalidMessageError", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       yield* expectInvalid("followup({ id, urgent })", agent.followup(user("x"), lie({ id: "a", urgent: true })))
       yield* expectInvalid("steer({ id, urgent })", agent.steer(user("x"), lie({ id: "b", urgent: true })))
       yield* expectInvalid("inject({ id, urgent })", agent.inject(ctx("x"), lie({ id: "c", urgent: true })))
@@ -603,8 +542,7 @@ describe("acceptance checks and copies (R21, R22)", () => {
       Effect.gen(function*() {
         const faults = yield* SessionStore.StoreFaults
         const session = yield* SessionLog.make()
-        const agent = yield* Agent.make({ model: "m", session })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup({ session })
         yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "user/message"))
         const exit = yield* Effect.exit(agent.inject(ctx("lost"), { id: mid("ctx-1") }))
         assert.isTrue(Exit.isFailure(exit))

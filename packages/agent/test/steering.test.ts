@@ -9,27 +9,29 @@ import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import { Message, MessageSource } from "@harness/domain"
-import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
+import { Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Ref, Schema, TestClock } from "effect"
 import {
   assertCleanLog,
   assertReconstructable,
   awaitSleeper,
-  durable,
+  firstRequest,
   gatedTool,
+  idleLog,
+  isDurable,
+  logShape,
   noop,
   requestViews,
-  shape,
+  setup,
   traceOf
-} from "./window-support.js"
+} from "./fixtures.js"
 
 const plugin = MessageSource.plugin("p")
 
 describe("steering checkpoints", () => {
   it.scoped("R48 (D1), R49, R56, R103: steering and context sent from a step hook join this step's request, no extra step", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           step: ({ agent, step, turn }) =>
             turn === 1 && step === 1
@@ -37,11 +39,9 @@ describe("steering checkpoints", () => {
               : Effect.void
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log), [
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log), [
         "turn/start:1",
         "user:P",
         "steering:S",
@@ -62,20 +62,15 @@ describe("steering checkpoints", () => {
 
   it.scoped("R48 (D2), R49, R54, R103: steering sent while the model streams lands before step/end and forces another step", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       yield* agent.followup(Message.make("P"))
-      yield* recorder.waitFor(durable("request/header"))
+      yield* recorder.waitFor(isDurable("request/header"))
       yield* awaitSleeper // the model is inside its (virtual) delay: step 1 is streaming
       yield* agent.steer(Message.make("S"))
       yield* TestClock.adjust("1 second")
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log), [
-        "turn/start:1",
-        "user:P",
-        "step/start:1.1",
-        "request/header:initial",
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log), [
+        ...firstRequest("P"),
         "assistant:A1",
         "steering:S",
         "step/end:1.1",
@@ -100,19 +95,15 @@ describe("steering checkpoints", () => {
     "R48, R54, R56, R103: context injected while the model streams never forces a step; the next request sees it",
     () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({ model: "m" })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup()
         yield* agent.followup(Message.make("P"))
-        yield* recorder.waitFor(durable("request/header"))
+        yield* recorder.waitFor(isDurable("request/header"))
         yield* awaitSleeper
         yield* agent.inject(Message.make("C", plugin))
         yield* TestClock.adjust("1 second")
         yield* agent.whenIdle
-        assert.deepStrictEqual(shape(yield* agent.log), [
-          "turn/start:1",
-          "user:P",
-          "step/start:1.1",
-          "request/header:initial",
+        assert.deepStrictEqual(logShape(yield* agent.log), [
+          ...firstRequest("P"),
           "assistant:A1",
           "user:C",
           "step/end:1.1",
@@ -122,8 +113,7 @@ describe("steering checkpoints", () => {
         assert.strictEqual((yield* model.requests).length, 1, "the injected context made no request")
 
         yield* agent.followup(Message.make("P2"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
+        const log = yield* idleLog(agent)
         const requests = yield* model.requests
         assert.deepStrictEqual(requestViews(requests)[1], ["user:P", "assistant:A1", "user:C", "user:P2"])
         assertReconstructable(log, requests)
@@ -137,20 +127,15 @@ describe("steering checkpoints", () => {
       Effect.gen(function*() {
         const started = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
-        const agent = yield* Agent.make({ model: "m", tools: [gatedTool("wait", { started, release }), noop] })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup({ tools: [gatedTool("wait", { started, release }), noop] })
         yield* agent.followup(Message.make("P"))
         yield* Deferred.await(started)
         yield* agent.steer(Message.make("S"))
         yield* agent.inject(Message.make("C", plugin))
         yield* Deferred.succeed(release, undefined)
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log), [
-          "turn/start:1",
-          "user:P",
-          "step/start:1.1",
-          "request/header:initial",
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log), [
+          ...firstRequest("P"),
           "assistant:",
           "tool/call:wait",
           "tool/call:noop",
@@ -192,8 +177,7 @@ describe("steering checkpoints", () => {
       const started = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       yield* Deferred.succeed(release, undefined)
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         tools: [
           gatedTool("work", {
             started,
@@ -207,11 +191,9 @@ describe("steering checkpoints", () => {
           })
         ]
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log).slice(5, 10), [
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log).slice(5, 10), [
         "tool/call:work",
         "tool/result:work",
         "user:A",
@@ -225,7 +207,7 @@ describe("steering checkpoints", () => {
         "dequeue:B",
         "user:C"
       ])
-      assert.deepStrictEqual(shape(log).slice(10), [
+      assert.deepStrictEqual(logShape(log).slice(10), [
         "step/end:1.1",
         "step/start:1.2",
         "assistant:done",
@@ -240,8 +222,7 @@ describe("steering checkpoints", () => {
   it.scoped("R54 (D3), R88, R103: steering sent by turnStopping forces another step; it is enqueued and dequeued", () =>
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           turnStopping: ({ agent }) =>
             Effect.gen(function*() {
@@ -251,15 +232,10 @@ describe("steering checkpoints", () => {
             })
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(Message.make("P"))
-      yield* agent.whenIdle
-      const log = yield* agent.log
-      assert.deepStrictEqual(shape(log), [
-        "turn/start:1",
-        "user:P",
-        "step/start:1.1",
-        "request/header:initial",
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logShape(log), [
+        ...firstRequest("P"),
         "assistant:A1",
         "step/end:1.1",
         "steering:S",
@@ -293,11 +269,8 @@ describe("steering checkpoints", () => {
       })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
-      assert.deepStrictEqual(shape(yield* agent.log), [
-        "turn/start:1",
-        "user:P",
-        "step/start:1.1",
-        "request/header:initial",
+      assert.deepStrictEqual(logShape(yield* agent.log), [
+        ...firstRequest("P"),
         "assistant:A1",
         "step/end:1.1",
         "user:C",
@@ -325,13 +298,9 @@ describe("steering checkpoints", () => {
           }
         })
         yield* agent.followup(Message.make("P"))
-        yield* agent.whenIdle
-        const log = yield* agent.log
-        assert.deepStrictEqual(shape(log), [
-          "turn/start:1",
-          "user:P",
-          "step/start:1.1",
-          "request/header:initial",
+        const log = yield* idleLog(agent)
+        assert.deepStrictEqual(logShape(log), [
+          ...firstRequest("P"),
           "assistant:A1",
           "steering:from request",
           "step/end:1.1",
@@ -356,11 +325,8 @@ describe("steering checkpoints", () => {
       const agent = yield* Agent.make({ model: "m", tools: [finish] })
       yield* agent.followup(Message.make("P"))
       yield* agent.whenIdle
-      assert.deepStrictEqual(shape(yield* agent.log), [
-        "turn/start:1",
-        "user:P",
-        "step/start:1.1",
-        "request/header:initial",
+      assert.deepStrictEqual(logShape(yield* agent.log), [
+        ...firstRequest("P"),
         "assistant:",
         "tool/call:finish",
         "tool/result:finish",

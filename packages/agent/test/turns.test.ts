@@ -4,27 +4,30 @@
  * repeated status.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { ev, goodLogs, stamp } from "@harness/session/test/fixtures"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
+import { ev, goodLogs, stamp } from "@harness/testkit/Events"
 import { Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import {
   awaitSleeper,
+  claimed,
   coarseTrace,
+  coarseTurn,
+  completedIdle,
   conversation,
   followupOpts,
+  idleLog,
   isDurable,
   makeHold,
   promptsByTurn,
+  replies,
+  setup,
   statuses,
   textOf,
   user
-} from "./routing-support.js"
-
-const replies = (n: number) => Array.from({ length: n }, (_, i) => S.textResponse(`a${i + 1}`))
+} from "./fixtures.js"
 
 const turnStarts = (events: ReadonlyArray<AgentEvent.AgentEvent>) =>
   events.flatMap((e) => (e.type === "session/event" && e.event.type === "turn/start" ? [e.event.data.turn] : []))
@@ -44,11 +47,8 @@ describe("one send, one turn (R32)", () => {
     "R32: follow-ups sent while a turn runs (one by one, in a batch, from a step hook, from an event subscriber) are never merged: each is the sole prompt of its own turn, in FIFO order",
     () =>
       Effect.gen(function*() {
-        const model = yield* S.ScriptedModel
-        yield* model.push(...replies(7))
         const hold = yield* makeHold
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, model, rec: recorder } = yield* setup({
           hooks: {
             step: ({ agent, step, turn }) =>
               turn === 1 && step === 1
@@ -58,7 +58,7 @@ describe("one send, one turn (R32)", () => {
                 : Effect.void
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
+        yield* model.push(...replies(7))
         // A subscriber that reacts to turn 3's start by sending a follow-up.
         const observed = yield* Deferred.make<void>()
         const events = yield* agent.subscribe
@@ -82,9 +82,7 @@ describe("one send, one turn (R32)", () => {
         yield* agent.batch([{ send: [user("f4"), followupOpts] }, { send: [user("f5"), followupOpts] }])
         yield* hold.release
         yield* Deferred.await(observed)
-        yield* agent.whenIdle
-
-        const log = yield* agent.log
+        const log = yield* idleLog(agent)
         assert.deepStrictEqual(promptsByTurn(log), [
           [1, ["first"]],
           [2, ["f2"]],
@@ -113,10 +111,8 @@ describe("one send, one turn (R32)", () => {
 
   it.scoped("R32: follow-ups sent while the model streams are not merged into the running turn or with each other", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.delayed("1 second", S.textResponse("a1")), S.textResponse("a2"), S.textResponse("a3"))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("first"))
       yield* recorder.waitFor(isDurable("step/start"))
       yield* awaitSleeper
@@ -136,10 +132,7 @@ describe("one send, one turn (R32)", () => {
 
   it.scoped("R32 R42: a prompt dropped at admission is gone alone: its neighbours still run as their own turns", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
-      yield* model.push(...replies(2))
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: (input, next) =>
             textOf(input.message.content) === "blocked"
@@ -149,15 +142,14 @@ describe("one send, one turn (R32)", () => {
               : next
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
+      yield* model.push(...replies(2))
       yield* agent.batch([
         { send: [user("a"), followupOpts] },
         { send: [user("blocked"), followupOpts] },
         { send: [user("failing"), followupOpts] },
         { send: [user("c"), followupOpts] }
       ])
-      yield* agent.whenIdle
-      const log = yield* agent.log
+      const log = yield* idleLog(agent)
       assert.deepStrictEqual(promptsByTurn(log), [[1, ["a"]], [2, ["c"]]])
       assert.isFalse(
         log.some((e) => e.type === "user/message" && ["blocked", "failing"].includes(textOf(e.data.content)))
@@ -167,16 +159,8 @@ describe("one send, one turn (R32)", () => {
         "enqueue:queued",
         "enqueue:queued",
         "enqueue:queued",
-        "enqueue:queued",
-        "status:running",
-        "dequeue",
-        "turn/start",
-        "user/message",
-        "step/start",
-        "assistant/message",
-        "step/end",
-        "turn/end:completed",
-        "settled:completed",
+        ...claimed,
+        ...coarseTurn,
         "dequeue",
         "dequeue",
         "dequeue",
@@ -185,9 +169,7 @@ describe("one send, one turn (R32)", () => {
         "step/start",
         "assistant/message",
         "step/end",
-        "turn/end:completed",
-        "settled:completed",
-        "status:idle"
+        ...completedIdle
       ])
     }).pipe(Effect.provide(S.layer())))
 })
@@ -197,10 +179,8 @@ describe("turn numbers come from the log (R38, R134)", () => {
     Effect.gen(function*() {
       const seed = goodLogs.find((l) => l.name === "five mixed turns")!.inputs
       const session = yield* SessionLog.memory({ seed: stamp(seed) })
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup({ session })
       yield* model.push(...replies(3))
-      const agent = yield* Agent.make({ model: "m", session })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("sixth"))
       yield* agent.whenIdle
       yield* agent.followup(user("seventh"))
@@ -218,10 +198,8 @@ describe("turn numbers come from the log (R38, R134)", () => {
   it.scoped("R38 R134: a turn appended to the session by another producer while the agent is idle is counted: the agent's next turn follows it", () =>
     Effect.gen(function*() {
       const session = yield* SessionLog.memory()
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup({ session })
       yield* model.push(...replies(2))
-      const agent = yield* Agent.make({ model: "m", session })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("one"))
       yield* agent.whenIdle
       // Another producer writes a whole turn on the same session.
@@ -240,10 +218,8 @@ describe("turn numbers come from the log (R38, R134)", () => {
     Effect.gen(function*() {
       const faults = yield* SessionStore.StoreFaults
       const session = yield* SessionLog.make()
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup({ session })
       yield* model.push(...replies(2))
-      const agent = yield* Agent.make({ model: "m", session })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("one"))
       yield* agent.whenIdle
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/start"))
@@ -268,14 +244,11 @@ describe("turn numbers come from the log (R38, R134)", () => {
 describe("status transitions (R23)", () => {
   it.scoped("R23 R89: chained turns share one running interval; no status event repeats", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
-      yield* model.push(...replies(4))
       const hold = yield* makeHold
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, model, rec: recorder } = yield* setup({
         hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
       })
-      const recorder = yield* EventRecorder.make(agent)
+      yield* model.push(...replies(4))
       assert.strictEqual(yield* agent.status, "idle")
       yield* agent.batch([{ send: [user("a"), followupOpts] }, { send: [user("b"), followupOpts] }])
       yield* hold.reached
@@ -313,10 +286,10 @@ describe("status transitions (R23)", () => {
 
   it.scoped("R23 R75: a request-error retry chain is one running interval; only its terminal turn settles", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup({
+        hooks: { requestError: () => Effect.succeed("retry" as const) }
+      })
       yield* model.push(S.failure("SERVER"), S.textResponse("recovered"))
-      const agent = yield* Agent.make({ model: "m", hooks: { requestError: () => Effect.succeed("retry" as const) } })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.followup(user("go"))
       yield* agent.whenIdle
       const events = yield* recorder.events
@@ -328,10 +301,8 @@ describe("status transitions (R23)", () => {
 
   it.scoped("R23 R26: an idle retry is its own running interval; injections and parked items never change the status", () =>
     Effect.gen(function*() {
-      const model = yield* S.ScriptedModel
+      const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(...replies(2))
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
       yield* agent.inject(user("context"))
       yield* agent.send(user("parked"), { target: "next-turn", wakeup: false })
       yield* agent.whenIdle

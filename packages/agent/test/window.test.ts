@@ -9,7 +9,18 @@ import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Fiber, Queue, Ref, Schema, Scope } from "effect"
-import { assertCleanLog, durable, gatedTool, noop, probedSession, shape, statuses, traceOf } from "./window-support.js"
+import {
+  assertCleanLog,
+  firstRequest,
+  gatedTool,
+  isDurable,
+  logShape,
+  noop,
+  probedSession,
+  setup,
+  statusTrace,
+  traceOf
+} from "./fixtures.js"
 
 /** A tool that records what `acceptsNextStep` says while it runs. */
 const probeTool = (note: (what: string, agent: Agent.Service) => Effect.Effect<void>) =>
@@ -22,8 +33,7 @@ describe("acceptance window", () => {
   it.scoped("R24, R35: the window opens at claim, before promptSubmit runs; it is closed while idle", () =>
     Effect.gen(function*() {
       const seen = yield* Ref.make<ReadonlyArray<string>>([])
-      const agent = yield* Agent.make({
-        model: "m",
+      const { agent, rec: recorder } = yield* setup({
         hooks: {
           promptSubmit: ({ agent }, next) =>
             Effect.gen(function*() {
@@ -34,7 +44,6 @@ describe("acceptance window", () => {
             })
         }
       })
-      const recorder = yield* EventRecorder.make(agent)
       assert.isFalse(yield* agent.acceptsNextStep, "closed before any work")
       assert.strictEqual(yield* agent.status, "idle")
       yield* agent.followup(Message.make("go"))
@@ -46,10 +55,7 @@ describe("acceptance window", () => {
         "enqueue:queued:go",
         "status:running",
         "dequeue:go",
-        "turn/start:1",
-        "user:go",
-        "step/start:1.1",
-        "request/header:initial",
+        ...firstRequest("go"),
         "assistant:ok",
         "step/end:1.1",
         "turn/end:1:completed",
@@ -82,23 +88,15 @@ describe("acceptance window", () => {
 
   it.scoped("R24: the window is open while the model streams (hanging stream), and closed after the cancel", () =>
     Effect.gen(function*() {
-      const agent = yield* Agent.make({ model: "m" })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup()
       yield* agent.followup(Message.make("go"))
-      yield* recorder.waitFor(durable("assistant/chunk"))
+      yield* recorder.waitFor(isDurable("assistant/chunk"))
       assert.isTrue(yield* agent.acceptsNextStep, "open while the stream hangs")
       assert.strictEqual(yield* agent.status, "running")
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.isFalse(yield* agent.acceptsNextStep)
-      assert.deepStrictEqual(shape(yield* agent.log), [
-        "turn/start:1",
-        "user:go",
-        "step/start:1.1",
-        "request/header:initial",
-        "step/end:1.1",
-        "turn/end:1:aborted"
-      ])
+      assert.deepStrictEqual(logShape(yield* agent.log), [...firstRequest("go"), "step/end:1.1", "turn/end:1:aborted"])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.hanging(S.text("partial"))]))))
 
@@ -108,15 +106,13 @@ describe("acceptance window", () => {
       Effect.gen(function*() {
         const probed = yield* probedSession
         const failStep = yield* Ref.make(false)
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           session: probed.session,
           tools: [noop],
           hooks: {
             step: () => Effect.flatMap(Ref.get(failStep), (fail) => (fail ? Effect.fail("step refused") : Effect.void))
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         yield* probed.attach(agent)
         // Two turns claimed back to back: the first has a tool step, the second answers at once.
         yield* agent.sendAll([
@@ -146,7 +142,7 @@ describe("acceptance window", () => {
           "turn/end:closed"
         ])
         // One running interval across both turns (R23).
-        assert.deepStrictEqual(yield* statuses(recorder), ["running", "idle"])
+        assert.deepStrictEqual(yield* statusTrace(recorder), ["running", "idle"])
 
         // A failed turn (the step hook fails): turn/end is written with the window closed.
         yield* Ref.set(failStep, true)
@@ -163,7 +159,7 @@ describe("acceptance window", () => {
         // window already closed.
         yield* S.ScriptedModel.pipe(Effect.flatMap((model) => model.push(S.hanging(S.text("…")))))
         yield* agent.followup(Message.make("four"))
-        yield* recorder.waitFor(durable("assistant/chunk", (e) => e.data.turn === 4))
+        yield* recorder.waitFor(isDurable("assistant/chunk", (e) => e.data.turn === 4))
         yield* agent.cancel("user")
         yield* agent.whenIdle
         assert.deepStrictEqual((yield* probed.seen).slice(21), [
@@ -185,8 +181,7 @@ describe("acceptance window", () => {
     () =>
       Effect.gen(function*() {
         const probed = yield* probedSession
-        const agent = yield* Agent.make({
-          model: "m",
+        const { agent, rec: recorder } = yield* setup({
           session: probed.session,
           hooks: {
             promptSubmit: ({ agent, message }, next) =>
@@ -198,7 +193,6 @@ describe("acceptance window", () => {
                 : next
           }
         })
-        const recorder = yield* EventRecorder.make(agent)
         yield* probed.attach(agent)
         yield* agent.sendAll([
           [Message.make("blocked"), { target: "next-turn", wakeup: true }],
@@ -215,8 +209,8 @@ describe("acceptance window", () => {
           "step/end:open",
           "turn/end:closed"
         ])
-        assert.deepStrictEqual(shape(yield* agent.log).slice(0, 3), ["user:ctx", "turn/start:1", "user:allowed"])
-        assert.deepStrictEqual(yield* statuses(recorder), ["running", "idle"])
+        assert.deepStrictEqual(logShape(yield* agent.log).slice(0, 3), ["user:ctx", "turn/start:1", "user:allowed"])
+        assert.deepStrictEqual(yield* statusTrace(recorder), ["running", "idle"])
         yield* assertCleanLog(agent)
       }).pipe(Effect.provide(S.layer([S.textResponse("ok")])))
   )
@@ -225,8 +219,7 @@ describe("acceptance window", () => {
     "R24, R57, R28, R23: steering sent after turn/end (by an observer of the turn/end session/event) is its own queued turn; status stays running",
     () =>
       Effect.gen(function*() {
-        const agent = yield* Agent.make({ model: "m" })
-        const recorder = yield* EventRecorder.make(agent)
+        const { agent, rec: recorder } = yield* setup()
         // An observer with its own subscription: it reacts to turn 1's `turn/end` by reading the window and steering.
         const events = yield* agent.subscribe
         const observer = yield* Effect.fork(Effect.gen(function*() {
@@ -248,10 +241,7 @@ describe("acceptance window", () => {
           "enqueue:queued:first",
           "status:running",
           "dequeue:first",
-          "turn/start:1",
-          "user:first",
-          "step/start:1.1",
-          "request/header:initial",
+          ...firstRequest("first"),
           "assistant:one",
           "step/end:1.1",
           "turn/end:1:completed",
@@ -318,11 +308,8 @@ describe("acceptance window", () => {
         const trace = traceOf(yield* recorder.events)
         assert.include(trace, "enqueue:queued:after")
         assert.notInclude(trace, "enqueue:steering:after")
-        assert.deepStrictEqual(shape(yield* agent.log), [
-          "turn/start:1",
-          "user:first",
-          "step/start:1.1",
-          "request/header:initial",
+        assert.deepStrictEqual(logShape(yield* agent.log), [
+          ...firstRequest("first"),
           "assistant:one",
           "step/end:1.1",
           "turn/end:1:completed",
@@ -341,8 +328,7 @@ describe("acceptance window", () => {
     Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
-      const agent = yield* Agent.make({ model: "m", tools: [gatedTool("wait", { started, release })] })
-      const recorder = yield* EventRecorder.make(agent)
+      const { agent, rec: recorder } = yield* setup({ tools: [gatedTool("wait", { started, release })] })
       yield* agent.followup(Message.make("go"))
       yield* Deferred.await(started)
       assert.isTrue(yield* agent.acceptsNextStep)

@@ -44,13 +44,19 @@ const withAgent = <A, E>(
     return result
   })).pipe(Effect.provide(Stores.layer(backend, location)))
 
+/** Runs `f` with an agent over the session a killed child wrote in `dir`, reopened, answering `replies`. */
+const reopenChild = <A, E>(
+  backend: Protocol.Backend,
+  dir: string,
+  replies: ReadonlyArray<S.Reply>,
+  f: (agent: Agent.Service) => Effect.Effect<A, E, Scope.Scope>
+) => withAgent(backend, Stores.locationIn(backend, dir), Ids.SessionId.make("child-session"), "open", replies, f)
+
 /** Reopens the session a killed child wrote in `dir`, runs one more turn ("carry on") and returns the log. */
 const continueChildSession = (backend: Protocol.Backend, dir: string) =>
-  withAgent(
+  reopenChild(
     backend,
-    Stores.locationIn(backend, dir),
-    Ids.SessionId.make("child-session"),
-    "open",
+    dir,
     [S.textResponse("resumed")],
     (agent) =>
       Effect.gen(function*() {
@@ -182,6 +188,16 @@ const runChild = (
     ops
   })
 
+/** Runs one child as {@link runChild}; asserts it was killed and that its log verifies clean. */
+const killedChild = (...args: Parameters<typeof runChild>) =>
+  Effect.gen(function*() {
+    const run = yield* runChild(...args)
+    assert.strictEqual(run.exit, "SIGKILL", run.stderr)
+    const verdict = yield* Verify.verify(run)
+    assert.deepStrictEqual(verdict.problems, [])
+    return { run, verdict }
+  })
+
 describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backend) => {
   it.scopedLive("killed between turns: a new agent continues with the next turn, logs request/header { reason: resume } (R110) and runs the restored parked message first (R31)", () =>
     Effect.gen(function*() {
@@ -193,18 +209,13 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         { _tag: "idle" },
         { _tag: "send", preset: "park", id: "c", text: "three, parked" }
       ]
-      const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 3 }, 1)
-      assert.strictEqual(run.exit, "SIGKILL", run.stderr)
-      const verdict = yield* Verify.verify(run)
-      assert.deepStrictEqual(verdict.problems, [])
+      const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 3 }, 1)
       assert.isFalse(verdict.openTurn)
       assert.isTrue(verdict.reopened, verdict.reopenError)
       assert.deepStrictEqual(turnStarts(verdict.events), [1, 2])
-      const resumed = yield* withAgent(
+      const resumed = yield* reopenChild(
         backend,
-        Stores.locationIn(backend, dir),
-        Ids.SessionId.make("child-session"),
-        "open",
+        dir,
         [S.textResponse("resumed"), S.textResponse("resumed too")],
         (agent) =>
           Effect.gen(function*() {
@@ -235,10 +246,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         { _tag: "idle" }
       ]
       // Seed 3: the first reply is text only (turn 1), the second calls `work` (turn 2 is killed inside it).
-      const run = yield* runChild(backend, dir, ops, { kind: "tool", n: 1 }, 3)
-      assert.strictEqual(run.exit, "SIGKILL", run.stderr)
-      const verdict = yield* Verify.verify(run)
-      assert.deepStrictEqual(verdict.problems, [])
+      const { verdict } = yield* killedChild(backend, dir, ops, { kind: "tool", n: 1 }, 3)
       // With write-behind stores, the open turn is on disk only as far as the last barrier reached.
       assert.isTrue(verdict.reopened, verdict.reopenError)
       const lastTurn = Math.max(0, ...turnStarts(verdict.events))
@@ -262,17 +270,12 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         { _tag: "send", preset: "inject", id: "r", text: "context" },
         { _tag: "send", preset: "park", id: "s", text: "parked too" }
       ]
-      const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 4 })
-      assert.strictEqual(run.exit, "SIGKILL", run.stderr)
-      const verdict = yield* Verify.verify(run)
-      assert.deepStrictEqual(verdict.problems, [])
+      const { run, verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 4 })
       const returned = run.lines.flatMap((l) => (l._tag === "sent" ? [l.id] : []))
       assert.deepStrictEqual(returned, ["p", "q", "r", "s"])
-      const resumed = yield* withAgent(
+      const resumed = yield* reopenChild(
         backend,
-        Stores.locationIn(backend, dir),
-        Ids.SessionId.make("child-session"),
-        "open",
+        dir,
         [S.textResponse("one"), S.textResponse("two"), S.textResponse("three")],
         (agent) =>
           Effect.gen(function*() {
@@ -306,20 +309,15 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
           { _tag: "send", preset: "park", id: "v", text: "parked two" }
         ]
         // This child runs through tsx (the others run the bundle): both runners start the same program.
-        const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 2 }, 7, Parent.tsx)
-        assert.strictEqual(run.exit, "SIGKILL", run.stderr)
-        const verdict = yield* Verify.verify(run)
-        assert.deepStrictEqual(verdict.problems, [])
+        const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 2 }, 7, Parent.tsx)
         // Both sends returned their ids, neither reached the log, and the durable inbox restores both.
         assert.deepStrictEqual(verdict.pending, ["u", "v"])
         assert.strictEqual(verdict.inboxRecords, 2)
         assert.deepStrictEqual(verdict.restored, ["u", "v"])
         assert.deepStrictEqual(verdict.lost, [])
-        const resumed = yield* withAgent(
+        const resumed = yield* reopenChild(
           backend,
-          Stores.locationIn(backend, dir),
-          Ids.SessionId.make("child-session"),
-          "open",
+          dir,
           [S.textResponse("one"), S.textResponse("two"), S.textResponse("three")],
           (agent) =>
             Effect.gen(function*() {
@@ -348,20 +346,15 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         { _tag: "send", preset: "followup", id: "d", text: "queued too" },
         { _tag: "idle" }
       ]
-      const run = yield* runChild(backend, dir, ops, { kind: "sent", n: 4 }, 3)
-      assert.strictEqual(run.exit, "SIGKILL", run.stderr)
-      const verdict = yield* Verify.verify(run)
-      assert.deepStrictEqual(verdict.problems, [])
+      const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 4 }, 3)
       assert.deepStrictEqual(verdict.lost, [])
       const before: ReadonlyArray<string> = messageIdsOf(verdict.events)
       // Whatever the running turn took before the kill is logged; the rest is restored, in acceptance order.
       assert.deepStrictEqual(verdict.restored, ["a", "b", "c", "d"].filter((m) => !before.includes(m)))
       assert.isAbove(verdict.restored.length, 0)
-      const resumed = yield* withAgent(
+      const resumed = yield* reopenChild(
         backend,
-        Stores.locationIn(backend, dir),
-        Ids.SessionId.make("child-session"),
-        "open",
+        dir,
         [S.textResponse("one"), S.textResponse("two"), S.textResponse("three"), S.textResponse("four")],
         (agent) => Effect.zipRight(agent.whenIdle, agent.log)
       )

@@ -46,6 +46,22 @@ const snap = (
 const create = snap("create", g1, 0, 100)
 const rev = (goal: Goal, patch: Partial<Goal>): Goal => ({ ...goal, revision: goal.revision + 1, ...patch })
 
+/** The clear of `g1` at revision 2, stamped `clearedAt`. */
+const clearG1 = (clearedAt: number): GoalChange => ({
+  kind: "goal/change",
+  version: 1,
+  operation: "clear",
+  cleared: { id: "g1", revision: 2 },
+  clearedAt
+})
+
+/** `g1` created, then `operation` applied twice: to `goal`, then again to the next revision of it. */
+const twice = (operation: GoalSnapshot["operation"], goal: Goal) => [
+  changeEvent(0, create),
+  changeEvent(1, snap(operation, goal, 0, 100)),
+  changeEvent(2, snap(operation, rev(goal, {}), 0, 100))
+]
+
 const assertFails = (
   events: ReadonlyArray<SessionEvent.SessionEvent>,
   seq: number,
@@ -172,13 +188,7 @@ describe("foldGoal", () => {
       assertFails([changeEvent(0, snap("create", { ...g1, revision: 2 }, 0, 100))], 0, "invalid-create")
       const other: Goal = { ...g1, id: "g2" }
       assertFails([changeEvent(0, create), changeEvent(1, snap("create", other, 0, 100))], 1, "invalid-create")
-      const clear: GoalChange = {
-        kind: "goal/change",
-        version: 1,
-        operation: "clear",
-        cleared: { id: "g1", revision: 2 },
-        clearedAt: 100
-      }
+      const clear = clearG1(100)
       assertFails([changeEvent(0, create), changeEvent(1, clear), changeEvent(2, create)], 2, "reused-id")
     })
     it("a change without a current goal, for another goal, or not exactly one revision ahead", () => {
@@ -209,26 +219,12 @@ describe("foldGoal", () => {
         "changed-invariant",
         "backwards"
       )
-      const clear: GoalChange = {
-        kind: "goal/change",
-        version: 1,
-        operation: "clear",
-        cleared: { id: "g1", revision: 2 },
-        clearedAt: 50
-      }
+      const clear = clearG1(50)
       assertFails([changeEvent(0, create), changeEvent(1, clear)], 1, "changed-invariant")
     })
     it("phase rules: pause only when active, block only when active, resume below the cap, no objective change", () => {
       const paused = rev(g1, { phase: "paused" })
-      assertFails(
-        [
-          changeEvent(0, create),
-          changeEvent(1, snap("pause", paused, 0, 100)),
-          changeEvent(2, snap("pause", rev(paused, {}), 0, 100))
-        ],
-        2,
-        "phase-rule"
-      )
+      assertFails(twice("pause", paused), 2, "phase-rule")
       assertFails(
         [changeEvent(0, create), changeEvent(1, snap("pause", { ...paused, objective: "other" }, 0, 100))],
         1,
@@ -265,15 +261,7 @@ describe("foldGoal", () => {
         "roundsStarted < maxGoalRounds"
       )
       const done = rev(g1, { phase: "complete" })
-      assertFails(
-        [
-          changeEvent(0, create),
-          changeEvent(1, snap("complete", done, 0, 100)),
-          changeEvent(2, snap("complete", rev(done, {}), 0, 100))
-        ],
-        2,
-        "phase-rule"
-      )
+      assertFails(twice("complete", done), 2, "phase-rule")
     })
     it("a round that is not exactly the next one of the current active goal, or whose content is not canonical", () => {
       assertFails([changeEvent(0, create), roundEvent(1, g1, 2)], 1, "round-out-of-order")

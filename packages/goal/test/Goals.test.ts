@@ -8,7 +8,7 @@ import { ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, TestClock } from "effect"
 import * as GoalCommand from "../src/GoalCommand.js"
 import { renderChange } from "../src/GoalState.js"
-import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 
 describe("Goals service", () => {
   it.scoped("R120: every mutation is a compare-and-set on {id, revision} that bumps the revision by one", () =>
@@ -114,10 +114,7 @@ describe("Goals service", () => {
         "tool/result:create_goal",
         "change:create@1",
         "turn/end:completed",
-        "round:1",
-        "tool/result:update_goal",
-        "change:complete@2",
-        "turn/end:completed"
+        ...completingRound(1, 2)
       ])
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.goal?.objective, "finish the docs")
@@ -183,10 +180,7 @@ describe("R127: the goal tools", () => {
         "tool/result:update_goal",
         "change:resume@4",
         "turn/end:completed",
-        "round:1",
-        "tool/result:update_goal",
-        "change:complete@5",
-        "turn/end:completed"
+        ...completingRound(1, 5)
       ])
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.goal?.phase, "complete")

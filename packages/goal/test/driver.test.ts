@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Goals from "../src/Goals.js"
 import { classify } from "../src/internal/goals.js"
-import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 
 const complete = call("update_goal", { action: "complete" })
 
@@ -30,10 +30,7 @@ describe("round driver", () => {
         "turn/end:completed",
         "round:2",
         "turn/end:completed",
-        "round:3",
-        "tool/result:update_goal",
-        "change:complete@2",
-        "turn/end:completed"
+        ...completingRound(3, 2)
       ])
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.goal?.phase, "complete")

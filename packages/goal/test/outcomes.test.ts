@@ -13,7 +13,7 @@ import { ScriptedModel as S } from "@harness/testkit"
 import type { Queue } from "effect"
 import { Deferred, Effect, Exit, Fiber, Ref, Scope, TestClock } from "effect"
 import * as Goals from "../src/Goals.js"
-import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 
 const complete = call("update_goal", { action: "complete" })
 
@@ -93,10 +93,7 @@ describe("human work first (R126)", () => {
         "turn/end:completed",
         "user:and summarise it",
         "turn/end:completed",
-        "round:2",
-        "tool/result:update_goal",
-        "change:complete@2",
-        "turn/end:completed"
+        ...completingRound(2, 2)
       ])
       const withdrawnId = queued.type === "agent/inbox/enqueue" ? queued.message.id : ""
       const fates = assertConservation(seen)
@@ -159,10 +156,7 @@ describe("human work first (R126)", () => {
         "change:create@1",
         "user:what are you doing?",
         "turn/end:completed",
-        "round:1",
-        "tool/result:update_goal",
-        "change:complete@2",
-        "turn/end:completed"
+        ...completingRound(1, 2)
       ])
       yield* assertFoldMatches(agent, goals)
     }).pipe(Effect.provide(env([S.textResponse("tidying"), complete]))))
@@ -271,10 +265,7 @@ describe("R124: disposed and interrupted rounds disarm", () => {
       yield* goals.settled
       assert.deepStrictEqual(goalShape(yield* agent.log).slice(5), [
         "change:resume@2",
-        "round:3",
-        "tool/result:update_goal",
-        "change:complete@3",
-        "turn/end:completed"
+        ...completingRound(3, 3)
       ])
       const state = yield* assertFoldMatches(agent, goals)
       assert.strictEqual(state.roundsStarted, 3)

@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { foldGoal } from "../src/GoalReplay.js"
-import { assertFoldMatches, call, env, goalAgent, goalShape } from "./support.js"
+import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-goal-"))),
@@ -71,10 +71,7 @@ describe("replay", () => {
           assert.deepStrictEqual(goalShape(yield* agent.log).slice(first.shape.length), [
             "change:edit@4",
             "change:resume@5",
-            "round:3",
-            "tool/result:update_goal",
-            "change:complete@6",
-            "turn/end:completed"
+            ...completingRound(3, 6)
           ])
           const final = yield* assertFoldMatches(agent, goals)
           assert.strictEqual(final.roundsStarted, 3)

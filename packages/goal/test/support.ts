@@ -64,3 +64,11 @@ export const assertFoldMatches = (agent: Agent.Service, goals: Goals.Service) =>
     assert.deepStrictEqual(folded.right, view)
     return folded.right
   })
+
+/** `goalShape` of the round `round` in which the model marks the goal complete (revision `revision`) and the turn ends. */
+export const completingRound = (round: number, revision: number): ReadonlyArray<string> => [
+  `round:${round}`,
+  "tool/result:update_goal",
+  `change:complete@${revision}`,
+  "turn/end:completed"
+]

@@ -12,12 +12,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure } from "@harness/domain"
 import { Cause, ConfigProvider, Context, Effect, Exit, Fiber, Layer, Redacted, TestClock } from "effect"
 import { ChatCompletions } from "../src/index.js"
-import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
 import {
   apiKey,
+  failedStream,
   failing,
-  languageModel,
+  serverAndModel,
   shape,
   stream,
   streamUntilFailure,
@@ -35,17 +35,10 @@ const deepSeekChunk = (delta: Record<string, unknown>, finish: string | null = n
     choices: [{ index: 0, delta, finish_reason: finish }]
   })
 
-const setup = (options: ChatCompletions.Options = {}) =>
-  Effect.gen(function*() {
-    const server = yield* FakeServer.make
-    const model = yield* languageModel(server, { retry: { maxRetries: 0 }, ...options })
-    return { server, model }
-  })
-
 describe("a hostile server: hangs", () => {
   it.scoped("a retry: field of 10⁹ ms is ignored: the stream completes without waiting (virtual clock never moves)", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
+      const { model, server } = yield* serverAndModel()
       const frames = Fixtures.deepSeekStream({ content: ["Hel", "lo"] })
       yield* server.reply(
         Replies.sse(["retry: 1000000000\n\n", ...frames.slice(0, 3), "retry: 999999999\n", ...frames.slice(3)])
@@ -59,7 +52,7 @@ describe("a hostile server: hangs", () => {
 
   it.scopedLive("endless keep-alive comments are not progress: TIMEOUT after the idle timeout", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({ idleTimeout: "300 millis" })
+      const { model, server } = yield* serverAndModel({ idleTimeout: "300 millis" })
       yield* server.reply(Replies.forever([Fixtures.keepAlive], () => Fixtures.keepAlive))
       const { failure } = yield* failing(stream(model, "hi"))
       assert.strictEqual(failure.code, "TIMEOUT")
@@ -68,7 +61,7 @@ describe("a hostile server: hangs", () => {
 
   it.scopedLive("a data line trickled one byte at a time is not progress: TIMEOUT after the idle timeout", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({ idleTimeout: "300 millis" })
+      const { model, server } = yield* serverAndModel({ idleTimeout: "300 millis" })
       yield* server.reply(Replies.forever(["data: {\"choices\":[{\"delta\":{\"content\":\""], () => "a"))
       const { failure } = yield* failing(stream(model, "hi"))
       assert.strictEqual(failure.code, "TIMEOUT")
@@ -77,7 +70,7 @@ describe("a hostile server: hangs", () => {
 
   it.scopedLive("endless real progress meets the deadline: TIMEOUT to the caller, after the output, no retry", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({
+      const { model, server } = yield* serverAndModel({
         idleTimeout: "1 second",
         deadline: "600 millis",
         retry: { maxRetries: 2 }
@@ -95,7 +88,7 @@ describe("a hostile server: hangs", () => {
   it.scoped("the default deadline (10 minutes) ends an endless keep-alive stream, under the virtual clock", () =>
     Effect.gen(function*() {
       // A request timeout beyond the deadline, so only the deadline can end the attempt, wherever the headers are.
-      const { model, server } = yield* setup({ requestTimeout: "1 hour", idleTimeout: "1 hour" })
+      const { model, server } = yield* serverAndModel({ requestTimeout: "1 hour", idleTimeout: "1 hour" })
       yield* server.reply(Replies.forever([Fixtures.keepAlive], () => Fixtures.keepAlive))
       const fiber = yield* Effect.fork(failing(stream(model, "hi")))
       yield* server.takeRequest
@@ -107,7 +100,7 @@ describe("a hostile server: hangs", () => {
 
   it.scopedLive("the deadline also bounds a server that trickles comments before any output; then it is retried", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({
+      const { model, server } = yield* serverAndModel({
         idleTimeout: "1 minute",
         deadline: "300 millis",
         retry: { maxRetries: 1 }
@@ -123,7 +116,7 @@ describe("a hostile server: hangs", () => {
 describe("a hostile server: framing and decoding", () => {
   it.scoped("an SSE event over the 1 MiB limit is a MALFORMED failure, not a defect", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
+      const { model, server } = yield* serverAndModel()
       yield* server.reply(Replies.sse([`data: ${"x".repeat(1024 * 1024 + 16)}`], { end: "stall" }))
       const exit = yield* Effect.exit(stream(model, "hi"))
       assert.isTrue(Exit.isFailure(exit))
@@ -136,7 +129,7 @@ describe("a hostile server: framing and decoding", () => {
 
   it.scoped("a non-streamed body over 16 MiB is a MALFORMED failure, not buffered whole", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
+      const { model, server } = yield* serverAndModel()
       yield* server.reply(
         Replies.raw(200, { "content-type": "application/json" }, `{"x":"${"a".repeat(16 * 1024 * 1024 + 16)}"}`)
       )
@@ -151,9 +144,10 @@ describe("a hostile server: framing and decoding", () => {
 
   it.scoped("a 200 HTML page is described: content type and first bytes, not 'closed before [DONE]'", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
-      yield* server.reply(Replies.raw(200, { "content-type": "text/html" }, "<html><body>Please log in</body></html>"))
-      const { failure } = yield* failing(stream(model, "hi"))
+      const { failure } = yield* failedStream(
+        yield* serverAndModel(),
+        Replies.raw(200, { "content-type": "text/html" }, "<html><body>Please log in</body></html>")
+      )
       assert.strictEqual(failure.code, "MALFORMED")
       assert.include(failure.message, "content type text/html instead of an event stream")
       assert.include(failure.message, "body starts: <html><body>Please log in")
@@ -161,16 +155,17 @@ describe("a hostile server: framing and decoding", () => {
 
   it.scoped("a 200 JSON completion from a server that ignored stream: true says so", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
-      yield* server.reply(Replies.json(200, Fixtures.deepSeekCompletion({ content: "whole" })))
-      const { failure } = yield* failing(stream(model, "hi"))
+      const { failure } = yield* failedStream(
+        yield* serverAndModel(),
+        Replies.json(200, Fixtures.deepSeekCompletion({ content: "whole" }))
+      )
       assert.strictEqual(failure.code, "MALFORMED")
       assert.include(failure.message, "the server ignored stream: true")
     }))
 
   it.scoped("a redirect is described with its target (never followed), not 'HTTP 301: StatusCode'", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
+      const { model, server } = yield* serverAndModel()
       yield* server.reply(
         Replies.raw(
           301,
@@ -189,9 +184,10 @@ describe("a hostile server: framing and decoding", () => {
 
   it.scoped("a 502 HTML error page is described by its content type and first bytes", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
-      yield* server.reply(Replies.raw(502, { "content-type": "text/html" }, "<html><h1>502 Bad Gateway</h1></html>"))
-      const { failure } = yield* failing(stream(model, "hi"))
+      const { failure } = yield* failedStream(
+        yield* serverAndModel(),
+        Replies.raw(502, { "content-type": "text/html" }, "<html><h1>502 Bad Gateway</h1></html>")
+      )
       assert.strictEqual(failure.code, "SERVER")
       assert.include(failure.message, "content type text/html")
       assert.include(failure.message, "<h1>502 Bad Gateway")
@@ -251,7 +247,7 @@ describe("what the model said", () => {
 
   it.scoped("a streamed refusal is CONTENT_FILTER with the refusal text, not retried", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({ retry: { maxRetries: 3 } })
+      const { model, server } = yield* serverAndModel({ retry: { maxRetries: 3 } })
       yield* server.otherwise(Replies.sse(refusalFrames))
       const { failure } = yield* failing(stream(model, "hi"))
       assert.strictEqual(failure.code, "CONTENT_FILTER")
@@ -262,7 +258,7 @@ describe("what the model said", () => {
 
   it.scoped("a non-streamed refusal is CONTENT_FILTER with the refusal text", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup({ retry: { maxRetries: 3 } })
+      const { model, server } = yield* serverAndModel({ retry: { maxRetries: 3 } })
       yield* server.otherwise(Replies.json(200, Fixtures.deepSeekCompletion({ content: null, refusal: "No." })))
       const { failure } = yield* failing(
         model.generateText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true }).pipe(
@@ -276,7 +272,7 @@ describe("what the model said", () => {
 
   it.scoped("n = 3: only choice 0 is read, the others never interleave into its text", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
+      const { model, server } = yield* serverAndModel()
       const chunk = (index: number, delta: Record<string, unknown>, finish: string | null = null) =>
         Fixtures.frame({
           id: "chatcmpl-n",

@@ -4,12 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as FakeServer from "./support/FakeServer.js"
+import type { ChatCompletions } from "../src/index.js"
 import * as Fixtures from "./support/fixtures.js"
 import {
+  failedStream,
   failing,
   finishFacts,
-  languageModel,
+  serverAndModel,
   shape,
   stream,
   streamUntilFailure,
@@ -18,12 +19,8 @@ import {
 } from "./support/provider.js"
 import * as Replies from "./support/replies.js"
 
-const setup = (options: Parameters<typeof languageModel>[1] = {}) =>
-  Effect.gen(function*() {
-    const server = yield* FakeServer.make
-    const model = yield* languageModel(server, { thinking: "enabled", retry: { maxRetries: 0 }, ...options })
-    return { server, model }
-  })
+/** The server and model of these tests: thinking mode on unless `options` say otherwise. */
+const setup = (options: ChatCompletions.Options = {}) => serverAndModel({ thinking: "enabled", ...options })
 
 describe("streaming", () => {
   it.scoped("DeepSeek thinking mode: reasoning then text, finish with usage and cache tokens", () =>
@@ -225,17 +222,17 @@ describe("streaming", () => {
 
   it.scoped("a completed response with nothing in it is EMPTY_RESPONSE", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
-      yield* server.reply(Replies.sse(Fixtures.deepSeekStream({})))
-      const { failure } = yield* failing(stream(model, "go"))
+      const { failure } = yield* failedStream(yield* setup(), Replies.sse(Fixtures.deepSeekStream({})), "go")
       assert.strictEqual(failure.code, "EMPTY_RESPONSE")
     }))
 
   it.scoped("a stream that closes before [DONE] is MALFORMED", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup()
-      yield* server.reply(Replies.sse(Fixtures.deepSeekStream({ content: ["Hello"], withDone: false })))
-      const { error, failure } = yield* failing(stream(model, "go"))
+      const { error, failure } = yield* failedStream(
+        yield* setup(),
+        Replies.sse(Fixtures.deepSeekStream({ content: ["Hello"], withDone: false })),
+        "go"
+      )
       assert.strictEqual(failure.code, "MALFORMED")
       assert.strictEqual(error._tag, "MalformedOutput")
       assert.include(failure.message, "[DONE]")

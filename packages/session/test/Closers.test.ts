@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
+import { abortedTurn, block, ev, goodLogs, stamp, steeringTurn, toolTurn } from "@harness/testkit/Events"
 import { Effect } from "effect"
 import * as Closers from "../src/Closers.js"
 import * as LogCheck from "../src/LogCheck.js"
-import { abortedTurn, block, ev, foldState, goodLogs, stamp, steeringTurn, toolTurn } from "./fixtures.js"
+import { foldState } from "./fixtures.js"
 
 type Input = SessionEvent.SessionEventInput
 

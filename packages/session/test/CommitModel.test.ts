@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type Ids, SessionEvent } from "@harness/domain"
+import { ev, promptTurn, sessionId, stamp, toolTurn } from "@harness/testkit/Events"
 import {
   Chunk,
   Deferred,
@@ -22,7 +23,7 @@ import {
 import * as LogCheck from "../src/LogCheck.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { assertConsistent, ev, promptTurn, sessionId, stamp, toolTurn } from "./fixtures.js"
+import { assertConsistent } from "./fixtures.js"
 
 const sid = sessionId("commit-1")
 const decodeRow = Schema.decodeSync(Schema.parseJson(SessionEvent.SessionEvent))

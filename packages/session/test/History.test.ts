@@ -1,13 +1,8 @@
 import { Prompt } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
-import { Effect, Schema } from "effect"
-import * as History from "../src/History.js"
-import * as SessionLog from "../src/SessionLog.js"
 import {
   abortedTurn,
-  appendAll,
-  assertConsistent,
   block,
   ev,
   goodLogs,
@@ -18,7 +13,11 @@ import {
   stamp,
   steeringTurn,
   toolTurn
-} from "./fixtures.js"
+} from "@harness/testkit/Events"
+import { Effect, Schema } from "effect"
+import * as History from "../src/History.js"
+import * as SessionLog from "../src/SessionLog.js"
+import { appendAll, assertConsistent } from "./fixtures.js"
 
 // Expected messages, built with the same `Prompt` constructors a provider would use.
 const user = (...texts: ReadonlyArray<string>) =>

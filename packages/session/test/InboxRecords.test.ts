@@ -5,10 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, Store } from "@harness/domain"
+import { block, ev, messageId, promptTurn, sessionId } from "@harness/testkit/Events"
 import { Chunk, Effect, Schema, Stream } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { block, ev, messageId, promptTurn, sessionId } from "./fixtures.js"
 
 const sid = sessionId("inbox-1")
 const decodeRecord = Schema.decodeSync(Schema.parseJson(Store.InboxRecord))

@@ -1,16 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
-import { Effect, FastCheck } from "effect"
-import * as LogCheck from "../src/LogCheck.js"
-import * as SessionLog from "../src/SessionLog.js"
 import {
   abortedTurn,
-  appendAll,
-  assertConsistent,
   block,
   callId,
   ev,
-  foldState,
   goodLogs,
   maxTokensTurn,
   promptTurn,
@@ -18,9 +12,17 @@ import {
   stamp,
   steeringTurn,
   toolTurn
-} from "./fixtures.js"
+} from "@harness/testkit/Events"
+import { Effect, FastCheck } from "effect"
+import * as LogCheck from "../src/LogCheck.js"
+import * as SessionLog from "../src/SessionLog.js"
+import { appendAll, assertConsistent, foldState } from "./fixtures.js"
 
 type Input = SessionEvent.SessionEventInput
+
+/** Turn 1 with one step holding `inside`, stamped. */
+const inOneStep = (...inside: ReadonlyArray<Input>) =>
+  stamp([ev.turnStart(1), ev.stepStart(1, 1), ...inside, ev.stepEnd(1, 1), ev.turnEnd(1)])
 
 const rulesOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
   LogCheck.checkLog(events).map((v) => [v.seq, v.rule] as const)
@@ -92,52 +94,34 @@ describe("LogCheck.checkLog", () => {
     },
     {
       rule: "unknown-tool-call",
-      events: stamp([
-        ev.turnStart(1),
-        ev.stepStart(1, 1),
-        ev.toolResult(1, 1, "c1", "ls", "x"),
-        ev.stepEnd(1, 1),
-        ev.turnEnd(1)
-      ]),
+      events: inOneStep(ev.toolResult(1, 1, "c1", "ls", "x")),
       expected: [[2, "unknown-tool-call"]]
     },
     {
       rule: "duplicate-tool-call",
-      events: stamp([
-        ev.turnStart(1),
-        ev.stepStart(1, 1),
+      events: inOneStep(
         ev.toolCall(1, 1, "c1", "ls"),
         ev.toolCall(1, 1, "c1", "ls"),
-        ev.toolResult(1, 1, "c1", "ls", "x"),
-        ev.stepEnd(1, 1),
-        ev.turnEnd(1)
-      ]),
+        ev.toolResult(1, 1, "c1", "ls", "x")
+      ),
       expected: [[3, "duplicate-tool-call"]]
     },
     {
       rule: "duplicate-tool-result",
-      events: stamp([
-        ev.turnStart(1),
-        ev.stepStart(1, 1),
+      events: inOneStep(
         ev.toolCall(1, 1, "c1", "ls"),
         ev.toolResult(1, 1, "c1", "ls", "x"),
-        ev.toolResult(1, 1, "c1", "ls", "x"),
-        ev.stepEnd(1, 1),
-        ev.turnEnd(1)
-      ]),
+        ev.toolResult(1, 1, "c1", "ls", "x")
+      ),
       expected: [[4, "duplicate-tool-result"]]
     },
     {
       rule: "unanswered-tool-call",
       // one violation per owed call: a logged call and a call only in the assistant message
-      events: stamp([
-        ev.turnStart(1),
-        ev.stepStart(1, 1),
+      events: inOneStep(
         ev.assistant(1, 1, [block.toolCall("c1", "ls", "{}"), block.toolCall("c2", "cat", "{}")]),
-        ev.toolCall(1, 1, "c1", "ls"),
-        ev.stepEnd(1, 1),
-        ev.turnEnd(1)
-      ]),
+        ev.toolCall(1, 1, "c1", "ls")
+      ),
       expected: [[4, "unanswered-tool-call"], [4, "unanswered-tool-call"]]
     },
     {

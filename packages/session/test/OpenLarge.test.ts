@@ -4,10 +4,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource } from "@harness/domain"
+import { ev, sessionId } from "@harness/testkit/Events"
 import { Effect, Stream } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { ev, sessionId } from "./fixtures.js"
 
 const sid = sessionId("large-1")
 

@@ -6,10 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
+import { block, ev, promptTurn, sessionId, stamp } from "@harness/testkit/Events"
 import { Effect, Ref, Stream } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { assertConsistent, block, ev, promptTurn, sessionId, stamp } from "./fixtures.js"
+import { assertConsistent } from "./fixtures.js"
 
 const sid = sessionId("repair-1")
 

@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
+import { ev } from "@harness/testkit/Events"
+import { sessionId as sid } from "@harness/testkit/Events"
 import { Chunk, Effect, Stream } from "effect"
 import * as SessionStore from "../src/SessionStore.js"
-import { accepted, conformance, events, eventsCommit, header, loadAll, sid, texts } from "./conformance.js"
-import { ev } from "./fixtures.js"
+import { accepted, conformance, events, eventsCommit, header, loadAll, texts } from "./conformance.js"
 
 conformance("memory", SessionStore.layerMemory)
 conformance("memory with faults (none injected)", SessionStore.layerMemoryWithFaults)

@@ -14,8 +14,9 @@
  * @since 0.0.0
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Store } from "@harness/domain"
-import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import type { Ids, Store } from "@harness/domain"
+import { MessageSource, type SessionEvent } from "@harness/domain"
+import { block, ev, messageId as mid, promptTurn, sessionId as sid, stamp, toolTurn } from "@harness/testkit/Events"
 import { Chunk, Effect, type Layer, Option, Stream } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
@@ -29,12 +30,7 @@ import {
   type SessionStoreError,
   type StoredRecord
 } from "../src/SessionStore.js"
-import { assertConsistent, block, ev, promptTurn, stamp, toolTurn } from "./fixtures.js"
-
-/** A session id. */
-export const sid = (s: string): Ids.SessionId => Ids.SessionId.make(s)
-/** A message id. */
-export const mid = (s: string): Ids.AgentMessageId => Ids.AgentMessageId.make(s)
+import { assertConsistent } from "./fixtures.js"
 
 /** Characters a careless backend mangles: quotes, escapes, line separators, NUL, astral and lone surrogates. */
 export const awkward =

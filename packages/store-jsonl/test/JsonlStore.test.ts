@@ -1,18 +1,8 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
-import {
-  accepted,
-  conformance,
-  events,
-  eventsCommit,
-  header,
-  loadAll,
-  mid,
-  sid,
-  texts
-} from "@harness/session/test/conformance"
-import { ev, promptTurn } from "@harness/session/test/fixtures"
+import { accepted, conformance, events, eventsCommit, header, loadAll, texts } from "@harness/session/test/conformance"
+import { ev, messageId as mid, promptTurn, sessionId as sid } from "@harness/testkit/Events"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

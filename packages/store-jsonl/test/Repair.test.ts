@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
 import type { SessionStore } from "@harness/session"
 import { LogCheck, SessionLog } from "@harness/session"
-import { block, ev, promptTurn, sessionId } from "@harness/session/test/fixtures"
+import { block, ev, promptTurn, sessionId } from "@harness/testkit/Events"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -25,6 +25,13 @@ const withStore = <A, E>(directory: string, f: Effect.Effect<A, E, SessionStore.
 
 const sid = sessionId("s1")
 const file = (dir: string) => path.join(dir, "s1.jsonl")
+
+/** Writes `inputs` as one flushed commit of a new session `s1` in `dir`. */
+const writeFlushed = (dir: string, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
+  withStore(
+    dir,
+    Effect.flatMap(SessionLog.make({ id: sid }), (log) => Effect.zipRight(log.appendAll(inputs), log.flush))
+  )
 
 const openTurn: ReadonlyArray<SessionEvent.SessionEventInput> = [
   ev.user("Run it", MessageSource.user, "p2"),
@@ -87,13 +94,7 @@ describe("JsonlStore crash repair (R106)", () => {
   it.live("a torn tail without a newline is cut from the file on open, even with nothing to repair", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      yield* withStore(
-        dir,
-        Effect.flatMap(
-          SessionLog.make({ id: sid }),
-          (log) => Effect.zipRight(log.appendAll(promptTurn(1, "Hi", "Hello")), log.flush)
-        )
-      )
+      yield* writeFlushed(dir, promptTurn(1, "Hi", "Hello"))
       const whole = fs.readFileSync(file(dir))
       fs.appendFileSync(file(dir), "{\"seq\":8,\"time\":1,\"type\":\"user/mess")
       const events = yield* withStore(dir, Effect.flatMap(SessionLog.open(sid), (log) => log.events))
@@ -104,14 +105,7 @@ describe("JsonlStore crash repair (R106)", () => {
   it.live("damage before the last committed turn/end fails open with a readable error and changes nothing", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      yield* withStore(
-        dir,
-        Effect.flatMap(
-          SessionLog.make({ id: sid }),
-          (log) =>
-            Effect.zipRight(log.appendAll([...promptTurn(1, "Hi", "Hello"), ...promptTurn(2, "More", "Ok")]), log.flush)
-        )
-      )
+      yield* writeFlushed(dir, [...promptTurn(1, "Hi", "Hello"), ...promptTurn(2, "More", "Ok")])
       const damaged = fs.readFileSync(file(dir), "utf8").replace("\"type\":\"step/start\"", "\"type\":\"step/st@rt\"")
       fs.writeFileSync(file(dir), damaged)
       const error = yield* Effect.flip(withStore(dir, SessionLog.open(sid)))

@@ -1,17 +1,8 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { assert, describe, inject, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
-import {
-  accepted,
-  conformance,
-  events,
-  eventsCommit,
-  header,
-  loadAll,
-  mid,
-  sid
-} from "@harness/session/test/conformance"
-import { ev } from "@harness/session/test/fixtures"
+import { accepted, conformance, events, eventsCommit, header, loadAll } from "@harness/session/test/conformance"
+import { ev, messageId as mid, sessionId as sid } from "@harness/testkit/Events"
 import { Context, Effect, Layer, Random, Redacted } from "effect"
 import { PostgresStore } from "../src/index.js"
 

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MessageSource, type SessionEvent } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { block, ev, promptTurn, sessionId } from "@harness/session/test/fixtures"
+import { block, ev, promptTurn, sessionId } from "@harness/testkit/Events"
 import Database from "better-sqlite3"
 import { Effect } from "effect"
 import * as fs from "node:fs"

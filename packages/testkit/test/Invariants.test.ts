@@ -5,8 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentEvent, Message, SessionEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
-import { ev, messageId, stamp } from "@harness/session/test/fixtures"
 import { Invariants } from "@harness/testkit"
+import { ev, messageId, stamp } from "@harness/testkit/Events"
 
 const msg = (id: string): Message.AgentMessage => ({
   content: [{ type: "text", text: `text of ${id}` }],

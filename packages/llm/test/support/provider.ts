@@ -10,7 +10,7 @@ import { LlmFailure } from "@harness/domain"
 import { Clock, Context, Effect, Either, Layer, Redacted, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { ChatCompletions } from "../../src/index.js"
-import type { FakeServer } from "./FakeServer.js"
+import * as FakeServer from "./FakeServer.js"
 
 /** A key that must never leak. */
 export const apiKey = "sk-test-7Qx2LmZ9pV4rT8wK3nB6"
@@ -37,7 +37,7 @@ export const ToolsLayer = Tools.toLayer({
  * immediate unless a test drives the clock), the key above.
  */
 export const languageModel = (
-  server: FakeServer,
+  server: FakeServer.FakeServer,
   options: ChatCompletions.Options = {}
 ): Effect.Effect<LanguageModel.Service, never, Scope.Scope> =>
   Layer.build(
@@ -51,6 +51,21 @@ export const languageModel = (
     Effect.map((context) => Context.get(context, LanguageModel.LanguageModel)),
     Effect.orDie
   )
+
+/** A fake server and the model over it, retries off so each case sees the first failure (`options` add to that). */
+export const serverAndModel = (options: ChatCompletions.Options = {}) =>
+  Effect.gen(function*() {
+    const server = yield* FakeServer.make
+    const model = yield* languageModel(server, { ...options, retry: { maxRetries: 0, ...options.retry } })
+    return { server, model }
+  })
+
+/** What streaming `prompt` (with the test tools) fails with once the server answers `reply`. */
+export const failedStream = (
+  fixture: { readonly server: FakeServer.FakeServer; readonly model: LanguageModel.Service },
+  reply: FakeServer.Reply,
+  prompt = "hi"
+) => Effect.zipRight(fixture.server.reply(reply), failing(stream(fixture.model, prompt)))
 
 /** Streams a prompt with the test tools advertised, collecting every part. */
 export const stream = (
