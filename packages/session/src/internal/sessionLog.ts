@@ -533,13 +533,15 @@ const makeService = (
       recordInbox,
       pendingInbox,
       hasMessage,
-      faults: Stream.fromPubSub(faults),
-      subscribeFaults: PubSub.subscribe(faults),
+      // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
+      // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
+      faults: Stream.suspend(() => Stream.fromPubSub(faults)),
+      subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
       events: Effect.map(Ref.get(shared), (s) => Chunk.toReadonlyArray(s.data.events)),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
       history: Effect.map(Ref.get(shared), (s) => s.data.history),
-      subscribe: PubSub.subscribe(observers),
-      changes: Stream.fromPubSub(observers)
+      subscribe: Effect.suspend(() => PubSub.subscribe(observers)),
+      changes: Stream.suspend(() => Stream.fromPubSub(observers))
     } satisfies Service
   })
 
