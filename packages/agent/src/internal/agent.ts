@@ -92,13 +92,16 @@ export const make = <R>(
       withdraw: (id) => Accept.withdraw(env, id),
       status: Effect.map(Ref.get(state), (s) => s.status),
       acceptsNextStep: Effect.map(Ref.get(state), (s) => s.window),
-      subscribe: PubSub.subscribe(events),
-      events: Stream.unwrapScoped(
-        Effect.gen(function*() {
-          if ((yield* Ref.get(state)).disposed) return Stream.empty
-          const queue = yield* PubSub.subscribe(events)
-          return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
-        })
+      // Built when used: prebuilt, a subscription and a stream description are a few KB of every idle agent (ADR 0023).
+      subscribe: Effect.suspend(() => PubSub.subscribe(events)),
+      events: Stream.suspend(() =>
+        Stream.unwrapScoped(
+          Effect.gen(function*() {
+            if ((yield* Ref.get(state)).disposed) return Stream.empty
+            const queue = yield* PubSub.subscribe(events)
+            return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
+          })
+        )
       ),
       log: log.events
     }
