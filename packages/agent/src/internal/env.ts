@@ -1,18 +1,19 @@
 /**
- * The agent's shared runtime: its state (one immutable record in a `Ref`, guarded by a one-permit semaphore — the
- * acceptance window), the queued FIFO (`Queue`), and the helpers every part of the agent uses to append to the log
- * and publish live events in one true order.
+ * The agent's shared environment: its state (one immutable record in a `Ref` — the lifecycle value, ADR 0021, and
+ * what survives across turns — guarded by a one-permit semaphore, the acceptance window), the inbox, and the helpers
+ * every part of the agent uses to append to the log and publish live events in one true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Deferred, Fiber, Scope } from "effect"
-import { Chunk, Effect, PubSub, Ref } from "effect"
+import type { Context, Fiber, Scope } from "effect"
+import { Chunk, Effect, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem, QueuedItem } from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 
 /** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
 export interface Progress {
@@ -80,32 +81,30 @@ export type Job =
     readonly unsettled?: { readonly turn: number; readonly reason: Turn.TurnEndReason } | undefined
   }
 
-/** The current activity. */
+/**
+ * The current activity. Its fiber, job, progress and tools are fixed when it starts; `window`, `cause` and
+ * `logContextOnClose` change with it (a new value swapped into the lifecycle, see `lifecycle.ts`).
+ */
 export interface Activity {
   readonly job: Job
   readonly fiber: Fiber.RuntimeFiber<ActivityResult, unknown>
   readonly progress: Ref.Ref<Progress>
   readonly tools: ToolRuntime
+  /** `acceptsNextStep`: open from the activity's start (before its admission, R35) until its turn ends (R57). */
+  readonly window: boolean
+  /** The first cancel cause recorded for this activity. */
+  readonly cause: AgentEvent.InterruptReason | undefined
+  /** A default cancel hit this activity: staged context is logged when it closes. */
+  readonly logContextOnClose: boolean
 }
 
 /**
- * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads of
- * `status`/`window` for the public accessors).
+ * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads for the public
+ * accessors and `honourCancel`).
  */
 export interface State {
-  /** `acceptsNextStep`: the next-step acceptance window is open. */
-  readonly window: boolean
-  readonly status: AgentEvent.AgentStatus
-  /** The driver fiber, present exactly while there is work (an activity or a waking item). */
-  readonly driver: Fiber.RuntimeFiber<void> | undefined
-  /** Completed when the current driver exits. */
-  readonly idle: Deferred.Deferred<void> | undefined
-  readonly activity: Activity | undefined
-  /** The first cancel cause recorded for the current activity. */
-  readonly cause: AgentEvent.InterruptReason | undefined
-  /** A default cancel hit the current activity: staged context is logged when it closes. */
-  readonly logContextOnClose: boolean
-  readonly disposed: boolean
+  /** Idle, running (a driver and perhaps an activity), disposing or disposed (ADR 0021). */
+  readonly lifecycle: Lifecycle.Lifecycle
   /** The end reason of a turn whose close the store refused: the log still has it open (see `repairLocked`). */
   readonly unclosed: Turn.TurnEndReason | undefined
   /** The header this agent last logged (`undefined` before its first request). */
@@ -157,7 +156,10 @@ export const provide = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): E
  * that cancels its own agent finishes, and nothing after it runs (no hook runs after a cancel).
  */
 export const honourCancel = (env: Env): Effect.Effect<void> =>
-  Effect.flatMap(Ref.get(env.state), (state) => (state.cause === undefined ? Effect.void : Effect.interrupt))
+  Effect.flatMap(
+    Ref.get(env.state),
+    (state) => (Lifecycle.cause(state.lifecycle) === undefined ? Effect.void : Effect.interrupt)
+  )
 
 /** Publishes a live event. Never blocks (the PubSub is unbounded). */
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
@@ -219,6 +221,26 @@ export const reportLogError = (
 
 /** Updates the state. */
 export const update = (env: Env, f: (state: State) => State): Effect.Effect<void> => Ref.update(env.state, f)
+
+/**
+ * Applies a lifecycle transition (ADR 0021). Must run holding the lock. The callers only ask for transitions their
+ * state allows, so a refused one is a bug: a defect naming the transition and the state.
+ */
+export const transition = (
+  env: Env,
+  name: string,
+  f: (lifecycle: Lifecycle.Lifecycle) => Option.Option<Lifecycle.Lifecycle>
+): Effect.Effect<void> =>
+  Effect.flatMap(
+    Ref.modify(env.state, (state): [Lifecycle.Lifecycle | undefined, State] => {
+      const next = f(state.lifecycle)
+      return Option.isSome(next) ? [undefined, { ...state, lifecycle: next.value }] : [state.lifecycle, state]
+    }),
+    (refused) =>
+      refused === undefined
+        ? Effect.void
+        : Effect.dieMessage(`the agent's lifecycle refused "${name}" in state ${refused._tag}`)
+  )
 
 /** Reads the state. */
 export const read = (env: Env): Effect.Effect<State> => Ref.get(env.state)

@@ -26,10 +26,12 @@ import {
   publish,
   publishDrained,
   read,
+  transition,
   update,
   userMessageData
 } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 import { headerOf, logHeader, modelStream, requestConfig, sameHeader, systemPrompt } from "./request.js"
 import { runToolCalls } from "./toolCalls.js"
 import type { TurnFailure } from "./turnFailure.js"
@@ -80,7 +82,7 @@ const endTurnLocked = (
   reason: TurnT.TurnEndReason
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
-    yield* update(env, (s) => ({ ...s, window: false }))
+    yield* transition(env, "windowClosed", Lifecycle.windowClosed)
     const written = yield* Effect.either(appendOwn(env, [{ type: "turn/end", data: { turn, reason } }]))
     if (written._tag === "Left") {
       yield* update(env, (s) => ({ ...s, unclosed: reason }))
