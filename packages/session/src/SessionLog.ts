@@ -71,6 +71,20 @@ export interface Service {
     inputs: ReadonlyArray<SessionEvent.SessionEventInput>
   ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
   /**
+   * {@link appendAll} for events the caller built itself, in typed code, from values that were validated where
+   * they entered the process (ADR 0023): the agent's own `turn/*` and `step/*` records, messages it accepted
+   * through `send` (decoded and frozen there), stream chunks it normalised with its JSON-lossless copy.
+   *
+   * Contract: as {@link appendAll} — serialised, numbered, stamped, checked against the enclosure rules, committed
+   * and published all or nothing — except that the schema validation and its deep copy are skipped: the event is the
+   * input plus `seq` and `time` (a shallow copy), so the caller must not mutate what it passed. Anything from
+   * outside (a seed, a store, the wire, a hook's or a tool's output, a user's call) goes through {@link append} or
+   * {@link appendAll}, which refuse an invalid event with `invalid-event`.
+   */
+  readonly appendTrusted: (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
+  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
+  /**
    * The durability barrier: resolves once every event appended before the call is written to the store and made
    * durable against power loss (`sync`).
    *

@@ -12,7 +12,7 @@ import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import type { Env, State } from "./env.js"
-import { append, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
+import { appendOwn, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 
@@ -102,7 +102,7 @@ const sendLocked = (
       } else {
         // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
         yield* repairLocked(env)
-        yield* append(env, { type: "user/message", data: userMessageData(data, id) })
+        yield* appendOwn(env, [{ type: "user/message", data: userMessageData(data, id) }])
         yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
       }
       return id

@@ -18,21 +18,27 @@ const decodeDecision = Schema.decodeUnknownEither(Turn.PromptDecision, { errors:
  * each additional context), or `undefined` when the prompt is blocked or the hook failed (logged as a warning; no
  * `agent/error`, there is no turn to attribute it to).
  */
-export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> =>
-  Effect.gen(function*() {
-    const hook = env.options.hooks?.promptSubmit
+export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> => {
+  const hook = env.options.hooks?.promptSubmit
+  // Without a hook the decision is the default `allow`, known to be valid: nothing to run or decode (ADR 0023). The
+  // cancel check still runs, as after a hook.
+  if (hook === undefined) {
+    return Effect.as(honourCancel(env), [{
+      data: { content: message.content, source: message.source },
+      id: message.id
+    }])
+  }
+  return Effect.gen(function*() {
     const allow: TurnT.PromptDecision = { kind: "allow" }
-    const outcome = hook === undefined
-      ? Option.some<unknown>(allow)
-      : yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
-        Effect.map(Option.some<unknown>),
-        Effect.catchAllCause((cause) =>
-          Effect.as(
-            Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
-            Option.none()
-          )
+    const outcome = yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
+      Effect.map(Option.some<unknown>),
+      Effect.catchAllCause((cause) =>
+        Effect.as(
+          Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
+          Option.none()
         )
       )
+    )
     yield* honourCancel(env)
     if (Option.isNone(outcome)) return undefined
     const decision = decodeDecision(outcome.value)
@@ -50,3 +56,4 @@ export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<R
     }
     return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
   })
+}

@@ -84,13 +84,16 @@ export const make = <R>(
       withdraw: (id) => Accept.withdraw(env, id),
       status: Effect.map(Ref.get(state), (s) => Lifecycle.status(s.lifecycle)),
       acceptsNextStep: Effect.map(Ref.get(state), (s) => Lifecycle.windowOpen(s.lifecycle)),
-      subscribe: PubSub.subscribe(events),
-      events: Stream.unwrapScoped(
-        Effect.gen(function*() {
-          if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
-          const queue = yield* PubSub.subscribe(events)
-          return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
-        })
+      // Built when used: prebuilt, a subscription and a stream description are a few KB of every idle agent (ADR 0023).
+      subscribe: Effect.suspend(() => PubSub.subscribe(events)),
+      events: Stream.suspend(() =>
+        Stream.unwrapScoped(
+          Effect.gen(function*() {
+            if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
+            const queue = yield* PubSub.subscribe(events)
+            return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
+          })
+        )
       ),
       log: log.events
     }

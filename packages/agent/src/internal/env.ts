@@ -177,6 +177,21 @@ export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<v
 export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E) =>
   Effect.tap(env.log.append(input), (event) => publish(env, { type: "session/event", event }))
 
+/**
+ * Appends events the agent built itself, in typed code, from values validated where they entered (`appendTrusted`,
+ * ADR 0023: no schema pass, the enclosure rules still checked), as one unit, and republishes each live as
+ * `session/event`. For `turn/*` and `step/*` records and accepted input only; anything carrying a hook's, a tool's
+ * or the model's output goes through {@link append} / {@link appendAll}.
+ */
+export const appendOwn = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
+  Effect.tap(
+    env.log.appendTrusted(inputs),
+    (events) =>
+      events.length === 1
+        ? PubSub.publish(env.events, { type: "session/event", event: events[0]! })
+        : PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+  )
+
 /** Appends durable events as one unit (`appendAll`) and republishes each live as `session/event`. */
 export const appendAll = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
   Effect.tap(
@@ -337,7 +352,8 @@ export const drain = (
   Effect.gen(function*() {
     const plan = drainPlan(yield* Inbox.get(env.inbox), options)
     if (plan.taken.length === 0) return { steering: false }
-    const events = yield* env.log.appendAll(plan.events)
+    // Outbox items are accepted input (decoded and frozen at `send`, or a tool's context decoded when it returned).
+    const events = yield* env.log.appendTrusted(plan.events)
     yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: plan.rest }))
     return { steering: yield* publishDrained(env, plan.taken, events) }
   })

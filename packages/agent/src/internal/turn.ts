@@ -18,6 +18,7 @@ import { chunkJson } from "./content.js"
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./env.js"
 import {
   append,
+  appendOwn,
   drain,
   drainPlan,
   hasSteering,
@@ -84,7 +85,7 @@ const endTurnLocked = (
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* transition(env, "windowClosed", Lifecycle.windowClosed)
-    const written = yield* Effect.either(append(env, { type: "turn/end", data: { turn, reason } }))
+    const written = yield* Effect.either(appendOwn(env, [{ type: "turn/end", data: { turn, reason } }]))
     if (written._tag === "Left") {
       yield* update(env, (s) => ({ ...s, unclosed: reason }))
       yield* publish(env, {
@@ -147,7 +148,8 @@ const runTurn = (
           type: "user/message",
           data: userMessageData(input.data, input.id)
         }))
-        const events = yield* env.log.appendAll([
+        // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023).
+        const events = yield* env.log.appendTrusted([
           { type: "turn/start", data: { turn, trigger: opening.trigger } },
           ...retained.events,
           ...prompts,
@@ -246,7 +248,7 @@ const runStep = (
     // The reconstruction boundary (R103): the request sees the log as it is right before `step/start`.
     const history = yield* locked(
       env,
-      Effect.zipLeft(env.log.history, append(env, { type: "step/start", data: { turn, step } }))
+      Effect.zipLeft(env.log.history, appendOwn(env, [{ type: "step/start", data: { turn, step } }]))
     ).pipe(Effect.mapError(logFailure(step)))
     const config = yield* requestConfig(env, turn, step)
     // Only this activity writes the header, so an unchanged one is known without the lock.
@@ -273,7 +275,8 @@ const runStep = (
         return locked(
           env,
           Effect.flatMap(
-            env.log.appendAll(parts.map((part) => ({
+            // `chunkJson` is a JSON-lossless copy by construction, so the chunks are trusted (ADR 0023).
+            env.log.appendTrusted(parts.map((part) => ({
               type: "assistant/chunk" as const,
               data: { turn, step, chunk: chunkJson(part) }
             }))),
@@ -340,7 +343,7 @@ const runStep = (
     // D2, then `step/end`: steering drained here forces another step (R48).
     const drained = yield* locked(
       env,
-      Effect.zipLeft(drain(env, { turn }), append(env, { type: "step/end", data: { turn, step } }))
+      Effect.zipLeft(drain(env, { turn }), appendOwn(env, [{ type: "step/end", data: { turn, step } }]))
     ).pipe(Effect.mapError(logFailure(step)))
     return {
       _tag: "Completed",
@@ -362,7 +365,9 @@ const requestFailed = (
   outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   Effect.gen(function*() {
-    yield* locked(env, append(env, { type: "step/end", data: { turn, step } })).pipe(Effect.mapError(logFailure(step)))
+    yield* locked(env, appendOwn(env, [{ type: "step/end", data: { turn, step } }])).pipe(
+      Effect.mapError(logFailure(step))
+    )
     const hook = env.options.hooks?.requestError
     const decision = hook === undefined
       ? "fail"

@@ -546,11 +546,17 @@ const makeService = (
       (start) => start ? Effect.asVoid(Effect.forkDaemon(writerLoop)) : Effect.void
     )
 
-    /** Validates and checks inputs against the current state: the events and the data after them, or the refusal. */
+    /**
+     * Validates (unless `trusted`) and checks inputs against the current state: the events and the data after them,
+     * or the refusal. A trusted input is the caller's own typed construction from values validated where they entered
+     * (ADR 0023): it is stamped with `seq` and `time` by a shallow copy instead of being validated and deep-copied.
+     * The enclosure rules (`LogCheck.step`) are checked either way.
+     */
     const prepare = (
       current: LogData,
       inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
-      time: number
+      time: number,
+      trusted: boolean
     ): Either.Either<
       { readonly events: Array<SessionEvent.SessionEvent>; readonly next: LogData },
       SessionLogError
@@ -559,17 +565,24 @@ const makeService = (
       const events: Array<SessionEvent.SessionEvent> = []
       for (const input of inputs) {
         const seq = next.state.nextSeq
-        const encoded = encode({ ...input, seq, time })
-        if (Either.isLeft(encoded)) {
-          return Either.left(
-            new SessionLogError({
-              reason: "invalid-event",
-              message: `the ${input.type} event is invalid: ${encoded.left}`,
-              seq
-            })
-          )
+        let event: SessionEvent.SessionEvent
+        if (trusted) {
+          // One variant's input plus `seq` and `time` is that variant's event; TypeScript cannot follow the union
+          // through the spread, hence the cast.
+          event = { ...input, seq, time } as SessionEvent.SessionEvent
+        } else {
+          const encoded = encode({ ...input, seq, time })
+          if (Either.isLeft(encoded)) {
+            return Either.left(
+              new SessionLogError({
+                reason: "invalid-event",
+                message: `the ${input.type} event is invalid: ${encoded.left}`,
+                seq
+              })
+            )
+          }
+          event = encoded.right
         }
-        const event = encoded.right
         const checked = logCheck.step(next.state, event)
         if ("violation" in checked) {
           const { message, rule } = checked.violation
@@ -582,41 +595,48 @@ const makeService = (
     }
 
     // Untraced on purpose: the agent appends every stream chunk, and a span (with its stack capture) would cost
-    // more than the append itself; turns and steps carry the spans.
-    const appendLocked = Effect.fnUntraced(function*(inputs: ReadonlyArray<SessionEvent.SessionEventInput>) {
-      const { data: current, writer } = yield* Ref.get(shared)
-      if (writer.broken !== undefined) return yield* brokenError(id, writer.broken)
-      const time = yield* Clock.currentTimeMillis
-      const prepared = prepare(current, inputs, time)
-      if (Either.isLeft(prepared)) return yield* prepared.left
-      const { events, next } = prepared.right
-      if (events.length === 0) return events
-      if (writeBehind) {
-        // Accepted in memory now; the writer makes it durable (in order, in batches).
-        yield* Ref.update(shared, (s) => ({ ...s, data: next }))
-        yield* PubSub.publishAll(observers, events)
-        yield* kick
-        return events
-      }
-      // Write-through: the commit point is the store write; memory and observers follow it. Inbox records
-      // recorded since the last commit ride with it (before its events).
-      const inbox = Chunk.toReadonlyArray(writer.inbox)
-      yield* store.append(id, { events, inbox }).pipe(
-        Effect.mapError(storeError(`the store refused ${describeBatch(events)}`)),
-        Effect.zipRight(Ref.update(shared, (s) => ({
-          data: next,
-          writer: {
-            ...s.writer,
-            durable: next.state.nextSeq,
-            inbox: Chunk.drop(s.writer.inbox, inbox.length),
-            inboxWritten: s.writer.inboxWritten + inbox.length
+    // more than the append itself; turns and steps carry the spans. Written as a flat chain (one state read, the
+    // clock read synchronously, one synchronous preparation, then the commit): every interpreter step here is paid
+    // a dozen times per turn (ADR 0023).
+    const appendLocked = (
+      inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+      trusted: boolean
+    ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError> =>
+      Effect.clockWith((clock) =>
+        Effect.flatMap(Ref.get(shared), ({ data: current, writer }) => {
+          if (writer.broken !== undefined) return Effect.fail(brokenError(id, writer.broken))
+          const prepared = prepare(current, inputs, clock.unsafeCurrentTimeMillis(), trusted)
+          if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+          const { events, next } = prepared.right
+          if (events.length === 0) return Effect.succeed(events)
+          if (writeBehind) {
+            // Accepted in memory now; the writer makes it durable (in order, in batches).
+            return Ref.update(shared, (s) => ({ ...s, data: next })).pipe(
+              Effect.zipRight(PubSub.publishAll(observers, events)),
+              Effect.zipRight(kick),
+              Effect.as(events)
+            )
           }
-        }))),
-        Effect.zipRight(PubSub.publishAll(observers, events)),
-        Effect.zipRight(afterCommit(inbox, events, next.checkpoint))
+          // Write-through: the commit point is the store write; memory and observers follow it. Inbox records
+          // recorded since the last commit ride with it (before its events).
+          const inbox = Chunk.toReadonlyArray(writer.inbox)
+          return store.append(id, { events, inbox }).pipe(
+            Effect.mapError(storeError(`the store refused ${describeBatch(events)}`)),
+            Effect.zipRight(Ref.update(shared, (s) => ({
+              data: next,
+              writer: {
+                ...s.writer,
+                durable: next.state.nextSeq,
+                inbox: Chunk.drop(s.writer.inbox, inbox.length),
+                inboxWritten: s.writer.inboxWritten + inbox.length
+              }
+            }))),
+            Effect.zipRight(PubSub.publishAll(observers, events)),
+            Effect.zipRight(afterCommit(inbox, events, next.checkpoint)),
+            Effect.as(events)
+          )
+        })
       )
-      return events
-    })
 
     const recordInbox = (inputs: ReadonlyArray<InboxRecordInput>): Effect.Effect<void, SessionLogError> =>
       inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
@@ -668,8 +688,10 @@ const makeService = (
     // Uninterruptible, lock wait included: `Semaphore.take` counts a permit as taken while the waiter is still
     // interruptible, so an interruption at that instant would leak it and block every later append. Under the lock
     // an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
-    const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
-      Effect.zipRight(awaitRoom, Effect.uninterruptible(lock.withPermits(1)(appendLocked(inputs))))
+    const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
+      const locked = Effect.uninterruptible(lock.withPermits(1)(appendLocked(inputs, trusted)))
+      return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
+    }
 
     const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
       if (!writeBehind) {
@@ -724,11 +746,12 @@ const makeService = (
       // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
       // `input.type`; TypeScript cannot see that through the union, hence the cast.
       append: <E extends SessionEvent.SessionEventInput>(input: E) =>
-        Effect.map(appendBatch([input]), (events) => events[0]!) as Effect.Effect<
+        Effect.map(appendBatch([input], false), (events) => events[0]!) as Effect.Effect<
           Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
           SessionLogError
         >,
-      appendAll: appendBatch,
+      appendAll: (inputs) => appendBatch(inputs, false),
+      appendTrusted: (inputs) => appendBatch(inputs, true),
       flush,
       cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
         appended: s.data.state.nextSeq,
@@ -739,8 +762,10 @@ const makeService = (
       recordInbox,
       pendingInbox,
       hasMessage,
-      faults: Stream.fromPubSub(faults),
-      subscribeFaults: PubSub.subscribe(faults),
+      // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
+      // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
+      faults: Stream.suspend(() => Stream.fromPubSub(faults)),
+      subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
       events: Effect.flatMap(Ref.get(shared), (s) =>
         s.data.base === 0
           ? Effect.succeed(Chunk.toReadonlyArray(s.data.events))
@@ -752,8 +777,8 @@ const makeService = (
           prefixHistory,
           (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
         ),
-      subscribe: PubSub.subscribe(observers),
-      changes: Stream.fromPubSub(observers)
+      subscribe: Effect.suspend(() => PubSub.subscribe(observers)),
+      changes: Stream.suspend(() => Stream.fromPubSub(observers))
     } satisfies Service
   })
 
