@@ -10,7 +10,7 @@
  * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
  * does), and three in four preempt every fiber after 16–96 operations, so the test's operations also land between the agent's
  * critical sections. Every run ends by disposing
- * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-support.ts
+ * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-runner.ts
  * does the checking, with the folds of `Invariants` (@harness/testkit).
  *
  * Invariants checked after every run:
@@ -47,8 +47,10 @@ import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, FastCheck as fc, Schema } from "effect"
-import type { CheckOptions, Scenario } from "./properties-support.js"
-import { describeScenario, faultPositions, problems, run, scenario } from "./properties-support.js"
+import type { Scenario } from "./properties-arbitraries.js"
+import { faultPositions, scenario } from "./properties-arbitraries.js"
+import type { CheckOptions } from "./properties-runner.js"
+import { describeScenario, problems, run } from "./properties-runner.js"
 
 /** Runs a scenario and asserts that it broke nothing (see `problems`). */
 const check = (scenario: Scenario, options: CheckOptions = {}) =>
