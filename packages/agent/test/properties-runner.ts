@@ -88,6 +88,10 @@ export interface Outcome {
   readonly stuck: string | undefined
   /** What an operation returned that it should not have (e.g. a resend that returned a new id). */
   readonly anomalies: ReadonlyArray<string>
+  /** How many `on` operations saw their event (`fired`) and how many gave up waiting for it (`missed`). */
+  readonly reactions: { readonly fired: number; readonly missed: number }
+  /** How many appends the store refused (injected faults that hit). */
+  readonly refused: number
 }
 
 const FAULTY_TYPES: ReadonlySet<string> = new Set([
@@ -99,6 +103,8 @@ const FAULTY_TYPES: ReadonlySet<string> = new Set([
   "step/start"
 ])
 const ON_PATIENCE = 200
+const ON_ROUNDS = 4
+const SETTLE_ROUNDS = 20
 const WATCHDOG_YIELDS = 5000
 const DRAIN_ROUNDS = 100
 const DISPOSAL_ROUNDS = 100
@@ -232,12 +238,15 @@ export const run = (scenario: Scenario) =>
     const memory = yield* SessionStore.makeMemory
     const disposing = yield* Ref.make(false)
     const attempts = yield* Ref.make(0)
+    const refused = yield* Ref.make(0)
     const failing = new Set(scenario.faults ?? [])
     const faulty = (commit: SessionStore.Commit) =>
       Effect.gen(function*() {
         if (failing.size === 0 || (yield* Ref.get(disposing))) return false
         if (!commit.events.some((event) => FAULTY_TYPES.has(event.type))) return false
-        return failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+        const hit = failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+        if (hit) yield* Ref.update(refused, (n) => n + 1)
+        return hit
       })
     const store: SessionStore.Service = {
       ...memory,
@@ -273,6 +282,7 @@ export const run = (scenario: Scenario) =>
     // the lock waits on the clock); one that does not is deadlocked, and the run records it instead of hanging.
     const stuck = yield* Ref.make<string | undefined>(undefined)
     const anomalies = yield* Ref.make<ReadonlyArray<string>>([])
+    const reactions = yield* Ref.make({ fired: 0, missed: 0 })
     const guarded = <A>(op: Op, effect: Effect.Effect<A>): Effect.Effect<A | undefined> =>
       Effect.raceFirst(
         effect,
@@ -358,17 +368,31 @@ export const run = (scenario: Scenario) =>
             }
             return
           }
+          case "script":
+            return yield* model.push(...op.replies.map(toReply))
+          case "settle": {
+            const idle = yield* Effect.fork(agent.whenIdle)
+            if (!(yield* driveUntilDone(idle, SETTLE_ROUNDS))) yield* Fiber.interrupt(idle)
+            return
+          }
           case "on": {
             // React as soon as the agent appends the next such event (as a `session/event` subscriber would), or
             // give up after a while (the agent may be idle or hanging).
+            // While nothing comes, the clock moves on to the next scheduled sleep (a slow tool, a delayed reply), a
+            // few times, so a reaction to an event that needs time still sees it.
             const seen = (yield* recorder.events).length
-            for (let i = 0; i < ON_PATIENCE; i++) {
-              const events = yield* recorder.events
-              if (
-                events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)
-              ) break
-              yield* Effect.yieldNow()
+            let fired = false
+            for (let round = 0; round < ON_ROUNDS && !fired; round++) {
+              for (let i = 0; i < ON_PATIENCE && !fired; i++) {
+                const events = yield* recorder.events
+                fired = events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)
+                if (!fired) yield* Effect.yieldNow()
+              }
+              const sleeps = Chunk.toReadonlyArray(yield* TestClock.sleeps())
+              if (fired || sleeps.length === 0) break
+              yield* TestClock.adjust(Math.max(Math.min(...sleeps) - (yield* TestClock.currentTimeMillis), 0))
             }
+            yield* Ref.update(reactions, (r) => fired ? { ...r, fired: r.fired + 1 } : { ...r, missed: r.missed + 1 })
             return yield* play(op.item)
           }
         }
@@ -407,13 +431,102 @@ export const run = (scenario: Scenario) =>
       quiescent,
       disposed,
       stuck: yield* Ref.get(stuck),
-      anomalies: yield* Ref.get(anomalies)
+      anomalies: yield* Ref.get(anomalies),
+      reactions: yield* Ref.get(reactions),
+      refused: yield* Ref.get(refused)
     } satisfies Outcome
   }).pipe(
     Effect.withMaxOpsBeforeYield(scenario.maxOps),
     Effect.withRandom(Random.make(scenario.seed)),
     Effect.provide(S.layer())
   )
+
+/**
+ * The interleavings a run reached, read from its live events: what the generators are shaped to make common (the
+ * distribution test counts them over a sample of runs).
+ */
+export interface Tally {
+  /** A tool call was made. */
+  readonly tool: boolean
+  /** Steering was accepted, or a cancel requested, while a tool call was running (between its `tool/call` and its
+   * `tool/result`). */
+  readonly steerOrCancelWhileTool: boolean
+  /** Steering was accepted right after a concluding step's `step/end`, before the turn ended: seen as its enqueue
+   * there, or as the extra step the turn takes for it (a concluded turn takes another step only for such steering). */
+  readonly steerAfterConcluding: boolean
+  /** A cancel was requested as a tool batch started: after the step's `assistant/message` with tool calls, before
+   * its first `tool/result`. */
+  readonly cancelAsBatchStarts: boolean
+  /** `on` operations that saw their event, and those that gave up. */
+  readonly reactions: { readonly fired: number; readonly missed: number }
+  /** Appends the store refused. */
+  readonly refused: number
+}
+
+/** What a run reached (see {@link Tally}). */
+export const tally = (outcome: Outcome): Tally => {
+  let tool = false
+  let steerOrCancelWhileTool = false
+  let steerAfterConcluding = false
+  let cancelAsBatchStarts = false
+  const running = new Set<string>()
+  const concluding = new Set<string>()
+  let concluded = false
+  // After a concluding step's step/end, until the next durable event.
+  let afterConcludingEnd = false
+  // After an assistant/message with tool calls, until the step's first tool/result.
+  let batchStarting = false
+  for (const event of outcome.events) {
+    if (event.type === "session/event") {
+      const durable = event.event
+      // The fixed path: steering accepted after a concluding step's step/end gives its turn one more step.
+      if (afterConcludingEnd && durable.type === "step/start") steerAfterConcluding = true
+      afterConcludingEnd = false
+      switch (durable.type) {
+        case "step/start":
+          concluded = false
+          break
+        case "assistant/message":
+          batchStarting = durable.data.content.some((block) => block.type === "tool-call")
+          break
+        case "tool/call":
+          tool = true
+          running.add(durable.data.callId)
+          if (durable.data.name === "annotate" && durable.data.arguments.includes("true")) {
+            concluding.add(durable.data.callId)
+          }
+          break
+        case "tool/result":
+          batchStarting = false
+          running.delete(durable.data.callId)
+          if (concluding.has(durable.data.callId) && !durable.data.isError) concluded = true
+          break
+        case "step/end":
+          batchStarting = false
+          afterConcludingEnd = concluded
+          break
+        case "turn/end":
+          running.clear()
+          batchStarting = false
+          break
+      }
+    } else if (event.type === "agent/inbox/enqueue" && event.placement === "steering") {
+      if (running.size > 0) steerOrCancelWhileTool = true
+      if (afterConcludingEnd) steerAfterConcluding = true
+    } else if (event.type === "agent/cancel-requested") {
+      if (running.size > 0) steerOrCancelWhileTool = true
+      if (batchStarting) cancelAsBatchStarts = true
+    }
+  }
+  return {
+    tool,
+    steerOrCancelWhileTool,
+    steerAfterConcluding,
+    cancelAsBatchStarts,
+    reactions: outcome.reactions,
+    refused: outcome.refused
+  }
+}
 
 /** A compact, readable description of a scenario, for failure messages and regression tests. */
 export const describeScenario = (scenario: Scenario): string => JSON.stringify(scenario)
