@@ -6,8 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Scenario } from "./properties-support.js"
-import { problems, run } from "./properties-support.js"
+import type { Scenario } from "./properties-arbitraries.js"
+import { problems, run } from "./properties-runner.js"
 
 const scenario = {
   ops: [

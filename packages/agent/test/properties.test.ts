@@ -10,7 +10,7 @@
  * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
  * does), and three in four preempt every fiber after 16–96 operations, so the test's operations also land between the agent's
  * critical sections. Every run ends by disposing
- * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-support.ts
+ * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-runner.ts
  * does the checking, with the folds of `Invariants` (@harness/testkit).
  *
  * Invariants checked after every run:
@@ -47,8 +47,10 @@ import { Agent, AgentTool } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, FastCheck as fc, Schema } from "effect"
-import type { CheckOptions, Scenario } from "./properties-support.js"
-import { describeScenario, faultPositions, problems, run, scenario } from "./properties-support.js"
+import type { Scenario } from "./properties-arbitraries.js"
+import { faultPositions, scenario } from "./properties-arbitraries.js"
+import type { CheckOptions, Tally } from "./properties-runner.js"
+import { describeScenario, problems, run, tally } from "./properties-runner.js"
 
 /** Runs a scenario and asserts that it broke nothing (see `problems`). */
 const check = (scenario: Scenario, options: CheckOptions = {}) =>
@@ -107,6 +109,50 @@ describe("properties: the generators reach the interleavings that broke before",
     assert.strictEqual(share((s) => (s.faults ?? []).every((position) => position < faultPositions)), 1)
     assert.isAbove(share((s) => (s.faults ?? []).some((position) => position < 5)), 0.5)
   })
+
+  // What the runs themselves reach (not what the generators draw): a fixed sample of each property's scenarios is
+  // played, and `tally` reads from each run's events which interleavings it reached. The floors are well below what
+  // the sample reaches (see PROPERTIES.md), and well above what the generators reached before they were reshaped.
+  const reached = (sample: ReadonlyArray<Scenario>) =>
+    Effect.gen(function*() {
+      const tallies: Array<Tally> = []
+      for (const scenario of sample) tallies.push(tally(yield* Effect.scoped(run(scenario))))
+      const share = (predicate: (t: Tally) => boolean) => tallies.filter(predicate).length / tallies.length
+      const fired = tallies.reduce((n, t) => n + t.reactions.fired, 0)
+      const missed = tallies.reduce((n, t) => n + t.reactions.missed, 0)
+      return {
+        tool: share((t) => t.tool),
+        steerOrCancelWhileTool: share((t) => t.steerOrCancelWhileTool),
+        steerAfterConcluding: share((t) => t.steerAfterConcluding),
+        cancelAsBatchStarts: share((t) => t.cancelAsBatchStarts),
+        refused: share((t) => t.refused > 0),
+        fired: fired + missed === 0 ? 0 : fired / (fired + missed)
+      }
+    })
+
+  it.effect(
+    "reactive runs: reactions fire, tools run, steering and cancels land while a tool runs, as a batch starts and after a concluding step",
+    () =>
+      Effect.gen(function*() {
+        // Before the reshaping (the same sample and tally): fired 13 %, tool 20 %, steering or a cancel while a tool
+        // runs 10 %, a cancel as a batch starts 6 %, steering after a concluding step 0 %.
+        const shares = yield* reached(fc.sample(scenario({ reactive: true }), { numRuns: 100, seed: 7 }))
+        const shown = JSON.stringify(shares)
+        assert.isAtLeast(shares.fired, 0.4, shown)
+        assert.isAtLeast(shares.tool, 0.55, shown)
+        assert.isAtLeast(shares.steerOrCancelWhileTool, 0.25, shown)
+        assert.isAtLeast(shares.cancelAsBatchStarts, 0.2, shown)
+        assert.isAbove(shares.steerAfterConcluding, 0, shown)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.effect("store-fault runs: most runs have an append refused", () =>
+    Effect.gen(function*() {
+      // Before: 49 % of the runs had an append refused.
+      const shares = yield* reached(fc.sample(scenario({ faults: true }), { numRuns: 100, seed: 7 }))
+      assert.isAtLeast(shares.refused, 0.55, JSON.stringify(shares))
+    }), { timeout: 120_000 })
 })
 
 /** A tool whose successful result concludes the turn (R70). */
@@ -164,6 +210,42 @@ describe("regressions", () => {
         })
     )
   }
+
+  // The reshaped reactive property's own counterexamples, as fast-check shrank them, when each of the two bugs above
+  // was re-introduced (PROPERTIES.md): steering stranded after a concluding step (found as `steering-joins-turn`),
+  // and the deadlock of a cancel landing as a tool batch starts (found as an operation that never returned).
+  it.scoped("R24, R54: the reactive property's shrunk case — a steer on a concluding step's step/end, budget 18", () =>
+    check({
+      ops: [
+        { _tag: "settle" },
+        {
+          _tag: "script",
+          replies: [{ _tag: "tools", calls: [{ tool: "annotate", conclude: true }, { tool: "quick" }] }]
+        },
+        { _tag: "send", kind: "followup" },
+        { _tag: "on", event: "step/end", item: { _tag: "send", kind: "steer" } }
+      ],
+      replies: [],
+      end: "dispose",
+      yieldingStore: false,
+      maxOps: 18,
+      seed: 0
+    }))
+
+  it.scoped("R72, R81: the reactive property's shrunk case — a keepInbox cancel as a tool batch starts, budget 16", () =>
+    check({
+      ops: [
+        { _tag: "settle" },
+        { _tag: "script", replies: [{ _tag: "tools", calls: [{ tool: "slow", ms: 0 }] }] },
+        { _tag: "send", kind: "followup" },
+        { _tag: "on", event: "assistant/message", item: { _tag: "cancel", keepInbox: true } }
+      ],
+      replies: [],
+      end: "dispose",
+      yieldingStore: false,
+      maxOps: 16,
+      seed: 0
+    }))
 
   // Found by the main property (`settled-once`), shrunk by fast-check: a follow-up whose request fails, a
   // `requestError` hook that answers `retry`, and a cancel sent as soon as the failed turn's `turn/end` is published.

@@ -24,15 +24,37 @@ export const Rule = SessionLogErrorSchema.Rule
 export type Rule = SessionLogErrorSchema.Rule
 
 /**
- * One broken rule, at the event that broke it.
+ * One broken rule, at the entry that broke it: the shape every checker of a run reports — {@link checkLog} and
+ * {@link step} over the durable log, and the testkit's `Invariants` over a run's live events and log (with their
+ * own rule names for `R`).
+ *
+ * - `rule`: the rule broken.
+ * - `in`: the list the offending entry is in: the durable log, or an agent's live events.
+ * - `index`: the entry's position in that list; the list's length when what broke the rule is that something never
+ *   happened. ({@link step} gives the position the refused event would take: `nextSeq`.)
+ * - `seq`: the offending durable event's `seq`, when the entry is one (in a log from seq 0 without gaps, the same as
+ *   `index`); absent for a live event that is not a durable one, and at the end of a list.
  *
  * @since 0.0.0
  * @category models
  */
-export interface Violation {
-  readonly seq: number
-  readonly rule: Rule
+export interface Violation<R extends string = Rule> {
+  readonly rule: R
+  readonly in: "log" | "events"
+  readonly index: number
+  readonly seq?: number | undefined
   readonly message: string
+}
+
+/**
+ * A {@link Violation} of the log's own rules: always in the log, always at an event with a `seq`.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface LogViolation extends Violation<Rule> {
+  readonly in: "log"
+  readonly seq: number
 }
 
 /**
@@ -117,7 +139,7 @@ export const initial: LogState = internal.initial
 export const step: (
   state: LogState,
   event: SessionEvent.SessionEvent
-) => { readonly state: LogState } | { readonly violation: Violation } = internal.step
+) => { readonly state: LogState } | { readonly violation: LogViolation } = internal.step
 
 /**
  * Every violation in a whole log, in `seq` order. It runs the same fold as {@link step}.
@@ -130,5 +152,5 @@ export const step: (
  * @since 0.0.0
  * @category utils
  */
-export const checkLog: (events: ReadonlyArray<SessionEvent.SessionEvent>) => ReadonlyArray<Violation> =
+export const checkLog: (events: ReadonlyArray<SessionEvent.SessionEvent>) => ReadonlyArray<LogViolation> =
   internal.checkLog

@@ -139,6 +139,23 @@ describe("LogCheck.checkLog", () => {
       }))
   }
 
+  it.effect("a violation names its list and its position there, and the event's seq (they differ after a gap)", () =>
+    Effect.sync(() => {
+      // seq 1 is skipped: the header at position 1 has seq 2, the turn left open ends at position 2 (seq 3).
+      const events = stamp([ev.user("a"), ev.header(), ev.turnStart(1)]).map((
+        e,
+        i
+      ) => (i >= 1 ? { ...e, seq: e.seq + 1 } : e))
+      assert.deepStrictEqual(
+        LogCheck.checkLog(events).map(({ in: list, index, rule, seq }) => ({ list, index, rule, seq })),
+        [
+          { list: "log", index: 1, rule: "seq-gap", seq: 2 },
+          { list: "log", index: 1, rule: "outside-turn", seq: 2 },
+          { list: "log", index: 2, rule: "unclosed-turn", seq: 3 }
+        ]
+      )
+    }))
+
   it.effect("every rule has a bad log", () =>
     Effect.sync(() => {
       assert.strictEqual(new Set(badLogs.map((b) => b.rule)).size, 16)

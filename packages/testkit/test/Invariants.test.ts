@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentEvent, Message, SessionEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
+import { LogCheck } from "@harness/session"
 import { Invariants } from "@harness/testkit"
 import { ev, messageId, stamp } from "@harness/testkit/Events"
 
@@ -59,7 +60,7 @@ const goodRun = () => {
   return { events, log }
 }
 
-const names = (violations: ReadonlyArray<Invariants.Violation>) => violations.map((v) => [v.invariant, v.in, v.index])
+const names = (violations: ReadonlyArray<Invariants.Violation>) => violations.map((v) => [v.rule, v.in, v.index])
 
 describe("Invariants", () => {
   it("a canonical run keeps every invariant", () => {
@@ -425,8 +426,11 @@ describe("Invariants", () => {
     it("reports checkLog's violations at their event, an unclosed turn included", () => {
       assert.deepStrictEqual(Invariants.logWellFormed(logOf(...promptTurn(1, "m"))), [])
       const found = Invariants.logWellFormed(logOf(ev.turnStart(1), ev.stepStart(1, 1)))
-      assert.deepStrictEqual(names(found), [["log", "log", 1]])
-      assert.match(found[0]!.message, /^unclosed-turn/)
+      assert.deepStrictEqual(names(found), [["unclosed-turn", "log", 1]])
+      assert.strictEqual(found[0]!.seq, 1)
+      assert.match(found[0]!.message, /ends inside turn 1/)
+      // The same shape as LogCheck's own violations: they pass through unchanged.
+      assert.deepStrictEqual(found, LogCheck.checkLog(logOf(ev.turnStart(1), ev.stepStart(1, 1))))
     })
   })
 
@@ -435,15 +439,80 @@ describe("Invariants", () => {
       const { events, log } = goodRun()
       const withPending = [live.enqueue("late"), ...events]
       const found = Invariants.check({ events: withPending, log, accepted: ["m1", "late"], final: true })
-      assert.deepStrictEqual(found.map((v) => v.invariant), ["fifo-conservation", "message-fate"])
+      assert.deepStrictEqual(found.map((v) => v.rule), ["fifo-conservation", "message-fate"])
       assert.match(Invariants.render(found), /^fifo-conservation @ events\[13\]: /)
+    })
+
+    it("one scan finds what every check finds on its own, in the order of the checks, each durable entry with its seq", () => {
+      // A run that breaks something of nearly every check: steering outside its turn, two queued prompts in one turn,
+      // a turn that never settles, a status left running, a dequeue of an unknown id, an injected id lost.
+      const log = logOf(
+        ev.turnStart(1),
+        ev.user("text of a", MessageSource.user, "a"),
+        ev.user("text of b", MessageSource.user, "b"),
+        ev.steering(2, "s"),
+        ev.stepStart(1, 1),
+        ev.stepEnd(1, 1),
+        ev.turnEnd(1)
+      )
+      const events: Array<AgentEvent.AgentEvent> = [
+        live.enqueue("a"),
+        live.enqueue("b"),
+        live.enqueue("s", "steering"),
+        live.status("running"),
+        live.dequeue("a"),
+        live.dequeue("ghost"),
+        ...log.map(live.durable),
+        live.disposed,
+        live.status("idle")
+      ]
+      const run = { events, log, accepted: ["a", "b", "s"], injected: ["i"], final: true, keepInboxOnly: events.length }
+      const found = Invariants.check(run)
+      const alone = [
+        ...Invariants.fifoConservation(events, { injected: ["i"], outstanding: 0 }),
+        ...Invariants.statusTrace(events, { end: "idle" }),
+        ...Invariants.steeringInOpenTurn(log),
+        ...Invariants.steeringJoinsTurn(events),
+        ...Invariants.messageFates(events, log, { accepted: run.accepted, final: true }),
+        ...Invariants.oneSendOneTurn(events, log),
+        ...Invariants.settledOnce(events, { final: true }),
+        ...Invariants.admissionCancel(events),
+        ...Invariants.admissionOrder(events),
+        ...Invariants.injectedContext(log, { injected: ["i"], final: true }),
+        ...Invariants.noDiscard(events),
+        ...Invariants.disposedLast(events, { required: true }),
+        ...Invariants.logWellFormed(log)
+      ]
+      assert.deepStrictEqual(found, alone)
+      assert.includeMembers(found.map((v) => v.rule), [
+        "fifo-conservation",
+        "steering-in-open-turn",
+        "one-send-one-turn",
+        "settled-once",
+        "injected-context",
+        "disposed-last",
+        "wrong-turn"
+      ])
+      // A live event that republishes a durable one carries its seq; a plain live event and the end of a list do not.
+      for (const v of found) {
+        const entry = v.in === "log" ? log[v.index] : events[v.index]
+        const seq = entry === undefined
+          ? undefined
+          : "seq" in entry
+          ? entry.seq
+          : entry.type === "session/event"
+          ? entry.event.seq
+          : undefined
+        assert.strictEqual(v.seq, seq, Invariants.render([v]))
+      }
+      assert.isTrue(found.some((v) => v.in === "events" && v.seq !== undefined))
     })
 
     it("keepInboxOnly looks only at the events before disposal", () => {
       const events = [live.enqueue("a"), live.status("running"), live.discard("a"), live.status("idle"), live.disposed]
       assert.deepStrictEqual(Invariants.check({ events, log: [], accepted: ["a"], final: true, keepInboxOnly: 2 }), [])
       assert.deepStrictEqual(
-        Invariants.check({ events, log: [], accepted: ["a"], final: true, keepInboxOnly: 3 }).map((v) => v.invariant),
+        Invariants.check({ events, log: [], accepted: ["a"], final: true, keepInboxOnly: 3 }).map((v) => v.rule),
         ["no-discard"]
       )
     })

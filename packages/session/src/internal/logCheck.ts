@@ -3,7 +3,7 @@
  * whole-log checker (`checkLog`) run, so the two can never disagree.
  */
 import type { Ids, SessionEvent } from "@harness/domain"
-import type { LogState, OwedCall, Rule, StepCall, Violation } from "../LogCheck.js"
+import type { LogState, LogViolation, OwedCall, Rule, StepCall } from "../LogCheck.js"
 
 /** Crash repair's code for a tool result whose call was never recorded (R106); exempt from `unknown-tool-call`. */
 const TOOL_NOT_STARTED: SessionEvent.ToolErrorCode = "TOOL_NOT_STARTED"
@@ -25,10 +25,18 @@ export const initial: LogState = Object.freeze({
  * append-time rule the event breaks, if any. */
 export interface Transition {
   readonly next: LogState
-  readonly violation: Violation | undefined
+  readonly violation: LogViolation | undefined
 }
 
-const violation = (seq: number, rule: Rule, message: string): Violation => ({ seq, rule, message })
+/** A violation at the event with `seq`; its index is `seq` (the event's position in a gap-free log from 0) until
+ * `checkLog` places it at the event's actual position. */
+const violation = (seq: number, rule: Rule, message: string): LogViolation => ({
+  rule,
+  in: "log",
+  index: seq,
+  seq,
+  message
+})
 
 const owedOf = (calls: ReadonlyArray<StepCall>): ReadonlyArray<OwedCall> => {
   const owed: Array<OwedCall> = []
@@ -269,32 +277,36 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
 }
 
 /** The `seq-gap` violation of an event, if its `seq` is not the one the state expects. */
-export const checkSeq = (state: LogState, event: SessionEvent.SessionEvent): Violation | undefined =>
+export const checkSeq = (state: LogState, event: SessionEvent.SessionEvent): LogViolation | undefined =>
   event.seq === state.nextSeq
     ? undefined
-    : violation(event.seq, "seq-gap", `seq ${event.seq} but the next seq is ${state.nextSeq}`)
+    : {
+      ...violation(event.seq, "seq-gap", `seq ${event.seq} but the next seq is ${state.nextSeq}`),
+      index: state.nextSeq
+    }
 
 export const step = (
   state: LogState,
   event: SessionEvent.SessionEvent
-): { readonly state: LogState } | { readonly violation: Violation } => {
+): { readonly state: LogState } | { readonly violation: LogViolation } => {
   const gap = checkSeq(state, event)
   if (gap !== undefined) return { violation: gap }
   const { next, violation } = transition(state, event)
   return violation === undefined ? { state: next } : { violation }
 }
 
-export const checkLog = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<Violation> => {
-  const found: Array<Violation> = []
+export const checkLog = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<LogViolation> => {
+  const found: Array<LogViolation> = []
   let state = initial
-  for (const event of events) {
+  events.forEach((event, index) => {
+    const at = (broken: LogViolation) => found.push(broken.index === index ? broken : { ...broken, index })
     const gap = checkSeq(state, event)
-    if (gap !== undefined) found.push(gap)
+    if (gap !== undefined) at(gap)
     if (
       event.type === "step/end" && event.data.turn === state.openTurn && event.data.step === state.openStep
     ) {
       for (const call of state.owed) {
-        found.push(violation(
+        at(violation(
           event.seq,
           "unanswered-tool-call",
           `step/end ${event.data.step} of turn ${event.data.turn} leaves tool call ${call.callId} (${call.name}) unanswered`
@@ -302,11 +314,14 @@ export const checkLog = (events: ReadonlyArray<SessionEvent.SessionEvent>): Read
       }
     }
     const { next, violation: broken } = transition(state, event)
-    if (broken !== undefined) found.push(broken)
+    if (broken !== undefined) at(broken)
     state = next
-  }
+  })
   if (state.openTurn !== undefined) {
-    found.push(violation(state.nextSeq - 1, "unclosed-turn", `the log ends inside turn ${state.openTurn}`))
+    found.push({
+      ...violation(state.nextSeq - 1, "unclosed-turn", `the log ends inside turn ${state.openTurn}`),
+      index: events.length - 1
+    })
   }
   return found
 }

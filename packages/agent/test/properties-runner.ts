@@ -1,243 +1,16 @@
 /**
- * The machinery of the property tests: a scenario (a random program of sends, cancels, batches, retries and clock
- * advances, against a random script of model replies, tools and hooks), its arbitraries, and a runner that plays it
- * against a real agent on the `TestClock`, disposes the agent and returns everything the invariants need, and the
- * checks every property runs on what it returns (`problems`).
+ * The property tests' runner: plays a scenario (`properties-arbitraries.ts`) against a real agent on the
+ * `TestClock`, disposes the agent and returns everything the invariants need, and the checks every property runs on
+ * what it returns (`problems`).
  */
 import { Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
-import type { AgentEvent, LlmFailure, SessionEvent, Turn } from "@harness/domain"
+import type { AgentEvent, SessionEvent, Turn } from "@harness/domain"
 import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
-import { Chunk, Effect, Exit, FastCheck as fc, Fiber, Random, Ref, Schema, Scope, TestClock } from "effect"
-
-// ---------------------------------------------------------------------------------------------------------------
-// Scenarios
-
-/** How a message is sent. `park` is `send(next-turn, wakeup: false)`. */
-export type SendKind = "followup" | "steer" | "inject" | "park"
-
-/** One operation of a batch. */
-export type BatchItem =
-  | { readonly _tag: "send"; readonly kind: SendKind }
-  | { readonly _tag: "cancel"; readonly keepInbox: boolean }
-
-/** One step of a program, run by the test fiber in order. */
-export type Op =
-  | BatchItem
-  | { readonly _tag: "batch"; readonly items: ReadonlyArray<BatchItem> }
-  | { readonly _tag: "advance"; readonly ms: number }
-  | { readonly _tag: "yield"; readonly times: number }
-  | { readonly _tag: "retry" }
-  | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem }
-  | { readonly _tag: "resend"; readonly pick: number }
-  | { readonly _tag: "withdraw"; readonly pick: number }
-
-/** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
-export type Trigger =
-  | "turn/start"
-  | "step/start"
-  | "assistant/message"
-  | "tool/call"
-  | "tool/result"
-  | "step/end"
-  | "turn/end"
-
-/** A tool call a reply makes. */
-export type CallSpec =
-  | { readonly tool: "quick" }
-  | { readonly tool: "slow"; readonly ms: number }
-  | { readonly tool: "stubborn"; readonly ms: number }
-  | { readonly tool: "nudge"; readonly kind: "steer" | "inject" | "cancel" | "cancel-keep" }
-  | { readonly tool: "annotate"; readonly conclude: boolean }
-
-/** One scripted model reply. */
-export type ReplySpec =
-  | { readonly _tag: "text" }
-  | { readonly _tag: "tools"; readonly calls: ReadonlyArray<CallSpec> }
-  | { readonly _tag: "delayed"; readonly ms: number }
-  | { readonly _tag: "failure"; readonly code: LlmFailure.LlmFailureCode; readonly partial: boolean }
-  | { readonly _tag: "maxTokens" }
-  | { readonly _tag: "hang" }
-
-/** What a `step` or `turnStopping` hook does once: nothing, steer, inject, or fail (which fails the turn). */
-export type Nudge = "none" | "steer" | "inject" | "fail"
-
-/** What the `promptSubmit` hook decides for one admission (cycled through). */
-export type Admission = "allow" | "block" | "fail" | "slow" | "context"
-
-/** A whole random run. */
-export interface Scenario {
-  readonly ops: ReadonlyArray<Op>
-  readonly replies: ReadonlyArray<ReplySpec>
-  /** The `promptSubmit` hook's decisions, cycled; no hook when absent. */
-  readonly admission?: ReadonlyArray<Admission> | undefined
-  /** The `requestError` hook's answers (true = retry), each used once, then `fail`; no hook when absent. */
-  readonly retries?: ReadonlyArray<boolean> | undefined
-  /** What the `step` hook does at each step, in order, then nothing; no hook when absent. */
-  readonly steps?: ReadonlyArray<Nudge> | undefined
-  /** What the `turnStopping` hook does each time, in order, then nothing; no hook when absent. */
-  readonly stopping?: ReadonlyArray<Nudge> | undefined
-  /** `drain`: advance the clock until `whenIdle` resolves (bounded) before disposing; `dispose`: dispose at once. */
-  readonly end: "dispose" | "drain"
-  /**
-   * Store faults: the appends (counting only those of `user/message`, `steering/message`, `assistant/chunk`,
-   * `turn/start`, `request/header` and `step/start`) whose attempt number is listed fail, until disposal begins.
-   */
-  readonly faults?: ReadonlyArray<number> | undefined
-  /** Every log append yields (as a store doing real I/O would), so the test's operations interleave at each one. */
-  readonly yieldingStore: boolean
-  /**
-   * Preempt every fiber after this many operations (`Effect.withMaxOpsBeforeYield`; the runtime's default is 2048),
-   * so the agent's fibers and the test's also interleave between the agent's critical sections. (Values of 8 or
-   * less livelock Effect 3.22's runtime: a resumed fiber yields again before it runs anything.)
-   */
-  readonly maxOps: number
-  /** The seed of the agent's `Random` (message ids). */
-  readonly seed: number
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Arbitraries
-
-const ms = fc.constantFrom(0, 1, 10, 100, 1000, 3000)
-
-const sendKind: fc.Arbitrary<SendKind> = fc.constantFrom("followup", "steer", "inject", "park")
-
-const batchItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem> => {
-  const send = sendKind.map((kind): BatchItem => ({ _tag: "send", kind }))
-  if (cancels === "none") return send
-  const keepInbox = cancels === "keepInbox" ? fc.constant(true) : fc.boolean()
-  return fc.oneof(
-    { arbitrary: send, weight: 4 },
-    { arbitrary: keepInbox.map((keepInbox): BatchItem => ({ _tag: "cancel", keepInbox })), weight: 1 }
-  )
-}
-
-const trigger: fc.Arbitrary<Trigger> = fc.constantFrom(
-  "turn/start",
-  "step/start",
-  "assistant/message",
-  "tool/call",
-  "tool/result",
-  "step/end",
-  "turn/end"
-)
-
-/**
- * A random operation. `cancels` limits the cancels it may contain; `reactive` favours operations that react to the
- * agent's durable events (the edges of the acceptance window).
- */
-export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = false): fc.Arbitrary<Op> =>
-  fc.oneof(
-    { arbitrary: batchItem(cancels), weight: reactive ? 3 : 8 },
-    {
-      arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({
-        _tag: "batch",
-        items
-      })),
-      weight: 2
-    },
-    { arbitrary: ms.map((ms): Op => ({ _tag: "advance", ms })), weight: 3 },
-    { arbitrary: fc.integer({ min: 1, max: 20 }).map((times): Op => ({ _tag: "yield", times })), weight: 3 },
-    { arbitrary: fc.constant<Op>({ _tag: "retry" }), weight: 1 },
-    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "resend", pick })), weight: 1 },
-    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
-    {
-      arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
-      weight: reactive ? 16 : 4
-    }
-  )
-
-const callSpec = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<CallSpec> => {
-  const nudges: Array<"steer" | "inject" | "cancel" | "cancel-keep"> = cancels === "none"
-    ? ["steer", "inject"]
-    : cancels === "keepInbox"
-    ? ["steer", "inject", "cancel-keep"]
-    : ["steer", "inject", "cancel", "cancel-keep"]
-  return fc.oneof(
-    fc.constant<CallSpec>({ tool: "quick" }),
-    ms.map((ms): CallSpec => ({ tool: "slow", ms })),
-    ms.map((ms): CallSpec => ({ tool: "stubborn", ms })),
-    fc.constantFrom(...nudges).map((kind): CallSpec => ({ tool: "nudge", kind })),
-    fc.boolean().map((conclude): CallSpec => ({ tool: "annotate", conclude }))
-  )
-}
-
-const failureCode: fc.Arbitrary<LlmFailure.LlmFailureCode> = fc.constantFrom("RATE_LIMIT", "SERVER", "TIMEOUT", "AUTH")
-
-/** A random reply. `hang` allows replies that never finish. */
-export const reply = (hang = true, cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<ReplySpec> =>
-  fc.oneof(
-    { arbitrary: fc.constant<ReplySpec>({ _tag: "text" }), weight: 4 },
-    {
-      arbitrary: fc.array(callSpec(cancels), { minLength: 1, maxLength: 2 }).map((calls): ReplySpec => ({
-        _tag: "tools",
-        calls
-      })),
-      weight: 5
-    },
-    { arbitrary: ms.map((ms): ReplySpec => ({ _tag: "delayed", ms })), weight: 2 },
-    {
-      arbitrary: fc.record({ code: failureCode, partial: fc.boolean() }).map((f): ReplySpec => ({
-        _tag: "failure",
-        ...f
-      })),
-      weight: 2
-    },
-    { arbitrary: fc.constant<ReplySpec>({ _tag: "maxTokens" }), weight: 1 },
-    { arbitrary: fc.constant<ReplySpec>({ _tag: hang ? "hang" : "text" }), weight: 1 }
-  )
-
-const nudge: fc.Arbitrary<Nudge> = fc.constantFrom("none", "none", "steer", "inject", "fail")
-
-const admission = (rejects: boolean): fc.Arbitrary<Admission> =>
-  rejects
-    ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context")
-    : fc.constantFrom("allow", "slow", "context")
-
-/** Fault positions are drawn below this: about the number of faultable appends a run makes. */
-export const faultPositions = 10
-
-/**
- * Preemption budgets: the runtime's default in one run of four, else any budget from 16 to 96 operations. Earlier
- * bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values never drew.
- */
-export const preemption: fc.Arbitrary<number> = fc.oneof(
-  { weight: 1, arbitrary: fc.constant(2048) },
-  { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) }
-)
-
-/** A random scenario. */
-export const scenario = (options: {
-  readonly cancels?: "any" | "keepInbox" | "none"
-  readonly rejects?: boolean
-  readonly hang?: boolean
-  readonly end?: "dispose" | "drain"
-  /** Favour operations reacting to durable events (see {@link op}). */
-  readonly reactive?: boolean
-  /** Make some appends fail (see {@link Scenario.faults}). */
-  readonly faults?: boolean
-} = {}): fc.Arbitrary<Scenario> =>
-  fc.record({
-    ops: fc.array(op(options.cancels, options.reactive), { minLength: 1, maxLength: 14 }),
-    replies: fc.array(reply(options.hang ?? true, options.cancels), { maxLength: 10 }),
-    admission: fc.option(fc.array(admission(options.rejects ?? true), { minLength: 1, maxLength: 4 }), {
-      nil: undefined
-    }),
-    retries: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), { nil: undefined }),
-    // A run makes about 9 faultable appends: positions beyond that would refuse nothing.
-    faults: options.faults === true
-      ? fc.array(fc.nat({ max: faultPositions - 1 }), { minLength: 1, maxLength: 3 })
-      : fc.constant(undefined),
-    steps: fc.option(fc.array(nudge, { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 3 }),
-    stopping: fc.option(fc.array(nudge, { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 3 }),
-    end: options.end === undefined ? fc.constantFrom("dispose", "drain") : fc.constant(options.end),
-    yieldingStore: fc.boolean(),
-    maxOps: preemption,
-    seed: fc.integer()
-  })
+import { Chunk, Effect, Exit, Fiber, Random, Ref, Schema, Scope, TestClock } from "effect"
+import type { Nudge, Op, ReplySpec, Scenario, SendKind } from "./properties-arbitraries.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // The agent under test
@@ -315,6 +88,10 @@ export interface Outcome {
   readonly stuck: string | undefined
   /** What an operation returned that it should not have (e.g. a resend that returned a new id). */
   readonly anomalies: ReadonlyArray<string>
+  /** How many `on` operations saw their event (`fired`) and how many gave up waiting for it (`missed`). */
+  readonly reactions: { readonly fired: number; readonly missed: number }
+  /** How many appends the store refused (injected faults that hit). */
+  readonly refused: number
 }
 
 const FAULTY_TYPES: ReadonlySet<string> = new Set([
@@ -326,6 +103,8 @@ const FAULTY_TYPES: ReadonlySet<string> = new Set([
   "step/start"
 ])
 const ON_PATIENCE = 200
+const ON_ROUNDS = 4
+const SETTLE_ROUNDS = 20
 const WATCHDOG_YIELDS = 5000
 const DRAIN_ROUNDS = 100
 const DISPOSAL_ROUNDS = 100
@@ -459,12 +238,15 @@ export const run = (scenario: Scenario) =>
     const memory = yield* SessionStore.makeMemory
     const disposing = yield* Ref.make(false)
     const attempts = yield* Ref.make(0)
+    const refused = yield* Ref.make(0)
     const failing = new Set(scenario.faults ?? [])
     const faulty = (commit: SessionStore.Commit) =>
       Effect.gen(function*() {
         if (failing.size === 0 || (yield* Ref.get(disposing))) return false
         if (!commit.events.some((event) => FAULTY_TYPES.has(event.type))) return false
-        return failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+        const hit = failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+        if (hit) yield* Ref.update(refused, (n) => n + 1)
+        return hit
       })
     const store: SessionStore.Service = {
       ...memory,
@@ -500,6 +282,7 @@ export const run = (scenario: Scenario) =>
     // the lock waits on the clock); one that does not is deadlocked, and the run records it instead of hanging.
     const stuck = yield* Ref.make<string | undefined>(undefined)
     const anomalies = yield* Ref.make<ReadonlyArray<string>>([])
+    const reactions = yield* Ref.make({ fired: 0, missed: 0 })
     const guarded = <A>(op: Op, effect: Effect.Effect<A>): Effect.Effect<A | undefined> =>
       Effect.raceFirst(
         effect,
@@ -585,17 +368,31 @@ export const run = (scenario: Scenario) =>
             }
             return
           }
+          case "script":
+            return yield* model.push(...op.replies.map(toReply))
+          case "settle": {
+            const idle = yield* Effect.fork(agent.whenIdle)
+            if (!(yield* driveUntilDone(idle, SETTLE_ROUNDS))) yield* Fiber.interrupt(idle)
+            return
+          }
           case "on": {
             // React as soon as the agent appends the next such event (as a `session/event` subscriber would), or
             // give up after a while (the agent may be idle or hanging).
+            // While nothing comes, the clock moves on to the next scheduled sleep (a slow tool, a delayed reply), a
+            // few times, so a reaction to an event that needs time still sees it.
             const seen = (yield* recorder.events).length
-            for (let i = 0; i < ON_PATIENCE; i++) {
-              const events = yield* recorder.events
-              if (
-                events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)
-              ) break
-              yield* Effect.yieldNow()
+            let fired = false
+            for (let round = 0; round < ON_ROUNDS && !fired; round++) {
+              for (let i = 0; i < ON_PATIENCE && !fired; i++) {
+                const events = yield* recorder.events
+                fired = events.slice(seen).some((e) => e.type === "session/event" && e.event.type === op.event)
+                if (!fired) yield* Effect.yieldNow()
+              }
+              const sleeps = Chunk.toReadonlyArray(yield* TestClock.sleeps())
+              if (fired || sleeps.length === 0) break
+              yield* TestClock.adjust(Math.max(Math.min(...sleeps) - (yield* TestClock.currentTimeMillis), 0))
             }
+            yield* Ref.update(reactions, (r) => fired ? { ...r, fired: r.fired + 1 } : { ...r, missed: r.missed + 1 })
             return yield* play(op.item)
           }
         }
@@ -634,13 +431,102 @@ export const run = (scenario: Scenario) =>
       quiescent,
       disposed,
       stuck: yield* Ref.get(stuck),
-      anomalies: yield* Ref.get(anomalies)
+      anomalies: yield* Ref.get(anomalies),
+      reactions: yield* Ref.get(reactions),
+      refused: yield* Ref.get(refused)
     } satisfies Outcome
   }).pipe(
     Effect.withMaxOpsBeforeYield(scenario.maxOps),
     Effect.withRandom(Random.make(scenario.seed)),
     Effect.provide(S.layer())
   )
+
+/**
+ * The interleavings a run reached, read from its live events: what the generators are shaped to make common (the
+ * distribution test counts them over a sample of runs).
+ */
+export interface Tally {
+  /** A tool call was made. */
+  readonly tool: boolean
+  /** Steering was accepted, or a cancel requested, while a tool call was running (between its `tool/call` and its
+   * `tool/result`). */
+  readonly steerOrCancelWhileTool: boolean
+  /** Steering was accepted right after a concluding step's `step/end`, before the turn ended: seen as its enqueue
+   * there, or as the extra step the turn takes for it (a concluded turn takes another step only for such steering). */
+  readonly steerAfterConcluding: boolean
+  /** A cancel was requested as a tool batch started: after the step's `assistant/message` with tool calls, before
+   * its first `tool/result`. */
+  readonly cancelAsBatchStarts: boolean
+  /** `on` operations that saw their event, and those that gave up. */
+  readonly reactions: { readonly fired: number; readonly missed: number }
+  /** Appends the store refused. */
+  readonly refused: number
+}
+
+/** What a run reached (see {@link Tally}). */
+export const tally = (outcome: Outcome): Tally => {
+  let tool = false
+  let steerOrCancelWhileTool = false
+  let steerAfterConcluding = false
+  let cancelAsBatchStarts = false
+  const running = new Set<string>()
+  const concluding = new Set<string>()
+  let concluded = false
+  // After a concluding step's step/end, until the next durable event.
+  let afterConcludingEnd = false
+  // After an assistant/message with tool calls, until the step's first tool/result.
+  let batchStarting = false
+  for (const event of outcome.events) {
+    if (event.type === "session/event") {
+      const durable = event.event
+      // The fixed path: steering accepted after a concluding step's step/end gives its turn one more step.
+      if (afterConcludingEnd && durable.type === "step/start") steerAfterConcluding = true
+      afterConcludingEnd = false
+      switch (durable.type) {
+        case "step/start":
+          concluded = false
+          break
+        case "assistant/message":
+          batchStarting = durable.data.content.some((block) => block.type === "tool-call")
+          break
+        case "tool/call":
+          tool = true
+          running.add(durable.data.callId)
+          if (durable.data.name === "annotate" && durable.data.arguments.includes("true")) {
+            concluding.add(durable.data.callId)
+          }
+          break
+        case "tool/result":
+          batchStarting = false
+          running.delete(durable.data.callId)
+          if (concluding.has(durable.data.callId) && !durable.data.isError) concluded = true
+          break
+        case "step/end":
+          batchStarting = false
+          afterConcludingEnd = concluded
+          break
+        case "turn/end":
+          running.clear()
+          batchStarting = false
+          break
+      }
+    } else if (event.type === "agent/inbox/enqueue" && event.placement === "steering") {
+      if (running.size > 0) steerOrCancelWhileTool = true
+      if (afterConcludingEnd) steerAfterConcluding = true
+    } else if (event.type === "agent/cancel-requested") {
+      if (running.size > 0) steerOrCancelWhileTool = true
+      if (batchStarting) cancelAsBatchStarts = true
+    }
+  }
+  return {
+    tool,
+    steerOrCancelWhileTool,
+    steerAfterConcluding,
+    cancelAsBatchStarts,
+    reactions: outcome.reactions,
+    refused: outcome.refused
+  }
+}
 
 /** A compact, readable description of a scenario, for failure messages and regression tests. */
 export const describeScenario = (scenario: Scenario): string => JSON.stringify(scenario)

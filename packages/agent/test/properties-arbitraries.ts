@@ -1,0 +1,412 @@
+/**
+ * The property tests' scenarios and their arbitraries: a scenario is a random program of sends, cancels, batches,
+ * retries and clock advances, against a random script of model replies, tools and hooks, with a preemption budget
+ * and optional store faults. `properties-runner.ts` plays one against a real agent and checks what it left behind.
+ */
+import type { LlmFailure } from "@harness/domain"
+import { FastCheck as fc } from "effect"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenarios
+
+/** How a message is sent. `park` is `send(next-turn, wakeup: false)`. */
+export type SendKind = "followup" | "steer" | "inject" | "park"
+
+/** One operation of a batch. */
+export type BatchItem =
+  | { readonly _tag: "send"; readonly kind: SendKind }
+  | { readonly _tag: "cancel"; readonly keepInbox: boolean }
+
+/** One step of a program, run by the test fiber in order. */
+export type Op =
+  | BatchItem
+  | { readonly _tag: "batch"; readonly items: ReadonlyArray<BatchItem> }
+  | { readonly _tag: "advance"; readonly ms: number }
+  | { readonly _tag: "yield"; readonly times: number }
+  | { readonly _tag: "retry" }
+  | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem }
+  | { readonly _tag: "resend"; readonly pick: number }
+  | { readonly _tag: "withdraw"; readonly pick: number }
+  /** Let the agent run (advancing the clock) until it is idle, or nothing is left to wake it (bounded). */
+  | { readonly _tag: "settle" }
+  /** Append these replies to the model's script (an episode's own replies, pushed as it starts). */
+  | { readonly _tag: "script"; readonly replies: ReadonlyArray<ReplySpec> }
+
+/** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
+export type Trigger =
+  | "turn/start"
+  | "step/start"
+  | "assistant/message"
+  | "tool/call"
+  | "tool/result"
+  | "step/end"
+  | "turn/end"
+
+/** A tool call a reply makes. */
+export type CallSpec =
+  | { readonly tool: "quick" }
+  | { readonly tool: "slow"; readonly ms: number }
+  | { readonly tool: "stubborn"; readonly ms: number }
+  | { readonly tool: "nudge"; readonly kind: "steer" | "inject" | "cancel" | "cancel-keep" }
+  | { readonly tool: "annotate"; readonly conclude: boolean }
+
+/** One scripted model reply. */
+export type ReplySpec =
+  | { readonly _tag: "text" }
+  | { readonly _tag: "tools"; readonly calls: ReadonlyArray<CallSpec> }
+  | { readonly _tag: "delayed"; readonly ms: number }
+  | { readonly _tag: "failure"; readonly code: LlmFailure.LlmFailureCode; readonly partial: boolean }
+  | { readonly _tag: "maxTokens" }
+  | { readonly _tag: "hang" }
+
+/** What a `step` or `turnStopping` hook does once: nothing, steer, inject, or fail (which fails the turn). */
+export type Nudge = "none" | "steer" | "inject" | "fail"
+
+/** What the `promptSubmit` hook decides for one admission (cycled through). */
+export type Admission = "allow" | "block" | "fail" | "slow" | "context"
+
+/** A whole random run. */
+export interface Scenario {
+  readonly ops: ReadonlyArray<Op>
+  readonly replies: ReadonlyArray<ReplySpec>
+  /** The `promptSubmit` hook's decisions, cycled; no hook when absent. */
+  readonly admission?: ReadonlyArray<Admission> | undefined
+  /** The `requestError` hook's answers (true = retry), each used once, then `fail`; no hook when absent. */
+  readonly retries?: ReadonlyArray<boolean> | undefined
+  /** What the `step` hook does at each step, in order, then nothing; no hook when absent. */
+  readonly steps?: ReadonlyArray<Nudge> | undefined
+  /** What the `turnStopping` hook does each time, in order, then nothing; no hook when absent. */
+  readonly stopping?: ReadonlyArray<Nudge> | undefined
+  /** `drain`: advance the clock until `whenIdle` resolves (bounded) before disposing; `dispose`: dispose at once. */
+  readonly end: "dispose" | "drain"
+  /**
+   * Store faults: the appends (counting only those of `user/message`, `steering/message`, `assistant/chunk`,
+   * `turn/start`, `request/header` and `step/start`) whose attempt number is listed fail, until disposal begins.
+   */
+  readonly faults?: ReadonlyArray<number> | undefined
+  /** Every log append yields (as a store doing real I/O would), so the test's operations interleave at each one. */
+  readonly yieldingStore: boolean
+  /**
+   * Preempt every fiber after this many operations (`Effect.withMaxOpsBeforeYield`; the runtime's default is 2048),
+   * so the agent's fibers and the test's also interleave between the agent's critical sections. (Values of 8 or
+   * less livelock Effect 3.22's runtime: a resumed fiber yields again before it runs anything.)
+   */
+  readonly maxOps: number
+  /** The seed of the agent's `Random` (message ids). */
+  readonly seed: number
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Arbitraries
+
+const ms = fc.constantFrom(0, 1, 10, 100, 1000, 3000)
+
+const sendKind: fc.Arbitrary<SendKind> = fc.constantFrom("followup", "steer", "inject", "park")
+
+const batchItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem> => {
+  const send = sendKind.map((kind): BatchItem => ({ _tag: "send", kind }))
+  if (cancels === "none") return send
+  const keepInbox = cancels === "keepInbox" ? fc.constant(true) : fc.boolean()
+  return fc.oneof(
+    { arbitrary: send, weight: 4 },
+    { arbitrary: keepInbox.map((keepInbox): BatchItem => ({ _tag: "cancel", keepInbox })), weight: 1 }
+  )
+}
+
+const trigger: fc.Arbitrary<Trigger> = fc.constantFrom(
+  "turn/start",
+  "step/start",
+  "assistant/message",
+  "tool/call",
+  "tool/result",
+  "step/end",
+  "turn/end"
+)
+
+/**
+ * A random operation. `cancels` limits the cancels it may contain; `reactive` favours operations that react to the
+ * agent's durable events (the edges of the acceptance window).
+ */
+export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = false): fc.Arbitrary<Op> =>
+  fc.oneof(
+    { arbitrary: batchItem(cancels), weight: reactive ? 3 : 8 },
+    {
+      arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({
+        _tag: "batch",
+        items
+      })),
+      weight: 2
+    },
+    { arbitrary: ms.map((ms): Op => ({ _tag: "advance", ms })), weight: 3 },
+    { arbitrary: fc.integer({ min: 1, max: 20 }).map((times): Op => ({ _tag: "yield", times })), weight: 3 },
+    { arbitrary: fc.constant<Op>({ _tag: "retry" }), weight: 1 },
+    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "resend", pick })), weight: 1 },
+    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
+    {
+      arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
+      weight: reactive ? 16 : 4
+    }
+  )
+
+/**
+ * The events a reaction waits for, weighted towards the edges where earlier bugs hid: a tool call starting or
+ * ending (steering or a cancel while a tool runs), a step's `step/end` (steering after a concluding step), the
+ * assistant message that starts a tool batch (a cancel as the batch starts).
+ */
+const reactionTrigger: fc.Arbitrary<Trigger> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant<Trigger>("tool/call") },
+  { weight: 3, arbitrary: fc.constant<Trigger>("step/end") },
+  { weight: 3, arbitrary: fc.constant<Trigger>("assistant/message") },
+  { weight: 2, arbitrary: fc.constant<Trigger>("tool/result") },
+  { weight: 1, arbitrary: fc.constantFrom<Trigger>("turn/start", "step/start", "turn/end") }
+)
+
+/** What a reaction does: mostly steer or cancel (the operations that race the agent's own sections). */
+const reactionItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem> =>
+  fc.oneof(
+    { weight: 5, arbitrary: fc.constant<BatchItem>({ _tag: "send", kind: "steer" }) },
+    ...(cancels === "none" ? [] : [{
+      weight: 3,
+      arbitrary: (cancels === "keepInbox" ? fc.constant(true) : fc.boolean()).map((keepInbox): BatchItem => ({
+        _tag: "cancel",
+        keepInbox
+      }))
+    }]),
+    { weight: 2, arbitrary: sendKind.map((kind): BatchItem => ({ _tag: "send", kind })) }
+  )
+
+const callSpec = (cancels: "any" | "keepInbox" | "none", toolHeavy = false): fc.Arbitrary<CallSpec> => {
+  const nudges: Array<"steer" | "inject" | "cancel" | "cancel-keep"> = cancels === "none"
+    ? ["steer", "inject"]
+    : cancels === "keepInbox"
+    ? ["steer", "inject", "cancel-keep"]
+    : ["steer", "inject", "cancel", "cancel-keep"]
+  return fc.oneof(
+    { weight: 1, arbitrary: fc.constant<CallSpec>({ tool: "quick" }) },
+    // Tool-heavy scripts favour calls that stay running on the clock, and turn-concluding calls.
+    { weight: toolHeavy ? 2 : 1, arbitrary: ms.map((ms): CallSpec => ({ tool: "slow", ms })) },
+    { weight: 1, arbitrary: ms.map((ms): CallSpec => ({ tool: "stubborn", ms })) },
+    { weight: 1, arbitrary: fc.constantFrom(...nudges).map((kind): CallSpec => ({ tool: "nudge", kind })) },
+    {
+      weight: toolHeavy ? 2 : 1,
+      arbitrary: (toolHeavy ? fc.constantFrom(true, true, false) : fc.boolean()).map((conclude): CallSpec => ({
+        tool: "annotate",
+        conclude
+      }))
+    }
+  )
+}
+
+const failureCode: fc.Arbitrary<LlmFailure.LlmFailureCode> = fc.constantFrom("RATE_LIMIT", "SERVER", "TIMEOUT", "AUTH")
+
+/** A random reply. `hang` allows replies that never finish; `toolHeavy` makes most replies call tools. */
+export const reply = (
+  hang = true,
+  cancels: "any" | "keepInbox" | "none" = "any",
+  toolHeavy = false
+): fc.Arbitrary<ReplySpec> =>
+  fc.oneof(
+    { arbitrary: fc.constant<ReplySpec>({ _tag: "text" }), weight: toolHeavy ? 2 : 4 },
+    {
+      arbitrary: fc.array(callSpec(cancels, toolHeavy), { minLength: 1, maxLength: toolHeavy ? 3 : 2 }).map((
+        calls
+      ): ReplySpec => ({ _tag: "tools", calls })),
+      weight: toolHeavy ? 12 : 5
+    },
+    { arbitrary: ms.map((ms): ReplySpec => ({ _tag: "delayed", ms })), weight: 2 },
+    {
+      arbitrary: fc.record({ code: failureCode, partial: fc.boolean() }).map((f): ReplySpec => ({
+        _tag: "failure",
+        ...f
+      })),
+      weight: toolHeavy ? 1 : 2
+    },
+    { arbitrary: fc.constant<ReplySpec>({ _tag: "maxTokens" }), weight: 1 },
+    { arbitrary: fc.constant<ReplySpec>({ _tag: hang ? "hang" : "text" }), weight: 1 }
+  )
+
+/** The order in which a turn publishes the events a reaction can wait for. */
+const triggerOrder: Record<Trigger, number> = {
+  "turn/start": 0,
+  "step/start": 1,
+  "assistant/message": 2,
+  "tool/call": 3,
+  "tool/result": 4,
+  "step/end": 5,
+  "turn/end": 6
+}
+
+/** One episode of a reactive program: its operations, and the replies its turn is meant to consume. */
+export interface Episode {
+  readonly ops: ReadonlyArray<Op>
+  readonly replies: ReadonlyArray<ReplySpec>
+}
+
+const followup: Op = { _tag: "send", kind: "followup" }
+const settle: Op = { _tag: "settle" }
+
+const cancelItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem> =>
+  cancels === "none"
+    ? fc.constant<BatchItem>({ _tag: "send", kind: "steer" })
+    : (cancels === "keepInbox" ? fc.constant(true) : fc.boolean()).map((keepInbox): BatchItem => ({
+      _tag: "cancel",
+      keepInbox
+    }))
+
+/**
+ * The episodes that broke before, each as a prompt sent to an agent left to settle first (so the reaction meets
+ * that prompt's turn, not one still running from earlier), the reply its turn gets, and the reaction that races it:
+ * steering right after a concluding step's `step/end`; a cancel as a tool batch starts (at the `assistant/message`
+ * that calls the tools); steering or a cancel while a slow tool runs (at its `tool/call`).
+ */
+const pattern = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<Episode> =>
+  fc.oneof(
+    // The narrowest window: weighted double.
+    {
+      weight: 2,
+      arbitrary: fc.array(callSpec(cancels, true), { maxLength: 1 }).map((others): Episode => ({
+        ops: [settle, followup, { _tag: "on", event: "step/end", item: { _tag: "send", kind: "steer" } }],
+        replies: [{ _tag: "tools", calls: [{ tool: "annotate", conclude: true }, ...others] }]
+      }))
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.array(callSpec(cancels, true), { minLength: 1, maxLength: 3 }), cancelItem(cancels)).map((
+        [calls, item]
+      ): Episode => ({
+        ops: [settle, followup, { _tag: "on", event: "assistant/message", item }],
+        replies: [{ _tag: "tools", calls }]
+      }))
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom(10, 100, 1000), reactionItem(cancels)).map(([ms, item]): Episode => ({
+        ops: [settle, followup, { _tag: "on", event: "tool/call", item }],
+        replies: [{ _tag: "tools", calls: [{ tool: "slow", ms }] }, { _tag: "text" }]
+      }))
+    }
+  )
+
+/**
+ * One episode of a reactive program: two in three a {@link pattern}; the others a waking send (so a turn is running
+ * and the events reacted to will happen), one to three reactions to that turn's events in the order the turn
+ * publishes them, at most two other operations, and one to three tool-heavy replies.
+ */
+export const episode = (cancels: "any" | "keepInbox" | "none" = "any", hang = true): fc.Arbitrary<Episode> =>
+  fc.oneof(
+    { weight: 2, arbitrary: pattern(cancels) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant(followup) },
+          {
+            weight: 1,
+            arbitrary: fc.array(batchItem(cancels), { maxLength: 2 }).map((rest): Op => ({
+              _tag: "batch",
+              items: [followup as BatchItem, ...rest]
+            }))
+          }
+        ),
+        fc.array(fc.record({ event: reactionTrigger, item: reactionItem(cancels) }), { minLength: 1, maxLength: 3 }),
+        fc.array(op(cancels), { maxLength: 2 }),
+        fc.array(reply(hang, cancels, true), { minLength: 1, maxLength: 3 })
+      ).map(([wake, reactions, others, replies]): Episode => ({
+        ops: [
+          wake,
+          ...[...reactions].sort((a, b) => triggerOrder[a.event] - triggerOrder[b.event]).map((on): Op => ({
+            _tag: "on",
+            ...on
+          })),
+          ...others
+        ],
+        replies
+      }))
+    }
+  )
+
+const nudge: fc.Arbitrary<Nudge> = fc.constantFrom("none", "none", "steer", "inject", "fail")
+
+const admission = (rejects: boolean): fc.Arbitrary<Admission> =>
+  rejects
+    ? fc.constantFrom("allow", "allow", "block", "fail", "slow", "context")
+    : fc.constantFrom("allow", "slow", "context")
+
+/** Fault positions are drawn below this: about the number of faultable appends a run makes. */
+export const faultPositions = 10
+
+/**
+ * A fault position: most of them among a run's first appends (a run that starts one turn makes only a few), the
+ * rest anywhere below {@link faultPositions}.
+ */
+const faultPosition: fc.Arbitrary<number> = fc.oneof(
+  { weight: 3, arbitrary: fc.nat({ max: 3 }) },
+  { weight: 1, arbitrary: fc.nat({ max: faultPositions - 1 }) }
+)
+
+/**
+ * Preemption budgets: the runtime's default in one run of six, else any budget from 16 to 96 operations, two in five
+ * of those from 16 to 40. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
+ * never drew; the smaller the budget, the more of the agent's short sections a preemption lands in.
+ */
+export const preemption: fc.Arbitrary<number> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant(2048) },
+  { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) },
+  // Small budgets preempt a fiber within more of the agent's short sections.
+  { weight: 2, arbitrary: fc.integer({ min: 16, max: 40 }) }
+)
+
+/** A random scenario. */
+export const scenario = (options: {
+  readonly cancels?: "any" | "keepInbox" | "none"
+  readonly rejects?: boolean
+  readonly hang?: boolean
+  readonly end?: "dispose" | "drain"
+  /** Favour operations reacting to durable events (see {@link op}). */
+  readonly reactive?: boolean
+  /** Make some appends fail (see {@link Scenario.faults}). */
+  readonly faults?: boolean
+} = {}): fc.Arbitrary<Scenario> =>
+  fc.tuple(
+    options.reactive === true
+      // A reactive program is a run of episodes, each starting a turn whose events its reactions wait for, with the
+      // replies that turn is meant to get; a few more replies are scripted from the start (they come first).
+      ? fc.tuple(
+        // The first episode is always one of the patterns that broke before.
+        fc.tuple(
+          pattern(options.cancels ?? "any"),
+          fc.array(episode(options.cancels, options.hang ?? true), { maxLength: 3 })
+        )
+          .map(([first, rest]) => [first, ...rest]),
+        fc.array(reply(options.hang ?? true, options.cancels, true), { maxLength: 3 })
+      ).map(([[first, ...rest], more]) => ({
+        // Each episode pushes its replies as it starts (after a pattern's settle), so the turn it starts gets them.
+        ops: [first!, ...rest].flatMap((e): ReadonlyArray<Op> => {
+          const script: Op = { _tag: "script", replies: e.replies }
+          return e.ops[0]?._tag === "settle" ? [e.ops[0], script, ...e.ops.slice(1)] : [script, ...e.ops]
+        }),
+        replies: more
+      }))
+      : fc.record({
+        ops: fc.array(op(options.cancels), { minLength: 1, maxLength: 14 }),
+        replies: fc.array(reply(options.hang ?? true, options.cancels), { maxLength: 10 })
+      }),
+    fc.record({
+      admission: fc.option(fc.array(admission(options.rejects ?? true), { minLength: 1, maxLength: 4 }), {
+        nil: undefined
+      }),
+      retries: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }), { nil: undefined }),
+      // A run makes about 9 faultable appends: positions beyond that would refuse nothing.
+      faults: options.faults === true
+        ? fc.array(faultPosition, { minLength: 1, maxLength: 3 })
+        : fc.constant(undefined),
+      steps: fc.option(fc.array(nudge, { minLength: 1, maxLength: 4 }), { nil: undefined, freq: 3 }),
+      stopping: fc.option(fc.array(nudge, { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 3 }),
+      end: options.end === undefined
+        ? fc.constantFrom<Scenario["end"]>("dispose", "drain")
+        : fc.constant<Scenario["end"]>(options.end),
+      yieldingStore: fc.boolean(),
+      maxOps: preemption,
+      seed: fc.integer()
+    })
+  ).map(([program, rest]): Scenario => ({ ...program, ...rest }))
