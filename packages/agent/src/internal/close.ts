@@ -9,10 +9,10 @@
 import type { Turn as TurnT } from "@harness/domain"
 import { Closers, type SessionLog } from "@harness/session"
 import { Chunk, Effect } from "effect"
+import type { Env, FinishedCall } from "./env.js"
+import { appendAll, outboxEvent, read, stageContexts, update } from "./env.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem } from "./inbox.js"
-import type { Env, FinishedCall } from "./runtime.js"
-import { appendAll, outboxEvent, read, stageContexts, update } from "./runtime.js"
 import { abortedBeforeDispatchMessage, abortedMessage } from "./toolCalls.js"
 
 /** What the tool runtime knows about the open step's calls when the turn closes. */

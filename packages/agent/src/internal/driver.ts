@@ -8,8 +8,7 @@ import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
-import * as Inbox from "./inbox.js"
-import type { Activity, ActivityResult, Env, Job, Progress } from "./runtime.js"
+import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
 import {
   barrier,
   drain,
@@ -21,8 +20,10 @@ import {
   recordInbox,
   reportLogError,
   update
-} from "./runtime.js"
-import { runActivity, TurnFailure } from "./turn.js"
+} from "./env.js"
+import * as Inbox from "./inbox.js"
+import { runActivity } from "./turn.js"
+import { TurnFailure } from "./turnFailure.js"
 
 /**
  * Makes sure a driver runs. Must run holding the lock.

@@ -10,8 +10,8 @@ import type { SessionLog } from "@harness/session"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
-import type { Env, FinishedCall, ToolRuntime } from "./runtime.js"
-import { append, barrier, locked, provide, stageContexts } from "./runtime.js"
+import type { Env, FinishedCall, ToolRuntime } from "./env.js"
+import { append, barrier, locked, provide, stageContexts } from "./env.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 

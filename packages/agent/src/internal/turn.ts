@@ -1,25 +1,19 @@
 /**
- * One activity: prompt admission (R39–R44) and the turn it admits, or a retry turn (R45–R46); the turn's steps
- * (R47–R53), continuation (R54) and model-request failures (R74–R75). Everything here runs in the activity fiber,
+ * One activity: a claimed prompt's admission (`admission.ts`) and the turn it admits, or a retry turn (R45–R46);
+ * the turn's steps (R47–R53, their requests in `request.ts`), continuation (R54) and model-request failures
+ * (R74–R75). Everything here runs in the activity fiber,
  * which a cancel interrupts; the driver closes whatever an interrupted or failed activity left open.
  */
-import { AiError, Prompt, type Response, type Tool } from "@effect/ai"
-import type {
-  Content,
-  LlmFailure as LlmFailureT,
-  Message as MessageT,
-  SessionEvent,
-  Turn as TurnT
-} from "@harness/domain"
-import { Json, LlmFailure, ModelStream, Turn } from "@harness/domain"
-import { History, type SessionLog } from "@harness/session"
-import { Cause, Chunk, Clock, Context, Data, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
+import { AiError, Prompt } from "@effect/ai"
+import type { Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
+import { LlmFailure } from "@harness/domain"
+import { History } from "@harness/session"
+import { Cause, Chunk, Clock, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
-import type { RequestConfig } from "../Hooks.js"
+import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
 import { chunkJson, ContentBuilder } from "./content.js"
-import * as Inbox from "./inbox.js"
-import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./runtime.js"
+import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./env.js"
 import {
   append,
   drain,
@@ -33,27 +27,12 @@ import {
   read,
   update,
   userMessageData
-} from "./runtime.js"
+} from "./env.js"
+import * as Inbox from "./inbox.js"
+import { headerOf, logHeader, modelStream, requestConfig, sameHeader, systemPrompt } from "./request.js"
 import { runToolCalls } from "./toolCalls.js"
-
-/**
- * A turn failure that is not a model-request failure (R59): a hook, the system prompt, a log append.
- */
-export class TurnFailure extends Data.TaggedError("TurnFailure")<{
-  readonly step: number
-  readonly message: string
-  readonly code?: string | undefined
-}> {}
-
-const failTurn = (step: number, what: string) => (cause: Cause.Cause<unknown>) =>
-  new TurnFailure({ step, message: `${what}: ${Cause.pretty(cause)}` })
-
-const logFailure = (step: number) => (error: SessionLog.SessionLogError) =>
-  new TurnFailure({ step, message: `the session log refused an append: ${error.message}`, code: "SESSION_LOG" })
-
-type Admitted = { readonly data: MessageT.UserMessageData; readonly id: MessageT.AgentMessage["id"] | undefined }
-
-const decodeDecision = Schema.decodeUnknownEither(Turn.PromptDecision, { errors: "all", onExcessProperty: "error" })
+import type { TurnFailure } from "./turnFailure.js"
+import { failTurn, logFailure } from "./turnFailure.js"
 
 /** Runs one activity to its end. */
 export const runActivity = (
@@ -85,44 +64,6 @@ export const runActivity = (
           })
       )
     )
-
-/**
- * Prompt admission (R39–R42): the `promptSubmit` waterfall decides. Returns the admitted inputs (the prompt, then
- * each additional context), or `undefined` when the prompt is blocked or the hook failed (logged as a warning; no
- * `agent/error`, there is no turn to attribute it to).
- */
-const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> =>
-  Effect.gen(function*() {
-    const hook = env.options.hooks?.promptSubmit
-    const allow: TurnT.PromptDecision = { kind: "allow" }
-    const outcome = hook === undefined
-      ? Option.some<unknown>(allow)
-      : yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
-        Effect.map(Option.some<unknown>),
-        Effect.catchAllCause((cause) =>
-          Effect.as(
-            Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
-            Option.none()
-          )
-        )
-      )
-    yield* honourCancel(env)
-    if (Option.isNone(outcome)) return undefined
-    const decision = decodeDecision(outcome.value)
-    if (decision._tag === "Left") {
-      yield* Effect.logWarning("promptSubmit hook returned an invalid decision; the prompt was dropped", decision.left)
-      return undefined
-    }
-    if (decision.right.kind === "block") {
-      yield* Effect.logDebug(`prompt ${message.id} blocked: ${decision.right.reason}`)
-      return undefined
-    }
-    const prompt: Admitted = {
-      data: { content: decision.right.content ?? message.content, source: message.source },
-      id: message.id
-    }
-    return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
-  })
 
 /**
  * Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`).
@@ -276,110 +217,6 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
   error: new AiError.UnknownError({ module: "Agent", method: "step", description: failure.message, cause: failure }),
   failure
 })
-
-const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined, TurnFailure> => {
-  const system = env.options.system
-  if (system === undefined || typeof system === "string") return Effect.succeed(system)
-  return provide(env, system).pipe(
-    Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))),
-    Effect.zipLeft(honourCancel(env))
-  )
-}
-
-/**
- * The route of this request (R51): the agent's own for its first request, then the last one it logged; the
- * `request` hook may replace it.
- */
-const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> =>
-  Effect.flatMap(read(env), (state) => {
-    const proposed: RequestConfig = state.header?.config ?? env.defaultConfig
-    const hook = env.options.hooks?.request
-    if (hook === undefined) return Effect.succeed(proposed)
-    return provide(env, hook({ agent: env.service, turn, step, config: proposed }, Effect.succeed(proposed))).pipe(
-      Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
-      Effect.zipLeft(honourCancel(env)),
-      Effect.filterOrFail(
-        (config) =>
-          typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
-          (config.options === undefined || !("issue" in Json.copyJson(config.options))),
-        () =>
-          new TurnFailure({
-            step,
-            message: "the request hook returned a config without a model (or with non-JSON options)"
-          })
-      )
-    )
-  })
-
-const headerOf = (
-  env: Env,
-  config: RequestConfig,
-  system: string | undefined
-): SessionEvent.RequestHeader["header"] => {
-  const route: {
-    -readonly [K in keyof SessionEvent.RequestHeader["header"]["config"]]:
-      SessionEvent.RequestHeader["header"]["config"][K]
-  } = {
-    model: config.model
-  }
-  if (config.provider !== undefined) route.provider = config.provider
-  if (config.options !== undefined) route.options = config.options
-  const header: {
-    -readonly [K in keyof SessionEvent.RequestHeader["header"]]: SessionEvent.RequestHeader["header"][K]
-  } = {
-    config: route
-  }
-  if (system !== undefined) header.system = system
-  if (env.descriptors !== undefined) header.tools = env.descriptors
-  return header
-}
-
-const sameHeader = (a: SessionEvent.RequestHeader["header"], b: SessionEvent.RequestHeader["header"]): boolean =>
-  a.system === b.system && a.tools === b.tools && a.config.model === b.config.model &&
-  a.config.provider === b.config.provider && JSON.stringify(a.config.options) === JSON.stringify(b.config.options)
-
-/**
- * Logs the request header (R51): always before this agent's first request (`initial` on a log without one,
- * `resume` otherwise), and later only when it changed. Must run holding the lock.
- */
-const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]) =>
-  Effect.gen(function*() {
-    const last = (yield* read(env)).header
-    if (last !== undefined && sameHeader(last, header)) return
-    const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
-    yield* append(env, { type: "request/header", data: { header, reason } })
-    yield* update(env, (s) => ({ ...s, header }))
-  })
-
-/**
- * The model's response stream for one request. When the `LanguageModel` came with its own `ModelStream` (Harness's
- * provider, the testkit's scripted model), the parts arrive typed from it, with the request `LanguageModel` would
- * have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its `LanguageModel.streamText`
- * span, but without rebuilding and running the stream-part schema per request (ADR 0019). Any other model goes
- * through the standard `streamText`.
- */
-const modelStream = (
-  env: Env,
-  prompt: Prompt.Prompt
-): Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> => {
-  const lower = Context.getOption(env.context, ModelStream.ModelStream)
-  if (Option.isNone(lower) || lower.value.model !== env.model) {
-    return env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true })
-  }
-  const direct = lower.value
-  const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
-  return Stream.unwrapScoped(Effect.map(
-    Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }),
-    (span) =>
-      direct.streamText({
-        prompt,
-        tools,
-        toolChoice: tools.length === 0 ? "none" : "auto",
-        responseFormat: { type: "text" },
-        span
-      })
-  ))
-}
 
 /** One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. */
 const runStep = (

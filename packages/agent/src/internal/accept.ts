@@ -1,0 +1,372 @@
+/**
+ * Acceptance: the agent's operations that take input from callers — `send` and its presets, `batch`, `sendAll`,
+ * `cancel`, `withdraw`, `inbox`, `retry` — and the restoration of a stored inbox. Every caller value is decoded
+ * first; routing (R28) then runs under the window's lock against the state at that instant.
+ */
+import type { Ids as IdsT, Inbox as InboxT, Store as StoreT } from "@harness/domain"
+import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
+import { Effect, Equal, Fiber, Option, Random, Schema } from "effect"
+import type { BatchOp, PresetOptions, SendError } from "../Agent.js"
+import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js"
+import { repairLocked } from "./close.js"
+import { ensureDriver, flushContext, startActivity } from "./driver.js"
+import type { Env, State } from "./env.js"
+import { append, barrier, locked, publish, read, recordInbox, update, userMessageData } from "./env.js"
+import * as Inbox from "./inbox.js"
+
+const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
+  Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]),
+  (words) => {
+    const hex = words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
+    return Ids.AgentMessageId.make(
+      `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${
+        ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
+      }${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+    )
+  }
+)
+
+/** What `sendAll` hands `batch`: checked to be pairs, decoded by `batch` itself. */
+type BatchSend = Extract<BatchOp, { readonly send: unknown }>["send"]
+
+const PresetOptions = Schema.UndefinedOr(Operations.PresetOptions)
+const CancelOptions = Schema.UndefinedOr(Operations.CancelOptions)
+
+/**
+ * `Operations.BatchOperation` with each send's message and options left undecoded: they are decoded one by one
+ * afterwards, each message under its own limits and with the operation's index in the error.
+ */
+const BatchOperation = Schema.Union(
+  Schema.Struct({ send: Schema.Tuple(Schema.Unknown, Schema.Unknown) }),
+  Operations.BatchOperation.members[1]
+)
+
+/**
+ * A batch is copied whole before its operations are decoded (each message again, under its own limits): a few
+ * levels deeper than a message, and room for several messages.
+ */
+const batchLimits: Input.Limits = {
+  maxDepth: Input.messageLimits.maxDepth + 3,
+  maxChars: 4 * Input.messageLimits.maxChars,
+  maxValues: 4 * Input.messageLimits.maxValues
+}
+
+// Every caller value is decoded from a plain, bounded copy (`Message.decodeInput`): nothing a caller passes can
+// throw through an operation (ADR 0018).
+const checkOptions = Message.decodeInput(Message.SendOptions, "send options")
+const checkPreset = Message.decodeInput(PresetOptions, "preset options")
+const checkBatch = Message.decodeInput(Schema.Array(BatchOperation), "batch", batchLimits)
+const checkItems = Message.decodeInput(
+  Schema.Array(Schema.Tuple(Schema.Unknown, Schema.Unknown)),
+  "sendAll items",
+  batchLimits
+)
+const checkId = Message.decodeInput(Ids.AgentMessageId, "message id")
+const checkCause = Message.decodeInput(AgentEvent.CancelCause, "cancel cause")
+const checkCancelOptions = Message.decodeInput(CancelOptions, "cancel options")
+
+/** Names the batch operation a refusal is about. */
+const inOperation = (index: number) => (error: Message.InvalidMessageError) =>
+  new Message.InvalidMessageError({ reason: error.reason, message: `batch operation ${index + 1}: ${error.message}` })
+
+const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
+
+/**
+ * Routes one decoded send (R28). Must run holding the lock.
+ */
+const sendLocked = (
+  env: Env,
+  data: Message.UserMessageData,
+  options: Message.SendOptions
+): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.disposed) return yield* disposedError()
+    // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
+    // restart returns the original id (ADR 0017).
+    if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
+      return options.id
+    }
+    const id = options.id ?? (yield* mintId)
+    if (options.target === "next-step" && !options.wakeup) {
+      if (state.window) {
+        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
+        yield* recordInbox(env, [{
+          type: "inbox/accepted",
+          message: { content: data.content, id, source: data.source },
+          placement: "context",
+          wakeup: false
+        }])
+      } else {
+        // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
+        yield* repairLocked(env)
+        yield* append(env, { type: "user/message", data: userMessageData(data, id) })
+        yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
+      }
+      return id
+    }
+    const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+    const order = (yield* Inbox.get(env.inbox)).next
+    if (options.target === "next-step" && state.window) {
+      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
+      yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
+      yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
+      return id
+    }
+    yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
+    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup }])
+    // The driver may claim only once this critical section ends, so every send in it sees the same
+    // pre-admission state (R30).
+    if (options.wakeup) yield* ensureDriver(env)
+    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+    return id
+  })
+
+/** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
+export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
+  state.activity !== undefined || inbox.stranded
+
+/**
+ * One `cancel` (R77–R85; departures R73, R81, R82, R133). Must run holding the lock.
+ */
+export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    if (state.disposed && reason !== "disposed") return
+    const inbox = yield* Inbox.get(env.inbox)
+    const effective = state.activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
+    if (!effective) return
+    if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
+    if (!keepInbox) {
+      const discarded = yield* Inbox.discardAll(env.inbox)
+      if (discarded.length > 0) {
+        // Disposal settles nothing durably: what it drops here comes back when the session is resumed (ADR 0017).
+        if (reason !== "disposed") {
+          yield* recordInbox(
+            env,
+            discarded.map((message) => ({ type: "inbox/settled", id: message.id, fate: "discarded" }))
+          )
+        }
+        const [first, ...rest] = discarded
+        yield* publish(env, { type: "agent/inbox/discard", messages: [first!, ...rest] })
+      }
+    }
+    if (state.activity !== undefined) {
+      yield* update(env, (s) => ({
+        ...s,
+        cause: s.cause ?? reason,
+        logContextOnClose: s.logContextOnClose || !keepInbox
+      }))
+      // A hook runs in the activity fiber: when it cancels its own agent, the activity stops right after the hook
+      // returns (see `honourCancel`), so the hook itself is not cut short. Any other fiber interrupts it now.
+      const self = yield* Effect.fiberId
+      if (!Equal.equals(self, state.activity.fiber.id())) yield* Fiber.interruptAsFork(state.activity.fiber, self)
+    } else if (!keepInbox) {
+      // Outside any turn, staged context is logged rather than dropped.
+      yield* flushContext(env)
+    }
+  })
+
+/**
+ * Withdraws one pending item (ADR 0009). Must run holding the lock.
+ */
+const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT.WithdrawResult> =>
+  Effect.gen(function*() {
+    const state = yield* read(env)
+    const withdrawn = state.disposed
+      ? Option.none()
+      : yield* Inbox.withdraw(env.inbox, id, steeringWakes(state, yield* Inbox.get(env.inbox)))
+    if (Option.isNone(withdrawn)) return { _tag: "NotPending", id }
+    const { content, source } = withdrawn.value
+    yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "withdrawn" }])
+    yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "withdraw" })
+    return { _tag: "Withdrawn", item: withdrawn.value }
+  })
+
+/**
+ * Restores the inbox a stored session left (ADR 0017), in acceptance order. Must run holding the lock, before the
+ * agent is used. Queued items keep their placement and waking; steering staged for a turn the crash interrupted
+ * becomes a queued turn (waking); staged context is logged at once (as an idle injection would be). With
+ * `park`, nothing restored wakes the agent: the items wait, parked, for the next waking send (R31).
+ */
+export const restoreLocked = (
+  env: Env,
+  records: ReadonlyArray<StoreT.InboxAccepted>,
+  mode: "wake" | "park"
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let context = false
+    let waking = false
+    for (const record of records) {
+      const message: Message.AgentMessage = Object.freeze({
+        content: record.message.content,
+        id: record.message.id,
+        source: record.message.source
+      })
+      if (record.placement === "context") {
+        const data = { content: message.content, source: message.source }
+        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id: message.id }))
+        context = true
+        continue
+      }
+      const wakeup = mode === "wake" && (record.placement === "steering" || record.wakeup)
+      const order = (yield* Inbox.get(env.inbox)).next
+      yield* Inbox.offer(env.inbox, { message, wakeup, order })
+      waking = waking || wakeup
+    }
+    if (context) yield* flushContext(env)
+    if (waking) yield* ensureDriver(env)
+  })
+
+/**
+ * `send` (R28): decodes the input and options, routes under the lock, then waits for the acceptance barrier (ADR
+ * 0017): on a durable log the id is returned once its acceptance is on disk.
+ */
+export const send = (
+  env: Env,
+  input: Message.UserMessageData,
+  sendOptions: Message.SendOptions
+) =>
+  Effect.gen(function*() {
+    const data = yield* Message.decodeUserMessageData(input)
+    const checked = yield* checkOptions(sendOptions)
+    const id = yield* locked(env, sendLocked(env, data, checked))
+    yield* barrier(env)
+    return id
+  })
+
+/** A preset (`followup`, `steer`, `inject`): `send` with a fixed target and wakeup, and an optional id. */
+export const preset =
+  (env: Env, target: Message.SendTarget, wakeup: boolean) =>
+  (input: Message.UserMessageData, options?: PresetOptions) =>
+    Effect.flatMap(
+      checkPreset(options),
+      (checked) => send(env, input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id })
+    )
+
+/**
+ * `batch`: every operation is decoded first, then all are applied in order under one lock. The acceptance barrier
+ * covers what the batch applied, whether it then stopped or not (ADR 0017).
+ */
+export const batch = (
+  env: Env,
+  ops: ReadonlyArray<BatchOp>
+): Effect.Effect<ReadonlyArray<IdsT.AgentMessageId | undefined>, SendError | BatchError> =>
+  Effect.gen(function*() {
+    type Decoded =
+      | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
+      | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
+    const decoded: Array<Decoded> = []
+    const checked = yield* checkBatch(ops)
+    for (const [index, op] of checked.entries()) {
+      if ("send" in op) {
+        decoded.push({
+          _tag: "send",
+          data: yield* Effect.mapError(Message.decodeUserMessageData(op.send[0]), inOperation(index)),
+          options: yield* Effect.mapError(checkOptions(op.send[1]), inOperation(index))
+        })
+      } else {
+        decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
+      }
+    }
+    const outcome = yield* Effect.either(locked(
+      env,
+      Effect.gen(function*() {
+        // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
+        if ((yield* read(env)).disposed && decoded.some((op) => op._tag === "send")) {
+          return yield* disposedError()
+        }
+        const applied: Array<IdsT.AgentMessageId | undefined> = []
+        for (const op of decoded) {
+          if (op._tag === "cancel") {
+            yield* cancelLocked(env, op.cause, op.keepInbox)
+            applied.push(undefined)
+            continue
+          }
+          const result = yield* Effect.either(sendLocked(env, op.data, op.options))
+          if (result._tag === "Left") {
+            if (result.left._tag === "AgentDisposedError") {
+              return yield* result.left
+            }
+            return yield* new BatchError({
+              applied,
+              cause: result.left,
+              message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
+            })
+          }
+          applied.push(result.right)
+        }
+        return applied
+      })
+    ))
+    yield* barrier(env)
+    return yield* outcome
+  })
+
+/** `sendAll`: checked to be pairs, then a `batch` of sends; returns the ids. */
+export const sendAll = (
+  env: Env,
+  items: ReadonlyArray<BatchSend>
+) =>
+  checkItems(items).pipe(
+    Effect.flatMap((checked) => batch(env, checked.map((send) => ({ send: send as BatchSend })))),
+    Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
+  )
+
+/** `cancel`: decodes the cause and options, then cancels under the lock; returns at once. */
+export const cancel = (
+  env: Env,
+  cause: Operations.Cancel["cause"],
+  options: Operations.Cancel["options"] | undefined
+) =>
+  Effect.gen(function*() {
+    const checkedCause = yield* checkCause(cause)
+    const checked = yield* checkCancelOptions(options)
+    return yield* locked(env, cancelLocked(env, checkedCause, checked?.keepInbox === true))
+  })
+
+/** `retry`: a turn over the current log without a new prompt; refused while busy or after disposal. */
+export const retry = (env: Env) =>
+  locked(
+    env,
+    Effect.gen(function*() {
+      const current = yield* read(env)
+      if (current.disposed) {
+        return yield* new AgentDisposedError({ message: "the agent was disposed: it runs no more turns" })
+      }
+      if (current.activity !== undefined) {
+        return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
+      }
+      yield* startActivity(env, { _tag: "retry" })
+    })
+  )
+
+/** `inbox`: the pending items now, read under the lock. */
+export const inbox = (env: Env) =>
+  locked(
+    env,
+    Effect.gen(function*() {
+      const snapshot = yield* Inbox.get(env.inbox)
+      return yield* Inbox.list(env.inbox, steeringWakes(yield* read(env), snapshot))
+    })
+  )
+
+/**
+ * `withdraw`: a withdrawal is durable when it returns (a crash must not bring back what the sender took back); a
+ * cancel has no barrier (it must never wait for a store that is down): its discards are durable at the next one.
+ */
+export const withdraw = (
+  env: Env,
+  id: Operations.Withdraw["id"]
+) =>
+  Effect.flatMap(
+    checkId(id),
+    (checked) =>
+      Effect.tap(locked(env, withdrawLocked(env, checked)), (result) =>
+        result._tag === "Withdrawn"
+          ? barrier(env).pipe(
+            Effect.catchAll((error) => Effect.logWarning("the withdrawal could not be made durable", error))
+          )
+          : Effect.void)
+  )

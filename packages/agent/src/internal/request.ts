@@ -1,0 +1,119 @@
+/**
+ * One model request's inputs and transport: the system prompt, the route (the `request` hook, R51), the request
+ * header logged before a request whose header changed, and the model's response stream.
+ */
+import type { AiError, Prompt, Response, Tool } from "@effect/ai"
+import type { SessionEvent } from "@harness/domain"
+import { Json, ModelStream } from "@harness/domain"
+import { Cause, Context, Effect, Option, Stream } from "effect"
+import type { RequestConfig } from "../Hooks.js"
+import type { Env } from "./env.js"
+import { append, honourCancel, provide, read, update } from "./env.js"
+import { failTurn, TurnFailure } from "./turnFailure.js"
+
+/** The system prompt of this step: the option's string, or its effect evaluated now. */
+export const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined, TurnFailure> => {
+  const system = env.options.system
+  if (system === undefined || typeof system === "string") return Effect.succeed(system)
+  return provide(env, system).pipe(
+    Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))),
+    Effect.zipLeft(honourCancel(env))
+  )
+}
+
+/**
+ * The route of this request (R51): the agent's own for its first request, then the last one it logged; the
+ * `request` hook may replace it.
+ */
+export const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> =>
+  Effect.flatMap(read(env), (state) => {
+    const proposed: RequestConfig = state.header?.config ?? env.defaultConfig
+    const hook = env.options.hooks?.request
+    if (hook === undefined) return Effect.succeed(proposed)
+    return provide(env, hook({ agent: env.service, turn, step, config: proposed }, Effect.succeed(proposed))).pipe(
+      Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
+      Effect.zipLeft(honourCancel(env)),
+      Effect.filterOrFail(
+        (config) =>
+          typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
+          (config.options === undefined || !("issue" in Json.copyJson(config.options))),
+        () =>
+          new TurnFailure({
+            step,
+            message: "the request hook returned a config without a model (or with non-JSON options)"
+          })
+      )
+    )
+  })
+
+/** The request header this step would log: the route, the system prompt and the advertised tools. */
+export const headerOf = (
+  env: Env,
+  config: RequestConfig,
+  system: string | undefined
+): SessionEvent.RequestHeader["header"] => {
+  const route: {
+    -readonly [K in keyof SessionEvent.RequestHeader["header"]["config"]]:
+      SessionEvent.RequestHeader["header"]["config"][K]
+  } = {
+    model: config.model
+  }
+  if (config.provider !== undefined) route.provider = config.provider
+  if (config.options !== undefined) route.options = config.options
+  const header: {
+    -readonly [K in keyof SessionEvent.RequestHeader["header"]]: SessionEvent.RequestHeader["header"][K]
+  } = {
+    config: route
+  }
+  if (system !== undefined) header.system = system
+  if (env.descriptors !== undefined) header.tools = env.descriptors
+  return header
+}
+
+/** Whether two headers are the same (a header is logged again only when it changed). */
+export const sameHeader = (a: SessionEvent.RequestHeader["header"], b: SessionEvent.RequestHeader["header"]): boolean =>
+  a.system === b.system && a.tools === b.tools && a.config.model === b.config.model &&
+  a.config.provider === b.config.provider && JSON.stringify(a.config.options) === JSON.stringify(b.config.options)
+
+/**
+ * Logs the request header (R51): always before this agent's first request (`initial` on a log without one,
+ * `resume` otherwise), and later only when it changed. Must run holding the lock.
+ */
+export const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]) =>
+  Effect.gen(function*() {
+    const last = (yield* read(env)).header
+    if (last !== undefined && sameHeader(last, header)) return
+    const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
+    yield* append(env, { type: "request/header", data: { header, reason } })
+    yield* update(env, (s) => ({ ...s, header }))
+  })
+
+/**
+ * The model's response stream for one request. When the `LanguageModel` came with its own `ModelStream` (Harness's
+ * provider, the testkit's scripted model), the parts arrive typed from it, with the request `LanguageModel` would
+ * have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its `LanguageModel.streamText`
+ * span, but without rebuilding and running the stream-part schema per request (ADR 0019). Any other model goes
+ * through the standard `streamText`.
+ */
+export const modelStream = (
+  env: Env,
+  prompt: Prompt.Prompt
+): Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> => {
+  const lower = Context.getOption(env.context, ModelStream.ModelStream)
+  if (Option.isNone(lower) || lower.value.model !== env.model) {
+    return env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true })
+  }
+  const direct = lower.value
+  const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
+  return Stream.unwrapScoped(Effect.map(
+    Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }),
+    (span) =>
+      direct.streamText({
+        prompt,
+        tools,
+        toolChoice: tools.length === 0 ? "none" : "auto",
+        responseFormat: { type: "text" },
+        span
+      })
+  ))
+}
