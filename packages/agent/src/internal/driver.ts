@@ -22,6 +22,7 @@ import {
   update
 } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Spans from "./spans.js"
 import { runActivity } from "./turn.js"
 import { TurnFailure } from "./turnFailure.js"
 
@@ -51,8 +52,12 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
     const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
     const tools = yield* makeToolRuntime
-    const fiber = yield* Effect.forkIn(Effect.interruptible(runActivity(env, job, progress, tools)), env.fibers)
-    const activity: Activity = { job, fiber, progress, tools }
+    const span = yield* Spans.startTurn(env, job)
+    const fiber = yield* Effect.forkIn(
+      Effect.withParentSpan(Effect.interruptible(runActivity(env, job, progress, tools)), span),
+      env.fibers
+    )
+    const activity: Activity = { job, fiber, progress, tools, span }
     yield* update(env, (s) => ({ ...s, activity }))
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
     yield* ensureDriver(env)
@@ -114,10 +119,25 @@ const errorMessage = (
 }
 
 /**
- * Settles an activity whose fiber has exited. The driver is not interrupted by a cancel, so everything the log
- * owes is written here.
+ * Settles an activity whose fiber has exited, then ends its span with the outcome. The driver is not interrupted
+ * by a cancel, so everything the log owes is written here.
  */
 const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, unknown>): Effect.Effect<void> =>
+  Effect.flatMap(
+    Effect.withParentSpan(settleActivity(env, activity, exit), activity.span),
+    (reason) =>
+      Effect.flatMap(
+        Ref.get(activity.progress),
+        (progress) => Spans.endTurn(activity.span, exit, reason, progress.step)
+      )
+  )
+
+/** Settles an activity; returns how its turn ended (`undefined`: no turn opened). */
+const settleActivity = (
+  env: Env,
+  activity: Activity,
+  exit: Exit.Exit<ActivityResult, unknown>
+): Effect.Effect<TurnT.TurnEndReason | undefined> =>
   Effect.gen(function*() {
     const progress = yield* Ref.get(activity.progress)
     if (progress.turn === undefined) {
@@ -161,7 +181,7 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
           reason: Turn.settleReasonOf(unsettled.reason)
         })
       }
-      return
+      return undefined
     }
     const turn = progress.turn
     const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
@@ -187,6 +207,7 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
     )
     // Only the terminal turn of a retry chain settles (R57).
     if (!retried) yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
+    return reason
   })
 
 /**

@@ -6,7 +6,7 @@
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Deferred, Fiber, Scope } from "effect"
+import type { Context, Deferred, Fiber, Scope, Tracer } from "effect"
 import { Chunk, Effect, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
@@ -86,6 +86,8 @@ export interface Activity {
   readonly fiber: Fiber.RuntimeFiber<ActivityResult, unknown>
   readonly progress: Ref.Ref<Progress>
   readonly tools: ToolRuntime
+  /** The activity's `Agent.turn` span, ended once the driver has settled it (ADR 0024). */
+  readonly span: Tracer.Span
 }
 
 /**
