@@ -20,7 +20,6 @@ export const attr = {
   message: "harness.message.id",
   step: "harness.step",
   stepOutcome: "harness.step.outcome",
-  toolCalls: "harness.step.tool_calls",
   finishReason: "harness.request.finish_reason",
   model: "gen_ai.request.model",
   provider: "gen_ai.provider.name",
