@@ -12,8 +12,9 @@ import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import type { Env, State } from "./env.js"
-import { append, barrier, locked, publish, read, recordInbox, update, userMessageData } from "./env.js"
+import { append, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 
 const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(
   Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]),
@@ -81,8 +82,8 @@ const sendLocked = (
   options: Message.SendOptions
 ): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
-    if (state.disposed) return yield* disposedError()
+    const { lifecycle } = yield* read(env)
+    if (Lifecycle.isDisposed(lifecycle)) return yield* disposedError()
     // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
     // restart returns the original id (ADR 0017).
     if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
@@ -90,7 +91,7 @@ const sendLocked = (
     }
     const id = options.id ?? (yield* mintId)
     if (options.target === "next-step" && !options.wakeup) {
-      if (state.window) {
+      if (Lifecycle.windowOpen(lifecycle)) {
         yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
         yield* recordInbox(env, [{
           type: "inbox/accepted",
@@ -108,7 +109,7 @@ const sendLocked = (
     }
     const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
     const order = (yield* Inbox.get(env.inbox)).next
-    if (options.target === "next-step" && state.window) {
+    if (options.target === "next-step" && Lifecycle.windowOpen(lifecycle)) {
       yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
       yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
       yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
@@ -125,17 +126,18 @@ const sendLocked = (
 
 /** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
 export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
-  state.activity !== undefined || inbox.stranded
+  Lifecycle.activity(state.lifecycle) !== undefined || inbox.stranded
 
 /**
  * One `cancel` (R77–R85; departures R73, R81, R82, R133). Must run holding the lock.
  */
 export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
-    if (state.disposed && reason !== "disposed") return
+    const { lifecycle } = yield* read(env)
+    if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return
     const inbox = yield* Inbox.get(env.inbox)
-    const effective = state.activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
+    const activity = Lifecycle.activity(lifecycle)
+    const effective = activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
     if (!effective) return
     if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
     if (!keepInbox) {
@@ -152,16 +154,12 @@ export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepI
         yield* publish(env, { type: "agent/inbox/discard", messages: [first!, ...rest] })
       }
     }
-    if (state.activity !== undefined) {
-      yield* update(env, (s) => ({
-        ...s,
-        cause: s.cause ?? reason,
-        logContextOnClose: s.logContextOnClose || !keepInbox
-      }))
+    if (activity !== undefined) {
+      yield* transition(env, "cancelled", (l) => Lifecycle.cancelled(l, reason, keepInbox))
       // A hook runs in the activity fiber: when it cancels its own agent, the activity stops right after the hook
       // returns (see `honourCancel`), so the hook itself is not cut short. Any other fiber interrupts it now.
       const self = yield* Effect.fiberId
-      if (!Equal.equals(self, state.activity.fiber.id())) yield* Fiber.interruptAsFork(state.activity.fiber, self)
+      if (!Equal.equals(self, activity.fiber.id())) yield* Fiber.interruptAsFork(activity.fiber, self)
     } else if (!keepInbox) {
       // Outside any turn, staged context is logged rather than dropped.
       yield* flushContext(env)
@@ -174,7 +172,7 @@ export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepI
 const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT.WithdrawResult> =>
   Effect.gen(function*() {
     const state = yield* read(env)
-    const withdrawn = state.disposed
+    const withdrawn = Lifecycle.isDisposed(state.lifecycle)
       ? Option.none()
       : yield* Inbox.withdraw(env.inbox, id, steeringWakes(state, yield* Inbox.get(env.inbox)))
     if (Option.isNone(withdrawn)) return { _tag: "NotPending", id }
@@ -274,7 +272,7 @@ export const batch = (
       env,
       Effect.gen(function*() {
         // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
-        if ((yield* read(env)).disposed && decoded.some((op) => op._tag === "send")) {
+        if (Lifecycle.isDisposed((yield* read(env)).lifecycle) && decoded.some((op) => op._tag === "send")) {
           return yield* disposedError()
         }
         const applied: Array<IdsT.AgentMessageId | undefined> = []
@@ -331,11 +329,11 @@ export const retry = (env: Env) =>
   locked(
     env,
     Effect.gen(function*() {
-      const current = yield* read(env)
-      if (current.disposed) {
+      const { lifecycle } = yield* read(env)
+      if (Lifecycle.isDisposed(lifecycle)) {
         return yield* new AgentDisposedError({ message: "the agent was disposed: it runs no more turns" })
       }
-      if (current.activity !== undefined) {
+      if (Lifecycle.activity(lifecycle) !== undefined) {
         return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
       }
       yield* startActivity(env, { _tag: "retry" })

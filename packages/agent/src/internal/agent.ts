@@ -12,6 +12,7 @@ import {
   Effect,
   ExecutionStrategy,
   Fiber,
+  FiberMap,
   PubSub,
   type Queue,
   Ref,
@@ -24,14 +25,15 @@ import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
 import { flushContext } from "./driver.js"
 import type { Env, State } from "./env.js"
-import { locked, publish, read, update } from "./env.js"
+import { locked, publish, read, transition } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
   Stream.runForEach(Stream.fromQueue(faults), (error) =>
     Effect.gen(function*() {
-      const activity = (yield* read(env)).activity
+      const activity = Lifecycle.activity((yield* read(env)).lifecycle)
       const progress = activity === undefined ? undefined : yield* Ref.get(activity.progress)
       const turn = progress?.turn ?? (yield* env.log.state).lastTurn
       yield* publish(env, {
@@ -63,17 +65,10 @@ export const make = <R>(
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
     // the driver to close the turn) and the fibers are interrupted only after it.
     const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-    const initial: State = {
-      window: false,
-      status: "idle",
-      driver: undefined,
-      idle: undefined,
-      activity: undefined,
-      cause: undefined,
-      logContextOnClose: false,
-      disposed: false,
-      unclosed: undefined,
-      header: undefined
+    const initial: State = { lifecycle: Lifecycle.initial, unclosed: undefined, header: undefined }
+    const handlers = {
+      interrupt: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers),
+      finish: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers)
     }
     const state = yield* Ref.make(initial)
     const lock = yield* Effect.makeSemaphore(1)
@@ -82,11 +77,9 @@ export const make = <R>(
 
     const whenIdle: Effect.Effect<void> = Effect.gen(function*() {
       while (true) {
-        const idle = (yield* Ref.get(state)).idle
-        if (idle === undefined) {
-          return
-        }
-        yield* Deferred.await(idle)
+        const driving = Lifecycle.driving((yield* Ref.get(state)).lifecycle)
+        if (driving === undefined) return
+        yield* Deferred.await(driving.idle)
       }
     })
 
@@ -103,12 +96,12 @@ export const make = <R>(
       whenIdle,
       inbox: Effect.suspend(() => Accept.inbox(env)),
       withdraw: (id) => Accept.withdraw(env, id),
-      status: Effect.map(Ref.get(state), (s) => s.status),
-      acceptsNextStep: Effect.map(Ref.get(state), (s) => s.window),
+      status: Effect.map(Ref.get(state), (s) => Lifecycle.status(s.lifecycle)),
+      acceptsNextStep: Effect.map(Ref.get(state), (s) => Lifecycle.windowOpen(s.lifecycle)),
       subscribe: PubSub.subscribe(events),
       events: Stream.unwrapScoped(
         Effect.gen(function*() {
-          if ((yield* Ref.get(state)).disposed) return Stream.empty
+          if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
           const queue = yield* PubSub.subscribe(events)
           return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
         })
@@ -123,6 +116,7 @@ export const make = <R>(
       model,
       context,
       fibers,
+      handlers,
       state,
       lock,
       inbox,
@@ -153,8 +147,8 @@ export const make = <R>(
           env,
           Effect.gen(function*() {
             yield* Accept.cancelLocked(env, "disposed", false)
-            yield* update(env, (s) => ({ ...s, disposed: true }))
-            return (yield* read(env)).driver
+            yield* transition(env, "disposed", Lifecycle.disposed)
+            return Lifecycle.driving((yield* read(env)).lifecycle)?.driver
           })
         )
         if (driver !== undefined) yield* Fiber.await(driver)

@@ -55,7 +55,7 @@ export const closeLocked = (
     const log = yield* env.log.state
     const turn = log.openTurn
     if (turn === undefined) return
-    yield* update(env, (s) => ({ ...s, unclosed: reason, window: false }))
+    yield* update(env, (s) => ({ ...s, unclosed: reason }))
     // The contexts the finished calls attached, in model order of their calls (R68).
     const contexts = log.openStep === undefined
       ? []

@@ -6,7 +6,7 @@
  */
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
 import {
@@ -19,9 +19,10 @@ import {
   read,
   recordInbox,
   reportLogError,
-  update
+  transition
 } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 import * as Spans from "./spans.js"
 import { runActivity } from "./turn.js"
 import { TurnFailure } from "./turnFailure.js"
@@ -31,11 +32,10 @@ import { TurnFailure } from "./turnFailure.js"
  */
 export const ensureDriver = (env: Env): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
-    if (state.driver !== undefined) return
+    if ((yield* read(env)).lifecycle._tag !== "Idle") return
     const idle = yield* Deferred.make<void>()
     const driver = yield* Effect.forkIn(Effect.interruptible(driverLoop(env)), env.fibers)
-    yield* update(env, (s) => ({ ...s, driver, idle }))
+    yield* transition(env, "driverStarted", (l) => Lifecycle.driverStarted(l, driver, idle))
   })
 
 /**
@@ -44,32 +44,48 @@ export const ensureDriver = (env: Env): Effect.Effect<void> =>
  */
 export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
-    if (state.status === "idle") yield* publish(env, { type: "agent/status", status: "running" })
-    // The window opens before the activity fiber exists, so its hooks always see it open (R24, R35).
-    yield* update(env, (s) => ({ ...s, status: "running", window: true, cause: undefined, logContextOnClose: false }))
+    yield* ensureDriver(env)
+    if (Lifecycle.status((yield* read(env)).lifecycle) === "idle") {
+      yield* publish(env, { type: "agent/status", status: "running" })
+    }
     // The new activity's opening drains the outbox: steering is no longer stranded.
     yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
     const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
     const tools = yield* makeToolRuntime
+    // The activity fiber waits until its activity, window open, is in the lifecycle, so its hooks always see the
+    // window open (R24, R35) and a cancel always finds it — even if this fiber is descheduled right after the fork.
+    const started = yield* Deferred.make<void>()
     const span = yield* Spans.startTurn(env, job)
     const fiber = yield* Effect.forkIn(
-      Effect.withParentSpan(Effect.interruptible(runActivity(env, job, progress, tools)), span),
+      Effect.withParentSpan(
+        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools))),
+        span
+      ),
       env.fibers
     )
-    const activity: Activity = { job, fiber, progress, tools, span }
-    yield* update(env, (s) => ({ ...s, activity }))
+    const activity: Activity = {
+      job,
+      fiber,
+      progress,
+      tools,
+      window: true,
+      cause: undefined,
+      logContextOnClose: false,
+      span
+    }
+    yield* transition(env, "activityStarted", (l) => Lifecycle.activityStarted(l, activity))
+    yield* Deferred.succeed(started, undefined)
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
-    yield* ensureDriver(env)
     return activity
   })
 
 /** The next activity to await, claiming a waking item if there is no activity; `undefined` ends the driver. */
 const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
   Effect.gen(function*() {
-    const state = yield* read(env)
-    if (state.activity !== undefined) return state.activity
-    if (!state.disposed) {
+    const { lifecycle } = yield* read(env)
+    const current = Lifecycle.activity(lifecycle)
+    if (current !== undefined) return current
+    if (!Lifecycle.isDisposed(lifecycle)) {
       const claimed = yield* Inbox.claim(env.inbox)
       const inbox = yield* Inbox.get(env.inbox)
       if (Option.isSome(claimed)) {
@@ -79,9 +95,10 @@ const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
       const steering = inbox.stranded ? Inbox.firstSteering(inbox) : Option.none()
       if (Option.isSome(steering)) return yield* startActivity(env, { _tag: "steering", source: steering.value.source })
     }
-    if (state.status === "running") yield* publish(env, { type: "agent/status", status: "idle" })
-    yield* update(env, (s) => ({ ...s, driver: undefined, idle: undefined, status: "idle" }))
-    if (state.idle !== undefined) yield* Deferred.succeed(state.idle, undefined)
+    if (Lifecycle.status(lifecycle) === "running") yield* publish(env, { type: "agent/status", status: "idle" })
+    yield* transition(env, "driverStopped", Lifecycle.driverStopped)
+    const driving = Lifecycle.driving(lifecycle)
+    if (driving !== undefined) yield* Deferred.succeed(driving.idle, undefined)
     return undefined
   })
 
@@ -159,7 +176,7 @@ const settleActivity = (
         Effect.gen(function*() {
           // Steering retained by a blocked or failed admission waits for the next turn (R43); after a cancelled
           // admission (with `keepInbox`, or it would have been discarded) it is waking work.
-          const cause = (yield* read(env)).cause
+          const cause = Lifecycle.cause((yield* read(env)).lifecycle)
           const cancelled = cause !== undefined
           // A claimed prompt that opened no turn (blocked, failed or cancelled admission) left the inbox without
           // reaching the log: its inbox record is settled here (a claim that opens a turn is settled by the
@@ -167,7 +184,7 @@ const settleActivity = (
           if (activity.job._tag === "prompt" && cause !== "disposed") {
             yield* recordInbox(env, [{ type: "inbox/settled", id: activity.job.item.message.id, fate: "claimed" }])
           }
-          yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+          yield* transition(env, "activitySettled", Lifecycle.activitySettled)
           yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: cancelled }))
           // Context-only staged input is logged at once; steering keeps its context beside it, staged (R43).
           if (!(yield* hasSteering(env))) yield* flushContext(env)
@@ -190,17 +207,18 @@ const settleActivity = (
     const retried = yield* locked(
       env,
       Effect.gen(function*() {
-        const state = yield* read(env)
-        const retry = state.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" &&
+        const { lifecycle } = yield* read(env)
+        const current = Lifecycle.activity(lifecycle)
+        const retry = current?.cause === undefined && Exit.isSuccess(exit) && exit.value._tag === "Ended" &&
           exit.value.retry
-        if (retry && !state.disposed) {
-          yield* update(env, (s) => ({ ...s, activity: undefined }))
+        if (retry && !Lifecycle.isDisposed(lifecycle)) {
+          yield* transition(env, "activitySettled", Lifecycle.activitySettled)
           yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
           return true
         }
-        if (state.cause !== undefined && state.logContextOnClose) yield* flushContext(env)
+        if (current?.cause !== undefined && current.logContextOnClose) yield* flushContext(env)
         // Steering still staged after the turn closed (a `keepInbox` cancel, a failure) runs next by itself.
-        yield* update(env, (s) => ({ ...s, activity: undefined, window: false, cause: undefined }))
+        yield* transition(env, "activitySettled", Lifecycle.activitySettled)
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: true }))
         return false
       })
@@ -222,7 +240,7 @@ const close = (
   turn: number
 ): Effect.Effect<TurnT.TurnEndReason> =>
   Effect.gen(function*() {
-    const cause = (yield* read(env)).cause
+    const cause = Lifecycle.cause((yield* read(env)).lifecycle)
     const progress = yield* Ref.get(activity.progress)
     let reason: TurnT.TurnEndReason
     if (cause !== undefined) {
@@ -235,11 +253,11 @@ const close = (
       // R59: `agent/error` precedes `turn/end` (interruption beats error: none for a cancelled turn).
       yield* publish(env, { type: "agent/error", turn, step: progress.step, error })
     }
-    const running = yield* Ref.get(activity.tools.running)
-    yield* Effect.forEach(
-      running.values(),
-      (call) => call.onCancel === "finish" ? Fiber.await(call.fiber) : Fiber.interrupt(call.fiber),
-      { concurrency: "unbounded", discard: true }
+    // Exactly the running calls: `interrupt` ones are interrupted (all at once), `finish` ones complete.
+    yield* Effect.zip(
+      Fiber.interruptAll(Array.from(env.handlers.interrupt, ([, fiber]) => fiber)),
+      FiberMap.awaitEmpty(env.handlers.finish),
+      { concurrent: true }
     )
     const calls = {
       finished: yield* Ref.get(activity.tools.finished),
@@ -248,8 +266,12 @@ const close = (
     const written = yield* locked(
       env,
       Effect.gen(function*() {
-        const state = yield* read(env)
-        yield* closeLocked(env, reason, calls, { context: state.cause !== undefined && state.logContextOnClose })
+        // The window closes before the closing records (R57); a later default cancel still makes them log context.
+        yield* transition(env, "windowClosed", Lifecycle.windowClosed)
+        const current = Lifecycle.activity((yield* read(env)).lifecycle)
+        yield* closeLocked(env, reason, calls, {
+          context: current?.cause !== undefined && current.logContextOnClose
+        })
       }).pipe(Effect.either)
     )
     if (written._tag === "Left") {

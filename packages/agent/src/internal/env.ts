@@ -1,18 +1,19 @@
 /**
- * The agent's shared runtime: its state (one immutable record in a `Ref`, guarded by a one-permit semaphore — the
- * acceptance window), the queued FIFO (`Queue`), and the helpers every part of the agent uses to append to the log
- * and publish live events in one true order.
+ * The agent's shared environment: its state (one immutable record in a `Ref` — the lifecycle value, ADR 0021, and
+ * what survives across turns — guarded by a one-permit semaphore, the acceptance window), the inbox, and the helpers
+ * every part of the agent uses to append to the log and publish live events in one true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Deferred, Fiber, Scope, Tracer } from "effect"
-import { Chunk, Effect, PubSub, Ref } from "effect"
+import type { Context, Fiber, FiberMap, Scope, Tracer } from "effect"
+import { Chunk, Effect, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem, QueuedItem } from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 
 /** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
 export interface Progress {
@@ -26,12 +27,6 @@ export interface Progress {
   readonly maxTokens: boolean
 }
 
-/** A running tool handler, as the close procedure needs to see it. */
-export interface RunningCall {
-  readonly fiber: Fiber.RuntimeFiber<void>
-  readonly onCancel: AgentTool.CancelPolicy
-}
-
 /** A call whose handler finished, with what its result owes the turn. */
 export interface FinishedCall {
   readonly data: SessionEvent.SessionEventInputOf<"tool/result">["data"]
@@ -39,19 +34,31 @@ export interface FinishedCall {
   readonly contexts: ReadonlyArray<Message.UserMessageData>
 }
 
-/** The tool calls of the current turn: what is running and what finished but is not yet committed. */
+/**
+ * The tool calls of the current turn: what finished but is not yet committed, and which calls were dispatched. The
+ * running handlers themselves are in {@link Handlers}.
+ */
 export interface ToolRuntime {
-  readonly running: Ref.Ref<ReadonlyMap<string, RunningCall>>
   readonly finished: Ref.Ref<ReadonlyMap<string, FinishedCall>>
   readonly dispatched: Ref.Ref<ReadonlySet<string>>
 }
 
 /** A fresh tool runtime for one activity. */
 export const makeToolRuntime: Effect.Effect<ToolRuntime> = Effect.all({
-  running: Ref.make<ReadonlyMap<string, RunningCall>>(new Map()),
   finished: Ref.make<ReadonlyMap<string, FinishedCall>>(new Map()),
   dispatched: Ref.make<ReadonlySet<string>>(new Set())
 })
+
+/**
+ * The running tool handlers, keyed by tool call id, one `FiberMap` per cancel policy: a close interrupts exactly
+ * the `interrupt` calls still running and waits for the `finish` ones. A handler leaves its map when its fiber
+ * exits. The maps live as long as the agent (its fiber scope closes them, interrupting what is left); only the
+ * current activity's calls are ever in them, since an activity settles only after its close.
+ */
+export interface Handlers {
+  readonly interrupt: FiberMap.FiberMap<string, void, never>
+  readonly finish: FiberMap.FiberMap<string, void, never>
+}
 
 /** What the activity fiber returns when it ends on its own. */
 export type ActivityResult =
@@ -80,34 +87,32 @@ export type Job =
     readonly unsettled?: { readonly turn: number; readonly reason: Turn.TurnEndReason } | undefined
   }
 
-/** The current activity. */
+/**
+ * The current activity. Its fiber, job, progress and tools are fixed when it starts; `window`, `cause` and
+ * `logContextOnClose` change with it (a new value swapped into the lifecycle, see `lifecycle.ts`).
+ */
 export interface Activity {
   readonly job: Job
   readonly fiber: Fiber.RuntimeFiber<ActivityResult, unknown>
   readonly progress: Ref.Ref<Progress>
   readonly tools: ToolRuntime
+  /** `acceptsNextStep`: open from the activity's start (before its admission, R35) until its turn ends (R57). */
+  readonly window: boolean
+  /** The first cancel cause recorded for this activity. */
+  readonly cause: AgentEvent.InterruptReason | undefined
+  /** A default cancel hit this activity: staged context is logged when it closes. */
+  readonly logContextOnClose: boolean
   /** The activity's `Agent.turn` span, ended once the driver has settled it (ADR 0024). */
   readonly span: Tracer.Span
 }
 
 /**
- * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads of
- * `status`/`window` for the public accessors).
+ * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads for the public
+ * accessors and `honourCancel`).
  */
 export interface State {
-  /** `acceptsNextStep`: the next-step acceptance window is open. */
-  readonly window: boolean
-  readonly status: AgentEvent.AgentStatus
-  /** The driver fiber, present exactly while there is work (an activity or a waking item). */
-  readonly driver: Fiber.RuntimeFiber<void> | undefined
-  /** Completed when the current driver exits. */
-  readonly idle: Deferred.Deferred<void> | undefined
-  readonly activity: Activity | undefined
-  /** The first cancel cause recorded for the current activity. */
-  readonly cause: AgentEvent.InterruptReason | undefined
-  /** A default cancel hit the current activity: staged context is logged when it closes. */
-  readonly logContextOnClose: boolean
-  readonly disposed: boolean
+  /** Idle, running (a driver and perhaps an activity), disposing or disposed (ADR 0021). */
+  readonly lifecycle: Lifecycle.Lifecycle
   /** The end reason of a turn whose close the store refused: the log still has it open (see `repairLocked`). */
   readonly unclosed: Turn.TurnEndReason | undefined
   /** The header this agent last logged (`undefined` before its first request). */
@@ -123,6 +128,8 @@ export interface Env {
   /** The context captured at creation: what tools, hooks and the system prompt need. */
   readonly context: Context.Context<never>
   readonly fibers: Scope.Scope
+  /** The running tool handlers. */
+  readonly handlers: Handlers
   readonly state: Ref.Ref<State>
   readonly lock: Effect.Semaphore
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
@@ -159,7 +166,10 @@ export const provide = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): E
  * that cancels its own agent finishes, and nothing after it runs (no hook runs after a cancel).
  */
 export const honourCancel = (env: Env): Effect.Effect<void> =>
-  Effect.flatMap(Ref.get(env.state), (state) => (state.cause === undefined ? Effect.void : Effect.interrupt))
+  Effect.flatMap(
+    Ref.get(env.state),
+    (state) => (Lifecycle.cause(state.lifecycle) === undefined ? Effect.void : Effect.interrupt)
+  )
 
 /** Publishes a live event. Never blocks (the PubSub is unbounded). */
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
@@ -206,6 +216,26 @@ export const reportLogError = (
 
 /** Updates the state. */
 export const update = (env: Env, f: (state: State) => State): Effect.Effect<void> => Ref.update(env.state, f)
+
+/**
+ * Applies a lifecycle transition (ADR 0021). Must run holding the lock. The callers only ask for transitions their
+ * state allows, so a refused one is a bug: a defect naming the transition and the state.
+ */
+export const transition = (
+  env: Env,
+  name: string,
+  f: (lifecycle: Lifecycle.Lifecycle) => Option.Option<Lifecycle.Lifecycle>
+): Effect.Effect<void> =>
+  Effect.flatMap(
+    Ref.modify(env.state, (state): [Lifecycle.Lifecycle | undefined, State] => {
+      const next = f(state.lifecycle)
+      return Option.isSome(next) ? [undefined, { ...state, lifecycle: next.value }] : [state.lifecycle, state]
+    }),
+    (refused) =>
+      refused === undefined
+        ? Effect.void
+        : Effect.dieMessage(`the agent's lifecycle refused "${name}" in state ${refused._tag}`)
+  )
 
 /** Reads the state. */
 export const read = (env: Env): Effect.Effect<State> => Ref.get(env.state)

@@ -12,7 +12,9 @@ import { Cause, Chunk, Clock, Effect, Option, PubSub, Ref, Schema, Stream } from
 import { CurrentRequest } from "../CurrentRequest.js"
 import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
-import { chunkJson, ContentBuilder } from "./content.js"
+import * as Assembly from "./content.js"
+import { chunkJson } from "./content.js"
+
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./env.js"
 import {
   append,
@@ -25,10 +27,12 @@ import {
   publish,
   publishDrained,
   read,
+  transition,
   update,
   userMessageData
 } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as Lifecycle from "./lifecycle.js"
 import { headerOf, logHeader, modelStream, requestConfig, sameHeader, systemPrompt } from "./request.js"
 import * as Spans from "./spans.js"
 import { runToolCalls } from "./toolCalls.js"
@@ -80,7 +84,7 @@ const endTurnLocked = (
   reason: TurnT.TurnEndReason
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
-    yield* update(env, (s) => ({ ...s, window: false }))
+    yield* transition(env, "windowClosed", Lifecycle.windowClosed)
     const written = yield* Effect.either(append(env, { type: "turn/end", data: { turn, reason } }))
     if (written._tag === "Left") {
       yield* update(env, (s) => ({ ...s, unclosed: reason }))
@@ -270,7 +274,8 @@ const runStep = (
     const prompt = Prompt.fromMessages(
       system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
     )
-    const builder = new ContentBuilder()
+    // The response so far: a pure fold over the parts as they are appended (`content.ts`).
+    let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
     const streamed = yield* modelStream(env, prompt).pipe(
       // One critical section and one batch append per chunk the stream delivers (not per part): the chunk's parts
@@ -289,7 +294,7 @@ const runStep = (
             (events) => {
               for (let i = 0; i < events.length; i++) {
                 chunkSeqs.push(events[i]!.seq)
-                builder.add(parts[i]!)
+                assembling = Assembly.step(assembling, parts[i]!)
               }
               return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
             }
@@ -297,7 +302,7 @@ const runStep = (
         )
       }),
       Effect.provideService(CurrentRequest, config),
-      Effect.map(() => builder.result()),
+      Effect.map(() => Assembly.result(assembling)),
       Effect.tap(Spans.annotateResponse),
       Spans.request(env, turn, step, config),
       Effect.either
