@@ -26,7 +26,8 @@ const parts = Effect.gen(function*() {
     tools: yield* makeToolRuntime,
     window: true,
     cause: undefined,
-    logContextOnClose: false
+    logContextOnClose: false,
+    span: yield* Effect.makeSpan("Agent.turn")
   }
   return { driver, idle, activity }
 })

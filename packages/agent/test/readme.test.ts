@@ -9,6 +9,7 @@ import { ScriptedModel as S } from "@harness/testkit"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { readme } from "../examples/readme-tool.js"
+import { tracedTurn } from "../examples/readme-tracing.js"
 
 const read = (path: string) => readFileSync(new URL(path, import.meta.url), "utf8")
 
@@ -38,5 +39,25 @@ describe("agent README", () => {
       const result = results[0]!
       assert.isFalse(result.isError, JSON.stringify(result))
       assert.match(result.content.map((block) => block.text).join(""), /^# @harness\/agent|^# /)
+    }).pipe(Effect.provide(S.layer())))
+
+  it("the Tracing example is examples/readme-tracing.ts, verbatim", () => {
+    assert.strictEqual(blockAfter("## Tracing"), read("../examples/readme-tracing.ts"))
+  })
+
+  it.effect("the Tracing example runs: the turn's spans reach the in-memory exporter, nested", () =>
+    Effect.gen(function*() {
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("hi"))
+      const spans = yield* tracedTurn
+      const parentOf = (name: string) => {
+        const span = spans.find((s) => s.name === name)
+        assert.isDefined(span, `no ${name} span`)
+        return spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId)?.name
+      }
+      assert.isUndefined(parentOf("Agent.turn"))
+      assert.strictEqual(parentOf("Agent.step"), "Agent.turn")
+      assert.strictEqual(parentOf("Agent.request"), "Agent.step")
+      assert.strictEqual(spans.find((s) => s.name === "Agent.turn")?.attributes["harness.turn.outcome"], "completed")
     }).pipe(Effect.provide(S.layer())))
 })

@@ -6,7 +6,20 @@
 import { LanguageModel } from "@effect/ai"
 import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
-import { Deferred, Effect, ExecutionStrategy, Fiber, FiberMap, PubSub, type Queue, Ref, Scope, Stream } from "effect"
+import {
+  Context,
+  Deferred,
+  Effect,
+  ExecutionStrategy,
+  Fiber,
+  FiberMap,
+  PubSub,
+  type Queue,
+  Ref,
+  Scope,
+  Stream,
+  Tracer
+} from "effect"
 import type { Options, Service } from "../Agent.js"
 import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
@@ -46,7 +59,8 @@ export const make = <R>(
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
-    const context = yield* Effect.context<R>()
+    // Without the creator's span: tools and hooks run under the agent's own spans (ADR 0024).
+    const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
     const scope = yield* Effect.scope
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
     // the driver to close the turn) and the fibers are interrupted only after it.

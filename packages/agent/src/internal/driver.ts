@@ -23,6 +23,7 @@ import {
 } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import * as Spans from "./spans.js"
 import { runActivity } from "./turn.js"
 import { TurnFailure } from "./turnFailure.js"
 
@@ -54,11 +55,24 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     // The activity fiber waits until its activity, window open, is in the lifecycle, so its hooks always see the
     // window open (R24, R35) and a cancel always finds it — even if this fiber is descheduled right after the fork.
     const started = yield* Deferred.make<void>()
+    const span = yield* Spans.startTurn(env, job)
     const fiber = yield* Effect.forkIn(
-      Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools))),
+      Effect.withParentSpan(
+        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools))),
+        span
+      ),
       env.fibers
     )
-    const activity: Activity = { job, fiber, progress, tools, window: true, cause: undefined, logContextOnClose: false }
+    const activity: Activity = {
+      job,
+      fiber,
+      progress,
+      tools,
+      window: true,
+      cause: undefined,
+      logContextOnClose: false,
+      span
+    }
     yield* transition(env, "activityStarted", (l) => Lifecycle.activityStarted(l, activity))
     yield* Deferred.succeed(started, undefined)
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
@@ -122,10 +136,25 @@ const errorMessage = (
 }
 
 /**
- * Settles an activity whose fiber has exited. The driver is not interrupted by a cancel, so everything the log
- * owes is written here.
+ * Settles an activity whose fiber has exited, then ends its span with the outcome. The driver is not interrupted
+ * by a cancel, so everything the log owes is written here.
  */
 const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, unknown>): Effect.Effect<void> =>
+  Effect.flatMap(
+    Effect.withParentSpan(settleActivity(env, activity, exit), activity.span),
+    (reason) =>
+      Effect.flatMap(
+        Ref.get(activity.progress),
+        (progress) => Spans.endTurn(activity.span, exit, reason, progress.step)
+      )
+  )
+
+/** Settles an activity; returns how its turn ended (`undefined`: no turn opened). */
+const settleActivity = (
+  env: Env,
+  activity: Activity,
+  exit: Exit.Exit<ActivityResult, unknown>
+): Effect.Effect<TurnT.TurnEndReason | undefined> =>
   Effect.gen(function*() {
     const progress = yield* Ref.get(activity.progress)
     if (progress.turn === undefined) {
@@ -169,7 +198,7 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
           reason: Turn.settleReasonOf(unsettled.reason)
         })
       }
-      return
+      return undefined
     }
     const turn = progress.turn
     const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
@@ -196,6 +225,7 @@ const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, un
     )
     // Only the terminal turn of a retry chain settles (R57).
     if (!retried) yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
+    return reason
   })
 
 /**

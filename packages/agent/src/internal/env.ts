@@ -6,7 +6,7 @@
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Fiber, FiberMap, Scope } from "effect"
+import type { Context, Fiber, FiberMap, Scope, Tracer } from "effect"
 import { Chunk, Effect, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
@@ -102,6 +102,8 @@ export interface Activity {
   readonly cause: AgentEvent.InterruptReason | undefined
   /** A default cancel hit this activity: staged context is logged when it closes. */
   readonly logContextOnClose: boolean
+  /** The activity's `Agent.turn` span, ended once the driver has settled it (ADR 0024). */
+  readonly span: Tracer.Span
 }
 
 /**

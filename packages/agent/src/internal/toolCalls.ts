@@ -12,6 +12,7 @@ import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
 import { append, barrier, locked, provide, stageContexts } from "./env.js"
+import * as Spans from "./spans.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 
@@ -320,7 +321,10 @@ export const runToolCalls = (
       const prepared = yield* prepare(env, { turn, step, block }).pipe(Effect.onInterrupt(() => pool.release(permits)))
       if (prepared._tag === "final") {
         yield* pool.release(permits)
-        yield* finish(block.id, prepared.result)
+        yield* finish(block.id, prepared.result).pipe(
+          Effect.zipLeft(Spans.annotateToolResult(prepared.result)),
+          Spans.toolCall(env, { turn, step, block })
+        )
         continue
       }
       // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
@@ -329,9 +333,19 @@ export const runToolCalls = (
       const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service }))
         .pipe(
           Effect.exit,
-          Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
-          // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
-          Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
+          Effect.flatMap((exit) =>
+            resultOf(base, prepared.tool, exit).pipe(
+              Effect.tap(Spans.annotateToolResult),
+              // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
+              Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
+              // The span ends with the handler's own exit (its failure or defect); an interrupted handler ends it
+              // interrupted.
+              Effect.zipRight(exit)
+            )
+          ),
+          Spans.toolCall(env, { turn, step, block }),
+          Effect.exit,
+          Effect.asVoid,
           Effect.ensuring(pool.release(permits))
         )
       const handlers = prepared.tool.onCancel === "finish" ? env.handlers.finish : env.handlers.interrupt

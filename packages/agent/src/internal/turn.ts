@@ -35,6 +35,7 @@ import {
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import { headerOf, logHeader, modelStream, requestConfig, sameHeader, systemPrompt } from "./request.js"
+import * as Spans from "./spans.js"
 import { runToolCalls } from "./toolCalls.js"
 import type { TurnFailure } from "./turnFailure.js"
 import { failTurn, logFailure } from "./turnFailure.js"
@@ -168,12 +169,16 @@ const runTurn = (
       }).pipe(Effect.mapError(logFailure(0)))
     )
     if (turn === undefined) return { _tag: "NoTurn" }
+    yield* Effect.annotateCurrentSpan(Spans.attr.turn, turn)
     let step = 0
     while (true) {
       step += 1
       const n = step
       yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const outcome = yield* runStep(env, tools, turn, n)
+      const outcome = yield* runStep(env, tools, turn, n).pipe(
+        Effect.tap((o) => Effect.annotateCurrentSpan(Spans.attr.stepOutcome, stepOutcome(o))),
+        Spans.step(env, turn, n)
+      )
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
       if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
       if (outcome.concluded) {
@@ -217,6 +222,15 @@ const runTurn = (
 type StepOutcome =
   | { readonly _tag: "Completed"; readonly continue: boolean; readonly concluded: boolean; readonly maxTokens: boolean }
   | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
+
+const stepOutcome = (outcome: StepOutcome): string =>
+  outcome._tag === "RequestFailed"
+    ? "request-failed"
+    : outcome.concluded
+    ? "concluded"
+    : outcome.continue
+    ? "continue"
+    : "stop"
 
 const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
   _tag: "RequestFailed",
@@ -291,6 +305,9 @@ const runStep = (
         )
       }),
       Effect.provideService(CurrentRequest, config),
+      Effect.map(() => Assembly.result(assembling)),
+      Effect.tap(Spans.annotateResponse),
+      Spans.request(env, turn, step, config),
       Effect.either
     )
     if (streamed._tag === "Left") {
@@ -298,7 +315,7 @@ const runStep = (
       if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
       return { _tag: "RequestFailed", error, failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis) }
     }
-    const assembled = Assembly.result(assembling)
+    const assembled = streamed.right
     if (assembled.hasError) {
       const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
       return requestFailure(Option.getOrElse(carried, () => ({

@@ -497,7 +497,10 @@ const makeService = (
       return [{ _tag: "stop" }, { ...s, writer: { ...w, running: false } }]
     })
 
-    /** One store write, retried on transient faults (each reported on `faults`), never reordered or skipped. */
+    /**
+     * One store write, retried on transient faults (each reported on `faults`), never reordered or skipped. Its span
+     * (ADR 0024) is a child of the span that started the writer.
+     */
     const write = (
       events: ReadonlyArray<SessionEvent.SessionEvent>,
       inbox: ReadonlyArray<StoreRecords.InboxRecord>,
@@ -505,7 +508,17 @@ const makeService = (
     ) =>
       store.append(id, { events, inbox }, { sync }).pipe(
         Effect.tapError((error) => PubSub.publish(faults, error)),
-        Effect.retry({ schedule: settings.retry, while: isTransient })
+        Effect.retry({ schedule: settings.retry, while: isTransient }),
+        Effect.withSpan("SessionLog.commit", {
+          attributes: {
+            "harness.session.id": id,
+            "harness.log.events": events.length,
+            ...(events.length === 0 ? {} : { "harness.log.first_seq": events[0]!.seq }),
+            "harness.log.inbox_records": inbox.length,
+            "harness.log.sync": sync
+          },
+          captureStackTrace: false
+        })
       )
 
     const writerLoop: Effect.Effect<void> = Effect.gen(function*() {
@@ -735,11 +748,11 @@ const makeService = (
         }),
         ([target, inboxTarget]) =>
           Effect.zipRight(
-            kick,
+            Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), kick),
             awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
           )
       )
-    })
+    }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
 
     return {
       id,
