@@ -346,14 +346,14 @@ const faultPosition: fc.Arbitrary<number> = fc.oneof(
 
 /**
  * Preemption budgets: the runtime's default in one run of six, else any budget from 16 to 96 operations, two in five
- * of those from 16 to 40. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
+ * of those from 16 to 32. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
  * never drew; the smaller the budget, the more of the agent's short sections a preemption lands in.
  */
 export const preemption: fc.Arbitrary<number> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(2048) },
   { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) },
   // Small budgets preempt a fiber within more of the agent's short sections.
-  { weight: 2, arbitrary: fc.integer({ min: 16, max: 40 }) }
+  { weight: 2, arbitrary: fc.integer({ min: 16, max: 32 }) }
 )
 
 /** A random scenario. */
