@@ -124,12 +124,12 @@ const trigger: fc.Arbitrary<Trigger> = fc.constantFrom(
 )
 
 /**
- * A random operation. `cancels` limits the cancels it may contain; `reactive` favours operations that react to the
- * agent's durable events (the edges of the acceptance window).
+ * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
+ * instead: see {@link episode}.)
  */
-export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = false): fc.Arbitrary<Op> =>
+export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<Op> =>
   fc.oneof(
-    { arbitrary: batchItem(cancels), weight: reactive ? 3 : 8 },
+    { arbitrary: batchItem(cancels), weight: 8 },
     {
       arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({
         _tag: "batch",
@@ -144,7 +144,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = fal
     { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
-      weight: reactive ? 16 : 4
+      weight: 4
     }
   )
 
@@ -362,7 +362,7 @@ export const scenario = (options: {
   readonly rejects?: boolean
   readonly hang?: boolean
   readonly end?: "dispose" | "drain"
-  /** Favour operations reacting to durable events (see {@link op}). */
+  /** A program of episodes whose reactions race the agent's own sections (see {@link episode}). */
   readonly reactive?: boolean
   /** Make some appends fail (see {@link Scenario.faults}). */
   readonly faults?: boolean
