@@ -124,12 +124,12 @@ const trigger: fc.Arbitrary<Trigger> = fc.constantFrom(
 )
 
 /**
- * A random operation. `cancels` limits the cancels it may contain; `reactive` favours operations that react to the
- * agent's durable events (the edges of the acceptance window).
+ * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
+ * instead: see {@link episode}.)
  */
-export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = false): fc.Arbitrary<Op> =>
+export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<Op> =>
   fc.oneof(
-    { arbitrary: batchItem(cancels), weight: reactive ? 3 : 8 },
+    { arbitrary: batchItem(cancels), weight: 8 },
     {
       arbitrary: fc.array(batchItem(cancels), { minLength: 2, maxLength: 4 }).map((items): Op => ({
         _tag: "batch",
@@ -144,7 +144,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any", reactive = fal
     { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
-      weight: reactive ? 16 : 4
+      weight: 4
     }
   )
 
@@ -346,14 +346,14 @@ const faultPosition: fc.Arbitrary<number> = fc.oneof(
 
 /**
  * Preemption budgets: the runtime's default in one run of six, else any budget from 16 to 96 operations, two in five
- * of those from 16 to 40. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
+ * of those from 16 to 32. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
  * never drew; the smaller the budget, the more of the agent's short sections a preemption lands in.
  */
 export const preemption: fc.Arbitrary<number> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(2048) },
   { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) },
   // Small budgets preempt a fiber within more of the agent's short sections.
-  { weight: 2, arbitrary: fc.integer({ min: 16, max: 40 }) }
+  { weight: 2, arbitrary: fc.integer({ min: 16, max: 32 }) }
 )
 
 /** A random scenario. */
@@ -362,7 +362,7 @@ export const scenario = (options: {
   readonly rejects?: boolean
   readonly hang?: boolean
   readonly end?: "dispose" | "drain"
-  /** Favour operations reacting to durable events (see {@link op}). */
+  /** A program of episodes whose reactions race the agent's own sections (see {@link episode}). */
   readonly reactive?: boolean
   /** Make some appends fail (see {@link Scenario.faults}). */
   readonly faults?: boolean

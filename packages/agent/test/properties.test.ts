@@ -8,9 +8,10 @@
  * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context), `requestError` (retry or fail), and
  * `step` / `turnStopping` hooks that steer, inject or fail. Resends of accepted ids must return the same id. One
  * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
- * does), and three in four preempt every fiber after 16–96 operations, so the test's operations also land between the agent's
- * critical sections. Every run ends by disposing
- * the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-runner.ts
+ * does), and five in six preempt every fiber after 16–96 operations (often 16–32), so the test's operations also land
+ * between the agent's critical sections. The reactive property's programs are episodes shaped for the interleavings
+ * that broke before (PROPERTIES.md says how, what the runs reach, and which re-introduced bugs it finds). Every run
+ * ends by disposing the agent (half of them after draining it to quiescence). Virtual time only; `problems` in properties-runner.ts
  * does the checking, with the folds of `Invariants` (@harness/testkit).
  *
  * Invariants checked after every run:
