@@ -139,7 +139,8 @@ export interface Service {
    * Every event, seeded ones included, in `seq` order. Do not mutate the array.
    *
    * Contract: memory holds the events after the last snapshot (ADR 0022); older ones are read from the store when
-   * this runs (a store that fails then is a defect). Cheap when nothing was dropped from memory.
+   * this runs (a store that fails then is a defect) and kept until the next snapshot drops them again. Cheap when
+   * nothing was dropped from memory.
    */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
   /**

@@ -779,10 +779,22 @@ const makeService = (
       // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
       faults: Stream.suspend(() => Stream.fromPubSub(faults)),
       subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
-      events: Effect.flatMap(Ref.get(shared), (s) =>
-        s.data.base === 0
-          ? Effect.succeed(Chunk.toReadonlyArray(s.data.events))
-          : Effect.map(storedEvents(s.data.base), (older) => [...older, ...Chunk.toReadonlyArray(s.data.events)])),
+      events: Effect.flatMap(Ref.get(shared), (s) => {
+        if (s.data.base === 0) return Effect.succeed(Chunk.toReadonlyArray(s.data.events))
+        const base = s.data.base
+        // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
+        // (goal accounting) pay the store read once per snapshot, not per call. A concurrent append or trim that
+        // replaces the log's data first simply wins; the data stays consistent either way.
+        return Effect.flatMap(storedEvents(base), (older) =>
+          Effect.map(
+            Ref.modify(shared, (now): readonly [Chunk.Chunk<SessionEvent.SessionEvent>, Shared] => {
+              if (now.data.base !== base) return [Chunk.appendAll(Chunk.unsafeFromArray(older), s.data.events), now]
+              const events = Chunk.appendAll(Chunk.unsafeFromArray(older), now.data.events)
+              return [events, { ...now, data: { ...now.data, events, base: 0 } }]
+            }),
+            Chunk.toReadonlyArray
+          ))
+      }),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
       history: prefixHistory === undefined
         ? Effect.map(Ref.get(shared), (s) => s.data.history)
