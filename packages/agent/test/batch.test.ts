@@ -17,18 +17,16 @@ import {
   coarseTurn,
   conversation,
   ctx,
-  followupOpts,
   idleLog,
-  injectOpts,
   isDurable,
   lie,
   makeHold,
   mid,
-  parkOpts,
   promptsByTurn,
+  routes,
+  sendBatch,
   setup,
   shape,
-  steerOpts,
   textOf,
   user
 } from "./fixtures.js"
@@ -58,7 +56,7 @@ describe("idle wake-up follows acceptance (R30)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"))
-      const ids = yield* agent.batch([{ send: [user("s1"), steerOpts] }, { send: [user("s2"), steerOpts] }])
+      const ids = yield* sendBatch(agent, ["s1", "steer"], ["s2", "steer"])
       assert.strictEqual(ids.length, 2)
       yield* agent.whenIdle
 
@@ -90,7 +88,9 @@ describe("idle wake-up follows acceptance (R30)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
-      const [f, c] = yield* agent.batch([{ send: [user("go"), followupOpts] }, { send: [ctx("ctx"), injectOpts] }])
+      const [f, c] = yield* agent.batch([{ send: [user("go"), routes.followup] }, {
+        send: [ctx("ctx"), routes.inject]
+      }])
       const log = yield* idleLog(agent)
       assert.deepStrictEqual(shape(log, { ids: true }), [
         `user:ctx@${c}`,
@@ -117,9 +117,9 @@ describe("idle wake-up follows acceptance (R30)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"), S.textResponse("a3"))
-      const first = yield* agent.sendAll([[user("s1"), steerOpts], [user("s2"), steerOpts]])
+      const first = yield* agent.sendAll([[user("s1"), routes.steer], [user("s2"), routes.steer]])
       yield* agent.whenIdle
-      const second = yield* agent.sendAll([[user("go"), followupOpts], [ctx("ctx"), injectOpts]])
+      const second = yield* agent.sendAll([[user("go"), routes.followup], [ctx("ctx"), routes.inject]])
       yield* agent.whenIdle
       assert.strictEqual(first.length, 2)
       assert.strictEqual(second.length, 2)
@@ -164,7 +164,7 @@ describe("idempotent acceptance (R9, R20)", () => {
       yield* agent.whenIdle
       assert.strictEqual(yield* agent.steer(user("s"), { id: mid("s-1") }), mid("s-1"))
       yield* agent.whenIdle
-      assert.strictEqual(yield* agent.send(user("p"), { ...parkOpts, id: mid("p-1") }), mid("p-1"))
+      assert.strictEqual(yield* agent.send(user("p"), { ...routes.park, id: mid("p-1") }), mid("p-1"))
       assert.deepStrictEqual(inbox(yield* recorder.events), [
         "enqueue:queued:f-1",
         "dequeue:f-1",
@@ -201,11 +201,11 @@ describe("idempotent acceptance (R9, R20)", () => {
         yield* agent.inject(ctx("logged context"), { id: mid("logged-ctx") })
         yield* agent.followup(user("blocked"), { id: mid("blocked") })
         yield* agent.whenIdle
-        yield* agent.send(user("to discard"), { ...parkOpts, id: mid("discarded") })
+        yield* agent.send(user("to discard"), { ...routes.park, id: mid("discarded") })
         yield* agent.cancel("user")
         yield* agent.followup(user("logged prompt"), { id: mid("logged-prompt") })
         yield* agent.whenIdle
-        yield* agent.send(user("parked"), { ...parkOpts, id: mid("parked") })
+        yield* agent.send(user("parked"), { ...routes.park, id: mid("parked") })
         yield* agent.followup(user("held"), { id: mid("held") })
         yield* hold.reached
         yield* agent.steer(user("steering"), { id: mid("staged-steer") })
@@ -231,10 +231,10 @@ describe("idempotent acceptance (R9, R20)", () => {
           assert.strictEqual(yield* agent.followup(user(`again ${id}`), { id }), id)
           assert.strictEqual(yield* agent.steer(user(`again ${id}`), { id }), id)
           assert.strictEqual(yield* agent.inject(ctx(`again ${id}`), { id }), id)
-          assert.strictEqual(yield* agent.send(user(`again ${id}`), { ...parkOpts, id }), id)
+          assert.strictEqual(yield* agent.send(user(`again ${id}`), { ...routes.park, id }), id)
           assert.deepStrictEqual(
-            yield* agent.batch([{ send: [user(`again ${id}`), { ...followupOpts, id }] }, {
-              send: [ctx(`again ${id}`), { ...injectOpts, id }]
+            yield* agent.batch([{ send: [user(`again ${id}`), { ...routes.followup, id }] }, {
+              send: [ctx(`again ${id}`), { ...routes.inject, id }]
             }]),
             [id, id]
           )
@@ -268,10 +268,12 @@ describe("idempotent acceptance (R9, R20)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"), S.textResponse("a2"))
-      yield* agent.send(user("parked"), { ...parkOpts, id: mid("p") })
+      yield* agent.send(user("parked"), { ...routes.park, id: mid("p") })
       assert.strictEqual(yield* agent.followup(user("wake it"), { id: mid("p") }), mid("p"))
       assert.strictEqual(yield* agent.steer(user("wake it"), { id: mid("p") }), mid("p"))
-      assert.deepStrictEqual(yield* agent.sendAll([[user("wake it"), { ...followupOpts, id: mid("p") }]]), [mid("p")])
+      assert.deepStrictEqual(yield* agent.sendAll([[user("wake it"), { ...routes.followup, id: mid("p") }]]), [
+        mid("p")
+      ])
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* recorder.trace, ["enqueue:queued"])
       assert.strictEqual(yield* agent.status, "idle")
@@ -297,7 +299,7 @@ describe("idempotent acceptance (R9, R20)", () => {
         assert.strictEqual(yield* agent.followup(user("again"), { id }), id)
         assert.strictEqual(yield* agent.inject(ctx("again"), { id }), id)
         assert.strictEqual(yield* agent.steer(user("again"), { id }), id)
-        assert.deepStrictEqual(yield* agent.sendAll([[user("again"), { ...parkOpts, id }]]), [id])
+        assert.deepStrictEqual(yield* agent.sendAll([[user("again"), { ...routes.park, id }]]), [id])
       }
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* recorder.events, [])
@@ -313,9 +315,9 @@ describe("idempotent acceptance (R9, R20)", () => {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
       const results = yield* agent.batch([
-        { send: [user("one"), { ...followupOpts, id: mid("dup") }] },
-        { send: [user("two"), { ...followupOpts, id: mid("dup") }] },
-        { send: [ctx("three"), { ...injectOpts, id: mid("dup") }] }
+        { send: [user("one"), { ...routes.followup, id: mid("dup") }] },
+        { send: [user("two"), { ...routes.followup, id: mid("dup") }] },
+        { send: [ctx("three"), { ...routes.inject, id: mid("dup") }] }
       ])
       assert.deepStrictEqual(results, [mid("dup"), mid("dup"), mid("dup")])
       yield* agent.whenIdle
@@ -330,20 +332,20 @@ describe("batch (R30, R131)", () => {
     Effect.gen(function*() {
       const { agent, rec: recorder } = yield* setup()
       const good = [
-        { send: [ctx("c"), injectOpts] },
-        { send: [user("f"), followupOpts] },
+        { send: [ctx("c"), routes.inject] },
+        { send: [user("f"), routes.followup] },
         { cancel: ["user"] }
       ] as const
       const bad: ReadonlyArray<readonly [string, unknown]> = [
-        ["invalid content", { send: [{ content: [], source: { kind: "user" } }, followupOpts] }],
+        ["invalid content", { send: [{ content: [], source: { kind: "user" } }, routes.followup] }],
         ["an unknown source kind", {
-          send: [{ content: [{ type: "text", text: "x" }], source: { kind: "tool" } }, injectOpts]
+          send: [{ content: [{ type: "text", text: "x" }], source: { kind: "tool" } }, routes.inject]
         }],
         ["a non-JSON value", {
           send: [{
             content: [{ type: "text", text: "x" }],
             source: { kind: "goal", goalId: "g", revision: 1, round: 0, change: { n: 1n } }
-          }, injectOpts]
+          }, routes.inject]
         }],
         ["bad send options", { send: [user("x"), { target: "later", wakeup: true }] }],
         ["send options with an unknown key", {
@@ -372,8 +374,8 @@ describe("batch (R30, R131)", () => {
   it.scoped("R30: an operation that is neither a send nor a cancel fails the batch with InvalidMessageError (not a defect), nothing applied", () =>
     Effect.gen(function*() {
       const { agent, rec: recorder } = yield* setup()
-      for (const op of [{ sned: [user("x"), followupOpts] }, {}, null, "send"]) {
-        const exit = yield* Effect.exit(agent.batch(lie([{ send: [ctx("c"), injectOpts] }, op])))
+      for (const op of [{ sned: [user("x"), routes.followup] }, {}, null, "send"]) {
+        const exit = yield* Effect.exit(agent.batch(lie([{ send: [ctx("c"), routes.inject] }, op])))
         assert.strictEqual(
           failureTag(exit),
           "InvalidMessageError",
@@ -389,10 +391,10 @@ describe("batch (R30, R131)", () => {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(S.textResponse("a1"))
       const results = yield* agent.batch([
-        { send: [user("dropped"), followupOpts] },
+        { send: [user("dropped"), routes.followup] },
         { cancel: ["user"] },
-        { send: [ctx("context"), injectOpts] },
-        { send: [user("kept"), followupOpts] }
+        { send: [ctx("context"), routes.inject] },
+        { send: [user("kept"), routes.followup] }
       ])
       assert.deepStrictEqual(yield* agent.batch([]), [])
       assert.strictEqual(results.length, 4)
@@ -426,7 +428,7 @@ describe("batch (R30, R131)", () => {
       yield* recorder.waitFor(isDurable("assistant/chunk"))
       const queuedBefore = yield* agent.followup(user("stale"))
       const [cancelled, redirect] = yield* agent.batch([{ cancel: ["user"] }, {
-        send: [user("redirect"), followupOpts]
+        send: [user("redirect"), routes.followup]
       }])
       assert.strictEqual(cancelled, undefined)
       yield* agent.whenIdle
@@ -474,12 +476,12 @@ describe("batch (R30, R131)", () => {
         SessionStore.anyEvent((e) => e.type === "user/message" && JSON.stringify(e).includes("boom"))
       )
       const exit = yield* Effect.exit(agent.batch([
-        { send: [ctx("before"), { ...injectOpts, id: mid("before") }] },
-        { send: [user("queued"), { ...followupOpts, id: mid("queued") }] },
+        { send: [ctx("before"), { ...routes.inject, id: mid("before") }] },
+        { send: [user("queued"), { ...routes.followup, id: mid("queued") }] },
         { cancel: ["parent", { keepInbox: true }] },
-        { send: [ctx("boom"), { ...injectOpts, id: mid("boom") }] },
-        { send: [user("after"), { ...followupOpts, id: mid("after") }] },
-        { send: [ctx("after too"), { ...injectOpts, id: mid("after-ctx") }] }
+        { send: [ctx("boom"), { ...routes.inject, id: mid("boom") }] },
+        { send: [user("after"), { ...routes.followup, id: mid("after") }] },
+        { send: [ctx("after too"), { ...routes.inject, id: mid("after-ctx") }] }
       ]))
       assert.strictEqual(failureTag(exit), "BatchError")
       if (Exit.isFailure(exit)) {
@@ -533,14 +535,14 @@ describe("batch (R30, R131)", () => {
       const logBefore = yield* agent.log
 
       const attempts: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
-        ["send", agent.send(user("x"), followupOpts)],
-        ["send inject", agent.send(ctx("x"), injectOpts)],
+        ["send", agent.send(user("x"), routes.followup)],
+        ["send inject", agent.send(ctx("x"), routes.inject)],
         ["followup", agent.followup(user("x"))],
         ["steer", agent.steer(user("x"))],
         ["inject", agent.inject(ctx("x"))],
-        ["batch", agent.batch([{ send: [user("x"), followupOpts] }])],
-        ["batch of a cancel and a send", agent.batch([{ cancel: ["user"] }, { send: [user("x"), followupOpts] }])],
-        ["sendAll", agent.sendAll([[ctx("x"), injectOpts]])]
+        ["batch", sendBatch(agent, ["x", "followup"])],
+        ["batch of a cancel and a send", agent.batch([{ cancel: ["user"] }, { send: [user("x"), routes.followup] }])],
+        ["sendAll", agent.sendAll([[ctx("x"), routes.inject]])]
       ]
       for (const [what, attempt] of attempts) {
         assert.strictEqual(failureTag(yield* Effect.exit(attempt)), "AgentDisposedError", what)

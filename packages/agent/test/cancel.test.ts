@@ -11,6 +11,7 @@ import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Fiber, Ref, Schema } from "effect"
 import {
+  abortedMidStream,
   assertWellFormed,
   cancelAndSettle,
   claimed,
@@ -31,8 +32,11 @@ import {
   openedWith,
   prompt,
   refusingAt,
+  settledReasons,
   setup,
   stageBehindRefusal,
+  stagedTurnOpens,
+  stageSteerContextFollowup,
   streamedStep,
   userTexts
 } from "./fixtures.js"
@@ -53,7 +57,7 @@ describe("cancel", () => {
       yield* agent.whenIdle
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/cancel-requested"), [])
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "completed" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "completed" }])
       assertWellFormed(yield* agent.log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -80,7 +84,7 @@ describe("cancel", () => {
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/cancel-requested"), [])
       assert.deepStrictEqual(live(events, "agent/inbox/discard"), [])
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "completed" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "completed" }])
       assertWellFormed(yield* agent.log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -179,7 +183,7 @@ describe("cancel", () => {
       assert.deepStrictEqual(live(events, "agent/cancel-requested").map((e) => e.cause), ["user", "parent"])
       const log = yield* agent.log
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => e.data.reason), [{ kind: "aborted" }])
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "aborted" }])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -212,9 +216,7 @@ describe("cancel", () => {
       const { agent, hold, rec } = yield* heldAdmission
       yield* agent.followup(prompt("p1"))
       yield* hold.reached
-      const s = yield* agent.steer(prompt("steer"))
-      yield* agent.inject(context("ctx"))
-      const p2 = yield* agent.followup(prompt("p2"))
+      const { followup: p2, steering: s } = yield* stageSteerContextFollowup(agent)
       const events = yield* cancelAndSettle(agent, rec)
       assert.deepStrictEqual(compact(events), ["cancel-requested:user", "discard:2", "user/message", "status:idle"])
       assert.deepStrictEqual(live(events, "agent/inbox/discard")[0]!.messages.map((m) => m.id), [p2, s])
@@ -229,19 +231,11 @@ describe("cancel", () => {
       yield* model.push(S.textResponse("ok"))
       const p1 = yield* agent.followup(prompt("p1"))
       yield* hold.reached
-      const s = yield* agent.steer(prompt("steer"))
-      yield* agent.inject(context("ctx"))
-      const p2 = yield* agent.followup(prompt("p2"))
+      const { followup: p2, steering: s } = yield* stageSteerContextFollowup(agent)
       const events = yield* cancelAndSettle(agent, rec, { keepInbox: true })
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
-        "dequeue",
-        "turn/start",
-        "steering/message",
-        "dequeue",
-        "user/message",
-        "user/message",
-        "step/start",
+        ...stagedTurnOpens,
         "request/header",
         ...streamedStep,
         ...completedIdle
@@ -338,7 +332,7 @@ describe("cancel", () => {
       assert.deepStrictEqual(logTrace(log), ["turn/start", "user/message:go", "turn/end:aborted"])
       assert.deepStrictEqual((yield* model.requests).length, 0)
       const events = yield* rec.events
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "aborted" }])
       assert.deepStrictEqual(live(events, "agent/error"), [])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
@@ -355,7 +349,7 @@ describe("cancel", () => {
       assert.deepStrictEqual(logTrace(log), [...openedWith("go"), ...streamedStep, "turn/end:aborted"])
       assert.deepStrictEqual((yield* model.requests).length, 1)
       const events = yield* rec.events
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "aborted" }])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -400,7 +394,7 @@ describe("cancel", () => {
       assert.deepStrictEqual(ofType(log, "tool/call").map((e) => e.data.name), ["stop", "other"])
       assert.deepStrictEqual((yield* model.requests).length, 1)
       const events = yield* rec.events
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "aborted" }])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -420,7 +414,7 @@ describe("cancel", () => {
       const events = yield* rec.events
       // Interruption beats error (R59, R75): no agent/error for a cancelled turn.
       assert.deepStrictEqual(live(events, "agent/error"), [])
-      assert.deepStrictEqual(live(events, "agent/settled").map((e) => e.reason), [{ kind: "aborted" }])
+      assert.deepStrictEqual(settledReasons(events), [{ kind: "aborted" }])
       assertWellFormed(log)
     }).pipe(Effect.provide(S.layer())))
 
@@ -439,22 +433,14 @@ describe("cancel", () => {
   it.scoped("R81: with keepInbox, queued and steering items survive and run next; nothing staged enters the aborted turn", () =>
     Effect.gen(function*() {
       const { agent, model, rec } = yield* midStream("p1", S.textResponse("two"))
-      const s = yield* agent.steer(prompt("steer"))
-      yield* agent.inject(context("ctx"))
-      const p2 = yield* agent.followup(prompt("p2"))
+      const { followup: p2, steering: s } = yield* stageSteerContextFollowup(agent)
       const events = yield* cancelAndSettle(agent, rec, { keepInbox: true })
       assert.deepStrictEqual(compact(events), [
         "cancel-requested:user",
         "step/end",
         "turn/end:aborted",
         "settled:aborted",
-        "dequeue",
-        "turn/start",
-        "steering/message",
-        "dequeue",
-        "user/message",
-        "user/message",
-        "step/start",
+        ...stagedTurnOpens,
         ...streamedStep,
         ...completedIdle
       ])
@@ -462,9 +448,7 @@ describe("cancel", () => {
       const log = yield* agent.log
       assert.deepStrictEqual(logTrace(log), [
         ...openedWith("p1"),
-        "assistant/chunk*",
-        "step/end",
-        "turn/end:aborted",
+        ...abortedMidStream,
         "turn/start",
         "steering/message:steer",
         "user/message:ctx",
@@ -522,9 +506,7 @@ describe("cancel", () => {
       yield* agent.whenIdle
       assert.deepStrictEqual(logTrace(yield* agent.log), [
         ...openedWith("p1"),
-        "assistant/chunk*",
-        "step/end",
-        "turn/end:aborted"
+        ...abortedMidStream
       ])
       assert.deepStrictEqual(live(yield* rec.events, "agent/settled").map((e) => e.reason.kind), ["aborted"])
       // Nothing accepted is lost: once the store accepts again, the context enters the next turn.

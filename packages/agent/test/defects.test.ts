@@ -15,7 +15,6 @@ import {
   assertWellFormed,
   cancelAndSettle,
   compact,
-  faultySession,
   idleLog,
   isDurable,
   layerWithFaults,
@@ -24,7 +23,7 @@ import {
   midStream,
   ofType,
   prompt,
-  setup,
+  setupWithFaults,
   streamedStep,
   userTexts
 } from "./fixtures.js"
@@ -170,8 +169,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
 
   it.scoped("R57: a refused turn/end is reported once and settles with the turn's real reason; repair writes that reason", () =>
     Effect.gen(function*() {
-      const { faults, session } = yield* faultySession
-      const { agent, model, rec } = yield* setup({ session })
+      const { agent, faults, model, rec } = yield* setupWithFaults
       yield* model.push(S.textResponse("hi"))
       yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
       yield* agent.followup(prompt("go"))

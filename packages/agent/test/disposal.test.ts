@@ -40,6 +40,20 @@ const makeInScope = (options: AgentT.Options) =>
 const holdingStep = (entered: Deferred.Deferred<void>, release: Deferred.Deferred<void>) => () =>
   Effect.zipRight(Deferred.succeed(entered, undefined), Effect.uninterruptible(Deferred.await(release)))
 
+/**
+ * An agent in a scope the test closes, whose turn on "go" is held inside its step hook (ignoring interruption) until
+ * `release`; returns once the hook is entered.
+ */
+const heldInStep = Effect.gen(function*() {
+  const entered = yield* Deferred.make<void>()
+  const gate = yield* Deferred.make<void>()
+  const { agent, scope } = yield* makeInScope({ model: "m", hooks: { step: holdingStep(entered, gate) } })
+  const rec = yield* EventRecorder.make(agent)
+  yield* agent.followup(prompt("go"))
+  yield* Deferred.await(entered)
+  return { agent, rec, release: Deferred.succeed(gate, undefined), scope }
+})
+
 describe("disposal", () => {
   it.scoped("R86: disposal discards pending work, ends the running turn disposed; agent/disposed is last and ends events", () =>
     Effect.gen(function*() {
@@ -137,16 +151,11 @@ describe("disposal", () => {
 
   it.scoped("R78/R86: a user cancel recorded before disposal wins: the turn ends aborted, not disposed", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const { agent, scope } = yield* makeInScope({ model: "m", hooks: { step: holdingStep(entered, release) } })
-      const rec = yield* EventRecorder.make(agent)
-      yield* agent.followup(prompt("go"))
-      yield* Deferred.await(entered)
+      const { agent, rec, release, scope } = yield* heldInStep
       yield* agent.cancel("user")
       // Disposal waits for the turn, which is held inside the step hook.
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* Deferred.succeed(release, undefined)
+      yield* release
       yield* Fiber.join(closing)
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [
@@ -164,19 +173,14 @@ describe("disposal", () => {
 
   it.scoped("R78/R86: disposal first records disposed; a cancel after it is a no-op", () =>
     Effect.gen(function*() {
-      const entered = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const { agent, scope } = yield* makeInScope({ model: "m", hooks: { step: holdingStep(entered, release) } })
-      const rec = yield* EventRecorder.make(agent)
-      yield* agent.followup(prompt("go"))
-      yield* Deferred.await(entered)
+      const { agent, rec, release, scope } = yield* heldInStep
       const p = yield* agent.send(prompt("parked"), parked)
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
       // Disposal's discard shows it has recorded its cause.
       const discard = yield* rec.waitFor(isLive("agent/inbox/discard"))
       assert.deepStrictEqual(discard.type === "agent/inbox/discard" ? discard.messages.map((m) => m.id) : [], [p])
       yield* agent.cancel("user")
-      yield* Deferred.succeed(release, undefined)
+      yield* release
       yield* Fiber.join(closing)
       const events = yield* rec.events
       assert.deepStrictEqual(compact(events), [

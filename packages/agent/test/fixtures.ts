@@ -103,6 +103,18 @@ export const cancelAndSettle = (
     return yield* rec.events
   })
 
+/**
+ * While a turn or its admission runs: steers `steer`, injects context `ctx` and sends the follow-up `p2`, in that
+ * order; returns the steering's and the follow-up's ids.
+ */
+export const stageSteerContextFollowup = (agent: Agent.Service) =>
+  Effect.gen(function*() {
+    const steering = yield* agent.steer(prompt("steer"))
+    yield* agent.inject(context("ctx"))
+    const followup = yield* agent.followup(prompt("p2"))
+    return { steering, followup }
+  })
+
 /** Waits until the agent is idle, then reads its log. */
 export const idleLog = (agent: Agent.Service) => Effect.zipRight(agent.whenIdle, agent.log)
 
@@ -126,11 +138,20 @@ export const ctx = context
 /** A caller-supplied message id. */
 export const mid = (id: string): Ids.AgentMessageId => Ids.AgentMessageId.make(id)
 
-/** The four cells of the routing table (R28). */
-export const followupOpts: MessageT.SendOptions = { target: "next-turn", wakeup: true }
-export const steerOpts: MessageT.SendOptions = { target: "next-step", wakeup: true }
-export const injectOpts: MessageT.SendOptions = { target: "next-step", wakeup: false }
-export const parkOpts: MessageT.SendOptions = { target: "next-turn", wakeup: false }
+/** The four cells of the routing table (R28), each under the name of the call that sends with it (`park`: parked). */
+export const routes: Record<"followup" | "steer" | "inject" | "park", MessageT.SendOptions> = {
+  followup: { target: "next-turn", wakeup: true },
+  steer: { target: "next-step", wakeup: true },
+  inject: { target: "next-step", wakeup: false },
+  park: { target: "next-turn", wakeup: false }
+}
+
+/**
+ * Sends the user messages `texts` in one `batch`, each with its routing cell (`followup`, `steer`, `inject` or
+ * `park`); returns the ids in order.
+ */
+export const sendBatch = (agent: Agent.Service, ...sends: ReadonlyArray<readonly [string, keyof typeof routes]>) =>
+  agent.batch(sends.map(([text, route]) => ({ send: [user(text), routes[route]] as const })))
 
 /**
  * Passes a value through the type system unchecked: the tests use it to hand `send` what a lying caller would
@@ -219,6 +240,12 @@ export const layerWithFaults = (replies: ReadonlyArray<S.Reply> = []) =>
 /** A fresh session in the fault-injecting store, and the fault controls. */
 export const faultySession = Effect.all({ session: SessionLog.make(), faults: SessionStore.StoreFaults })
 
+/** `setup()` over a fresh session in the fault-injecting store (`layerWithFaults`), with the fault controls. */
+export const setupWithFaults = Effect.gen(function*() {
+  const { faults, session } = yield* faultySession
+  return { ...(yield* setup({ session })), faults }
+})
+
 /**
  * A fresh memory session whose store records, at the instant each row is written (inside the agent's critical
  * section that appends it), what `acceptsNextStep` says. `attach` names the agent to observe.
@@ -260,6 +287,10 @@ export const ofType = <T extends SessionEvent.SessionEventType>(
   type: T
 ): ReadonlyArray<SessionEvent.SessionEventOf<T>> =>
   log.filter((event): event is SessionEvent.SessionEventOf<T> => event.type === type)
+
+/** The reasons of the `agent/settled` events among `events`, in order. */
+export const settledReasons = (events: ReadonlyArray<AgentEvent.AgentEvent>) =>
+  live(events, "agent/settled").map((event) => event.reason)
 
 /** The live events of one type. */
 export const live = <T extends AgentEvent.AgentEvent["type"]>(
@@ -558,6 +589,23 @@ export const openedWith = (text: string) => ["turn/start", `user/message:${text}
 
 /** `compact` / `logTrace`: a step whose streamed answer was committed, then closed. */
 export const streamedStep = ["assistant/chunk*", "assistant/message", "step/end"] as const
+
+/**
+ * `compact`: what `stageSteerContextFollowup` staged opens the next turn: the steering is dequeued and logged first,
+ * then the follow-up is dequeued and logged after the context, and the step starts.
+ */
+export const stagedTurnOpens = [
+  "dequeue",
+  "turn/start",
+  "steering/message",
+  "dequeue",
+  "user/message",
+  "user/message",
+  "step/start"
+] as const
+
+/** `compact` / `logTrace`: a step cut mid-stream by a cancel: chunks stay, the step and the turn close aborted. */
+export const abortedMidStream = ["assistant/chunk*", "step/end", "turn/end:aborted"] as const
 
 /** `compact`: the turn completed and the agent settled back to idle. */
 export const completedIdle = ["turn/end:completed", "settled:completed", "status:idle"] as const

@@ -15,15 +15,14 @@ import {
   coarseTurn,
   conversation,
   ctx,
-  followupOpts,
   idleLog,
   makeHold,
-  parkOpts,
   promptsByTurn,
   replies,
+  routes,
+  sendBatch,
   setup,
   statuses,
-  steerOpts,
   textOf,
   user
 } from "./fixtures.js"
@@ -32,7 +31,7 @@ describe("parking (R31)", () => {
   it.scoped("R31 R25 R23: a lone parked item leaves the agent idle: no status change, no turn, whenIdle resolves", () =>
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
-      const id = yield* agent.send(user("parked"), parkOpts)
+      const id = yield* agent.send(user("parked"), routes.park)
       yield* agent.whenIdle
       // Give a wrongly scheduled driver every chance to run.
       yield* TestClock.adjust("1 hour")
@@ -49,10 +48,10 @@ describe("parking (R31)", () => {
   it.scoped("R31: several parked items stay parked; an idle injection beside them does not wake them either", () =>
     Effect.gen(function*() {
       const { agent, rec: recorder } = yield* setup()
-      yield* agent.send(user("p1"), parkOpts)
+      yield* agent.send(user("p1"), routes.park)
       yield* agent.inject(ctx("context"))
-      yield* agent.send(user("p2"), parkOpts)
-      yield* agent.sendAll([[user("p3"), parkOpts], [ctx("more context"), { target: "next-step", wakeup: false }]])
+      yield* agent.send(user("p2"), routes.park)
+      yield* agent.sendAll([[user("p3"), routes.park], [ctx("more context"), { target: "next-step", wakeup: false }]])
       yield* agent.whenIdle
       assert.deepStrictEqual(yield* recorder.trace, [
         "enqueue:queued",
@@ -68,8 +67,8 @@ describe("parking (R31)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(...replies(3))
-      const p1 = yield* agent.send(user("p1"), parkOpts)
-      const p2 = yield* agent.send(user("p2"), parkOpts)
+      const p1 = yield* agent.send(user("p1"), routes.park)
+      const p2 = yield* agent.send(user("p2"), routes.park)
       yield* agent.whenIdle
       assert.strictEqual((yield* model.requests).length, 0, "nothing ran before the waking item")
       const w = yield* agent.followup(user("w"))
@@ -105,7 +104,7 @@ describe("parking (R31)", () => {
       const model = yield* S.ScriptedModel
       yield* model.push(...replies(2))
       const agent = yield* Agent.make({ model: "m" })
-      yield* agent.send(user("parked"), parkOpts)
+      yield* agent.send(user("parked"), routes.park)
       yield* agent.steer(user("steer"))
       yield* agent.whenIdle
       assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["parked"]], [2, ["steer"]]])
@@ -115,12 +114,7 @@ describe("parking (R31)", () => {
     Effect.gen(function*() {
       const { agent, model, rec: recorder } = yield* setup()
       yield* model.push(...replies(5))
-      yield* agent.batch([
-        { send: [user("p1"), parkOpts] },
-        { send: [user("w1"), followupOpts] },
-        { send: [user("p2"), parkOpts] },
-        { send: [user("p3"), parkOpts] }
-      ])
+      yield* sendBatch(agent, ["p1", "park"], ["w1", "followup"], ["p2", "park"], ["p3", "park"])
       yield* agent.whenIdle
       assert.deepStrictEqual(promptsByTurn(yield* agent.log), [[1, ["p1"]], [2, ["w1"]]])
       assert.strictEqual(yield* agent.status, "idle")
@@ -152,7 +146,7 @@ describe("parking (R31)", () => {
       yield* model.push(...replies(3))
       yield* agent.followup(user("first"))
       yield* hold.reached
-      yield* agent.send(user("parked"), parkOpts)
+      yield* agent.send(user("parked"), routes.park)
       yield* hold.release
       yield* agent.whenIdle
       assert.strictEqual(yield* agent.status, "idle")
@@ -169,11 +163,7 @@ describe("parking (R31)", () => {
       const model = yield* S.ScriptedModel
       yield* model.push(S.delayed("10 seconds", S.textResponse("a1")), S.textResponse("a2"))
       const agent = yield* Agent.make({ model: "m" })
-      yield* agent.batch([
-        { send: [user("p1"), parkOpts] },
-        { send: [user("w"), steerOpts] },
-        { send: [user("p2"), parkOpts] }
-      ])
+      yield* sendBatch(agent, ["p1", "park"], ["w", "steer"], ["p2", "park"])
       const waiter = yield* Effect.fork(agent.whenIdle)
       // p1's request is delayed: the waiter must still be waiting after the clock moved part of the way.
       yield* awaitSleeper

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
-import type { AgentEvent, Message as MessageT } from "@harness/domain"
+import type { AgentEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
@@ -17,30 +17,20 @@ import {
   coarseTurn,
   conversation,
   ctx,
-  followupOpts,
   inboxEvents,
-  injectOpts,
   isDurable,
   lie,
   makeHold,
   mid,
-  parkOpts,
+  routes,
   setup,
   shape,
-  steerOpts,
   textOf,
   user
 } from "./fixtures.js"
 
 type Window = "idle" | "admission" | "step hook" | "model"
 type Cell = "inject" | "steer" | "followup" | "park"
-
-const cellOptions: Record<Cell, MessageT.SendOptions> = {
-  inject: injectOpts,
-  steer: steerOpts,
-  followup: followupOpts,
-  park: parkOpts
-}
 
 /** Which inbox placement each cell publishes (R28); `undefined`: injection, which never enters a FIFO (R29). */
 const placementOf: Record<Window, Record<Cell, "queued" | "steering" | undefined>> = {
@@ -192,7 +182,7 @@ const messageIdsIn = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArr
 describe("routing table (R28)", () => {
   for (const window of ["idle", "admission", "step hook", "model"] as const) {
     for (const cell of ["inject", "steer", "followup", "park"] as const) {
-      const options = cellOptions[cell]
+      const options = routes[cell]
       const placement = placementOf[window][cell]
       it.scoped(
         `R28 R29 R92: ${cell} (${options.target}, wakeup ${options.wakeup}) with the window ${
@@ -364,7 +354,7 @@ describe("acceptance checks and copies (R21, R22)", () => {
             for (const cell of ["inject", "steer", "followup", "park"] as const) {
               yield* expectInvalid(
                 `${what} (${cell})`,
-                agent.send(lie(input), { ...cellOptions[cell], id: mid(`burn-${cell}`) })
+                agent.send(lie(input), { ...routes[cell], id: mid(`burn-${cell}`) })
               )
             }
             yield* expectInvalid(`${what} (followup preset)`, agent.followup(lie(input)))
@@ -388,7 +378,7 @@ describe("acceptance checks and copies (R21, R22)", () => {
           // An id offered with refused input was not accepted: it can still be used.
           const id = yield* agent.inject(ctx("fine"), { id: mid("burn-inject") })
           assert.strictEqual(id, mid("burn-inject"))
-          const parked = yield* agent.send(user("parked"), { ...parkOpts, id: mid("burn-park") })
+          const parked = yield* agent.send(user("parked"), { ...routes.park, id: mid("burn-park") })
           assert.strictEqual(parked, mid("burn-park"))
           const events = yield* recorder.events
           assert.deepStrictEqual(

@@ -17,12 +17,12 @@ import {
   coarseTurn,
   completedIdle,
   conversation,
-  followupOpts,
   idleLog,
   isDurable,
   makeHold,
   promptsByTurn,
   replies,
+  sendBatch,
   setup,
   statuses,
   textOf,
@@ -79,7 +79,7 @@ describe("one send, one turn (R32)", () => {
         yield* hold.reached
         yield* agent.followup(user("f2"))
         yield* agent.followup(user("f3"))
-        yield* agent.batch([{ send: [user("f4"), followupOpts] }, { send: [user("f5"), followupOpts] }])
+        yield* sendBatch(agent, ["f4", "followup"], ["f5", "followup"])
         yield* hold.release
         yield* Deferred.await(observed)
         const log = yield* idleLog(agent)
@@ -143,12 +143,7 @@ describe("one send, one turn (R32)", () => {
         }
       })
       yield* model.push(...replies(2))
-      yield* agent.batch([
-        { send: [user("a"), followupOpts] },
-        { send: [user("blocked"), followupOpts] },
-        { send: [user("failing"), followupOpts] },
-        { send: [user("c"), followupOpts] }
-      ])
+      yield* sendBatch(agent, ["a", "followup"], ["blocked", "followup"], ["failing", "followup"], ["c", "followup"])
       const log = yield* idleLog(agent)
       assert.deepStrictEqual(promptsByTurn(log), [[1, ["a"]], [2, ["c"]]])
       assert.isFalse(
@@ -250,7 +245,7 @@ describe("status transitions (R23)", () => {
       })
       yield* model.push(...replies(4))
       assert.strictEqual(yield* agent.status, "idle")
-      yield* agent.batch([{ send: [user("a"), followupOpts] }, { send: [user("b"), followupOpts] }])
+      yield* sendBatch(agent, ["a", "followup"], ["b", "followup"])
       yield* hold.reached
       assert.strictEqual(yield* agent.status, "running")
       // More work while running: no new `running`.

@@ -114,17 +114,21 @@ describe("harness chat without a terminal", { timeout: 180_000 }, () => {
       })
       assert.strictEqual(result.code, 0, result.stderr)
       assert.notInclude(result.stdout, "\x1b[")
-      assert.include(result.stdout, "harness chat — offline model (a local simulator: no API key, no network)")
-      assert.include(result.stdout, "› list the files")
-      assert.include(result.stdout, "+ grep TODO (queued)")
-      assert.include(result.stdout, "No goal.")
-      assert.include(result.stdout, "+ context (the model sees it at its next step): the user is on a phone")
-      assert.include(result.stdout, "Noted: “the user is on a phone”.")
-      assert.include(result.stdout, "1 session (last active last):")
-      assert.include(result.stdout, "/goal set <objective> | show | pause | resume | clear")
-      assert.include(result.stdout, "⚙ [1] list_dir()")
-      assert.include(result.stdout, "⚙ [2] grep(")
-      assert.include(result.stdout, "notes.txt:2: TODO: write the tests")
+      for (
+        const line of [
+          "harness chat — offline model (a local simulator: no API key, no network)",
+          "› list the files",
+          "+ grep TODO (queued)",
+          "No goal.",
+          "+ context (the model sees it at its next step): the user is on a phone",
+          "Noted: “the user is on a phone”.",
+          "1 session (last active last):",
+          "/goal set <objective> | show | pause | resume | clear",
+          "⚙ [1] list_dir()",
+          "⚙ [2] grep(",
+          "notes.txt:2: TODO: write the tests"
+        ]
+      ) assert.include(result.stdout, line)
       assert.match(result.stdout, /bye — session [0-9a-f-]{36}/)
     }))
 })

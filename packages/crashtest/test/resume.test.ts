@@ -168,6 +168,21 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 
+/** A hand-written op: send `text` under the caller id `id` through `preset`. */
+const send = (
+  preset: Extract<Scenario.Op, { readonly _tag: "send" }>["preset"],
+  id: string,
+  text: string
+): Scenario.Op => ({
+  _tag: "send",
+  preset,
+  id,
+  text
+})
+
+/** A hand-written op: wait until the child's agent is idle. */
+const idle: Scenario.Op = { _tag: "idle" }
+
 /** Runs one child with hand-written ops and waits for its kill point. */
 const runChild = (
   backend: Protocol.Backend,
@@ -203,11 +218,11 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
-        { _tag: "send", preset: "followup", id: "a", text: "one" },
-        { _tag: "idle" },
-        { _tag: "send", preset: "followup", id: "b", text: "two" },
-        { _tag: "idle" },
-        { _tag: "send", preset: "park", id: "c", text: "three, parked" }
+        send("followup", "a", "one"),
+        idle,
+        send("followup", "b", "two"),
+        idle,
+        send("park", "c", "three, parked")
       ]
       const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 3 }, 1)
       assert.isFalse(verdict.openTurn)
@@ -240,10 +255,10 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
-        { _tag: "send", preset: "followup", id: "a", text: "warm up" },
-        { _tag: "idle" },
-        { _tag: "send", preset: "followup", id: "b", text: "use the tool" },
-        { _tag: "idle" }
+        send("followup", "a", "warm up"),
+        idle,
+        send("followup", "b", "use the tool"),
+        idle
       ]
       // Seed 3: the first reply is text only (turn 1), the second calls `work` (turn 2 is killed inside it).
       const { verdict } = yield* killedChild(backend, dir, ops, { kind: "tool", n: 1 }, 3)
@@ -264,11 +279,11 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
-        { _tag: "send", preset: "followup", id: "p", text: "first" },
-        { _tag: "idle" },
-        { _tag: "send", preset: "park", id: "q", text: "parked" },
-        { _tag: "send", preset: "inject", id: "r", text: "context" },
-        { _tag: "send", preset: "park", id: "s", text: "parked too" }
+        send("followup", "p", "first"),
+        idle,
+        send("park", "q", "parked"),
+        send("inject", "r", "context"),
+        send("park", "s", "parked too")
       ]
       const { run, verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 4 })
       const returned = run.lines.flatMap((l) => (l._tag === "sent" ? [l.id] : []))
@@ -304,10 +319,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
-        const ops: ReadonlyArray<Scenario.Op> = [
-          { _tag: "send", preset: "park", id: "u", text: "parked one" },
-          { _tag: "send", preset: "park", id: "v", text: "parked two" }
-        ]
+        const ops: ReadonlyArray<Scenario.Op> = [send("park", "u", "parked one"), send("park", "v", "parked two")]
         // This child runs through tsx (the others run the bundle): both runners start the same program.
         const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 2 }, 7, Parent.tsx)
         // Both sends returned their ids, neither reached the log, and the durable inbox restores both.
@@ -340,11 +352,11 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
     Effect.gen(function*() {
       const dir = yield* tempDir
       const ops: ReadonlyArray<Scenario.Op> = [
-        { _tag: "send", preset: "followup", id: "a", text: "first" },
-        { _tag: "send", preset: "followup", id: "b", text: "queued" },
-        { _tag: "send", preset: "steer", id: "c", text: "steering" },
-        { _tag: "send", preset: "followup", id: "d", text: "queued too" },
-        { _tag: "idle" }
+        send("followup", "a", "first"),
+        send("followup", "b", "queued"),
+        send("steer", "c", "steering"),
+        send("followup", "d", "queued too"),
+        idle
       ]
       const { verdict } = yield* killedChild(backend, dir, ops, { kind: "sent", n: 4 }, 3)
       assert.deepStrictEqual(verdict.lost, [])

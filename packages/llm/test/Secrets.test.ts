@@ -8,25 +8,11 @@ import type { AiError } from "@effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure } from "@harness/domain"
-import {
-  Cause,
-  Clock,
-  ConfigProvider,
-  Effect,
-  Exit,
-  FiberRef,
-  HashSet,
-  Inspectable,
-  Layer,
-  Logger,
-  LogLevel,
-  Redacted,
-  Tracer
-} from "effect"
+import { Cause, Clock, ConfigProvider, Effect, Exit, Inspectable, Layer, Redacted, Tracer } from "effect"
 import { ChatCompletions } from "../src/index.js"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
-import { apiKey, languageModel, stream, Tools, ToolsLayer } from "./support/provider.js"
+import { apiKey, captureLogs, languageModel, stream, Tools, ToolsLayer } from "./support/provider.js"
 import * as Replies from "./support/replies.js"
 
 const headerSecret = "org-secret-5a1c9e"
@@ -43,15 +29,6 @@ const renderings = (error: AiError.AiError, now: number): ReadonlyArray<string> 
   Inspectable.format(error),
   JSON.stringify(LlmFailure.failureOf(error, now))
 ]
-
-/** Everything logged at any level, as logfmt lines (annotations and causes included). */
-const captureLogs = Effect.gen(function*() {
-  const lines: Array<string> = []
-  const logger = Logger.map(Logger.logfmtLogger, (line) => lines.push(line))
-  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
-  yield* Effect.locallyScoped(FiberRef.currentMinimumLogLevel, LogLevel.All)
-  return lines
-})
 
 describe("secrets", () => {
   it.scoped("the API key and secret headers appear only in the request headers", () =>

@@ -14,24 +14,11 @@ import { LanguageModel } from "@effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure } from "@harness/domain"
-import {
-  Cause,
-  Context,
-  Effect,
-  Exit,
-  FastCheck as fc,
-  FiberRef,
-  HashSet,
-  Inspectable,
-  Layer,
-  Logger,
-  LogLevel,
-  Redacted
-} from "effect"
+import { Cause, Context, Effect, Exit, FastCheck as fc, Inspectable, Layer, Redacted } from "effect"
 import { ChatCompletions } from "../src/index.js"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
-import { stream, Tools, ToolsLayer } from "./support/provider.js"
+import { captureLogs, stream, Tools, ToolsLayer } from "./support/provider.js"
 import * as Replies from "./support/replies.js"
 
 /** Where the planted secret goes: `@@` is replaced by the secret, in the form the context needs. */
@@ -250,10 +237,7 @@ const renderings = (error: AiError.AiError, now: number): ReadonlyArray<string> 
 /** One run of the property: a fake server plants the secret; nothing that leaves the provider may show it. */
 const check = (plant: Plant) =>
   Effect.gen(function*() {
-    const lines: Array<string> = []
-    const logger = Logger.map(Logger.logfmtLogger, (line) => lines.push(line))
-    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
-    yield* Effect.locallyScoped(FiberRef.currentMinimumLogLevel, LogLevel.All)
+    const lines = yield* captureLogs
     const server = yield* FakeServer.make
     const model = yield* Layer.build(
       ChatCompletions.layer({

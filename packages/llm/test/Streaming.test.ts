@@ -22,6 +22,13 @@ import * as Replies from "./support/replies.js"
 /** The server and model of these tests: thinking mode on unless `options` say otherwise. */
 const setup = (options: ChatCompletions.Options = {}) => serverAndModel({ thinking: "enabled", ...options })
 
+/** The `shape` of one streamed block: its start, one delta per piece, its end. */
+const streamed = (kind: "text" | "reasoning", id: string, ...deltas: ReadonlyArray<string>) => [
+  { type: `${kind}-start`, id },
+  ...deltas.map((delta) => ({ type: `${kind}-delta`, id, delta })),
+  { type: `${kind}-end`, id }
+]
+
 describe("streaming", () => {
   it.scoped("DeepSeek thinking mode: reasoning then text, finish with usage and cache tokens", () =>
     Effect.gen(function*() {
@@ -32,14 +39,8 @@ describe("streaming", () => {
       })))
       const parts = yield* stream(model, "hi")
       assert.deepStrictEqual(shape(parts), [
-        { type: "reasoning-start", id: "reasoning-1" },
-        { type: "reasoning-delta", id: "reasoning-1", delta: "The user " },
-        { type: "reasoning-delta", id: "reasoning-1", delta: "greets me." },
-        { type: "reasoning-end", id: "reasoning-1" },
-        { type: "text-start", id: "text-2" },
-        { type: "text-delta", id: "text-2", delta: "Hel" },
-        { type: "text-delta", id: "text-2", delta: "lo!" },
-        { type: "text-end", id: "text-2" },
+        ...streamed("reasoning", "reasoning-1", "The user ", "greets me."),
+        ...streamed("text", "text-2", "Hel", "lo!"),
         {
           type: "finish",
           reason: "stop",
@@ -61,10 +62,7 @@ describe("streaming", () => {
       yield* server.reply(Replies.sse(Fixtures.openAiStream({ content: ["Hi", " there"] })))
       const parts = yield* stream(model, "hi")
       assert.deepStrictEqual(shape(parts), [
-        { type: "text-start", id: "text-1" },
-        { type: "text-delta", id: "text-1", delta: "Hi" },
-        { type: "text-delta", id: "text-1", delta: " there" },
-        { type: "text-end", id: "text-1" },
+        ...streamed("text", "text-1", "Hi", " there"),
         {
           type: "finish",
           reason: "stop",

@@ -7,10 +7,32 @@ import type { AiError } from "@effect/ai"
 import { Response } from "@effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { LlmFailure } from "@harness/domain"
-import { Clock, Context, Effect, Either, Layer, Redacted, Schema, Stream } from "effect"
+import {
+  Clock,
+  Context,
+  Effect,
+  Either,
+  FiberRef,
+  HashSet,
+  Layer,
+  Logger,
+  LogLevel,
+  Redacted,
+  Schema,
+  Stream
+} from "effect"
 import type { Scope } from "effect"
 import { ChatCompletions } from "../../src/index.js"
 import * as FakeServer from "./FakeServer.js"
+
+/** Everything logged at any level in the current scope, as logfmt lines (annotations and causes included). */
+export const captureLogs = Effect.gen(function*() {
+  const lines: Array<string> = []
+  const logger = Logger.map(Logger.logfmtLogger, (line) => lines.push(line))
+  yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(logger))
+  yield* Effect.locallyScoped(FiberRef.currentMinimumLogLevel, LogLevel.All)
+  return lines
+})
 
 /** A key that must never leak. */
 export const apiKey = "sk-test-7Qx2LmZ9pV4rT8wK3nB6"
