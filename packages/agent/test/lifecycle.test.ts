@@ -13,7 +13,7 @@ import type { Activity, Progress } from "../src/internal/env.js"
 import { makeToolRuntime } from "../src/internal/env.js"
 import * as Lifecycle from "../src/internal/lifecycle.js"
 import type { Lifecycle as L } from "../src/internal/lifecycle.js"
-import { assertWellFormed, faultySession, isDurable, layerWithFaults, live, ofType } from "./cancel-support.js"
+import { assertWellFormed, faultySession, isDurable, layerWithFaults, live, ofType } from "./fixtures.js"
 
 /** A real driver fiber, idle deferred and activity, so the states hold what the agent puts in them. */
 const parts = Effect.gen(function*() {

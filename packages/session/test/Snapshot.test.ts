@@ -11,7 +11,6 @@ import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import {
   abortedTurn,
-  assertConsistent,
   block,
   ev,
   maxTokensTurn,
@@ -20,7 +19,8 @@ import {
   sessionId,
   steeringTurn,
   toolTurn
-} from "./fixtures.js"
+} from "@harness/testkit/Events"
+import { assertConsistent } from "./fixtures.js"
 
 const sid = sessionId("snap-1")
 

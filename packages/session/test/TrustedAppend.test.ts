@@ -8,7 +8,8 @@ import { SessionEvent } from "@harness/domain"
 import { Chunk, Effect, Queue, Schema, Stream, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { assertConsistent, block, ev, promptTurn, sessionId, snapshot, toolTurn } from "./fixtures.js"
+import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
+import { assertConsistent, snapshot } from "./fixtures.js"
 
 const setup = Effect.gen(function*() {
   const store = yield* SessionStore.makeMemory
