@@ -8,7 +8,7 @@ import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@o
 import { Effect, Schedule, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { ev, promptTurn, sessionId, stamp } from "./fixtures.js"
+import { ev, promptTurn, sessionId, stamp } from "@harness/testkit/Events"
 
 const sid = sessionId("spans-1")
 
