@@ -5,10 +5,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, MessageSource, type SessionEvent, type Store } from "@harness/domain"
-import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
-import * as History from "../src/History.js"
-import * as SessionLog from "../src/SessionLog.js"
-import * as SessionStore from "../src/SessionStore.js"
 import {
   abortedTurn,
   block,
@@ -20,6 +16,10 @@ import {
   steeringTurn,
   toolTurn
 } from "@harness/testkit/Events"
+import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
+import * as History from "../src/History.js"
+import * as SessionLog from "../src/SessionLog.js"
+import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
 
 const sid = sessionId("snap-1")

@@ -4,11 +4,11 @@
  */
 import { NodeSdk } from "@effect/opentelemetry"
 import { assert, describe, it } from "@effect/vitest"
+import { ev, promptTurn, sessionId, stamp } from "@harness/testkit/Events"
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Schedule, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { ev, promptTurn, sessionId, stamp } from "@harness/testkit/Events"
 
 const sid = sessionId("spans-1")
 

@@ -5,10 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { SessionEvent } from "@harness/domain"
+import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
 import { Chunk, Effect, Queue, Schema, Stream, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
-import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
 import { assertConsistent, snapshot } from "./fixtures.js"
 
 const setup = Effect.gen(function*() {
