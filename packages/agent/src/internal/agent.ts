@@ -6,7 +6,7 @@
 import { LanguageModel } from "@effect/ai"
 import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
-import { Deferred, Effect, ExecutionStrategy, Fiber, PubSub, type Queue, Ref, Scope, Stream } from "effect"
+import { Deferred, Effect, ExecutionStrategy, Fiber, FiberMap, PubSub, type Queue, Ref, Scope, Stream } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
@@ -52,6 +52,10 @@ export const make = <R>(
     // the driver to close the turn) and the fibers are interrupted only after it.
     const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
     const initial: State = { lifecycle: Lifecycle.initial, unclosed: undefined, header: undefined }
+    const handlers = {
+      interrupt: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers),
+      finish: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers)
+    }
     const state = yield* Ref.make(initial)
     const lock = yield* Effect.makeSemaphore(1)
     const inbox = yield* Inbox.make
@@ -101,6 +105,7 @@ export const make = <R>(
       model,
       context,
       fibers,
+      handlers,
       state,
       lock,
       inbox,

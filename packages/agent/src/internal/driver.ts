@@ -6,7 +6,7 @@
  */
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
 import {
@@ -223,11 +223,11 @@ const close = (
       // R59: `agent/error` precedes `turn/end` (interruption beats error: none for a cancelled turn).
       yield* publish(env, { type: "agent/error", turn, step: progress.step, error })
     }
-    const running = yield* Ref.get(activity.tools.running)
-    yield* Effect.forEach(
-      running.values(),
-      (call) => call.onCancel === "finish" ? Fiber.await(call.fiber) : Fiber.interrupt(call.fiber),
-      { concurrency: "unbounded", discard: true }
+    // Exactly the running calls: `interrupt` ones are interrupted (all at once), `finish` ones complete.
+    yield* Effect.zip(
+      Fiber.interruptAll(Array.from(env.handlers.interrupt, ([, fiber]) => fiber)),
+      FiberMap.awaitEmpty(env.handlers.finish),
+      { concurrent: true }
     )
     const calls = {
       finished: yield* Ref.get(activity.tools.finished),

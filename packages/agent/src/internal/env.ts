@@ -6,7 +6,7 @@
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Fiber, Scope } from "effect"
+import type { Context, Fiber, FiberMap, Scope } from "effect"
 import { Chunk, Effect, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
@@ -27,12 +27,6 @@ export interface Progress {
   readonly maxTokens: boolean
 }
 
-/** A running tool handler, as the close procedure needs to see it. */
-export interface RunningCall {
-  readonly fiber: Fiber.RuntimeFiber<void>
-  readonly onCancel: AgentTool.CancelPolicy
-}
-
 /** A call whose handler finished, with what its result owes the turn. */
 export interface FinishedCall {
   readonly data: SessionEvent.SessionEventInputOf<"tool/result">["data"]
@@ -40,19 +34,31 @@ export interface FinishedCall {
   readonly contexts: ReadonlyArray<Message.UserMessageData>
 }
 
-/** The tool calls of the current turn: what is running and what finished but is not yet committed. */
+/**
+ * The tool calls of the current turn: what finished but is not yet committed, and which calls were dispatched. The
+ * running handlers themselves are in {@link Handlers}.
+ */
 export interface ToolRuntime {
-  readonly running: Ref.Ref<ReadonlyMap<string, RunningCall>>
   readonly finished: Ref.Ref<ReadonlyMap<string, FinishedCall>>
   readonly dispatched: Ref.Ref<ReadonlySet<string>>
 }
 
 /** A fresh tool runtime for one activity. */
 export const makeToolRuntime: Effect.Effect<ToolRuntime> = Effect.all({
-  running: Ref.make<ReadonlyMap<string, RunningCall>>(new Map()),
   finished: Ref.make<ReadonlyMap<string, FinishedCall>>(new Map()),
   dispatched: Ref.make<ReadonlySet<string>>(new Set())
 })
+
+/**
+ * The running tool handlers, keyed by tool call id, one `FiberMap` per cancel policy: a close interrupts exactly
+ * the `interrupt` calls still running and waits for the `finish` ones. A handler leaves its map when its fiber
+ * exits. The maps live as long as the agent (its fiber scope closes them, interrupting what is left); only the
+ * current activity's calls are ever in them, since an activity settles only after its close.
+ */
+export interface Handlers {
+  readonly interrupt: FiberMap.FiberMap<string, void, never>
+  readonly finish: FiberMap.FiberMap<string, void, never>
+}
 
 /** What the activity fiber returns when it ends on its own. */
 export type ActivityResult =
@@ -120,6 +126,8 @@ export interface Env {
   /** The context captured at creation: what tools, hooks and the system prompt need. */
   readonly context: Context.Context<never>
   readonly fibers: Scope.Scope
+  /** The running tool handlers. */
+  readonly handlers: Handlers
   readonly state: Ref.Ref<State>
   readonly lock: Effect.Semaphore
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */

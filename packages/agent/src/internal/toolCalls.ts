@@ -7,7 +7,7 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -332,25 +332,15 @@ export const runToolCalls = (
           Effect.flatMap((exit) => resultOf(base, prepared.tool, exit)),
           // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
           Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
-          Effect.ensuring(
-            Effect.zipRight(
-              Ref.update(runtime.running, (all) => {
-                const rest = new Map(all)
-                rest.delete(block.id)
-                return rest
-              }),
-              pool.release(permits)
-            )
-          )
+          Effect.ensuring(pool.release(permits))
         )
+      const handlers = prepared.tool.onCancel === "finish" ? env.handlers.finish : env.handlers.interrupt
       yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
-          const fiber = yield* Effect.forkIn(Effect.interruptible(handler), env.fibers)
-          yield* Ref.update(
-            runtime.running,
-            (all) => new Map(all).set(block.id, { fiber, onCancel: prepared.tool.onCancel })
-          )
+          // Forked into the handler map (interruptible; it leaves the map when it exits): a close finds exactly
+          // the calls still running, by id.
+          const fiber = yield* FiberMap.run(handlers, block.id, handler)
           // An exclusive call is a barrier: nothing else starts until it is done (R66).
           if (!parallel) yield* restore(Fiber.await(fiber))
         })

@@ -12,7 +12,9 @@ import { Cause, Chunk, Clock, Effect, Option, PubSub, Ref, Schema, Stream } from
 import { CurrentRequest } from "../CurrentRequest.js"
 import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
-import { chunkJson, ContentBuilder } from "./content.js"
+import * as Assembly from "./content.js"
+import { chunkJson } from "./content.js"
+
 import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./env.js"
 import {
   append,
@@ -260,7 +262,8 @@ const runStep = (
     const prompt = Prompt.fromMessages(
       system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
     )
-    const builder = new ContentBuilder()
+    // The response so far: a pure fold over the parts as they are appended (`content.ts`).
+    let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
     const streamed = yield* modelStream(env, prompt).pipe(
       // One critical section and one batch append per chunk the stream delivers (not per part): the chunk's parts
@@ -280,7 +283,7 @@ const runStep = (
             (events) => {
               for (let i = 0; i < events.length; i++) {
                 chunkSeqs.push(events[i]!.seq)
-                builder.add(parts[i]!)
+                assembling = Assembly.step(assembling, parts[i]!)
               }
               return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
             }
@@ -295,7 +298,7 @@ const runStep = (
       if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
       return { _tag: "RequestFailed", error, failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis) }
     }
-    const assembled = builder.result()
+    const assembled = Assembly.result(assembling)
     if (assembled.hasError) {
       const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
       return requestFailure(Option.getOrElse(carried, () => ({
