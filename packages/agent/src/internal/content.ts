@@ -6,9 +6,10 @@
  * a final `tool-call` part when no deltas came (raw text = its serialised params), so the log records the model's
  * argument text verbatim.
  */
-import type { Response } from "@effect/ai"
+import { Response, Toolkit } from "@effect/ai"
 import type { Content, Json, SessionEvent } from "@harness/domain"
 import { Ids } from "@harness/domain"
+import { Schema } from "effect"
 
 /**
  * A block being assembled. `key` addresses a block that later parts may extend (`text:<id>`, `reasoning:<id>`,
@@ -175,11 +176,94 @@ const usageOf = (usage: Response.Usage): SessionEvent.Usage => {
   return out
 }
 
+/** A stream part as the agent receives it: typed by `ModelStream`, or decoded by `LanguageModel.streamText`. */
+type AnyStreamPart = Response.StreamPart<Record<string, never>> | Response.AnyPart
+
+// `@effect/ai`'s own schema of the stream parts, built once; used for the parts without a fast path below.
+const encodeWithSchema = Schema.encodeUnknownEither(Response.StreamPart(Toolkit.empty))
+
 /**
- * A stream part as plain JSON for `assistant/chunk`: its own fields, without the part marker, empty metadata or
- * `undefined` values; class instances (usage) become plain objects.
+ * A directly built encoding with `metadata` as the schema encodes it, left out when empty (its decoding default).
+ * `encoded` holds only strings and booleans, JSON as it is; metadata is copied as JSON.
  */
-export const chunkJson = (part: object): Json.JsonValue => plain(part) ?? null
+const withMetadata = (encoded: Json.JsonObject, metadata: Response.ProviderMetadata): Json.JsonValue =>
+  Object.keys(metadata).length === 0 ? encoded : { ...encoded, metadata: jsonOf(metadata) }
+
+/**
+ * `@effect/ai`'s own encoding of a stream part (`Response.StreamPartEncoded`, what `Response.StreamPart`'s schema
+ * encodes it to), as JSON, for `assistant/chunk`. The parts a model streams most (text, reasoning, tool params and
+ * calls, finish) are built directly — the same keys and values the schema writes, minus an empty `metadata` and
+ * `undefined` usage counts (their decoding defaults) — so a streamed part costs no schema run; every other part
+ * goes through the schema. A test decodes every kind back with the schema (the round trip).
+ *
+ * Contract: the result is JSON-lossless (values the schema leaves untyped — an error payload, provider metadata,
+ * tool parameters — are copied as JSON); `Response.StreamPart` decodes it to the part it came from.
+ */
+export const chunkJson = (part: AnyStreamPart): Json.JsonValue => {
+  switch (part.type) {
+    case "text-start":
+    case "text-end":
+    case "reasoning-start":
+    case "reasoning-end":
+    case "tool-params-end":
+      return withMetadata({ type: part.type, id: part.id }, part.metadata)
+    case "text-delta":
+    case "reasoning-delta":
+    case "tool-params-delta":
+      return withMetadata({ type: part.type, id: part.id, delta: part.delta }, part.metadata)
+    case "tool-params-start":
+      return withMetadata(
+        {
+          type: part.type,
+          id: part.id,
+          name: part.name,
+          ...(part.providerName === undefined ? {} : { providerName: part.providerName }),
+          providerExecuted: part.providerExecuted
+        },
+        part.metadata
+      )
+    case "tool-call":
+      return withMetadata(
+        {
+          type: part.type,
+          id: part.id,
+          name: part.name,
+          params: jsonOf(part.params),
+          ...(part.providerName === undefined ? {} : { providerName: part.providerName }),
+          providerExecuted: part.providerExecuted
+        },
+        part.metadata
+      )
+    case "finish": {
+      const { cachedInputTokens, inputTokens, outputTokens, reasoningTokens, totalTokens } = part.usage
+      return withMetadata(
+        {
+          type: part.type,
+          reason: part.reason,
+          usage: jsonOf({ inputTokens, outputTokens, totalTokens, reasoningTokens, cachedInputTokens })
+        },
+        part.metadata
+      )
+    }
+    default: {
+      const encoded = encodeWithSchema(part)
+      // A part the schema cannot encode (a tool result: the agent's parts never carry one) is kept as its fields.
+      const value: object = encoded._tag === "Right" ? encoded.right : part
+      return jsonOf(
+        "metadata" in value && typeof value.metadata === "object" && value.metadata !== null &&
+          Object.keys(value.metadata).length === 0
+          ? { ...value, metadata: undefined }
+          : value
+      )
+    }
+  }
+}
+
+/**
+ * Any value as JSON, for records and messages: `undefined` members are left out, non-finite numbers become `null`,
+ * class instances their own fields (without the `~`-prefixed part markers), bytes a count.
+ */
+export const jsonOf = (value: unknown): Json.JsonValue => plain(value) ?? null
 
 const plain = (value: unknown): Json.JsonValue | undefined => {
   if (value === undefined || typeof value === "function" || typeof value === "symbol") return undefined
@@ -194,7 +278,6 @@ const plain = (value: unknown): Json.JsonValue | undefined => {
     if (key.startsWith("~")) continue // the part's type marker, e.g. "~effect/ai/Content/Part"
     const item = plain((value as Record<string, unknown>)[key])
     if (item === undefined) continue
-    if (key === "metadata" && typeof item === "object" && item !== null && Object.keys(item).length === 0) continue
     out[key] = item
   }
   return out

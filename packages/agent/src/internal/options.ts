@@ -5,7 +5,7 @@
 import { Tool, type Toolkit } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json } from "@harness/domain"
-import { Effect, Schema } from "effect"
+import { Effect, ParseResult, Schema } from "effect"
 import type { Options } from "../Agent.js"
 import { AgentConfigError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
@@ -53,34 +53,70 @@ const transport = (tools: ReadonlyArray<AgentTool<unknown>>) => {
   return { toolkit, descriptors }
 }
 
-/** Validates the options: the tool pool cap, the tools (names, parameter schemas) and the route label. */
+const message = (text: (actual: unknown) => string) => ({
+  message: (issue: ParseResult.ParseIssue) => ({ message: text(issue.actual), override: true })
+})
+
+/**
+ * The options that are data, as a Schema (the rest are services, effects and functions): each refusal names its
+ * option, which the first issue's path gives.
+ */
+const DataOptions = Schema.Struct({
+  maxParallelToolCalls: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isSafeInteger(n) && n >= 1),
+      Schema.annotations(
+        message((actual) =>
+          `maxParallelToolCalls must be a positive integer (1 runs calls one at a time), got ${String(actual)}`
+        )
+      )
+    )
+  ),
+  model: Schema.optional(
+    Schema.String.pipe(Schema.minLength(1), Schema.annotations(message(() => "model must be a non-empty route label")))
+  ),
+  provider: Schema.optional(Schema.String),
+  restoredInbox: Schema.optional(
+    Schema.Literal("wake", "park").annotations(
+      message((actual) => `restoredInbox must be "wake" or "park", got ${JSON.stringify(actual) ?? String(actual)}`)
+    )
+  ),
+  tools: Schema.Array(
+    Schema.String.pipe(
+      Schema.pattern(toolName),
+      Schema.annotations(
+        message((actual) => `tool name "${String(actual)}" is invalid: use 1 to 64 letters, digits, "_" or "-"`)
+      )
+    )
+  ).pipe(
+    Schema.filter((names) => {
+      const twice = names.find((name, index) => names.indexOf(name) !== index)
+      return twice === undefined || `two tools are named "${twice}"`
+    })
+  )
+})
+
+const decodeOptions = Schema.decodeUnknownEither(DataOptions, { errors: "first" })
+
+/** The first issue of a refusal, as an `AgentConfigError` naming the option. */
+const configError = (error: ParseResult.ParseError): AgentConfigError => {
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  return new AgentConfigError({ option: String(issue?.path[0] ?? "options"), message: issue?.message ?? error.message })
+}
+
+/** Validates the options: the tool pool cap, the tools (names, parameter schemas), the labels, `restoredInbox`. */
 export const validate = (options: Options<unknown>) =>
   Effect.gen(function*() {
-    const maxParallel = options.maxParallelToolCalls ?? 10
-    if (!Number.isSafeInteger(maxParallel) || maxParallel < 1) {
-      return yield* new AgentConfigError({
-        option: "maxParallelToolCalls",
-        message: `maxParallelToolCalls must be a positive integer (1 runs calls one at a time), got ${
-          String(maxParallel)
-        }`
-      })
-    }
-    const tools = new Map<string, AgentTool<unknown>>()
-    for (const tool of options.tools ?? []) {
-      if (!toolName.test(tool.name)) {
-        return yield* new AgentConfigError({
-          option: "tools",
-          message: `tool name "${tool.name}" is invalid: use 1 to 64 letters, digits, "_" or "-"`
-        })
-      }
-      if (tools.has(tool.name)) {
-        return yield* new AgentConfigError({ option: "tools", message: `two tools are named "${tool.name}"` })
-      }
-      tools.set(tool.name, tool)
-    }
-    if (options.model !== undefined && options.model === "") {
-      return yield* new AgentConfigError({ option: "model", message: "model must be a non-empty route label" })
-    }
+    const decoded = decodeOptions({
+      maxParallelToolCalls: options.maxParallelToolCalls,
+      model: options.model,
+      provider: options.provider,
+      restoredInbox: options.restoredInbox,
+      tools: (options.tools ?? []).map((tool) => tool.name)
+    })
+    if (decoded._tag === "Left") return yield* configError(decoded.left)
+    const maxParallel = decoded.right.maxParallelToolCalls ?? 10
+    const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]))
     const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
     if (advertised instanceof AgentConfigError) return yield* advertised
     return { maxParallel, tools, advertised }

@@ -320,7 +320,7 @@ const runStep = (
       const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
       return requestFailure(Option.getOrElse(carried, () => ({
         code: "UNKNOWN" as const,
-        message: `the model stream reported an error: ${JSON.stringify(chunkJson({ error: assembled.error }))}`
+        message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
       })))
     }
     if (assembled.finishReason === "error") {
