@@ -65,14 +65,22 @@ export const InvalidMessageError = Message.InvalidMessageError
 export type InvalidMessageError = Message.InvalidMessageError
 
 /**
- * The agent's options are invalid. `option` names the offending option.
+ * The agent's options are invalid. `option` names the offending option; `reason` says how: `InvalidOption` (a
+ * value the options' Schema refuses — the default), or `UnusableToolSchema` (a tool whose parameter schema gives no
+ * JSON object schema JSON can carry, so it cannot be advertised to a model).
  *
  * @since 0.0.0
  * @category errors
  */
 export class AgentConfigError extends Schema.TaggedError<AgentConfigError>("@harness/agent/AgentConfigError")(
   "AgentConfigError",
-  { option: Schema.String, message: Schema.String }
+  {
+    reason: Schema.optionalWith(Schema.Literal("InvalidOption", "UnusableToolSchema"), {
+      default: () => "InvalidOption" as const
+    }),
+    option: Schema.String,
+    message: Schema.String
+  }
 ) {}
 
 /**

@@ -6,7 +6,7 @@ import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 
 const tool = (name: string) => AgentTool.make(Tool.make(name), { handler: () => Effect.void })
 
@@ -26,9 +26,20 @@ describe("options (a Schema at creation)", () => {
       for (const [options, option, text] of cases) {
         const error = yield* Effect.flip(Agent.make(options))
         assert.strictEqual(error._tag, "AgentConfigError")
+        assert.strictEqual(error.reason, "InvalidOption")
         assert.strictEqual(error.option, option, JSON.stringify(options))
         assert.include(error.message, text)
       }
+      // A tool whose parameter schema cannot be advertised as JSON (a NaN in it) is refused for that reason.
+      const stringly = AgentTool.make(
+        Tool.make("stringly").setParameters(
+          Schema.Struct({}).annotations({ jsonSchema: { type: "object", default: Number.NaN } })
+        ),
+        { handler: () => Effect.void }
+      )
+      const unusable = yield* Effect.flip(Agent.make({ tools: [stringly] }))
+      assert.deepStrictEqual([unusable.reason, unusable.option], ["UnusableToolSchema", "tools"])
+      assert.include(unusable.message, "tool \"stringly\" has a parameter schema that is not a JSON object schema")
       // Valid options build an agent.
       const agent = yield* Agent.make({
         maxParallelToolCalls: 1,

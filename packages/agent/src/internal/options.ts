@@ -31,6 +31,7 @@ const transport = (tools: ReadonlyArray<AgentTool<unknown>>) => {
     const parameters = "issue" in copied ? undefined : copied.value
     if (!isJsonObject(parameters)) {
       return new AgentConfigError({
+        reason: "UnusableToolSchema",
         option: "tools",
         message: `tool "${tool.name}" has a parameter schema that is not a JSON object schema`
       })
