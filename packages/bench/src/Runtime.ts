@@ -71,6 +71,34 @@ export interface Transcript {
   readonly entries: number
 }
 
+/** A transcript being read from a runtime's log or state: each runtime's reader counts into one, entry by entry. */
+export interface Tally {
+  completedTurns: number
+  abortedTurns: number
+  textReplies: number
+  toolResults: number
+  readonly prompts: Array<string>
+  readonly steering: Array<string>
+  readonly userTexts: Array<string>
+}
+
+/** An empty tally. */
+export const tally = (): Tally => ({
+  completedTurns: 0,
+  abortedTurns: 0,
+  textReplies: 0,
+  toolResults: 0,
+  prompts: [],
+  steering: [],
+  userTexts: []
+})
+
+/** The text blocks of a message's content, joined (a plain string is its own text). */
+export const textOf = (content: string | ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
+  typeof content === "string"
+    ? content
+    : content.flatMap((block) => (block.type === "text" && block.text !== undefined ? [block.text] : [])).join("")
+
 /** One agent under test. */
 export interface BenchAgent {
   /**

@@ -17,7 +17,7 @@ import { Agent, AgentTool } from "@harness/agent"
 import { type AgentEvent, Message, ModelStream, type SessionEvent } from "@harness/domain"
 import { Context, Effect, Either, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName } from "../Runtime.js"
+import { noopToolName, tally, textOf } from "../Runtime.js"
 
 const finish = (reason: Response.FinishReason, outputTokens: number): Response.StreamPartEncoded => ({
   type: "finish",
@@ -129,42 +129,33 @@ const noopTool = AgentTool.make(
   { handler: () => Effect.succeed("ok") }
 )
 
-const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
-  content.flatMap((block) => (block.type === "text" && block.text !== undefined ? [block.text] : [])).join("")
-
 const transcriptOf = (log: ReadonlyArray<SessionEvent.SessionEvent>): Transcript => {
-  let completedTurns = 0
-  let abortedTurns = 0
-  let textReplies = 0
-  let toolResults = 0
-  const prompts: Array<string> = []
-  const steering: Array<string> = []
-  const userTexts: Array<string> = []
+  const t = tally()
   for (const event of log) {
     switch (event.type) {
       case "turn/end":
-        if (event.data.reason.kind === "completed") completedTurns++
-        if (event.data.reason.kind === "aborted") abortedTurns++
+        if (event.data.reason.kind === "completed") t.completedTurns++
+        if (event.data.reason.kind === "aborted") t.abortedTurns++
         break
       case "user/message":
         if (event.data.source.kind === "user") {
-          prompts.push(textOf(event.data.content))
-          userTexts.push(textOf(event.data.content))
+          t.prompts.push(textOf(event.data.content))
+          t.userTexts.push(textOf(event.data.content))
         }
         break
       case "steering/message":
-        steering.push(textOf(event.data.content))
-        userTexts.push(textOf(event.data.content))
+        t.steering.push(textOf(event.data.content))
+        t.userTexts.push(textOf(event.data.content))
         break
       case "assistant/message":
-        if (textOf(event.data.content) !== "") textReplies++
+        if (textOf(event.data.content) !== "") t.textReplies++
         break
       case "tool/result":
-        toolResults++
+        t.toolResults++
         break
     }
   }
-  return { completedTurns, abortedTurns, prompts, userTexts, steering, textReplies, toolResults, entries: log.length }
+  return { ...t, entries: log.length }
 }
 
 const observed = (event: AgentEvent.AgentEvent): Observed | undefined => {

@@ -21,7 +21,7 @@ import {
 } from "@mariozechner/pi-ai"
 import { createRequire } from "node:module"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, raceAbort } from "../Runtime.js"
+import { noopToolName, raceAbort, tally, textOf } from "../Runtime.js"
 
 const model: Model<"scripted"> = {
   id: "scripted-1",
@@ -47,11 +47,6 @@ const usage = (output: number): Usage => ({
 
 // Message timestamps are data pi carries, not something it computes with: a constant keeps runs deterministic.
 const timestamp = 0
-
-const textOf = (content: string | ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
-  typeof content === "string"
-    ? content
-    : content.flatMap((block) => (block.type === "text" && block.text !== undefined ? [block.text] : [])).join("")
 
 /** Emits one scripted reply into `stream`, as a pi-ai provider does (one mutable output message, `partial` = it). */
 const emit = async (
@@ -129,37 +124,24 @@ const noopTool: AgentTool = {
 }
 
 const transcriptOf = (messages: ReadonlyArray<AgentMessage>): Transcript => {
-  let completedTurns = 0
-  let abortedTurns = 0
-  let textReplies = 0
-  let toolResults = 0
-  const prompts: Array<string> = []
+  const t = tally()
   for (const message of messages) {
     switch (message.role) {
       case "user":
-        prompts.push(textOf(message.content))
+        t.prompts.push(textOf(message.content))
         break
       case "assistant":
-        if (message.stopReason === "stop") completedTurns++
-        if (message.stopReason === "aborted") abortedTurns++
-        if (textOf(message.content) !== "") textReplies++
+        if (message.stopReason === "stop") t.completedTurns++
+        if (message.stopReason === "aborted") t.abortedTurns++
+        if (textOf(message.content) !== "") t.textReplies++
         break
       case "toolResult":
-        toolResults++
+        t.toolResults++
         break
     }
   }
   // pi records steering as an ordinary user message: every user message counts as a prompt here.
-  return {
-    completedTurns,
-    abortedTurns,
-    prompts,
-    userTexts: prompts,
-    steering: [],
-    textReplies,
-    toolResults,
-    entries: messages.length
-  }
+  return { ...t, userTexts: t.prompts, entries: messages.length }
 }
 
 const version = (): string => {

@@ -22,7 +22,7 @@ import SystemPrompt from "@deepseek-ai/dsh-system-prompt"
 import ToolRuntime, { defineTool } from "@deepseek-ai/dsh-tools"
 import { createRequire } from "node:module"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, raceAbort } from "../Runtime.js"
+import { noopToolName, raceAbort, tally } from "../Runtime.js"
 
 const provider = "scripted"
 
@@ -93,13 +93,7 @@ const version = (): string => {
 
 /** Reads the transcript from the session log: a turn's first `user/message` is its prompt, later ones steering. */
 const transcriptOf = (events: ReadonlyArray<SessionEvent>): Transcript => {
-  let completedTurns = 0
-  let abortedTurns = 0
-  let textReplies = 0
-  let toolResults = 0
-  const prompts: Array<string> = []
-  const steering: Array<string> = []
-  const userTexts: Array<string> = []
+  const t = tally()
   let promptSeen = false
   for (const event of events) {
     switch (event.type) {
@@ -107,34 +101,25 @@ const transcriptOf = (events: ReadonlyArray<SessionEvent>): Transcript => {
         promptSeen = false
         break
       case "turn/end":
-        if (event.data.reason.kind === "completed") completedTurns++
-        if (event.data.reason.kind === "aborted") abortedTurns++
+        if (event.data.reason.kind === "completed") t.completedTurns++
+        if (event.data.reason.kind === "aborted") t.abortedTurns++
         break
       case "user/message":
         if (event.data.source.kind !== "user") break
-        userTexts.push(textOf(event.data))
-        if (promptSeen) steering.push(textOf(event.data))
-        else prompts.push(textOf(event.data))
+        t.userTexts.push(textOf(event.data))
+        if (promptSeen) t.steering.push(textOf(event.data))
+        else t.prompts.push(textOf(event.data))
         promptSeen = true
         break
       case "assistant/message":
-        if (textOf(event.data.message) !== "") textReplies++
+        if (textOf(event.data.message) !== "") t.textReplies++
         break
       case "tool/result":
-        toolResults++
+        t.toolResults++
         break
     }
   }
-  return {
-    completedTurns,
-    abortedTurns,
-    prompts,
-    userTexts,
-    steering,
-    textReplies,
-    toolResults,
-    entries: events.length
-  }
+  return { ...t, entries: events.length }
 }
 
 /** Boots the reference loop in this process. */

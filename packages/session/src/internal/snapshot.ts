@@ -59,16 +59,8 @@ export interface Start {
   readonly historyText: string
 }
 
-/** What the log knows when it takes a snapshot. */
-export interface Input {
-  readonly seq: number
-  readonly position: number
-  readonly last: string
-  readonly state: LogState
-  readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
-  readonly messages: number
-  readonly historyText: string
-}
+/** What the log knows when it takes a snapshot: what a later `open` starts from. */
+export type Input = Start
 
 /** The snapshot text. Contract: only where no turn is open (the state's other fields are then empty). */
 export const encode = (input: Input): string => {
