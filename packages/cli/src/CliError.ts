@@ -29,3 +29,19 @@ export class CommandError extends Schema.TaggedError<CommandError>("@harness/cli
   reason: Schema.Literal("TurnFailed", "GoalNotDone", "SessionNotFound", "Store", "Model", "Input"),
   message: Schema.String
 }) {}
+
+/**
+ * Every error the CLI fails with, as one union (exit code 2 for `SettingsError`, 1 for `CommandError`).
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export type CliError = SettingsError | CommandError
+
+/**
+ * The schema of `CliError`.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const CliError = Schema.Union(SettingsError, CommandError)

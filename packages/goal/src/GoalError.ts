@@ -5,6 +5,7 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
+import { GoalReplayError } from "./GoalReplay.js"
 
 /**
  * Why a goal operation was refused.
@@ -53,3 +54,20 @@ export class GoalError extends Schema.TaggedError<GoalError>("@harness/goal/Goal
   "GoalError",
   { code: GoalErrorCode, message: Schema.String }
 ) {}
+
+/**
+ * Every error the goal package fails with: a refused operation, or a log its replay cannot fold (`GoalReplayError`,
+ * which `GOAL_REPLAY` reports to callers). One union, as `@effect/ai`'s `AiError` is one.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export type AnyGoalError = GoalError | GoalReplayError
+
+/**
+ * The schema of `AnyGoalError`: what an API or a tool result carries.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const AnyGoalError = Schema.Union(GoalError, GoalReplayError)
