@@ -204,3 +204,18 @@ export const PositiveInt = Schema.Number.pipe(
   }),
   Schema.annotations({ identifier: "PositiveInt" })
 )
+
+/**
+ * Freezes `value` and everything reachable from it, in place, and returns it: values Harness hands out after
+ * decoding (messages, parsed tool arguments) cannot be changed behind the log's back.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const deepFreeze = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const item of Object.values(value)) deepFreeze(item)
+  }
+  return value
+}

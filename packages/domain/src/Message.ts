@@ -9,6 +9,7 @@ import { Effect, ParseResult, Schema } from "effect"
 import { TextBlock } from "./Content.js"
 import { AgentMessageId } from "./Ids.js"
 import * as Input from "./Input.js"
+import { deepFreeze } from "./Json.js"
 import { MessageSource } from "./MessageSource.js"
 
 /**
@@ -169,14 +170,6 @@ export const decodeInput = <A, I>(
         ? Effect.succeed(deepFreeze(decoded.right))
         : Effect.fail(refusal(what, "schema", ParseResult.TreeFormatter.formatErrorSync(decoded.left)))
     })
-}
-
-const deepFreeze = <A>(value: A): A => {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])
-  }
-  return value
 }
 
 /**

@@ -5,9 +5,9 @@
  * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
  */
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
-import { Message } from "@harness/domain"
+import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -52,15 +52,6 @@ type Prepared =
 
 const final = (data: ToolResultData): Prepared => ({ _tag: "final", result: { data, concludes: false, contexts: [] } })
 
-const parseArguments = (raw: string): { readonly value: unknown } | { readonly error: string } => {
-  if (raw.trim() === "") return { value: {} }
-  try {
-    return { value: JSON.parse(raw) }
-  } catch (error) {
-    return { error: error instanceof Error ? error.message : String(error) }
-  }
-}
-
 const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolean => {
   if (typeof tool.parallel === "boolean") return tool.parallel
   try {
@@ -78,12 +69,12 @@ const isParallelCall = (env: Env, block: Content.ToolCallBlock): boolean => {
   const tool = env.tools.get(block.name)
   if (tool === undefined) return true
   if (typeof tool.parallel === "boolean") return tool.parallel
-  const parsed = parseArguments(block.arguments)
-  if ("error" in parsed) return true
+  const parsed = ToolArguments.parse(block.arguments)
+  if (Either.isLeft(parsed)) return true
   const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
     errors: "all",
     onExcessProperty: "error"
-  })(parsed.value)
+  })(parsed.right)
   return decoded._tag === "Left" ? true : isParallel(tool, decoded.right)
 }
 
@@ -109,19 +100,19 @@ const prepare = (
         `unknown tool "${block.name}". ${known === "" ? "No tools are available." : `Available tools: ${known}.`}`
       ))
     }
-    const parsed = parseArguments(block.arguments)
-    if ("error" in parsed) {
+    const parsed = ToolArguments.parse(block.arguments)
+    if (Either.isLeft(parsed)) {
       return final(errorResult(
         base,
         "INVALID_ARGUMENTS",
-        `the arguments of "${block.name}" are not valid JSON (${parsed.error}); the tool was not run. ` +
+        `the arguments of "${block.name}" are not valid JSON (${parsed.left}); the tool was not run. ` +
           `Send the arguments as one JSON object.`
       ))
     }
     const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
       errors: "all",
       onExcessProperty: "error"
-    })(parsed.value)
+    })(parsed.right)
     if (decoded._tag === "Left") {
       return final(errorResult(
         base,

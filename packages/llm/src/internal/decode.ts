@@ -9,6 +9,7 @@
  * `LanguageModel` fail the whole stream); the `finish` part comes last, with the usage of the last usage chunk.
  */
 import type { Response } from "@effect/ai"
+import { ToolArguments } from "@harness/domain"
 import { Either } from "effect"
 import type { Chunk, Completion, ToolCallDelta, Usage } from "./wire.js"
 
@@ -20,7 +21,7 @@ export type Problem =
   | { readonly _tag: "Refusal"; readonly text: string }
 
 /** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
-export const metadataKey = "harness"
+export const metadataKey = ToolArguments.harnessKey
 
 type Part = Response.StreamPartEncoded
 
@@ -139,24 +140,7 @@ const headerPart = (header: Header): Response.ResponseMetadataPartEncoded => ({
     : { timestamp: new Date(header.created * 1000).toISOString() })
 })
 
-/**
- * The parsed arguments when they form a JSON object (`""` counts as `{}`), else `undefined`.
- */
-export const objectArguments = (raw: string): Record<string, unknown> | undefined => {
-  if (raw.trim() === "") return {}
-  try {
-    const parsed: unknown = JSON.parse(raw)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
-      // `JSON.parse` builds plain objects only; the check above proves the shape.
-      return parsed as Record<string, unknown>
-    }
-  } catch {
-    // not JSON: no tool-call part
-  }
-  return undefined
-}
-
-const toolCallPart = (id: string, name: string, params: Record<string, unknown>, raw: string): Part => ({
+const toolCallPart = (id: string, name: string, params: Readonly<Record<string, unknown>>, raw: string): Part => ({
   type: "tool-call",
   id,
   name,
@@ -320,7 +304,7 @@ export const done = (
   for (const call of calls) {
     const id = callId(call)
     const name = call.name ?? ""
-    const params = advertised.has(name) ? objectArguments(call.arguments) : undefined
+    const params = advertised.has(name) ? ToolArguments.parseObject(call.arguments) : undefined
     if (params === undefined) invalid.push({ id, name, rawArguments: call.arguments })
     else parts.push(toolCallPart(id, name, params, call.arguments))
   }
@@ -358,7 +342,7 @@ export const completion = (
   wireCalls.forEach((call, index) => {
     const id = nonEmpty(call.id) ? call.id : `call_${index}`
     const raw = call.function.arguments ?? ""
-    const params = advertised.has(call.function.name) ? objectArguments(raw) : undefined
+    const params = advertised.has(call.function.name) ? ToolArguments.parseObject(raw) : undefined
     if (params === undefined) invalid.push({ id, name: call.function.name, rawArguments: raw })
     else {
       parts.push({

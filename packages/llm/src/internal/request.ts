@@ -5,15 +5,13 @@
  */
 import type { LanguageModel, Prompt } from "@effect/ai"
 import { Tool } from "@effect/ai"
+import { ToolArguments } from "@harness/domain"
 import { Either } from "effect"
 import type { Settings } from "./settings.js"
 import type { WireMessage, WireTool, WireToolCall, WireToolChoice } from "./wire.js"
 
-/**
- * The provider-options key under which the history derived by `@harness/session` carries Harness facts on parts
- * (mirrors `History.optionsKey`; duplicated so this package does not depend on the session package).
- */
-export const optionsKey = "harness"
+/** The provider-options key under which the history derived by `@harness/session` carries Harness facts on parts. */
+export const optionsKey = ToolArguments.harnessKey
 
 /** The raw argument text a tool-call part carries in `options.harness.rawArguments`, when it does. */
 export const rawArgumentsOf = (part: Prompt.ToolCallPart): string | undefined => {

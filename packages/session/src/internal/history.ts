@@ -3,41 +3,25 @@
  * most per event.
  */
 import { Prompt } from "@effect/ai"
-import { Content, type SessionEvent } from "@harness/domain"
-import { Chunk } from "effect"
+import { Content, type SessionEvent, ToolArguments } from "@harness/domain"
+import { Chunk, Either } from "effect"
 import type { History } from "../History.js"
 
 export const TypeId: unique symbol = Symbol.for("@harness/session/History")
 export type TypeId = typeof TypeId
 
-export const optionsKey = "harness"
+export const optionsKey = ToolArguments.harnessKey
 
 const make = (messages: Chunk.Chunk<Prompt.Message>): History =>
   Object.freeze({ [TypeId]: messages, length: messages.length })
 
 export const empty: History = make(Chunk.empty())
 
-const deepFreeze = <A>(value: A): A => {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const item of Object.values(value)) deepFreeze(item)
-  }
-  return value
-}
-
 /**
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
  * and the raw text itself otherwise (the provider sends `rawArguments` back anyway).
  */
-export const paramsOf = (raw: string): unknown => {
-  if (raw.trim() === "") return Object.freeze({})
-  try {
-    const parsed: unknown = JSON.parse(raw)
-    return deepFreeze(parsed)
-  } catch {
-    return raw
-  }
-}
+export const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
 
 const textParts = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<Prompt.TextPart> =>
   Object.freeze(content.map((block) => Object.freeze(Prompt.makePart("text", { text: block.text }))))
