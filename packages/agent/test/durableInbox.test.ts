@@ -56,6 +56,20 @@ const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>, optio
 const prompts = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
   logTrace(log).filter((t) => t.startsWith("user/message:") || t.startsWith("turn/start"))
 
+/**
+ * A process that ends mid-turn: an agent over a new log of this session starts turn 1 on "p" (its model never
+ * answers), `sends` accepts more, then the scope closes and disposes the agent — disposal settles nothing.
+ */
+const endsMidTurn = <E>(sends: (agent: Agent.Service) => Effect.Effect<unknown, E>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const log = yield* SessionLog.make({ id: sid })
+    const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
+    const rec = yield* EventRecorder.make(agent)
+    yield* agent.followup(prompt("p"), { id: mid("p") })
+    yield* rec.waitFor(isDurable("step/start"))
+    yield* sends(agent)
+  }))
+
 /** Runs `f` with one durable store (as the current `SessionStore`), shared by every agent it builds. */
 const withDurableStore = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E, SessionStore.SessionStore>) =>
   Effect.flatMap(durableStore, (store) => Effect.provideService(f(store), SessionStore.SessionStore, store))
@@ -119,18 +133,14 @@ describe("the durable inbox", () => {
   it.effect("a resumed agent restores exactly the pending items in order: queued, parked stays parked (and runs ahead of a waking item behind it, R31), steering becomes a queued turn", () =>
     withDurableStore((store) =>
       Effect.gen(function*() {
-        yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* SessionLog.make({ id: sid })
-          const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
-          const rec = yield* EventRecorder.make(agent)
-          yield* agent.followup(prompt("p"), { id: mid("p") })
-          yield* rec.waitFor(isDurable("step/start"))
-          yield* agent.followup(prompt("q"), { id: mid("q") })
-          yield* agent.send(prompt("r"), { target: "next-turn", wakeup: false, id: mid("r") })
-          yield* agent.steer(prompt("s"), { id: mid("s") })
-          yield* agent.followup(prompt("u"), { id: mid("u") })
-          // The process ends here: the scope closes and disposes the agent mid-turn. Disposal settles nothing.
-        }))
+        yield* endsMidTurn((agent) =>
+          Effect.all([
+            agent.followup(prompt("q"), { id: mid("q") }),
+            agent.send(prompt("r"), { target: "next-turn", wakeup: false, id: mid("r") }),
+            agent.steer(prompt("s"), { id: mid("s") }),
+            agent.followup(prompt("u"), { id: mid("u") })
+          ])
+        )
         assert.deepStrictEqual((yield* storedInbox(store)).filter((r) => r.startsWith("settled")), [])
         const log = yield* SessionLog.open(sid)
         assert.deepStrictEqual(log.pendingInbox.map((r) => r.message.id), ["q", "r", "s", "u"])
@@ -175,15 +185,9 @@ describe("the durable inbox", () => {
   it.effect("restoredInbox: park holds the restored items until a waking send, which runs after them, in order (R31)", () =>
     withDurableStore(() =>
       Effect.gen(function*() {
-        yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* SessionLog.make({ id: sid })
-          const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
-          const rec = yield* EventRecorder.make(agent)
-          yield* agent.followup(prompt("p"), { id: mid("p") })
-          yield* rec.waitFor(isDurable("step/start"))
-          yield* agent.followup(prompt("q"), { id: mid("q") })
-          yield* agent.steer(prompt("s"), { id: mid("s") })
-        }))
+        yield* endsMidTurn((agent) =>
+          Effect.all([agent.followup(prompt("q"), { id: mid("q") }), agent.steer(prompt("s"), { id: mid("s") })])
+        )
         const log = yield* SessionLog.open(sid)
         const { agent, model } = yield* agentOn(
           log,
