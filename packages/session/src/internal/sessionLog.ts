@@ -65,6 +65,23 @@ const decodeRecord = (text: string): Either.Either<SessionEvent.SessionEvent | S
 const formatIssue = (error: ParseResult.ParseError): string => ParseResult.TreeFormatter.formatErrorSync(error)
 
 /**
+ * The pending inbox, one stored value at a time: an acceptance adds its item, a settlement removes it, a logged
+ * message carrying its id claims it (ADR 0017). `open`'s scan and the snapshot writer keep it the same way.
+ */
+const trackPending = (
+  pending: Map<string, StoreRecords.InboxAccepted>,
+  value: StoreRecords.InboxRecord | SessionEvent.SessionEvent
+): void => {
+  if (StoreRecords.isInboxRecord(value)) {
+    if (value.type === "inbox/accepted") pending.set(value.message.id, value)
+    else pending.delete(value.id)
+    return
+  }
+  const logged = StoreRecords.messageIdOf(value)
+  if (logged !== undefined) pending.delete(logged)
+}
+
+/**
  * Checks an event at the boundary: a copy that shares nothing with the caller's value. Returns the problem as a
  * sentence when the event does not match its schema or is not JSON-lossless.
  */
@@ -364,16 +381,12 @@ const makeService = (
       Effect.suspend(() => {
         if (snapshots.every === 0) return Effect.void
         const start = snap.records
-        for (const record of inbox) {
-          if (record.type === "inbox/accepted") snap.pending.set(record.message.id, record)
-          else snap.pending.delete(record.id)
-        }
+        for (const record of inbox) trackPending(snap.pending, record)
         const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
           checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
         let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
         for (const event of events) {
-          const logged = StoreRecords.messageIdOf(event)
-          if (logged !== undefined) snap.pending.delete(logged)
+          trackPending(snap.pending, event)
           if (due && event.seq === checkpoint.seq) pending = [...snap.pending.values()]
         }
         snap.records = start + inbox.length + events.length
@@ -950,8 +963,7 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
       }
       const value = decoded.right
       if (StoreRecords.isInboxRecord(value)) {
-        if (value.type === "inbox/accepted") acc.inbox.set(value.message.id, value)
-        else acc.inbox.delete(value.id)
+        trackPending(acc.inbox, value)
         acc = { ...acc, kept: acc.kept + 1, lastText: record.text }
         return
       }
@@ -972,8 +984,7 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
         }
         return
       }
-      const logged = StoreRecords.messageIdOf(value)
-      if (logged !== undefined) acc.inbox.delete(logged)
+      trackPending(acc.inbox, value)
       acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1, lastText: record.text }
     }
     return store.load(id, from === undefined ? undefined : { after: from.position - 1 }).pipe(
