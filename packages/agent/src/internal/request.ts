@@ -5,7 +5,8 @@
 import type { AiError, Prompt, Response, Tool } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json, ModelStream } from "@harness/domain"
-import { Cause, Context, Effect, Option, Stream } from "effect"
+import type { Scope, Stream } from "effect"
+import { Cause, Context, Effect, Option } from "effect"
 import type { RequestConfig } from "../Hooks.js"
 import type { Env } from "./env.js"
 import { append, honourCancel, provide, read, update } from "./env.js"
@@ -89,23 +90,27 @@ export const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]
   })
 
 /**
- * The model's response stream for one request. When the `LanguageModel` came with its own `ModelStream` (Harness's
- * provider, the testkit's scripted model), the parts arrive typed from it, with the request `LanguageModel` would
- * have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its `LanguageModel.streamText`
- * span, but without rebuilding and running the stream-part schema per request (ADR 0019). Any other model goes
- * through the standard `streamText`.
+ * The model's response stream for one request, opened in the caller's scope. When the `LanguageModel` came with its
+ * own `ModelStream` (Harness's provider, the testkit's scripted model), the parts arrive typed from it, with the
+ * request `LanguageModel` would have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its
+ * `LanguageModel.streamText` span (ended when the scope closes), but without rebuilding and running the stream-part
+ * schema per request (ADR 0019). Any other model goes through the standard `streamText`.
  */
 export const modelStream = (
   env: Env,
   prompt: Prompt.Prompt
-): Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> => {
+): Effect.Effect<
+  Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError>,
+  never,
+  Scope.Scope
+> => {
   const lower = Context.getOption(env.context, ModelStream.ModelStream)
   if (Option.isNone(lower) || lower.value.model !== env.model) {
-    return env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true })
+    return Effect.succeed(env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true }))
   }
   const direct = lower.value
   const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
-  return Stream.unwrapScoped(Effect.map(
+  return Effect.map(
     Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }),
     (span) =>
       direct.streamText({
@@ -115,5 +120,5 @@ export const modelStream = (
         responseFormat: { type: "text" },
         span
       })
-  ))
+  )
 }

@@ -8,6 +8,7 @@ import { AiError, Prompt } from "@effect/ai"
 import type { Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
 import { History } from "@harness/session"
+import type { Scope } from "effect"
 import { Cause, Chunk, Clock, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
 import { admit, type Admitted } from "./admission.js"
@@ -219,6 +220,25 @@ const runTurn = (
     }
   })
 
+/**
+ * Runs `f` on each chunk the stream `open` opens delivers, in order, until it ends; a failure of either ends it. One
+ * critical section and one batch append per chunk, not per part (ADR 0009 hot path, ADR 0019). The stream is pulled
+ * in this fiber (`Stream.toPull`, in one scope with the request's span) rather than run by `Stream.runForEachChunk`,
+ * which forks a fiber and waits on two `Deferred`s per run (ADR 0028); an interruption stops it between chunks and
+ * closes the scope either way.
+ */
+const forEachChunk = <A, E, R, E2, R2>(
+  open: Effect.Effect<Stream.Stream<A, E, R>, never, Scope.Scope>,
+  f: (chunk: Chunk.Chunk<A>) => Effect.Effect<void, E2, R2>
+): Effect.Effect<void, E | E2, R | R2> =>
+  Effect.scoped(Effect.flatMap(Effect.flatMap(open, Stream.toPull), (pull) => {
+    const loop: Effect.Effect<void, E | E2, R | R2> = Effect.matchEffect(pull, {
+      onFailure: Option.match({ onNone: () => Effect.void, onSome: Effect.fail }),
+      onSuccess: (chunk) => Effect.zipRight(f(chunk), loop)
+    })
+    return loop
+  }))
+
 type StepOutcome =
   | { readonly _tag: "Completed"; readonly continue: boolean; readonly concluded: boolean; readonly maxTokens: boolean }
   | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
@@ -279,31 +299,27 @@ const runStep = (
     // The response so far: a pure fold over the parts as they are appended (`content.ts`).
     let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
-    const streamed = yield* modelStream(env, prompt).pipe(
-      // One critical section and one batch append per chunk the stream delivers (not per part): the chunk's parts
-      // are appended in order as one unit (`appendAll`: one validation pass, one store write, all or nothing), then
-      // republished in order (ADR 0009 hot path, ADR 0019). A cancel stops the stream between chunks.
-      Stream.runForEachChunk((chunk) => {
-        const parts = Chunk.toReadonlyArray(chunk)
-        if (parts.length === 0) return Effect.void
-        return locked(
-          env,
-          Effect.flatMap(
-            // `chunkJson` is a JSON-lossless copy by construction, so the chunks are trusted (ADR 0023).
-            env.log.appendTrusted(parts.map((part) => ({
-              type: "assistant/chunk" as const,
-              data: { turn, step, chunk: chunkJson(part) }
-            }))),
-            (events) => {
-              for (let i = 0; i < events.length; i++) {
-                chunkSeqs.push(events[i]!.seq)
-                assembling = Assembly.step(assembling, parts[i]!)
-              }
-              return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+    const streamed = yield* forEachChunk(modelStream(env, prompt), (chunk) => {
+      const parts = Chunk.toReadonlyArray(chunk)
+      if (parts.length === 0) return Effect.void
+      return locked(
+        env,
+        Effect.flatMap(
+          // `chunkJson` is a JSON-lossless copy by construction, so the chunks are trusted (ADR 0023).
+          env.log.appendTrusted(parts.map((part) => ({
+            type: "assistant/chunk" as const,
+            data: { turn, step, chunk: chunkJson(part) }
+          }))),
+          (events) => {
+            for (let i = 0; i < events.length; i++) {
+              chunkSeqs.push(events[i]!.seq)
+              assembling = Assembly.step(assembling, parts[i]!)
             }
-          )
+            return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+          }
         )
-      }),
+      )
+    }).pipe(
       Effect.provideService(CurrentRequest, config),
       Effect.map(() => Assembly.result(assembling)),
       Effect.tap(Spans.annotateResponse),
