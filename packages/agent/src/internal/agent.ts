@@ -29,6 +29,7 @@ import { locked, publish, read, transition } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
+import * as Spans from "./spans.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
   Stream.runForEach(Stream.fromQueue(faults), (error) =>
@@ -112,7 +113,9 @@ export const make = <R>(
       log: log.events
     }
 
+    const traced = yield* Spans.tracing
     const env: Env = {
+      traced,
       options: erased,
       service,
       log,

@@ -57,9 +57,9 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     const started = yield* Deferred.make<void>()
     const span = yield* Spans.startTurn(env, job)
     const fiber = yield* Effect.forkIn(
-      Effect.withParentSpan(
-        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools))),
-        span
+      Spans.withActivity(
+        span,
+        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools)))
       ),
       env.fibers
     )
@@ -141,7 +141,7 @@ const errorMessage = (
  */
 const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, unknown>): Effect.Effect<void> =>
   Effect.flatMap(
-    Effect.withParentSpan(settleActivity(env, activity, exit), activity.span),
+    Spans.withActivity(activity.span, settleActivity(env, activity, exit)),
     (reason) =>
       Effect.flatMap(
         Ref.get(activity.progress),

@@ -110,8 +110,12 @@ export const modelStream = (
   }
   const direct = lower.value
   const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
+  // Untraced, the provider still gets the span its options require, but nothing ends or exports it.
+  const span = env.traced
+    ? Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false })
+    : Effect.makeSpan("LanguageModel.streamText", { captureStackTrace: false })
   return Effect.map(
-    Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }),
+    span,
     (span) =>
       direct.streamText({
         prompt,

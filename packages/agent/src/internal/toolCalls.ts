@@ -313,7 +313,7 @@ export const runToolCalls = (
       if (prepared._tag === "final") {
         yield* pool.release(permits)
         yield* finish(block.id, prepared.result).pipe(
-          Effect.zipLeft(Spans.annotateToolResult(prepared.result)),
+          Effect.zipLeft(Spans.annotateToolResult(env, prepared.result)),
           Spans.toolCall(env, { turn, step, block })
         )
         continue
@@ -326,7 +326,7 @@ export const runToolCalls = (
           Effect.exit,
           Effect.flatMap((exit) =>
             resultOf(base, prepared.tool, exit).pipe(
-              Effect.tap(Spans.annotateToolResult),
+              Effect.tap((result) => Spans.annotateToolResult(env, result)),
               // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
               Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
               // The span ends with the handler's own exit (its failure or defect); an interrupted handler ends it

@@ -170,14 +170,14 @@ const runTurn = (
       }).pipe(Effect.mapError(logFailure(0)))
     )
     if (turn === undefined) return { _tag: "NoTurn" }
-    yield* Effect.annotateCurrentSpan(Spans.attr.turn, turn)
+    yield* Spans.annotate(env, Spans.attr.turn, turn)
     let step = 0
     while (true) {
       step += 1
       const n = step
       yield* Ref.update(progress, (p) => ({ ...p, step: n }))
       const outcome = yield* runStep(env, tools, turn, n).pipe(
-        Effect.tap((o) => Effect.annotateCurrentSpan(Spans.attr.stepOutcome, stepOutcome(o))),
+        Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
         Spans.step(env, turn, n)
       )
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
@@ -322,7 +322,7 @@ const runStep = (
     }).pipe(
       Effect.provideService(CurrentRequest, config),
       Effect.map(() => Assembly.result(assembling)),
-      Effect.tap(Spans.annotateResponse),
+      Effect.tap((assembled) => Spans.annotateResponse(env, assembled)),
       Spans.request(env, turn, step, config),
       Effect.either
     )

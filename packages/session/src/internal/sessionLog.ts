@@ -715,7 +715,9 @@ const makeService = (
     // interruptible, so an interruption at that instant would leak it and block every later append. Under the lock
     // an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
     const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
-      const locked = Effect.uninterruptible(lock.withPermits(1)(appendLocked(inputs, trusted)))
+      const locked = Effect.uninterruptible(
+        Effect.zipRight(lock.take(1), Effect.ensuring(appendLocked(inputs, trusted), lock.release(1)))
+      )
       return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
     }
 
