@@ -32,37 +32,38 @@ const waitFor = (reply: Reply, k: number): Effect.Effect<void> =>
     return waiting === undefined ? Effect.void : Effect.promise(() => waiting)
   })
 
-/** One reply as the stream parts Harness's own provider emits (one text block of deltas, or one tool call). */
-const replyStream = (reply: Reply, index: number): Stream.Stream<Response.StreamPartEncoded> => {
+/**
+ * One reply as the stream parts Harness's own provider emits (one text block of deltas, or one tool call), each
+ * built by `part`: encoded for the `LanguageModel` interface, typed for the `ModelStream` one (built that way, not
+ * mapped afterwards, so the fake model adds no stream stage of its own to the agent's cost).
+ */
+const replyStream = <P>(
+  reply: Reply,
+  index: number,
+  part: (encoded: Response.StreamPartEncoded) => P
+): Stream.Stream<P> => {
   if (reply._tag === "tool-call") {
     const id = `call-${index}`
     const parsed: unknown = JSON.parse(reply.arguments)
-    const parts: ReadonlyArray<Response.StreamPartEncoded> = [
-      { type: "tool-params-start", id, name: reply.name },
-      { type: "tool-params-delta", id, delta: reply.arguments },
-      { type: "tool-params-end", id },
-      { type: "tool-call", id, name: reply.name, params: parsed },
-      finish("tool-calls", 0)
+    const parts: ReadonlyArray<P> = [
+      part({ type: "tool-params-start", id, name: reply.name }),
+      part({ type: "tool-params-delta", id, delta: reply.arguments }),
+      part({ type: "tool-params-end", id }),
+      part({ type: "tool-call", id, name: reply.name, params: parsed }),
+      part(finish("tool-calls", 0))
     ]
     return reply.wait === undefined
       ? Stream.fromIterable(parts)
       : Stream.unwrap(Effect.as(waitFor(reply, 0), Stream.fromIterable(parts)))
   }
   const id = `text-${index}`
-  const head: Response.StreamPartEncoded = { type: "text-start", id }
-  const tail: ReadonlyArray<Response.StreamPartEncoded> = [
-    { type: "text-end", id },
-    finish("stop", reply.tokens.length)
-  ]
+  const head = part({ type: "text-start", id })
+  const tail: ReadonlyArray<P> = [part({ type: "text-end", id }), part(finish("stop", reply.tokens.length))]
   if (reply.wait === undefined) {
-    return Stream.fromIterable([
-      head,
-      ...reply.tokens.map((delta): Response.StreamPartEncoded => ({ type: "text-delta", id, delta })),
-      ...tail
-    ])
+    return Stream.fromIterable([head, ...reply.tokens.map((delta) => part({ type: "text-delta", id, delta })), ...tail])
   }
   const deltas = Stream.fromIterable(reply.tokens.map((delta, k) => [delta, k] as const)).pipe(
-    Stream.mapEffect(([delta, k]) => Effect.as(waitFor(reply, k), { type: "text-delta", id, delta } as const))
+    Stream.mapEffect(([delta, k]) => Effect.as(waitFor(reply, k), part({ type: "text-delta", id, delta })))
   )
   return Stream.make(head).pipe(Stream.concat(deltas), Stream.concat(Stream.fromIterable(tail)))
 }
@@ -93,11 +94,13 @@ const scriptedModel = (script: Script): Effect.Effect<Context.Context<LanguageMo
     // The request counter is the fake model's own bookkeeping, kept out of Effect so the model costs the agent
     // nothing beyond what `LanguageModel.make` itself does.
     let requests = 0
-    const streamText = (options: LanguageModel.ProviderOptions) =>
+    const streamOf = <P>(options: LanguageModel.ProviderOptions, part: (encoded: Response.StreamPartEncoded) => P) =>
       Stream.suspend(() => {
         const index = requests++
-        return replyStream(script({ index, userTexts: () => userTextsOf(options.prompt) }), index)
+        return replyStream(script({ index, userTexts: () => userTextsOf(options.prompt) }), index, part)
       })
+    const streamText = (options: LanguageModel.ProviderOptions) =>
+      streamOf(options, (encoded): Response.StreamPartEncoded => encoded)
     return Effect.map(
       LanguageModel.make({
         streamText,
@@ -118,7 +121,7 @@ const scriptedModel = (script: Script): Effect.Effect<Context.Context<LanguageMo
         const context = Context.make(LanguageModel.LanguageModel, model)
         return modelInterface === "standard" ? context : Context.add(context, ModelStream.ModelStream, {
           model,
-          streamText: (options) => Stream.map(streamText(options), typedOf)
+          streamText: (options) => streamOf(options, typedOf)
         })
       }
     )
