@@ -85,6 +85,24 @@ export interface Service {
     inputs: ReadonlyArray<SessionEvent.SessionEventInput>
   ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
   /**
+   * The log's writer lock (one permit): every append holds it while it commits. A writer whose own state must
+   * change atomically with its appends — the agent's acceptance window (ADR 0028) — uses it as its own lock, holds
+   * it for its whole critical section and appends inside with {@link appendHeld}, so one lock, not two, is taken
+   * per append.
+   */
+  readonly lock: Effect.Semaphore
+  /**
+   * {@link appendAll} (or, with `trusted`, {@link appendTrusted}) for a caller that holds {@link lock}.
+   *
+   * Contract: the caller holds the lock, uninterruptibly, for the whole call. Without it the log's order is not
+   * guaranteed; while holding it, {@link append}, {@link appendAll}, {@link appendTrusted} and {@link flush} wait
+   * for the lock the caller holds, forever.
+   */
+  readonly appendHeld: (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+    options?: { readonly trusted?: boolean }
+  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
+  /**
    * The durability barrier: resolves once every event appended before the call is written to the store and made
    * durable against power loss (`sync`).
    *

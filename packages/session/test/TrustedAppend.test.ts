@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { SessionEvent } from "@harness/domain"
 import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
-import { Chunk, Effect, Queue, Schema, Stream, TestClock } from "effect"
+import { Chunk, Effect, Fiber, Queue, Schema, Stream, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent, snapshot } from "./fixtures.js"
@@ -78,6 +78,48 @@ describe("SessionLog.appendTrusted", () => {
       assert.strictEqual(error.reason, "invalid-event")
       assert.strictEqual(error.seq, before.state.nextSeq + 2)
       assert.include(error.message, "assistant/chunk")
+      assert.deepStrictEqual(yield* snapshot(log), before)
+    }))
+})
+
+/**
+ * `appendHeld` (ADR 0028): a writer that uses the log's writer lock as its own (the agent) appends inside its
+ * critical section without taking a second lock; every other append waits for that section to end.
+ */
+describe("SessionLog.appendHeld", () => {
+  it.scoped("inside the writer lock: appended at once, and an append from another fiber waits until the lock is free", () =>
+    Effect.gen(function*() {
+      const { log } = yield* setup
+      const seen = yield* log.subscribe
+      yield* log.lock.take(1)
+      const outside = yield* Effect.fork(log.appendAll(promptTurn(2, "from outside", "ok")))
+      // The other writer is parked on the lock: nothing of its turn is in the log.
+      yield* Effect.yieldNow()
+      assert.strictEqual((yield* log.state).nextSeq, 0)
+      const held = yield* log.appendHeld([ev.turnStart(1)], { trusted: true })
+      const more = yield* log.appendHeld([ev.turnEnd(1)])
+      assert.deepStrictEqual([...held, ...more].map((e) => [e.seq, e.type]), [[0, "turn/start"], [1, "turn/end"]])
+      yield* log.lock.release(1)
+      const after = yield* Fiber.join(outside)
+      assert.strictEqual(after[0]!.seq, 2)
+      assert.deepStrictEqual(
+        Chunk.toReadonlyArray(yield* Queue.takeAll(seen)).map((e) => e.seq),
+        [0, 1, ...after.map((e) => e.seq)]
+      )
+    }))
+
+  it.effect("untrusted, it validates as appendAll does: an invalid event is refused whole, with invalid-event", () =>
+    Effect.gen(function*() {
+      const { log } = yield* setup
+      yield* log.appendTrusted([ev.turnStart(1), ev.stepStart(1, 1)])
+      const before = yield* snapshot(log)
+      const error = yield* Effect.flip(
+        log.lock.withPermits(1)(log.appendHeld([
+          ev.chunk(1, 1, { type: "text-delta", delta: "fine" }),
+          { type: "assistant/chunk", data: { turn: 1, step: 1, chunk: { when: new Date(0) } } } as never
+        ]))
+      )
+      assert.strictEqual(error.reason, "invalid-event")
       assert.deepStrictEqual(yield* snapshot(log), before)
     }))
 })

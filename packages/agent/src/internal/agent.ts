@@ -72,7 +72,8 @@ export const make = <R>(
       finish: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers)
     }
     const state = yield* Ref.make(initial)
-    const lock = yield* Effect.makeSemaphore(1)
+    // One lock guards the window and the log (ADR 0028): the agent's critical sections append with `appendHeld`.
+    const lock = log.lock
     const inbox = yield* Inbox.make
     const events = yield* PubSub.unbounded<AgentEvent.AgentEvent>()
 

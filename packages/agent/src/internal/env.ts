@@ -1,7 +1,9 @@
 /**
  * The agent's shared environment: its state (one immutable record in a `Ref` — the lifecycle value, ADR 0021, and
- * what survives across turns — guarded by a one-permit semaphore, the acceptance window), the inbox, and the helpers
- * every part of the agent uses to append to the log and publish live events in one true order.
+ * what survives across turns — guarded by a one-permit semaphore, the acceptance window; the semaphore is the log's
+ * writer lock, so a critical section and its appends take one lock, ADR 0028), the inbox, and the helpers every part
+ * of the agent uses to append to the log (`appendHeld`, inside a critical section) and publish live events in one
+ * true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
@@ -131,6 +133,7 @@ export interface Env {
   /** The running tool handlers. */
   readonly handlers: Handlers
   readonly state: Ref.Ref<State>
+  /** The log's writer lock (`SessionLog.lock`): held for every critical section; appends inside use `appendHeld`. */
   readonly lock: Effect.Semaphore
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
   readonly inbox: Inbox.Inbox
@@ -178,13 +181,20 @@ export const honourCancel = (env: Env): Effect.Effect<void> =>
     (state) => (Lifecycle.cause(state.lifecycle) === undefined ? Effect.void : Effect.interrupt)
   )
 
+/** The options of an append of events the agent built itself (ADR 0023). */
+export const trusted = { trusted: true } as const
+
 /** Publishes a live event. Never blocks (the PubSub is unbounded). */
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.asVoid(PubSub.publish(env.events, event))
 
 /** Appends a durable event and republishes it live as `session/event`. */
 export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E) =>
-  Effect.tap(env.log.append(input), (event) => publish(env, { type: "session/event", event }))
+  Effect.map(
+    Effect.tap(env.log.appendHeld([input]), (events) => publish(env, { type: "session/event", event: events[0]! })),
+    // The appended event is the validated copy of `input` with `seq` and `time`, so its `type` is `input.type`.
+    (events) => events[0] as Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>
+  )
 
 /**
  * Appends events the agent built itself, in typed code, from values validated where they entered (`appendTrusted`,
@@ -194,7 +204,7 @@ export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input
  */
 export const appendOwn = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
   Effect.tap(
-    env.log.appendTrusted(inputs),
+    env.log.appendHeld(inputs, trusted),
     (events) =>
       events.length === 1
         ? PubSub.publish(env.events, { type: "session/event", event: events[0]! })
@@ -204,7 +214,7 @@ export const appendOwn = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEv
 /** Appends durable events as one unit (`appendAll`) and republishes each live as `session/event`. */
 export const appendAll = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
   Effect.tap(
-    env.log.appendAll(inputs),
+    env.log.appendHeld(inputs),
     (events) => PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
   )
 
@@ -362,7 +372,7 @@ export const drain = (
     const plan = drainPlan(yield* Inbox.get(env.inbox), options)
     if (plan.taken.length === 0) return { steering: false }
     // Outbox items are accepted input (decoded and frozen at `send`, or a tool's context decoded when it returned).
-    const events = yield* env.log.appendTrusted(plan.events)
+    const events = yield* env.log.appendHeld(plan.events, trusted)
     yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: plan.rest }))
     return { steering: yield* publishDrained(env, plan.taken, events) }
   })

@@ -30,6 +30,7 @@ import {
   publishDrained,
   read,
   transition,
+  trusted,
   update,
   userMessageData
 } from "./env.js"
@@ -151,12 +152,12 @@ const runTurn = (
           data: userMessageData(input.data, input.id)
         }))
         // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023).
-        const events = yield* env.log.appendTrusted([
+        const events = yield* env.log.appendHeld([
           { type: "turn/start", data: { turn, trigger: opening.trigger } },
           ...retained.events,
           ...prompts,
           ...later.events
-        ])
+        ], trusted)
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
         yield* publish(env, { type: "session/event", event: events[0]! })
@@ -306,10 +307,10 @@ const runStep = (
         env,
         Effect.flatMap(
           // `chunkJson` is a JSON-lossless copy by construction, so the chunks are trusted (ADR 0023).
-          env.log.appendTrusted(parts.map((part) => ({
-            type: "assistant/chunk" as const,
-            data: { turn, step, chunk: chunkJson(part) }
-          }))),
+          env.log.appendHeld(
+            parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
+            trusted
+          ),
           (events) => {
             for (let i = 0; i < events.length; i++) {
               chunkSeqs.push(events[i]!.seq)

@@ -780,6 +780,11 @@ const makeService = (
         >,
       appendAll: (inputs) => appendBatch(inputs, false),
       appendTrusted: (inputs) => appendBatch(inputs, true),
+      lock,
+      appendHeld: (inputs, options) => {
+        const held = appendLocked(inputs, options?.trusted === true)
+        return writeBehind ? Effect.zipRight(awaitRoom, held) : held
+      },
       flush,
       cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
         appended: s.data.state.nextSeq,
