@@ -101,7 +101,7 @@ const endTurnLocked = (
     yield* Ref.update(progress, (p) => ({ ...p, ended: reason }))
   })
 
-const turnReason = (progress: Progress): TurnT.TurnEndReason =>
+const turnReason = (progress: Pick<Progress, "maxTokens">): TurnT.TurnEndReason =>
   progress.maxTokens ? { kind: "max-tokens" } : { kind: "completed" }
 
 const none: ReadonlySet<Inbox.OutboxItem> = new Set()
@@ -177,11 +177,12 @@ const runTurn = (
       step += 1
       const n = step
       yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const outcome = yield* runStep(env, tools, turn, n).pipe(
+      const outcome = yield* runStep(env, progress, tools, turn, n).pipe(
         Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
         Spans.step(env, turn, n)
       )
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
+      if (outcome.ended) return { _tag: "Ended", retry: false }
       if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
       if (outcome.concluded) {
         // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
@@ -241,7 +242,14 @@ const forEachChunk = <A, E, R, E2, R2>(
   }))
 
 type StepOutcome =
-  | { readonly _tag: "Completed"; readonly continue: boolean; readonly concluded: boolean; readonly maxTokens: boolean }
+  | {
+    readonly _tag: "Completed"
+    readonly continue: boolean
+    readonly concluded: boolean
+    readonly maxTokens: boolean
+    /** The step's own critical section ended the turn (a step without calls, see `runStep`). */
+    readonly ended: boolean
+  }
   | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
 
 const stepOutcome = (outcome: StepOutcome): string =>
@@ -262,6 +270,7 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
 /** One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. */
 const runStep = (
   env: Env,
+  progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
   turn: number,
   step: number
@@ -366,25 +375,39 @@ const runStep = (
     }
     if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
     if (assembled.usage !== undefined) data.usage = assembled.usage
+    const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
+    if (calls.length === 0) {
+      // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
+      // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
+      // holds the lock, so D3 finds nothing D2 left: the log is the one separate sections give with no send between.
+      const stops = env.options.hooks?.turnStopping === undefined
+      return yield* locked(
+        env,
+        Effect.gen(function*() {
+          yield* append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs })
+          const drained = yield* drain(env, { turn })
+          yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+          const ended = stops && !drained.steering
+          if (ended) {
+            const { maxTokens: before } = yield* Ref.get(progress)
+            yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
+          }
+          return { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended } as const
+        })
+      ).pipe(Effect.mapError(logFailure(step)))
+    }
     yield* locked(env, append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs })).pipe(
       Effect.mapError(logFailure(step))
     )
-    const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
-    const concluded = calls.length === 0
-      ? false
-      : (yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(Effect.mapError(logFailure(step))))
-        .concluded
+    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(
+      Effect.mapError(logFailure(step))
+    )
     // D2, then `step/end`: steering drained here forces another step (R48).
     const drained = yield* locked(
       env,
       Effect.zipLeft(drain(env, { turn }), appendOwn(env, [{ type: "step/end", data: { turn, step } }]))
     ).pipe(Effect.mapError(logFailure(step)))
-    return {
-      _tag: "Completed",
-      continue: (calls.length > 0 && !concluded) || drained.steering,
-      concluded,
-      maxTokens
-    }
+    return { _tag: "Completed", continue: !concluded || drained.steering, concluded, maxTokens, ended: false }
   })
 
 /**
