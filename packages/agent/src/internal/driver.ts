@@ -48,6 +48,9 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     if (Lifecycle.status((yield* read(env)).lifecycle) === "idle") {
       yield* publish(env, { type: "agent/status", status: "running" })
     }
+    // Published before the activity is forked: an observer waiting for it is scheduled ahead of the activity fiber,
+    // which runs a turn with an instant model in one go (ADR 0028). Nothing runs before this section ends anyway.
+    if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
     // The new activity's opening drains the outbox: steering is no longer stranded.
     yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
     const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
@@ -59,7 +62,14 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     const fiber = yield* Effect.forkIn(
       Spans.withActivity(
         span,
-        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools)))
+        // The activity yields once before its work: with an instant model a turn runs without another async
+        // boundary, and the sender, observers of `dequeue` and other agents' fibers go first (ADR 0028).
+        Effect.interruptible(
+          Effect.zipRight(
+            Deferred.await(started),
+            Effect.zipRight(Effect.yieldNow(), runActivity(env, job, progress, tools))
+          )
+        )
       ),
       env.fibers
     )
@@ -75,7 +85,6 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     }
     yield* transition(env, "activityStarted", (l) => Lifecycle.activityStarted(l, activity))
     yield* Deferred.succeed(started, undefined)
-    if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
     return activity
   })
 
@@ -253,12 +262,14 @@ const close = (
       // R59: `agent/error` precedes `turn/end` (interruption beats error: none for a cancelled turn).
       yield* publish(env, { type: "agent/error", turn, step: progress.step, error })
     }
-    // Exactly the running calls: `interrupt` ones are interrupted (all at once), `finish` ones complete.
-    yield* Effect.zip(
-      Fiber.interruptAll(Array.from(env.handlers.interrupt, ([, fiber]) => fiber)),
-      FiberMap.awaitEmpty(env.handlers.finish),
-      { concurrent: true }
-    )
+    // Exactly the running calls: `interrupt` ones are interrupted (all at once), `finish` ones complete. With none
+    // running (a cancel during the model request, the common case) there is nothing to wait for.
+    const interrupting = Array.from(env.handlers.interrupt, ([, fiber]) => fiber)
+    if (interrupting.length > 0 || (yield* FiberMap.size(env.handlers.finish)) > 0) {
+      yield* Effect.zip(Fiber.interruptAll(interrupting), FiberMap.awaitEmpty(env.handlers.finish), {
+        concurrent: true
+      })
+    }
     const calls = {
       finished: yield* Ref.get(activity.tools.finished),
       dispatched: yield* Ref.get(activity.tools.dispatched)
@@ -274,6 +285,8 @@ const close = (
         })
       }).pipe(Effect.either)
     )
+    // Observers waiting for the closing `turn/end` run before the rest of the settlement (ADR 0028).
+    yield* Effect.yieldNow()
     if (written._tag === "Left") {
       yield* Effect.logError("the turn could not be closed in the session log", written.left)
       yield* publish(env, {

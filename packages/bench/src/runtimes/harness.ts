@@ -192,10 +192,14 @@ export const make = (): Promise<BenchRuntime> => {
           run(Effect.gen(function*() {
             const child = yield* Scope.fork(scope, { _tag: "Sequential" })
             const queue = yield* Scope.extend(agent.subscribe, child)
-            const reader = yield* Queue.take(queue).pipe(
-              Effect.map((event) => {
-                const seen = observed(event)
-                if (seen !== undefined) listener(seen)
+            // Everything already published is taken at once, as `Stream.fromQueue` would; `Effect.forever` around a
+            // single `Queue.take` would yield to the scheduler after every event and see each one a turn late.
+            const reader = yield* Queue.takeBetween(queue, 1, Number.MAX_SAFE_INTEGER).pipe(
+              Effect.map((events) => {
+                for (const event of events) {
+                  const seen = observed(event)
+                  if (seen !== undefined) listener(seen)
+                }
               }),
               Effect.forever,
               Effect.forkIn(child)
