@@ -169,17 +169,22 @@ const observed = (event: AgentEvent.AgentEvent): Observed | undefined => {
   return undefined
 }
 
-/** Harness needs no process-wide boot: each agent is built in its own scope. */
-export const make = (): Promise<BenchRuntime> => {
+/**
+ * Harness needs no process-wide boot: each agent is built in its own scope. `around` wraps every Effect program the
+ * runtime runs (creation included), for instruments such as `steps.ts`'s interpreter-step counter.
+ */
+export const make = (
+  around: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E> = (effect) => effect
+): Promise<BenchRuntime> => {
+  const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(around(effect))
   const createAgent = (options: AgentOptions): Promise<BenchAgent> =>
-    Effect.runPromise(Effect.gen(function*() {
+    run(Effect.gen(function*() {
       const scope = yield* Scope.make()
       const model = yield* scriptedModel(options.script)
       const agent = yield* Agent.make({ tools: options.tools === true ? [noopTool] : [] }).pipe(
         Effect.provide(model),
         Scope.extend(scope)
       )
-      const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
       return {
         followUp: (text) => run(Effect.asVoid(agent.followup(Message.make(text)))),
         followUpAll: (texts) =>
