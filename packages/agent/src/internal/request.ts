@@ -5,8 +5,8 @@
 import type { AiError, Prompt, Response, Tool } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json, ModelStream } from "@harness/domain"
-import type { Scope, Stream } from "effect"
-import { Cause, Context, Effect, Option } from "effect"
+import type { Stream } from "effect"
+import { Cause, Context, Effect, Option, Scope } from "effect"
 import type { RequestConfig } from "../Hooks.js"
 import type { Env } from "./env.js"
 import { append, honourCancel, provide, read, update } from "./env.js"
@@ -90,20 +90,17 @@ export const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]
   })
 
 /**
- * The model's response stream for one request, opened in the caller's scope. When the `LanguageModel` came with its
- * own `ModelStream` (Harness's provider, the testkit's scripted model), the parts arrive typed from it, with the
- * request `LanguageModel` would have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its
+ * The model's response stream for one request, its span in `scope`. When the `LanguageModel` came with its own
+ * `ModelStream` (Harness's provider, the testkit's scripted model), the parts arrive typed from it, with the request
+ * `LanguageModel` would have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its
  * `LanguageModel.streamText` span (ended when the scope closes), but without rebuilding and running the stream-part
  * schema per request (ADR 0019). Any other model goes through the standard `streamText`.
  */
 export const modelStream = (
   env: Env,
-  prompt: Prompt.Prompt
-): Effect.Effect<
-  Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError>,
-  never,
-  Scope.Scope
-> => {
+  prompt: Prompt.Prompt,
+  scope: Scope.Scope
+): Effect.Effect<Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError>> => {
   const lower = Context.getOption(env.context, ModelStream.ModelStream)
   if (Option.isNone(lower) || lower.value.model !== env.model) {
     return Effect.succeed(env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true }))
@@ -112,7 +109,7 @@ export const modelStream = (
   const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
   // Untraced, the provider still gets the span its options require, but nothing ends or exports it.
   const span = env.traced
-    ? Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false })
+    ? Scope.extend(Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }), scope)
     : Effect.makeSpan("LanguageModel.streamText", { captureStackTrace: false })
   return Effect.map(
     span,

@@ -8,8 +8,7 @@ import { AiError, Prompt } from "@effect/ai"
 import type { Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
 import { History } from "@harness/session"
-import type { Scope } from "effect"
-import { Cause, Chunk, Clock, Effect, Option, PubSub, Ref, Schema, Stream } from "effect"
+import { Cause, Channel, Chunk, Clock, Effect, Either, Option, PubSub, Ref, Schema, Scope, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
 import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
@@ -225,21 +224,26 @@ const runTurn = (
 /**
  * Runs `f` on each chunk the stream `open` opens delivers, in order, until it ends; a failure of either ends it. One
  * critical section and one batch append per chunk, not per part (ADR 0009 hot path, ADR 0019). The stream is pulled
- * in this fiber (`Stream.toPull`, in one scope with the request's span) rather than run by `Stream.runForEachChunk`,
- * which forks a fiber and waits on two `Deferred`s per run (ADR 0028); an interruption stops it between chunks and
- * closes the scope either way.
+ * in this fiber (its channel pulled in a scope of its own, which also holds the request's span) rather than run by
+ * `Stream.runForEachChunk`, which forks a fiber and waits on two `Deferred`s per run (ADR 0028); an interruption stops
+ * it between chunks and closes the scope either way.
  */
 const forEachChunk = <A, E, R, E2, R2>(
-  open: Effect.Effect<Stream.Stream<A, E, R>, never, Scope.Scope>,
+  open: (scope: Scope.Scope) => Effect.Effect<Stream.Stream<A, E, R>>,
   f: (chunk: Chunk.Chunk<A>) => Effect.Effect<void, E2, R2>
 ): Effect.Effect<void, E | E2, R | R2> =>
-  Effect.scoped(Effect.flatMap(Effect.flatMap(open, Stream.toPull), (pull) => {
-    const loop: Effect.Effect<void, E | E2, R | R2> = Effect.matchEffect(pull, {
-      onFailure: Option.match({ onNone: () => Effect.void, onSome: Effect.fail }),
-      onSuccess: (chunk) => Effect.zipRight(f(chunk), loop)
-    })
-    return loop
-  }))
+  Effect.flatMap(Scope.make(), (scope) =>
+    Effect.onExit(
+      Effect.flatMap(open(scope), (stream) =>
+        Effect.flatMap(Channel.toPullIn(Stream.toChannel(stream), scope), (pull) => {
+          const loop: Effect.Effect<void, E | E2, R | R2> = Effect.flatMap(
+            pull,
+            Either.match({ onLeft: () => Effect.void, onRight: (chunk) => Effect.zipRight(f(chunk), loop) })
+          )
+          return loop
+        })),
+      (exit) => Scope.close(scope, exit)
+    ))
 
 type StepOutcome =
   | {
@@ -309,7 +313,7 @@ const runStep = (
     // The response so far: a pure fold over the parts as they are appended (`content.ts`).
     let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
-    const streamed = yield* forEachChunk(modelStream(env, prompt), (chunk) => {
+    const streamed = yield* forEachChunk((scope) => modelStream(env, prompt, scope), (chunk) => {
       const parts = Chunk.toReadonlyArray(chunk)
       if (parts.length === 0) return Effect.void
       return locked(
