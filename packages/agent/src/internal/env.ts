@@ -46,10 +46,10 @@ export interface ToolRuntime {
 }
 
 /** A fresh tool runtime for one activity. */
-export const makeToolRuntime: Effect.Effect<ToolRuntime> = Effect.all({
-  finished: Ref.make<ReadonlyMap<string, FinishedCall>>(new Map()),
-  dispatched: Ref.make<ReadonlySet<string>>(new Set())
-})
+export const makeToolRuntime: Effect.Effect<ToolRuntime> = Effect.sync(() => ({
+  finished: Ref.unsafeMake<ReadonlyMap<string, FinishedCall>>(new Map()),
+  dispatched: Ref.unsafeMake<ReadonlySet<string>>(new Set())
+}))
 
 /**
  * The running tool handlers, keyed by tool call id, one `FiberMap` per cancel policy: a close interrupts exactly
@@ -335,26 +335,31 @@ export const drainPlan = (
 }
 
 /**
- * Publishes what a drain logged, in order: each event as `session/event`, followed for steering by its
- * `agent/inbox/dequeue`. Returns whether any steering was drained.
+ * The live events of what a drain logged, in order: each event as `session/event`, followed for steering by its
+ * `agent/inbox/dequeue`. Pure.
  */
+export const drainedLive = (
+  taken: ReadonlyArray<OutboxItem>,
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): Array<AgentEvent.AgentEvent> => {
+  const live: Array<AgentEvent.AgentEvent> = []
+  taken.forEach((item, index) => {
+    live.push({ type: "session/event", event: events[index]! })
+    if (item._tag === "steering") live.push({ type: "agent/inbox/dequeue", message: item.message })
+  })
+  return live
+}
+
+/** Publishes what a drain logged (see {@link drainedLive}). Returns whether any steering was drained. */
 export const publishDrained = (
   env: Env,
   taken: ReadonlyArray<OutboxItem>,
   events: ReadonlyArray<SessionEvent.SessionEvent>
 ): Effect.Effect<boolean> =>
-  Effect.suspend(() => {
-    const live: Array<AgentEvent.AgentEvent> = []
-    let steering = false
-    taken.forEach((item, index) => {
-      live.push({ type: "session/event", event: events[index]! })
-      if (item._tag === "steering") {
-        steering = true
-        live.push({ type: "agent/inbox/dequeue", message: item.message })
-      }
-    })
-    return Effect.as(PubSub.publishAll(env.events, live), steering)
-  })
+  Effect.as(
+    PubSub.publishAll(env.events, drainedLive(taken, events)),
+    taken.some((item) => item._tag === "steering")
+  )
 
 /**
  * Drains a prefix of the outbox into the log (R47): steering becomes `steering/message` (and publishes its

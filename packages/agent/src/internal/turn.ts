@@ -5,7 +5,7 @@
  * which a cancel interrupts; the driver closes whatever an interrupted or failed activity left open.
  */
 import { AiError, Prompt } from "@effect/ai"
-import type { Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
+import type { AgentEvent, Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
 import { History } from "@harness/session"
 import { Cause, Channel, Chunk, Clock, Effect, Either, Option, PubSub, Ref, Schema, Scope, Stream } from "effect"
@@ -20,13 +20,13 @@ import {
   append,
   appendOwn,
   drain,
+  drainedLive,
   drainPlan,
   hasSteering,
   honourCancel,
   locked,
   provide,
   publish,
-  publishDrained,
   read,
   transition,
   trusted,
@@ -159,13 +159,15 @@ const runTurn = (
         ], trusted)
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
-        yield* publish(env, { type: "session/event", event: events[0]! })
-        let at = 1
-        yield* publishDrained(env, retained.taken, events.slice(at, at += retained.taken.length))
-        for (const event of events.slice(at, at += prompts.length)) {
-          yield* publish(env, { type: "session/event", event })
-        }
-        yield* publishDrained(env, later.taken, events.slice(at))
+        const promptsAt = 1 + retained.taken.length
+        const laterAt = promptsAt + prompts.length
+        const live: Array<AgentEvent.AgentEvent> = [
+          { type: "session/event", event: events[0]! },
+          ...drainedLive(retained.taken, events.slice(1, promptsAt)),
+          ...events.slice(promptsAt, laterAt).map((event) => ({ type: "session/event" as const, event })),
+          ...drainedLive(later.taken, events.slice(laterAt))
+        ]
+        yield* PubSub.publishAll(env.events, live)
         return turn
       }).pipe(Effect.mapError(logFailure(0)))
     )
