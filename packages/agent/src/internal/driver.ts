@@ -113,11 +113,12 @@ const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
 
 const driverLoop = (env: Env): Effect.Effect<void> =>
   Effect.gen(function*() {
-    while (true) {
-      const activity = yield* locked(env, nextActivity(env))
-      if (activity === undefined) return
+    let activity = yield* locked(env, nextActivity(env))
+    while (activity !== undefined) {
       const exit = yield* Fiber.await(activity.fiber)
-      yield* settle(env, activity, exit)
+      // A turn that ended settles and claims what comes next in one critical section; otherwise it is claimed here.
+      const next = yield* settle(env, activity, exit)
+      activity = Option.isSome(next) ? next.value : yield* locked(env, nextActivity(env))
     }
   })
 
@@ -148,22 +149,29 @@ const errorMessage = (
  * Settles an activity whose fiber has exited, then ends its span with the outcome. The driver is not interrupted
  * by a cancel, so everything the log owes is written here.
  */
-const settle = (env: Env, activity: Activity, exit: Exit.Exit<ActivityResult, unknown>): Effect.Effect<void> =>
-  Effect.flatMap(
-    Spans.withActivity(activity.span, settleActivity(env, activity, exit)),
-    (reason) =>
-      Effect.flatMap(
-        Ref.get(activity.progress),
-        (progress) => Spans.endTurn(activity.span, exit, reason, progress.step)
-      )
-  )
+const settle = (
+  env: Env,
+  activity: Activity,
+  exit: Exit.Exit<ActivityResult, unknown>
+): Effect.Effect<Option.Option<Activity | undefined>> =>
+  Spans.withActivity(activity.span, settleActivity(env, activity, exit))
 
-/** Settles an activity; returns how its turn ended (`undefined`: no turn opened). */
+/** Ends the activity's span with how its turn ended (`undefined`: no turn opened). */
+const endSpan = (
+  activity: Activity,
+  exit: Exit.Exit<ActivityResult, unknown>,
+  reason: TurnT.TurnEndReason | undefined
+) => Effect.flatMap(Ref.get(activity.progress), (progress) => Spans.endTurn(activity.span, exit, reason, progress.step))
+
+/**
+ * Settles an activity and ends its span; when it settled a turn, returns what comes next (the next activity, or
+ * `undefined` when the driver stopped), decided in the same critical section.
+ */
 const settleActivity = (
   env: Env,
   activity: Activity,
   exit: Exit.Exit<ActivityResult, unknown>
-): Effect.Effect<TurnT.TurnEndReason | undefined> =>
+): Effect.Effect<Option.Option<Activity | undefined>> =>
   Effect.gen(function*() {
     const progress = yield* Ref.get(activity.progress)
     if (progress.turn === undefined) {
@@ -207,13 +215,14 @@ const settleActivity = (
           reason: Turn.settleReasonOf(unsettled.reason)
         })
       }
-      return undefined
+      yield* endSpan(activity, exit, undefined)
+      return Option.none()
     }
     const turn = progress.turn
     const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
     // The `turn/end` barrier (ADR 0008): a turn settles once its close is durable.
     yield* barrier(env).pipe(Effect.catchAll((error) => reportLogError(env, turn, progress.step, error)))
-    const retried = yield* locked(
+    const next = yield* locked(
       env,
       Effect.gen(function*() {
         const { lifecycle } = yield* read(env)
@@ -222,19 +231,20 @@ const settleActivity = (
           exit.value.retry
         if (retry && !Lifecycle.isDisposed(lifecycle)) {
           yield* transition(env, "activitySettled", Lifecycle.activitySettled)
-          yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
-          return true
+          yield* endSpan(activity, exit, reason)
+          return yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
         }
         if (current?.cause !== undefined && current.logContextOnClose) yield* flushContext(env)
         // Steering still staged after the turn closed (a `keepInbox` cancel, a failure) runs next by itself.
         yield* transition(env, "activitySettled", Lifecycle.activitySettled)
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: true }))
-        return false
+        // Only the terminal turn of a retry chain settles (R57); what comes next is claimed after it.
+        yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
+        yield* endSpan(activity, exit, reason)
+        return yield* nextActivity(env)
       })
     )
-    // Only the terminal turn of a retry chain settles (R57).
-    if (!retried) yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
-    return reason
+    return Option.some(next)
   })
 
 /**
