@@ -206,21 +206,23 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       yield* log.appendAll(promptTurn(1, "One", "1"))
       const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
       assert.deepStrictEqual([good.seq, good.position], [7, 7])
+      const body = Option.getOrThrow(yield* good.body)
       yield* log.appendAll(promptTurn(2, "Two", "2"))
       const expected = yield* view(yield* openWith(withoutSnapshots(memory)))
-      const [head, body] = [good.text.slice(0, good.text.indexOf("\n")), good.text.slice(good.text.indexOf("\n"))]
-      const parsed = JSON.parse(head) as Record<string, unknown>
+      const parsed = JSON.parse(good.head) as Record<string, unknown>
       const bad: ReadonlyArray<readonly [string, string]> = [
         ["not a snapshot", "garbage"],
-        ["a torn head", head.slice(0, 20)],
-        ["an unknown version", JSON.stringify({ ...parsed, version: 99 }) + body],
-        ["another last record", JSON.stringify({ ...parsed, last: "{}" }) + body],
+        ["a torn head", good.head.slice(0, 20)],
+        ["an unknown version", JSON.stringify({ ...parsed, version: 99 })],
+        // the first format: head line and body in one text
+        ["a version-1 snapshot", `${JSON.stringify({ ...parsed, version: 1, bodyLength: undefined })}\n${body}`],
+        ["another last record", JSON.stringify({ ...parsed, last: "{}" })],
         // a state the records after it contradict: the next turn would be 2 again
-        ["a wrong turn number", JSON.stringify({ ...parsed, lastTurn: 0 }) + body]
+        ["a wrong turn number", JSON.stringify({ ...parsed, lastTurn: 0 })]
       ]
-      for (const [what, text] of bad) {
+      for (const [what, head] of bad) {
         // At the first turn/end, so records follow it (the wrong turn number is then a broken rule).
-        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, text })
+        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, head, body })
         const { starts, store } = yield* observed(memory)
         const opened = yield* view(yield* openWith(store, { commit: { snapshotEvery: 0 } }))
         assert.deepStrictEqual(opened, expected, what)
@@ -236,9 +238,8 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       )
       yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
       const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
-      const head = good.text.slice(0, good.text.indexOf("\n"))
       // The head agrees with the log; the history array does not match its message count.
-      yield* memory.saveSnapshot(sid, { ...good, text: `${head}\n[]` })
+      yield* memory.saveSnapshot(sid, { ...good, body: "[]" })
       const { starts, store } = yield* observed(memory)
       const opened = yield* openWith(store, { commit: { snapshotEvery: 0 } })
       assert.deepStrictEqual(yield* starts, [good.position - 1])

@@ -45,7 +45,8 @@ describe("SqliteStore", () => {
       try {
         assert.strictEqual(db.pragma("journal_mode", { simple: true }), "wal")
         assert.deepStrictEqual(db.prepare("SELECT migration_id, name FROM harness_migrations").all(), [
-          { migration_id: 1, name: "sessions" }
+          { migration_id: 1, name: "sessions" },
+          { migration_id: 2, name: "snapshot_heads" }
         ])
       } finally {
         db.close()

@@ -23,23 +23,39 @@ export const empty: History = make(Chunk.empty())
  */
 export const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
 
-const textParts = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<Prompt.TextPart> =>
-  Object.freeze(content.map((block) => Object.freeze(Prompt.makePart("text", { text: block.text }))))
+// The messages and parts are built as object literals of one fixed shape each, with the keys `Prompt.makePart` and
+// `Prompt.makeMessage` give them (same keys, same order, same values): the constructors' spreads cost several
+// times more, and the first `history` read of a long session builds every message (ADR 0022, W7). A test compares
+// both constructions on every kind of event.
+const PartTypeId: Prompt.PartTypeId = Prompt.PartTypeId
+const MessageTypeId: Prompt.MessageTypeId = Prompt.MessageTypeId
+const noOptions: Prompt.ProviderOptions = Object.freeze({})
+
+const textPart = (text: string): Prompt.TextPart =>
+  Object.freeze({ text, [PartTypeId]: PartTypeId, type: "text", options: noOptions })
+
+const textParts = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<Prompt.TextPart> => {
+  const parts: Array<Prompt.TextPart> = new Array(content.length)
+  for (let i = 0; i < content.length; i++) parts[i] = textPart(content[i]!.text)
+  return Object.freeze(parts)
+}
 
 const assistantPart = (block: Content.AssistantBlock): Prompt.AssistantMessagePart => {
   switch (block.type) {
     case "text":
-      return Object.freeze(Prompt.makePart("text", { text: block.text }))
+      return textPart(block.text)
     case "reasoning":
-      return Object.freeze(Prompt.makePart("reasoning", { text: block.text }))
+      return Object.freeze({ text: block.text, [PartTypeId]: PartTypeId, type: "reasoning", options: noOptions })
     case "tool-call":
-      return Object.freeze(Prompt.makePart("tool-call", {
+      return Object.freeze({
         id: block.id,
         name: block.name,
         params: paramsOf(block.arguments),
         providerExecuted: false,
-        options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: block.arguments }) })
-      }))
+        options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: block.arguments }) }),
+        [PartTypeId]: PartTypeId,
+        type: "tool-call"
+      })
   }
 }
 
@@ -48,25 +64,43 @@ export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | un
   switch (event.type) {
     case "user/message":
     case "steering/message":
-      return Object.freeze(Prompt.userMessage({ content: textParts(event.data.content) }))
+      return Object.freeze({
+        content: textParts(event.data.content),
+        [MessageTypeId]: MessageTypeId,
+        role: "user",
+        options: noOptions
+      })
     case "assistant/message": {
       const { content } = event.data
       if (content.length === 0) return undefined
-      return Object.freeze(Prompt.assistantMessage({
-        content: Object.freeze(content.map(assistantPart)),
-        options: Object.freeze({ [optionsKey]: Object.freeze({ provenance: event.data.provenance }) })
-      }))
+      const parts: Array<Prompt.AssistantMessagePart> = new Array(content.length)
+      for (let i = 0; i < content.length; i++) parts[i] = assistantPart(content[i]!)
+      return Object.freeze({
+        content: Object.freeze(parts),
+        options: Object.freeze({ [optionsKey]: Object.freeze({ provenance: event.data.provenance }) }),
+        [MessageTypeId]: MessageTypeId,
+        role: "assistant"
+      })
     }
     case "tool/result": {
       const { callId, content, isError, name } = event.data
-      const result = Content.joinText(content)
-      return Object.freeze(Prompt.toolMessage({
+      return Object.freeze({
         content: Object.freeze([
-          Object.freeze(
-            Prompt.toolResultPart({ id: callId, name, isFailure: isError, result, providerExecuted: false })
-          )
-        ])
-      }))
+          Object.freeze({
+            id: callId,
+            name,
+            isFailure: isError,
+            result: Content.joinText(content),
+            providerExecuted: false,
+            [PartTypeId]: PartTypeId,
+            type: "tool-result",
+            options: noOptions
+          })
+        ]),
+        [MessageTypeId]: MessageTypeId,
+        role: "tool",
+        options: noOptions
+      })
     }
     default:
       return undefined
@@ -86,6 +120,9 @@ export const contributes = (event: SessionEvent.SessionEvent): boolean => {
       return false
   }
 }
+
+/** The history of these messages, in order (the array is taken over: the caller must not change it). */
+export const unsafeOfMessages = (messages: Array<Prompt.Message>): History => make(Chunk.unsafeFromArray(messages))
 
 /** The messages of `first` then those of `second` (a persistent concatenation). */
 export const concat = (first: History, second: History): History =>

@@ -1,6 +1,6 @@
 /**
  * The JSONL backend. One file per session (`<name>.jsonl`, see `framing.ts`) plus, when the session has one, its
- * snapshot (`<name>.snapshot.json`). The file is the only truth: the summary figures and the message-id index are
+ * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only truth: the summary figures and the message-id index are
  * rebuilt lazily, once per process and session, by one scan of the file, then kept up to date by this process's
  * appends; a file whose size differs from what this process last saw (another process wrote it) is scanned again.
  */
@@ -48,9 +48,21 @@ export const fileName = (id: string): string => {
 
 const decodeHeader = Schema.decodeUnknownEither(Store.SessionHeader)
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
-const decodeSnapshot = Schema.decodeUnknownEither(
+/** The head file: where the snapshot ends and its head (ADR 0027). */
+const SnapshotHeadFile = Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, head: Schema.String })
+const decodeSnapshotHead = Schema.decodeUnknownEither(Schema.parseJson(SnapshotHeadFile))
+/** A head file of the first format (head and body in one `text`): ignored, the log replays (ADR 0027). */
+const isFirstFormat = Schema.is(
   Schema.parseJson(Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, text: Schema.String }))
 )
+
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Whether UTF-8 keeps a string exactly (no lone surrogate): `String.prototype.isWellFormed` where it exists. */
+const isWellFormed = (text: string): boolean => {
+  const native = (text as unknown as { readonly isWellFormed?: () => boolean }).isWellFormed
+  return native === undefined ? !loneSurrogate.test(text) : native.call(text)
+}
 
 /** The facts of one stored line, for figures and the index (a line that is not a record counts as an event). */
 const factsOf = (text: string) => {
@@ -96,6 +108,7 @@ export const make = (options: Options) =>
 
     const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
     const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
+    const snapshotBodyPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot-body`
 
     const error = (id: Ids.SessionId | undefined, reason: ErrorReason, message: string) =>
       new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
@@ -394,9 +407,7 @@ export const make = (options: Options) =>
     const dropSnapshotFrom = (id: Ids.SessionId, position: number) =>
       Effect.gen(function*() {
         const snapshot = yield* readSnapshot(id)
-        if (Option.isSome(snapshot) && snapshot.value.position >= position) {
-          yield* fs.remove(snapshotPathOf(id)).pipe(Effect.mapError(io(id, "remove the snapshot")))
-        }
+        if (Option.isSome(snapshot) && snapshot.value.position >= position) yield* removeSnapshot(id)
       })
 
     /** Every session file's state, sorted by creation order. */
@@ -453,10 +464,7 @@ export const make = (options: Options) =>
     const remove: Service["remove"] = (id) =>
       lock.withPermits(1)(Effect.gen(function*() {
         yield* stateOf(id)
-        yield* fs.remove(snapshotPathOf(id)).pipe(
-          Effect.catchIf(isNotFound, () => Effect.void),
-          Effect.mapError(io(id, "remove the snapshot"))
-        )
+        yield* removeSnapshot(id)
         yield* fs.remove(pathOf(id)).pipe(Effect.mapError(io(id, `remove ${pathOf(id)}`)))
         yield* Ref.update(states, HashMap.remove(pathOf(id)))
       }))
@@ -464,21 +472,76 @@ export const make = (options: Options) =>
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
       Effect.map(stateOf(id), (state) => HashSet.has(state.messageIds, messageId))
 
-    const readSnapshot = (id: Ids.SessionId) =>
-      fs.readFileString(snapshotPathOf(id)).pipe(
+    /** Removes the snapshot's head, then its body (a body without its head is never read). */
+    const removeSnapshot = (id: Ids.SessionId) =>
+      Effect.forEach([snapshotPathOf(id), snapshotBodyPathOf(id)], (path) =>
+        fs.remove(path).pipe(
+          Effect.catchIf(isNotFound, () => Effect.void),
+          Effect.mapError(io(id, "remove the snapshot"))
+        ), { discard: true })
+
+    const readOptional = (id: Ids.SessionId, path: string, what: string) =>
+      fs.readFileString(path).pipe(
         Effect.map(Option.some),
         Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>())),
-        Effect.mapError(io(id, "read the snapshot")),
+        Effect.mapError(io(id, `read ${what}`))
+      )
+
+    /** The snapshot's head file, decoded; none when there is none or it is of the first format. */
+    const readSnapshot = (id: Ids.SessionId) =>
+      readOptional(id, snapshotPathOf(id), "the snapshot").pipe(
         Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed(Option.none<SessionStore.Snapshot>()),
+          onNone: () => Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>()),
           onSome: (text) => {
-            const decoded = decodeSnapshot(text)
-            return decoded._tag === "Right"
-              ? Effect.succeed(Option.some<SessionStore.Snapshot>(decoded.right))
-              : fail(id, "Corrupt", `the snapshot of session ${JSON.stringify(id)} is invalid: ${decoded.left.message}`)
+            const decoded = decodeSnapshotHead(text)
+            if (decoded._tag === "Right") return Effect.succeed(Option.some(decoded.right))
+            if (isFirstFormat(text)) return Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>())
+            return fail(
+              id,
+              "Corrupt",
+              `the snapshot of session ${JSON.stringify(id)} is invalid: ${decoded.left.message}`
+            )
           }
         }))
       )
+
+    /**
+     * The body file starts with a line naming the head it was saved with (its head file's JSON, and whether the body
+     * follows as it is or as its JSON text), then the body: a body saved for another head (a crash between the two
+     * renames of a save) reads as none. The body is written as it is when UTF-8 keeps it exactly (well-formed: every
+     * text `JSON.stringify` makes, so every body the log writes), else as its JSON text.
+     */
+    const bodyLine = (saved: typeof SnapshotHeadFile.Type, json: boolean) =>
+      `${JSON.stringify(json ? { ...saved, json } : saved)}\n`
+
+    const bodyFile = (saved: typeof SnapshotHeadFile.Type, body: string) =>
+      isWellFormed(body) ? bodyLine(saved, false) + body : bodyLine(saved, true) + JSON.stringify(body)
+
+    const readBody = (id: Ids.SessionId, saved: typeof SnapshotHeadFile.Type) =>
+      Effect.map(readOptional(id, snapshotBodyPathOf(id), "the snapshot's body"), (found) => {
+        if (Option.isNone(found)) return found
+        const text = found.value
+        const raw = bodyLine(saved, false)
+        if (text.startsWith(raw)) return Option.some(text.slice(raw.length))
+        const json = bodyLine(saved, true)
+        if (!text.startsWith(json)) return Option.none<string>()
+        try {
+          const parsed: unknown = JSON.parse(text.slice(json.length))
+          return typeof parsed === "string" ? Option.some(parsed) : Option.none<string>()
+        } catch {
+          return Option.none<string>()
+        }
+      })
+
+    /** Writes a file aside, then renames it into place. */
+    const writeAside = (id: Ids.SessionId, path: string, content: string) =>
+      Effect.flatMap(Random.nextInt, (n) => {
+        const tmp = `${path}.${n.toString(16)}.tmp`
+        return fs.writeFileString(tmp, content).pipe(
+          Effect.zipRight(fs.rename(tmp, path)),
+          Effect.mapError(io(id, `write ${path}`))
+        )
+      })
 
     const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
       const issue = SessionStore.positionIssue(snapshot.position)
@@ -492,17 +555,23 @@ export const make = (options: Options) =>
             `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${state.records})`
           )
         }
-        const path = snapshotPathOf(id)
-        const tmp = `${path}.${(yield* Random.nextInt).toString(16)}.tmp`
-        const { position, seq, text } = snapshot
-        yield* fs.writeFileString(tmp, JSON.stringify({ seq, position, text })).pipe(
-          Effect.zipRight(fs.rename(tmp, path)),
-          Effect.mapError(io(id, `write ${path}`))
-        )
+        const { body, head, position, seq } = snapshot
+        const saved = { seq, position, head }
+        // The body first, then the head: a crash in between leaves the old head, whose body now reads as none.
+        yield* writeAside(id, snapshotBodyPathOf(id), bodyFile(saved, body))
+        yield* writeAside(id, snapshotPathOf(id), JSON.stringify(saved))
       }))
     }
 
-    const loadSnapshot: Service["loadSnapshot"] = (id) => Effect.zipRight(stateOf(id), readSnapshot(id))
+    const loadSnapshot: Service["loadSnapshot"] = (id) =>
+      Effect.zipRight(
+        stateOf(id),
+        Effect.map(readSnapshot(id), (found) =>
+          Option.map(found, (saved): SessionStore.SnapshotHead => ({
+            ...saved,
+            body: lock.withPermits(1)(readBody(id, saved))
+          })))
+      )
 
     return {
       commitMode: "write-behind",
