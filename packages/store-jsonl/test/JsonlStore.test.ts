@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { accepted, conformance, events, eventsCommit, header, loadAll, texts } from "@harness/session/test/conformance"
 import { ev, messageId as mid, promptTurn, sessionId as sid } from "@harness/testkit/Events"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -138,5 +138,38 @@ describe("JsonlStore files", () => {
           yield* a.append(s1, eventsCommit(events(turn.length, [ev.user("mine")])))
           assert.strictEqual((yield* loadAll(a, s1)).length, texts([commit]).length + 2)
         }))
+    }).pipe(Effect.scoped))
+
+  it.live("ADR 0027: the snapshot is a head file and a body file; a first-format snapshot file is ignored", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), commit)
+          yield* store.saveSnapshot(s1, { seq: 7, position: 8, head: "{\"h\":1}", body: "[\"body\"]" })
+        }))
+      const headFile = path.join(dir, "s1.snapshot.json")
+      const bodyFile = path.join(dir, "s1.snapshot-body")
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(headFile, "utf8")), { seq: 7, position: 8, head: "{\"h\":1}" })
+      assert.strictEqual(
+        fs.readFileSync(bodyFile, "utf8"),
+        `${JSON.stringify({ seq: 7, position: 8, head: "{\"h\":1}" })}\n["body"]`
+      )
+      // A body file left by another save (a crash between the two renames) is not this head's body.
+      fs.writeFileSync(bodyFile, `${JSON.stringify({ seq: 5, position: 5, head: "{}" })}\n["other"]`)
+      const stale = yield* withStore(
+        dir,
+        (store) =>
+          Effect.flatMap(
+            store.loadSnapshot(s1),
+            (found) =>
+              Effect.map(Option.getOrThrow(found).body, (body) => [Option.getOrThrow(found).head, body] as const)
+          )
+      )
+      assert.deepStrictEqual(stale, ["{\"h\":1}", Option.none()])
+      // The first format: one file with the whole text.
+      fs.rmSync(bodyFile)
+      fs.writeFileSync(headFile, JSON.stringify({ seq: 7, position: 8, text: "{\"format\":\"harness/snapshot\"}\n[]" }))
+      assert.isTrue(Option.isNone(yield* withStore(dir, (store) => store.loadSnapshot(s1))))
     }).pipe(Effect.scoped))
 })

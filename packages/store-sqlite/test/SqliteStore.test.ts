@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
+import { SessionLog } from "@harness/session"
 import { conformance, events, eventsCommit, header, loadAll } from "@harness/session/test/conformance"
-import { ev, sessionId as sid } from "@harness/testkit/Events"
+import { ev, promptTurn, sessionId as sid } from "@harness/testkit/Events"
 import Database from "better-sqlite3"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -50,6 +51,49 @@ describe("SqliteStore", () => {
         ])
       } finally {
         db.close()
+      }
+    }).pipe(Effect.scoped))
+
+  it.live("ADR 0027: a database of the first schema, with a first-format snapshot, migrates and opens by a replay", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = path.join(dir, "sessions.db")
+      const s1 = sid("s1")
+      const layer = SqliteStore.layer({ filename })
+      const logged = yield* Effect.gen(function*() {
+        const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 0 } })
+        yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
+        yield* log.flush
+        return yield* log.events
+      }).pipe(Effect.provide(layer), Effect.scoped)
+      // Back to the first schema, as a database written before ADR 0027 is: one snapshot text per session.
+      const db = new Database(filename)
+      try {
+        db.exec(
+          `DROP TABLE snapshot_heads; DROP TABLE snapshot_bodies; DELETE FROM harness_migrations WHERE migration_id = 2;
+          CREATE TABLE snapshots (session INTEGER PRIMARY KEY, seq INTEGER NOT NULL, position INTEGER NOT NULL, text TEXT NOT NULL);
+          INSERT INTO snapshots SELECT key, 7, 7, '{"format":"harness/snapshot","version":1}' || char(10) || '[]' FROM sessions;`
+        )
+      } finally {
+        db.close()
+      }
+      const [snapshot, events] = yield* Effect.gen(function*() {
+        const store = yield* SessionStore.SessionStore
+        const snapshot = yield* store.loadSnapshot(s1)
+        const log = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
+        return [snapshot, yield* log.events] as const
+      }).pipe(Effect.provide(layer), Effect.scoped)
+      assert.isTrue(Option.isNone(snapshot), "the first-format snapshot is gone")
+      assert.deepStrictEqual(events, logged)
+      const check = new Database(filename, { readonly: true })
+      try {
+        assert.deepStrictEqual(
+          check.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'snapshot%' ORDER BY name")
+            .all(),
+          [{ name: "snapshot_bodies" }, { name: "snapshot_heads" }]
+        )
+      } finally {
+        check.close()
       }
     }).pipe(Effect.scoped))
 

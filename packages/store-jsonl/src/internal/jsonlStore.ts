@@ -52,7 +52,7 @@ const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 const SnapshotHeadFile = Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, head: Schema.String })
 const decodeSnapshotHead = Schema.decodeUnknownEither(Schema.parseJson(SnapshotHeadFile))
 /** A head file of the first format (head and body in one `text`): ignored, the log replays (ADR 0027). */
-const isFirstFormat = Schema.is(
+const decodeFirstFormat = Schema.decodeUnknownEither(
   Schema.parseJson(Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, text: Schema.String }))
 )
 
@@ -495,7 +495,9 @@ export const make = (options: Options) =>
           onSome: (text) => {
             const decoded = decodeSnapshotHead(text)
             if (decoded._tag === "Right") return Effect.succeed(Option.some(decoded.right))
-            if (isFirstFormat(text)) return Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>())
+            if (decodeFirstFormat(text)._tag === "Right") {
+              return Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>())
+            }
             return fail(
               id,
               "Corrupt",
