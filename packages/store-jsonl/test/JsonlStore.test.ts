@@ -172,4 +172,44 @@ describe("JsonlStore files", () => {
       fs.writeFileSync(headFile, JSON.stringify({ seq: 7, position: 8, text: "{\"format\":\"harness/snapshot\"}\n[]" }))
       assert.isTrue(Option.isNone(yield* withStore(dir, (store) => store.loadSnapshot(s1))))
     }).pipe(Effect.scoped))
+
+  it.live("a load from a position far into the file seeks by the index and gives what a full load gives", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // Commits of 1, 3 and 700 records (single lines and framed groups), about 5 000 records in all.
+      const sizes = Array.from({ length: 21 }, (_, i) => [1, 3, 700][i % 3]!)
+      const after = [0, 1022, 1023, 1024, 1025, 2047, 3000, 4000, 4900]
+      const check = (store: SessionStore.Service, what: string) =>
+        Effect.gen(function*() {
+          const all = yield* loadAll(store, s1)
+          for (const a of after) {
+            assert.deepStrictEqual(yield* loadAll(store, s1, a), all.slice(a + 1), `${what}: after ${a}`)
+          }
+          return all
+        })
+      const written = yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          let seq = 0
+          for (const size of sizes) {
+            yield* store.append(
+              s1,
+              eventsCommit(events(seq, Array.from({ length: size }, (_, i) => ev.user(`m${seq + i}`))))
+            )
+            seq += size
+          }
+          return yield* check(store, "indexed by the appends")
+        }))
+      assert.strictEqual(written.length, sizes.reduce((a, b) => a + b, 0))
+      // A fresh store indexes by its scan; a truncate in the middle and later appends keep loads right.
+      yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(yield* check(store, "indexed by the scan"), written)
+          yield* store.truncate(s1, 2500)
+          yield* store.append(s1, eventsCommit(events(2500, Array.from({ length: 1500 }, (_, i) => ev.user(`n${i}`)))))
+          const all = yield* check(store, "after a truncate")
+          assert.strictEqual(all.length, 4000)
+          assert.deepStrictEqual(all.slice(0, 2500), written.slice(0, 2500))
+        }))
+    }).pipe(Effect.scoped))
 })

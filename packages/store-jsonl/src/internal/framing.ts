@@ -47,6 +47,20 @@ interface PendingLine {
  * Reads a JSONL session file incrementally. Not thread-safe and not reusable: one framer per read.
  */
 export class Framer {
+  /**
+   * A framer for the whole file (from its header line), or for the rest of it from `from`: the offset of a commit's
+   * first line (a marker line or a single record's line) and the position of its first record.
+   */
+  constructor(from?: { readonly offset: number; readonly position: number }) {
+    if (from !== undefined) {
+      this.sawHeader = true
+      this.offset = from.offset
+      this.leftoverStart = from.offset
+      this.records = from.position
+      this.committedEnd = from.offset
+    }
+  }
+
   private leftover: Buffer = Buffer.alloc(0)
   private leftoverStart = 0
   private offset = 0
@@ -58,6 +72,11 @@ export class Framer {
   records = 0
   /** Offset just past the last committed line (the header's, when there is no record). */
   committedEnd = 0
+
+  /** The offset just past the bytes fed so far (the file's size once the whole file was fed). */
+  get fed(): number {
+    return this.offset
+  }
 
   /** Feeds the next chunk; returns the records it completes. */
   push(chunk: Uint8Array): Array<FramedRecord> {

@@ -15,12 +15,54 @@ import { type FramedRecord, Framer, marker, paddedMarker } from "./framing.js"
 type Service = SessionStore.Service
 type ErrorReason = SessionStore.SessionStoreErrorReason
 
+/**
+ * Where some commits start, so a load from a position seeks instead of reading the file from its start: the
+ * position of a commit's first record and the byte offset of the commit's first line, at least `indexEvery` records
+ * apart, in order. Append-only while the file only grows (entries are added in place by this process's appends; a
+ * truncate or another process's write rebuilds the state and its index).
+ */
+interface Index {
+  readonly positions: Array<number>
+  readonly offsets: Array<number>
+}
+
+const indexEvery = 1024
+
+/** Adds a commit start to the index when it is far enough from the last one. */
+const indexCommit = (index: Index, position: number, offset: number): void => {
+  const last = index.positions.length === 0 ? 0 : index.positions[index.positions.length - 1]!
+  if (position - last >= indexEvery) {
+    index.positions.push(position)
+    index.offsets.push(offset)
+  }
+}
+
+/** Where to start reading for the records from `position` on: the last indexed commit at or before it, if any. */
+const seek = (index: Index, position: number): { readonly offset: number; readonly position: number } | undefined => {
+  let low = 0
+  let high = index.positions.length - 1
+  let found = -1
+  while (low <= high) {
+    const mid = (low + high) >> 1
+    if (index.positions[mid]! <= position) {
+      found = mid
+      low = mid + 1
+    } else {
+      high = mid - 1
+    }
+  }
+  return found < 0 ? undefined : { offset: index.offsets[found]!, position: index.positions[found]! }
+}
+
 /** What this process knows about one session file, as of `bytes`. */
 interface SessionState {
   readonly header: Store.SessionHeader
   readonly order: number
   /** The committed end: the file's size when no torn tail follows. */
   readonly bytes: number
+  /** The file's size when this process last saw it (past `bytes` when a torn tail follows). */
+  readonly size: number
+  readonly index: Index
   readonly records: number
   readonly events: number
   readonly turns: number
@@ -151,11 +193,15 @@ export const make = (options: Options) =>
       return Effect.succeed({ header: header.right, order })
     }
 
-    /** Reads a session file's committed records through the framer. */
-    const framed = (path: string, id: Ids.SessionId | undefined) =>
+    /** Reads a session file's committed records through the framer: all of them, or from a commit's start on. */
+    const framed = (
+      path: string,
+      id: Ids.SessionId | undefined,
+      from?: { readonly offset: number; readonly position: number }
+    ) =>
       Stream.suspend(() => {
-        const framer = new Framer()
-        return fs.stream(path, { chunkSize: 256 * 1024 }).pipe(
+        const framer = new Framer(from)
+        return fs.stream(path, { chunkSize: 256 * 1024, ...(from === undefined ? {} : { offset: from.offset }) }).pipe(
           Stream.mapError((e) =>
             isNotFound(e) && id !== undefined
               ? error(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
@@ -180,11 +226,15 @@ export const make = (options: Options) =>
         let firstPrompt: SessionState["firstPrompt"] = undefined
         let messageIds = HashSet.empty<string>()
         let framer: Framer | undefined
+        const index: Index = { positions: [], offsets: [] }
         yield* Stream.runForEach(framed(path, id), (item) =>
           Effect.sync(() => {
             framer = item.framer
             const record = item.record
             if (record === undefined) return
+            const group = record.group
+            if (group === undefined) indexCommit(index, record.position, record.start)
+            else if (group.index === 0) indexCommit(index, record.position, group.start)
             const facts = factsOf(record.text)
             if (facts.kind !== "inbox") events++
             if (facts.kind === "turn") turns++
@@ -199,6 +249,9 @@ export const make = (options: Options) =>
           header,
           order,
           bytes: framer!.committedEnd,
+          // What was read: a file that grew meanwhile is scanned again at its next use.
+          size: framer!.fed,
+          index,
           records: framer!.records,
           events,
           turns,
@@ -219,7 +272,7 @@ export const make = (options: Options) =>
           return yield* notFound(id)
         }
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.bytes === size.value) return cached.value
+        if (Option.isSome(cached) && cached.value.size === size.value) return cached.value
         const state = yield* scan(path, id)
         yield* Ref.update(states, HashMap.set(path, state))
         return state
@@ -256,9 +309,11 @@ export const make = (options: Options) =>
       for (const record of records) {
         if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
       }
+      if (records.length > 0) indexCommit(state.index, state.records, state.bytes)
       return {
         ...state,
         bytes: state.bytes + written,
+        size: state.bytes + written,
         records: state.records + figures.records,
         events: state.events + figures.events,
         turns: state.turns + figures.turns,
@@ -302,6 +357,8 @@ export const make = (options: Options) =>
           header,
           order,
           bytes: Buffer.byteLength(headerLine),
+          size: Buffer.byteLength(headerLine),
+          index: { positions: [], offsets: [] },
           records: 0,
           events: 0,
           turns: 0,
@@ -346,20 +403,25 @@ export const make = (options: Options) =>
     const load: Service["load"] = (id, options) => {
       const after = options?.after ?? -1
       const path = pathOf(id)
-      return framed(path, id).pipe(
-        Stream.filterMap(({ record }) =>
-          record !== undefined && record.position > after
-            ? Option.some({ position: record.position, text: record.text })
-            : Option.none()
+      const records = (from?: { readonly offset: number; readonly position: number }) =>
+        framed(path, id, from).pipe(
+          Stream.filterMap(({ record }) =>
+            record !== undefined && record.position > after
+              ? Option.some({ position: record.position, text: record.text })
+              : Option.none()
+          )
         )
-      )
+      // From a position far into the file, the state's index (kept from the scan that built it) says where to seek:
+      // `open` from a snapshot reads the records after it, not the file again (ADR 0027).
+      if (after + 1 < indexEvery) return records()
+      return Stream.unwrap(Effect.map(stateOf(id), (state) => records(seek(state.index, after + 1))))
     }
 
     const header: Service["header"] = (id) => Effect.map(stateOf(id), (state) => state.header)
 
     /** Finds the record at `position` (with its framing), or none past the end. */
-    const locate = (id: Ids.SessionId, position: number) =>
-      framed(pathOf(id), id).pipe(
+    const locate = (id: Ids.SessionId, state: SessionState, position: number) =>
+      framed(pathOf(id), id, seek(state.index, position)).pipe(
         Stream.filterMap(({ record }) =>
           record !== undefined && record.position === position ? Option.some(record) : Option.none()
         ),
@@ -380,9 +442,10 @@ export const make = (options: Options) =>
             yield* file.truncate(state.bytes)
             yield* file.sync
           })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
+          if (state.size !== state.bytes) yield* setState(id, { ...state, size: state.bytes })
           return
         }
-        const found: Option.Option<FramedRecord> = yield* locate(id, position)
+        const found: Option.Option<FramedRecord> = yield* locate(id, state, position)
         if (Option.isNone(found)) return
         const record = found.value
         const path = pathOf(id)
@@ -422,7 +485,7 @@ export const make = (options: Options) =>
         const size = yield* sizeOf(path, undefined)
         if (Option.isNone(size)) continue
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.bytes === size.value) {
+        if (Option.isSome(cached) && cached.value.size === size.value) {
           all.push(cached.value)
           continue
         }
