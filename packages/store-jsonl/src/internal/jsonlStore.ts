@@ -126,6 +126,17 @@ const factsOf = (text: string) => {
   }
 }
 
+/**
+ * Whether a line is an event that adds nothing but a count to the facts (not an inbox record, not a `turn/start`, no
+ * message id, no prompt), known without parsing it: a line with no escape in it cannot spell any of these record
+ * types without the text itself, and every record that has facts names its type. Most of a session's lines are such
+ * events (chunks, steps, tool calls and results, assistant messages), so the scan skips their parse. Their `time`
+ * only matters for the last record, which is parsed at the end of the scan.
+ */
+const isPlainEvent = (text: string): boolean =>
+  !text.includes("\\") && !text.includes("inbox/") && !text.includes("user/message") &&
+  !text.includes("steering/message") && !text.includes("turn/start")
+
 /** Facts from untrusted JSON: a shape the helpers do not expect gives nothing. */
 const safe = <A>(f: () => A): A | undefined => {
   try {
@@ -227,23 +238,35 @@ export const make = (options: Options) =>
         let messageIds = HashSet.empty<string>()
         let framer: Framer | undefined
         const index: Index = { positions: [], offsets: [] }
-        yield* Stream.runForEach(framed(path, id), (item) =>
+        /** The last record when the scan skipped its parse (its time is the session's last activity). */
+        let lastPlain: string | undefined
+        // One plain loop per chunk: a stream step per record would cost more than the scan's own work (W7).
+        yield* Stream.runForEachChunk(framed(path, id), (chunk) =>
           Effect.sync(() => {
-            framer = item.framer
-            const record = item.record
-            if (record === undefined) return
-            const group = record.group
-            if (group === undefined) indexCommit(index, record.position, record.start)
-            else if (group.index === 0) indexCommit(index, record.position, group.start)
-            const facts = factsOf(record.text)
-            if (facts.kind !== "inbox") events++
-            if (facts.kind === "turn") turns++
-            if (facts.time !== undefined) lastTime = facts.time
-            if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
-            if (firstPrompt === undefined && facts.preview !== undefined) {
-              firstPrompt = { text: facts.preview, position: record.position }
+            for (const item of chunk) {
+              framer = item.framer
+              const record = item.record
+              if (record === undefined) continue
+              const group = record.group
+              if (group === undefined) indexCommit(index, record.position, record.start)
+              else if (group.index === 0) indexCommit(index, record.position, group.start)
+              if (isPlainEvent(record.text)) {
+                events++
+                lastPlain = record.text
+                continue
+              }
+              lastPlain = undefined
+              const facts = factsOf(record.text)
+              if (facts.kind !== "inbox") events++
+              if (facts.kind === "turn") turns++
+              if (facts.time !== undefined) lastTime = facts.time
+              if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
+              if (firstPrompt === undefined && facts.preview !== undefined) {
+                firstPrompt = { text: facts.preview, position: record.position }
+              }
             }
           }))
+        if (lastPlain !== undefined) lastTime = factsOf(lastPlain).time ?? lastTime
         const { header, order } = yield* parseHeader(id, path, framer?.header)
         const state: SessionState = {
           header,
