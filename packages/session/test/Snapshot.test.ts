@@ -9,15 +9,19 @@ import {
   abortedTurn,
   block,
   ev,
+  goodLogs,
   maxTokensTurn,
   promptTurn,
   rawArgumentsTurn,
   sessionId,
+  stamp,
   steeringTurn,
   toolTurn
 } from "@harness/testkit/Events"
 import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
 import * as History from "../src/History.js"
+import * as history from "../src/internal/history.js"
+import * as snapshot from "../src/internal/snapshot.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
@@ -331,4 +335,49 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       assert.deepStrictEqual(yield* reopened.events, all)
       yield* assertConsistent(reopened)
     }))
+})
+
+describe("snapshot bodies (ADR 0027)", () => {
+  const bodyOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) => {
+    const { added, text } = snapshot.appendHistoryText("", events)
+    return { body: `[${text}]`, messages: added }
+  }
+  const decode = (body: string, messages: number) => snapshot.decodeBody(body, { messages, bodyLength: body.length })
+
+  it("a body decodes to the messages the events give, for every kind of history event", () => {
+    const all = goodLogs.flatMap(({ inputs }) => stamp(inputs))
+    const { body, messages } = bodyOf(all)
+    const decoded = snapshot.decodeBody(body, { messages, bodyLength: body.length })
+    assert.isTrue(decoded._tag === "Right")
+    if (decoded._tag !== "Right") return
+    assert.deepStrictEqual(History.messages(decoded.right.history), History.deriveMessages(all))
+    assert.isAbove(messages, 20)
+    // each entry is what the history keeps of its event, no more
+    for (const event of all) {
+      const entry = snapshot.entryOf(event)
+      assert.strictEqual(entry !== undefined, history.contributes(event), event.type)
+    }
+  })
+
+  it("an entry with a missing, wrong or extra key is refused, and so is the body", () => {
+    const events = stamp(toolTurn(1, "Hi", [{ id: "c1", name: "read", args: "{}", result: "ok" }], "Done."))
+    const { body, messages } = bodyOf(events)
+    assert.strictEqual(decode(body, messages)._tag, "Right")
+    const entries = JSON.parse(body) as Array<Record<string, unknown>>
+    const variants: ReadonlyArray<readonly [string, (e: Record<string, unknown>) => Record<string, unknown>]> = [
+      ["an extra key", (e) => ({ ...e, extra: 1 })],
+      ["a missing key", ({ k, ...rest }) => (void k, rest)],
+      ["an unknown kind", (e) => ({ ...e, k: "x" })],
+      ["a wrong type", (e) => Object.fromEntries(Object.entries(e).map(([key, v]) => [key, key === "k" ? v : 42]))]
+    ]
+    for (const [index] of entries.entries()) {
+      for (const [what, change] of variants) {
+        const damaged = entries.map((e, i) => (i === index ? change(e) : e))
+        const text = JSON.stringify(damaged)
+        assert.strictEqual(decode(text, messages)._tag, "Left", `entry ${index}: ${what}`)
+      }
+    }
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "u", t: [] })}]`, 1)._tag, "Left", "a user entry without text")
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "a", c: [], p: { model: "m" } })}]`, 1)._tag, "Left", "empty")
+  })
 })

@@ -34,11 +34,54 @@ const noOptions: Prompt.ProviderOptions = Object.freeze({})
 const textPart = (text: string): Prompt.TextPart =>
   Object.freeze({ text, [PartTypeId]: PartTypeId, type: "text", options: noOptions })
 
-const textParts = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<Prompt.TextPart> => {
-  const parts: Array<Prompt.TextPart> = new Array(content.length)
-  for (let i = 0; i < content.length; i++) parts[i] = textPart(content[i]!.text)
-  return Object.freeze(parts)
+/** The user message of these texts (one text part each). */
+export const userMessageOf = (texts: ReadonlyArray<string>): Prompt.Message => {
+  const parts: Array<Prompt.TextPart> = new Array(texts.length)
+  for (let i = 0; i < texts.length; i++) parts[i] = textPart(texts[i]!)
+  return Object.freeze({
+    content: Object.freeze(parts),
+    [MessageTypeId]: MessageTypeId,
+    role: "user",
+    options: noOptions
+  })
 }
+
+/** The assistant message of these blocks (at least one) and provenance. */
+export const assistantMessageOf = (
+  content: ReadonlyArray<Content.AssistantBlock>,
+  provenance: Extract<SessionEvent.SessionEvent, { readonly type: "assistant/message" }>["data"]["provenance"]
+): Prompt.Message => {
+  const parts: Array<Prompt.AssistantMessagePart> = new Array(content.length)
+  for (let i = 0; i < content.length; i++) parts[i] = assistantPart(content[i]!)
+  return Object.freeze({
+    content: Object.freeze(parts),
+    options: Object.freeze({ [optionsKey]: Object.freeze({ provenance }) }),
+    [MessageTypeId]: MessageTypeId,
+    role: "assistant"
+  })
+}
+
+/** The tool message of one result (its text blocks already joined). */
+export const toolMessageOf = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
+  Object.freeze({
+    content: Object.freeze([
+      Object.freeze({
+        id: callId,
+        name,
+        isFailure: isError,
+        result,
+        providerExecuted: false,
+        [PartTypeId]: PartTypeId,
+        type: "tool-result",
+        options: noOptions
+      })
+    ]),
+    [MessageTypeId]: MessageTypeId,
+    role: "tool",
+    options: noOptions
+  })
+
+const textsOf = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<string> => content.map((b) => b.text)
 
 const assistantPart = (block: Content.AssistantBlock): Prompt.AssistantMessagePart => {
   switch (block.type) {
@@ -64,43 +107,14 @@ export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | un
   switch (event.type) {
     case "user/message":
     case "steering/message":
-      return Object.freeze({
-        content: textParts(event.data.content),
-        [MessageTypeId]: MessageTypeId,
-        role: "user",
-        options: noOptions
-      })
-    case "assistant/message": {
-      const { content } = event.data
-      if (content.length === 0) return undefined
-      const parts: Array<Prompt.AssistantMessagePart> = new Array(content.length)
-      for (let i = 0; i < content.length; i++) parts[i] = assistantPart(content[i]!)
-      return Object.freeze({
-        content: Object.freeze(parts),
-        options: Object.freeze({ [optionsKey]: Object.freeze({ provenance: event.data.provenance }) }),
-        [MessageTypeId]: MessageTypeId,
-        role: "assistant"
-      })
-    }
+      return userMessageOf(textsOf(event.data.content))
+    case "assistant/message":
+      return event.data.content.length === 0
+        ? undefined
+        : assistantMessageOf(event.data.content, event.data.provenance)
     case "tool/result": {
       const { callId, content, isError, name } = event.data
-      return Object.freeze({
-        content: Object.freeze([
-          Object.freeze({
-            id: callId,
-            name,
-            isFailure: isError,
-            result: Content.joinText(content),
-            providerExecuted: false,
-            [PartTypeId]: PartTypeId,
-            type: "tool-result",
-            options: noOptions
-          })
-        ]),
-        [MessageTypeId]: MessageTypeId,
-        role: "tool",
-        options: noOptions
-      })
+      return toolMessageOf(callId, name, isError, Content.joinText(content))
     }
     default:
       return undefined

@@ -1,12 +1,12 @@
 /**
  * The log snapshot's encoding (ADR 0022, ADR 0027): a small JSON head, decoded at `open`, and a body, a JSON array of
- * the events the history is derived from, read and decoded only when the history is first read (or when the writer
- * extends it). Disk is untrusted: the head and every body event are checked with the same schemas as a stored
- * record, and a part that does not decode is reported as a sentence so the log can ignore it (replay, or derive the
- * history from the stored events).
+ * one entry per history message — just what the message is built from — read and decoded only when the history is
+ * first read (or when the writer extends it). Disk is untrusted: the head and every entry are checked with exact
+ * schemas (built from the events' own), and a part that does not decode is reported as a sentence so the log can
+ * ignore it (replay, or derive the history from the stored events).
  */
 import type { Prompt } from "@effect/ai"
-import { SessionEvent, Store as StoreRecords } from "@harness/domain"
+import { Content, SessionEvent, Store as StoreRecords } from "@harness/domain"
 import { Either, ParseResult, Schema } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
@@ -39,17 +39,76 @@ const Head = Schema.Struct({
 type Head = typeof Head.Type
 
 const decodeHeadJson = Schema.decodeUnknownEither(Head, { onExcessProperty: "error" })
-// One exact check per event type (the union's own check tries its members in turn: about twice the cost).
-const isEventOfType = new Map<string, (u: unknown) => boolean>(
-  SessionEvent.SessionEvent.members.map((member): readonly [string, (u: unknown) => boolean] => [
-    member.fields.type.literals[0],
-    Schema.is(member as Schema.Schema<SessionEvent.SessionEvent>, { onExcessProperty: "error" })
-  ])
-)
-const isHistoryEvent = (u: unknown): u is SessionEvent.SessionEvent => {
-  const type = typeof u === "object" && u !== null && "type" in u ? u.type : undefined
-  const is = typeof type === "string" ? isEventOfType.get(type) : undefined
-  return is !== undefined && is(u)
+/**
+ * A body entry: the message of a `user/message` or `steering/message` (`u`: its texts), of an `assistant/message`
+ * with content (`a`: its blocks and provenance), or of a `tool/result` (`t`: call id, tool name, whether it failed,
+ * and its text blocks joined). Each field is the event's own schema, so an entry holds nothing an event could not.
+ */
+const entries = {
+  u: Schema.Struct({ k: Schema.Literal("u"), t: Schema.NonEmptyArray(Content.TextBlock.fields.text) }),
+  a: Schema.Struct({
+    k: Schema.Literal("a"),
+    c: Schema.NonEmptyArray(Content.AssistantBlock),
+    p: SessionEvent.AssistantMessage.fields.provenance
+  }),
+  t: Schema.Struct({
+    k: Schema.Literal("t"),
+    i: SessionEvent.ToolResult.fields.callId,
+    n: SessionEvent.ToolResult.fields.name,
+    e: SessionEvent.ToolResult.fields.isError,
+    r: Schema.String
+  })
+}
+type Entry = { readonly [K in keyof typeof entries]: typeof entries[K]["Type"] }[keyof typeof entries]
+
+// One exact check per kind (a union's own check tries its members in turn).
+const isEntryOfKind = new Map<string, (u: unknown) => boolean>([
+  ["u", Schema.is(entries.u, { onExcessProperty: "error" })],
+  ["a", Schema.is(entries.a, { onExcessProperty: "error" })],
+  ["t", Schema.is(entries.t, { onExcessProperty: "error" })]
+])
+
+/** The message of a body entry, when it is one (exact: no missing, wrong or extra key). */
+const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
+  const kind = typeof u === "object" && u !== null && "k" in u ? u.k : undefined
+  const is = typeof kind === "string" ? isEntryOfKind.get(kind) : undefined
+  if (is === undefined || !is(u)) return undefined
+  const entry = u as Entry
+  switch (entry.k) {
+    case "u":
+      return history.userMessageOf(entry.t)
+    case "a":
+      return history.assistantMessageOf(entry.c, entry.p)
+    case "t":
+      return history.toolMessageOf(entry.i, entry.n, entry.e, entry.r)
+  }
+}
+
+/** The body entry of an event the history is derived from (`undefined` for any other). */
+export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => {
+  switch (event.type) {
+    case "user/message":
+    case "steering/message":
+      return { k: "u", t: event.data.content.map((b) => b.text) as [string, ...Array<string>] }
+    case "assistant/message":
+      return event.data.content.length === 0
+        ? undefined
+        : {
+          k: "a",
+          c: event.data.content as [Content.AssistantBlock, ...Array<Content.AssistantBlock>],
+          p: event.data.provenance
+        }
+    case "tool/result":
+      return {
+        k: "t",
+        i: event.data.callId,
+        n: event.data.name,
+        e: event.data.isError,
+        r: Content.joinText(event.data.content)
+      }
+    default:
+      return undefined
+  }
 }
 
 /** What `open` starts from: the state at the snapshot, its pending inbox, and what its body must hold. */
@@ -71,7 +130,7 @@ export interface Input {
   readonly state: LogState
   readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
   readonly messages: number
-  /** The history events, comma-separated JSON texts without the enclosing brackets ("" for none). */
+  /** The history's entries, comma-separated JSON texts without the enclosing brackets ("" for none). */
   readonly historyText: string
 }
 
@@ -130,15 +189,15 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
   })
 }
 
-/** A decoded body: the history it holds and its events as the log extends them (the text inside the brackets). */
+/** A decoded body: the history it holds and its entries as the log extends them (the text inside the brackets). */
 export interface Body {
   readonly history: History
   readonly historyText: string
 }
 
 /**
- * The history a snapshot's body holds: its length as the head says, JSON, every entry an event the history is
- * derived from (the exact schema check of a stored record), and as many messages as the head says.
+ * The history a snapshot's body holds: its length as the head says, JSON, every entry exact (see `entries`), and as
+ * many messages as the head says.
  */
 export const decodeBody = (
   body: string,
@@ -158,11 +217,8 @@ export const decodeBody = (
   // Built as one array, then one persistent sequence: the fold's per-event append is not needed for a prefix.
   const messages: Array<Prompt.Message> = []
   for (let index = 0; index < parsed.length; index++) {
-    const event: unknown = parsed[index]
-    const message = isHistoryEvent(event) ? history.messageOf(event) : undefined
-    if (message === undefined) {
-      return Either.left(`its body entry ${index} is not an event the history is derived from`)
-    }
+    const message = messageOfEntry(parsed[index])
+    if (message === undefined) return Either.left(`its body entry ${index} is not a history entry`)
     messages.push(message)
   }
   if (messages.length !== start.messages) {
@@ -170,7 +226,7 @@ export const decodeBody = (
   }
   return Either.right({ history: history.unsafeOfMessages(messages), historyText: body.slice(1, -1) })
 }
-/** Appends the history events among `events` to a history text; returns the text and how many were added. */
+/** Appends the entries of the history events among `events` to a history text; returns the text and the count. */
 export const appendHistoryText = (
   text: string,
   events: Iterable<SessionEvent.SessionEvent>
@@ -178,8 +234,9 @@ export const appendHistoryText = (
   const parts: Array<string> = text === "" ? [] : [text]
   let added = 0
   for (const event of events) {
-    if (!history.contributes(event)) continue
-    parts.push(JSON.stringify(event))
+    const entry = entryOf(event)
+    if (entry === undefined) continue
+    parts.push(JSON.stringify(entry))
     added++
   }
   return { text: parts.join(","), added }
