@@ -338,6 +338,29 @@ describe("SessionLog snapshots (ADR 0022)", () => {
 })
 
 describe("snapshot bodies (ADR 0027)", () => {
+  it.effect("a body the log cannot read or rebuild skips the next snapshot; appends go on", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 1 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
+      const before = Option.getOrThrow(yield* memory.loadSnapshot(sid)).seq
+      const io = new SessionStore.SessionStoreError({ reason: "Io", message: "the disk is gone" })
+      // The body fails, and so does a load from the start (the rebuild from the log); a load after a position works.
+      const broken: SessionStore.Service = {
+        ...memory,
+        loadSnapshot: (id) =>
+          Effect.map(memory.loadSnapshot(id), Option.map((head) => ({ ...head, body: Effect.fail(io) }))),
+        load: (id, options) => options?.after === undefined ? Stream.fail(io) : memory.load(id, options)
+      }
+      const opened = yield* openWith(broken, { commit: { snapshotEvery: 1 } })
+      yield* opened.appendAll(promptTurn(3, "Three", "3"))
+      yield* opened.flush
+      assert.strictEqual((yield* opened.state).lastTurn, 3)
+      assert.strictEqual(Option.getOrThrow(yield* memory.loadSnapshot(sid)).seq, before, "no snapshot was taken")
+    }))
+
   const bodyOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) => {
     const { added, text } = snapshot.appendHistoryText("", events)
     return { body: `[${text}]`, messages: added }

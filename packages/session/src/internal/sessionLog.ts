@@ -409,7 +409,11 @@ const makeService = (
       position: number,
       pending: ReadonlyArray<StoreRecords.InboxAccepted>
     ) =>
-      Effect.flatMap(Effect.zip(baseText, Ref.get(shared)), ([text, s]) => {
+      // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
+      // skips this snapshot: the writer fiber must go on.
+      Effect.flatMap(Effect.zip(Effect.option(Effect.sandbox(baseText)), Ref.get(shared)), ([base, s]) => {
+        if (Option.isNone(base)) return Effect.void
+        const text = base.value
         const from = snap.lastSeq + 1
         if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
         const covered = Chunk.take(Chunk.drop(s.data.events, from - s.data.base), checkpoint.seq + 1 - from)
@@ -1146,11 +1150,12 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
   ) {
     // From a snapshot, its history is read now: the new snapshot extends it.
     const prefix = snapshots.prefix
-    const base = prefix === undefined ? undefined : yield* prefix.load
+    const loaded = prefix === undefined ? undefined : yield* Effect.option(Effect.sandbox(prefix.load))
+    const base = loaded === undefined ? undefined : Option.getOrUndefined(loaded)
     const prefixMessages = base?.history.length ?? 0
     const added = snapshot.appendHistoryText(base?.historyText ?? snapshots.historyText ?? "", data.events)
     const messages = prefixMessages + added.added
-    if (messages === prefixMessages + data.history.length) {
+    if ((prefix === undefined || base !== undefined) && messages === prefixMessages + data.history.length) {
       const { body, head } = snapshot.encode({
         seq: end,
         position: records - 1,
