@@ -1,8 +1,9 @@
 /**
  * The JSONL backend. One file per session (`<name>.jsonl`, see `framing.ts`) plus, when the session has one, its
- * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only truth: the summary figures and the message-id index are
- * rebuilt lazily, once per process and session, by one scan of the file, then kept up to date by this process's
- * appends; a file whose size differs from what this process last saw (another process wrote it) is scanned again.
+ * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only
+ * truth: the summary figures, the message-id index and a sparse index of commit offsets are rebuilt lazily, once per
+ * process and session, by one scan of the file, then kept up to date by this process's appends; a file whose size
+ * differs from what this process last read (another process wrote it) is scanned again.
  */
 import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
