@@ -1,3 +1,4 @@
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { SessionLog } from "@harness/session"
@@ -96,6 +97,30 @@ describe("SqliteStore", () => {
         check.close()
       }
     }).pipe(Effect.scoped))
+
+  it.live("ADR 0010: a synced commit runs at synchronous = FULL, every other at NORMAL, whatever the connection was at", () =>
+    Effect.flatMap(tempDir, (dir) =>
+      Effect.gen(function*() {
+        const sql = yield* SqliteClient.SqliteClient
+        const mode = Effect.map(
+          sql<{ readonly synchronous: number }>`PRAGMA synchronous`,
+          (rows) => rows[0]!.synchronous
+        )
+        yield* sql`PRAGMA synchronous = OFF`
+        const store = yield* SqliteStore.make
+        const s1 = sid("s1")
+        const [normal, full] = [1, 2]
+        yield* store.create(header(s1))
+        assert.strictEqual(yield* mode, normal, "create")
+        yield* store.append(s1, eventsCommit(events(0, [ev.user("a")])), { sync: true })
+        assert.strictEqual(yield* mode, full, "a synced commit")
+        yield* store.append(s1, eventsCommit(events(1, [ev.user("b")])), { sync: true })
+        yield* store.append(s1, { events: [], inbox: [] }, { sync: true })
+        assert.strictEqual(yield* mode, full, "synced commits in a row (and a barrier)")
+        yield* store.append(s1, eventsCommit(events(2, [ev.user("c")])))
+        assert.strictEqual(yield* mode, normal, "an unsynced commit")
+        assert.strictEqual((yield* loadAll(store, s1)).length, 3)
+      }).pipe(Effect.provide(SqliteClient.layer({ filename: path.join(dir, "sessions.db") })))).pipe(Effect.scoped))
 
   it.live("a file that cannot be opened fails the layer with Io", () =>
     Effect.gen(function*() {
