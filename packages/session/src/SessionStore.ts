@@ -46,8 +46,9 @@ export interface StoredRecord {
 }
 
 /**
- * A snapshot of a session, saved and loaded as the session decides: `seq` of the last event it covers,
- * `position` of the last record it covers, and `text` (the session's own encoding).
+ * A snapshot of a session as the session saves it: `seq` of the last event it covers, `position` of the last
+ * record it covers, a small `head` and a `body` (both the session's own encoding). The head is what `open` reads;
+ * the body (a long session's history) is read later, when it is needed (ADR 0027).
  *
  * @since 0.0.0
  * @category models
@@ -55,7 +56,26 @@ export interface StoredRecord {
 export interface Snapshot {
   readonly seq: number
   readonly position: number
-  readonly text: string
+  readonly head: string
+  readonly body: string
+}
+
+/**
+ * A saved snapshot as `loadSnapshot` returns it: its `seq`, `position` and `head`, and `body`, which reads its
+ * body when run (ADR 0027).
+ *
+ * Contract: loading a snapshot never reads its body. `body` yields exactly the body saved with this head while the
+ * store still holds this snapshot, and `Option.none()` once it does not (replaced by a later save, dropped by
+ * `truncate` or `remove`, or its body missing or not the one saved with this head): never another snapshot's body.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface SnapshotHead {
+  readonly seq: number
+  readonly position: number
+  readonly head: string
+  readonly body: Effect.Effect<Option.Option<string>, SessionStoreError>
 }
 
 /**
@@ -176,15 +196,18 @@ export interface Service {
    */
   readonly hasMessage: (id: Ids.SessionId, messageId: Ids.AgentMessageId) => Effect.Effect<boolean, SessionStoreError>
   /**
-   * Saves the session's snapshot, replacing the previous one.
+   * Saves the session's snapshot (head and body together), replacing the previous one.
    *
-   * Contract: `position` must be a stored record's position, else `Conflict`.
+   * Contract: `position` must be a stored record's position, else `Conflict`. A crash during a save leaves the
+   * previous snapshot or this one, never this head with another body (a body that does not belong to the loaded
+   * head reads as `Option.none()`).
    */
   readonly saveSnapshot: (id: Ids.SessionId, snapshot: Snapshot) => Effect.Effect<void, SessionStoreError>
   /**
-   * The latest snapshot saved (and not dropped by `truncate`), if any.
+   * The latest snapshot saved (and not dropped by `truncate`), if any: its head, and its body as an effect that
+   * reads it. A snapshot stored in a format this store no longer writes is none (the session then replays its log).
    */
-  readonly loadSnapshot: (id: Ids.SessionId) => Effect.Effect<Option.Option<Snapshot>, SessionStoreError>
+  readonly loadSnapshot: (id: Ids.SessionId) => Effect.Effect<Option.Option<SnapshotHead>, SessionStoreError>
 }
 
 /**

@@ -266,3 +266,70 @@ describe("History.fold", () => {
       assert.strictEqual(History.messages(history).length, 100)
     }))
 })
+
+describe("History's message construction (ADR 0027)", () => {
+  /** The messages as `Prompt`'s own constructors build them: what the fold's object literals must equal. */
+  const reference = (event: SessionEvent.SessionEvent): Prompt.Message | undefined => {
+    const parts = (content: ReadonlyArray<{ readonly text: string }>) =>
+      content.map((b) => Prompt.makePart("text", { text: b.text }))
+    switch (event.type) {
+      case "user/message":
+      case "steering/message":
+        return Prompt.userMessage({ content: parts(event.data.content) })
+      case "assistant/message":
+        return event.data.content.length === 0 ? undefined : Prompt.assistantMessage({
+          content: event.data.content.map((b) =>
+            b.type === "tool-call"
+              ? call(b.id, b.name, b.arguments, paramsOf(b.arguments))
+              : b.type === "reasoning"
+              ? reasoning(b.text)
+              : text(b.text)
+          ),
+          options: { [History.optionsKey]: { provenance: event.data.provenance } }
+        })
+      case "tool/result":
+        return result(
+          event.data.callId,
+          event.data.name,
+          event.data.content.flatMap((b) => b.type === "text" ? [b.text] : []).join(""),
+          event.data.isError
+        )
+      default:
+        return undefined
+    }
+  }
+  const paramsOf = (raw: string): unknown => {
+    if (raw.trim() === "") return {}
+    try {
+      return JSON.parse(raw)
+    } catch {
+      return raw
+    }
+  }
+  /** Own keys (strings and symbols) in order, recursively: what `deepStrictEqual` does not compare. */
+  const shape = (value: unknown): unknown =>
+    typeof value !== "object" || value === null
+      ? typeof value
+      : Reflect.ownKeys(value).map((key) => [String(key), shape((value as Record<PropertyKey, unknown>)[key])])
+
+  it.effect("every message equals Prompt's constructors' (same keys in the same order, same values), frozen", () =>
+    Effect.sync(() => {
+      let seen = 0
+      for (const { inputs } of goodLogs) {
+        for (const event of stamp(inputs)) {
+          const expected = reference(event)
+          const [actual] = History.deriveMessages([event])
+          if (expected === undefined) {
+            assert.isUndefined(actual, event.type)
+            continue
+          }
+          seen++
+          assert.deepStrictEqual(actual, expected, event.type)
+          assert.deepStrictEqual(shape(actual), shape(expected), event.type)
+          assert.isTrue(Object.isFrozen(actual) && Object.isFrozen(actual!.content), event.type)
+          for (const part of actual!.content as ReadonlyArray<object>) assert.isTrue(Object.isFrozen(part), event.type)
+        }
+      }
+      assert.isAbove(seen, 20)
+    }))
+})

@@ -9,15 +9,19 @@ import {
   abortedTurn,
   block,
   ev,
+  goodLogs,
   maxTokensTurn,
   promptTurn,
   rawArgumentsTurn,
   sessionId,
+  stamp,
   steeringTurn,
   toolTurn
 } from "@harness/testkit/Events"
 import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
 import * as History from "../src/History.js"
+import * as history from "../src/internal/history.js"
+import * as snapshot from "../src/internal/snapshot.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
@@ -206,21 +210,23 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       yield* log.appendAll(promptTurn(1, "One", "1"))
       const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
       assert.deepStrictEqual([good.seq, good.position], [7, 7])
+      const body = Option.getOrThrow(yield* good.body)
       yield* log.appendAll(promptTurn(2, "Two", "2"))
       const expected = yield* view(yield* openWith(withoutSnapshots(memory)))
-      const [head, body] = [good.text.slice(0, good.text.indexOf("\n")), good.text.slice(good.text.indexOf("\n"))]
-      const parsed = JSON.parse(head) as Record<string, unknown>
+      const parsed = JSON.parse(good.head) as Record<string, unknown>
       const bad: ReadonlyArray<readonly [string, string]> = [
         ["not a snapshot", "garbage"],
-        ["a torn head", head.slice(0, 20)],
-        ["an unknown version", JSON.stringify({ ...parsed, version: 99 }) + body],
-        ["another last record", JSON.stringify({ ...parsed, last: "{}" }) + body],
+        ["a torn head", good.head.slice(0, 20)],
+        ["an unknown version", JSON.stringify({ ...parsed, version: 99 })],
+        // the first format: head line and body in one text
+        ["a version-1 snapshot", `${JSON.stringify({ ...parsed, version: 1, bodyLength: undefined })}\n${body}`],
+        ["another last record", JSON.stringify({ ...parsed, last: "{}" })],
         // a state the records after it contradict: the next turn would be 2 again
-        ["a wrong turn number", JSON.stringify({ ...parsed, lastTurn: 0 }) + body]
+        ["a wrong turn number", JSON.stringify({ ...parsed, lastTurn: 0 })]
       ]
-      for (const [what, text] of bad) {
+      for (const [what, head] of bad) {
         // At the first turn/end, so records follow it (the wrong turn number is then a broken rule).
-        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, text })
+        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, head, body })
         const { starts, store } = yield* observed(memory)
         const opened = yield* view(yield* openWith(store, { commit: { snapshotEvery: 0 } }))
         assert.deepStrictEqual(opened, expected, what)
@@ -236,9 +242,8 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       )
       yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
       const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
-      const head = good.text.slice(0, good.text.indexOf("\n"))
       // The head agrees with the log; the history array does not match its message count.
-      yield* memory.saveSnapshot(sid, { ...good, text: `${head}\n[]` })
+      yield* memory.saveSnapshot(sid, { ...good, body: "[]" })
       const { starts, store } = yield* observed(memory)
       const opened = yield* openWith(store, { commit: { snapshotEvery: 0 } })
       assert.deepStrictEqual(yield* starts, [good.position - 1])
@@ -330,4 +335,72 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       assert.deepStrictEqual(yield* reopened.events, all)
       yield* assertConsistent(reopened)
     }))
+})
+
+describe("snapshot bodies (ADR 0027)", () => {
+  it.effect("a body the log cannot read or rebuild skips the next snapshot; appends go on", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 1 } }).pipe(
+        Effect.provideService(SessionStore.SessionStore, memory)
+      )
+      yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
+      const before = Option.getOrThrow(yield* memory.loadSnapshot(sid)).seq
+      const io = new SessionStore.SessionStoreError({ reason: "Io", message: "the disk is gone" })
+      // The body fails, and so does a load from the start (the rebuild from the log); a load after a position works.
+      const broken: SessionStore.Service = {
+        ...memory,
+        loadSnapshot: (id) =>
+          Effect.map(memory.loadSnapshot(id), Option.map((head) => ({ ...head, body: Effect.fail(io) }))),
+        load: (id, options) => options?.after === undefined ? Stream.fail(io) : memory.load(id, options)
+      }
+      const opened = yield* openWith(broken, { commit: { snapshotEvery: 1 } })
+      yield* opened.appendAll(promptTurn(3, "Three", "3"))
+      yield* opened.flush
+      assert.strictEqual((yield* opened.state).lastTurn, 3)
+      assert.strictEqual(Option.getOrThrow(yield* memory.loadSnapshot(sid)).seq, before, "no snapshot was taken")
+    }))
+
+  const bodyOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) => {
+    const { added, text } = snapshot.appendHistoryText("", events)
+    return { body: `[${text}]`, messages: added }
+  }
+  const decode = (body: string, messages: number) => snapshot.decodeBody(body, { messages, bodyLength: body.length })
+
+  it("a body decodes to the messages the events give, for every kind of history event", () => {
+    const all = goodLogs.flatMap(({ inputs }) => stamp(inputs))
+    const { body, messages } = bodyOf(all)
+    const decoded = snapshot.decodeBody(body, { messages, bodyLength: body.length })
+    assert.isTrue(decoded._tag === "Right")
+    if (decoded._tag !== "Right") return
+    assert.deepStrictEqual(History.messages(decoded.right.history), History.deriveMessages(all))
+    assert.isAbove(messages, 20)
+    // each entry is what the history keeps of its event, no more
+    for (const event of all) {
+      const entry = snapshot.entryOf(event)
+      assert.strictEqual(entry !== undefined, history.contributes(event), event.type)
+    }
+  })
+
+  it("an entry with a missing, wrong or extra key is refused, and so is the body", () => {
+    const events = stamp(toolTurn(1, "Hi", [{ id: "c1", name: "read", args: "{}", result: "ok" }], "Done."))
+    const { body, messages } = bodyOf(events)
+    assert.strictEqual(decode(body, messages)._tag, "Right")
+    const entries = JSON.parse(body) as Array<Record<string, unknown>>
+    const variants: ReadonlyArray<readonly [string, (e: Record<string, unknown>) => Record<string, unknown>]> = [
+      ["an extra key", (e) => ({ ...e, extra: 1 })],
+      ["a missing key", ({ k, ...rest }) => (void k, rest)],
+      ["an unknown kind", (e) => ({ ...e, k: "x" })],
+      ["a wrong type", (e) => Object.fromEntries(Object.entries(e).map(([key, v]) => [key, key === "k" ? v : 42]))]
+    ]
+    for (const [index] of entries.entries()) {
+      for (const [what, change] of variants) {
+        const damaged = entries.map((e, i) => (i === index ? change(e) : e))
+        const text = JSON.stringify(damaged)
+        assert.strictEqual(decode(text, messages)._tag, "Left", `entry ${index}: ${what}`)
+      }
+    }
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "u", t: [] })}]`, 1)._tag, "Left", "a user entry without text")
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "a", c: [], p: { model: "m" } })}]`, 1)._tag, "Left", "empty")
+  })
 })

@@ -17,9 +17,10 @@ import { assert, describe, it } from "@effect/vitest"
 import type { Ids, Store } from "@harness/domain"
 import { MessageSource, type SessionEvent } from "@harness/domain"
 import { block, ev, messageId as mid, promptTurn, sessionId as sid, stamp, toolTurn } from "@harness/testkit/Events"
-import { Chunk, Effect, type Layer, Option, Stream } from "effect"
+import { Chunk, Effect, type Layer, Option, Ref, Schedule, Stream } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import * as History from "../src/History.js"
 import * as SessionLog from "../src/SessionLog.js"
 import type { SessionLogError } from "../src/SessionLogError.js"
 import * as Sessions from "../src/Sessions.js"
@@ -100,6 +101,18 @@ export const loadAll = (store: Service, id: Ids.SessionId, after?: number) =>
   Effect.map(
     Stream.runCollect(store.load(id, after === undefined ? undefined : { after })),
     (chunk): ReadonlyArray<StoredRecord> => Chunk.toReadonlyArray(chunk)
+  )
+
+/** The session's snapshot with its body read (`Option.none()` as the body when the store no longer has it). */
+export const snapshotOf = (store: Service, id: Ids.SessionId) =>
+  Effect.flatMap(
+    store.loadSnapshot(id),
+    Option.match({
+      onNone: () => Effect.succeed(Option.none<{ seq: number; position: number; head: string; body: string }>()),
+      onSome: (found) =>
+        Effect.map(found.body, (body) =>
+          Option.map(body, (text) => ({ seq: found.seq, position: found.position, head: found.head, body: text })))
+    })
   )
 
 /** The records a store should hand back for these texts, from position `from`. */
@@ -226,7 +239,10 @@ export const conformance = <E>(
           assert.strictEqual(yield* reasonOf(store.truncate(nope, 0)), "NotFound")
           assert.strictEqual(yield* reasonOf(store.remove(nope)), "NotFound")
           assert.strictEqual(yield* reasonOf(store.hasMessage(nope, mid("m"))), "NotFound")
-          assert.strictEqual(yield* reasonOf(store.saveSnapshot(nope, { seq: 0, position: 0, text: "{}" })), "NotFound")
+          assert.strictEqual(
+            yield* reasonOf(store.saveSnapshot(nope, { seq: 0, position: 0, head: "{}", body: "[]" })),
+            "NotFound"
+          )
           assert.strictEqual(yield* reasonOf(store.loadSnapshot(nope)), "NotFound")
           assert.deepStrictEqual(yield* store.list, [])
         }))
@@ -549,7 +565,7 @@ export const conformance = <E>(
           const commit: Commit = { events: firstTurn, inbox: [accepted("prompt-1", "What is the weather?")] }
           yield* store.create(header(sid("keep")), commit)
           yield* store.create(header(s1), commit)
-          yield* store.saveSnapshot(s1, { seq: 3, position: 4, text: "snap" })
+          yield* store.saveSnapshot(s1, { seq: 3, position: 4, head: "head", body: "body" })
           yield* store.remove(s1)
           assert.strictEqual(yield* reasonOf(store.header(s1)), "NotFound")
           assert.strictEqual(yield* reasonOf(loadAll(store, s1)), "NotFound")
@@ -634,34 +650,71 @@ export const conformance = <E>(
     })
 
     describe("snapshots", () => {
-      test("the latest snapshot is loaded back exactly; a position the session does not store is a Conflict", (store) =>
+      test("the latest snapshot's head and body are loaded back exactly; a position the session does not store is a Conflict", (store) =>
         Effect.gen(function*() {
           const commit: Commit = { events: firstTurn, inbox: [] }
           yield* store.create(header(s1), commit)
           assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
-          yield* store.saveSnapshot(s1, { seq: 3, position: 3, text: "first" })
-          const latest = { seq: 9, position: 9, text: `{"history":${JSON.stringify(awkward)}} ${awkward}` }
+          yield* store.saveSnapshot(s1, { seq: 3, position: 3, head: "first", body: "first body" })
+          const latest = { seq: 9, position: 9, head: `{"head":${JSON.stringify(awkward)}} ${awkward}`, body: awkward }
           yield* store.saveSnapshot(s1, latest)
-          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some(latest))
+          assert.deepStrictEqual(yield* snapshotOf(store, s1), Option.some(latest))
           assert.strictEqual(
-            yield* reasonOf(store.saveSnapshot(s1, { seq: 99, position: firstTurn.length, text: "x" })),
+            yield* reasonOf(store.saveSnapshot(s1, { seq: 99, position: firstTurn.length, head: "x", body: "x" })),
             "Conflict"
           )
-          assert.strictEqual(yield* reasonOf(store.saveSnapshot(s1, { seq: 0, position: -1, text: "x" })), "Conflict")
-          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some(latest))
-          // Texts a backend might take for its own encoding come back exactly too.
-          for (const text of ["", "\"quoted\"", "\"", "head\n[\"body\"]", `${awkward}\n[]`]) {
-            yield* store.saveSnapshot(s1, { seq: 9, position: 9, text })
-            assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some({ seq: 9, position: 9, text }))
+          assert.strictEqual(
+            yield* reasonOf(store.saveSnapshot(s1, { seq: 0, position: -1, head: "x", body: "x" })),
+            "Conflict"
+          )
+          assert.deepStrictEqual(yield* snapshotOf(store, s1), Option.some(latest))
+          // Texts a backend might take for its own encoding come back exactly too, in either part.
+          for (const text of ["", "\"quoted\"", "\"", "head\n[\"body\"]", `${awkward}\n[]`, "\n", "{\"seq\":9}\n"]) {
+            for (
+              const saved of [{ seq: 9, position: 9, head: text, body: "[]" }, {
+                seq: 9,
+                position: 9,
+                head: "{}",
+                body: text
+              }]
+            ) {
+              yield* store.saveSnapshot(s1, saved)
+              assert.deepStrictEqual(yield* snapshotOf(store, s1), Option.some(saved), JSON.stringify(saved))
+            }
           }
+        }))
+
+      test("ADR 0027: a loaded head reads its body later, until the store no longer holds that snapshot", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), eventsCommit(firstTurn))
+          yield* store.saveSnapshot(s1, { seq: 5, position: 5, head: "head 5", body: "body 5" })
+          const first = Option.getOrThrow(yield* store.loadSnapshot(s1))
+          assert.deepStrictEqual([first.seq, first.position, first.head], [5, 5, "head 5"])
+          // Records appended after the head was loaded do not change what its body reads.
+          yield* store.append(s1, eventsCommit(events(firstTurn.length, [ev.user("later")])))
+          assert.deepStrictEqual(yield* first.body, Option.some("body 5"))
+          assert.deepStrictEqual(yield* first.body, Option.some("body 5"), "read twice")
+          // Replaced: the old head never reads the new body.
+          yield* store.saveSnapshot(s1, { seq: 7, position: 7, head: "head 7", body: "body 7" })
+          const second = Option.getOrThrow(yield* store.loadSnapshot(s1))
+          assert.deepStrictEqual(yield* first.body, Option.none())
+          assert.deepStrictEqual(yield* second.body, Option.some("body 7"))
+          // Dropped by a truncate, then by a remove: none.
+          yield* store.truncate(s1, 7)
+          assert.deepStrictEqual(yield* second.body, Option.none())
+          yield* store.saveSnapshot(s1, { seq: 6, position: 6, head: "head 6", body: "body 6" })
+          const third = Option.getOrThrow(yield* store.loadSnapshot(s1))
+          yield* store.remove(s1)
+          assert.deepStrictEqual(yield* Effect.orElseSucceed(third.body, () => Option.none()), Option.none())
         }))
 
       test("truncate drops a snapshot that covers a dropped record and keeps one that does not", (store) =>
         Effect.gen(function*() {
           yield* store.create(header(s1), eventsCommit(firstTurn))
-          yield* store.saveSnapshot(s1, { seq: 5, position: 5, text: "at 5" })
+          const saved = { seq: 5, position: 5, head: "at 5", body: "body at 5" }
+          yield* store.saveSnapshot(s1, saved)
           yield* store.truncate(s1, 6)
-          assert.deepStrictEqual(yield* store.loadSnapshot(s1), Option.some({ seq: 5, position: 5, text: "at 5" }))
+          assert.deepStrictEqual(yield* snapshotOf(store, s1), Option.some(saved))
           yield* store.truncate(s1, 5)
           assert.isTrue(Option.isNone(yield* store.loadSnapshot(s1)))
         }))
@@ -867,12 +920,181 @@ export const conformance = <E>(
             const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 0 } })
             yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
             yield* log.flush
-            for (const text of ["not a snapshot", `{"format":"harness/snapshot"}\n[]`]) {
-              yield* store.saveSnapshot(s1, { seq: 7, position: 7, text })
+            for (const head of ["not a snapshot", `{"format":"harness/snapshot"}`]) {
+              yield* store.saveSnapshot(s1, { seq: 7, position: 7, head, body: "[]" })
               const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
               assert.deepStrictEqual(yield* reopened.events, yield* log.events)
               yield* assertConsistent(reopened)
             }
+          })
+      )
+
+      /** A session of three tool turns with a snapshot at its last turn/end, then one more turn after it. */
+      const snapshotted = (store: Service) =>
+        Effect.gen(function*() {
+          const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 0 } })
+          for (let turn = 1; turn <= 3; turn++) {
+            yield* log.appendAll(
+              toolTurn(
+                turn,
+                `Weather ${turn}?`,
+                [{ id: `w${turn}`, name: "weather", args: "{}", result: "sun" }],
+                "Sun."
+              )
+            )
+          }
+          yield* log.flush
+          // `open` saves a snapshot where the log ends, before it returns, once it replayed `snapshotEvery` events
+          // (the writer's snapshots come after a commit is reported durable: a test would have to wait for them).
+          yield* SessionLog.open(s1, { commit: { snapshotEvery: 8 } })
+          const saved = Option.getOrThrow(yield* store.loadSnapshot(s1))
+          assert.strictEqual(saved.seq, (yield* log.state).nextSeq - 1, "a snapshot where the log ends")
+          // One more turn, by a log that takes no snapshot (the first one is idle from here on).
+          const next = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
+          yield* next.appendAll(promptTurn(4, "And now?", "Rain."))
+          yield* next.flush
+          assert.strictEqual(Option.getOrThrow(yield* store.loadSnapshot(s1)).seq, saved.seq, "no second snapshot")
+          return { log: next, saved }
+        })
+      /** The store with its snapshot's body reads counted and, optionally, replaced. */
+      const bodies = (store: Service, body?: (saved: string) => Option.Option<string>) =>
+        Effect.map(Ref.make(0), (reads) => ({
+          reads: Ref.get(reads),
+          store: {
+            ...store,
+            loadSnapshot: (id: Ids.SessionId) =>
+              Effect.map(store.loadSnapshot(id), (found) =>
+                Option.map(found, (head) => ({
+                  ...head,
+                  body: Effect.zipRight(
+                    Ref.update(reads, (n) => n + 1),
+                    body === undefined ? head.body : Effect.map(head.body, Option.flatMap(body))
+                  )
+                })))
+          } satisfies Service
+        }))
+      /** What a caller sees of an opened log, the next request's messages included. */
+      const seen = (l: SessionLog.Service) =>
+        Effect.all({
+          events: l.events,
+          state: l.state,
+          messages: Effect.map(l.history, History.messages),
+          cursors: l.cursors
+        })
+      const replayOf = (store: Service) =>
+        SessionLog.open(s1, { commit: { snapshotEvery: 0 } }).pipe(
+          Effect.provideService(SessionStore, {
+            ...store,
+            loadSnapshot: () => Effect.succeed(Option.none()),
+            saveSnapshot: () => Effect.void
+          }),
+          Effect.flatMap(seen)
+        )
+
+      logTest(
+        "ADR 0027: open reads the snapshot's head only; its body is read once, by the first history read",
+        (store) =>
+          Effect.gen(function*() {
+            const { log } = yield* snapshotted(store)
+            const counted = yield* bodies(store)
+            const opened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } }).pipe(
+              Effect.provideService(SessionStore, counted.store)
+            )
+            assert.strictEqual(yield* counted.reads, 0, "open read no body")
+            assert.deepStrictEqual(History.messages(yield* opened.history), History.messages(yield* log.history))
+            yield* opened.history
+            assert.strictEqual(yield* counted.reads, 1, "the first history read read the body, once")
+            assert.deepStrictEqual(yield* seen(opened), yield* replayOf(store))
+          })
+      )
+
+      logTest(
+        "ADR 0027: a log opened from a snapshot extends its body when it takes the next one; reopened, it is the replay",
+        (store) =>
+          Effect.gen(function*() {
+            yield* snapshotted(store)
+            const counted = yield* bodies(store)
+            const opened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 8 } }).pipe(
+              Effect.provideService(SessionStore, counted.store)
+            )
+            const before = Option.getOrThrow(yield* store.loadSnapshot(s1)).seq
+            // No history read: the body is read to be extended (after a write-behind commit is durable, so the test
+            // waits for the snapshot to appear).
+            for (let turn = 5; turn <= 6; turn++) {
+              yield* opened.appendAll(promptTurn(turn, `Prompt ${turn}`, `Answer ${turn}`))
+              yield* opened.flush
+            }
+            const end = (yield* opened.state).nextSeq - 1
+            const after = yield* store.loadSnapshot(s1).pipe(
+              Effect.map(Option.getOrThrow),
+              Effect.filterOrFail((found) => found.seq === end),
+              Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("10 seconds"))),
+              Effect.orDie
+            )
+            assert.isAbove(after.seq, before, "a new snapshot")
+            assert.strictEqual(yield* counted.reads, 1, "the old body was read once")
+            const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
+            assert.deepStrictEqual(yield* seen(reopened), yield* replayOf(store))
+            assert.deepStrictEqual(yield* seen(reopened), yield* seen(opened))
+          })
+      )
+
+      logTest(
+        "ADR 0027: a snapshot body that is missing, damaged or not its head's is never trusted: the history comes from the log",
+        (store) =>
+          Effect.gen(function*() {
+            const { saved } = yield* snapshotted(store)
+            const expected = yield* replayOf(store)
+            const good = Option.getOrThrow(yield* saved.body)
+            const events = JSON.parse(good) as Array<SessionEvent.SessionEvent>
+            // Same length as the good body, so only the content check can refuse them.
+            const sameLength = (text: string) => text.padEnd(good.length, " ").slice(0, good.length)
+            const damaged: ReadonlyArray<readonly [string, (body: string) => Option.Option<string>]> = [
+              ["missing", () => Option.none()],
+              ["empty", () => Option.some("")],
+              ["torn", (body) => Option.some(body.slice(0, body.length / 2))],
+              ["not JSON", (body) => Option.some(sameLength(`[${body.slice(2)}`))],
+              ["an entry that is not an event", () => Option.some(sameLength(`[${JSON.stringify({ type: "x" })}]`))],
+              [
+                "an event that gives no message",
+                () => Option.some(sameLength(`[${JSON.stringify({ ...events[0], type: "turn/start" })}]`))
+              ],
+              ["fewer messages than its head says", () => Option.some(sameLength(JSON.stringify(events.slice(1))))]
+            ]
+            for (const [what, body] of damaged) {
+              const counted = yield* bodies(store, body)
+              const opened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } }).pipe(
+                Effect.provideService(SessionStore, counted.store)
+              )
+              assert.deepStrictEqual(yield* seen(opened), expected, what)
+              assert.strictEqual(yield* counted.reads, 1, what)
+              yield* assertConsistent(opened)
+            }
+          })
+      )
+
+      logTest(
+        "ADR 0027: a snapshot of the first format (head and body in one text) is ignored: the log replays",
+        (store) =>
+          Effect.gen(function*() {
+            const { saved } = yield* snapshotted(store)
+            const expected = yield* replayOf(store)
+            const body = Option.getOrThrow(yield* saved.body)
+            const head = JSON.parse(saved.head) as Record<string, unknown>
+            const first: Record<string, unknown> = { ...head, version: 1 }
+            delete first.bodyLength
+            yield* store.saveSnapshot(s1, {
+              seq: saved.seq,
+              position: saved.position,
+              head: `${JSON.stringify(first)}\n${body}`,
+              body: ""
+            })
+            const counted = yield* bodies(store)
+            const opened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } }).pipe(
+              Effect.provideService(SessionStore, counted.store)
+            )
+            assert.deepStrictEqual(yield* seen(opened), expected)
+            assert.strictEqual(yield* counted.reads, 0, "no body of a snapshot that was not used")
           })
       )
 

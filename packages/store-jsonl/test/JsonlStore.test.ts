@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { accepted, conformance, events, eventsCommit, header, loadAll, texts } from "@harness/session/test/conformance"
 import { ev, messageId as mid, promptTurn, sessionId as sid } from "@harness/testkit/Events"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -137,6 +137,79 @@ describe("JsonlStore files", () => {
           assert.isTrue(yield* a.hasMessage(s1, mid("late")))
           yield* a.append(s1, eventsCommit(events(turn.length, [ev.user("mine")])))
           assert.strictEqual((yield* loadAll(a, s1)).length, texts([commit]).length + 2)
+        }))
+    }).pipe(Effect.scoped))
+
+  it.live("ADR 0027: the snapshot is a head file and a body file; a first-format snapshot file is ignored", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), commit)
+          yield* store.saveSnapshot(s1, { seq: 7, position: 8, head: "{\"h\":1}", body: "[\"body\"]" })
+        }))
+      const headFile = path.join(dir, "s1.snapshot.json")
+      const bodyFile = path.join(dir, "s1.snapshot-body")
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(headFile, "utf8")), { seq: 7, position: 8, head: "{\"h\":1}" })
+      assert.strictEqual(
+        fs.readFileSync(bodyFile, "utf8"),
+        `${JSON.stringify({ seq: 7, position: 8, head: "{\"h\":1}" })}\n["body"]`
+      )
+      // A body file left by another save (a crash between the two renames) is not this head's body.
+      fs.writeFileSync(bodyFile, `${JSON.stringify({ seq: 5, position: 5, head: "{}" })}\n["other"]`)
+      const stale = yield* withStore(
+        dir,
+        (store) =>
+          Effect.flatMap(
+            store.loadSnapshot(s1),
+            (found) =>
+              Effect.map(Option.getOrThrow(found).body, (body) => [Option.getOrThrow(found).head, body] as const)
+          )
+      )
+      assert.deepStrictEqual(stale, ["{\"h\":1}", Option.none()])
+      // The first format: one file with the whole text.
+      fs.rmSync(bodyFile)
+      fs.writeFileSync(headFile, JSON.stringify({ seq: 7, position: 8, text: "{\"format\":\"harness/snapshot\"}\n[]" }))
+      assert.isTrue(Option.isNone(yield* withStore(dir, (store) => store.loadSnapshot(s1))))
+    }).pipe(Effect.scoped))
+
+  it.live("a load from a position far into the file seeks by the index and gives what a full load gives", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // Commits of 1, 3 and 700 records (single lines and framed groups), about 5 000 records in all.
+      const sizes = Array.from({ length: 21 }, (_, i) => [1, 3, 700][i % 3]!)
+      const after = [0, 1022, 1023, 1024, 1025, 2047, 3000, 4000, 4900]
+      const check = (store: SessionStore.Service, what: string) =>
+        Effect.gen(function*() {
+          const all = yield* loadAll(store, s1)
+          for (const a of after) {
+            assert.deepStrictEqual(yield* loadAll(store, s1, a), all.slice(a + 1), `${what}: after ${a}`)
+          }
+          return all
+        })
+      const written = yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          let seq = 0
+          for (const size of sizes) {
+            yield* store.append(
+              s1,
+              eventsCommit(events(seq, Array.from({ length: size }, (_, i) => ev.user(`m${seq + i}`))))
+            )
+            seq += size
+          }
+          return yield* check(store, "indexed by the appends")
+        }))
+      assert.strictEqual(written.length, sizes.reduce((a, b) => a + b, 0))
+      // A fresh store indexes by its scan; a truncate in the middle and later appends keep loads right.
+      yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(yield* check(store, "indexed by the scan"), written)
+          yield* store.truncate(s1, 2500)
+          yield* store.append(s1, eventsCommit(events(2500, Array.from({ length: 1500 }, (_, i) => ev.user(`n${i}`)))))
+          const all = yield* check(store, "after a truncate")
+          assert.strictEqual(all.length, 4000)
+          assert.deepStrictEqual(all.slice(0, 2500), written.slice(0, 2500))
         }))
     }).pipe(Effect.scoped))
 })

@@ -129,11 +129,19 @@ interface LoadResult {
   readonly heapMb: number
 }
 
-/** The child: one timed load and repair, then the first history read. */
+/**
+ * The child: one timed load and repair, then the first history read. Whether a snapshot is there is asked of another
+ * store instance first, so the timed one starts cold (a JSONL store's first use of a session scans its file).
+ */
 const load = (backend: Backend, dir: string) =>
+  Effect.flatMap(
+    withStore(backend, dir, (store) => Effect.map(store.loadSnapshot(id), Option.isSome)),
+    (hadSnapshot) => timedLoad(backend, dir, hadSnapshot)
+  )
+
+const timedLoad = (backend: Backend, dir: string, hadSnapshot: boolean) =>
   withStore(backend, dir, (store) =>
     Effect.gen(function*() {
-      const hadSnapshot = Option.isSome(yield* store.loadSnapshot(id))
       const cpu = () => {
         const { system, user } = process.cpuUsage()
         return (user + system) / 1000

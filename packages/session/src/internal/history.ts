@@ -23,23 +23,82 @@ export const empty: History = make(Chunk.empty())
  */
 export const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
 
-const textParts = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<Prompt.TextPart> =>
-  Object.freeze(content.map((block) => Object.freeze(Prompt.makePart("text", { text: block.text }))))
+// The messages and parts are built as object literals of one fixed shape each, with the keys `Prompt.makePart` and
+// `Prompt.makeMessage` give them (same keys, same order, same values): the constructors' spreads cost several
+// times more, and the first `history` read of a long session builds every message (ADR 0022, W7). A test compares
+// both constructions on every kind of event.
+const PartTypeId: Prompt.PartTypeId = Prompt.PartTypeId
+const MessageTypeId: Prompt.MessageTypeId = Prompt.MessageTypeId
+const noOptions: Prompt.ProviderOptions = Object.freeze({})
+
+const textPart = (text: string): Prompt.TextPart =>
+  Object.freeze({ text, [PartTypeId]: PartTypeId, type: "text", options: noOptions })
+
+/** The user message of these texts (one text part each). */
+export const userMessageOf = (texts: ReadonlyArray<string>): Prompt.Message => {
+  const parts: Array<Prompt.TextPart> = new Array(texts.length)
+  for (let i = 0; i < texts.length; i++) parts[i] = textPart(texts[i]!)
+  return Object.freeze({
+    content: Object.freeze(parts),
+    [MessageTypeId]: MessageTypeId,
+    role: "user",
+    options: noOptions
+  })
+}
+
+/** The assistant message of these blocks (at least one) and provenance. */
+export const assistantMessageOf = (
+  content: ReadonlyArray<Content.AssistantBlock>,
+  provenance: Extract<SessionEvent.SessionEvent, { readonly type: "assistant/message" }>["data"]["provenance"]
+): Prompt.Message => {
+  const parts: Array<Prompt.AssistantMessagePart> = new Array(content.length)
+  for (let i = 0; i < content.length; i++) parts[i] = assistantPart(content[i]!)
+  return Object.freeze({
+    content: Object.freeze(parts),
+    options: Object.freeze({ [optionsKey]: Object.freeze({ provenance }) }),
+    [MessageTypeId]: MessageTypeId,
+    role: "assistant"
+  })
+}
+
+/** The tool message of one result (its text blocks already joined). */
+export const toolMessageOf = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
+  Object.freeze({
+    content: Object.freeze([
+      Object.freeze({
+        id: callId,
+        name,
+        isFailure: isError,
+        result,
+        providerExecuted: false,
+        [PartTypeId]: PartTypeId,
+        type: "tool-result",
+        options: noOptions
+      })
+    ]),
+    [MessageTypeId]: MessageTypeId,
+    role: "tool",
+    options: noOptions
+  })
+
+const textsOf = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<string> => content.map((b) => b.text)
 
 const assistantPart = (block: Content.AssistantBlock): Prompt.AssistantMessagePart => {
   switch (block.type) {
     case "text":
-      return Object.freeze(Prompt.makePart("text", { text: block.text }))
+      return textPart(block.text)
     case "reasoning":
-      return Object.freeze(Prompt.makePart("reasoning", { text: block.text }))
+      return Object.freeze({ text: block.text, [PartTypeId]: PartTypeId, type: "reasoning", options: noOptions })
     case "tool-call":
-      return Object.freeze(Prompt.makePart("tool-call", {
+      return Object.freeze({
         id: block.id,
         name: block.name,
         params: paramsOf(block.arguments),
         providerExecuted: false,
-        options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: block.arguments }) })
-      }))
+        options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: block.arguments }) }),
+        [PartTypeId]: PartTypeId,
+        type: "tool-call"
+      })
   }
 }
 
@@ -48,25 +107,14 @@ export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | un
   switch (event.type) {
     case "user/message":
     case "steering/message":
-      return Object.freeze(Prompt.userMessage({ content: textParts(event.data.content) }))
-    case "assistant/message": {
-      const { content } = event.data
-      if (content.length === 0) return undefined
-      return Object.freeze(Prompt.assistantMessage({
-        content: Object.freeze(content.map(assistantPart)),
-        options: Object.freeze({ [optionsKey]: Object.freeze({ provenance: event.data.provenance }) })
-      }))
-    }
+      return userMessageOf(textsOf(event.data.content))
+    case "assistant/message":
+      return event.data.content.length === 0
+        ? undefined
+        : assistantMessageOf(event.data.content, event.data.provenance)
     case "tool/result": {
       const { callId, content, isError, name } = event.data
-      const result = Content.joinText(content)
-      return Object.freeze(Prompt.toolMessage({
-        content: Object.freeze([
-          Object.freeze(
-            Prompt.toolResultPart({ id: callId, name, isFailure: isError, result, providerExecuted: false })
-          )
-        ])
-      }))
+      return toolMessageOf(callId, name, isError, Content.joinText(content))
     }
     default:
       return undefined
@@ -86,6 +134,9 @@ export const contributes = (event: SessionEvent.SessionEvent): boolean => {
       return false
   }
 }
+
+/** The history of these messages, in order (the array is taken over: the caller must not change it). */
+export const unsafeOfMessages = (messages: Array<Prompt.Message>): History => make(Chunk.unsafeFromArray(messages))
 
 /** The messages of `first` then those of `second` (a persistent concatenation). */
 export const concat = (first: History, second: History): History =>

@@ -5,7 +5,7 @@
  */
 import type { Ids, Store } from "@harness/domain"
 import { Chunk, Effect, HashMap, HashSet, Option, Ref, Stream } from "effect"
-import type { Commit, Faults, Service, Snapshot } from "../SessionStore.js"
+import type { Commit, Faults, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
 import { contiguityIssue, encodeCommit, type EncodedRecord, positionIssue, utf8Length } from "../StoreCodec.js"
 
@@ -194,11 +194,24 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
               ? undefined
               : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
           if (issue !== undefined) return [fail(id, "Conflict", issue), session]
-          const { position, seq, text } = snapshot
-          return [Effect.void, { ...session, snapshot: Option.some({ seq, position, text }) }]
+          const { body, head, position, seq } = snapshot
+          return [Effect.void, { ...session, snapshot: Option.some({ seq, position, head, body }) }]
         }),
 
-      loadSnapshot: (id) => read(id, (session) => session.snapshot)
+      loadSnapshot: (id) =>
+        read(id, (session) =>
+          Option.map(session.snapshot, (saved): SnapshotHead => ({
+            seq: saved.seq,
+            position: saved.position,
+            head: saved.head,
+            // This snapshot's body while the session still holds this very snapshot (a new object per save).
+            body: Effect.map(Ref.get(ref), (sessions) =>
+              Option.flatMap(
+                HashMap.get(sessions.byId, id),
+                (now) =>
+                  Option.isSome(now.snapshot) && now.snapshot.value === saved ? Option.some(saved.body) : Option.none()
+              ))
+          })))
     }
   }
 )

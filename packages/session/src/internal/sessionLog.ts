@@ -11,6 +11,7 @@ import {
   Deferred,
   Effect,
   Either,
+  Option,
   ParseResult,
   PubSub,
   Random,
@@ -256,11 +257,25 @@ interface SnapshotStart {
   readonly pending: ReadonlyArray<StoreRecords.InboxAccepted>
   /** The `seq` the last snapshot covers (-1: none). */
   readonly lastSeq: number
-  /** The history events up to `lastSeq`, as a snapshot holds them (comma-separated JSON texts). */
-  readonly historyText: string
+  /**
+   * The history events up to `lastSeq`, as a snapshot holds them (comma-separated JSON texts); `undefined` while
+   * they are only in the body of the snapshot the log was opened from (read by `prefix.load` when needed).
+   */
+  readonly historyText: string | undefined
   readonly historyMessages: number
-  /** The history prefix of the snapshot the log was opened from: not in the log's `history`, decoded on demand. */
-  readonly prefix: { readonly seq: number; readonly text: string; readonly messages: number } | undefined
+  /** The history prefix of the snapshot the log was opened from: not in the log's `history`, read on demand. */
+  readonly prefix: Prefix | undefined
+}
+
+/**
+ * The history up to a snapshot the log was opened from (ADR 0027): its body is read and decoded once, on first use
+ * (the first `history` read, or the writer's next snapshot, which extends its text).
+ */
+interface Prefix {
+  readonly seq: number
+  /** Its number of messages: as the head says until the body is read, then as read. */
+  readonly messages: number
+  readonly load: Effect.Effect<snapshot.Body>
 }
 
 const freshSnapshots = (every: number, records: number): SnapshotStart => ({
@@ -272,6 +287,55 @@ const freshSnapshots = (every: number, records: number): SnapshotStart => ({
   historyMessages: 0,
   prefix: undefined
 })
+
+/**
+ * The stored events with `seq` below `below`, decoded and checked to be contiguous from 0 (the part of the log
+ * a snapshot let `open` skip). A store failure or a record that is not what the log said is a defect: the
+ * accessors that need this cannot fail (ADR 0022).
+ */
+const storedEvents = (
+  id: Ids.SessionId,
+  store: Store,
+  below: number
+): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+  Effect.suspend(() => {
+    const out: Array<SessionEvent.SessionEvent> = []
+    return store.load(id).pipe(
+      Stream.takeWhile(() => out.length < below),
+      Stream.runForEachChunk((chunk) =>
+        Effect.suspend(() => {
+          for (const record of chunk) {
+            if (out.length >= below) break
+            const decoded = decodeRecord(record.text)
+            if (Either.isLeft(decoded)) {
+              return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
+            }
+            const value = decoded.right
+            if (StoreRecords.isInboxRecord(value)) continue
+            if (value.seq !== out.length) {
+              return Effect.fail(
+                corrupt(id, record.position, `it holds seq ${value.seq} where the log needs seq ${out.length}`)
+              )
+            }
+            out.push(value)
+          }
+          return Effect.void
+        })
+      ),
+      Effect.mapError((error) =>
+        error instanceof SessionLogError ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
+      ),
+      Effect.flatMap(() =>
+        out.length === below ? Effect.succeed(out) : Effect.fail(
+          new SessionLogError({
+            reason: "store",
+            message: `session ${JSON.stringify(id)} stores ${out.length} events before seq ${below}`
+          })
+        )
+      ),
+      Effect.orDie
+    )
+  })
 
 const brokenError = (id: Ids.SessionId, error: SessionStoreError) =>
   new SessionLogError({
@@ -321,7 +385,21 @@ const makeService = (
       historyText: snapshots.historyText,
       historyMessages: snapshots.historyMessages
     }
-    const prefixMessages = snapshots.prefix?.messages ?? 0
+    /** The number of messages in the opened snapshot's history (as its head says until its body is read). */
+    let prefixMessages = snapshots.prefix?.messages ?? 0
+    const prefix = snapshots.prefix
+    /** The text the next snapshot extends: the opened snapshot's body is read for it the first time. */
+    const baseText: Effect.Effect<string> = Effect.suspend(() => {
+      const known = snap.historyText
+      if (known !== undefined || prefix === undefined) return Effect.succeed(known ?? "")
+      return Effect.map(prefix.load, (body) => {
+        // The log's own derivation wins over the head's count when the body had to be derived from the log.
+        prefixMessages = body.history.length
+        snap.historyText = body.historyText
+        snap.historyMessages = body.history.length
+        return body.historyText
+      })
+    })
     // Events are dropped from memory only on durable stores (the memory store keeps its own copy anyway).
     const trim = store.volatile !== true
 
@@ -331,17 +409,21 @@ const makeService = (
       position: number,
       pending: ReadonlyArray<StoreRecords.InboxAccepted>
     ) =>
-      Effect.flatMap(Ref.get(shared), (s) => {
+      // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
+      // skips this snapshot: the writer fiber must go on.
+      Effect.flatMap(Effect.zip(Effect.option(Effect.sandbox(baseText)), Ref.get(shared)), ([base, s]) => {
+        if (Option.isNone(base)) return Effect.void
+        const text = base.value
         const from = snap.lastSeq + 1
         if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
         const covered = Chunk.take(Chunk.drop(s.data.events, from - s.data.base), checkpoint.seq + 1 - from)
         const last = Chunk.last(covered)
         if (last._tag === "None" || last.value.seq !== checkpoint.seq) return Effect.void
-        const added = snapshot.appendHistoryText(snap.historyText, covered)
+        const added = snapshot.appendHistoryText(text, covered)
         const messages = snap.historyMessages + added.added
         // Never write a snapshot that disagrees with the log's own history.
         if (messages !== prefixMessages + checkpoint.history.length) return Effect.void
-        const text = snapshot.encode({
+        const { body, head } = snapshot.encode({
           seq: checkpoint.seq,
           position,
           last: JSON.stringify(last.value),
@@ -350,7 +432,7 @@ const makeService = (
           messages,
           historyText: added.text
         })
-        return store.saveSnapshot(id, { seq: checkpoint.seq, position, text }).pipe(
+        return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body }).pipe(
           Effect.zipRight(Effect.sync(() => {
             snap.lastSeq = checkpoint.seq
             snap.historyText = added.text
@@ -394,65 +476,9 @@ const makeService = (
         return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
       })
 
-    /**
-     * The stored events with `seq` below `below`, decoded and checked to be contiguous from 0 (the part of the log
-     * a snapshot let `open` skip). A store failure or a record that is not what the log said is a defect: the
-     * accessors that need this cannot fail (ADR 0022).
-     */
-    const storedEvents = (below: number): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-      Effect.suspend(() => {
-        const out: Array<SessionEvent.SessionEvent> = []
-        return store.load(id).pipe(
-          Stream.takeWhile(() => out.length < below),
-          Stream.runForEachChunk((chunk) =>
-            Effect.suspend(() => {
-              for (const record of chunk) {
-                if (out.length >= below) break
-                const decoded = decodeRecord(record.text)
-                if (Either.isLeft(decoded)) {
-                  return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
-                }
-                const value = decoded.right
-                if (StoreRecords.isInboxRecord(value)) continue
-                if (value.seq !== out.length) {
-                  return Effect.fail(
-                    corrupt(id, record.position, `it holds seq ${value.seq} where the log needs seq ${out.length}`)
-                  )
-                }
-                out.push(value)
-              }
-              return Effect.void
-            })
-          ),
-          Effect.mapError((error) =>
-            error instanceof SessionLogError ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
-          ),
-          Effect.flatMap(() =>
-            out.length === below ? Effect.succeed(out) : Effect.fail(
-              new SessionLogError({
-                reason: "store",
-                message: `session ${JSON.stringify(id)} stores ${out.length} events before seq ${below}`
-              })
-            )
-          ),
-          Effect.orDie
-        )
-      })
-
-    /** The history prefix of the snapshot the log was opened from: decoded once, on first use. */
-    const prefix = snapshots.prefix
-    const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined ? undefined : yield* Effect.cached(
-      Effect.suspend(() => {
-        const decoded = snapshot.decodeHistory(prefix.text, prefix.messages)
-        if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-        // The snapshot's history disagrees with its head: derive it from the stored events instead.
-        return Effect.map(storedEvents(prefix.seq + 1), (events) => {
-          let folded = history.empty
-          for (const event of events) folded = history.fold(folded, event)
-          return folded
-        })
-      })
-    )
+    const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
+      ? undefined
+      : Effect.map(prefix.load, (body) => body.history)
 
     /**
      * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
@@ -805,7 +831,7 @@ const makeService = (
         // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
         // (goal accounting) pay the store read once per snapshot, not per call. A concurrent append or trim that
         // replaces the log's data first simply wins; the data stays consistent either way.
-        return Effect.flatMap(storedEvents(base), (older) =>
+        return Effect.flatMap(storedEvents(id, store, base), (older) =>
           Effect.map(
             Ref.modify(shared, (now): readonly [Chunk.Chunk<SessionEvent.SessionEvent>, Shared] => {
               if (now.data.base !== base) return [Chunk.appendAll(Chunk.unsafeFromArray(older), s.data.events), now]
@@ -1015,15 +1041,51 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
     )
   })
 
-/** The session's snapshot as a starting point, if it loads and decodes; otherwise none (the log is replayed). */
-const startOf = (id: Ids.SessionId, store: Store): Effect.Effect<snapshot.Start | undefined> =>
+/** A snapshot's decoded head, and the store's reader of its body. */
+interface Found {
+  readonly start: snapshot.Start
+  readonly body: Effect.Effect<Option.Option<string>, SessionStoreError>
+}
+
+/**
+ * The session's snapshot as a starting point, if its head loads and decodes; otherwise none (the log is replayed).
+ * Its body is not read here (ADR 0027).
+ */
+const startOf = (id: Ids.SessionId, store: Store): Effect.Effect<Found | undefined> =>
   store.loadSnapshot(id).pipe(
     Effect.map((found) => {
       if (found._tag === "None") return undefined
-      const decoded = snapshot.decode(found.value.text, found.value.seq, found.value.position)
-      return Either.isRight(decoded) ? decoded.right : undefined
+      const decoded = snapshot.decodeHead(found.value.head, found.value.seq, found.value.position)
+      return Either.isRight(decoded) ? { start: decoded.right, body: found.value.body } : undefined
     }),
     Effect.orElseSucceed(() => undefined)
+  )
+
+/**
+ * The history up to the snapshot `open` started from, read once when first needed: its body when it is there and
+ * decodes as its head says, else derived from the stored events it covers (a snapshot is never trusted over the log).
+ */
+const prefixOf = (id: Ids.SessionId, store: Store, found: Found): Effect.Effect<Prefix> =>
+  Effect.map(
+    Effect.cached(
+      found.body.pipe(
+        Effect.map((body) =>
+          Option.isSome(body) ? snapshot.decodeBody(body.value, found.start) : Either.left("its body is gone")
+        ),
+        Effect.orElseSucceed(() => Either.left("its body cannot be read")),
+        Effect.flatMap((decoded) =>
+          Either.isRight(decoded) ? Effect.succeed(decoded.right) : Effect.map(
+            storedEvents(id, store, found.start.seq + 1),
+            (events): snapshot.Body => {
+              let folded = history.empty
+              for (const event of events) folded = history.fold(folded, event)
+              return { history: folded, historyText: snapshot.appendHistoryText("", events).text }
+            }
+          )
+        )
+      )
+    ),
+    (load): Prefix => ({ seq: found.start.seq, messages: found.start.messages, load })
   )
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
@@ -1032,7 +1094,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
   // From the latest snapshot when it agrees with the log; a snapshot is never trusted over the log, so a snapshot
   // scan that fails in any way (disagreement, corruption, a broken rule) is redone from the start (ADR 0022).
   const start = yield* startOf(id, store)
-  const attempt = start === undefined ? undefined : yield* Effect.either(scan(id, store, fromSnapshot(start)))
+  const attempt = start === undefined ? undefined : yield* Effect.either(scan(id, store, fromSnapshot(start.start)))
   const fromStart = attempt !== undefined && Either.isRight(attempt) && attempt.right.violation === undefined &&
       !(attempt.right.bad !== undefined && attempt.right.committedAfterBad)
     ? attempt.right
@@ -1081,10 +1143,10 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     every,
     records,
     pending,
-    lastSeq: used.seq,
-    historyText: used.historyText,
-    historyMessages: used.messages,
-    prefix: { seq: used.seq, text: used.historyText, messages: used.messages }
+    lastSeq: used.start.seq,
+    historyText: undefined,
+    historyMessages: used.start.messages,
+    prefix: yield* prefixOf(id, store, used)
   }
   // A long replay is paid once: when `open` folded at least `every` events past the last snapshot, it takes one
   // where the log now ends (no turn is open after repair).
@@ -1093,10 +1155,15 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     lastText !== undefined && data.state.openTurn === undefined && snapshotDue(every, snapshots.lastSeq, end) &&
     data.base === snapshots.lastSeq + 1
   ) {
-    const added = snapshot.appendHistoryText(snapshots.historyText, data.events)
-    const messages = snapshots.historyMessages + added.added
-    if (messages === (snapshots.prefix?.messages ?? 0) + data.history.length) {
-      const text = snapshot.encode({
+    // From a snapshot, its history is read now: the new snapshot extends it.
+    const prefix = snapshots.prefix
+    const loaded = prefix === undefined ? undefined : yield* Effect.option(Effect.sandbox(prefix.load))
+    const base = loaded === undefined ? undefined : Option.getOrUndefined(loaded)
+    const prefixMessages = base?.history.length ?? 0
+    const added = snapshot.appendHistoryText(base?.historyText ?? snapshots.historyText ?? "", data.events)
+    const messages = prefixMessages + added.added
+    if ((prefix === undefined || base !== undefined) && messages === prefixMessages + data.history.length) {
+      const { body, head } = snapshot.encode({
         seq: end,
         position: records - 1,
         last: lastText,
@@ -1105,9 +1172,15 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
         messages,
         historyText: added.text
       })
-      const saved = yield* Effect.either(store.saveSnapshot(id, { seq: end, position: records - 1, text }))
+      const saved = yield* Effect.either(store.saveSnapshot(id, { seq: end, position: records - 1, head, body }))
       if (Either.isRight(saved)) {
-        snapshots = { ...snapshots, lastSeq: end, historyText: added.text, historyMessages: messages }
+        snapshots = {
+          ...snapshots,
+          lastSeq: end,
+          historyText: added.text,
+          historyMessages: messages,
+          prefix: prefix === undefined ? undefined : { ...prefix, messages: prefixMessages }
+        }
         if (store.volatile !== true) data = { ...data, events: Chunk.empty(), base: end + 1 }
       }
     }

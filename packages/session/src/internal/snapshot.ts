@@ -1,10 +1,12 @@
 /**
- * The log snapshot's text (ADR 0022): one JSON head line, a newline, then a JSON array of the events the history is
- * derived from. The head is small and decoded at `open`; the array is decoded only when the history is first read.
- * Disk is untrusted: every part is checked with the same schemas as a stored record, and a snapshot that does not
- * decode is reported as a sentence so `open` can ignore it and replay the log.
+ * The log snapshot's encoding (ADR 0022, ADR 0027): a small JSON head, decoded at `open`, and a body, a JSON array of
+ * one entry per history message — just what the message is built from — read and decoded only when the history is
+ * first read (or when the writer extends it). Disk is untrusted: the head and every entry are checked with exact
+ * schemas (built from the events' own), and a part that does not decode is reported as a sentence so the log can
+ * ignore it (replay, or derive the history from the stored events).
  */
-import { SessionEvent, Store as StoreRecords } from "@harness/domain"
+import type { Prompt } from "@effect/ai"
+import { Content, SessionEvent, Store as StoreRecords } from "@harness/domain"
 import { Either, ParseResult, Schema } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
@@ -12,7 +14,8 @@ import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 
 export const format = "harness/snapshot"
-export const version = 1
+/** 2: head and body stored apart (ADR 0027). A version-1 snapshot (one text) does not decode: the log replays. */
+export const version = 2
 
 const Head = Schema.Struct({
   format: Schema.Literal(format),
@@ -28,26 +31,87 @@ const Head = Schema.Struct({
   header: Schema.optional(SessionEvent.RequestHeader.fields.header),
   /** The pending inbox at `position`, in acceptance order. */
   inbox: Schema.Array(StoreRecords.InboxAccepted),
-  /** The number of history messages (the array's events each give one). */
-  messages: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
+  /** The number of history messages (the body's events each give one). */
+  messages: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
+  /** The body's length in UTF-16 code units: a body saved with another head is refused before it is parsed. */
+  bodyLength: Schema.Int.pipe(Schema.greaterThanOrEqualTo(2))
 })
 type Head = typeof Head.Type
 
-const decodeHead = Schema.decodeUnknownEither(Head, { onExcessProperty: "error" })
-// One exact check per event type (the union's own check tries its members in turn: about twice the cost).
-const isEventOfType = new Map<string, (u: unknown) => boolean>(
-  SessionEvent.SessionEvent.members.map((member): readonly [string, (u: unknown) => boolean] => [
-    member.fields.type.literals[0],
-    Schema.is(member as Schema.Schema<SessionEvent.SessionEvent>, { onExcessProperty: "error" })
-  ])
-)
-const isHistoryEvent = (u: unknown): u is SessionEvent.SessionEvent => {
-  const type = typeof u === "object" && u !== null && "type" in u ? u.type : undefined
-  const is = typeof type === "string" ? isEventOfType.get(type) : undefined
-  return is !== undefined && is(u)
+const decodeHeadJson = Schema.decodeUnknownEither(Head, { onExcessProperty: "error" })
+/**
+ * A body entry: the message of a `user/message` or `steering/message` (`u`: its texts), of an `assistant/message`
+ * with content (`a`: its blocks and provenance), or of a `tool/result` (`t`: call id, tool name, whether it failed,
+ * and its text blocks joined). Each field is the event's own schema, so an entry holds nothing an event could not.
+ */
+const entries = {
+  u: Schema.Struct({ k: Schema.Literal("u"), t: Schema.NonEmptyArray(Content.TextBlock.fields.text) }),
+  a: Schema.Struct({
+    k: Schema.Literal("a"),
+    c: Schema.NonEmptyArray(Content.AssistantBlock),
+    p: SessionEvent.AssistantMessage.fields.provenance
+  }),
+  t: Schema.Struct({
+    k: Schema.Literal("t"),
+    i: SessionEvent.ToolResult.fields.callId,
+    n: SessionEvent.ToolResult.fields.name,
+    e: SessionEvent.ToolResult.fields.isError,
+    r: Schema.String
+  })
+}
+type Entry = { readonly [K in keyof typeof entries]: typeof entries[K]["Type"] }[keyof typeof entries]
+
+// One exact check per kind (a union's own check tries its members in turn).
+const isEntryOfKind = new Map<string, (u: unknown) => boolean>([
+  ["u", Schema.is(entries.u, { onExcessProperty: "error" })],
+  ["a", Schema.is(entries.a, { onExcessProperty: "error" })],
+  ["t", Schema.is(entries.t, { onExcessProperty: "error" })]
+])
+
+/** The message of a body entry, when it is one (exact: no missing, wrong or extra key). */
+const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
+  const kind = typeof u === "object" && u !== null && "k" in u ? u.k : undefined
+  const is = typeof kind === "string" ? isEntryOfKind.get(kind) : undefined
+  if (is === undefined || !is(u)) return undefined
+  const entry = u as Entry
+  switch (entry.k) {
+    case "u":
+      return history.userMessageOf(entry.t)
+    case "a":
+      return history.assistantMessageOf(entry.c, entry.p)
+    case "t":
+      return history.toolMessageOf(entry.i, entry.n, entry.e, entry.r)
+  }
 }
 
-/** What `open` starts from: the state at the snapshot, its pending inbox, and the history prefix still as text. */
+/** The body entry of an event the history is derived from (`undefined` for any other). */
+export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => {
+  switch (event.type) {
+    case "user/message":
+    case "steering/message":
+      return { k: "u", t: event.data.content.map((b) => b.text) as [string, ...Array<string>] }
+    case "assistant/message":
+      return event.data.content.length === 0
+        ? undefined
+        : {
+          k: "a",
+          c: event.data.content as [Content.AssistantBlock, ...Array<Content.AssistantBlock>],
+          p: event.data.provenance
+        }
+    case "tool/result":
+      return {
+        k: "t",
+        i: event.data.callId,
+        n: event.data.name,
+        e: event.data.isError,
+        r: Content.joinText(event.data.content)
+      }
+    default:
+      return undefined
+  }
+}
+
+/** What `open` starts from: the state at the snapshot, its pending inbox, and what its body must hold. */
 export interface Start {
   readonly seq: number
   readonly position: number
@@ -55,15 +119,24 @@ export interface Start {
   readonly state: LogState
   readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
   readonly messages: number
-  /** The history events, comma-separated JSON texts without the enclosing brackets ("" for none). */
+  readonly bodyLength: number
+}
+
+/** What the log knows when it takes a snapshot: what a later `open` starts from, and the history events. */
+export interface Input {
+  readonly seq: number
+  readonly position: number
+  readonly last: string
+  readonly state: LogState
+  readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
+  readonly messages: number
+  /** The history's entries, comma-separated JSON texts without the enclosing brackets ("" for none). */
   readonly historyText: string
 }
 
-/** What the log knows when it takes a snapshot: what a later `open` starts from. */
-export type Input = Start
-
-/** The snapshot text. Contract: only where no turn is open (the state's other fields are then empty). */
-export const encode = (input: Input): string => {
+/** The snapshot's head and body. Contract: only where no turn is open (the state's other fields are then empty). */
+export const encode = (input: Input): { readonly head: string; readonly body: string } => {
+  const body = `[${input.historyText}]`
   const head: Head = {
     format,
     version,
@@ -74,22 +147,21 @@ export const encode = (input: Input): string => {
     lastStep: input.state.lastStep,
     ...(input.state.header === undefined ? {} : { header: input.state.header }),
     inbox: input.inbox,
-    messages: input.messages
+    messages: input.messages,
+    bodyLength: body.length
   }
-  return `${JSON.stringify(head)}\n[${input.historyText}]`
+  return { head: JSON.stringify(head), body }
 }
 
-/** Decodes a snapshot's head; the history stays text. Left: what is wrong, as a sentence. */
-export const decode = (text: string, seq: number, position: number): Either.Either<Start, string> => {
-  const newline = text.indexOf("\n")
-  if (newline < 0) return Either.left("it has no head line")
+/** Decodes a snapshot's head, checked against where the store says it ends. Left: what is wrong, as a sentence. */
+export const decodeHead = (text: string, seq: number, position: number): Either.Either<Start, string> => {
   let parsed: unknown
   try {
-    parsed = JSON.parse(text.slice(0, newline))
+    parsed = JSON.parse(text)
   } catch (error) {
     return Either.left(`its head is not JSON: ${String(error)}`)
   }
-  const decoded = decodeHead(parsed)
+  const decoded = decodeHeadJson(parsed)
   if (Either.isLeft(decoded)) {
     return Either.left(`its head is invalid: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
   }
@@ -100,8 +172,6 @@ export const decode = (text: string, seq: number, position: number): Either.Eith
     )
   }
   if (head.position < head.seq) return Either.left(`position ${head.position} cannot hold seq ${head.seq}`)
-  const body = text.slice(newline + 1)
-  if (!body.startsWith("[") || !body.endsWith("]")) return Either.left("its history is not a JSON array")
   return Either.right({
     seq: head.seq,
     position: head.position,
@@ -115,33 +185,48 @@ export const decode = (text: string, seq: number, position: number): Either.Eith
     },
     inbox: head.inbox,
     messages: head.messages,
-    historyText: body.slice(1, -1)
+    bodyLength: head.bodyLength
   })
 }
 
-/** The history a snapshot's history text holds, checked event by event and against the expected message count. */
-export const decodeHistory = (historyText: string, messages: number): Either.Either<History, string> => {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(`[${historyText}]`)
-  } catch (error) {
-    return Either.left(`its history is not JSON: ${String(error)}`)
-  }
-  if (!Array.isArray(parsed)) return Either.left("its history is not an array")
-  let folded = history.empty
-  for (const [index, event] of parsed.entries()) {
-    if (!isHistoryEvent(event) || !history.contributes(event)) {
-      return Either.left(`its history entry ${index} is not an event the history is derived from`)
-    }
-    folded = history.fold(folded, event)
-  }
-  if (folded.length !== messages) {
-    return Either.left(`its history holds ${folded.length} messages, its head says ${messages}`)
-  }
-  return Either.right(folded)
+/** A decoded body: the history it holds and its entries as the log extends them (the text inside the brackets). */
+export interface Body {
+  readonly history: History
+  readonly historyText: string
 }
 
-/** Appends the history events among `events` to a history text; returns the text and how many were added. */
+/**
+ * The history a snapshot's body holds: its length as the head says, JSON, every entry exact (see `entries`), and as
+ * many messages as the head says.
+ */
+export const decodeBody = (
+  body: string,
+  start: Pick<Start, "messages" | "bodyLength">
+): Either.Either<Body, string> => {
+  if (body.length !== start.bodyLength) {
+    return Either.left(`its body is ${body.length} characters long, its head says ${start.bodyLength}`)
+  }
+  if (!body.startsWith("[") || !body.endsWith("]")) return Either.left("its body is not a JSON array")
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch (error) {
+    return Either.left(`its body is not JSON: ${String(error)}`)
+  }
+  if (!Array.isArray(parsed)) return Either.left("its body is not an array")
+  // Built as one array, then one persistent sequence: the fold's per-event append is not needed for a prefix.
+  const messages: Array<Prompt.Message> = []
+  for (let index = 0; index < parsed.length; index++) {
+    const message = messageOfEntry(parsed[index])
+    if (message === undefined) return Either.left(`its body entry ${index} is not a history entry`)
+    messages.push(message)
+  }
+  if (messages.length !== start.messages) {
+    return Either.left(`its body holds ${messages.length} messages, its head says ${start.messages}`)
+  }
+  return Either.right({ history: history.unsafeOfMessages(messages), historyText: body.slice(1, -1) })
+}
+/** Appends the entries of the history events among `events` to a history text; returns the text and the count. */
 export const appendHistoryText = (
   text: string,
   events: Iterable<SessionEvent.SessionEvent>
@@ -149,8 +234,9 @@ export const appendHistoryText = (
   const parts: Array<string> = text === "" ? [] : [text]
   let added = 0
   for (const event of events) {
-    if (!history.contributes(event)) continue
-    parts.push(JSON.stringify(event))
+    const entry = entryOf(event)
+    if (entry === undefined) continue
+    parts.push(JSON.stringify(entry))
     added++
   }
   return { text: parts.join(","), added }

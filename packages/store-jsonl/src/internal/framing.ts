@@ -47,6 +47,20 @@ interface PendingLine {
  * Reads a JSONL session file incrementally. Not thread-safe and not reusable: one framer per read.
  */
 export class Framer {
+  /**
+   * A framer for the whole file (from its header line), or for the rest of it from `from`: the offset of a commit's
+   * first line (a marker line or a single record's line) and the position of its first record.
+   */
+  constructor(from?: { readonly offset: number; readonly position: number }) {
+    if (from !== undefined) {
+      this.sawHeader = true
+      this.offset = from.offset
+      this.leftoverStart = from.offset
+      this.records = from.position
+      this.committedEnd = from.offset
+    }
+  }
+
   private leftover: Buffer = Buffer.alloc(0)
   private leftoverStart = 0
   private offset = 0
@@ -59,28 +73,36 @@ export class Framer {
   /** Offset just past the last committed line (the header's, when there is no record). */
   committedEnd = 0
 
+  /** The offset just past the bytes fed so far (the file's size once the whole file was fed). */
+  get fed(): number {
+    return this.offset
+  }
+
   /** Feeds the next chunk; returns the records it completes. */
   push(chunk: Uint8Array): Array<FramedRecord> {
     const out: Array<FramedRecord> = []
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-    let data: Buffer
-    let base: number
-    if (this.leftover.length > 0) {
-      data = Buffer.concat([this.leftover, bytes])
-      base = this.leftoverStart
-    } else {
-      data = bytes
-      base = this.offset
-    }
+    const base = this.offset
     this.offset += bytes.length
     let from = 0
-    for (;;) {
-      const at = data.indexOf(newline, from)
-      if (at === -1) break
-      this.line(data.toString("utf8", from, at), base + from, base + at + 1, out)
+    if (this.leftover.length > 0) {
+      // Only the line the last chunk left open is joined (not the whole chunk copied behind it).
+      const at = bytes.indexOf(newline)
+      if (at === -1) {
+        this.leftover = Buffer.concat([this.leftover, bytes])
+        return out
+      }
+      const line = Buffer.concat([this.leftover, bytes.subarray(0, at)])
+      this.line(line.toString("utf8"), this.leftoverStart, base + at + 1, out)
       from = at + 1
     }
-    this.leftover = from === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(from))
+    for (;;) {
+      const at = bytes.indexOf(newline, from)
+      if (at === -1) break
+      this.line(bytes.toString("utf8", from, at), base + from, base + at + 1, out)
+      from = at + 1
+    }
+    this.leftover = from === bytes.length ? Buffer.alloc(0) : Buffer.from(bytes.subarray(from))
     this.leftoverStart = base + from
     return out
   }

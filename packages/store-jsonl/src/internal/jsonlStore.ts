@@ -1,8 +1,9 @@
 /**
  * The JSONL backend. One file per session (`<name>.jsonl`, see `framing.ts`) plus, when the session has one, its
- * snapshot (`<name>.snapshot.json`). The file is the only truth: the summary figures and the message-id index are
- * rebuilt lazily, once per process and session, by one scan of the file, then kept up to date by this process's
- * appends; a file whose size differs from what this process last saw (another process wrote it) is scanned again.
+ * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only
+ * truth: the summary figures, the message-id index and a sparse index of commit offsets are rebuilt lazily, once per
+ * process and session, by one scan of the file, then kept up to date by this process's appends; a file whose size
+ * differs from what this process last read (another process wrote it) is scanned again.
  */
 import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
@@ -15,12 +16,54 @@ import { type FramedRecord, Framer, marker, paddedMarker } from "./framing.js"
 type Service = SessionStore.Service
 type ErrorReason = SessionStore.SessionStoreErrorReason
 
+/**
+ * Where some commits start, so a load from a position seeks instead of reading the file from its start: the
+ * position of a commit's first record and the byte offset of the commit's first line, at least `indexEvery` records
+ * apart, in order. Append-only while the file only grows (entries are added in place by this process's appends; a
+ * truncate or another process's write rebuilds the state and its index).
+ */
+interface Index {
+  readonly positions: Array<number>
+  readonly offsets: Array<number>
+}
+
+const indexEvery = 1024
+
+/** Adds a commit start to the index when it is far enough from the last one. */
+const indexCommit = (index: Index, position: number, offset: number): void => {
+  const last = index.positions.length === 0 ? 0 : index.positions[index.positions.length - 1]!
+  if (position - last >= indexEvery) {
+    index.positions.push(position)
+    index.offsets.push(offset)
+  }
+}
+
+/** Where to start reading for the records from `position` on: the last indexed commit at or before it, if any. */
+const seek = (index: Index, position: number): { readonly offset: number; readonly position: number } | undefined => {
+  let low = 0
+  let high = index.positions.length - 1
+  let found = -1
+  while (low <= high) {
+    const mid = (low + high) >> 1
+    if (index.positions[mid]! <= position) {
+      found = mid
+      low = mid + 1
+    } else {
+      high = mid - 1
+    }
+  }
+  return found < 0 ? undefined : { offset: index.offsets[found]!, position: index.positions[found]! }
+}
+
 /** What this process knows about one session file, as of `bytes`. */
 interface SessionState {
   readonly header: Store.SessionHeader
   readonly order: number
   /** The committed end: the file's size when no torn tail follows. */
   readonly bytes: number
+  /** The file's size when this process last saw it (past `bytes` when a torn tail follows). */
+  readonly size: number
+  readonly index: Index
   readonly records: number
   readonly events: number
   readonly turns: number
@@ -48,9 +91,21 @@ export const fileName = (id: string): string => {
 
 const decodeHeader = Schema.decodeUnknownEither(Store.SessionHeader)
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
-const decodeSnapshot = Schema.decodeUnknownEither(
+/** The head file: where the snapshot ends and its head (ADR 0027). */
+const SnapshotHeadFile = Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, head: Schema.String })
+const decodeSnapshotHead = Schema.decodeUnknownEither(Schema.parseJson(SnapshotHeadFile))
+/** A head file of the first format (head and body in one `text`): ignored, the log replays (ADR 0027). */
+const decodeFirstFormat = Schema.decodeUnknownEither(
   Schema.parseJson(Schema.Struct({ seq: NonNegativeInt, position: NonNegativeInt, text: Schema.String }))
 )
+
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Whether UTF-8 keeps a string exactly (no lone surrogate): `String.prototype.isWellFormed` where it exists. */
+const isWellFormed = (text: string): boolean => {
+  const native = (text as unknown as { readonly isWellFormed?: () => boolean }).isWellFormed
+  return native === undefined ? !loneSurrogate.test(text) : native.call(text)
+}
 
 /** The facts of one stored line, for figures and the index (a line that is not a record counts as an event). */
 const factsOf = (text: string) => {
@@ -71,6 +126,17 @@ const factsOf = (text: string) => {
     return { kind: "event" as const, time: undefined, messageId: undefined, preview: undefined }
   }
 }
+
+/**
+ * Whether a line is an event that adds nothing but a count to the facts (not an inbox record, not a `turn/start`, no
+ * message id, no prompt), known without parsing it: a line with no escape in it cannot spell any of these record
+ * types without the text itself, and every record that has facts names its type. Most of a session's lines are such
+ * events (chunks, steps, tool calls and results, assistant messages), so the scan skips their parse. Their `time`
+ * only matters for the last record, which is parsed at the end of the scan.
+ */
+const isPlainEvent = (text: string): boolean =>
+  !text.includes("\\") && !text.includes("inbox/") && !text.includes("user/message") &&
+  !text.includes("steering/message") && !text.includes("turn/start")
 
 /** Facts from untrusted JSON: a shape the helpers do not expect gives nothing. */
 const safe = <A>(f: () => A): A | undefined => {
@@ -96,6 +162,7 @@ export const make = (options: Options) =>
 
     const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
     const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
+    const snapshotBodyPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot-body`
 
     const error = (id: Ids.SessionId | undefined, reason: ErrorReason, message: string) =>
       new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
@@ -138,11 +205,15 @@ export const make = (options: Options) =>
       return Effect.succeed({ header: header.right, order })
     }
 
-    /** Reads a session file's committed records through the framer. */
-    const framed = (path: string, id: Ids.SessionId | undefined) =>
+    /** Reads a session file's committed records through the framer: all of them, or from a commit's start on. */
+    const framed = (
+      path: string,
+      id: Ids.SessionId | undefined,
+      from?: { readonly offset: number; readonly position: number }
+    ) =>
       Stream.suspend(() => {
-        const framer = new Framer()
-        return fs.stream(path, { chunkSize: 256 * 1024 }).pipe(
+        const framer = new Framer(from)
+        return fs.stream(path, { chunkSize: 256 * 1024, ...(from === undefined ? {} : { offset: from.offset }) }).pipe(
           Stream.mapError((e) =>
             isNotFound(e) && id !== undefined
               ? error(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
@@ -167,25 +238,44 @@ export const make = (options: Options) =>
         let firstPrompt: SessionState["firstPrompt"] = undefined
         let messageIds = HashSet.empty<string>()
         let framer: Framer | undefined
-        yield* Stream.runForEach(framed(path, id), (item) =>
+        const index: Index = { positions: [], offsets: [] }
+        /** The last record when the scan skipped its parse (its time is the session's last activity). */
+        let lastPlain: string | undefined
+        // One plain loop per chunk: a stream step per record would cost more than the scan's own work (W7).
+        yield* Stream.runForEachChunk(framed(path, id), (chunk) =>
           Effect.sync(() => {
-            framer = item.framer
-            const record = item.record
-            if (record === undefined) return
-            const facts = factsOf(record.text)
-            if (facts.kind !== "inbox") events++
-            if (facts.kind === "turn") turns++
-            if (facts.time !== undefined) lastTime = facts.time
-            if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
-            if (firstPrompt === undefined && facts.preview !== undefined) {
-              firstPrompt = { text: facts.preview, position: record.position }
+            for (const item of chunk) {
+              framer = item.framer
+              const record = item.record
+              if (record === undefined) continue
+              const group = record.group
+              if (group === undefined) indexCommit(index, record.position, record.start)
+              else if (group.index === 0) indexCommit(index, record.position, group.start)
+              if (isPlainEvent(record.text)) {
+                events++
+                lastPlain = record.text
+                continue
+              }
+              lastPlain = undefined
+              const facts = factsOf(record.text)
+              if (facts.kind !== "inbox") events++
+              if (facts.kind === "turn") turns++
+              if (facts.time !== undefined) lastTime = facts.time
+              if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
+              if (firstPrompt === undefined && facts.preview !== undefined) {
+                firstPrompt = { text: facts.preview, position: record.position }
+              }
             }
           }))
+        if (lastPlain !== undefined) lastTime = factsOf(lastPlain).time ?? lastTime
         const { header, order } = yield* parseHeader(id, path, framer?.header)
         const state: SessionState = {
           header,
           order,
           bytes: framer!.committedEnd,
+          // What was read: a file that grew meanwhile is scanned again at its next use.
+          size: framer!.fed,
+          index,
           records: framer!.records,
           events,
           turns,
@@ -206,7 +296,7 @@ export const make = (options: Options) =>
           return yield* notFound(id)
         }
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.bytes === size.value) return cached.value
+        if (Option.isSome(cached) && cached.value.size === size.value) return cached.value
         const state = yield* scan(path, id)
         yield* Ref.update(states, HashMap.set(path, state))
         return state
@@ -243,9 +333,11 @@ export const make = (options: Options) =>
       for (const record of records) {
         if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
       }
+      if (records.length > 0) indexCommit(state.index, state.records, state.bytes)
       return {
         ...state,
         bytes: state.bytes + written,
+        size: state.bytes + written,
         records: state.records + figures.records,
         events: state.events + figures.events,
         turns: state.turns + figures.turns,
@@ -289,6 +381,8 @@ export const make = (options: Options) =>
           header,
           order,
           bytes: Buffer.byteLength(headerLine),
+          size: Buffer.byteLength(headerLine),
+          index: { positions: [], offsets: [] },
           records: 0,
           events: 0,
           turns: 0,
@@ -333,20 +427,25 @@ export const make = (options: Options) =>
     const load: Service["load"] = (id, options) => {
       const after = options?.after ?? -1
       const path = pathOf(id)
-      return framed(path, id).pipe(
-        Stream.filterMap(({ record }) =>
-          record !== undefined && record.position > after
-            ? Option.some({ position: record.position, text: record.text })
-            : Option.none()
+      const records = (from?: { readonly offset: number; readonly position: number }) =>
+        framed(path, id, from).pipe(
+          Stream.filterMap(({ record }) =>
+            record !== undefined && record.position > after
+              ? Option.some({ position: record.position, text: record.text })
+              : Option.none()
+          )
         )
-      )
+      // From a position far into the file, the state's index (kept from the scan that built it) says where to seek:
+      // `open` from a snapshot reads the records after it, not the file again (ADR 0027).
+      if (after + 1 < indexEvery) return records()
+      return Stream.unwrap(Effect.map(stateOf(id), (state) => records(seek(state.index, after + 1))))
     }
 
     const header: Service["header"] = (id) => Effect.map(stateOf(id), (state) => state.header)
 
     /** Finds the record at `position` (with its framing), or none past the end. */
-    const locate = (id: Ids.SessionId, position: number) =>
-      framed(pathOf(id), id).pipe(
+    const locate = (id: Ids.SessionId, state: SessionState, position: number) =>
+      framed(pathOf(id), id, seek(state.index, position)).pipe(
         Stream.filterMap(({ record }) =>
           record !== undefined && record.position === position ? Option.some(record) : Option.none()
         ),
@@ -367,9 +466,10 @@ export const make = (options: Options) =>
             yield* file.truncate(state.bytes)
             yield* file.sync
           })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
+          if (state.size !== state.bytes) yield* setState(id, { ...state, size: state.bytes })
           return
         }
-        const found: Option.Option<FramedRecord> = yield* locate(id, position)
+        const found: Option.Option<FramedRecord> = yield* locate(id, state, position)
         if (Option.isNone(found)) return
         const record = found.value
         const path = pathOf(id)
@@ -394,9 +494,7 @@ export const make = (options: Options) =>
     const dropSnapshotFrom = (id: Ids.SessionId, position: number) =>
       Effect.gen(function*() {
         const snapshot = yield* readSnapshot(id)
-        if (Option.isSome(snapshot) && snapshot.value.position >= position) {
-          yield* fs.remove(snapshotPathOf(id)).pipe(Effect.mapError(io(id, "remove the snapshot")))
-        }
+        if (Option.isSome(snapshot) && snapshot.value.position >= position) yield* removeSnapshot(id)
       })
 
     /** Every session file's state, sorted by creation order. */
@@ -411,7 +509,7 @@ export const make = (options: Options) =>
         const size = yield* sizeOf(path, undefined)
         if (Option.isNone(size)) continue
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.bytes === size.value) {
+        if (Option.isSome(cached) && cached.value.size === size.value) {
           all.push(cached.value)
           continue
         }
@@ -453,10 +551,7 @@ export const make = (options: Options) =>
     const remove: Service["remove"] = (id) =>
       lock.withPermits(1)(Effect.gen(function*() {
         yield* stateOf(id)
-        yield* fs.remove(snapshotPathOf(id)).pipe(
-          Effect.catchIf(isNotFound, () => Effect.void),
-          Effect.mapError(io(id, "remove the snapshot"))
-        )
+        yield* removeSnapshot(id)
         yield* fs.remove(pathOf(id)).pipe(Effect.mapError(io(id, `remove ${pathOf(id)}`)))
         yield* Ref.update(states, HashMap.remove(pathOf(id)))
       }))
@@ -464,21 +559,78 @@ export const make = (options: Options) =>
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
       Effect.map(stateOf(id), (state) => HashSet.has(state.messageIds, messageId))
 
-    const readSnapshot = (id: Ids.SessionId) =>
-      fs.readFileString(snapshotPathOf(id)).pipe(
+    /** Removes the snapshot's head, then its body (a body without its head is never read). */
+    const removeSnapshot = (id: Ids.SessionId) =>
+      Effect.forEach([snapshotPathOf(id), snapshotBodyPathOf(id)], (path) =>
+        fs.remove(path).pipe(
+          Effect.catchIf(isNotFound, () => Effect.void),
+          Effect.mapError(io(id, "remove the snapshot"))
+        ), { discard: true })
+
+    const readOptional = (id: Ids.SessionId, path: string, what: string) =>
+      fs.readFileString(path).pipe(
         Effect.map(Option.some),
         Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>())),
-        Effect.mapError(io(id, "read the snapshot")),
+        Effect.mapError(io(id, `read ${what}`))
+      )
+
+    /** The snapshot's head file, decoded; none when there is none or it is of the first format. */
+    const readSnapshot = (id: Ids.SessionId) =>
+      readOptional(id, snapshotPathOf(id), "the snapshot").pipe(
         Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed(Option.none<SessionStore.Snapshot>()),
+          onNone: () => Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>()),
           onSome: (text) => {
-            const decoded = decodeSnapshot(text)
-            return decoded._tag === "Right"
-              ? Effect.succeed(Option.some<SessionStore.Snapshot>(decoded.right))
-              : fail(id, "Corrupt", `the snapshot of session ${JSON.stringify(id)} is invalid: ${decoded.left.message}`)
+            const decoded = decodeSnapshotHead(text)
+            if (decoded._tag === "Right") return Effect.succeed(Option.some(decoded.right))
+            if (decodeFirstFormat(text)._tag === "Right") {
+              return Effect.succeed(Option.none<typeof SnapshotHeadFile.Type>())
+            }
+            return fail(
+              id,
+              "Corrupt",
+              `the snapshot of session ${JSON.stringify(id)} is invalid: ${decoded.left.message}`
+            )
           }
         }))
       )
+
+    /**
+     * The body file starts with a line naming the head it was saved with (its head file's JSON, and whether the body
+     * follows as it is or as its JSON text), then the body: a body saved for another head (a crash between the two
+     * renames of a save) reads as none. The body is written as it is when UTF-8 keeps it exactly (well-formed: every
+     * text `JSON.stringify` makes, so every body the log writes), else as its JSON text.
+     */
+    const bodyLine = (saved: typeof SnapshotHeadFile.Type, json: boolean) =>
+      `${JSON.stringify(json ? { ...saved, json } : saved)}\n`
+
+    const bodyFile = (saved: typeof SnapshotHeadFile.Type, body: string) =>
+      isWellFormed(body) ? bodyLine(saved, false) + body : bodyLine(saved, true) + JSON.stringify(body)
+
+    const readBody = (id: Ids.SessionId, saved: typeof SnapshotHeadFile.Type) =>
+      Effect.map(readOptional(id, snapshotBodyPathOf(id), "the snapshot's body"), (found) => {
+        if (Option.isNone(found)) return found
+        const text = found.value
+        const raw = bodyLine(saved, false)
+        if (text.startsWith(raw)) return Option.some(text.slice(raw.length))
+        const json = bodyLine(saved, true)
+        if (!text.startsWith(json)) return Option.none<string>()
+        try {
+          const parsed: unknown = JSON.parse(text.slice(json.length))
+          return typeof parsed === "string" ? Option.some(parsed) : Option.none<string>()
+        } catch {
+          return Option.none<string>()
+        }
+      })
+
+    /** Writes a file aside, then renames it into place. */
+    const writeAside = (id: Ids.SessionId, path: string, content: string) =>
+      Effect.flatMap(Random.nextInt, (n) => {
+        const tmp = `${path}.${n.toString(16)}.tmp`
+        return fs.writeFileString(tmp, content).pipe(
+          Effect.zipRight(fs.rename(tmp, path)),
+          Effect.mapError(io(id, `write ${path}`))
+        )
+      })
 
     const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
       const issue = SessionStore.positionIssue(snapshot.position)
@@ -492,17 +644,23 @@ export const make = (options: Options) =>
             `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${state.records})`
           )
         }
-        const path = snapshotPathOf(id)
-        const tmp = `${path}.${(yield* Random.nextInt).toString(16)}.tmp`
-        const { position, seq, text } = snapshot
-        yield* fs.writeFileString(tmp, JSON.stringify({ seq, position, text })).pipe(
-          Effect.zipRight(fs.rename(tmp, path)),
-          Effect.mapError(io(id, `write ${path}`))
-        )
+        const { body, head, position, seq } = snapshot
+        const saved = { seq, position, head }
+        // The body first, then the head: a crash in between leaves the old head, whose body now reads as none.
+        yield* writeAside(id, snapshotBodyPathOf(id), bodyFile(saved, body))
+        yield* writeAside(id, snapshotPathOf(id), JSON.stringify(saved))
       }))
     }
 
-    const loadSnapshot: Service["loadSnapshot"] = (id) => Effect.zipRight(stateOf(id), readSnapshot(id))
+    const loadSnapshot: Service["loadSnapshot"] = (id) =>
+      Effect.zipRight(
+        stateOf(id),
+        Effect.map(readSnapshot(id), (found) =>
+          Option.map(found, (saved): SessionStore.SnapshotHead => ({
+            ...saved,
+            body: lock.withPermits(1)(readBody(id, saved))
+          })))
+      )
 
     return {
       commitMode: "write-behind",

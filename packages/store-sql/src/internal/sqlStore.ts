@@ -53,6 +53,25 @@ export const migrations = (dialect: Dialect) => {
       position INTEGER NOT NULL,
       text TEXT NOT NULL
     )`
+    }),
+    // ADR 0027: a snapshot's head apart from its body, so `open` reads a few hundred bytes instead of the history
+    // (SQLite reads a row's whole value to return any part of it). Snapshots of the first schema are dropped, not
+    // converted: the log replays such a session once at its next `open` and saves a new snapshot.
+    "2_snapshot_heads": Effect.gen(function*() {
+      const sql = yield* SqlClientTag
+      yield* sql`DROP TABLE snapshots`
+      yield* sql`CREATE TABLE snapshot_heads (
+      session INTEGER PRIMARY KEY,
+      seq INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      head TEXT NOT NULL
+    )`
+      yield* sql`CREATE TABLE snapshot_bodies (
+      session INTEGER PRIMARY KEY,
+      seq INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      body TEXT NOT NULL
+    )`
     })
   })
 }
@@ -88,12 +107,22 @@ const isWellFormed = (text: string): boolean => {
 }
 
 /**
- * A snapshot's stored form: the text itself when every engine keeps it exactly (well-formed, no NUL — every text
+ * A snapshot part's stored form (head or body): the text itself when every engine keeps it exactly (well-formed, no NUL — every text
  * `JSON.stringify` makes, so every snapshot the log writes) and it cannot be taken for a JSON string (it does not
  * start with `"`); otherwise its JSON text, as free text is stored. A log's snapshot holds its whole history, so
  * skipping a second encoding (and its decode on every open) matters (ADR 0022). Rows written as JSON text before
  * stay readable: `loadSnapshot` tells the two apart by the first character.
  */
+const fromSnapshotColumn = (stored: string): string | undefined => {
+  if (!stored.startsWith("\"")) return stored
+  try {
+    const parsed: unknown = JSON.parse(stored)
+    return typeof parsed === "string" ? parsed : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const snapshotColumn = (text: string): string =>
   text.length > 0 && !text.startsWith("\"") && !text.includes("\u0000") && isWellFormed(text)
     ? text
@@ -308,7 +337,8 @@ export const make = (dialect: Dialect) =>
             position - 1
           }`
         yield* sql`DELETE FROM records WHERE session = ${key} AND position >= ${position}`
-        yield* sql`DELETE FROM snapshots WHERE session = ${key} AND position >= ${position}`
+        yield* sql`DELETE FROM snapshot_heads WHERE session = ${key} AND position >= ${position}`
+        yield* sql`DELETE FROM snapshot_bodies WHERE session = ${key} AND position >= ${position}`
         yield* sql`UPDATE sessions SET
           records = ${position},
           events = events - ${Number(dropped!.events)},
@@ -342,7 +372,8 @@ export const make = (dialect: Dialect) =>
       write(Effect.gen(function*() {
         const key = yield* keyOf(id)
         yield* sql`DELETE FROM records WHERE session = ${key}`
-        yield* sql`DELETE FROM snapshots WHERE session = ${key}`
+        yield* sql`DELETE FROM snapshot_heads WHERE session = ${key}`
+        yield* sql`DELETE FROM snapshot_bodies WHERE session = ${key}`
         yield* sql`DELETE FROM sessions WHERE key = ${key}`
       })).pipe(io("remove the session", id))
 
@@ -369,30 +400,56 @@ export const make = (dialect: Dialect) =>
             `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${records})`
           )
         }
-        yield* sql`INSERT INTO snapshots ${
+        // Head and body in one transaction: a crash leaves the previous snapshot or this one.
+        yield* sql`INSERT INTO snapshot_heads ${
           sql.insert({
             session: key,
             seq: snapshot.seq,
             position: snapshot.position,
-            text: snapshotColumn(snapshot.text)
+            head: snapshotColumn(snapshot.head)
           })
-        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, text = excluded.text`
+        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, head = excluded.head`
+        yield* sql`INSERT INTO snapshot_bodies ${
+          sql.insert({
+            session: key,
+            seq: snapshot.seq,
+            position: snapshot.position,
+            body: snapshotColumn(snapshot.body)
+          })
+        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, body = excluded.body`
       })).pipe(io("save the snapshot", id))
     }
+
+    /**
+     * The body saved with this head (`stored`: the head's column as loaded): none once the session's snapshot is
+     * another one. Head and body are written in one transaction, so the head still being there means its body is.
+     */
+    const bodyOf = (id: Ids.SessionId, key: number, seq: number, position: number, stored: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ readonly body: string }>`
+        SELECT b.body AS body FROM snapshot_bodies b JOIN snapshot_heads h ON h.session = b.session
+        WHERE b.session = ${key} AND h.seq = ${seq} AND h.position = ${position} AND h.head = ${stored}`
+        if (rows.length === 0) return Option.none<string>()
+        const body = fromSnapshotColumn(rows[0]!.body)
+        if (body === undefined) return yield* fail(id, "Corrupt", "the stored snapshot body is not a JSON string")
+        return Option.some(body)
+      }).pipe(io("read the snapshot's body", id))
 
     const loadSnapshot: Service["loadSnapshot"] = (id) =>
       Effect.gen(function*() {
         const key = yield* keyOf(id)
-        const rows = yield* sql<{ readonly seq: number; readonly position: number; readonly text: string }>`
-        SELECT seq, position, text FROM snapshots WHERE session = ${key}`
+        const rows = yield* sql<{ readonly seq: number; readonly position: number; readonly head: string }>`
+        SELECT seq, position, head FROM snapshot_heads WHERE session = ${key}`
         if (rows.length === 0) return Option.none()
-        const { position, seq, text } = rows[0]!
-        if (!text.startsWith("\"")) return Option.some({ seq, position, text })
-        const decoded = Schema.decodeUnknownEither(Schema.parseJson(Schema.String))(text)
-        if (decoded._tag === "Left") {
-          return yield* fail(id, "Corrupt", `the stored snapshot is not a JSON string: ${decoded.left.message}`)
-        }
-        return Option.some({ seq, position, text: decoded.right })
+        const { position, seq } = rows[0]!
+        const head = fromSnapshotColumn(rows[0]!.head)
+        if (head === undefined) return yield* fail(id, "Corrupt", "the stored snapshot head is not a JSON string")
+        return Option.some<SessionStore.SnapshotHead>({
+          seq: Number(seq),
+          position: Number(position),
+          head,
+          body: bodyOf(id, key, Number(seq), Number(position), rows[0]!.head)
+        })
       }).pipe(io("load the snapshot", id))
 
     return {
