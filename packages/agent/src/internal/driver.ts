@@ -62,14 +62,7 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     const fiber = yield* Effect.forkIn(
       Spans.withActivity(
         span,
-        // The activity yields once before its work: with an instant model a turn runs without another async
-        // boundary, and the sender, observers of `dequeue` and other agents' fibers go first (ADR 0028).
-        Effect.interruptible(
-          Effect.zipRight(
-            Deferred.await(started),
-            Effect.zipRight(Effect.yieldNow(), runActivity(env, job, progress, tools))
-          )
-        )
+        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools)))
       ),
       env.fibers
     )

@@ -313,6 +313,10 @@ const runStep = (
       system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
     )
     // The response so far: a pure fold over the parts as they are appended (`content.ts`).
+    // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
+    // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
+    // from its claim to its end without an async boundary, ADR 0028).
+    yield* Effect.yieldNow()
     let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
     const streamed = yield* forEachChunk((scope) => modelStream(env, prompt, scope), (chunk) => {
