@@ -48,8 +48,8 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     if (Lifecycle.status((yield* read(env)).lifecycle) === "idle") {
       yield* publish(env, { type: "agent/status", status: "running" })
     }
-    // Published before the activity is forked: an observer waiting for it is scheduled ahead of the activity fiber,
-    // which runs a turn with an instant model in one go (ADR 0028). Nothing runs before this section ends anyway.
+    // Published before the activity is forked, so an observer waiting for it is scheduled ahead of the activity
+    // fiber (ADR 0028). Nothing of the activity runs before this section ends anyway.
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
     // The new activity's opening drains the outbox: steering is no longer stranded.
     yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
@@ -139,8 +139,9 @@ const errorMessage = (
 }
 
 /**
- * Settles an activity whose fiber has exited, then ends its span with the outcome. The driver is not interrupted
- * by a cancel, so everything the log owes is written here.
+ * Settles an activity whose fiber has exited and ends its span with the outcome; returns what comes next when it
+ * settled a turn (see `settleActivity`). The driver is not interrupted by a cancel, so everything the log owes is
+ * written here.
  */
 const settle = (
   env: Env,
