@@ -111,25 +111,23 @@ export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => 
   }
 }
 
-/** What `open` starts from: the state at the snapshot, its pending inbox, and what its body must hold. */
-export interface Start {
+/** The log at a snapshot: the state there, its pending inbox, and how many history messages it covers. */
+interface Point {
   readonly seq: number
   readonly position: number
   readonly last: string
   readonly state: LogState
   readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
   readonly messages: number
+}
+
+/** What `open` starts from: the point, and the length its body must have. */
+export interface Start extends Point {
   readonly bodyLength: number
 }
 
-/** What the log knows when it takes a snapshot: what a later `open` starts from, and the history events. */
-export interface Input {
-  readonly seq: number
-  readonly position: number
-  readonly last: string
-  readonly state: LogState
-  readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
-  readonly messages: number
+/** What the log knows when it takes a snapshot: what a later `open` starts from, and the history's entries. */
+export interface Input extends Point {
   /** The history's entries, comma-separated JSON texts without the enclosing brackets ("" for none). */
   readonly historyText: string
 }
