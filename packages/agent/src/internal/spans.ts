@@ -6,8 +6,7 @@
  * nothing reads them there, and a span costs a turn more than its log appends.
  */
 import type { Content, Turn as TurnT } from "@harness/domain"
-import type { Tracer } from "effect"
-import { Clock, Effect, Exit } from "effect"
+import { Clock, Context, DefaultServices, Effect, Exit, Tracer } from "effect"
 import type { Assembled } from "./content.js"
 import type { ActivityResult, Env, FinishedCall, Job } from "./env.js"
 
@@ -34,8 +33,8 @@ export const attr = {
 
 const triggerOf = (job: Job): string => job._tag === "prompt" ? "message" : job._tag
 
-/** Effect's default tracer: an agent created under it is untraced. */
-const defaultTracer = Effect.runSync(Effect.tracer)
+/** Effect's default tracer (the one in its default services): an agent created under it is untraced. */
+const defaultTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
 /** Whether an agent created now records spans: the program provided a tracer of its own. */
 export const tracing: Effect.Effect<boolean> = Effect.map(Effect.tracer, (tracer) => tracer !== defaultTracer)
