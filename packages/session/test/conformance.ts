@@ -33,6 +33,10 @@ import {
 } from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
 
+/** Turn `turn` of the snapshot cases: one weather call and its answer. */
+const weatherTurn = (turn: number) =>
+  toolTurn(turn, `Weather ${turn}?`, [{ id: `w${turn}`, name: "weather", args: "{}", result: "sun" }], "Sun.")
+
 /** Characters a careless backend mangles: quotes, escapes, line separators, NUL, astral and lone surrogates. */
 export const awkward =
   "quotes \" ' `, back\\slash, newline\n, cr\r, tab\t, nul \u0000, U+2028 \u2028, U+2029 \u2029, é ✓ 🚀, lone \ud800 surrogate, </script> %2F ../"
@@ -873,14 +877,7 @@ export const conformance = <E>(
           Effect.gen(function*() {
             const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 8 } })
             for (let turn = 1; turn <= 3; turn++) {
-              yield* log.appendAll(
-                toolTurn(
-                  turn,
-                  `Weather ${turn}?`,
-                  [{ id: `w${turn}`, name: "weather", args: "{}", result: "sun" }],
-                  "Sun."
-                )
-              )
+              yield* log.appendAll(weatherTurn(turn))
               yield* log.flush
             }
             yield* log.recordInbox([accepted("waiting", "queued for later")])
@@ -934,14 +931,7 @@ export const conformance = <E>(
         Effect.gen(function*() {
           const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 0 } })
           for (let turn = 1; turn <= 3; turn++) {
-            yield* log.appendAll(
-              toolTurn(
-                turn,
-                `Weather ${turn}?`,
-                [{ id: `w${turn}`, name: "weather", args: "{}", result: "sun" }],
-                "Sun."
-              )
-            )
+            yield* log.appendAll(weatherTurn(turn))
           }
           yield* log.flush
           // `open` saves a snapshot where the log ends, before it returns, once it replayed `snapshotEvery` events
