@@ -9,18 +9,58 @@
 import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { SessionStore } from "@harness/session"
 import { Effect } from "effect"
 import * as internal from "./internal/sqlStore.js"
 
 /**
- * Runs one write transaction. `sync: true` asks for a commit that is on disk when it returns; `false` or absent is
- * the backend's cheaper default, which still survives a crash of this process.
+ * Runs one statement on a write's connection: compiled by the client, executed without a span or a connection
+ * acquisition of its own (the write holds the connection and has the span).
  *
  * @since 0.0.0
  * @category models
  */
-export type Writer = <A, E, R>(effect: Effect.Effect<A, E, R>, sync?: boolean) => Effect.Effect<A, E | SqlError, R>
+export type Run = <A extends object>(statement: Statement.Statement<A>) => Effect.Effect<ReadonlyArray<A>, SqlError>
+
+/**
+ * Runs one write transaction: `use` gets the {@link Run} of the transaction's connection, and every statement of
+ * the write goes through it. `sync: true` asks for a commit that is on disk when it returns; `false` is the
+ * cheaper mode, which still survives a crash of this process; absent is the dialect's default.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type Writer = <A, E, R>(
+  use: (run: Run) => Effect.Effect<A, E, R>,
+  sync?: boolean
+) => Effect.Effect<A, E | SqlError, R>
+
+/**
+ * How a dialect makes a write's transaction durable or not.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Durability {
+  /** The durability of a write that does not ask for one. */
+  readonly sync: boolean
+  /** Run on the write's connection before `BEGIN` (a setting that cannot change inside a transaction). */
+  readonly beforeBegin?: (run: Run, sync: boolean) => Effect.Effect<void, SqlError>
+  /** Run right after `BEGIN` (a setting local to the transaction). */
+  readonly afterBegin?: (run: Run, sync: boolean) => Effect.Effect<void, SqlError>
+}
+
+/**
+ * The writer over `sql`: each write reserves a connection (`SqlClient.reserve`, which also orders it against the
+ * client's other statements where the engine has one connection), runs `BEGIN`, `use` and `COMMIT` on it in one
+ * `SqlStore.write` span, and rolls back when `use` fails or is interrupted (ADR 0029: `@effect/sql`'s own
+ * transactions cost a span, a scope and a connection acquisition per statement, a third of a commit's CPU).
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const writer: (sql: SqlClient.SqlClient, durability: Durability) => Writer = internal.writer
 
 /**
  * What differs between engines.
@@ -36,7 +76,7 @@ export interface Dialect {
    * primary key, a 64-bit integer (times, byte counts) and a small integer (a record's kind).
    */
   readonly columns: { readonly serialKey: string; readonly bigint: string; readonly smallint: string }
-  /** Builds the writer over the client (once per store). */
+  /** Builds the writer over the client (once per store; usually {@link writer} with the engine's durability). */
   readonly writer: (sql: SqlClient.SqlClient) => Effect.Effect<Writer>
   /** Appended to the SELECT of a session's row inside a write (`FOR UPDATE` where rows must be locked). */
   readonly lockRow: string

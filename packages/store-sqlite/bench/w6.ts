@@ -9,8 +9,11 @@
  * history fold and publication included), group-committed by the write-behind writer, with `flush` (synced) at
  * every `turn/end` — the barrier the agent uses (ADR 0008).
  *
- * Run: `npx tsx packages/store-sqlite/bench/w6.ts [turns]` (default 1000). Starts its own PostgreSQL server (see
- * `@harness/store-postgres/test/server`). Prints figures; never fails on time.
+ * The whole set runs once untimed (so that what is timed is the steady state, not the JIT compiling each write
+ * path), then {@link repetitions} times, interleaved; each figure is the median of its runs.
+ *
+ * Run: `npx tsx packages/store-sqlite/bench/w6.ts [turns] [repetitions]` (default 1000 and 3). Starts its own
+ * PostgreSQL server (see `@harness/store-postgres/test/server`). Prints figures; never fails on time.
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { Content, Ids, MessageSource, type SessionEvent } from "@harness/domain"
@@ -27,6 +30,8 @@ import { SqliteStore } from "../src/index.js"
 
 const turns = Number(process.argv[2] ?? 1_000)
 const eventsPerTurn = 14
+/** Runs of the whole set; each figure is the median of its runs. */
+const repetitions = Number(process.argv[3] ?? 3)
 
 /** The 14 events of turn `turn`, numbered from `seq`. */
 const turnEvents = (turn: number, seq: number, time: number): ReadonlyArray<SessionEvent.SessionEvent> => {
@@ -126,6 +131,9 @@ interface Figures {
 const sizeOfDir = (dir: string): number =>
   fs.readdirSync(dir).reduce((n, name) => n + fs.statSync(path.join(dir, name)).size, 0)
 
+/** The repetition being run: in session ids, so that runs on one PostgreSQL server do not collide. */
+let run = 0
+
 const runStore = (
   name: string,
   layer: Layer.Layer<SessionStore.SessionStore, unknown>,
@@ -134,7 +142,7 @@ const runStore = (
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
-    const id = Ids.SessionId.make(`w6 ${name}`)
+    const id = Ids.SessionId.make(`w6 ${name} ${run}`)
     yield* store.create({ id, version: 1, createdAt: 0 })
     const start = performance.now()
     for (const commit of commits) yield* store.append(id, commit, { sync })
@@ -147,7 +155,7 @@ const runStore = (
 const runLog = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>, bytes: () => number) =>
   Effect.scoped(Effect.gen(function*() {
     const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
-    const id = Ids.SessionId.make(`w6 log ${name}`)
+    const id = Ids.SessionId.make(`w6 log ${name} ${run}`)
     const log = yield* SessionLog.make({ id }).pipe(Effect.provideService(SessionStore.SessionStore, store))
     const start = performance.now()
     for (const commit of commits) {
@@ -188,10 +196,9 @@ const raw = (dir: string, synchronous: "FULL" | "NORMAL"): Figures => {
   return { name: `raw better-sqlite3 (synchronous ${synchronous})`, seconds, bytes: fs.statSync(file).size }
 }
 
-const main = Effect.gen(function*() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-w6-"))
-  const server = yield* Effect.promise(() => startServer())
-  try {
+/** One run of every writer, in a directory of its own. */
+const once = (dir: string, server: { readonly url: string }) =>
+  Effect.gen(function*() {
     const figures: Array<Figures> = []
     figures.push(raw(dir, "FULL"))
     figures.push(raw(dir, "NORMAL"))
@@ -256,9 +263,34 @@ const main = Effect.gen(function*() {
         () => 0
       )
     )
+    return figures
+  })
+
+const median = (xs: ReadonlyArray<number>): number => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+const main = Effect.gen(function*() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-w6-"))
+  const server = yield* Effect.promise(() => startServer())
+  try {
+    const runs: Array<ReadonlyArray<Figures>> = []
+    // run 0 warms up and is not counted
+    for (run = 0; run <= repetitions; run++) {
+      const runDir = path.join(dir, `run-${run}`)
+      fs.mkdirSync(runDir)
+      const figures = yield* once(runDir, server)
+      if (run > 0) runs.push(figures)
+    }
+    const figures = runs[0]!.map((f, i): Figures => ({
+      name: f.name,
+      seconds: median(runs.map((r) => r[i]!.seconds)),
+      bytes: f.bytes
+    }))
     const rawFull = figures[0]!
     console.log(
-      `W6: ${turns} turns × ${eventsPerTurn} events, one commit per turn (${os.cpus().length} cores, ${os.platform()})`
+      `W6: ${turns} turns × ${eventsPerTurn} events, one commit per turn; medians of ${repetitions} runs after one untimed (${os.cpus().length} cores, ${os.platform()})`
     )
     console.log("store | events/s | µs/turn | bytes/event | × raw (FULL)")
     for (const f of figures) {

@@ -5,7 +5,7 @@
  * a crash of this process cannot lose it; a crash of the server may lose the last ones), a synced one with the
  * server's default (`on`: flushed to the WAL on disk).
  */
-import type { SqlStore } from "@harness/store-sql"
+import { SqlStore } from "@harness/store-sql"
 import { Effect } from "effect"
 
 export const dialect: SqlStore.Dialect = {
@@ -13,9 +13,10 @@ export const dialect: SqlStore.Dialect = {
   columns: { serialKey: "SERIAL PRIMARY KEY", bigint: "BIGINT", smallint: "SMALLINT" },
   /** A write: one transaction; without `sync`, committed without waiting for the WAL flush. */
   writer: (sql) =>
-    Effect.succeed((effect, sync = true) =>
-      sql.withTransaction(sync ? effect : Effect.zipRight(sql`SET LOCAL synchronous_commit = off`, effect))
-    ),
+    Effect.succeed(SqlStore.writer(sql, {
+      sync: true,
+      afterBegin: (run, sync) => sync ? Effect.void : Effect.asVoid(run(sql`SET LOCAL synchronous_commit = off`))
+    })),
   lockRow: "FOR UPDATE",
   droppedFigures:
     "(count(*) FILTER (WHERE kind > 0))::int AS events, (count(*) FILTER (WHERE kind = 2))::int AS turns, " +

@@ -6,12 +6,13 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { SqlClient as SqlClientTag } from "@effect/sql/SqlClient"
+import { SqlClient as SqlClientTag, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
 import { type Ids, Store } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { Chunk, Effect, Option, Schema, Stream } from "effect"
-import type { Dialect } from "../SqlStore.js"
+import { Chunk, Effect, Exit, Option, Schema, Stream } from "effect"
+import type { Dialect, Durability, Run, Writer } from "../SqlStore.js"
 
 type Service = SessionStore.Service
 
@@ -75,6 +76,57 @@ export const migrations = (dialect: Dialect) => {
     })
   })
 }
+
+/** See `SqlStore.writer`. */
+export const writer = (sql: SqlClient.SqlClient, durability: Durability): Writer => (use, sync = durability.sync) =>
+  Effect.useSpan(
+    "SqlStore.write",
+    { kind: "client", captureStackTrace: false },
+    (span) =>
+      Effect.scoped(Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(restore(sql.reserve), (conn) => {
+          const execute = (statement: Statement.Statement<unknown>) => {
+            const [text, params] = statement.compile()
+            return conn.execute(text, params, undefined)
+          }
+          // A statement transformer the program set (`Statement.withTransformer`) sees every statement, as it would
+          // through `@effect/sql`'s own execution.
+          const run: Run = <A extends object>(statement: Statement.Statement<A>) =>
+            Effect.withFiberRuntime<ReadonlyArray<A>, SqlError>((fiber) => {
+              const transform = fiber.getFiberRef(Statement.currentTransformer)
+              return (transform._tag === "None"
+                ? execute(statement)
+                : Effect.flatMap(
+                  transform.value(statement, sql, fiber.getFiberRefs(), span),
+                  execute
+                )) as Effect.Effect<
+                  ReadonlyArray<A>,
+                  SqlError
+                >
+            })
+          const rollback = Effect.orDie(conn.executeRaw("ROLLBACK", []))
+          return (durability.beforeBegin === undefined ? Effect.void : durability.beforeBegin(run, sync)).pipe(
+            Effect.zipRight(conn.executeRaw("BEGIN", [])),
+            Effect.zipRight(Effect.exit(
+              Effect.zipRight(
+                durability.afterBegin === undefined ? Effect.void : durability.afterBegin(run, sync),
+                // Statements that do not go through `run` (none should) still use this connection.
+                restore(Effect.provideService(use(run), TransactionConnection, [conn, 0]))
+              )
+            )),
+            Effect.flatMap((exit) =>
+              Exit.isSuccess(exit)
+                ? Effect.as(
+                  // A failed COMMIT leaves the transaction open: roll it back, then report the failure.
+                  Effect.tapError(conn.executeRaw("COMMIT", []), () => rollback),
+                  exit.value
+                )
+                : Effect.zipRight(rollback, exit)
+            )
+          )
+        })
+      ))
+  )
 
 /** Record kinds, as stored: what summaries are recomputed from without parsing a record. */
 const kindCode = { inbox: 0, event: 1, turn: 2 } as const
@@ -168,20 +220,28 @@ export const make = (dialect: Dialect) =>
 
     const lockRow = dialect.lockRow === "" ? sql`` : sql` ${sql.literal(dialect.lockRow)}`
 
-    const keyOf = (id: Ids.SessionId) =>
+    /** Statements outside a write run as themselves. */
+    const direct: Run = (statement) => statement
+
+    const keyOf = (id: Ids.SessionId, run: Run = direct) =>
       Effect.flatMap(
-        sql<{ readonly key: number }>`SELECT key FROM sessions WHERE id = ${keyText(id)}`,
+        run(sql<{ readonly key: number }>`SELECT key FROM sessions WHERE id = ${keyText(id)}`),
         (rows) => rows.length === 0 ? notFound(id) : Effect.succeed(rows[0]!.key)
       )
 
-    const insertRecords = (key: number, base: number, records: ReadonlyArray<SessionStore.EncodedRecord>) =>
+    const insertRecords = (
+      run: Run,
+      key: number,
+      base: number,
+      records: ReadonlyArray<SessionStore.EncodedRecord>
+    ) =>
       Effect.forEach(
         Array.from(
           { length: Math.ceil(records.length / insertBatch) },
           (_, i) => records.slice(i * insertBatch, (i + 1) * insertBatch)
         ),
         (batch) =>
-          sql`INSERT INTO records ${
+          run(sql`INSERT INTO records ${
             sql.insert(batch.map((r) => ({
               session: key,
               position: base + r.position,
@@ -190,7 +250,7 @@ export const make = (dialect: Dialect) =>
               message_id: r.messageId === undefined ? null : keyText(r.messageId),
               text: r.text
             })))
-          }`,
+          }`),
         { discard: true }
       )
 
@@ -202,26 +262,28 @@ export const make = (dialect: Dialect) =>
       const headerText = JSON.stringify(header)
       const records = SessionStore.encodeCommit(commit ?? empty, 0)
       const figures = SessionStore.figuresOf(records)
-      return write(Effect.gen(function*() {
-        const inserted = yield* sql<{ readonly key: number }>`INSERT INTO sessions ${
-          sql.insert({
-            id: keyText(id),
-            header: headerText,
-            created_at: header.createdAt,
-            records: figures.records,
-            events: figures.events,
-            turns: figures.turns,
-            last_activity: figures.lastActivity ?? header.createdAt,
-            bytes: SessionStore.utf8Length(headerText) + figures.bytes,
-            first_prompt: figures.firstPrompt === undefined ? null : JSON.stringify(figures.firstPrompt.text),
-            first_prompt_position: figures.firstPrompt?.position ?? null
-          })
-        } ON CONFLICT (id) DO NOTHING RETURNING key`
-        if (inserted.length === 0) {
-          return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
-        }
-        yield* insertRecords(inserted[0]!.key, 0, records)
-      })).pipe(io("create the session", id))
+      return write((run) =>
+        Effect.gen(function*() {
+          const inserted = yield* run(sql<{ readonly key: number }>`INSERT INTO sessions ${
+            sql.insert({
+              id: keyText(id),
+              header: headerText,
+              created_at: header.createdAt,
+              records: figures.records,
+              events: figures.events,
+              turns: figures.turns,
+              last_activity: figures.lastActivity ?? header.createdAt,
+              bytes: SessionStore.utf8Length(headerText) + figures.bytes,
+              first_prompt: figures.firstPrompt === undefined ? null : JSON.stringify(figures.firstPrompt.text),
+              first_prompt_position: figures.firstPrompt?.position ?? null
+            })
+          } ON CONFLICT (id) DO NOTHING RETURNING key`)
+          if (inserted.length === 0) {
+            return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+          }
+          yield* insertRecords(run, inserted[0]!.key, 0, records)
+        })
+      ).pipe(io("create the session", id))
     }
 
     const append: Service["append"] = (id, commit, options) => {
@@ -236,19 +298,23 @@ export const make = (dialect: Dialect) =>
         // A barrier over commits already written unsynced: a synced transaction that rewrites the session's row
         // waits for the engine's log to reach the disk up to its commit, which covers every earlier commit too.
         return write(
-          Effect.gen(function*() {
-            const touched = yield* sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)} RETURNING key`
-            if (touched.length === 0) return yield* notFound(id)
-          }),
+          (run) =>
+            Effect.gen(function*() {
+              const touched = yield* run(
+                sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)} RETURNING key`
+              )
+              if (touched.length === 0) return yield* notFound(id)
+            }),
           true
         ).pipe(io("sync the session", id))
       }
       const figures = SessionStore.figuresOf(records)
       const prompt = figures.firstPrompt
       return write(
-        Effect.gen(function*() {
-          // The write comes first: it takes the write lock, updates the figures and checks contiguity in one step.
-          const updated = yield* sql<{ readonly key: number; readonly records: number }>`UPDATE sessions SET
+        (run) =>
+          Effect.gen(function*() {
+            // The write comes first: it takes the write lock, updates the figures and checks contiguity in one step.
+            const updated = yield* run(sql<{ readonly key: number; readonly records: number }>`UPDATE sessions SET
             records = records + ${figures.records},
             events = events + ${figures.events},
             turns = turns + ${figures.turns},
@@ -257,24 +323,24 @@ export const make = (dialect: Dialect) =>
             first_prompt_position = CASE WHEN first_prompt IS NULL AND ${prompt === undefined ? 0 : 1} = 1
               THEN records + ${prompt?.position ?? 0} ELSE first_prompt_position END,
             first_prompt = CASE WHEN first_prompt IS NULL THEN ${
-            prompt === undefined ? null : JSON.stringify(prompt.text)
-          } ELSE first_prompt END
+              prompt === undefined ? null : JSON.stringify(prompt.text)
+            } ELSE first_prompt END
           WHERE id = ${keyText(id)}${firstSeq === undefined ? sql`` : sql` AND events = ${firstSeq}`}
-          RETURNING key, records`
-          if (updated.length === 0) {
-            const stored = yield* sql<{ readonly events: number }>`SELECT events FROM sessions WHERE id = ${
-              keyText(id)
-            }`
-            if (stored.length === 0) return yield* notFound(id)
-            return yield* fail(
-              id,
-              "Conflict",
-              SessionStore.contiguityIssue(stored[0]!.events, commit) ?? "the commit does not continue the session"
-            )
-          }
-          const { key, records: total } = updated[0]!
-          yield* insertRecords(key, total - figures.records, records)
-        }),
+          RETURNING key, records`)
+            if (updated.length === 0) {
+              const stored = yield* run(
+                sql<{ readonly events: number }>`SELECT events FROM sessions WHERE id = ${keyText(id)}`
+              )
+              if (stored.length === 0) return yield* notFound(id)
+              return yield* fail(
+                id,
+                "Conflict",
+                SessionStore.contiguityIssue(stored[0]!.events, commit) ?? "the commit does not continue the session"
+              )
+            }
+            const { key, records: total } = updated[0]!
+            yield* insertRecords(run, key, total - figures.records, records)
+          }),
         options?.sync === true
       ).pipe(io("append to the session", id))
     }
@@ -322,24 +388,27 @@ export const make = (dialect: Dialect) =>
     const truncate: Service["truncate"] = (id, position) => {
       const issue = SessionStore.positionIssue(position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
-      return write(Effect.gen(function*() {
-        const rows = yield* sql<{ readonly key: number; readonly records: number; readonly created_at: Int }>`
-        SELECT key, records, created_at FROM sessions WHERE id = ${keyText(id)}${lockRow}`
-        if (rows.length === 0) return yield* notFound(id)
-        const { created_at, key, records } = rows[0]!
-        if (position >= records) return
-        const [dropped] = yield* sql<{ readonly events: Int; readonly turns: Int; readonly bytes: Int }>`
+      return write((run) =>
+        Effect.gen(function*() {
+          const rows = yield* run(sql<{ readonly key: number; readonly records: number; readonly created_at: Int }>`
+        SELECT key, records, created_at FROM sessions WHERE id = ${keyText(id)}${lockRow}`)
+          if (rows.length === 0) return yield* notFound(id)
+          const { created_at, key, records } = rows[0]!
+          if (position >= records) return
+          const [dropped] = yield* run(sql<{ readonly events: Int; readonly turns: Int; readonly bytes: Int }>`
         SELECT ${sql.literal(dialect.droppedFigures)}
-        FROM records WHERE session = ${key} AND position >= ${position}`
-        const last = position === 0
-          ? []
-          : yield* sql<{ readonly time: Int }>`SELECT time FROM records WHERE session = ${key} AND position = ${
-            position - 1
-          }`
-        yield* sql`DELETE FROM records WHERE session = ${key} AND position >= ${position}`
-        yield* sql`DELETE FROM snapshot_heads WHERE session = ${key} AND position >= ${position}`
-        yield* sql`DELETE FROM snapshot_bodies WHERE session = ${key} AND position >= ${position}`
-        yield* sql`UPDATE sessions SET
+        FROM records WHERE session = ${key} AND position >= ${position}`)
+          const last = position === 0
+            ? []
+            : yield* run(
+              sql<{ readonly time: Int }>`SELECT time FROM records WHERE session = ${key} AND position = ${
+                position - 1
+              }`
+            )
+          yield* run(sql`DELETE FROM records WHERE session = ${key} AND position >= ${position}`)
+          yield* run(sql`DELETE FROM snapshot_heads WHERE session = ${key} AND position >= ${position}`)
+          yield* run(sql`DELETE FROM snapshot_bodies WHERE session = ${key} AND position >= ${position}`)
+          yield* run(sql`UPDATE sessions SET
           records = ${position},
           events = events - ${Number(dropped!.events)},
           turns = turns - ${Number(dropped!.turns)},
@@ -347,8 +416,9 @@ export const make = (dialect: Dialect) =>
           last_activity = ${Number(last[0]?.time ?? created_at)},
           first_prompt = CASE WHEN first_prompt_position >= ${position} THEN NULL ELSE first_prompt END,
           first_prompt_position = CASE WHEN first_prompt_position >= ${position} THEN NULL ELSE first_prompt_position END
-        WHERE key = ${key}`
-      })).pipe(io("truncate the session", id))
+        WHERE key = ${key}`)
+        })
+      ).pipe(io("truncate the session", id))
     }
 
     const list: Service["list"] = Effect.gen(function*() {
@@ -369,13 +439,15 @@ export const make = (dialect: Dialect) =>
     }).pipe(io("list the sessions"))
 
     const remove: Service["remove"] = (id) =>
-      write(Effect.gen(function*() {
-        const key = yield* keyOf(id)
-        yield* sql`DELETE FROM records WHERE session = ${key}`
-        yield* sql`DELETE FROM snapshot_heads WHERE session = ${key}`
-        yield* sql`DELETE FROM snapshot_bodies WHERE session = ${key}`
-        yield* sql`DELETE FROM sessions WHERE key = ${key}`
-      })).pipe(io("remove the session", id))
+      write((run) =>
+        Effect.gen(function*() {
+          const key = yield* keyOf(id, run)
+          yield* run(sql`DELETE FROM records WHERE session = ${key}`)
+          yield* run(sql`DELETE FROM snapshot_heads WHERE session = ${key}`)
+          yield* run(sql`DELETE FROM snapshot_bodies WHERE session = ${key}`)
+          yield* run(sql`DELETE FROM sessions WHERE key = ${key}`)
+        })
+      ).pipe(io("remove the session", id))
 
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
       Effect.gen(function*() {
@@ -388,36 +460,38 @@ export const make = (dialect: Dialect) =>
     const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
       const issue = SessionStore.positionIssue(snapshot.position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
-      return write(Effect.gen(function*() {
-        const rows = yield* sql<{ readonly key: number; readonly records: number }>`
-        SELECT key, records FROM sessions WHERE id = ${keyText(id)}${lockRow}`
-        if (rows.length === 0) return yield* notFound(id)
-        const { key, records } = rows[0]!
-        if (snapshot.position >= records) {
-          return yield* fail(
-            id,
-            "Conflict",
-            `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${records})`
-          )
-        }
-        // Head and body in one transaction: a crash leaves the previous snapshot or this one.
-        yield* sql`INSERT INTO snapshot_heads ${
-          sql.insert({
-            session: key,
-            seq: snapshot.seq,
-            position: snapshot.position,
-            head: snapshotColumn(snapshot.head)
-          })
-        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, head = excluded.head`
-        yield* sql`INSERT INTO snapshot_bodies ${
-          sql.insert({
-            session: key,
-            seq: snapshot.seq,
-            position: snapshot.position,
-            body: snapshotColumn(snapshot.body)
-          })
-        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, body = excluded.body`
-      })).pipe(io("save the snapshot", id))
+      return write((run) =>
+        Effect.gen(function*() {
+          const rows = yield* run(sql<{ readonly key: number; readonly records: number }>`
+        SELECT key, records FROM sessions WHERE id = ${keyText(id)}${lockRow}`)
+          if (rows.length === 0) return yield* notFound(id)
+          const { key, records } = rows[0]!
+          if (snapshot.position >= records) {
+            return yield* fail(
+              id,
+              "Conflict",
+              `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${records})`
+            )
+          }
+          // Head and body in one transaction: a crash leaves the previous snapshot or this one.
+          yield* run(sql`INSERT INTO snapshot_heads ${
+            sql.insert({
+              session: key,
+              seq: snapshot.seq,
+              position: snapshot.position,
+              head: snapshotColumn(snapshot.head)
+            })
+          } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, head = excluded.head`)
+          yield* run(sql`INSERT INTO snapshot_bodies ${
+            sql.insert({
+              session: key,
+              seq: snapshot.seq,
+              position: snapshot.position,
+              body: snapshotColumn(snapshot.body)
+            })
+          } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, body = excluded.body`)
+        })
+      ).pipe(io("save the snapshot", id))
     }
 
     /**

@@ -1,33 +1,35 @@
 /**
  * The SQLite dialect of `@harness/store-sql`: its column types and writes. Every write is one
  * transaction whose first statement writes (so it takes SQLite's write lock at once and never has to upgrade a
- * read lock), serialised by a one-permit lock that also guards the `synchronous` pragma (`FULL` for a synced commit,
- * `NORMAL` otherwise).
+ * read lock), on the client's one connection, reserved for the write, which also guards the `synchronous` pragma
+ * (`FULL` for a synced commit, `NORMAL` otherwise).
  */
-import type { SqlStore } from "@harness/store-sql"
+import { SqlStore } from "@harness/store-sql"
 import { Effect } from "effect"
 
 export const dialect: SqlStore.Dialect = {
   name: "SQLite",
   columns: { serialKey: "INTEGER PRIMARY KEY", bigint: "INTEGER", smallint: "INTEGER" },
   /**
-   * A write: serialised, in one transaction, at `synchronous = FULL` when `sync` is asked for and `NORMAL`
-   * otherwise. The pragma is run only when a commit asks for the other mode than the last one (a run of synced
-   * commits pays no toggle; W6), and before the first commit, whatever the connection was set to.
+   * A write at `synchronous = FULL` when `sync` is asked for and `NORMAL` otherwise (the default). The pragma runs
+   * only when a write asks for the other mode than the last one (a run of synced commits pays no toggle; W6), and
+   * before the first write, whatever the connection was set to. Writes are serialised by the client's one
+   * connection, which the writer reserves for the whole write, so the mode cannot change under a transaction.
    */
   writer: (sql) =>
-    Effect.map(Effect.makeSemaphore(1), (writeLock): SqlStore.Writer => {
-      /** Whether the connection runs at `FULL` (`undefined`: not known yet). Read and changed under the lock. */
+    Effect.sync(() => {
+      /** Whether the connection runs at `FULL` (`undefined`: not known yet). Read and changed with it reserved. */
       let full: boolean | undefined = undefined
-      const mode = (sync: boolean) =>
-        full === sync ? Effect.void : Effect.zipRight(
-          sync ? sql`PRAGMA synchronous = FULL` : sql`PRAGMA synchronous = NORMAL`,
-          Effect.sync(() => {
-            full = sync
-          })
-        )
-      return (effect, sync = false) =>
-        writeLock.withPermits(1)(Effect.zipRight(mode(sync), sql.withTransaction(effect)))
+      return SqlStore.writer(sql, {
+        sync: false,
+        beforeBegin: (run, sync) =>
+          full === sync ? Effect.void : Effect.zipRight(
+            run(sync ? sql`PRAGMA synchronous = FULL` : sql`PRAGMA synchronous = NORMAL`),
+            Effect.sync(() => {
+              full = sync
+            })
+          )
+      })
     }),
   // SQLite's write lock covers the whole database: a transaction that wrote first holds it already.
   lockRow: "",
