@@ -105,6 +105,17 @@ describe("SessionLog commit model: write-through (memory store)", () => {
       assert.strictEqual((yield* log.state).nextSeq, 8)
       assert.strictEqual((yield* commits).length, 1)
       assert.deepStrictEqual(yield* stored(store, sid), yield* log.events)
+      // the refused batch's first events were folded before the refusal: the next batch takes their seqs, and
+      // neither the log nor an earlier read of it ever shows them
+      const before = yield* log.events
+      const refused = yield* Effect.flip(log.appendAll([ev.user("refused", undefined, "refused"), ev.turnEnd(9)]))
+      assert.strictEqual(refused.seq, 9)
+      yield* log.appendAll(promptTurn(2, "Again", "Sure"))
+      const after = yield* log.events
+      assert.strictEqual(before.length, 8)
+      assert.deepStrictEqual(after.map((e) => e.seq), Array.from({ length: 16 }, (_, i) => i))
+      assert.isFalse(after.some((e) => JSON.stringify(e).includes("refused")))
+      assert.deepStrictEqual(yield* stored(store, sid), after)
       yield* assertConsistent(log)
     }).pipe(Effect.scoped))
 })

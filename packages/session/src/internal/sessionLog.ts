@@ -34,6 +34,7 @@ import type {
 import { SessionLogError } from "../SessionLogError.js"
 import { type Service as Store, SessionStore, type SessionStoreError, type StoredRecord } from "../SessionStore.js"
 import * as closers from "./closers.js"
+import * as EventBuffer from "./eventBuffer.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 import * as snapshot from "./snapshot.js"
@@ -97,6 +98,24 @@ const invalidSeed = (message: string, seq?: number) =>
     seq === undefined ? { reason: "invalid-seed", message } : { reason: "invalid-seed", message, seq }
   )
 
+/**
+ * A typed input stamped with `seq` and `time`: that variant's event, built as one object literal in the schema's key
+ * order. Not `{ ...input, seq, time }`: in V8 a spread followed by keys the source lacks gives every object a hidden
+ * class of its own (a map, its descriptors and a property array, ~200 bytes the log would keep per event), and makes
+ * every site that reads events megamorphic (ADR 0030).
+ */
+const stamp = (input: SessionEvent.SessionEventInput, seq: number, time: number): SessionEvent.SessionEvent =>
+  // One variant's input plus `seq` and `time` is that variant's event; TypeScript cannot follow the union.
+  (input.sourceEventSeqs === undefined
+    ? { seq, time, type: input.type, data: input.data }
+    : {
+      seq,
+      time,
+      type: input.type,
+      data: input.data,
+      sourceEventSeqs: input.sourceEventSeqs
+    }) as SessionEvent.SessionEvent
+
 /** The log right after its latest `turn/end`: where the writer may take a snapshot (ADR 0022). */
 interface Checkpoint {
   readonly seq: number
@@ -108,7 +127,7 @@ interface Checkpoint {
 /** What a log holds after its last event. */
 interface LogData {
   /** The events from `base` on (older ones are in the store: ADR 0022). */
-  readonly events: Chunk.Chunk<SessionEvent.SessionEvent>
+  readonly events: EventBuffer.EventBuffer
   /** The `seq` of the first event in `events`. */
   readonly base: number
   readonly state: LogState
@@ -117,7 +136,7 @@ interface LogData {
 }
 
 const emptyData: LogData = {
-  events: Chunk.empty(),
+  events: EventBuffer.empty(),
   base: 0,
   state: logCheck.initial,
   history: history.empty,
@@ -128,7 +147,7 @@ const emptyData: LogData = {
 const advance = (data: LogData, event: SessionEvent.SessionEvent, state: LogState): LogData => {
   const folded = history.fold(data.history, event)
   return {
-    events: Chunk.append(data.events, event),
+    events: EventBuffer.append(data.events, event),
     base: data.base,
     state,
     history: folded,
@@ -416,9 +435,9 @@ const makeService = (
         const text = base.value
         const from = snap.lastSeq + 1
         if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
-        const covered = Chunk.take(Chunk.drop(s.data.events, from - s.data.base), checkpoint.seq + 1 - from)
-        const last = Chunk.last(covered)
-        if (last._tag === "None" || last.value.seq !== checkpoint.seq) return Effect.void
+        const covered = EventBuffer.slice(s.data.events, from - s.data.base, checkpoint.seq + 1 - s.data.base)
+        const last = covered[covered.length - 1]
+        if (last === undefined || last.seq !== checkpoint.seq) return Effect.void
         const added = snapshot.appendHistoryText(text, covered)
         const messages = snap.historyMessages + added.added
         // Never write a snapshot that disagrees with the log's own history.
@@ -426,7 +445,7 @@ const makeService = (
         const { body, head } = snapshot.encode({
           seq: checkpoint.seq,
           position,
-          last: JSON.stringify(last.value),
+          last: JSON.stringify(last),
           state: checkpoint.state,
           inbox: pending,
           messages,
@@ -444,7 +463,7 @@ const makeService = (
                 const cut = Math.min(checkpoint.seq + 1, now.writer.durable)
                 return cut <= now.data.base ? now : {
                   ...now,
-                  data: { ...now.data, events: Chunk.drop(now.data.events, cut - now.data.base), base: cut }
+                  data: { ...now.data, events: EventBuffer.drop(now.data.events, cut - now.data.base), base: cut }
                 }
               })
               : Effect.void
@@ -521,9 +540,7 @@ const makeService = (
       const appended = s.data.state.nextSeq
       if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
         const end = Math.min(appended, w.durable + settings.maxBatch)
-        const events = Chunk.toReadonlyArray(
-          Chunk.take(Chunk.drop(s.data.events, w.durable - s.data.base), end - w.durable)
-        )
+        const events = EventBuffer.slice(s.data.events, w.durable - s.data.base, end - s.data.base)
         // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
         // was appended after it (so an accepted message is never stored after the event that logged it).
         const inbox = Chunk.toReadonlyArray(w.inbox)
@@ -619,9 +636,7 @@ const makeService = (
         const seq = next.state.nextSeq
         let event: SessionEvent.SessionEvent
         if (trusted) {
-          // One variant's input plus `seq` and `time` is that variant's event; TypeScript cannot follow the union
-          // through the spread, hence the cast.
-          event = { ...input, seq, time } as SessionEvent.SessionEvent
+          event = stamp(input, seq, time)
         } else {
           const encoded = encode({ ...input, seq, time })
           if (Either.isLeft(encoded)) {
@@ -723,8 +738,9 @@ const makeService = (
       Effect.flatMap(Ref.get(shared), (s) => {
         const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
           (s.writer.durable < s.data.state.nextSeq &&
-            Chunk.some(
-              Chunk.drop(s.data.events, s.writer.durable - s.data.base),
+            EventBuffer.someFrom(
+              s.data.events,
+              s.writer.durable - s.data.base,
               (e) => StoreRecords.messageIdOf(e) === messageId
             ))
         return unwritten ? Effect.succeed(true) : store.hasMessage(id, messageId).pipe(
@@ -826,20 +842,11 @@ const makeService = (
       faults: Stream.suspend(() => Stream.fromPubSub(faults)),
       subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
       events: Effect.flatMap(Ref.get(shared), (s) => {
-        if (s.data.base === 0) return Effect.succeed(Chunk.toReadonlyArray(s.data.events))
+        if (s.data.base === 0) return Effect.succeed(EventBuffer.slice(s.data.events, 0))
         const base = s.data.base
         // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
-        // (goal accounting) pay the store read once per snapshot, not per call. A concurrent append or trim that
-        // replaces the log's data first simply wins; the data stays consistent either way.
-        return Effect.flatMap(storedEvents(id, store, base), (older) =>
-          Effect.map(
-            Ref.modify(shared, (now): readonly [Chunk.Chunk<SessionEvent.SessionEvent>, Shared] => {
-              if (now.data.base !== base) return [Chunk.appendAll(Chunk.unsafeFromArray(older), s.data.events), now]
-              const events = Chunk.appendAll(Chunk.unsafeFromArray(older), now.data.events)
-              return [events, { ...now, data: { ...now.data, events, base: 0 } }]
-            }),
-            Chunk.toReadonlyArray
-          ))
+        // (goal accounting) pay the store read once per snapshot, not per call.
+        return Effect.flatMap(storedEvents(id, store, base), (older) => Ref.modify(shared, keepReadBack(older, s)))
       }),
       state: Effect.map(Ref.get(shared), (s) => s.data.state),
       history: prefixHistory === undefined
@@ -852,6 +859,18 @@ const makeService = (
       changes: Stream.suspend(() => Stream.fromPubSub(observers))
     } satisfies Service
   })
+
+/**
+ * The whole log, `older` (read back from the store) then the events in memory; kept as the log's data when no append
+ * or trim replaced it since `seen` was read (a concurrent one simply wins: the data stays consistent either way).
+ */
+const keepReadBack =
+  (older: ReadonlyArray<SessionEvent.SessionEvent>, seen: Shared) =>
+  (now: Shared): readonly [ReadonlyArray<SessionEvent.SessionEvent>, Shared] => {
+    if (now.data.base !== seen.data.base) return [older.concat(EventBuffer.slice(seen.data.events, 0)), now]
+    const events = older.concat(EventBuffer.slice(now.data.events, 0))
+    return [events, { ...now, data: { ...now.data, events: EventBuffer.fromArray(events), base: 0 } }]
+  }
 
 const describeBatch = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
   events.length === 1
@@ -1122,11 +1141,11 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
   const repair = closers.repair(data.state)
   if (repair.length > 0) {
     // The closers continue the log's numbering, stamped with the last real event's time (R106), made durable.
-    const time = Chunk.last(data.events).pipe((last) => last._tag === "Some" ? last.value.time : 0)
+    const time = EventBuffer.last(data.events)?.time ?? 0
     const events: Array<SessionEvent.SessionEvent> = []
     for (const input of repair) {
       // Built here from the log's own state: typed, so the copy is trusted; `step` still checks the rules.
-      const event = { ...input, seq: data.state.nextSeq, time } as SessionEvent.SessionEvent
+      const event = stamp(input, data.state.nextSeq, time)
       const checked = logCheck.step(data.state, event)
       if ("violation" in checked) return yield* corrupt(id, found.kept, `repair failed: ${checked.violation.message}`)
       events.push(event)
@@ -1137,7 +1156,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     )
   }
   const records = found.kept + repair.length
-  const lastText = repair.length > 0 ? JSON.stringify(Chunk.unsafeLast(data.events)) : found.lastText
+  const lastText = repair.length > 0 ? JSON.stringify(EventBuffer.last(data.events)) : found.lastText
   const pending = [...found.inbox.values()]
   let snapshots: SnapshotStart = used === undefined ? { ...freshSnapshots(every, records), pending } : {
     every,
@@ -1160,7 +1179,10 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     const loaded = prefix === undefined ? undefined : yield* Effect.option(Effect.sandbox(prefix.load))
     const base = loaded === undefined ? undefined : Option.getOrUndefined(loaded)
     const prefixMessages = base?.history.length ?? 0
-    const added = snapshot.appendHistoryText(base?.historyText ?? snapshots.historyText ?? "", data.events)
+    const added = snapshot.appendHistoryText(
+      base?.historyText ?? snapshots.historyText ?? "",
+      EventBuffer.slice(data.events, 0)
+    )
     const messages = prefixMessages + added.added
     if ((prefix === undefined || base !== undefined) && messages === prefixMessages + data.history.length) {
       const { body, head } = snapshot.encode({
@@ -1181,7 +1203,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
           historyMessages: messages,
           prefix: prefix === undefined ? undefined : { ...prefix, messages: prefixMessages }
         }
-        if (store.volatile !== true) data = { ...data, events: Chunk.empty(), base: end + 1 }
+        if (store.volatile !== true) data = { ...data, events: EventBuffer.empty(), base: end + 1 }
       }
     }
   }
