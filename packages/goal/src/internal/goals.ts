@@ -389,8 +389,12 @@ const mutate = (rt: Core, build: Build): Effect.Effect<GoalState, Goals.Failure>
         return yield* new GoalError({ code: "GOAL_INVALID_TRANSITION", message: applied.left.message })
       }
       // Injected now when nothing is pending; otherwise after the changes before it are logged (see `pending`).
-      const immediate = s.pending.length === 0
-      yield* Ref.update(rt.state, (st) => ({ ...st, pending: [...st.pending, { change, injected: immediate }] }))
+      // Decided in the same update that queues it: the observer may log the last pending change meanwhile (it holds
+      // the events permit, not this lock), and a change queued behind nothing would never be injected.
+      const immediate = yield* Ref.modify(rt.state, (st): readonly [boolean, State] => {
+        const alone = st.pending.length === 0
+        return [alone, { ...st, pending: [...st.pending, { change, injected: alone }] }]
+      })
       if (immediate) {
         yield* rt.agent.inject(changeMessage(change)).pipe(
           Effect.tapError(() =>
