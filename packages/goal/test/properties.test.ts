@@ -222,4 +222,15 @@ describe("properties", () => {
       { _tag: "advance", ms: 0 },
       { _tag: "create", rounds: 1 }
     ]).pipe(Effect.withMaxOpsBeforeYield(64), Effect.provide(env([]))))
+
+  // Found by the property (seed 511374544): a pause made while the observer was logging the create it had to wait
+  // for was queued behind nothing and never injected — the goal said paused, the log active (R121).
+  it.scoped("R121: a change made while the one before it is being logged is still injected and logged", () =>
+    run([
+      { _tag: "human", preset: "followup" },
+      { _tag: "create", rounds: 1 },
+      { _tag: "withdraw", target: "round", index: 0 },
+      { _tag: "pause" },
+      { _tag: "withdraw", target: "round", index: 0 }
+    ]).pipe(Effect.withMaxOpsBeforeYield(16), Effect.provide(env([]))))
 })
