@@ -53,24 +53,34 @@ export interface EncodedRecord {
 }
 
 /**
+ * For backends: one record at `position`, encoded (`text` defaults to its JSON; a backend that kept only the text
+ * passes the text it kept, and the record parsed back from it).
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const encodeRecord = (
+  record: Store.StoreRecord,
+  position: number,
+  text: string = JSON.stringify(record)
+): EncodedRecord => ({
+  position,
+  text,
+  bytes: utf8Length(text),
+  time: record.time,
+  kind: Store.isInboxRecord(record) ? "inbox" : record.type === "turn/start" ? "turn" : "event",
+  messageId: Store.messageIdOf(record),
+  preview: Store.promptPreviewOf(record)
+})
+
+/**
  * For backends: the records of `commit` in stored order, encoded, with positions from `from`.
  *
  * @since 0.0.0
  * @category utils
  */
 export const encodeCommit = (commit: Commit, from: number): ReadonlyArray<EncodedRecord> =>
-  commitRecords(commit).map((record, i) => {
-    const text = JSON.stringify(record)
-    return {
-      position: from + i,
-      text,
-      bytes: utf8Length(text),
-      time: record.time,
-      kind: Store.isInboxRecord(record) ? "inbox" : record.type === "turn/start" ? "turn" : "event",
-      messageId: Store.messageIdOf(record),
-      preview: Store.promptPreviewOf(record)
-    }
-  })
+  commitRecords(commit).map((record, i) => encodeRecord(record, from + i))
 
 /**
  * For backends: what a commit adds to a session's figures (see `Store.SessionSummary`).

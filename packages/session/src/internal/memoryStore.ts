@@ -1,24 +1,38 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. All sessions live in one `Ref`; each session's
- * records are a persistent `Chunk` of encoded records (the JSON text plus the facts summaries and the message
- * index need), so an append is O(log n) and never copies stored records.
+ * The memory backend of `SessionStore` and the fault injector. All sessions live in one `Ref`; each session keeps
+ * its records' JSON texts in an append-only array its successive states share (ADR 0030), its figures folded as
+ * records arrive, and its message ids in a set only the newest state adds to — an append is O(1) and never copies
+ * stored records, and the store holds one string a record (its own copy, whatever the caller later does).
  */
 import type { Ids, Store } from "@harness/domain"
-import { Chunk, Effect, HashMap, HashSet, Option, Ref, Stream } from "effect"
+import { Chunk, Effect, HashMap, Option, Ref, Stream } from "effect"
 import type { Commit, Faults, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
-import { contiguityIssue, encodeCommit, type EncodedRecord, positionIssue, utf8Length } from "../StoreCodec.js"
+import {
+  contiguityIssue,
+  encodeCommit,
+  type EncodedRecord,
+  encodeRecord,
+  positionIssue,
+  utf8Length
+} from "../StoreCodec.js"
+import * as AppendOnly from "./appendOnly.js"
 
 interface MemorySession {
   readonly header: Store.SessionHeader
   readonly headerBytes: number
-  readonly records: Chunk.Chunk<EncodedRecord>
+  /** The records' JSON texts, by position. */
+  readonly records: AppendOnly.AppendOnly<string>
   readonly events: number
   readonly turns: number
   readonly lastActivity: number
   readonly bytes: number
   readonly firstPrompt: string | undefined
-  readonly messageIds: HashSet.HashSet<Ids.AgentMessageId>
+  /**
+   * Shared with the session's earlier states and added to in place: only the newest state is ever read (`hasMessage`
+   * reads the `Ref`), and a truncation builds a new set.
+   */
+  readonly messageIds: Set<Ids.AgentMessageId>
   readonly snapshot: Option.Option<Snapshot>
 }
 
@@ -27,26 +41,27 @@ interface Sessions {
   readonly byId: HashMap.HashMap<Ids.SessionId, MemorySession>
 }
 
-/** Folds records into a session's figures and index. */
+/** Folds records into a session's figures and index; the texts are kept. */
 const appendRecords = (session: MemorySession, records: ReadonlyArray<EncodedRecord>): MemorySession => {
-  let { bytes, events, firstPrompt, lastActivity, messageIds, turns } = session
+  let { bytes, events, firstPrompt, lastActivity, turns } = session
+  const texts: Array<string> = []
   for (const record of records) {
+    texts.push(record.text)
     bytes += record.bytes
     if (record.kind !== "inbox") events++
     if (record.kind === "turn") turns++
     lastActivity = record.time
     if (firstPrompt === undefined && record.preview !== undefined) firstPrompt = record.preview
-    if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
+    if (record.messageId !== undefined) session.messageIds.add(record.messageId)
   }
   return {
     ...session,
-    records: Chunk.appendAll(session.records, Chunk.unsafeFromArray(records)),
+    records: AppendOnly.appendAll(session.records, texts),
     bytes,
     events,
     turns,
     lastActivity,
-    firstPrompt,
-    messageIds
+    firstPrompt
   }
 }
 
@@ -55,13 +70,13 @@ const emptySession = (header: Store.SessionHeader): MemorySession => {
   return {
     header,
     headerBytes,
-    records: Chunk.empty(),
+    records: AppendOnly.empty(),
     events: 0,
     turns: 0,
     lastActivity: header.createdAt,
     bytes: headerBytes,
     firstPrompt: undefined,
-    messageIds: HashSet.empty(),
+    messageIds: new Set(),
     snapshot: Option.none()
   }
 }
@@ -139,11 +154,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
           const after = options?.after ?? -1
           const start = Math.max(0, Math.floor(after) + 1)
           // Lazily, a chunk at a time, over the session as it was when the load started.
-          const records = Chunk.drop(session.records, start)
+          const { array, length } = session.records
           return Stream.fromIteratorSucceed(
             (function*() {
-              let position = start
-              for (const record of records) yield { position: position++, text: record.text }
+              for (let position = start; position < length; position++) yield { position, text: array[position]! }
             })(),
             loadChunkSize
           )
@@ -156,9 +170,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         if (issue !== undefined) return fail(id, "Conflict", issue)
         return modify(id, (session) => {
           if (position >= session.records.length) return [Effect.void, session]
+          // The kept records' figures, folded again from their texts.
           const kept = appendRecords(
             { ...emptySession(session.header), snapshot: session.snapshot },
-            Chunk.toReadonlyArray(Chunk.take(session.records, position))
+            AppendOnly.slice(session.records, 0, position).map((text, i) =>
+              encodeRecord(JSON.parse(text) as Store.StoreRecord, i, text)
+            )
           )
           const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
           return [Effect.void, { ...kept, snapshot }]
@@ -185,7 +202,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
               : [notFound(id), sessions])
         ),
 
-      hasMessage: (id, messageId) => read(id, (session) => HashSet.has(session.messageIds, messageId)),
+      hasMessage: (id, messageId) => read(id, (session) => session.messageIds.has(messageId)),
 
       saveSnapshot: (id, snapshot) =>
         modify(id, (session) => {

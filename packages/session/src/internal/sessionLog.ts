@@ -33,8 +33,8 @@ import type {
 } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
 import { type Service as Store, SessionStore, type SessionStoreError, type StoredRecord } from "../SessionStore.js"
+import * as AppendOnly from "./appendOnly.js"
 import * as closers from "./closers.js"
-import * as EventBuffer from "./eventBuffer.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 import * as snapshot from "./snapshot.js"
@@ -127,7 +127,7 @@ interface Checkpoint {
 /** What a log holds after its last event. */
 interface LogData {
   /** The events from `base` on (older ones are in the store: ADR 0022). */
-  readonly events: EventBuffer.EventBuffer
+  readonly events: AppendOnly.AppendOnly<SessionEvent.SessionEvent>
   /** The `seq` of the first event in `events`. */
   readonly base: number
   readonly state: LogState
@@ -136,7 +136,7 @@ interface LogData {
 }
 
 const emptyData: LogData = {
-  events: EventBuffer.empty(),
+  events: AppendOnly.empty(),
   base: 0,
   state: logCheck.initial,
   history: history.empty,
@@ -147,7 +147,7 @@ const emptyData: LogData = {
 const advance = (data: LogData, event: SessionEvent.SessionEvent, state: LogState): LogData => {
   const folded = history.fold(data.history, event)
   return {
-    events: EventBuffer.append(data.events, event),
+    events: AppendOnly.append(data.events, event),
     base: data.base,
     state,
     history: folded,
@@ -435,7 +435,7 @@ const makeService = (
         const text = base.value
         const from = snap.lastSeq + 1
         if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
-        const covered = EventBuffer.slice(s.data.events, from - s.data.base, checkpoint.seq + 1 - s.data.base)
+        const covered = AppendOnly.slice(s.data.events, from - s.data.base, checkpoint.seq + 1 - s.data.base)
         const last = covered[covered.length - 1]
         if (last === undefined || last.seq !== checkpoint.seq) return Effect.void
         const added = snapshot.appendHistoryText(text, covered)
@@ -463,7 +463,7 @@ const makeService = (
                 const cut = Math.min(checkpoint.seq + 1, now.writer.durable)
                 return cut <= now.data.base ? now : {
                   ...now,
-                  data: { ...now.data, events: EventBuffer.drop(now.data.events, cut - now.data.base), base: cut }
+                  data: { ...now.data, events: AppendOnly.drop(now.data.events, cut - now.data.base), base: cut }
                 }
               })
               : Effect.void
@@ -540,7 +540,7 @@ const makeService = (
       const appended = s.data.state.nextSeq
       if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
         const end = Math.min(appended, w.durable + settings.maxBatch)
-        const events = EventBuffer.slice(s.data.events, w.durable - s.data.base, end - s.data.base)
+        const events = AppendOnly.slice(s.data.events, w.durable - s.data.base, end - s.data.base)
         // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
         // was appended after it (so an accepted message is never stored after the event that logged it).
         const inbox = Chunk.toReadonlyArray(w.inbox)
@@ -738,7 +738,7 @@ const makeService = (
       Effect.flatMap(Ref.get(shared), (s) => {
         const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
           (s.writer.durable < s.data.state.nextSeq &&
-            EventBuffer.someFrom(
+            AppendOnly.someFrom(
               s.data.events,
               s.writer.durable - s.data.base,
               (e) => StoreRecords.messageIdOf(e) === messageId
@@ -842,7 +842,7 @@ const makeService = (
       faults: Stream.suspend(() => Stream.fromPubSub(faults)),
       subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
       events: Effect.flatMap(Ref.get(shared), (s) => {
-        if (s.data.base === 0) return Effect.succeed(EventBuffer.slice(s.data.events, 0))
+        if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
         const base = s.data.base
         // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
         // (goal accounting) pay the store read once per snapshot, not per call.
@@ -867,9 +867,9 @@ const makeService = (
 const keepReadBack =
   (older: ReadonlyArray<SessionEvent.SessionEvent>, seen: Shared) =>
   (now: Shared): readonly [ReadonlyArray<SessionEvent.SessionEvent>, Shared] => {
-    if (now.data.base !== seen.data.base) return [older.concat(EventBuffer.slice(seen.data.events, 0)), now]
-    const events = older.concat(EventBuffer.slice(now.data.events, 0))
-    return [events, { ...now, data: { ...now.data, events: EventBuffer.fromArray(events), base: 0 } }]
+    if (now.data.base !== seen.data.base) return [older.concat(AppendOnly.slice(seen.data.events, 0)), now]
+    const events = older.concat(AppendOnly.slice(now.data.events, 0))
+    return [events, { ...now, data: { ...now.data, events: AppendOnly.fromArray(events), base: 0 } }]
   }
 
 const describeBatch = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -1141,7 +1141,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
   const repair = closers.repair(data.state)
   if (repair.length > 0) {
     // The closers continue the log's numbering, stamped with the last real event's time (R106), made durable.
-    const time = EventBuffer.last(data.events)?.time ?? 0
+    const time = AppendOnly.last(data.events)?.time ?? 0
     const events: Array<SessionEvent.SessionEvent> = []
     for (const input of repair) {
       // Built here from the log's own state: typed, so the copy is trusted; `step` still checks the rules.
@@ -1156,7 +1156,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     )
   }
   const records = found.kept + repair.length
-  const lastText = repair.length > 0 ? JSON.stringify(EventBuffer.last(data.events)) : found.lastText
+  const lastText = repair.length > 0 ? JSON.stringify(AppendOnly.last(data.events)) : found.lastText
   const pending = [...found.inbox.values()]
   let snapshots: SnapshotStart = used === undefined ? { ...freshSnapshots(every, records), pending } : {
     every,
@@ -1181,7 +1181,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     const prefixMessages = base?.history.length ?? 0
     const added = snapshot.appendHistoryText(
       base?.historyText ?? snapshots.historyText ?? "",
-      EventBuffer.slice(data.events, 0)
+      AppendOnly.slice(data.events, 0)
     )
     const messages = prefixMessages + added.added
     if ((prefix === undefined || base !== undefined) && messages === prefixMessages + data.history.length) {
@@ -1203,7 +1203,7 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
           historyMessages: messages,
           prefix: prefix === undefined ? undefined : { ...prefix, messages: prefixMessages }
         }
-        if (store.volatile !== true) data = { ...data, events: EventBuffer.empty(), base: end + 1 }
+        if (store.volatile !== true) data = { ...data, events: AppendOnly.empty(), base: end + 1 }
       }
     }
   }
