@@ -1,9 +1,11 @@
 /**
  * Runs the benchmark: every (runtime, workload, repetition) in a fresh `node --expose-gc --import tsx` process,
- * repetitions interleaving the runtimes (the order rotates each repetition), and collects the results.
+ * repetitions interleaving the runtimes (the order rotates each repetition), and collects the results. Harness is
+ * built into one bundle first (`HarnessBuild.ts`).
  */
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
 import { nowUs } from "./Measure.js"
 import type { RuntimeName } from "./Runtime.js"
 import { runtimeNames } from "./Runtime.js"
@@ -21,9 +23,19 @@ export const runInProcess = (
   workload: string,
   size: Size
 ): Promise<Result & { readonly n: number; readonly version: string }> =>
+  (runtime === "harness" && harnessBuild === "bundle" ? ensureBundle() : Promise.resolve()).then(() =>
+    spawnWorker(runtime, workload, size)
+  )
+
+const spawnWorker = (
+  runtime: RuntimeName,
+  workload: string,
+  size: Size
+): Promise<Result & { readonly n: number; readonly version: string }> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", workerPath, runtime, workload, size], {
       cwd: packageDir,
+      env: { ...process.env, [bundleReady]: "1" },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""

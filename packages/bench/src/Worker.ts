@@ -1,22 +1,30 @@
 /**
  * One measurement in a fresh process: `node --expose-gc --import tsx src/Worker.ts <runtime> <workload> <size>`.
- * Boots only the named runtime (so the reference's polyfill and the peers' modules stay out of the others'
+ * Boots only the named runtime (Harness from the runner's bundle unless `BENCH_HARNESS_BUILD=source`, see
+ * `HarnessBuild.ts`) (so the reference's polyfill and the peers' modules stay out of the others'
  * processes), runs the workload once and prints its result as one `RESULT <json>` line on stdout.
  */
 import { pathToFileURL } from "node:url"
+import { bundlePath, bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
 import type { BenchRuntime, RuntimeName } from "./Runtime.js"
 import { runtimeNames } from "./Runtime.js"
+import type * as HarnessSource from "./runtimes/harness.js"
 import type { Result, Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
 /** The line prefix the runner looks for. */
 export const resultPrefix = "RESULT "
 
-/** Boots a runtime by name, importing only its adapter. */
-export const boot = async (name: RuntimeName): Promise<BenchRuntime> => {
+/** Boots a runtime by name, importing only its adapter (Harness bundled or from source: `HarnessBuild.ts`). */
+export const boot = async (name: RuntimeName, build: typeof harnessBuild = harnessBuild): Promise<BenchRuntime> => {
   switch (name) {
-    case "harness":
-      return (await import("./runtimes/harness.js")).make()
+    case "harness": {
+      if (build === "source") return (await import("./runtimes/harness.js")).make()
+      // A worker the runner started finds the bundle built; any other caller (cpuProbe, profile) builds it now.
+      if (process.env[bundleReady] !== "1") await ensureBundle()
+      const bundled = (await import(pathToFileURL(bundlePath).href)) as typeof HarnessSource // the same module, built
+      return bundled.make()
+    }
     case "pi":
       return (await import("./runtimes/pi.js")).make()
     case "reference":

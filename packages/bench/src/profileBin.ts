@@ -87,7 +87,8 @@ const main = async () => {
   if (name === undefined) throw new Error(`--runtime must be one of ${runtimeNames.join(", ")}`)
   const turns = Number(values.turns)
   const agents = Number(values.agents)
-  const runtime = await boot(name)
+  // From source: samples are charged to packages by their frames' files, which a bundle would merge into one.
+  const runtime = await boot(name, "source")
   const log = (line: string) => console.error(`profile ${name}: ${line}`)
   log("warming up")
   await warmUp(runtime)
