@@ -2,12 +2,13 @@
  * The response assembly (`internal/content.ts`) as a pure fold: interleaved text and reasoning blocks keep their
  * order of appearance, tool-call arguments are the model's text verbatim, a delta without its start is a block of
  * its own, and folding never changes a state it was given (so a state can be kept and folded on twice). And the
- * `assistant/chunk` record of a part is `@effect/ai`'s own encoding: the stream-part schema decodes it back.
+ * `assistant/chunk` record of a part is `@effect/ai`'s own encoding: the stream-part schema decodes it back. And the
+ * hand check that lets an `assistant/message` skip the schema pass (ADR 0023) accepts nothing the schema refuses.
  */
 import { Response, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Ids } from "@harness/domain"
-import { DateTime, Option, Schema } from "effect"
+import { Ids, SessionEvent } from "@harness/domain"
+import { DateTime, Either, FastCheck as fc, Option, Schema } from "effect"
 import * as Assembly from "../src/internal/content.js"
 
 type Part = Parameters<typeof Assembly.step>[1]
@@ -154,5 +155,76 @@ describe("assistant/chunk: @effect/ai's own encoding of a stream part", () => {
       // Decoding gives the part back: its encoding again is what was stored.
       assert.deepStrictEqual(Assembly.chunkJson(decode(stored) as Part), stored, part.type)
     }
+  })
+})
+
+describe("assistant/message: the hand check that trusts a message (ADR 0023)", () => {
+  type Data = Parameters<typeof Assembly.isValidMessage>[0]
+  type Loose = Record<string, unknown>
+  const strict = Schema.validateEither(SessionEvent.AssistantMessage, { onExcessProperty: "error" })
+  const text = fc.oneof(fc.string(), fc.constant("a lone \ud800 surrogate"))
+  const count = fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER))
+  const valid = fc.record({
+    turn: fc.integer({ min: 1, max: 1_000_000 }),
+    step: fc.integer({ min: 1, max: 100 }),
+    content: fc.array(
+      fc.oneof(
+        fc.record({ type: fc.constantFrom("text" as const, "reasoning" as const), text }),
+        fc.record({
+          type: fc.constant("tool-call" as const),
+          id: fc.string({ minLength: 1 }),
+          name: text,
+          arguments: text
+        })
+      ),
+      { maxLength: 4 }
+    ),
+    provenance: fc.record({ model: text, provider: text, reportedModel: text }, { requiredKeys: ["model"] }),
+    finishReason: text,
+    usage: fc.record({ inputTokens: count, outputTokens: count, totalTokens: count }, { requiredKeys: [] })
+  }, { requiredKeys: ["turn", "step", "content", "provenance"] })
+  const wrong = fc.constantFrom<unknown>(-0, 0, 1.5, Number.NaN, -1, 2 ** 53, "", "x", 5, undefined, null, {}, [])
+  /** A message of the schema's shape, with at most one field replaced by a value of a wrong (or right) kind. */
+  const message = fc.tuple(valid, fc.option(fc.tuple(fc.nat(7), wrong, fc.nat(3)), { nil: undefined })).map(
+    ([data, change]): Data => {
+      if (change === undefined) return data as Data
+      const [field, value, index] = change
+      const content: Array<Loose> = data.content.map((block) => ({ ...block }))
+      const block = content[index % Math.max(1, content.length)]
+      const out: Loose = { ...data, content, provenance: { ...data.provenance } }
+      if (field === 0) out.turn = value
+      if (field === 1) out.step = value
+      if (field === 2 && block !== undefined) block[block.type === "tool-call" ? "id" : "text"] = value
+      if (field === 3 && block !== undefined) block[block.type === "tool-call" ? "arguments" : "type"] = value
+      if (field === 4) out.usage = { ...data.usage, outputTokens: value }
+      if (field === 5) out.finishReason = value
+      if (field === 6) (out.provenance as Loose).model = value
+      if (field === 7) (out.provenance as Loose).reportedModel = value
+      return out as unknown as Data
+    }
+  )
+
+  it.prop("trusted only when the schema accepts it and JSON keeps it; refused only when the schema refuses it", [
+    message
+  ], ([data]) => {
+    const accepted = Either.isRight(strict(data))
+    if (Assembly.isValidMessage(data)) {
+      assert.isTrue(accepted)
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(data)), data)
+    } else {
+      // Stricter than the schema only on `replayState`, which the turn never sets (and this generator never makes).
+      assert.isFalse(accepted)
+    }
+  }, { fastCheck: { numRuns: 1000 } })
+
+  it("a token count the schema refuses (-0) is left out of the message's usage", () => {
+    const finish = Response.makePart("finish", {
+      reason: "stop",
+      usage: new Response.Usage({ ...usage, outputTokens: -0 })
+    })
+    assert.deepStrictEqual(Assembly.result(Assembly.step(Assembly.initial, finish)).usage, {
+      inputTokens: 3,
+      totalTokens: 8
+    })
   })
 })

@@ -1,8 +1,9 @@
 /**
  * The agent appends what it builds itself without a schema pass (`SessionLog.appendTrusted`, ADR 0023). These tests
  * keep that trust honest: every event of a session that goes through every trusted path (turn and step records,
- * prompts, steering, idle and in-turn injection, a hook's additional context, a tool's context, stream chunks, a
- * cancel) is exactly what the schema would have let through, and what comes from outside is still refused.
+ * prompts, steering, idle and in-turn injection, a hook's additional context, a tool's context, stream chunks, the
+ * model's messages once checked by hand, a cancel) is exactly what the schema would have let through, and what comes
+ * from outside is still refused.
  */
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"

@@ -167,13 +167,52 @@ export const result = (state: State): Assembled => {
 
 const usageOf = (usage: Response.Usage): SessionEvent.Usage => {
   const out: { -readonly [K in keyof SessionEvent.Usage]: SessionEvent.Usage[K] } = {}
-  const count = (n: number | undefined) => n !== undefined && Number.isSafeInteger(n) && n >= 0
+  const count = (n: number | undefined) => n !== undefined && isCount(n)
   if (count(usage.inputTokens)) out.inputTokens = usage.inputTokens!
   if (count(usage.outputTokens)) out.outputTokens = usage.outputTokens!
   if (count(usage.totalTokens)) out.totalTokens = usage.totalTokens!
   if (count(usage.reasoningTokens)) out.reasoningTokens = usage.reasoningTokens!
   if (count(usage.cachedInputTokens)) out.cachedInputTokens = usage.cachedInputTokens!
   return out
+}
+
+/** An `assistant/message`'s data, as the turn builds it from an {@link Assembled} response. */
+type MessageData = SessionEvent.SessionEventInputOf<"assistant/message">["data"]
+
+const isString = (value: unknown): value is string => typeof value === "string"
+const isPositive = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 1
+const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0)
+
+/**
+ * Whether `data` is an `assistant/message` the schema accepts, checked field by field: each block a text or
+ * reasoning block with a string, or a tool call with a non-empty id and string name and arguments; the provenance's
+ * strings; the finish reason a string; each usage count a non-negative safe integer. As strict as the schema
+ * (stricter: no `replayState`, which the turn never sets), so a message that passes is appended without the schema
+ * pass (trusted, ADR 0023) and one that does not takes the validating append, which names what is wrong. The
+ * strings and integers here survive JSON unchanged. The parts a message is assembled from were typed where they
+ * entered (`ModelStream.typed`, or `@effect/ai`'s decoding); this check covers a `LanguageModel` that skipped both.
+ */
+export const isValidMessage = (data: MessageData): boolean => {
+  if (!isPositive(data.turn) || !isPositive(data.step)) return false
+  for (const block of data.content) {
+    if (block.type === "tool-call") {
+      if (!isString(block.id) || block.id === "" || !isString(block.name) || !isString(block.arguments)) return false
+    } else if ((block.type !== "text" && block.type !== "reasoning") || !isString(block.text)) {
+      return false
+    }
+  }
+  // An optional field is absent or holds its type: a key holding `undefined` is refused, as the schema does.
+  const provenance = data.provenance
+  if (!isString(provenance.model) || "replayState" in provenance) return false
+  if ("provider" in provenance && !isString(provenance.provider)) return false
+  if ("reportedModel" in provenance && !isString(provenance.reportedModel)) return false
+  if ("finishReason" in data && !isString(data.finishReason)) return false
+  if ("usage" in data) {
+    const usage = data.usage
+    if (typeof usage !== "object" || usage === null) return false
+    for (const key in usage) if (!isCount(usage[key as keyof typeof usage])) return false
+  }
+  return true
 }
 
 /** A stream part as the agent receives it: typed by `ModelStream`, or decoded by `LanguageModel.streamText`. */

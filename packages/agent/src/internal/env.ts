@@ -188,10 +188,16 @@ export const trusted = { trusted: true } as const
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.asVoid(PubSub.publish(env.events, event))
 
-/** Appends a durable event and republishes it live as `session/event`. */
-export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E) =>
+/**
+ * Appends a durable event and republishes it live as `session/event`. Validated, unless the caller checked it
+ * (`trust`: see `content.isValidMessage`).
+ */
+export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E, trust = false) =>
   Effect.map(
-    Effect.tap(env.log.appendHeld([input]), (events) => publish(env, { type: "session/event", event: events[0]! })),
+    Effect.tap(
+      env.log.appendHeld([input], trust ? trusted : undefined),
+      (events) => publish(env, { type: "session/event", event: events[0]! })
+    ),
     // The appended event is the validated copy of `input` with `seq` and `time`, so its `type` is `input.type`.
     (events) => events[0] as Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>
   )

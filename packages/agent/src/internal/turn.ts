@@ -385,6 +385,8 @@ const runStep = (
     }
     if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
     if (assembled.usage !== undefined) data.usage = assembled.usage
+    // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
+    const trustMessage = Assembly.isValidMessage(data)
     const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
     if (calls.length === 0) {
       // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
@@ -394,7 +396,7 @@ const runStep = (
       return yield* locked(
         env,
         Effect.gen(function*() {
-          yield* append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs })
+          yield* append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)
           const drained = yield* drain(env, { turn })
           yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
           const ended = stops && !drained.steering
@@ -406,7 +408,7 @@ const runStep = (
         })
       ).pipe(Effect.mapError(logFailure(step)))
     }
-    yield* locked(env, append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs })).pipe(
+    yield* locked(env, append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)).pipe(
       Effect.mapError(logFailure(step))
     )
     const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(
