@@ -130,8 +130,8 @@ export interface Env {
   /** The context captured at creation: what tools, hooks and the system prompt need. */
   readonly context: Context.Context<never>
   readonly fibers: Scope.Scope
-  /** The running tool handlers. */
-  readonly handlers: Handlers
+  /** The running tool handlers (none for an agent without tools: it never runs one). */
+  readonly handlers: Handlers | undefined
   readonly state: Ref.Ref<State>
   /** The log's writer lock (`SessionLog.lock`): held for every critical section; appends inside use `appendHeld`. */
   readonly lock: Effect.Semaphore

@@ -339,7 +339,8 @@ export const runToolCalls = (
           Effect.asVoid,
           Effect.ensuring(pool.release(permits))
         )
-      const handlers = prepared.tool.onCancel === "finish" ? env.handlers.finish : env.handlers.interrupt
+      // A call has a tool here, so the agent has tools and its handler maps.
+      const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
       yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
