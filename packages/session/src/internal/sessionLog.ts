@@ -392,7 +392,8 @@ const makeService = (
     })
     const lock = yield* Effect.makeSemaphore(1)
     const observers = yield* PubSub.unbounded<SessionEvent.SessionEvent>()
-    const faults = yield* PubSub.unbounded<SessionStoreError>()
+    // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
+    const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
 
     // -- Snapshots (ADR 0022) ----------------------------------------------------------------------------------
     // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
@@ -563,7 +564,7 @@ const makeService = (
       sync: boolean
     ) =>
       store.append(id, { events, inbox }, { sync }).pipe(
-        Effect.tapError((error) => PubSub.publish(faults, error)),
+        Effect.tapError((error) => faults === undefined ? Effect.void : PubSub.publish(faults, error)),
         Effect.retry({ schedule: settings.retry, while: isTransient }),
         Effect.withSpan("SessionLog.commit", {
           attributes: {
@@ -839,8 +840,11 @@ const makeService = (
       hasMessage,
       // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
       // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
-      faults: Stream.suspend(() => Stream.fromPubSub(faults)),
-      subscribeFaults: Effect.suspend(() => PubSub.subscribe(faults)),
+      faults: faults === undefined ? Stream.never : Stream.suspend(() => Stream.fromPubSub(faults)),
+      // A write-through log never reports one: its subscribers get a queue nothing is offered to.
+      subscribeFaults: faults === undefined
+        ? Effect.flatMap(PubSub.unbounded<SessionStoreError>(), PubSub.subscribe)
+        : Effect.suspend(() => PubSub.subscribe(faults)),
       events: Effect.flatMap(Ref.get(shared), (s) => {
         if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
         const base = s.data.base
