@@ -131,9 +131,14 @@ export interface Service {
    * Contract: validated (`invalid-event` naming the record, and nothing changes) and stamped with `Clock` time;
    * then they ride with the next store commit, in order and before that commit's events (write-through: the next
    * append or {@link flush}; write-behind: the writer's next batch). They never change the events, the state or
-   * the history. {@link flush} makes them durable. Cheap: no store round trip of its own.
+   * the history. {@link flush} makes them durable. Cheap: no store round trip of its own. `trusted`: records the
+   * caller built itself from decoded values (the agent's, from accepted messages) skip the schema pass, as
+   * {@link appendTrusted} does for events (ADR 0023); the caller must hand over what the schema accepts.
    */
-  readonly recordInbox: (records: ReadonlyArray<InboxRecordInput>) => Effect.Effect<void, SessionLogError>
+  readonly recordInbox: (
+    records: ReadonlyArray<InboxRecordInput>,
+    options?: { readonly trusted?: boolean }
+  ) => Effect.Effect<void, SessionLogError>
   /**
    * The inbox `open` found (ADR 0017): every `inbox/accepted` record with no later `inbox/settled` for its id and
    * no event that logged its id (`user/message` or `steering/message` with that `messageId`), in acceptance order.

@@ -232,14 +232,14 @@ export const barrier = (env: Env): Effect.Effect<void, SessionLog.SessionLogErro
   env.log.durable ? env.log.flush : Effect.void
 
 /**
- * Records durable inbox records (ADR 0017). The log only validates them (the agent builds them from decoded
- * values), so a refusal is a bug: it is logged, never thrown at a caller.
+ * Records durable inbox records (ADR 0017), trusted (ADR 0023): the agent builds them from decoded, frozen
+ * messages. A refusal (a store that cannot take them) is logged, never thrown at a caller.
  */
 export const recordInbox = (
   env: Env,
   records: ReadonlyArray<SessionLog.InboxRecordInput>
 ): Effect.Effect<void> =>
-  env.log.recordInbox(records).pipe(
+  env.log.recordInbox(records, trusted).pipe(
     Effect.catchAll((error) => Effect.logError("the session log refused an inbox record", error))
   )
 

@@ -116,6 +116,12 @@ const stamp = (input: SessionEvent.SessionEventInput, seq: number, time: number)
       sourceEventSeqs: input.sourceEventSeqs
     }) as SessionEvent.SessionEvent
 
+/** An inbox record stamped with `time`, one object literal in the schema's key order (see {@link stamp}). */
+const stampInbox = (input: InboxRecordInput, time: number): StoreRecords.InboxRecord =>
+  input.type === "inbox/accepted"
+    ? { type: input.type, time, message: input.message, placement: input.placement, wakeup: input.wakeup }
+    : { type: input.type, time, id: input.id, fate: input.fate }
+
 /** The log right after its latest `turn/end`: where the writer may take a snapshot (ADR 0022). */
 interface Checkpoint {
   readonly seq: number
@@ -706,12 +712,15 @@ const makeService = (
         })
       )
 
-    const recordInbox = (inputs: ReadonlyArray<InboxRecordInput>): Effect.Effect<void, SessionLogError> =>
+    const recordInbox = (
+      inputs: ReadonlyArray<InboxRecordInput>,
+      options?: { readonly trusted?: boolean }
+    ): Effect.Effect<void, SessionLogError> =>
       inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
         const records: Array<StoreRecords.InboxRecord> = []
         for (const input of inputs) {
-          const candidate = { ...input, time }
-          if (isInboxRecord(candidate)) {
+          const candidate = stampInbox(input, time)
+          if (options?.trusted === true || isInboxRecord(candidate)) {
             records.push(candidate)
             continue
           }
