@@ -156,6 +156,16 @@ describe("JsonlStore scan cache (ADR 0032)", () => {
           assert.strictEqual((yield* store.list)[0]!.events, 3232)
         }))
       yield* assertAsScanned(dir, "after more appends", "load")
+      // a store that never asked for an id saves the next cache: it holds the cached ids and the new ones
+      yield* withStore(dir, (store) =>
+        Effect.gen(function*() {
+          yield* appendTurns(store, 5, 6, seq + 32, "b")
+          yield* store.saveSnapshot(s1, { seq: seq + 39, position: 3644, head: "{}", body: "[]" })
+        }))
+      const cache = JSON.parse(fs.readFileSync(cacheFile(dir), "utf8"))
+      assert.strictEqual(cache.records, 3645)
+      assert.strictEqual(cache.messageIds.length, 810)
+      yield* assertAsScanned(dir, "from the next cache")
     }).pipe(Effect.scoped))
 
   it.live("a missing, damaged or mismatched cache falls back to a full scan", () =>

@@ -78,7 +78,7 @@ interface SessionState {
    * Shared with the session's earlier states and added to in place by this process's appends: only the newest state
    * is read, and a rescan builds a new set.
    */
-  readonly messageIds: Set<string>
+  readonly messageIds: ScanCache.MessageIds
 }
 
 const safeChar = /[a-z0-9_-]/
@@ -247,7 +247,7 @@ export const make = (options: Options) =>
         let turns = cache?.turns ?? 0
         let lastTime: number | undefined = cache?.lastTime ?? undefined
         let firstPrompt: SessionState["firstPrompt"] = cache?.firstPrompt ?? undefined
-        const messageIds = new Set<string>(cache?.messageIds)
+        const messageIds = new ScanCache.MessageIds(cache?.messageIds)
         let framer: Framer | undefined
         const index: Index = cache === undefined
           ? { positions: [], offsets: [] }
@@ -372,7 +372,7 @@ export const make = (options: Options) =>
           offsets: state.index.offsets,
           checkFrom,
           checkDigest: ScanCache.digest(tail.value),
-          messageIds: [...state.messageIds]
+          messageIds: state.messageIds.toArray()
         }
         yield* writeAside(id, cachePathOfFile(path), ScanCache.encode(cache))
       }))
@@ -499,7 +499,7 @@ export const make = (options: Options) =>
           turns: 0,
           lastActivity: header.createdAt,
           firstPrompt: undefined,
-          messageIds: new Set()
+          messageIds: new ScanCache.MessageIds()
         }
         yield* setState(id, withFigures(initial, records, content.length - Buffer.byteLength(headerLine)))
       }))

@@ -85,3 +85,37 @@ export const decode = (text: string): ScanCache | undefined => {
 }
 
 export const encode = (cache: ScanCache): string => JSON.stringify(cache)
+
+/**
+ * A session's message-id index: the ids a cache holds, put into the set only when first asked (opening a session
+ * does not ask), and the ids scanned or appended since. Added to in place (see `SessionState`).
+ */
+export class MessageIds {
+  private readonly set = new Set<string>()
+  private pending: ReadonlyArray<string> | undefined
+
+  constructor(cached?: ReadonlyArray<string>) {
+    this.pending = cached === undefined || cached.length === 0 ? undefined : cached
+  }
+
+  private get all(): Set<string> {
+    if (this.pending !== undefined) {
+      for (const id of this.pending) this.set.add(id)
+      this.pending = undefined
+    }
+    return this.set
+  }
+
+  add(id: string): void {
+    this.set.add(id)
+  }
+
+  has(id: string): boolean {
+    return this.set.has(id) || this.all.has(id)
+  }
+
+  /** Every id, for the next cache. */
+  toArray(): Array<string> {
+    return [...this.all]
+  }
+}
