@@ -5,7 +5,8 @@
  * commit torn by a crash is recognised and never read as committed; a single-record commit is its one line.
  *
  * Summaries and the message-id index are rebuilt lazily (one scan per session per process) and kept up to date by
- * appends (ADR 0010 says why there is no side file). `sync: true` fsyncs the file after the write.
+ * appends. The scan starts from a scan cache written beside the file with each snapshot, when the cache checks out
+ * against the file (ADR 0032); the file stays the only truth. `sync: true` fsyncs the file after the write.
  *
  * @since 0.0.0
  */
@@ -31,8 +32,8 @@ export interface Options {
  *
  * Contract: the `SessionStore` conformance suite. A session's file is `<name>.jsonl`, where `name` is the id with
  * every character but `a-z`, `0-9`, `_` and `-` written as `~xxxx` (hashed when long); its snapshot is
- * `<name>.snapshot.json`. `create` writes the file aside, fsyncs it and links it into place (atomic, and exclusive
- * across processes). Writes are serialised within the process; one session has one writer at a time. Bytes after
+ * `<name>.snapshot.json` (head) and `<name>.snapshot-body`, its scan cache `<name>.scan-cache.json`. `create`
+ * writes the file aside, fsyncs it and links it into place (atomic, and exclusive across processes). Writes are serialised within the process; one session has one writer at a time. Bytes after
  * the last complete commit (a commit torn by a crash, which was never acknowledged) are not loaded and are cut
  * before the next write.
  *

@@ -3,15 +3,18 @@
  * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only
  * truth: the summary figures, the message-id index and a sparse index of commit offsets are rebuilt lazily, once per
  * process and session, by one scan of the file, then kept up to date by this process's appends; a file whose size
- * differs from what this process last read (another process wrote it) is scanned again.
+ * differs from what this process last read (another process wrote it) is scanned again. A scan starts from the
+ * scan cache `<name>.scan-cache.json` (written with each snapshot, see `scanCache.ts`, ADR 0032) when it checks out
+ * against the file, and reads only the bytes after it.
  */
 import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { type Ids, Store } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { Chunk, Effect, HashMap, HashSet, Option, Random, Ref, Schema, Stream } from "effect"
+import { Chunk, Effect, HashMap, Option, Random, Ref, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import { type FramedRecord, Framer, marker, paddedMarker } from "./framing.js"
+import * as ScanCache from "./scanCache.js"
 
 type Service = SessionStore.Service
 type ErrorReason = SessionStore.SessionStoreErrorReason
@@ -58,6 +61,8 @@ const seek = (index: Index, position: number): { readonly offset: number; readon
 /** What this process knows about one session file, as of `bytes`. */
 interface SessionState {
   readonly header: Store.SessionHeader
+  /** The header line as stored, without its newline. */
+  readonly headerLine: string
   readonly order: number
   /** The committed end: the file's size when no torn tail follows. */
   readonly bytes: number
@@ -69,7 +74,11 @@ interface SessionState {
   readonly turns: number
   readonly lastActivity: number
   readonly firstPrompt: { readonly text: string; readonly position: number } | undefined
-  readonly messageIds: HashSet.HashSet<string>
+  /**
+   * Shared with the session's earlier states and added to in place by this process's appends: only the newest state
+   * is read, and a rescan builds a new set.
+   */
+  readonly messageIds: ScanCache.MessageIds
 }
 
 const safeChar = /[a-z0-9_-]/
@@ -163,6 +172,8 @@ export const make = (options: Options) =>
     const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
     const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
     const snapshotBodyPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot-body`
+    /** The scan cache of the session file at `path` (ADR 0032). */
+    const cachePathOfFile = (path: string) => `${path.slice(0, -".jsonl".length)}.scan-cache.json`
 
     const error = (id: Ids.SessionId | undefined, reason: ErrorReason, message: string) =>
       new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
@@ -229,20 +240,23 @@ export const make = (options: Options) =>
         )
       })
 
-    /** Scans a whole file into its state. */
-    const scan = (path: string, id: Ids.SessionId | undefined) =>
+    /** Scans a file into its state: the whole file, or from a checked cache's boundary on. */
+    const scan = (path: string, id: Ids.SessionId | undefined, cache?: ScanCache.ScanCache) =>
       Effect.gen(function*() {
-        let events = 0
-        let turns = 0
-        let lastTime: number | undefined
-        let firstPrompt: SessionState["firstPrompt"] = undefined
-        let messageIds = HashSet.empty<string>()
+        let events = cache?.events ?? 0
+        let turns = cache?.turns ?? 0
+        let lastTime: number | undefined = cache?.lastTime ?? undefined
+        let firstPrompt: SessionState["firstPrompt"] = cache?.firstPrompt ?? undefined
+        const messageIds = new ScanCache.MessageIds(cache?.messageIds)
         let framer: Framer | undefined
-        const index: Index = { positions: [], offsets: [] }
+        const index: Index = cache === undefined
+          ? { positions: [], offsets: [] }
+          : { positions: [...cache.positions], offsets: [...cache.offsets] }
         /** The last record when the scan skipped its parse (its time is the session's last activity). */
         let lastPlain: string | undefined
+        const from = cache === undefined ? undefined : { offset: cache.bytes, position: cache.records }
         // One plain loop per chunk: a stream step per record would cost more than the scan's own work (W7).
-        yield* Stream.runForEachChunk(framed(path, id), (chunk) =>
+        yield* Stream.runForEachChunk(framed(path, id, from), (chunk) =>
           Effect.sync(() => {
             for (const item of chunk) {
               framer = item.framer
@@ -261,16 +275,18 @@ export const make = (options: Options) =>
               if (facts.kind !== "inbox") events++
               if (facts.kind === "turn") turns++
               if (facts.time !== undefined) lastTime = facts.time
-              if (facts.messageId !== undefined) messageIds = HashSet.add(messageIds, facts.messageId)
+              if (facts.messageId !== undefined) messageIds.add(facts.messageId)
               if (firstPrompt === undefined && facts.preview !== undefined) {
                 firstPrompt = { text: facts.preview, position: record.position }
               }
             }
           }))
         if (lastPlain !== undefined) lastTime = factsOf(lastPlain).time ?? lastTime
-        const { header, order } = yield* parseHeader(id, path, framer?.header)
+        const headerLine = cache?.header ?? framer?.header
+        const { header, order } = yield* parseHeader(id, path, headerLine)
         const state: SessionState = {
           header,
+          headerLine: headerLine!,
           order,
           bytes: framer!.committedEnd,
           // What was read: a file that grew meanwhile is scanned again at its next use.
@@ -286,6 +302,99 @@ export const make = (options: Options) =>
         return state
       })
 
+    /** Reads `length` bytes of `file` at `offset`; none when the file ends before. */
+    const readAt = (file: FileSystem.File, offset: number, length: number) =>
+      Effect.gen(function*() {
+        const buffer = Buffer.alloc(length)
+        yield* file.seek(offset, "start")
+        let done = 0
+        while (done < length) {
+          const read = Number(yield* file.read(buffer.subarray(done)))
+          if (read === 0) return Option.none<Buffer>()
+          done += read
+        }
+        return Option.some(buffer)
+      })
+
+    /**
+     * The scan cache of the file at `path`, when it checks out against the file: the same file (device and inode),
+     * at least as long as the cache's boundary, the same header line, and the same bytes just before the boundary
+     * (their digest). Anything missing, unreadable or different gives none (a full scan), never an error.
+     */
+    const checkedCache = (path: string) =>
+      Effect.gen(function*() {
+        const cache = ScanCache.decode(yield* fs.readFileString(cachePathOfFile(path)))
+        if (cache === undefined) return undefined
+        const headerBytes = Buffer.from(`${cache.header}\n`, "utf8")
+        if (cache.bytes < headerBytes.length || cache.checkFrom < headerBytes.length) return undefined
+        return yield* Effect.scoped(Effect.gen(function*() {
+          const file = yield* fs.open(path, { flag: "r" })
+          const info = yield* file.stat
+          if (Number(info.size) < cache.bytes || info.dev !== cache.dev) return undefined
+          if (Option.getOrNull(info.ino) !== cache.ino) return undefined
+          const head = yield* readAt(file, 0, headerBytes.length)
+          if (Option.isNone(head) || !head.value.equals(headerBytes)) return undefined
+          const tail = yield* readAt(file, cache.checkFrom, cache.bytes - cache.checkFrom)
+          if (Option.isNone(tail) || ScanCache.digest(tail.value) !== cache.checkDigest) return undefined
+          return cache
+        }))
+      }).pipe(Effect.orElseSucceed(() => undefined))
+
+    /** Builds a file's state: from its checked scan cache on, or by a scan of the whole file. */
+    const loadState = (path: string, id: Ids.SessionId | undefined) =>
+      Effect.flatMap(checkedCache(path), (cache) => scan(path, id, cache))
+
+    /**
+     * Writes the scan cache of a session's state (ADR 0032): its figures and indexes up to its committed end, the
+     * file's identity and a digest of the bytes just before that end, read back from the file.
+     */
+    const writeCache = (id: Ids.SessionId, state: SessionState) =>
+      Effect.scoped(Effect.gen(function*() {
+        const path = pathOf(id)
+        const file = yield* fs.open(path, { flag: "r" })
+        const info = yield* file.stat
+        const headerEnd = Buffer.byteLength(state.headerLine) + 1
+        const checkFrom = Math.max(headerEnd, state.bytes - ScanCache.checkWindow)
+        const tail = yield* readAt(file, checkFrom, state.bytes - checkFrom)
+        if (Option.isNone(tail)) return
+        const cache: ScanCache.ScanCache = {
+          format: ScanCache.format,
+          header: state.headerLine,
+          dev: info.dev,
+          ino: Option.getOrNull(info.ino),
+          bytes: state.bytes,
+          records: state.records,
+          events: state.events,
+          turns: state.turns,
+          lastTime: state.lastActivity,
+          firstPrompt: state.firstPrompt ?? null,
+          positions: state.index.positions,
+          offsets: state.index.offsets,
+          checkFrom,
+          checkDigest: ScanCache.digest(tail.value),
+          messageIds: state.messageIds.toArray()
+        }
+        yield* writeAside(id, cachePathOfFile(path), ScanCache.encode(cache))
+      }))
+
+    /** Removes a session's scan cache, if any. */
+    const removeCache = (id: Ids.SessionId) =>
+      fs.remove(cachePathOfFile(pathOf(id))).pipe(
+        Effect.catchIf(isNotFound, () => Effect.void),
+        Effect.mapError(io(id, "remove the scan cache"))
+      )
+
+    /** Removes a session's scan cache unless it ends at or before `offset` (the bytes from `offset` on change). */
+    const dropCacheFrom = (id: Ids.SessionId, offset: number) =>
+      Effect.gen(function*() {
+        const text = yield* readOptional(id, cachePathOfFile(pathOf(id)), "the scan cache").pipe(
+          Effect.orElseSucceed(() => Option.some(""))
+        )
+        if (Option.isNone(text)) return
+        const cache = ScanCache.decode(text.value)
+        if (cache === undefined || cache.bytes > offset) yield* removeCache(id)
+      })
+
     /** The current state of a session: cached while the file's size is what this process last saw. */
     const stateOf = (id: Ids.SessionId) =>
       Effect.gen(function*() {
@@ -297,7 +406,7 @@ export const make = (options: Options) =>
         }
         const cached = HashMap.get(yield* Ref.get(states), path)
         if (Option.isSome(cached) && cached.value.size === size.value) return cached.value
-        const state = yield* scan(path, id)
+        const state = yield* loadState(path, id)
         yield* Ref.update(states, HashMap.set(path, state))
         return state
       })
@@ -329,9 +438,8 @@ export const make = (options: Options) =>
       written: number
     ): SessionState => {
       const figures = SessionStore.figuresOf(records)
-      let messageIds = state.messageIds
       for (const record of records) {
-        if (record.messageId !== undefined) messageIds = HashSet.add(messageIds, record.messageId)
+        if (record.messageId !== undefined) state.messageIds.add(record.messageId)
       }
       if (records.length > 0) indexCommit(state.index, state.records, state.bytes)
       return {
@@ -342,8 +450,7 @@ export const make = (options: Options) =>
         events: state.events + figures.events,
         turns: state.turns + figures.turns,
         lastActivity: figures.lastActivity ?? state.lastActivity,
-        firstPrompt: state.firstPrompt ?? figures.firstPrompt,
-        messageIds
+        firstPrompt: state.firstPrompt ?? figures.firstPrompt
       }
     }
 
@@ -360,8 +467,11 @@ export const make = (options: Options) =>
         }
         const order = yield* takeOrder
         const records = SessionStore.encodeCommit(commit ?? empty, 0)
-        const headerLine = `${JSON.stringify({ type: "session", order, ...header })}\n`
+        const headerText = JSON.stringify({ type: "session", order, ...header })
+        const headerLine = `${headerText}\n`
         const content = Buffer.from(headerLine + linesOf(records), "utf8")
+        // A scan cache left by a file removed behind the store's back is not this file's.
+        yield* removeCache(id)
         // Written aside, synced, then linked into place: the session appears whole or not at all, and a link
         // never replaces an existing file (another process's create of the same id loses with AlreadyExists).
         const tmp = `${path}.${(yield* Random.nextInt).toString(16)}.tmp`
@@ -379,6 +489,7 @@ export const make = (options: Options) =>
         if (!linked) return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
         const initial: SessionState = {
           header,
+          headerLine: headerText,
           order,
           bytes: Buffer.byteLength(headerLine),
           size: Buffer.byteLength(headerLine),
@@ -388,7 +499,7 @@ export const make = (options: Options) =>
           turns: 0,
           lastActivity: header.createdAt,
           firstPrompt: undefined,
-          messageIds: HashSet.empty()
+          messageIds: new ScanCache.MessageIds()
         }
         yield* setState(id, withFigures(initial, records, content.length - Buffer.byteLength(headerLine)))
       }))
@@ -473,6 +584,9 @@ export const make = (options: Options) =>
         if (Option.isNone(found)) return
         const record = found.value
         const path = pathOf(id)
+        // The first byte the cut changes (a marker rewritten in place, or the first line dropped): a scan cache
+        // past it goes first, so no crash leaves a cache that covers bytes the file no longer holds.
+        yield* dropCacheFrom(id, record.group === undefined ? record.start : record.group.start)
         yield* Effect.scoped(Effect.gen(function*() {
           const file = yield* fs.open(path, { flag: "r+" })
           const group = record.group
@@ -486,7 +600,7 @@ export const make = (options: Options) =>
           }
           yield* file.sync
         })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
-        yield* setState(id, yield* scan(path, id))
+        yield* setState(id, yield* loadState(path, id))
         yield* dropSnapshotFrom(id, position)
       }))
     }
@@ -513,7 +627,7 @@ export const make = (options: Options) =>
           all.push(cached.value)
           continue
         }
-        const state = yield* scan(path, undefined).pipe(
+        const state = yield* loadState(path, undefined).pipe(
           // a session removed while listing is simply not listed
           Effect.catchAll((e) =>
             Effect.flatMap(sizeOf(path, undefined), (gone) =>
@@ -552,12 +666,13 @@ export const make = (options: Options) =>
       lock.withPermits(1)(Effect.gen(function*() {
         yield* stateOf(id)
         yield* removeSnapshot(id)
+        yield* removeCache(id)
         yield* fs.remove(pathOf(id)).pipe(Effect.mapError(io(id, `remove ${pathOf(id)}`)))
         yield* Ref.update(states, HashMap.remove(pathOf(id)))
       }))
 
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
-      Effect.map(stateOf(id), (state) => HashSet.has(state.messageIds, messageId))
+      Effect.map(stateOf(id), (state) => state.messageIds.has(messageId))
 
     /** Removes the snapshot's head, then its body (a body without its head is never read). */
     const removeSnapshot = (id: Ids.SessionId) =>
@@ -649,6 +764,9 @@ export const make = (options: Options) =>
         // The body first, then the head: a crash in between leaves the old head, whose body now reads as none.
         yield* writeAside(id, snapshotBodyPathOf(id), bodyFile(saved, body))
         yield* writeAside(id, snapshotPathOf(id), JSON.stringify(saved))
+        // Then the scan cache, while a snapshot is written anyway (never on an append). It only saves later
+        // processes a scan: a failure leaves the previous cache, which is checked before any use.
+        yield* Effect.ignore(writeCache(id, state))
       }))
     }
 
