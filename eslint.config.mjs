@@ -8,7 +8,16 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/node_modules", "**/dist", "**/build", "**/coverage", "scratchpad/**", "**/*.md", "packages/*/docs/**"]
+    ignores: [
+      "**/node_modules",
+      "**/dist",
+      "**/build",
+      "**/coverage",
+      "scratchpad/**",
+      "**/*.md",
+      "packages/*/docs/**",
+      "packages/bench/.bundle/**"
+    ]
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
