@@ -33,9 +33,9 @@ export interface Options {
  * Contract: the `SessionStore` conformance suite. A session's file is `<name>.jsonl`, where `name` is the id with
  * every character but `a-z`, `0-9`, `_` and `-` written as `~xxxx` (hashed when long); its snapshot is
  * `<name>.snapshot.json` (head) and `<name>.snapshot-body`, its scan cache `<name>.scan-cache.json`. `create`
- * writes the file aside, fsyncs it and links it into place (atomic, and exclusive across processes). Writes are serialised within the process; one session has one writer at a time. Bytes after
- * the last complete commit (a commit torn by a crash, which was never acknowledged) are not loaded and are cut
- * before the next write.
+ * writes the file aside, fsyncs it and links it into place (atomic, and exclusive across processes). Writes are
+ * serialised within the process; one session has one writer at a time. Bytes after the last complete commit (a
+ * commit torn by a crash, which was never acknowledged) are not loaded and are cut before the next write.
  *
  * @since 0.0.0
  * @category constructors
