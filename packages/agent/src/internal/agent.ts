@@ -151,9 +151,10 @@ export const make = <R>(
     // Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close
     // the turn, log staged context, make the log durable, then publish `agent/disposed`, the last event. Added to the
     // scope itself: `Effect.addFinalizer` would keep the creating fiber's `FiberRefs` for as long as the agent lives.
+    // Uninterruptible, as `Effect.addFinalizer` runs its finalizer: whoever closes the scope cannot cut disposal short.
     yield* Scope.addFinalizer(
       scope,
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         const driver = yield* locked(
           env,
           Effect.gen(function*() {
@@ -168,7 +169,7 @@ export const make = <R>(
           Effect.catchAll((error) => Effect.logWarning("the session log could not be flushed at disposal", error))
         )
         yield* publish(env, { type: "agent/disposed" })
-      })
+      }))
     )
     return service
   })
