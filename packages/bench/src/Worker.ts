@@ -1,8 +1,8 @@
 /**
  * One measurement in a fresh process: `node --expose-gc --import tsx src/Worker.ts <runtime> <workload> <size>`.
- * Boots only the named runtime (Harness from the runner's bundle unless `BENCH_HARNESS_BUILD=source`, see
- * `HarnessBuild.ts`) (so the reference's polyfill and the peers' modules stay out of the others'
- * processes), runs the workload once and prints its result as one `RESULT <json>` line on stdout.
+ * Boots only the named runtime, so the reference's polyfill and the peers' modules stay out of the others'
+ * processes (Harness from the runner's bundle unless `BENCH_HARNESS_BUILD=source`: `HarnessBuild.ts`), runs the
+ * workload once and prints its result as one `RESULT <json>` line on stdout.
  */
 import { pathToFileURL } from "node:url"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
@@ -15,15 +15,18 @@ import { workloads } from "./Workloads.js"
 /** The line prefix the runner looks for. */
 export const resultPrefix = "RESULT "
 
-/** Boots a runtime by name, importing only its adapter (Harness bundled or from source: `HarnessBuild.ts`). */
+/**
+ * Boots a runtime by name, importing only its adapter. Harness is bundled or from source (`HarnessBuild.ts`); its
+ * version string says which, as loaded here.
+ */
 export const boot = async (name: RuntimeName, build: typeof harnessBuild = harnessBuild): Promise<BenchRuntime> => {
   switch (name) {
     case "harness": {
-      if (build === "source") return (await import("./runtimes/harness.js")).make()
-      // A worker the runner started finds the bundle built; any other caller (cpuProbe, profile) builds it now.
+      if (build === "source") return withBuild(await (await import("./runtimes/harness.js")).make(), "from source")
+      // A worker the runner started finds the bundle built; any other caller (cpuProbe) builds it now.
       if (process.env[bundleReady] !== "1") await ensureBundle()
       const bundled = (await import(pathToFileURL(bundlePath).href)) as typeof HarnessSource // the same module, built
-      return bundled.make()
+      return withBuild(await bundled.make(), "bundled")
     }
     case "pi":
       return (await import("./runtimes/pi.js")).make()
@@ -31,6 +34,11 @@ export const boot = async (name: RuntimeName, build: typeof harnessBuild = harne
       return (await import("./runtimes/reference.js")).make()
   }
 }
+
+const withBuild = (runtime: BenchRuntime, build: string): BenchRuntime => ({
+  ...runtime,
+  version: `${runtime.version} (${build})`
+})
 
 /** Runs one workload on one runtime in this process. */
 export const measure = async (

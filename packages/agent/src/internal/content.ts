@@ -167,12 +167,11 @@ export const result = (state: State): Assembled => {
 
 const usageOf = (usage: Response.Usage): SessionEvent.Usage => {
   const out: { -readonly [K in keyof SessionEvent.Usage]: SessionEvent.Usage[K] } = {}
-  const count = (n: number | undefined) => n !== undefined && isCount(n)
-  if (count(usage.inputTokens)) out.inputTokens = usage.inputTokens!
-  if (count(usage.outputTokens)) out.outputTokens = usage.outputTokens!
-  if (count(usage.totalTokens)) out.totalTokens = usage.totalTokens!
-  if (count(usage.reasoningTokens)) out.reasoningTokens = usage.reasoningTokens!
-  if (count(usage.cachedInputTokens)) out.cachedInputTokens = usage.cachedInputTokens!
+  if (isCount(usage.inputTokens)) out.inputTokens = usage.inputTokens!
+  if (isCount(usage.outputTokens)) out.outputTokens = usage.outputTokens!
+  if (isCount(usage.totalTokens)) out.totalTokens = usage.totalTokens!
+  if (isCount(usage.reasoningTokens)) out.reasoningTokens = usage.reasoningTokens!
+  if (isCount(usage.cachedInputTokens)) out.cachedInputTokens = usage.cachedInputTokens!
   return out
 }
 

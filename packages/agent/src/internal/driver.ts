@@ -268,12 +268,15 @@ const close = (
     }
     // Exactly the running calls: `interrupt` ones are interrupted (all at once), `finish` ones complete. With none
     // running (a cancel during the model request, the common case) there is nothing to wait for.
+    // An agent without tools has no handlers.
     const handlers = env.handlers
-    const interrupting = handlers === undefined ? [] : Array.from(handlers.interrupt, ([, fiber]) => fiber)
-    if (handlers !== undefined && (interrupting.length > 0 || (yield* FiberMap.size(handlers.finish)) > 0)) {
-      yield* Effect.zip(Fiber.interruptAll(interrupting), FiberMap.awaitEmpty(handlers.finish), {
-        concurrent: true
-      })
+    if (handlers !== undefined) {
+      const interrupting = Array.from(handlers.interrupt, ([, fiber]) => fiber)
+      if (interrupting.length > 0 || (yield* FiberMap.size(handlers.finish)) > 0) {
+        yield* Effect.zip(Fiber.interruptAll(interrupting), FiberMap.awaitEmpty(handlers.finish), {
+          concurrent: true
+        })
+      }
     }
     const calls = {
       finished: yield* Ref.get(activity.tools.finished),

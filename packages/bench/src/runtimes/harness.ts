@@ -218,9 +218,7 @@ export const make = (
     }))
   return Promise.resolve({
     name: "harness",
-    version: `@harness/agent (this checkout, ${
-      process.env["BENCH_HARNESS_BUILD"] === "source" ? "from source via tsx" : "bundled"
-    }; model interface: ${modelInterface})`,
+    version: `@harness/agent (this checkout; model interface: ${modelInterface})`,
     createAgent,
     close: () => Promise.resolve()
   })

@@ -45,7 +45,10 @@ export const slice = <A>(buffer: AppendOnly<A>, start: number, end: number = buf
   buffer.array.slice(Math.max(0, start), Math.min(end, buffer.length))
 
 /** Without the first `count` items, in an array of its own (what the shared one held before is released). */
-export const drop = <A>(buffer: AppendOnly<A>, count: number): AppendOnly<A> => fromArray(slice(buffer, count))
+export const drop = <A>(buffer: AppendOnly<A>, count: number): AppendOnly<A> => {
+  const array = slice(buffer, count)
+  return { array, length: array.length }
+}
 
 export const last = <A>(buffer: AppendOnly<A>): A | undefined =>
   buffer.length === 0 ? undefined : buffer.array[buffer.length - 1]
