@@ -225,12 +225,16 @@ describe("hooks", () => {
   it.scoped("R51: a routing LanguageModel reads the request hook's decision from Agent.CurrentRequest", () =>
     Effect.gen(function*() {
       const seen = yield* Ref.make<ReadonlyArray<RequestConfig>>([])
+      const afterwards = yield* Ref.make<ReadonlyArray<RequestConfig>>([])
       const model = yield* routingModel(seen)
       const agent = yield* Agent.make({
         model: "default-route",
         hooks: {
           request: ({ turn }, next) =>
-            turn === 2 ? Effect.succeed({ model: "big", provider: "x", options: { effort: "high" } }) : next
+            turn === 2 ? Effect.succeed({ model: "big", provider: "x", options: { effort: "high" } }) : next,
+          // Runs in the turn's fiber after the request: the route is the request's alone.
+          turnStopping: () =>
+            Effect.flatMap(Agent.CurrentRequest, (route) => Ref.update(afterwards, (all) => [...all, route]))
         }
       }).pipe(Effect.provideService(LanguageModel.LanguageModel, model))
       yield* agent.followup(Message.make("one"))
@@ -241,6 +245,7 @@ describe("hooks", () => {
         { model: "default-route" },
         { model: "big", provider: "x", options: { effort: "high" } }
       ])
+      assert.deepStrictEqual(yield* Ref.get(afterwards), [{ model: "default" }, { model: "default" }])
       const log = yield* agent.log
       assert.deepStrictEqual(ofType(log, "assistant/message").map((e) => [e.data.content, e.data.provenance]), [
         [[{ type: "text", text: "via default-route" }], { model: "default-route" }],

@@ -1,7 +1,8 @@
 /**
- * ADR 0019: the agent takes a provider's `ModelStream` (typed parts, no per-request decoding) when it belongs to the
- * `LanguageModel` it was given, and the standard `LanguageModel.streamText` otherwise. Both paths must leave the
- * same log and send the same requests.
+ * ADR 0019, ADR 0033: the agent takes a provider's `ModelStream` (typed parts, no per-request decoding) when it
+ * belongs to the `LanguageModel` it was given — pulling each reply when it offers `pullText`, streaming it otherwise —
+ * and the standard `LanguageModel.streamText` otherwise. All three paths must leave the same log and send the same
+ * requests, failures and truncated replies included.
  */
 import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
@@ -50,14 +51,19 @@ const session = Effect.gen(function*() {
 })
 
 describe("ModelStream (ADR 0019)", () => {
-  it.effect("the typed path and the standard path leave the same log and send the same requests", () =>
+  it.effect("the pulled, the streamed and the standard path leave the same log and send the same requests", () =>
     Effect.gen(function*() {
-      const typed = yield* session.pipe(Effect.scoped, Effect.provide(S.layer(script)))
+      const pulled = yield* session.pipe(Effect.scoped, Effect.provide(S.layer(script)))
+      const streamed = yield* session.pipe(Effect.scoped, Effect.provide(S.layerStream(script)))
       const standard = yield* session.pipe(Effect.scoped, Effect.provide(S.layerStandard(script)))
-      assert.include(typed.types, "tool/result")
-      assert.include(typed.types, "assistant/chunk")
-      assert.strictEqual(typed.log, standard.log)
-      assert.strictEqual(typed.requests, standard.requests)
+      assert.include(pulled.types, "tool/result")
+      assert.include(pulled.types, "assistant/chunk")
+      assert.include(pulled.log, "\"request-error\"")
+      assert.include(pulled.log, "\"max-tokens\"")
+      assert.strictEqual(pulled.log, streamed.log)
+      assert.strictEqual(pulled.log, standard.log)
+      assert.strictEqual(pulled.requests, streamed.requests)
+      assert.strictEqual(pulled.requests, standard.requests)
     }))
 
   it.effect("a ModelStream that belongs to another LanguageModel is not used", () =>

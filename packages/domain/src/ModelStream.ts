@@ -10,6 +10,7 @@
  */
 import type { AiError, LanguageModel } from "@effect/ai"
 import { Response, Toolkit } from "@effect/ai"
+import type { Chunk, Effect, Scope } from "effect"
 import { Context, DateTime, Either, Option, type ParseResult, Schema, type Stream } from "effect"
 
 /**
@@ -37,7 +38,26 @@ export interface Service {
    * part typed by {@link typed} instead of decoded per request.
    */
   readonly streamText: (options: LanguageModel.ProviderOptions) => Stream.Stream<Part, AiError.AiError>
+  /**
+   * Optional: the same response as a {@link Pull}, for a model whose reply is at hand without a stream (a scripted,
+   * replayed or cached one). Running a `Stream` costs a channel executor per request (a few hundred interpreter
+   * steps even for a reply of one chunk); a pull hands the chunks over directly.
+   *
+   * Contract: the same request, the same parts in the same chunks and the same failures as {@link Service.streamText}
+   * with the same options. What the response holds (a wait, a connection) is released when the scope closes; the
+   * caller closes it as soon as it stops pulling.
+   */
+  readonly pullText?: ((options: LanguageModel.ProviderOptions) => Effect.Effect<Pull, never, Scope.Scope>) | undefined
 }
+
+/**
+ * A response pulled chunk by chunk, in the shape `Stream.toPull` gives: each pull succeeds with the next chunk of
+ * parts, fails with `Option.none()` once the response has ended and with `Option.some(error)` when it failed.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type Pull = Effect.Effect<Chunk.Chunk<Part>, Option.Option<AiError.AiError>>
 
 /**
  * The lower interface in context, provided next to the `LanguageModel` it belongs to.

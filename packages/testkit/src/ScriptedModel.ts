@@ -417,6 +417,30 @@ const build = (replies: ReadonlyArray<Reply>): Effect.Effect<Built> =>
           ? Stream.concat(parts, Stream.never)
           : parts
       }))
+    // The same replies as `ModelStream.Pull`s (ADR 0033): the request is taken (and a delay waited) when the pull is
+    // opened, then the whole reply is one chunk, followed by its end, its failure or, for a hanging reply, no end.
+    const replyPull = (options: LanguageModel.ProviderOptions): Effect.Effect<ModelStream.Pull> =>
+      Effect.gen(function*() {
+        const { advertised, index, next } = yield* take(options)
+        if (next === undefined) {
+          return Effect.fail(Option.some(
+            failWith({ code: "UNKNOWN", message: `ScriptedModel: no scripted reply left for request #${index + 1}` })
+          ))
+        }
+        if (next.delay !== undefined) yield* Effect.sleep(next.delay)
+        const parts = partsOf(next, index, advertised).map(typedOf)
+        const end: ModelStream.Pull = next.failure !== undefined
+          ? Effect.fail(Option.some(failWith(next.failure)))
+          : next.hang === true
+          ? Effect.never
+          : Effect.fail(Option.none())
+        let delivered = parts.length === 0
+        return Effect.suspend(() => {
+          if (delivered) return end
+          delivered = true
+          return Effect.succeed(Chunk.unsafeFromArray(parts))
+        })
+      })
     const streamText = (options: LanguageModel.ProviderOptions) =>
       replyStream(options, (part): Response.StreamPartEncoded => part)
     const model = yield* LanguageModel.make({
@@ -432,7 +456,11 @@ const build = (replies: ReadonlyArray<Reply>): Effect.Effect<Built> =>
       push: (...more) => Ref.update(script, (all) => Chunk.appendAll(all, Chunk.fromIterable(more))),
       remaining: Effect.map(Ref.get(script), (all) => all.length)
     }
-    return { model, stream: { model, streamText: (options) => replyStream(options, typedOf) }, controls }
+    return {
+      model,
+      stream: { model, streamText: (options) => replyStream(options, typedOf), pullText: replyPull },
+      controls
+    }
   })
 
 /**
@@ -466,8 +494,8 @@ export const make = (
   Effect.map(build(replies), ({ controls, model }) => [model, controls] as const)
 
 /**
- * A layer providing the scripted `LanguageModel`, its controls and its `ModelStream` (the lower interface
- * Harness's own provider offers: the agent takes it, skipping `LanguageModel`'s per-request decoding).
+ * A layer providing the scripted `LanguageModel`, its controls and its `ModelStream` (the lower interface: the agent
+ * takes it, skipping `LanguageModel`'s per-request decoding, and pulls each reply with `pullText`, ADR 0033).
  *
  * @since 0.0.0
  * @category layers
@@ -480,6 +508,24 @@ export const layer = (
       Context.make(LanguageModel.LanguageModel, model).pipe(
         Context.add(ScriptedModel, controls),
         Context.add(ModelStream.ModelStream, stream)
+      ))
+  )
+
+/**
+ * A layer like {@link layer} whose `ModelStream` offers no `pullText`: the agent streams each reply, as it does
+ * with Harness's network provider (ADR 0033).
+ *
+ * @since 0.0.0
+ * @category layers
+ */
+export const layerStream = (
+  replies: ReadonlyArray<Reply> = []
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
+  Layer.effectContext(
+    Effect.map(build(replies), ({ controls, model, stream }) =>
+      Context.make(LanguageModel.LanguageModel, model).pipe(
+        Context.add(ScriptedModel, controls),
+        Context.add(ModelStream.ModelStream, { model, streamText: stream.streamText })
       ))
   )
 

@@ -1,7 +1,7 @@
-import { LanguageModel, Prompt } from "@effect/ai"
+import { type AiError, LanguageModel, Prompt } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { ModelStream } from "@harness/domain"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect, Either, Option, Stream, TestServices, type Tracer } from "effect"
 import * as S from "../src/ScriptedModel.js"
 
 const ask = (model: LanguageModel.Service, text: string) =>
@@ -89,6 +89,74 @@ describe("ScriptedModel", () => {
       assert.strictEqual(masked(Chunk.toReadonlyArray(typed)), masked(decoded))
       assert.strictEqual(yield* (yield* S.ScriptedModel).requestCount, 2)
     }).pipe(Effect.provide(S.layer([S.reply(S.reasoning("r"), S.text("t")), S.reply(S.reasoning("r"), S.text("t"))]))))
+
+  it.effect("pullText delivers the chunks streamText delivers, then the same end, failure or hang", () =>
+    Effect.gen(function*() {
+      const lower = yield* ModelStream.ModelStream
+      const pullText = lower.pullText
+      assert.isDefined(pullText)
+      const options = (span: Tracer.Span): LanguageModel.ProviderOptions => ({
+        prompt: Prompt.make("x"),
+        tools: [],
+        toolChoice: "none",
+        responseFormat: { type: "text" },
+        span
+      })
+      const masked = (value: unknown) => JSON.stringify(value, (key, v: unknown) => (key === "id" ? "<id>" : v))
+      // Each reply twice: streamed, then pulled (until the pull ends, fails, or hangs past 200 ms).
+      for (let i = 0; i < 4; i++) {
+        const streamed = yield* Effect.scoped(
+          Effect.flatMap(Effect.makeSpanScoped("s"), (span) =>
+            lower.streamText(options(span)).pipe(
+              Stream.chunks,
+              Stream.map(Chunk.toReadonlyArray),
+              Stream.runCollect,
+              Effect.map(Chunk.toReadonlyArray),
+              Effect.either,
+              Effect.timeoutTo({ duration: "200 millis", onSuccess: (e) => e, onTimeout: () => "hang" as const })
+            ))
+        )
+        const pulled = yield* Effect.scoped(
+          Effect.flatMap(Effect.makeSpanScoped("p"), (span) =>
+            Effect.flatMap(pullText!(options(span)), (pull) => {
+              const chunks: Array<ReadonlyArray<ModelStream.Part>> = []
+              const loop: Effect.Effect<Either.Either<typeof chunks, AiError.AiError>> = Effect.matchEffect(pull, {
+                onFailure: (end) =>
+                  Effect.succeed(Option.match(end, {
+                    onNone: (): Either.Either<typeof chunks, AiError.AiError> => Either.right(chunks),
+                    onSome: Either.left
+                  })),
+                onSuccess: (chunk) => Effect.suspend(() => (chunks.push(Chunk.toReadonlyArray(chunk)), loop))
+              })
+              return Effect.timeoutTo(loop, {
+                duration: "200 millis",
+                onSuccess: (e) => e,
+                onTimeout: () => "hang" as const
+              })
+            }))
+        )
+        assert.strictEqual(masked(pulled), masked(streamed), `reply ${i}`)
+      }
+    }).pipe(
+      Effect.provide(S.layer([
+        S.textResponse("a"),
+        S.textResponse("a"),
+        S.failureAfter([S.text("partial")], "OVERLOADED"),
+        S.failureAfter([S.text("partial")], "OVERLOADED"),
+        S.hanging(S.text("waiting")),
+        S.hanging(S.text("waiting")),
+        S.reply(S.reasoning("r"), S.toolCall("t", { a: 1 })),
+        S.reply(S.reasoning("r"), S.toolCall("t", { a: 1 }))
+      ])),
+      TestServices.provideLive
+    ))
+
+  it.effect("layerStream offers a ModelStream without pullText", () =>
+    Effect.gen(function*() {
+      const lower = yield* ModelStream.ModelStream
+      assert.strictEqual(lower.model, yield* LanguageModel.LanguageModel)
+      assert.isUndefined(lower.pullText)
+    }).pipe(Effect.provide(S.layerStream())))
 
   it.effect("layerStandard offers no ModelStream", () =>
     Effect.gen(function*() {

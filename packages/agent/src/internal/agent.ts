@@ -8,7 +8,6 @@ import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
-  Deferred,
   Effect,
   ExecutionStrategy,
   Fiber,
@@ -83,7 +82,7 @@ export const make = <R>(
       while (true) {
         const driving = Lifecycle.driving((yield* Ref.get(state)).lifecycle)
         if (driving === undefined) return
-        yield* Deferred.await(driving.idle)
+        yield* driving.idle.await
       }
     })
 

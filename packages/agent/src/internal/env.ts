@@ -8,8 +8,8 @@
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Context, Fiber, FiberMap, Scope, Tracer } from "effect"
-import { Chunk, Effect, Option, PubSub, Ref } from "effect"
+import type { Fiber, FiberMap, Scope, Tracer } from "effect"
+import { Chunk, Context, Effect, FiberRef, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"
@@ -170,6 +170,17 @@ export const provide = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): E
   // `Agent.make` required `R` and captured that context, so every requirement of `effect` is in `env.context`;
   // the options are stored with `R` erased to `unknown`, which is why the type has to be restored here.
   Effect.provide(effect as Effect.Effect<A, E>, env.context)
+
+/**
+ * `provide` for the first effect of a fiber of its own (a tool handler's): `env.context` is merged into the fiber's
+ * context once, with no region to put the old one back — the fiber ends after what follows, and what follows (the
+ * agent's own bookkeeping) reads nothing from the context (ADR 0033).
+ */
+export const provideFiber = <A, E>(env: Env, effect: Effect.Effect<A, E, unknown>): Effect.Effect<A, E> =>
+  Effect.zipRight(
+    FiberRef.update(FiberRef.currentContext, (context) => Context.merge(context, env.context)),
+    effect as Effect.Effect<A, E>
+  )
 
 /**
  * Stops the activity if a cancel was recorded for it: run in the activity fiber right after each hook, so a hook

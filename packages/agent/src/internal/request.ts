@@ -2,11 +2,11 @@
  * One model request's inputs and transport: the system prompt, the route (the `request` hook, R51), the request
  * header logged before a request whose header changed, and the model's response stream.
  */
-import type { AiError, Prompt, Response, Tool } from "@effect/ai"
+import type { AiError, LanguageModel, Prompt, Response as AiResponse, Tool } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json, ModelStream } from "@harness/domain"
-import type { Stream } from "effect"
-import { Cause, Context, Effect, Option, Scope } from "effect"
+import type { Scope, Stream } from "effect"
+import { Cause, Context, Effect, Option } from "effect"
 import type { RequestConfig } from "../Hooks.js"
 import type { Env } from "./env.js"
 import { append, honourCancel, provide, read, update } from "./env.js"
@@ -89,37 +89,50 @@ export const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]
     yield* update(env, (s) => ({ ...s, header }))
   })
 
+/** A part of a model's response, typed by `ModelStream` or decoded by `LanguageModel.streamText`. */
+export type ResponsePart = ModelStream.Part | AiResponse.StreamPart<Record<string, Tool.Any>>
+
+/** A model's response as the turn consumes it: a stream, or a pull when the model offers one (ADR 0033). */
+export type Response =
+  | {
+    readonly _tag: "Stream"
+    readonly stream: Stream.Stream<ResponsePart, AiError.AiError>
+  }
+  | { readonly _tag: "Pull"; readonly pull: ModelStream.Pull }
+
 /**
- * The model's response stream for one request, its span in `scope`. When the `LanguageModel` came with its own
- * `ModelStream` (Harness's provider, the testkit's scripted model), the parts arrive typed from it, with the request
- * `LanguageModel` would have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its
- * `LanguageModel.streamText` span (ended when the scope closes), but without rebuilding and running the stream-part
- * schema per request (ADR 0019). Any other model goes through the standard `streamText`.
+ * The model's response for one request, its span and whatever the response holds in the `Scope`. When the
+ * `LanguageModel` came with its own `ModelStream` (Harness's provider, the testkit's scripted model), the parts arrive
+ * typed from it — pulled when it offers `pullText`, streamed otherwise — with the request `LanguageModel` would
+ * have sent (the toolkit's tools, tool choice `auto`; `none` without tools) and its `LanguageModel.streamText` span
+ * (ended when the scope closes), but without rebuilding and running the stream-part schema per request (ADR 0019).
+ * Any other model goes through the standard `streamText`.
  */
-export const modelStream = (
-  env: Env,
-  prompt: Prompt.Prompt,
-  scope: Scope.Scope
-): Effect.Effect<Stream.Stream<ModelStream.Part | Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError>> => {
+export const modelResponse = (env: Env, prompt: Prompt.Prompt): Effect.Effect<Response, never, Scope.Scope> => {
   const lower = Context.getOption(env.context, ModelStream.ModelStream)
   if (Option.isNone(lower) || lower.value.model !== env.model) {
-    return Effect.succeed(env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true }))
+    return Effect.succeed({
+      _tag: "Stream",
+      stream: env.model.streamText({ prompt, toolkit: env.toolkit, disableToolCallResolution: true })
+    })
   }
   const direct = lower.value
   const tools = env.toolkit === undefined ? [] : Object.values(env.toolkit.tools)
   // Untraced, the provider still gets the span its options require, but nothing ends or exports it.
   const span = env.traced
-    ? Scope.extend(Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false }), scope)
+    ? Effect.makeSpanScoped("LanguageModel.streamText", { captureStackTrace: false })
     : Effect.makeSpan("LanguageModel.streamText", { captureStackTrace: false })
-  return Effect.map(
-    span,
-    (span) =>
-      direct.streamText({
-        prompt,
-        tools,
-        toolChoice: tools.length === 0 ? "none" : "auto",
-        responseFormat: { type: "text" },
-        span
-      })
-  )
+  return Effect.flatMap(span, (span): Effect.Effect<Response, never, Scope.Scope> => {
+    const options: LanguageModel.ProviderOptions = {
+      prompt,
+      tools,
+      toolChoice: tools.length === 0 ? "none" : "auto",
+      responseFormat: { type: "text" },
+      span
+    }
+    const pullText = direct.pullText
+    return pullText === undefined
+      ? Effect.succeed({ _tag: "Stream", stream: direct.streamText(options) })
+      : Effect.map(pullText(options), (pull) => ({ _tag: "Pull", pull }))
+  })
 }

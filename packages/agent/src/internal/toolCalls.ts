@@ -11,7 +11,7 @@ import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseRe
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
-import { append, barrier, locked, provide, stageContexts } from "./env.js"
+import { append, barrier, locked, provide, provideFiber, stageContexts } from "./env.js"
 import * as Spans from "./spans.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
@@ -321,7 +321,10 @@ export const runToolCalls = (
       // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
       yield* barrier(env).pipe(Effect.onError(() => pool.release(permits)))
       const base = { turn, step, callId: block.id, name: block.name }
-      const handler = provide(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service }))
+      const handler = provideFiber(
+        env,
+        prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })
+      )
         .pipe(
           Effect.exit,
           Effect.flatMap((exit) =>

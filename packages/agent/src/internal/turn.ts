@@ -8,8 +8,24 @@ import { AiError, Prompt } from "@effect/ai"
 import type { AgentEvent, Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
 import { History } from "@harness/session"
-import { Cause, Channel, Chunk, Clock, Effect, Either, Option, PubSub, Ref, Schema, Scope, Stream } from "effect"
+import {
+  Cause,
+  Channel,
+  Chunk,
+  Clock,
+  Context,
+  Effect,
+  Either,
+  FiberRef,
+  Option,
+  PubSub,
+  Ref,
+  Schema,
+  Scope,
+  Stream
+} from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
+import type { RequestConfig } from "../Hooks.js"
 import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
 import * as Assembly from "./content.js"
@@ -35,7 +51,8 @@ import {
 } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
-import { headerOf, logHeader, modelStream, requestConfig, sameHeader, systemPrompt } from "./request.js"
+import type { Response, ResponsePart } from "./request.js"
+import { headerOf, logHeader, modelResponse, requestConfig, sameHeader, systemPrompt } from "./request.js"
 import * as Spans from "./spans.js"
 import { runToolCalls } from "./toolCalls.js"
 import type { TurnFailure } from "./turnFailure.js"
@@ -224,27 +241,49 @@ const runTurn = (
   })
 
 /**
- * Runs `f` on each chunk the stream `open` opens delivers, in order, until it ends; a failure of either ends it. One
- * critical section and one batch append per chunk, not per part (ADR 0009 hot path, ADR 0019). The stream is pulled
- * in this fiber (its channel pulled in a scope of its own, which also holds the request's span) rather than run by
- * `Stream.runForEachChunk`, which forks a fiber and waits on two `Deferred`s per run (ADR 0028); an interruption stops
- * it between chunks and closes the scope either way.
+ * Runs `f` on each chunk of the response `open` opens for the request `config`, in order, until it ends; a failure
+ * of either ends it. One critical section and one batch append per chunk, not per part (ADR 0009 hot path, ADR 0019).
+ * A pull is pulled directly (ADR 0033); a stream is pulled in this fiber (its channel pulled in the response's scope,
+ * which also holds the request's span) rather than run by `Stream.runForEachChunk`, which forks a fiber and waits on
+ * two `Deferred`s per run (ADR 0028). An interruption stops it between chunks and closes the scope either way.
+ *
+ * While the response is opened, pulled and closed, this fiber's context holds `CurrentRequest` (`config`) and the
+ * response's `Scope`: both set in one update and put back by the exit handler that closes the scope
+ * (`Effect.provideService` and `Scope.extend` would each add an acquire/release region per request, ADR 0033).
  */
-const forEachChunk = <A, E, R, E2, R2>(
-  open: (scope: Scope.Scope) => Effect.Effect<Stream.Stream<A, E, R>>,
-  f: (chunk: Chunk.Chunk<A>) => Effect.Effect<void, E2, R2>
-): Effect.Effect<void, E | E2, R | R2> =>
+const forEachChunk = <E2, R2>(
+  config: RequestConfig,
+  open: Effect.Effect<Response, never, Scope.Scope>,
+  f: (chunk: Chunk.Chunk<ResponsePart>) => Effect.Effect<void, E2, R2>
+): Effect.Effect<void, AiError.AiError | E2, R2> =>
   Effect.flatMap(Scope.make(), (scope) =>
-    Effect.onExit(
-      Effect.flatMap(open(scope), (stream) =>
-        Effect.flatMap(Channel.toPullIn(Stream.toChannel(stream), scope), (pull) => {
-          const loop: Effect.Effect<void, E | E2, R | R2> = Effect.flatMap(
-            pull,
-            Either.match({ onLeft: () => Effect.void, onRight: (chunk) => Effect.zipRight(f(chunk), loop) })
-          )
-          return loop
-        })),
-      (exit) => Scope.close(scope, exit)
+    Effect.flatMap(
+      FiberRef.getAndUpdate(
+        FiberRef.currentContext,
+        (context) => Context.add(Context.add(context, CurrentRequest, config), Scope.Scope, scope)
+      ),
+      (context) =>
+        Effect.onExit(
+          // The scope is in this fiber's context from here to the exit handler.
+          Effect.flatMap(open as Effect.Effect<Response>, (response) => {
+            if (response._tag === "Pull") {
+              const pulled = response.pull
+              const loop: Effect.Effect<void, AiError.AiError | E2, R2> = Effect.matchEffect(pulled, {
+                onFailure: Option.match({ onNone: () => Effect.void, onSome: Effect.fail }),
+                onSuccess: (chunk) => Effect.zipRight(f(chunk), loop)
+              })
+              return loop
+            }
+            return Effect.flatMap(Channel.toPullIn(Stream.toChannel(response.stream), scope), (pull) => {
+              const loop: Effect.Effect<void, AiError.AiError | E2, R2> = Effect.flatMap(
+                pull,
+                Either.match({ onLeft: () => Effect.void, onRight: (chunk) => Effect.zipRight(f(chunk), loop) })
+              )
+              return loop
+            })
+          }),
+          (exit) => Effect.zipRight(Scope.close(scope, exit), FiberRef.set(FiberRef.currentContext, context))
+        )
     ))
 
 type StepOutcome =
@@ -319,7 +358,7 @@ const runStep = (
     yield* Effect.yieldNow()
     let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
-    const streamed = yield* forEachChunk((scope) => modelStream(env, prompt, scope), (chunk) => {
+    const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
       const parts = Chunk.toReadonlyArray(chunk)
       if (parts.length === 0) return Effect.void
       return locked(
@@ -340,7 +379,6 @@ const runStep = (
         )
       )
     }).pipe(
-      Effect.provideService(CurrentRequest, config),
       Effect.map(() => Assembly.result(assembling)),
       Effect.tap((assembled) => Spans.annotateResponse(env, assembled)),
       Spans.request(env, turn, step, config),

@@ -15,7 +15,7 @@
 import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
 import { type AgentEvent, Message, ModelStream, type SessionEvent } from "@harness/domain"
-import { Context, Effect, Either, Exit, Fiber, Queue, Schema, Scope, Stream } from "effect"
+import { Chunk, Context, Effect, Either, Exit, Fiber, Option, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName, tally, textOf } from "../Runtime.js"
 
@@ -35,37 +35,78 @@ const waitFor = (reply: Reply, k: number): Effect.Effect<void> =>
 /**
  * One reply as the stream parts Harness's own provider emits (one text block of deltas, or one tool call), each
  * built by `part`: encoded for the `LanguageModel` interface, typed for the `ModelStream` one (built that way, not
- * mapped afterwards, so the fake model adds no stream stage of its own to the agent's cost).
+ * mapped afterwards, so the fake model adds no stream stage of its own to the agent's cost). A text reply's parts
+ * are its `text-start`, one delta per token, `text-end` and `finish`.
  */
-const replyStream = <P>(
+const replyParts = <P>(
   reply: Reply,
   index: number,
   part: (encoded: Response.StreamPartEncoded) => P
-): Stream.Stream<P> => {
+): ReadonlyArray<P> => {
   if (reply._tag === "tool-call") {
     const id = `call-${index}`
-    const parsed: unknown = JSON.parse(reply.arguments)
-    const parts: ReadonlyArray<P> = [
+    return [
       part({ type: "tool-params-start", id, name: reply.name }),
       part({ type: "tool-params-delta", id, delta: reply.arguments }),
       part({ type: "tool-params-end", id }),
-      part({ type: "tool-call", id, name: reply.name, params: parsed }),
+      part({ type: "tool-call", id, name: reply.name, params: JSON.parse(reply.arguments) }),
       part(finish("tool-calls", 0))
     ]
-    return reply.wait === undefined
-      ? Stream.fromIterable(parts)
-      : Stream.unwrap(Effect.as(waitFor(reply, 0), Stream.fromIterable(parts)))
   }
   const id = `text-${index}`
-  const head = part({ type: "text-start", id })
-  const tail: ReadonlyArray<P> = [part({ type: "text-end", id }), part(finish("stop", reply.tokens.length))]
-  if (reply.wait === undefined) {
-    return Stream.fromIterable([head, ...reply.tokens.map((delta) => part({ type: "text-delta", id, delta })), ...tail])
-  }
-  const deltas = Stream.fromIterable(reply.tokens.map((delta, k) => [delta, k] as const)).pipe(
-    Stream.mapEffect(([delta, k]) => Effect.as(waitFor(reply, k), part({ type: "text-delta", id, delta })))
+  return [
+    part({ type: "text-start", id }),
+    ...reply.tokens.map((delta) => part({ type: "text-delta", id, delta })),
+    part({ type: "text-end", id }),
+    part(finish("stop", reply.tokens.length))
+  ]
+}
+
+/**
+ * How a reply is chunked: all at once without waits; with waits, a tool call after its wait, a text's head, each
+ * delta after its own wait, then the tail.
+ */
+const segmentsOf = <P>(
+  reply: Reply,
+  parts: ReadonlyArray<P>
+): ReadonlyArray<{ readonly wait: number | undefined; readonly parts: ReadonlyArray<P> }> =>
+  reply.wait === undefined
+    ? [{ wait: undefined, parts }]
+    : reply._tag === "tool-call"
+    ? [{ wait: 0, parts }]
+    : [
+      { wait: undefined, parts: parts.slice(0, 1) },
+      ...reply.tokens.map((_, k) => ({ wait: k, parts: parts.slice(k + 1, k + 2) })),
+      { wait: undefined, parts: parts.slice(reply.tokens.length + 1) }
+    ]
+
+/** The reply as a `Stream`, one chunk per segment. */
+const replyStream = <P>(reply: Reply, parts: ReadonlyArray<P>): Stream.Stream<P> => {
+  const segments = segmentsOf(reply, parts)
+  if (segments.length === 1 && segments[0]!.wait === undefined) return Stream.fromIterable(parts)
+  return Stream.fromIterable(segments).pipe(
+    Stream.mapConcatEffect((segment) =>
+      segment.wait === undefined
+        ? Effect.succeed(segment.parts)
+        : Effect.as(waitFor(reply, segment.wait), segment.parts)
+    )
   )
-  return Stream.make(head).pipe(Stream.concat(deltas), Stream.concat(Stream.fromIterable(tail)))
+}
+
+/**
+ * The reply as a `ModelStream.Pull`: the same parts in the same chunks as `replyStream`, handed over without running
+ * a `Stream` (ADR 0033).
+ */
+const replyPull = <P>(reply: Reply, parts: ReadonlyArray<P>): Effect.Effect<Chunk.Chunk<P>, Option.Option<never>> => {
+  const segments = segmentsOf(reply, parts)
+  let next = 0
+  return Effect.suspend(() => {
+    const segment = segments[next]
+    if (segment === undefined) return Effect.fail(Option.none())
+    next++
+    const chunk = Chunk.unsafeFromArray(segment.parts)
+    return segment.wait === undefined ? Effect.succeed(chunk) : Effect.as(waitFor(reply, segment.wait), chunk)
+  })
 }
 
 const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
@@ -76,11 +117,15 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
   )
 
 /**
- * Which model interface the agent gets: `stream` (default) offers the `ModelStream` next to the `LanguageModel`, as
- * Harness's own provider does; `standard` offers only the `LanguageModel` (any third-party provider's path). Set by
+ * Which model interface the agent gets: `pull` (default) offers the `ModelStream` with `pullText` next to the
+ * `LanguageModel`, as a model whose reply is at hand can (ADR 0033); `stream` the `ModelStream` without it, as
+ * Harness's network provider does; `standard` only the `LanguageModel` (any third-party provider's path). Set by
  * `BENCH_HARNESS_MODEL` to measure one against the other.
  */
-const modelInterface = process.env["BENCH_HARNESS_MODEL"] === "standard" ? "standard" : "stream"
+const modelInterface = ((): "pull" | "stream" | "standard" => {
+  const chosen = process.env["BENCH_HARNESS_MODEL"]
+  return chosen === "standard" || chosen === "stream" ? chosen : "pull"
+})()
 
 const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
   Either.getOrThrowWith(ModelStream.typed(part), (error) => new Error(`bench model built a bad part: ${error.message}`))
@@ -94,34 +139,34 @@ const scriptedModel = (script: Script): Effect.Effect<Context.Context<LanguageMo
     // The request counter is the fake model's own bookkeeping, kept out of Effect so the model costs the agent
     // nothing beyond what `LanguageModel.make` itself does.
     let requests = 0
+    const reply = <P>(options: LanguageModel.ProviderOptions, part: (encoded: Response.StreamPartEncoded) => P) => {
+      const index = requests++
+      const next = script({ index, userTexts: () => userTextsOf(options.prompt) })
+      return { reply: next, parts: replyParts(next, index, part) }
+    }
     const streamOf = <P>(options: LanguageModel.ProviderOptions, part: (encoded: Response.StreamPartEncoded) => P) =>
       Stream.suspend(() => {
-        const index = requests++
-        return replyStream(script({ index, userTexts: () => userTextsOf(options.prompt) }), index, part)
+        const next = reply(options, part)
+        return replyStream(next.reply, next.parts)
       })
     const streamText = (options: LanguageModel.ProviderOptions) =>
       streamOf(options, (encoded): Response.StreamPartEncoded => encoded)
     return Effect.map(
       LanguageModel.make({
         streamText,
-        generateText: (options) =>
-          Stream.runCollect(streamText(options)).pipe(
-            Effect.map((parts) =>
-              Array.from(parts).flatMap((part): Array<Response.PartEncoded> =>
-                part.type === "text-delta"
-                  ? [{ type: "text", text: part.delta }]
-                  : part.type === "tool-call" || part.type === "finish"
-                  ? [part]
-                  : []
-              )
-            )
-          )
+        generateText: (options) => Effect.map(Stream.runCollect(streamText(options)), ModelStream.aggregate)
       }),
       (model) => {
         const context = Context.make(LanguageModel.LanguageModel, model)
-        return modelInterface === "standard" ? context : Context.add(context, ModelStream.ModelStream, {
+        if (modelInterface === "standard") return context
+        return Context.add(context, ModelStream.ModelStream, {
           model,
-          streamText: (options) => streamOf(options, typedOf)
+          streamText: (options) => streamOf(options, typedOf),
+          pullText: modelInterface === "stream" ? undefined : (options) =>
+            Effect.sync(() => {
+              const next = reply(options, typedOf)
+              return replyPull(next.reply, next.parts)
+            })
         })
       }
     )
