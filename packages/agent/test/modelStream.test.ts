@@ -4,13 +4,13 @@
  * and the standard `LanguageModel.streamText` otherwise. All three paths must leave the same log and send the same
  * requests, failures and truncated replies included.
  */
-import { LanguageModel, Tool } from "@effect/ai"
+import { AiError, LanguageModel, type Response, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
-import { Message } from "@harness/domain"
+import { Message, ModelStream } from "@harness/domain"
 import { LogCheck } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Effect, Layer, Schema } from "effect"
+import { Chunk, Context, Effect, Either, Layer, Option, Schema, Stream } from "effect"
 
 const lookup = AgentTool.make(
   Tool.make("lookup", { parameters: { key: Schema.String }, success: Schema.String }),
@@ -82,4 +82,64 @@ describe("ModelStream (ADR 0019)", () => {
       )
       assert.deepStrictEqual(texts, ["from the other model"])
     }).pipe(Effect.scoped, Effect.provide(S.layer([S.textResponse("from the scripted layer")]))))
+})
+
+/** Parts that end with `finish`, then a failure: the three model interfaces over the same reply. */
+const finishedThenFailing = (path: "pulled" | "streamed" | "standard") =>
+  Effect.gen(function*() {
+    const parts: ReadonlyArray<Response.StreamPartEncoded> = [
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "all said" },
+      { type: "text-end", id: "t" },
+      { type: "finish", reason: "stop", usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } }
+    ]
+    const error = new AiError.UnknownError({ module: "test", method: "streamText", description: "lost after finish" })
+    const typed = parts.map((part) => Either.getOrThrow(ModelStream.typed(part)))
+    const model = yield* LanguageModel.make({
+      generateText: () => Effect.dieMessage("not used"),
+      streamText: () => Stream.concat(Stream.fromIterable(parts), Stream.fail(error))
+    })
+    let pulls = 0
+    const lower: ModelStream.Service = {
+      model,
+      streamText: () => Stream.concat(Stream.fromIterable(typed), Stream.fail(error)),
+      pullText: path === "pulled"
+        ? () =>
+          Effect.succeed(
+            Effect.suspend(
+              () => (pulls++ === 0 ? Effect.succeed(Chunk.unsafeFromArray(typed)) : Effect.fail(Option.some(error)))
+            )
+          )
+        : undefined
+    }
+    const context = path === "standard"
+      ? Context.make(LanguageModel.LanguageModel, model)
+      : Context.make(LanguageModel.LanguageModel, model).pipe(Context.add(ModelStream.ModelStream, lower))
+    const agent = yield* Agent.make({}).pipe(Effect.provide(context))
+    yield* agent.followup(Message.make("go"))
+    yield* agent.whenIdle
+    const log = yield* agent.log
+    assert.deepStrictEqual(LogCheck.checkLog(log), [])
+    return log.map((event) => event.type === "turn/end" ? `turn/end:${event.data.reason.kind}` : event.type)
+  })
+
+describe("a response that fails after its finish part (ADR 0033)", () => {
+  it.scoped("its parts are logged before the failure closes the step, on every path", () =>
+    Effect.gen(function*() {
+      const expected = [
+        "turn/start",
+        "user/message",
+        "step/start",
+        "request/header",
+        "assistant/chunk",
+        "assistant/chunk",
+        "assistant/chunk",
+        "assistant/chunk",
+        "step/end",
+        "turn/end:request-error"
+      ]
+      for (const path of ["pulled", "streamed", "standard"] as const) {
+        assert.deepStrictEqual(yield* finishedThenFailing(path), expected, path)
+      }
+    }))
 })

@@ -15,7 +15,7 @@
  */
 import type { Prompt } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
-import type { Chunk } from "effect"
+import type { AppendOnly } from "./internal/appendOnly.js"
 import * as internal from "./internal/history.js"
 
 /**
@@ -53,8 +53,8 @@ export type TypeId = typeof TypeId
 export interface History {
   /** The number of derived messages. */
   readonly length: number
-  /** The derived messages as a persistent sequence (an implementation detail; use {@link messages}). */
-  readonly [TypeId]: Chunk.Chunk<Prompt.Message>
+  /** The derived messages, in an array successive histories share (an implementation detail; use {@link messages}). */
+  readonly [TypeId]: AppendOnly<Prompt.Message>
 }
 
 /**
@@ -80,8 +80,9 @@ export const fold: (history: History, event: SessionEvent.SessionEvent) => Histo
 /**
  * The messages of a history, in log order.
  *
- * Contract: cheap to call once per request: no re-derivation, at most one copy of the message references (the
- * array is then cached, so calling it again on the same history is O(1)). Do not mutate the array.
+ * Contract: cheap to call once per request: no re-derivation, one copy of the message references per call (an array
+ * of the caller's own, kept by nothing else: a cached copy held by a history that outlived a scavenge kept every
+ * later copy alive in the young generation, ADR 0033).
  *
  * @since 0.0.0
  * @category utils

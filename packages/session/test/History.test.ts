@@ -257,12 +257,27 @@ describe("History.fold", () => {
       }
     }))
 
-  it.effect("messages is cheap to call repeatedly on the same history", () =>
+  it.effect("messages gives each caller an array of its own; histories that branch never see each other's", () =>
     Effect.sync(() => {
       const events = stamp(Array.from({ length: 50 }, (_, i) => promptTurn(i + 1, "p", "a")).flat())
       const history = events.reduce(History.fold, History.empty)
-      // the array is materialised once and then reused
-      assert.strictEqual(History.messages(history), History.messages(history))
+      const first = History.messages(history)
+      const second = History.messages(history)
+      assert.notStrictEqual(first, second)
+      assert.deepStrictEqual(first, second)
+      assert.strictEqual(first.length, 100)
+      // A later fold does not grow an array handed out before it.
+      const [more] = stamp([...events, ...promptTurn(51, "q", "b")]).slice(events.length)
+      const later = History.fold(history, more!)
+      assert.strictEqual(first.length, 100)
+      assert.strictEqual(History.messages(later).length, 101)
+      // A fold onto the older history (a branch) sees neither the other branch's message nor changes it.
+      const [other] = stamp([...events, ...promptTurn(51, "r", "c")]).slice(events.length)
+      const branch = History.fold(history, other!)
+      const texts = (h: History.History) =>
+        History.messages(h).slice(100).map((m) => (m.content as ReadonlyArray<{ readonly text: string }>)[0]!.text)
+      assert.deepStrictEqual(texts(later), ["q"])
+      assert.deepStrictEqual(texts(branch), ["r"])
       assert.strictEqual(History.messages(history).length, 100)
     }))
 })

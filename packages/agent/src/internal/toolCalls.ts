@@ -274,7 +274,12 @@ export const runToolCalls = (
           const callId = calls[next]!.id
           const result = (yield* Ref.get(runtime.finished)).get(callId)
           if (result === undefined) return
-          yield* append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [callSeqs.get(callId)!] })
+          // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
+          yield* append(
+            env,
+            { type: "tool/result", data: result.data, sourceEventSeqs: [callSeqs.get(callId)!] },
+            true
+          )
           yield* Ref.update(runtime.finished, (all) => {
             const rest = new Map(all)
             rest.delete(callId)
@@ -301,12 +306,13 @@ export const runToolCalls = (
       const parallel = isParallelCall(env, block)
       const permits = parallel ? 1 : env.maxParallel
       yield* pool.take(permits)
+      // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
       const called = yield* locked(
         env,
         append(env, {
           type: "tool/call",
           data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
-        })
+        }, true)
       ).pipe(Effect.onError(() => pool.release(permits)))
       yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
       const prepared = yield* prepare(env, { turn, step, block }).pipe(Effect.onInterrupt(() => pool.release(permits)))

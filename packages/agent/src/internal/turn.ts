@@ -141,14 +141,18 @@ const runTurn = (
   } = {}
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   Effect.gen(function*() {
-    const turn = yield* locked(
+    // With nothing to run before its `step/start` (no `step` hook, no system prompt to evaluate), the first step
+    // opens in the turn's opening section: its D1 would find the outbox this section just drained (ADR 0033).
+    const system = env.options.system
+    const opensStep = env.options.hooks?.step === undefined && (system === undefined || typeof system === "string")
+    const opened = yield* locked(
       env,
       Effect.gen(function*() {
         // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
         // admitted prompt is dropped (R45 step 2, R80).
         yield* honourCancel(env)
         if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
-        yield* repairLocked(env)
+        yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
         const turn = (yield* env.log.state).lastTurn + 1
         // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
         // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
@@ -173,7 +177,7 @@ const runTurn = (
           ...retained.events,
           ...prompts,
           ...later.events
-        ], trusted)
+        ], trusted).pipe(Effect.mapError(logFailure(0)))
         yield* Ref.update(progress, (p) => ({ ...p, turn }))
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
         const promptsAt = 1 + retained.taken.length
@@ -185,17 +189,20 @@ const runTurn = (
           ...drainedLive(later.taken, events.slice(laterAt))
         ]
         yield* PubSub.publishAll(env.events, live)
-        return turn
-      }).pipe(Effect.mapError(logFailure(0)))
+        if (!opensStep) return { turn, history: undefined }
+        yield* Ref.update(progress, (p) => ({ ...p, step: 1 }))
+        return { turn, history: yield* openStep(env, turn, 1) }
+      })
     )
-    if (turn === undefined) return { _tag: "NoTurn" }
+    if (opened === undefined) return { _tag: "NoTurn" }
+    const turn = opened.turn
     yield* Spans.annotate(env, Spans.attr.turn, turn)
     let step = 0
     while (true) {
       step += 1
       const n = step
       yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const outcome = yield* runStep(env, progress, tools, turn, n).pipe(
+      const outcome = yield* runStep(env, progress, tools, turn, n, n === 1 ? opened.history : undefined).pipe(
         Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
         Spans.step(env, turn, n)
       )
@@ -312,33 +319,45 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
   failure
 })
 
-/** One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. */
+/**
+ * Opens a step: the history the request will see — the reconstruction boundary (R103): the log as it is right
+ * before `step/start` — then `step/start`. Must run holding the lock.
+ */
+const openStep = (env: Env, turn: number, step: number): Effect.Effect<History.History, TurnFailure> =>
+  Effect.zipLeft(env.log.history, appendOwn(env, [{ type: "step/start", data: { turn, step } }])).pipe(
+    Effect.mapError(logFailure(step))
+  )
+
+/**
+ * One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. `opened`: the
+ * history of a step the turn's opening section already opened (see `runTurn`).
+ */
 const runStep = (
   env: Env,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
   turn: number,
-  step: number
+  step: number,
+  opened: History.History | undefined
 ): Effect.Effect<StepOutcome, TurnFailure> =>
   Effect.gen(function*() {
-    const hook = env.options.hooks?.step
-    if (hook !== undefined) {
-      yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
-        Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
-      )
-      yield* honourCancel(env)
-    }
-    // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one staged
-    // right after the drain (it waits for D2 either way).
-    if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
-      yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+    let history = opened
+    if (history === undefined) {
+      const hook = env.options.hooks?.step
+      if (hook !== undefined) {
+        yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
+          Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
+        )
+        yield* honourCancel(env)
+      }
+      // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one
+      // staged right after the drain (it waits for D2 either way).
+      if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
+        yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+      }
     }
     const system = yield* systemPrompt(env, step)
-    // The reconstruction boundary (R103): the request sees the log as it is right before `step/start`.
-    const history = yield* locked(
-      env,
-      Effect.zipLeft(env.log.history, appendOwn(env, [{ type: "step/start", data: { turn, step } }]))
-    ).pipe(Effect.mapError(logFailure(step)))
+    if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
     const config = yield* requestConfig(env, turn, step)
     // Only this activity writes the header, so an unchanged one is known without the lock.
     const header = headerOf(env, config, system)
@@ -351,33 +370,54 @@ const runStep = (
     const prompt = Prompt.fromMessages(
       system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
     )
-    // The response so far: a pure fold over the parts as they are appended (`content.ts`).
     // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
     // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
     // from its claim to its end without an async boundary, ADR 0028).
     yield* Effect.yieldNow()
+    // The response so far: a pure fold over the parts as they arrive (`content.ts`).
     let assembling = Assembly.initial
     const chunkSeqs: Array<number> = []
+    // Appends parts as `assistant/chunk` records (`chunkJson` is a JSON-lossless copy by construction, so they are
+    // trusted, ADR 0023) and republishes them. Must run holding the lock.
+    const appendChunk = (parts: ReadonlyArray<ResponsePart>) =>
+      Effect.flatMap(
+        env.log.appendHeld(
+          parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
+          trusted
+        ),
+        (events) => {
+          for (const event of events) chunkSeqs.push(event.seq)
+          return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+        }
+      )
+    // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
+    // section that writes the message (ADR 0033): the response's last parts, so nothing waits behind them, and one
+    // critical section fewer per step. Any other outcome appends them in a section of their own first.
+    let held: ReadonlyArray<ResponsePart> | undefined
+    const appendHeld = Effect.suspend(() => {
+      const parts = held
+      held = undefined
+      return parts === undefined ? Effect.void : appendChunk(parts)
+    })
+    const heldFirst = <A>(outcome: A) =>
+      held === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendHeld), outcome).pipe(
+        Effect.mapError(logFailure(step))
+      )
     const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
       const parts = Chunk.toReadonlyArray(chunk)
       if (parts.length === 0) return Effect.void
-      return locked(
-        env,
-        Effect.flatMap(
-          // `chunkJson` is a JSON-lossless copy by construction, so the chunks are trusted (ADR 0023).
-          env.log.appendHeld(
-            parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
-            trusted
-          ),
-          (events) => {
-            for (let i = 0; i < events.length; i++) {
-              chunkSeqs.push(events[i]!.seq)
-              assembling = Assembly.step(assembling, parts[i]!)
-            }
-            return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
-          }
-        )
-      )
+      let finished = false
+      for (const part of parts) {
+        assembling = Assembly.step(assembling, part)
+        if (part.type === "finish") finished = true
+      }
+      const pending = held === undefined ? parts : [...held, ...parts]
+      held = undefined
+      if (finished) {
+        held = pending
+        return Effect.void
+      }
+      return locked(env, appendChunk(pending))
     }).pipe(
       Effect.map(() => Assembly.result(assembling)),
       Effect.tap((assembled) => Spans.annotateResponse(env, assembled)),
@@ -387,21 +427,24 @@ const runStep = (
     if (streamed._tag === "Left") {
       const error = streamed.left
       if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
-      return { _tag: "RequestFailed", error, failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis) }
+      const failure = LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
+      return yield* heldFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
     }
     const assembled = streamed.right
     if (assembled.hasError) {
       const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
-      return requestFailure(Option.getOrElse(carried, () => ({
+      return yield* heldFirst(requestFailure(Option.getOrElse(carried, () => ({
         code: "UNKNOWN" as const,
         message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
-      })))
+      }))))
     }
     if (assembled.finishReason === "error") {
-      return requestFailure({ code: "SERVER", message: "the model finished with an error" })
+      return yield* heldFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
     }
     if (assembled.finishReason === "content-filter") {
-      return requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
+      return yield* heldFirst(
+        requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
+      )
     }
     const maxTokens = assembled.finishReason === "length"
     // Truncated tool calls are never executed or logged as calls (R52).
@@ -434,6 +477,7 @@ const runStep = (
       return yield* locked(
         env,
         Effect.gen(function*() {
+          yield* appendHeld
           yield* append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)
           const drained = yield* drain(env, { turn })
           yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
@@ -446,9 +490,13 @@ const runStep = (
         })
       ).pipe(Effect.mapError(logFailure(step)))
     }
-    yield* locked(env, append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)).pipe(
-      Effect.mapError(logFailure(step))
-    )
+    yield* locked(
+      env,
+      Effect.zipRight(
+        appendHeld,
+        Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
+      )
+    ).pipe(Effect.mapError(logFailure(step)))
     const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(
       Effect.mapError(logFailure(step))
     )

@@ -1,21 +1,22 @@
 /**
- * The history fold behind `History`: a persistent `Chunk` of frozen `Prompt` messages, extended by one message at
- * most per event.
+ * The history fold behind `History`: frozen `Prompt` messages in an append-only array successive histories share
+ * (`appendOnly.ts`), extended by one message at most per event.
  */
 import { Prompt } from "@effect/ai"
 import { Content, type SessionEvent, ToolArguments } from "@harness/domain"
-import { Chunk, Either } from "effect"
+import { Either } from "effect"
 import type { History } from "../History.js"
+import * as AppendOnly from "./appendOnly.js"
 
 export const TypeId: unique symbol = Symbol.for("@harness/session/History")
 export type TypeId = typeof TypeId
 
 export const optionsKey = ToolArguments.harnessKey
 
-const make = (messages: Chunk.Chunk<Prompt.Message>): History =>
+const make = (messages: AppendOnly.AppendOnly<Prompt.Message>): History =>
   Object.freeze({ [TypeId]: messages, length: messages.length })
 
-export const empty: History = make(Chunk.empty())
+export const empty: History = make(AppendOnly.empty())
 
 /**
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
@@ -136,18 +137,21 @@ export const contributes = (event: SessionEvent.SessionEvent): boolean => {
 }
 
 /** The history of these messages, in order (the array is taken over: the caller must not change it). */
-export const unsafeOfMessages = (messages: Array<Prompt.Message>): History => make(Chunk.unsafeFromArray(messages))
+export const unsafeOfMessages = (messages: Array<Prompt.Message>): History =>
+  make({ array: messages, length: messages.length })
 
-/** The messages of `first` then those of `second` (a persistent concatenation). */
+/** The messages of `first` then those of `second`. */
 export const concat = (first: History, second: History): History =>
-  first.length === 0 ? second : second.length === 0 ? first : make(Chunk.appendAll(first[TypeId], second[TypeId]))
+  first.length === 0 ? second : second.length === 0 ? first : make(
+    AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0))
+  )
 
 export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
   const message = messageOf(event)
-  return message === undefined ? history : make(Chunk.append(history[TypeId], message))
+  return message === undefined ? history : make(AppendOnly.append(history[TypeId], message))
 }
 
-export const messages = (history: History): ReadonlyArray<Prompt.Message> => Chunk.toReadonlyArray(history[TypeId])
+export const messages = (history: History): ReadonlyArray<Prompt.Message> => AppendOnly.slice(history[TypeId], 0)
 
 export const deriveMessages = (events: Iterable<SessionEvent.SessionEvent>): ReadonlyArray<Prompt.Message> => {
   let history = empty
