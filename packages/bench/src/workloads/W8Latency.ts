@@ -120,7 +120,6 @@ export const W8: Workload = {
       }
     }
     stop()
-    if (process.env["W8_SAMPLES"]) console.error(JSON.stringify({ idle: idle.map(Math.round), cancelWaiting: cancelWaiting.map(Math.round), cancelStreaming: cancelStreaming.map(Math.round) }))
     const transcript = await agent.transcript()
     await agent.dispose()
     const measured = (samples: ReadonlyArray<number>) => samples.filter(Number.isFinite).length
