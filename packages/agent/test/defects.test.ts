@@ -15,14 +15,17 @@ import {
   assertWellFormed,
   cancelAndSettle,
   compact,
+  faultySession,
   idleLog,
   isDurable,
   layerWithFaults,
   live,
   logTrace,
   midStream,
+  noop,
   ofType,
   prompt,
+  setup,
   setupWithFaults,
   streamedStep,
   userTexts
@@ -186,6 +189,32 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       const log = yield* idleLog(agent)
       assert.deepStrictEqual(ofType(log, "turn/end").map((e) => [e.data.turn, e.data.reason.kind]), [
         [1, "completed"],
+        [2, "completed"]
+      ])
+      assertWellFormed(log)
+    }).pipe(Effect.provide(layerWithFaults())))
+
+  it.scoped("R68: a refused tool/result fails the turn once; the log stays well-formed and the next turn runs", () =>
+    Effect.gen(function*() {
+      const { faults, session } = yield* faultySession
+      const { agent, model, rec } = yield* setup({ session, tools: [noop] })
+      yield* model.push(S.toolCallResponse(S.toolCall("noop")))
+      // The handler's commit is refused once; the close answers the call.
+      const isResult = SessionStore.anyEvent((e) => e.type === "tool/result")
+      let refused = 0
+      yield* faults.failWhen((commit, id) => isResult(commit, id) && refused++ === 0)
+      yield* agent.followup(prompt("go"))
+      yield* agent.whenIdle
+      const events = yield* rec.events
+      assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.error.code]), [[1, "SESSION_LOG"]])
+      assert.deepStrictEqual(live(events, "agent/settled").map((e) => [e.turn, e.reason.kind]), [[1, "error"]])
+      assert.deepStrictEqual(logTrace(yield* agent.log).slice(-4), ["tool/call", "tool/result", "step/end", "turn/end:error"])
+      yield* faults.clear
+      yield* model.push(S.textResponse("again"))
+      yield* agent.followup(prompt("next"))
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(ofType(log, "turn/end").map((e) => [e.data.turn, e.data.reason.kind]), [
+        [1, "error"],
         [2, "completed"]
       ])
       assertWellFormed(log)

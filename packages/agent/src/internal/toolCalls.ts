@@ -7,7 +7,7 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -259,10 +259,21 @@ export const runToolCalls = (
 ): Effect.Effect<{ readonly concluded: boolean }, SessionLog.SessionLogError> =>
   Effect.gen(function*() {
     const { calls, runtime, step, turn } = input
-    const pool = yield* Effect.makeSemaphore(env.maxParallel)
+    // The pool's slots; a batch of one call has nothing to share them with and takes none (ADR 0033).
+    const pool = calls.length === 1 ? undefined : yield* Effect.makeSemaphore(env.maxParallel)
+    const releasing = <A, E, R>(permits: number, effect: Effect.Effect<A, E, R>, on: "error" | "interrupt" | "exit") =>
+      pool === undefined
+        ? effect
+        : on === "error"
+        ? Effect.onError(effect, () => pool.release(permits))
+        : on === "interrupt"
+        ? Effect.onInterrupt(effect, () => pool.release(permits))
+        : Effect.ensuring(effect, pool.release(permits))
     // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded.
     const progress = yield* Ref.make({ callSeqs: new Map<string, number>(), next: 0, concluded: false })
-    const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
+    // Opened once every call is committed, or when a commit failed (`failed`).
+    const allCommitted = yield* Effect.makeLatch()
+    let failed: SessionLog.SessionLogError | undefined
 
     // Appends the results of the finished calls that are next in model order. Runs holding the lock.
     const commitReady = locked(
@@ -270,7 +281,7 @@ export const runToolCalls = (
       Effect.gen(function*() {
         while (true) {
           const { callSeqs, next } = yield* Ref.get(progress)
-          if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
+          if (next === calls.length) return yield* allCommitted.open
           const callId = calls[next]!.id
           const result = (yield* Ref.get(runtime.finished)).get(callId)
           if (result === undefined) return
@@ -292,7 +303,17 @@ export const runToolCalls = (
             concluded: p.concluded || (result.concludes && !result.data.isError)
           }))
         }
-      }).pipe(Effect.catchAll((error) => Deferred.fail(allCommitted, error)), Effect.asVoid)
+      }).pipe(
+        Effect.catchAll((error) =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              failed = error
+            }),
+            allCommitted.open
+          )
+        ),
+        Effect.asVoid
+      )
     )
     const finish = (callId: string, result: FinishedCall) =>
       Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
@@ -305,19 +326,23 @@ export const runToolCalls = (
       // (pure); a call that cannot run (unknown tool, bad arguments) takes one slot while it is answered.
       const parallel = isParallelCall(env, block)
       const permits = parallel ? 1 : env.maxParallel
-      yield* pool.take(permits)
+      if (pool !== undefined) yield* pool.take(permits)
       // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
-      const called = yield* locked(
-        env,
-        append(env, {
-          type: "tool/call",
-          data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
-        }, true)
-      ).pipe(Effect.onError(() => pool.release(permits)))
+      const called = yield* releasing(
+        permits,
+        locked(
+          env,
+          append(env, {
+            type: "tool/call",
+            data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
+          }, true)
+        ),
+        "error"
+      )
       yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
-      const prepared = yield* prepare(env, { turn, step, block }).pipe(Effect.onInterrupt(() => pool.release(permits)))
+      const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
       if (prepared._tag === "final") {
-        yield* pool.release(permits)
+        if (pool !== undefined) yield* pool.release(permits)
         yield* finish(block.id, prepared.result).pipe(
           Effect.zipLeft(Spans.annotateToolResult(env, prepared.result)),
           Spans.toolCall(env, { turn, step, block })
@@ -325,13 +350,11 @@ export const runToolCalls = (
         continue
       }
       // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
-      yield* barrier(env).pipe(Effect.onError(() => pool.release(permits)))
+      yield* releasing(permits, barrier(env), "error")
       const base = { turn, step, callId: block.id, name: block.name }
-      const handler = provideFiber(
-        env,
-        prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })
-      )
-        .pipe(
+      const handler = releasing(
+        permits,
+        provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
           Effect.exit,
           Effect.flatMap((exit) =>
             resultOf(base, prepared.tool, exit).pipe(
@@ -345,9 +368,10 @@ export const runToolCalls = (
           ),
           Spans.toolCall(env, { turn, step, block }),
           Effect.exit,
-          Effect.asVoid,
-          Effect.ensuring(pool.release(permits))
-        )
+          Effect.asVoid
+        ),
+        "exit"
+      )
       // A call has a tool here, so the agent has tools and its handler maps.
       const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
       yield* Effect.uninterruptibleMask((restore) =>
@@ -361,6 +385,7 @@ export const runToolCalls = (
         })
       )
     }
-    yield* Deferred.await(allCommitted)
+    yield* allCommitted.await
+    if (failed !== undefined) return yield* Effect.fail(failed)
     return { concluded: (yield* Ref.get(progress)).concluded }
   })
