@@ -202,13 +202,18 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
       // The handler's commit is refused once; the close answers the call.
       const isResult = SessionStore.anyEvent((e) => e.type === "tool/result")
       let refused = 0
-      yield* faults.failWhen((commit, id) => isResult(commit, id) && refused++ === 0)
+      yield* faults.failWhen((commit) => isResult(commit) && refused++ === 0)
       yield* agent.followup(prompt("go"))
       yield* agent.whenIdle
       const events = yield* rec.events
       assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.error.code]), [[1, "SESSION_LOG"]])
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => [e.turn, e.reason.kind]), [[1, "error"]])
-      assert.deepStrictEqual(logTrace(yield* agent.log).slice(-4), ["tool/call", "tool/result", "step/end", "turn/end:error"])
+      assert.deepStrictEqual(logTrace(yield* agent.log).slice(-4), [
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "turn/end:error"
+      ])
       yield* faults.clear
       yield* model.push(S.textResponse("again"))
       yield* agent.followup(prompt("next"))

@@ -228,20 +228,28 @@ export const send = (
 ) =>
   Effect.gen(function*() {
     const data = yield* Message.decodeUserMessageData(input)
-    const checked = yield* checkOptions(sendOptions)
-    const id = yield* locked(env, sendLocked(env, data, checked))
-    yield* barrier(env)
-    return id
+    return yield* sendDecoded(env, data, yield* checkOptions(sendOptions))
   })
 
-/** A preset (`followup`, `steer`, `inject`): `send` with a fixed target and wakeup, and an optional id. */
-export const preset =
-  (env: Env, target: Message.SendTarget, wakeup: boolean) =>
-  (input: Message.UserMessageData, options?: PresetOptions) =>
-    Effect.flatMap(
-      checkPreset(options),
-      (checked) => send(env, input, checked?.id === undefined ? { target, wakeup } : { target, wakeup, id: checked.id })
-    )
+/** A decoded send: routed under the lock, then the acceptance barrier. */
+const sendDecoded = (env: Env, data: Message.UserMessageData, options: Message.SendOptions) =>
+  Effect.zipLeft(locked(env, sendLocked(env, data, options)), barrier(env))
+
+/**
+ * A preset (`followup`, `steer`, `inject`): `send` with a fixed target and wakeup, and an optional id. The send
+ * options are built here from the preset and its decoded options, so they are not decoded again.
+ */
+export const preset = (env: Env, target: Message.SendTarget, wakeup: boolean) => {
+  const plain: Message.SendOptions = { target, wakeup }
+  return (input: Message.UserMessageData, options?: PresetOptions) =>
+    options === undefined
+      ? Effect.flatMap(Message.decodeUserMessageData(input), (data) => sendDecoded(env, data, plain))
+      : Effect.gen(function*() {
+        const checked = yield* checkPreset(options)
+        const data = yield* Message.decodeUserMessageData(input)
+        return yield* sendDecoded(env, data, checked?.id === undefined ? plain : { target, wakeup, id: checked.id })
+      })
+}
 
 /**
  * `batch`: every operation is decoded first, then all are applied in order under one lock. The acceptance barrier
