@@ -503,11 +503,14 @@ export const make = (
 export const layer = (
   replies: ReadonlyArray<Reply> = []
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
+  layerWith(replies, (stream) => stream)
+
+const layerWith = (replies: ReadonlyArray<Reply>, lower: (stream: ModelStream.Service) => ModelStream.Service) =>
   Layer.effectContext(
     Effect.map(build(replies), ({ controls, model, stream }) =>
       Context.make(LanguageModel.LanguageModel, model).pipe(
         Context.add(ScriptedModel, controls),
-        Context.add(ModelStream.ModelStream, stream)
+        Context.add(ModelStream.ModelStream, lower(stream))
       ))
   )
 
@@ -521,13 +524,7 @@ export const layer = (
 export const layerStream = (
   replies: ReadonlyArray<Reply> = []
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel | ModelStream.ModelStream> =>
-  Layer.effectContext(
-    Effect.map(build(replies), ({ controls, model, stream }) =>
-      Context.make(LanguageModel.LanguageModel, model).pipe(
-        Context.add(ScriptedModel, controls),
-        Context.add(ModelStream.ModelStream, { model, streamText: stream.streamText })
-      ))
-  )
+  layerWith(replies, ({ model, streamText }) => ({ model, streamText }))
 
 /**
  * A layer providing the scripted `LanguageModel` and its controls only: the agent goes through the standard
