@@ -141,10 +141,9 @@ const runTurn = (
   } = {}
 ): Effect.Effect<ActivityResult, TurnFailure> =>
   Effect.gen(function*() {
-    // With nothing to run before its `step/start` (no `step` hook, no system prompt to evaluate), the first step
-    // opens in the turn's opening section: its D1 would find the outbox this section just drained (ADR 0033).
-    const system = env.options.system
-    const opensStep = env.options.hooks?.step === undefined && (system === undefined || typeof system === "string")
+    // The first step opens in the turn's opening section when nothing runs before its `step/start`: its D1 would
+    // find the outbox this section just drained (ADR 0033).
+    const opensStep = opensInline(env)
     const opened = yield* locked(
       env,
       Effect.gen(function*() {
@@ -198,14 +197,17 @@ const runTurn = (
     const turn = opened.turn
     yield* Spans.annotate(env, Spans.attr.turn, turn)
     let step = 0
+    // The history of a step the section before it already opened.
+    let next: History.History | undefined = opened.history
     while (true) {
       step += 1
       const n = step
       yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const outcome = yield* runStep(env, progress, tools, turn, n, n === 1 ? opened.history : undefined).pipe(
+      const outcome = yield* runStep(env, progress, tools, turn, n, next).pipe(
         Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
         Spans.step(env, turn, n)
       )
+      next = outcome._tag === "Completed" ? outcome.next : undefined
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
       if (outcome.ended) return { _tag: "Ended", retry: false }
       if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
@@ -301,6 +303,8 @@ type StepOutcome =
     readonly maxTokens: boolean
     /** The step's own critical section ended the turn (a step without calls, see `runStep`). */
     readonly ended: boolean
+    /** The next step's history, when the step's last critical section also opened the next step. */
+    readonly next?: History.History | undefined
   }
   | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
 
@@ -318,6 +322,31 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
   error: new AiError.UnknownError({ module: "Agent", method: "step", description: failure.message, cause: failure }),
   failure
 })
+
+/**
+ * Whether nothing runs between a step's opening and the critical section before it: no `step` hook and no system
+ * prompt to evaluate. Then the section that opens a turn, or that closes a tool step the turn goes on after, also
+ * opens the next step (ADR 0033): its D1 would find the outbox that section just drained.
+ */
+const opensInline = (env: Env): boolean => {
+  const system = env.options.system
+  return env.options.hooks?.step === undefined && (system === undefined || typeof system === "string")
+}
+
+/**
+ * In a tool step's last critical section, after its `step/end`: opens the next step when the turn goes on and
+ * nothing runs before the next step's opening (`opensInline`). Must run holding the lock.
+ */
+const openNext = (
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  step: number,
+  continues: boolean
+): Effect.Effect<History.History | undefined, TurnFailure> =>
+  !continues || !opensInline(env)
+    ? Effect.succeed(undefined)
+    : Effect.zipRight(Ref.update(progress, (p) => ({ ...p, step: step + 1 })), openStep(env, turn, step + 1))
 
 /**
  * Opens a step: the history the request will see — the reconstruction boundary (R103): the log as it is right
@@ -501,11 +530,25 @@ const runStep = (
       Effect.mapError(logFailure(step))
     )
     // D2, then `step/end`: steering drained here forces another step (R48).
-    const drained = yield* locked(
+    return yield* locked(
       env,
-      Effect.zipLeft(drain(env, { turn }), appendOwn(env, [{ type: "step/end", data: { turn, step } }]))
-    ).pipe(Effect.mapError(logFailure(step)))
-    return { _tag: "Completed", continue: !concluded || drained.steering, concluded, maxTokens, ended: false }
+      Effect.gen(function*() {
+        const drained = yield* Effect.zipLeft(
+          drain(env, { turn }),
+          appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+        ).pipe(Effect.mapError(logFailure(step)))
+        // A concluded step goes to `runTurn`'s own decision (R54): only an unconcluded one opens the next step here.
+        const next = yield* openNext(env, progress, turn, step, !concluded)
+        return {
+          _tag: "Completed",
+          continue: !concluded || drained.steering,
+          concluded,
+          maxTokens,
+          ended: false,
+          next
+        } as const
+      })
+    )
   })
 
 /**
