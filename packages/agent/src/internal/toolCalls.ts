@@ -255,6 +255,8 @@ export const runToolCalls = (
     readonly step: number
     readonly calls: ReadonlyArray<Content.ToolCallBlock>
     readonly runtime: ToolRuntime
+    /** Appended in the first call's critical section, before its `tool/call`: the step's message (ADR 0033). */
+    readonly opening: Effect.Effect<unknown, SessionLog.SessionLogError>
   }
 ): Effect.Effect<{ readonly concluded: boolean }, SessionLog.SessionLogError> =>
   Effect.gen(function*() {
@@ -318,6 +320,8 @@ export const runToolCalls = (
     const finish = (callId: string, result: FinishedCall) =>
       Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
 
+    // The opening is appended once, with the first call.
+    let opening: Effect.Effect<unknown, SessionLog.SessionLogError> | undefined = input.opening
     for (const block of calls) {
       // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
       // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
@@ -328,17 +332,16 @@ export const runToolCalls = (
       const permits = parallel ? 1 : env.maxParallel
       if (pool !== undefined) yield* pool.take(permits)
       // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
+      const call = append(env, {
+        type: "tool/call",
+        data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
+      }, true)
       const called = yield* releasing(
         permits,
-        locked(
-          env,
-          append(env, {
-            type: "tool/call",
-            data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
-          }, true)
-        ),
+        locked(env, opening === undefined ? call : Effect.zipRight(opening, call)),
         "error"
       )
+      opening = undefined
       yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
       const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
       if (prepared._tag === "final") {

@@ -519,14 +519,12 @@ const runStep = (
         })
       ).pipe(Effect.mapError(logFailure(step)))
     }
-    yield* locked(
-      env,
-      Effect.zipRight(
-        appendHeld,
-        Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
-      )
-    ).pipe(Effect.mapError(logFailure(step)))
-    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools }).pipe(
+    // The message goes in the first call's critical section, right before its `tool/call` (ADR 0033).
+    const opening = Effect.zipRight(
+      appendHeld,
+      Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
+    )
+    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening }).pipe(
       Effect.mapError(logFailure(step))
     )
     // D2, then `step/end`: steering drained here forces another step (R48).
