@@ -359,7 +359,7 @@ const openStep = (env: Env, turn: number, step: number): Effect.Effect<History.H
 
 /**
  * One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. `opened`: the
- * history of a step the turn's opening section already opened (see `runTurn`).
+ * history of a step the section before it already opened (the turn's opening, or the previous tool step's close).
  */
 const runStep = (
   env: Env,
