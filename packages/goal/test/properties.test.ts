@@ -233,4 +233,14 @@ describe("properties", () => {
       { _tag: "pause" },
       { _tag: "withdraw", target: "round", index: 0 }
     ]).pipe(Effect.withMaxOpsBeforeYield(16), Effect.provide(env([]))))
+
+  // Found by the property (seed 970736782) while the activity's start signal was a `Latch` (ADR 0033, rejected):
+  // the goal driver and the agent never settled after a withdrawn round and an injection.
+  it.scoped("R113, R126: a withdrawn goal round and an injection, then disarm and cancel: everything settles", () =>
+    run([
+      { _tag: "create", rounds: 1 },
+      { _tag: "create", rounds: 1 },
+      { _tag: "withdraw", target: "round", index: 0 },
+      { _tag: "human", preset: "inject" }
+    ]).pipe(Effect.withMaxOpsBeforeYield(32), Effect.provide(env([]))))
 })

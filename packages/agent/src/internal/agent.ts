@@ -8,6 +8,7 @@ import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
+  Deferred,
   Effect,
   ExecutionStrategy,
   Fiber,
@@ -82,7 +83,7 @@ export const make = <R>(
       while (true) {
         const driving = Lifecycle.driving((yield* Ref.get(state)).lifecycle)
         if (driving === undefined) return
-        yield* driving.idle.await
+        yield* Deferred.await(driving.idle)
       }
     })
 

@@ -6,7 +6,7 @@
  */
 import type { Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
-import { Cause, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
 import {
@@ -33,7 +33,7 @@ import { TurnFailure } from "./turnFailure.js"
 export const ensureDriver = (env: Env): Effect.Effect<void> =>
   Effect.gen(function*() {
     if ((yield* read(env)).lifecycle._tag !== "Idle") return
-    const idle = yield* Effect.makeLatch()
+    const idle = yield* Deferred.make<void>()
     const driver = yield* Effect.forkIn(Effect.interruptible(driverLoop(env)), env.fibers)
     yield* transition(env, "driverStarted", (l) => Lifecycle.driverStarted(l, driver, idle))
   })
@@ -57,12 +57,12 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
     const tools = yield* makeToolRuntime
     // The activity fiber waits until its activity, window open, is in the lifecycle, so its hooks always see the
     // window open (R24, R35) and a cancel always finds it — even if this fiber is descheduled right after the fork.
-    const started = yield* Effect.makeLatch()
+    const started = yield* Deferred.make<void>()
     const span = yield* Spans.startTurn(env, job)
     const fiber = yield* Effect.forkIn(
       Spans.withActivity(
         span,
-        Effect.interruptible(Effect.zipRight(started.await, runActivity(env, job, progress, tools)))
+        Effect.interruptible(Effect.zipRight(Deferred.await(started), runActivity(env, job, progress, tools)))
       ),
       env.fibers
     )
@@ -77,7 +77,7 @@ export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
       span
     }
     yield* transition(env, "activityStarted", (l) => Lifecycle.activityStarted(l, activity))
-    yield* started.open
+    yield* Deferred.succeed(started, undefined)
     return activity
   })
 
@@ -100,7 +100,7 @@ const nextActivity = (env: Env): Effect.Effect<Activity | undefined> =>
     if (Lifecycle.status(lifecycle) === "running") yield* publish(env, { type: "agent/status", status: "idle" })
     yield* transition(env, "driverStopped", Lifecycle.driverStopped)
     const driving = Lifecycle.driving(lifecycle)
-    if (driving !== undefined) yield* driving.idle.open
+    if (driving !== undefined) yield* Deferred.succeed(driving.idle, undefined)
     return undefined
   })
 

@@ -7,7 +7,7 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -273,9 +273,7 @@ export const runToolCalls = (
         : Effect.ensuring(effect, pool.release(permits))
     // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded.
     const progress = yield* Ref.make({ callSeqs: new Map<string, number>(), next: 0, concluded: false })
-    // Opened once every call is committed, or when a commit failed (`failed`).
-    const allCommitted = yield* Effect.makeLatch()
-    let failed: SessionLog.SessionLogError | undefined
+    const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
 
     // Appends the results of the finished calls that are next in model order. Runs holding the lock.
     const commitReady = locked(
@@ -283,7 +281,7 @@ export const runToolCalls = (
       Effect.gen(function*() {
         while (true) {
           const { callSeqs, next } = yield* Ref.get(progress)
-          if (next === calls.length) return yield* allCommitted.open
+          if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
           const callId = calls[next]!.id
           const result = (yield* Ref.get(runtime.finished)).get(callId)
           if (result === undefined) return
@@ -305,17 +303,7 @@ export const runToolCalls = (
             concluded: p.concluded || (result.concludes && !result.data.isError)
           }))
         }
-      }).pipe(
-        Effect.catchAll((error) =>
-          Effect.zipRight(
-            Effect.sync(() => {
-              failed = error
-            }),
-            allCommitted.open
-          )
-        ),
-        Effect.asVoid
-      )
+      }).pipe(Effect.catchAll((error) => Deferred.fail(allCommitted, error)), Effect.asVoid)
     )
     const finish = (callId: string, result: FinishedCall) =>
       Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
@@ -388,7 +376,6 @@ export const runToolCalls = (
         })
       )
     }
-    yield* allCommitted.await
-    if (failed !== undefined) return yield* Effect.fail(failed)
+    yield* Deferred.await(allCommitted)
     return { concluded: (yield* Ref.get(progress)).concluded }
   })
