@@ -498,6 +498,11 @@ const runStep = (
     // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
     const trustMessage = Assembly.isValidMessage(data)
     const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
+    // The held parts, then the message that cites every chunk (their seqs are known once the parts are appended).
+    const appendMessage = Effect.zipRight(
+      appendHeld,
+      Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
+    )
     if (calls.length === 0) {
       // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
       // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
@@ -506,8 +511,7 @@ const runStep = (
       return yield* locked(
         env,
         Effect.gen(function*() {
-          yield* appendHeld
-          yield* append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)
+          yield* appendMessage
           const drained = yield* drain(env, { turn })
           yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
           const ended = stops && !drained.steering
@@ -520,11 +524,7 @@ const runStep = (
       ).pipe(Effect.mapError(logFailure(step)))
     }
     // The message goes in the first call's critical section, right before its `tool/call` (ADR 0033).
-    const opening = Effect.zipRight(
-      appendHeld,
-      Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
-    )
-    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening }).pipe(
+    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
       Effect.mapError(logFailure(step))
     )
     // D2, then `step/end`: steering drained here forces another step (R48).
