@@ -35,7 +35,8 @@ export interface Commit {
  *
  * Contract: `position` is the record's index in the session's record stream (0 for the first record, then 1, 2, …
  * with no gaps), so a caller knows the position of every record it committed; `text` is exactly what the backend
- * stored (`JSON.stringify` of the record when it was written), so a corrupt record reaches the caller, who decodes.
+ * stored (`JSON.stringify` of the record when it was written; the memory store, which keeps the record itself,
+ * encodes it when it is read), so a corrupt record reaches the caller, who decodes.
  *
  * @since 0.0.0
  * @category models
@@ -316,10 +317,11 @@ export {
 /**
  * A memory backend: one fresh, empty store.
  *
- * Contract: the conformance suite's backend semantics, with everything in one `Ref`: each record is encoded once
- * at append (so the store keeps its own copy, and `bytes` counts the UTF-8 length of the header's and records'
- * JSON texts, as the SQL backends do); an append costs O(log n) in the session's size; `truncate` and the
- * summaries it recomputes cost O(n).
+ * Contract: the conformance suite's backend semantics, with everything in memory: the store keeps the records it
+ * is given (records are immutable values; a caller must not change one after appending it) and encodes each with
+ * `JSON.stringify` when it is read, so `load` returns the text a durable backend would have written; `bytes`
+ * counts the UTF-8 length of the header's and records' JSON texts, as the SQL backends do (measured when a
+ * summary first asks); an append costs O(1) and copies nothing; `truncate` costs O(n).
  *
  * @since 0.0.0
  * @category constructors

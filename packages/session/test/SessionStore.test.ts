@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ev } from "@harness/testkit/Events"
 import { sessionId as sid } from "@harness/testkit/Events"
-import { Chunk, Effect, Stream } from "effect"
+import { Effect } from "effect"
 import * as SessionStore from "../src/SessionStore.js"
 import { accepted, conformance, events, eventsCommit, header, loadAll, texts } from "./conformance.js"
 
@@ -62,17 +62,25 @@ describe("SessionStore.withFaults", () => {
       assert.strictEqual((yield* loadAll(store, s1)).length, 2)
     }))
 
-  it.effect("the memory store keeps its own copy of what was committed", () =>
+  it.effect("the memory store encodes the records it keeps when they are read, and counts their UTF-8 bytes", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore.makeMemory
+      const utf8 = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8")
+      const bytes = Effect.map(store.list, (sessions) => sessions[0]!.bytes)
       yield* store.create(header(s1))
-      const mine = { ...commit(0).events[0]!, time: 5 }
-      yield* store.append(s1, eventsCommit([mine]))
-      const stored = JSON.stringify(mine)
-      Object.assign(mine, { time: 6 })
-      assert.deepStrictEqual(
-        Chunk.toReadonlyArray(yield* Stream.runCollect(store.load(s1))),
-        [{ position: 0, text: stored }]
-      )
+      assert.strictEqual(yield* bytes, utf8(header(s1)))
+      const first = commit(0, "naïve café ☕ 𝄞")
+      const second = commit(1, "plain")
+      yield* store.append(s1, first)
+      // A summary read between appends does not make later records count twice or not at all.
+      assert.strictEqual(yield* bytes, utf8(header(s1)) + utf8(first.events[0]))
+      yield* store.append(s1, second)
+      assert.strictEqual(yield* bytes, utf8(header(s1)) + utf8(first.events[0]) + utf8(second.events[0]))
+      assert.deepStrictEqual(yield* loadAll(store, s1), [
+        { position: 0, text: JSON.stringify(first.events[0]) },
+        { position: 1, text: JSON.stringify(second.events[0]) }
+      ])
+      yield* store.truncate(s1, 1)
+      assert.strictEqual(yield* bytes, utf8(header(s1)) + utf8(first.events[0]))
     }))
 })

@@ -1,63 +1,65 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. All sessions live in one `Ref`; each session keeps
- * its records' JSON texts in an append-only array its successive states share (ADR 0030), its figures folded as
- * records arrive, and its message ids in a set only the newest state adds to — an append is O(1) and never copies
- * stored records, and the store holds one string a record (its own copy, whatever the caller later does).
+ * The memory backend of `SessionStore` and the fault injector. The store is one `Ref` of the sessions' ids, in
+ * creation order, each with a cell holding its session's newest state; an append replaces the state in its cell
+ * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
+ * append-only array its successive states share (ADR 0030), its figures folded as records arrive, and its message
+ * ids in a set only the newest state adds to: an append is O(1) and copies nothing. Records are immutable values
+ * (the session log never changes an event it appended), so the store holds the very objects and encodes one when it
+ * is read, and its `bytes` when a summary first asks (ADR 0034).
  */
-import type { Ids, Store } from "@harness/domain"
+import type { Ids } from "@harness/domain"
+import { Store } from "@harness/domain"
 import { Chunk, Effect, HashMap, Option, Ref, Stream } from "effect"
 import type { Commit, Faults, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
-import {
-  contiguityIssue,
-  encodeCommit,
-  type EncodedRecord,
-  encodeRecord,
-  positionIssue,
-  utf8Length
-} from "../StoreCodec.js"
+import { commitRecords, contiguityIssue, positionIssue, utf8Length } from "../StoreCodec.js"
 import * as AppendOnly from "./appendOnly.js"
 
 interface MemorySession {
   readonly header: Store.SessionHeader
   readonly headerBytes: number
-  /** The records' JSON texts, by position. */
-  readonly records: AppendOnly.AppendOnly<string>
+  /** The records, by position, as they were appended. */
+  readonly records: AppendOnly.AppendOnly<Store.StoreRecord>
   readonly events: number
   readonly turns: number
   readonly lastActivity: number
-  readonly bytes: number
   readonly firstPrompt: string | undefined
   /**
    * Shared with the session's earlier states and added to in place: only the newest state is ever read (`hasMessage`
-   * reads the `Ref`), and a truncation builds a new set.
+   * reads the cell), and a truncation builds a new set.
    */
   readonly messageIds: Set<Ids.AgentMessageId>
+  /** The UTF-8 length of the JSON texts of the first `count` records, measured when a summary asks; shared likewise. */
+  readonly measured: { count: number; bytes: number }
   readonly snapshot: Option.Option<Snapshot>
+}
+
+/** A session's newest state (replaced, never mutated, by each change). */
+interface Cell {
+  current: MemorySession
 }
 
 interface Sessions {
   readonly order: Chunk.Chunk<Ids.SessionId>
-  readonly byId: HashMap.HashMap<Ids.SessionId, MemorySession>
+  readonly byId: HashMap.HashMap<Ids.SessionId, Cell>
 }
 
-/** Folds records into a session's figures and index; the texts are kept. */
-const appendRecords = (session: MemorySession, records: ReadonlyArray<EncodedRecord>): MemorySession => {
-  let { bytes, events, firstPrompt, lastActivity, turns } = session
-  const texts: Array<string> = []
+/** Folds records into a session's figures and index; the records are kept. */
+const appendRecords = (session: MemorySession, records: ReadonlyArray<Store.StoreRecord>): MemorySession => {
+  let { events, firstPrompt, lastActivity, turns } = session
   for (const record of records) {
-    texts.push(record.text)
-    bytes += record.bytes
-    if (record.kind !== "inbox") events++
-    if (record.kind === "turn") turns++
+    if (!Store.isInboxRecord(record)) {
+      events++
+      if (record.type === "turn/start") turns++
+    }
     lastActivity = record.time
-    if (firstPrompt === undefined && record.preview !== undefined) firstPrompt = record.preview
-    if (record.messageId !== undefined) session.messageIds.add(record.messageId)
+    if (firstPrompt === undefined) firstPrompt = Store.promptPreviewOf(record)
+    const messageId = Store.messageIdOf(record)
+    if (messageId !== undefined) session.messageIds.add(messageId)
   }
   return {
     ...session,
-    records: AppendOnly.appendAll(session.records, texts),
-    bytes,
+    records: AppendOnly.appendAll(session.records, records),
     events,
     turns,
     lastActivity,
@@ -65,20 +67,29 @@ const appendRecords = (session: MemorySession, records: ReadonlyArray<EncodedRec
   }
 }
 
-const emptySession = (header: Store.SessionHeader): MemorySession => {
-  const headerBytes = utf8Length(JSON.stringify(header))
-  return {
-    header,
-    headerBytes,
-    records: AppendOnly.empty(),
-    events: 0,
-    turns: 0,
-    lastActivity: header.createdAt,
-    bytes: headerBytes,
-    firstPrompt: undefined,
-    messageIds: new Set(),
-    snapshot: Option.none()
+const emptySession = (header: Store.SessionHeader): MemorySession => ({
+  header,
+  headerBytes: utf8Length(JSON.stringify(header)),
+  records: AppendOnly.empty(),
+  events: 0,
+  turns: 0,
+  lastActivity: header.createdAt,
+  firstPrompt: undefined,
+  messageIds: new Set(),
+  measured: { count: 0, bytes: 0 },
+  snapshot: Option.none()
+})
+
+/** The UTF-8 length of the header's and the records' JSON texts (what a SQL backend counts as it writes them). */
+const bytesOf = (session: MemorySession): number => {
+  const { array, length } = session.records
+  const measured = session.measured
+  if (measured.count > length) {
+    measured.count = 0
+    measured.bytes = 0
   }
+  for (; measured.count < length; measured.count++) measured.bytes += utf8Length(JSON.stringify(array[measured.count]))
+  return session.headerBytes + measured.bytes
 }
 
 const summaryOf = (session: MemorySession): Store.SessionSummary => ({
@@ -86,7 +97,7 @@ const summaryOf = (session: MemorySession): Store.SessionSummary => ({
   events: session.events,
   turns: session.turns,
   lastActivity: session.lastActivity,
-  bytes: session.bytes,
+  bytes: bytesOf(session),
   ...(session.firstPrompt === undefined ? {} : { firstPrompt: session.firstPrompt })
 })
 
@@ -95,35 +106,39 @@ const fail = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: s
 
 const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
 
-const loadChunkSize = 4096
+// Records are encoded as a chunk is read: a chunk of 4 KB records stays near 1 MB.
+const loadChunkSize = 256
 
 export const makeMemory: Effect.Effect<Service> = Effect.map(
   Ref.make<Sessions>({ order: Chunk.empty(), byId: HashMap.empty() }),
   (ref): Service => {
-    /** Runs `f` on the stored session atomically; `f` returns the result and the session's next state. */
+    /**
+     * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
+     * returns the result and the session's next state.
+     */
     const modify = <A>(
       id: Ids.SessionId,
       f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
     ): Effect.Effect<A, SessionStoreError> =>
-      Effect.flatten(Ref.modify(ref, (sessions): readonly [Effect.Effect<A, SessionStoreError>, Sessions] => {
-        const stored = HashMap.get(sessions.byId, id)
-        if (Option.isNone(stored)) return [notFound(id), sessions]
-        const [result, next] = f(stored.value)
-        return [result, next === stored.value ? sessions : { ...sessions, byId: HashMap.set(sessions.byId, id, next) }]
-      }))
+      Effect.flatMap(Ref.get(ref), (sessions) => {
+        const cell = HashMap.get(sessions.byId, id)
+        if (Option.isNone(cell)) return notFound(id)
+        const [result, next] = f(cell.value.current)
+        cell.value.current = next
+        return result
+      })
 
     const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
       Effect.flatMap(Ref.get(ref), (sessions) =>
         Option.match(HashMap.get(sessions.byId, id), {
           onNone: () => notFound(id),
-          onSome: (session) => Effect.succeed(f(session))
+          onSome: (cell) => Effect.succeed(f(cell.current))
         }))
 
     return {
       volatile: true,
       create: (header, commit) => {
         const id = header.id
-        const records = commit === undefined ? [] : encodeCommit(commit, 0)
         const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
         if (issue !== undefined) return fail(id, "Conflict", issue)
         return Effect.flatten(
@@ -134,7 +149,9 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
                 ? [fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`), sessions]
                 : [Effect.void, {
                   order: Chunk.append(sessions.order, id),
-                  byId: HashMap.set(sessions.byId, id, appendRecords(emptySession(header), records))
+                  byId: HashMap.set(sessions.byId, id, {
+                    current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
+                  })
                 }]
           )
         )
@@ -144,8 +161,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         modify(id, (session) => {
           const issue = contiguityIssue(session.events, commit)
           if (issue !== undefined) return [fail(id, "Conflict", issue), session]
-          // Encoded now: the store keeps its own copy, whatever the caller later does with its values.
-          const records = encodeCommit(commit, session.records.length)
+          const records = commitRecords(commit)
           return [Effect.void, records.length === 0 ? session : appendRecords(session, records)]
         }),
 
@@ -153,11 +169,14 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         Stream.unwrap(read(id, (session) => {
           const after = options?.after ?? -1
           const start = Math.max(0, Math.floor(after) + 1)
-          // Lazily, a chunk at a time, over the session as it was when the load started.
+          // Lazily, a chunk at a time, over the session as it was when the load started; each record encoded as
+          // it is read.
           const { array, length } = session.records
           return Stream.fromIteratorSucceed(
             (function*() {
-              for (let position = start; position < length; position++) yield { position, text: array[position]! }
+              for (let position = start; position < length; position++) {
+                yield { position, text: JSON.stringify(array[position]) }
+              }
             })(),
             loadChunkSize
           )
@@ -170,12 +189,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         if (issue !== undefined) return fail(id, "Conflict", issue)
         return modify(id, (session) => {
           if (position >= session.records.length) return [Effect.void, session]
-          // The kept records' figures, folded again from their texts.
+          // The kept records' figures, folded again.
           const kept = appendRecords(
             { ...emptySession(session.header), snapshot: session.snapshot },
-            AppendOnly.slice(session.records, 0, position).map((text, i) =>
-              encodeRecord(JSON.parse(text) as Store.StoreRecord, i, text)
-            )
+            AppendOnly.slice(session.records, 0, position)
           )
           const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
           return [Effect.void, { ...kept, snapshot }]
@@ -186,7 +203,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
         Ref.get(ref),
         (sessions) =>
           Chunk.toReadonlyArray(
-            Chunk.filterMap(sessions.order, (id) => Option.map(HashMap.get(sessions.byId, id), summaryOf))
+            Chunk.filterMap(sessions.order, (id) =>
+              Option.map(HashMap.get(sessions.byId, id), (cell) => summaryOf(cell.current)))
           )
       ),
 
@@ -226,7 +244,9 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(
               Option.flatMap(
                 HashMap.get(sessions.byId, id),
                 (now) =>
-                  Option.isSome(now.snapshot) && now.snapshot.value === saved ? Option.some(saved.body) : Option.none()
+                  Option.isSome(now.current.snapshot) && now.current.snapshot.value === saved
+                    ? Option.some(saved.body)
+                    : Option.none()
               ))
           })))
     }

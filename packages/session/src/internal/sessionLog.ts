@@ -426,7 +426,7 @@ const makeService = (
         return body.historyText
       })
     })
-    // Events are dropped from memory only on durable stores (the memory store keeps its own copy anyway).
+    // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
     const trim = store.volatile !== true
 
     /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
