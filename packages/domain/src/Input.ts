@@ -275,8 +275,11 @@ export const copy = (
       }
       const item = go(value, depth + 1)
       path.pop()
-      // defineProperty, not assignment: `out["__proto__"] = …` would set the prototype and drop the key.
-      Object.defineProperty(out, key, { value: item, enumerable: true, writable: false, configurable: false })
+      // Assignment keeps the copy a fast-mode object (`defineProperty` on every key made it a dictionary, slow to
+      // read); `out["__proto__"] = …` would set the prototype and drop the key, so that one key is defined.
+      if (key === "__proto__") {
+        Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+      } else out[key] = item
     }
     ancestors.delete(v)
     return Object.freeze(out)
