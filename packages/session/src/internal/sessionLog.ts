@@ -397,7 +397,19 @@ const makeService = (
       }
     })
     const lock = yield* Effect.makeSemaphore(1)
-    const observers = yield* PubSub.unbounded<SessionEvent.SessionEvent>()
+    // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
+    // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
+    let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
+    const observed = Effect.suspend(() =>
+      observers !== undefined ? Effect.succeed(observers) : Effect.map(
+        PubSub.unbounded<SessionEvent.SessionEvent>(),
+        // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
+        (made) => (observers ??= made)
+      )
+    )
+    /** Republishes committed events to the log's subscribers, if it has any. */
+    const notify = (events: ReadonlyArray<SessionEvent.SessionEvent>): Effect.Effect<unknown> =>
+      observers === undefined ? Effect.void : PubSub.publishAll(observers, events)
     // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
     const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
 
@@ -686,7 +698,7 @@ const makeService = (
           if (writeBehind) {
             // Accepted in memory now; the writer makes it durable (in order, in batches).
             return Ref.update(shared, (s) => ({ ...s, data: next })).pipe(
-              Effect.zipRight(PubSub.publishAll(observers, events)),
+              Effect.flatMap(() => notify(events)),
               Effect.zipRight(kick),
               Effect.as(events)
             )
@@ -705,7 +717,7 @@ const makeService = (
                 inboxWritten: s.writer.inboxWritten + inbox.length
               }
             }))),
-            Effect.zipRight(PubSub.publishAll(observers, events)),
+            Effect.flatMap(() => notify(events)),
             Effect.zipRight(afterCommit(inbox, events, next.checkpoint)),
             Effect.as(events)
           )
@@ -868,8 +880,8 @@ const makeService = (
           prefixHistory,
           (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
         ),
-      subscribe: Effect.suspend(() => PubSub.subscribe(observers)),
-      changes: Stream.suspend(() => Stream.fromPubSub(observers))
+      subscribe: Effect.flatMap(observed, PubSub.subscribe),
+      changes: Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub)))
     } satisfies Service
   })
 
