@@ -881,7 +881,7 @@ const makeService = (
           (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
         ),
       subscribe: Effect.flatMap(observed, PubSub.subscribe),
-      changes: Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub)))
+      changes: Stream.suspend(() => Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub))))
     } satisfies Service
   })
 
