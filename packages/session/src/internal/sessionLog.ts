@@ -407,9 +407,11 @@ const makeService = (
         (made) => (observers ??= made)
       )
     )
-    /** Republishes committed events to the log's subscribers, if it has any. */
-    const notify = (events: ReadonlyArray<SessionEvent.SessionEvent>): Effect.Effect<unknown> =>
-      observers === undefined ? Effect.void : PubSub.publishAll(observers, events)
+    /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
+    const notify = (
+      events: Array<SessionEvent.SessionEvent>
+    ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+      observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
     // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
     const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
 
@@ -697,30 +699,35 @@ const makeService = (
           if (events.length === 0) return Effect.succeed(events)
           if (writeBehind) {
             // Accepted in memory now; the writer makes it durable (in order, in batches).
-            return Ref.update(shared, (s) => ({ ...s, data: next })).pipe(
-              Effect.flatMap(() => notify(events)),
-              Effect.zipRight(kick),
-              Effect.as(events)
+            return Effect.flatMap(
+              Ref.update(shared, (s) => ({ ...s, data: next })),
+              () => Effect.zipLeft(notify(events), kick)
             )
           }
-          // Write-through: the commit point is the store write; memory and observers follow it. Inbox records
-          // recorded since the last commit ride with it (before its events).
+          // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
+          // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before
+          // its events).
           const inbox = Chunk.toReadonlyArray(writer.inbox)
-          return store.append(id, { events, inbox }).pipe(
-            Effect.mapError(storeError(`the store refused ${describeBatch(events)}`)),
-            Effect.zipRight(Ref.update(shared, (s) => ({
-              data: next,
-              writer: {
-                ...s.writer,
-                durable: next.state.nextSeq,
-                inbox: Chunk.drop(s.writer.inbox, inbox.length),
-                inboxWritten: s.writer.inboxWritten + inbox.length
-              }
-            }))),
-            Effect.flatMap(() => notify(events)),
-            Effect.zipRight(afterCommit(inbox, events, next.checkpoint)),
-            Effect.as(events)
+          const written = Effect.mapError(
+            store.append(id, { events, inbox }),
+            (error) => storeError(`the store refused ${describeBatch(events)}`)(error)
           )
+          return Effect.flatMap(written, () =>
+            Effect.flatMap(
+              Ref.update(shared, (s) => ({
+                data: next,
+                writer: {
+                  ...s.writer,
+                  durable: next.state.nextSeq,
+                  inbox: Chunk.drop(s.writer.inbox, inbox.length),
+                  inboxWritten: s.writer.inboxWritten + inbox.length
+                }
+              })),
+              () =>
+                snapshots.every === 0
+                  ? notify(events)
+                  : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
+            ))
         })
       )
 
