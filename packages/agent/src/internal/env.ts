@@ -195,9 +195,12 @@ export const honourCancel = (env: Env): Effect.Effect<void> =>
 /** The options of an append of events the agent built itself (ADR 0023). */
 export const trusted = { trusted: true } as const
 
-/** Publishes a live event. Never blocks (the PubSub is unbounded). */
-export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
-  Effect.asVoid(PubSub.publish(env.events, event))
+/**
+ * Publishes a live event. Never blocks (the PubSub is unbounded). Succeeds with `PubSub.publish`'s boolean, which
+ * callers ignore: an `asVoid` would cost two interpreter steps a publish.
+ */
+export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<unknown> =>
+  PubSub.publish(env.events, event)
 
 /**
  * Appends a durable event and republishes it live as `session/event`. Validated, unless the caller checked it
