@@ -385,12 +385,18 @@ const runStep = (
         yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
       }
     }
-    const system = yield* systemPrompt(env, step)
+    // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
+    const fixed = env.options.system
+    const system = fixed === undefined || typeof fixed === "string" ? fixed : yield* systemPrompt(env, step)
     if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
-    const config = yield* requestConfig(env, turn, step)
-    // Only this activity writes the header, so an unchanged one is known without the lock.
+    const state = yield* read(env)
+    const config = env.options.hooks?.request === undefined
+      ? state.header?.config ?? env.defaultConfig
+      : yield* requestConfig(env, turn, step)
+    // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
+    // before the hook ran still has it).
     const header = headerOf(env, config, system)
-    const last = (yield* read(env)).header
+    const last = state.header
     if (last === undefined || !sameHeader(last, header)) {
       yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
     }
@@ -448,8 +454,10 @@ const runStep = (
       }
       return locked(env, appendChunk(pending))
     }).pipe(
-      Effect.map(() => Assembly.result(assembling)),
-      Effect.tap((assembled) => Spans.annotateResponse(env, assembled)),
+      Effect.flatMap(() => {
+        const assembled = Assembly.result(assembling)
+        return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
+      }),
       Spans.request(env, turn, step, config),
       Effect.either
     )
