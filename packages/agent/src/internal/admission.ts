@@ -20,13 +20,10 @@ const decodeDecision = Schema.decodeUnknownEither(Turn.PromptDecision, { errors:
  */
 export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> => {
   const hook = env.options.hooks?.promptSubmit
-  // Without a hook the decision is the default `allow`, known to be valid: nothing to run or decode (ADR 0023). The
-  // cancel check still runs, as after a hook.
+  // Without a hook the decision is the default `allow`, known to be valid: nothing to run or decode (ADR 0023), and
+  // no cancel check of its own (nothing ran; the turn's opening section checks first thing).
   if (hook === undefined) {
-    return Effect.as(honourCancel(env), [{
-      data: { content: message.content, source: message.source },
-      id: message.id
-    }])
+    return Effect.succeed([{ data: { content: message.content, source: message.source }, id: message.id }])
   }
   return Effect.gen(function*() {
     const allow: TurnT.PromptDecision = { kind: "allow" }

@@ -148,10 +148,11 @@ const runTurn = (
       env,
       Effect.gen(function*() {
         // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
-        // admitted prompt is dropped (R45 step 2, R80).
-        yield* honourCancel(env)
+        // admitted prompt is dropped (R45 step 2, R80). One read serves this check and the repair's.
+        const state = yield* read(env)
+        if (Lifecycle.cause(state.lifecycle) !== undefined) return yield* Effect.interrupt
         if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
-        yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
+        if (state.unclosed !== undefined) yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
         const turn = (yield* env.log.state).lastTurn + 1
         // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
         // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
@@ -177,7 +178,8 @@ const runTurn = (
           ...prompts,
           ...later.events
         ], trusted).pipe(Effect.mapError(logFailure(0)))
-        yield* Ref.update(progress, (p) => ({ ...p, turn }))
+        // The first step is counted here when this section opens it.
+        yield* Ref.update(progress, (p) => ({ ...p, turn, step: opensStep ? 1 : p.step }))
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
         const promptsAt = 1 + retained.taken.length
         const laterAt = promptsAt + prompts.length
@@ -189,24 +191,27 @@ const runTurn = (
         ]
         yield* PubSub.publishAll(env.events, live)
         if (!opensStep) return { turn, history: undefined }
-        yield* Ref.update(progress, (p) => ({ ...p, step: 1 }))
         return { turn, history: yield* openStep(env, turn, 1) }
       })
     )
     if (opened === undefined) return { _tag: "NoTurn" }
     const turn = opened.turn
-    yield* Spans.annotate(env, Spans.attr.turn, turn)
+    if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
     let step = 0
     // The history of a step the section before it already opened.
     let next: History.History | undefined = opened.history
     while (true) {
       step += 1
       const n = step
-      yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const outcome = yield* runStep(env, progress, tools, turn, n, next).pipe(
-        Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
-        Spans.step(env, turn, n)
-      )
+      // The turn's opening section counted a first step it opened.
+      if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
+      const run = runStep(env, progress, tools, turn, n, next)
+      const outcome = yield* (env.traced
+        ? run.pipe(
+          Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
+          Spans.step(env, turn, n)
+        )
+        : run)
       next = outcome._tag === "Completed" ? outcome.next : undefined
       if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
       if (outcome.ended) return { _tag: "Ended", retry: false }
