@@ -207,13 +207,14 @@ export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<u
  * (`trust`: see `content.isValidMessage`).
  */
 export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E, trust = false) =>
-  Effect.map(
-    Effect.tap(
-      env.log.appendHeld([input], trust ? trusted : undefined),
-      (events) => publish(env, { type: "session/event", event: events[0]! })
-    ),
-    // The appended event is the validated copy of `input` with `seq` and `time`, so its `type` is `input.type`.
-    (events) => events[0] as Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>
+  Effect.flatMap(
+    env.log.appendHeld([input], trust ? trusted : undefined),
+    (events) =>
+      Effect.as(
+        publish(env, { type: "session/event", event: events[0]! }),
+        // The appended event is the validated copy of `input` with `seq` and `time`, so its `type` is `input.type`.
+        events[0] as Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>
+      )
   )
 
 /**
@@ -222,8 +223,12 @@ export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input
  * `session/event`. For `turn/*` and `step/*` records and accepted input only; anything carrying a hook's, a tool's
  * or the model's output goes through {@link append} / {@link appendAll}.
  */
-export const appendOwn = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
-  Effect.tap(
+export const appendOwn = (
+  env: Env,
+  inputs: ReadonlyArray<SessionEvent.SessionEventInput>
+): Effect.Effect<unknown, SessionLog.SessionLogError> =>
+  // Succeeds with the publish's result, not the events: no caller reads them, and handing them back costs two steps.
+  Effect.flatMap(
     env.log.appendHeld(inputs, trusted),
     (events) =>
       events.length === 1
