@@ -137,7 +137,7 @@ describe("properties: the generators reach the interleavings that broke before",
       Effect.gen(function*() {
         // Before the reshaping (the same sample and tally): fired 13 %, tool 20 %, steering or a cancel while a tool
         // runs 10 %, a cancel as a batch starts 6 %, steering after a concluding step 0 %.
-        const shares = yield* reached(fc.sample(scenario({ reactive: true }), { numRuns: 100, seed: 7 }))
+        const shares = yield* reached(fc.sample(scenario({ reactive: true }), { numRuns: 200, seed: 7 }))
         const shown = JSON.stringify(shares)
         assert.isAtLeast(shares.fired, 0.4, shown)
         assert.isAtLeast(shares.tool, 0.55, shown)
