@@ -271,8 +271,10 @@ export const runToolCalls = (
         : on === "interrupt"
         ? Effect.onInterrupt(effect, () => pool.release(permits))
         : Effect.ensuring(effect, pool.release(permits))
-    // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded.
-    const progress = yield* Ref.make({ callSeqs: new Map<string, number>(), next: 0, concluded: false })
+    // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded. The
+    // batch's own bookkeeping, read and written synchronously: by the activity as it starts a call (before the
+    // call can finish) and by `commitReady` under the lock.
+    const progress = { callSeqs: new Map<string, number>(), next: 0, concluded: false }
     const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
 
     // Appends the results of the finished calls that are next in model order. Runs holding the lock.
@@ -280,7 +282,7 @@ export const runToolCalls = (
       env,
       Effect.gen(function*() {
         while (true) {
-          const { callSeqs, next } = yield* Ref.get(progress)
+          const next = progress.next
           if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
           const callId = calls[next]!.id
           const result = (yield* Ref.get(runtime.finished)).get(callId)
@@ -288,7 +290,7 @@ export const runToolCalls = (
           // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
           yield* append(
             env,
-            { type: "tool/result", data: result.data, sourceEventSeqs: [callSeqs.get(callId)!] },
+            { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] },
             true
           )
           yield* Ref.update(runtime.finished, (all) => {
@@ -297,11 +299,8 @@ export const runToolCalls = (
             return rest
           })
           yield* stageContexts(env, result.contexts)
-          yield* Ref.update(progress, (p) => ({
-            ...p,
-            next: p.next + 1,
-            concluded: p.concluded || (result.concludes && !result.data.isError)
-          }))
+          progress.next = next + 1
+          progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
         }
       }).pipe(Effect.catchAll((error) => Deferred.fail(allCommitted, error)), Effect.asVoid)
     )
@@ -330,7 +329,7 @@ export const runToolCalls = (
         "error"
       )
       opening = undefined
-      yield* Ref.update(progress, (p) => ({ ...p, callSeqs: new Map(p.callSeqs).set(block.id, called.seq) }))
+      progress.callSeqs.set(block.id, called.seq)
       const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
       if (prepared._tag === "final") {
         if (pool !== undefined) yield* pool.release(permits)
@@ -366,16 +365,18 @@ export const runToolCalls = (
       // A call has a tool here, so the agent has tools and its handler maps.
       const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
       yield* Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          yield* Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id))
+        Effect.zipRight(
+          Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id)),
           // Forked into the handler map (interruptible; it leaves the map when it exits): a close finds exactly
-          // the calls still running, by id.
-          const fiber = yield* FiberMap.run(handlers, block.id, handler)
-          // An exclusive call is a barrier: nothing else starts until it is done (R66).
-          if (!parallel) yield* restore(Fiber.await(fiber))
-        })
+          // the calls still running, by id. An exclusive call is a barrier: nothing else starts until it is done
+          // (R66).
+          Effect.flatMap(
+            FiberMap.run(handlers, block.id, handler),
+            (fiber) => parallel ? Effect.void : restore(Fiber.await(fiber))
+          )
+        )
       )
     }
     yield* Deferred.await(allCommitted)
-    return { concluded: (yield* Ref.get(progress)).concluded }
+    return { concluded: progress.concluded }
   })
