@@ -150,7 +150,7 @@ const settle = (
 ): Effect.Effect<Option.Option<Activity | undefined>> =>
   Spans.withActivity(activity.span, settleActivity(env, activity, exit))
 
-/** Ends the activity's span with how its turn ended (`undefined`: no turn opened). */
+/** Ends the activity's span with how its turn ended (`undefined`: no turn opened). Untraced, callers skip it. */
 const endSpan = (
   activity: Activity,
   exit: Exit.Exit<ActivityResult, unknown>,
@@ -209,13 +209,15 @@ const settleActivity = (
           reason: Turn.settleReasonOf(unsettled.reason)
         })
       }
-      yield* endSpan(activity, exit, undefined)
+      if (activity.span !== undefined) yield* endSpan(activity, exit, undefined)
       return Option.none()
     }
     const turn = progress.turn
     const reason: TurnT.TurnEndReason = progress.ended ?? (yield* close(env, activity, exit, turn))
-    // The `turn/end` barrier (ADR 0008): a turn settles once its close is durable.
-    yield* barrier(env).pipe(Effect.catchAll((error) => reportLogError(env, turn, progress.step, error)))
+    // The `turn/end` barrier (ADR 0008): a turn settles once its close is durable (a memory log has no barrier).
+    if (env.log.durable) {
+      yield* barrier(env).pipe(Effect.catchAll((error) => reportLogError(env, turn, progress.step, error)))
+    }
     const next = yield* locked(
       env,
       Effect.gen(function*() {
@@ -225,7 +227,7 @@ const settleActivity = (
           exit.value.retry
         if (retry && !Lifecycle.isDisposed(lifecycle)) {
           yield* transition(env, "activitySettled", Lifecycle.activitySettled)
-          yield* endSpan(activity, exit, reason)
+          if (activity.span !== undefined) yield* endSpan(activity, exit, reason)
           return yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
         }
         if (current?.cause !== undefined && current.logContextOnClose) yield* flushContext(env)
@@ -234,7 +236,7 @@ const settleActivity = (
         yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: true }))
         // Only the terminal turn of a retry chain settles (R57); what comes next is claimed after it.
         yield* publish(env, { type: "agent/settled", turn, reason: Turn.settleReasonOf(reason) })
-        yield* endSpan(activity, exit, reason)
+        if (activity.span !== undefined) yield* endSpan(activity, exit, reason)
         return yield* nextActivity(env)
       })
     )
