@@ -234,6 +234,18 @@ describe("properties", () => {
       { _tag: "withdraw", target: "round", index: 0 }
     ]).pipe(Effect.withMaxOpsBeforeYield(16), Effect.provide(env([]))))
 
+  // Found by a sweep of preemption budgets over a property scenario (16–64): with the goal tools interrupted by a
+  // cancel, `update_goal` was cut off after its change reached the log (as context, after the call's ABORTED result)
+  // and before the service applied it — the service showed the goal active, the log folded it complete. Goal tools
+  // now finish on a cancel.
+  it.scoped("R121: a goal tool a cancel lands on finishes: the log and the service agree", () =>
+    run([
+      { _tag: "create", rounds: 1 },
+      { _tag: "human", preset: "followup" },
+      { _tag: "withdraw", target: "any", index: 0 },
+      { _tag: "create", rounds: 1 }
+    ]).pipe(Effect.withMaxOpsBeforeYield(36), Effect.provide(env([call("update_goal", { action: "complete" })]))))
+
   // Found by the property (seed 970736782) while the activity's start signal was a `Latch` (ADR 0033, rejected):
   // the goal driver and the agent never settled after a withdrawn round and an injection.
   it.scoped("R113, R126: a withdrawn goal round and an injection, then disarm and cancel: everything settles", () =>

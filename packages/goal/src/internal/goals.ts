@@ -989,7 +989,10 @@ const makeTools = (
     ) => Effect.Effect<string | AgentTool.Outcome<string>, { readonly code: string; readonly message: string }>
   ) =>
     AgentTool.make(definition(name, description, parameters), {
-      handler: (params, context) => coded(Effect.flatMap(authority(context.agent), (a) => run(params, a, context)))
+      handler: (params, context) => coded(Effect.flatMap(authority(context.agent), (a) => run(params, a, context))),
+      // A goal tool's mutation is in-process and brief: a cancel lets it finish, so its change and its result agree
+      // (interrupted half-way, the change reached the log while the service kept the old goal, R121).
+      onCancel: "finish"
     })
 
   const getGoal = goalTool(
