@@ -8,44 +8,52 @@ import { Json, ModelStream } from "@harness/domain"
 import type { Scope, Stream } from "effect"
 import { Cause, Context, Effect, Option } from "effect"
 import type { RequestConfig } from "../Hooks.js"
-import type { Env } from "./env.js"
+import type { Env, State } from "./env.js"
 import { append, honourCancel, provide, read, update } from "./env.js"
 import { failTurn, TurnFailure } from "./turnFailure.js"
 
-/** The system prompt of this step: the option's string, or its effect evaluated now. */
-export const systemPrompt = (env: Env, step: number): Effect.Effect<string | undefined, TurnFailure> => {
-  const system = env.options.system
-  if (system === undefined || typeof system === "string") return Effect.succeed(system)
-  return provide(env, system).pipe(
+/**
+ * A system prompt given as an effect, evaluated for this step (a string or none is used as it is, with no effect of
+ * its own: `runStep` reads it directly).
+ */
+export const evaluateSystemPrompt = (
+  env: Env,
+  system: Effect.Effect<string, unknown, unknown>,
+  step: number
+): Effect.Effect<string | undefined, TurnFailure> =>
+  provide(env, system).pipe(
     Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "the system prompt failed")(cause))),
     Effect.zipLeft(honourCancel(env))
   )
-}
+
+/** The route this request starts from (R51): the last one logged, else the agent's own. */
+export const proposedConfig = (env: Env, state: State): RequestConfig => state.header?.config ?? env.defaultConfig
 
 /**
- * The route of this request (R51): the agent's own for its first request, then the last one it logged; the
- * `request` hook may replace it.
+ * The route of this request as the `request` hook makes it from `proposed` (R51); without a hook the route is
+ * `proposed` itself, with no effect of its own (`runStep` decides).
  */
-export const requestConfig = (env: Env, turn: number, step: number): Effect.Effect<RequestConfig, TurnFailure> =>
-  Effect.flatMap(read(env), (state) => {
-    const proposed: RequestConfig = state.header?.config ?? env.defaultConfig
-    const hook = env.options.hooks?.request
-    if (hook === undefined) return Effect.succeed(proposed)
-    return provide(env, hook({ agent: env.service, turn, step, config: proposed }, Effect.succeed(proposed))).pipe(
-      Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
-      Effect.zipLeft(honourCancel(env)),
-      Effect.filterOrFail(
-        (config) =>
-          typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
-          (config.options === undefined || !("issue" in Json.copyJson(config.options))),
-        () =>
-          new TurnFailure({
-            step,
-            message: "the request hook returned a config without a model (or with non-JSON options)"
-          })
-      )
+export const hookedConfig = (
+  env: Env,
+  hook: NonNullable<NonNullable<Env["options"]["hooks"]>["request"]>,
+  proposed: RequestConfig,
+  turn: number,
+  step: number
+): Effect.Effect<RequestConfig, TurnFailure> =>
+  provide(env, hook({ agent: env.service, turn, step, config: proposed }, Effect.succeed(proposed))).pipe(
+    Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "request hook failed")(cause))),
+    Effect.zipLeft(honourCancel(env)),
+    Effect.filterOrFail(
+      (config) =>
+        typeof config === "object" && config !== null && typeof config.model === "string" && config.model !== "" &&
+        (config.options === undefined || !("issue" in Json.copyJson(config.options))),
+      () =>
+        new TurnFailure({
+          step,
+          message: "the request hook returned a config without a model (or with non-JSON options)"
+        })
     )
-  })
+  )
 
 /** The request header this step would log: the route, the system prompt and the advertised tools. */
 export const headerOf = (

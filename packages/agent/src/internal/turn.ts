@@ -52,7 +52,15 @@ import {
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import type { Response, ResponsePart } from "./request.js"
-import { headerOf, logHeader, modelResponse, requestConfig, sameHeader, systemPrompt } from "./request.js"
+import {
+  evaluateSystemPrompt,
+  headerOf,
+  hookedConfig,
+  logHeader,
+  modelResponse,
+  proposedConfig,
+  sameHeader
+} from "./request.js"
 import * as Spans from "./spans.js"
 import { runToolCalls } from "./toolCalls.js"
 import type { TurnFailure } from "./turnFailure.js"
@@ -391,13 +399,15 @@ const runStep = (
       }
     }
     // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
-    const fixed = env.options.system
-    const system = fixed === undefined || typeof fixed === "string" ? fixed : yield* systemPrompt(env, step)
+    const given = env.options.system
+    const system = given === undefined || typeof given === "string"
+      ? given
+      : yield* evaluateSystemPrompt(env, given, step)
     if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
     const state = yield* read(env)
-    const config = env.options.hooks?.request === undefined
-      ? state.header?.config ?? env.defaultConfig
-      : yield* requestConfig(env, turn, step)
+    const proposed = proposedConfig(env, state)
+    const hook = env.options.hooks?.request
+    const config = hook === undefined ? proposed : yield* hookedConfig(env, hook, proposed, turn, step)
     // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
     // before the hook ran still has it).
     const header = headerOf(env, config, system)
