@@ -190,6 +190,79 @@ const run = (ops: ReadonlyArray<Op>) =>
     }
   })
 
+/** Scenarios the property (or a sweep over it) once failed, each with the preemption budget it failed at. */
+const fixed: ReadonlyArray<{
+  readonly name: string
+  readonly ops: ReadonlyArray<Op>
+  readonly replies?: ReadonlyArray<S.Reply>
+  readonly budget: number
+}> = [
+  {
+    // Found by the property with the gate disabled (ADR 0014): an edit made the moment the driver claimed a round,
+    // under preemption, landed after the round's prompt but counted 0 rounds. The gate makes it wait for the prompt.
+    name: "R121, R125: a mutation made while a round is between admission and its prompt counts that round",
+    ops: [{ _tag: "create", rounds: 1 }, { _tag: "onRoundDequeue", action: "edit" }, { _tag: "advance", ms: 0 }],
+    budget: 32
+  },
+  {
+    // Found by the property (seed -528980677) once the agent drained retained steering at the opening of the round's
+    // own turn (R45): the steering's `agent/inbox/dequeue` was taken for another claim, which dropped the admission
+    // and let a pause be built against 0 rounds while round 1's prompt was about to be logged.
+    name: "R121, R125: steering drained at the opening of a round's turn does not drop the round's admission",
+    ops: [
+      { _tag: "create", rounds: 1 },
+      { _tag: "create", rounds: 1 },
+      { _tag: "edit" },
+      { _tag: "human", preset: "steer" },
+      { _tag: "advance", ms: 0 },
+      { _tag: "create", rounds: 1 }
+    ],
+    budget: 64
+  },
+  {
+    // Found by the property (seed 511374544): a pause made while the observer was logging the create it had to wait
+    // for was queued behind nothing and never injected — the goal said paused, the log active (R121).
+    name: "R121: a change made while the one before it is being logged is still injected and logged",
+    ops: [
+      { _tag: "human", preset: "followup" },
+      { _tag: "create", rounds: 1 },
+      { _tag: "withdraw", target: "round", index: 0 },
+      { _tag: "pause" },
+      { _tag: "withdraw", target: "round", index: 0 }
+    ],
+    budget: 16
+  },
+  {
+    // Found by a sweep of preemption budgets over a property scenario (16–64): with the goal tools interrupted by a
+    // cancel, `update_goal` was cut off after its change reached the log (as context, after the call's ABORTED
+    // result) and before the service applied it — the service showed the goal active, the log folded it complete.
+    // Goal tools now finish on a cancel.
+    name: "R121: a goal tool a cancel lands on finishes: the log and the service agree",
+    ops: [
+      { _tag: "create", rounds: 1 },
+      { _tag: "human", preset: "followup" },
+      { _tag: "withdraw", target: "any", index: 0 },
+      { _tag: "create", rounds: 1 }
+    ],
+    replies: [call("update_goal", { action: "complete" })],
+    budget: 36
+  },
+  {
+    // Found by the property (seed 970736782) while the activity's start signal was a `Latch` (ADR 0033, rejected),
+    // and again when the agent's driver read its lifecycle once per activity: the goal driver and the agent never
+    // settled. The driver's bookkeeping (count an action, then queue it) ran in the agent's activity fiber too, and a
+    // cancel landing between the two left an action counted that never ran. It is now one uninterruptible step.
+    name: "R113, R126: a withdrawn goal round and an injection, then disarm and cancel: everything settles",
+    ops: [
+      { _tag: "create", rounds: 1 },
+      { _tag: "create", rounds: 1 },
+      { _tag: "withdraw", target: "round", index: 0 },
+      { _tag: "human", preset: "inject" }
+    ],
+    budget: 32
+  }
+]
+
 describe("properties", () => {
   it.scoped.prop(
     "R113–R126: random goal mutations, human sends, cancels and rounds never produce a log foldGoal rejects",
@@ -202,57 +275,32 @@ describe("properties", () => {
     { timeout: 120_000, fastCheck: { numRuns: 150 } }
   )
 
-  // Found by the property with the gate disabled (ADR 0014): an edit made the moment the driver claimed a round,
-  // under preemption, landed after the round's prompt but counted 0 rounds. The gate makes it wait for the prompt.
-  it.scoped("R121, R125: a mutation made while a round is between admission and its prompt counts that round", () =>
-    run([{ _tag: "create", rounds: 1 }, { _tag: "onRoundDequeue", action: "edit" }, { _tag: "advance", ms: 0 }]).pipe(
-      Effect.withMaxOpsBeforeYield(32),
-      Effect.provide(env([]))
-    ))
+  for (const scenario of fixed) {
+    it.scoped(scenario.name, () =>
+      run(scenario.ops).pipe(
+        Effect.withMaxOpsBeforeYield(scenario.budget),
+        Effect.provide(env(scenario.replies ?? []))
+      ))
+  }
 
-  // Found by the property (seed -528980677) once the agent drained retained steering at the opening of the round's
-  // own turn (R45): the steering's `agent/inbox/dequeue` was taken for another claim, which dropped the admission
-  // and let a pause be built against 0 rounds while round 1's prompt was about to be logged.
-  it.scoped("R121, R125: steering drained at the opening of a round's turn does not drop the round's admission", () =>
-    run([
-      { _tag: "create", rounds: 1 },
-      { _tag: "create", rounds: 1 },
-      { _tag: "edit" },
-      { _tag: "human", preset: "steer" },
-      { _tag: "advance", ms: 0 },
-      { _tag: "create", rounds: 1 }
-    ]).pipe(Effect.withMaxOpsBeforeYield(64), Effect.provide(env([]))))
-
-  // Found by the property (seed 511374544): a pause made while the observer was logging the create it had to wait
-  // for was queued behind nothing and never injected — the goal said paused, the log active (R121).
-  it.scoped("R121: a change made while the one before it is being logged is still injected and logged", () =>
-    run([
-      { _tag: "human", preset: "followup" },
-      { _tag: "create", rounds: 1 },
-      { _tag: "withdraw", target: "round", index: 0 },
-      { _tag: "pause" },
-      { _tag: "withdraw", target: "round", index: 0 }
-    ]).pipe(Effect.withMaxOpsBeforeYield(16), Effect.provide(env([]))))
-
-  // Found by a sweep of preemption budgets over a property scenario (16–64): with the goal tools interrupted by a
-  // cancel, `update_goal` was cut off after its change reached the log (as context, after the call's ABORTED result)
-  // and before the service applied it — the service showed the goal active, the log folded it complete. Goal tools
-  // now finish on a cancel.
-  it.scoped("R121: a goal tool a cancel lands on finishes: the log and the service agree", () =>
-    run([
-      { _tag: "create", rounds: 1 },
-      { _tag: "human", preset: "followup" },
-      { _tag: "withdraw", target: "any", index: 0 },
-      { _tag: "create", rounds: 1 }
-    ]).pipe(Effect.withMaxOpsBeforeYield(36), Effect.provide(env([call("update_goal", { action: "complete" })]))))
-
-  // Found by the property (seed 970736782) while the activity's start signal was a `Latch` (ADR 0033, rejected):
-  // the goal driver and the agent never settled after a withdrawn round and an injection.
-  it.scoped("R113, R126: a withdrawn goal round and an injection, then disarm and cancel: everything settles", () =>
-    run([
-      { _tag: "create", rounds: 1 },
-      { _tag: "create", rounds: 1 },
-      { _tag: "withdraw", target: "round", index: 0 },
-      { _tag: "human", preset: "inject" }
-    ]).pipe(Effect.withMaxOpsBeforeYield(32), Effect.provide(env([]))))
+  // Each fixed scenario under every preemption budget from 10 to 80: where preemptions fall decides which
+  // interleaving runs, and each budget is one more. The sweep found the `settled` starvation (its polling loop kept
+  // retaking the events permit the driver waited for) at budget 27 of the third scenario. (Budgets below 10 stall any
+  // effect under the test runner, goal or not.)
+  describe("every preemption budget", () => {
+    for (const scenario of fixed) {
+      it.scoped(scenario.name, () =>
+        Effect.forEach(
+          Array.from({ length: 71 }, (_, i) => 10 + i),
+          (budget) =>
+            run(scenario.ops).pipe(
+              Effect.withMaxOpsBeforeYield(budget),
+              Effect.provide(env(scenario.replies ?? [])),
+              Effect.scoped,
+              Effect.catchAllDefect((defect) => Effect.die(`at budget ${budget}: ${String(defect)}`))
+            ),
+          { discard: true }
+        ), { timeout: 120_000 })
+    }
+  })
 })

@@ -85,6 +85,8 @@ interface Core {
   readonly actions: Queue.Queue<Action>
   readonly driveRequested: Ref.Ref<boolean>
   readonly changes: PubSub.PubSub<Goals.Changed>
+  /** Told each time the driver has finished an action (`settled` waits on it instead of polling). */
+  readonly ran: PubSub.PubSub<void>
 }
 
 type Action =
@@ -124,9 +126,15 @@ const changeMessage = (change: GoalChange): Message.UserMessageData => {
 // The observer
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Queues an action for the driver; `busy` counts it until it has run (so `settled` never misses one). */
+/**
+ * Queues an action for the driver; `busy` counts it until it has run (so `settled` never misses one). One
+ * uninterruptible step: it also runs in the agent's activity fiber (the admission guard), which a cancel interrupts,
+ * and an action counted but never queued would keep `settled` waiting for ever.
+ */
 const enqueue = (rt: Core, action: Action): Effect.Effect<void> =>
-  Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy + 1 })), Queue.offer(rt.actions, action))
+  Effect.uninterruptible(
+    Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy + 1 })), Queue.offer(rt.actions, action))
+  )
 
 const offer = (rt: Core, actions: ReadonlyArray<Action>) =>
   Effect.forEach(actions, (action) => action._tag === "drive" ? requestDrive(rt) : enqueue(rt, action), {
@@ -134,10 +142,10 @@ const offer = (rt: Core, actions: ReadonlyArray<Action>) =>
   })
 
 const requestDrive = (rt: Core): Effect.Effect<void> =>
-  Effect.flatMap(
+  Effect.uninterruptible(Effect.flatMap(
     Ref.getAndSet(rt.driveRequested, true),
     (already) => already ? Effect.void : enqueue(rt, { _tag: "drive" })
-  )
+  ))
 
 const armedActive = (s: State, goalId: string, revision: number): boolean => {
   const goal = s.current.goal
@@ -320,11 +328,11 @@ const observe = (
   }
 }
 
-/** Catches the observer up: handles every event published so far, in order. */
+/** Catches the observer up: handles every event published so far, in order (events taken are always handled). */
 const sync = (rt: Core): Effect.Effect<void> =>
-  rt.events.withPermits(1)(
+  rt.events.withPermits(1)(Effect.uninterruptible(
     Effect.flatMap(Queue.takeAll(rt.subscription), (events) => Effect.forEach(events, (e) => handle(rt, e)))
-  ).pipe(Effect.asVoid)
+  )).pipe(Effect.asVoid)
 
 // ---------------------------------------------------------------------------------------------------------------
 // Mutations
@@ -604,15 +612,17 @@ const makeService = (
     }),
     subscribe: PubSub.subscribe(rt.changes),
     changes: Stream.fromPubSub(rt.changes),
-    settled: Effect.gen(function*() {
+    // Waits for the driver's next action to finish rather than polling: a polling loop takes the events permit
+    // again and again, and the semaphore is not fair — the driver, waiting for the same permit, could starve.
+    settled: Effect.scoped(Effect.gen(function*() {
+      const ran = yield* PubSub.subscribe(rt.ran)
       while (true) {
         yield* rt.agent.whenIdle
         yield* sync(rt)
-        const s = yield* Ref.get(rt.state)
-        if (s.busy === 0 && (yield* rt.agent.status) === "idle") return
-        yield* Effect.yieldNow()
+        if ((yield* Ref.get(rt.state)).busy > 0) yield* ran.take
+        else if ((yield* rt.agent.status) === "idle") return
       }
-    })
+    }))
   }
 }
 
@@ -791,7 +801,9 @@ const driverLoop = (rt: Runtime): Effect.Effect<never> =>
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("goal driver action failed", cause)
         ),
-        Effect.ensuring(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy - 1 })))
+        Effect.ensuring(
+          Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy - 1 })), PubSub.publish(rt.ran, undefined))
+        )
       )
     })
   )
@@ -825,12 +837,14 @@ const guard = (
       return { kind: "block", reason: "goal-sourced prompts run only through the goal driver" } as const
     }
     const message = input.message
-    const reject = Effect.gen(function*() {
+    // The guard runs in the agent's activity fiber, which a cancel interrupts: each piece of bookkeeping below is
+    // one uninterruptible step, so a cancel never leaves the attempt forgotten with no drive requested.
+    const reject = Effect.uninterruptible(Effect.gen(function*() {
       yield* Ref.update(rt.state, (s) =>
         s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s)
       yield* requestDrive(rt)
       return { kind: "block", reason: STALE } as const
-    })
+    }))
     const check = rt.lock.withPermits(1)(Effect.zipRight(
       sync(rt),
       Effect.map(Ref.get(rt.state), (s) =>
@@ -839,31 +853,33 @@ const guard = (
     if (!(yield* check)) return yield* reject
     const decision = yield* next.pipe(
       Effect.tapErrorCause(() =>
-        Effect.zipRight(
+        Effect.uninterruptible(Effect.zipRight(
           Ref.update(rt.state, (s) =>
             s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s),
           requestDrive(rt)
-        )
+        ))
       )
     )
     const rewritten = decision.kind === "allow" && decision.content !== undefined &&
       !sameJson(decision.content, message.content)
     if (decision.kind === "block" || rewritten) {
       const reason = decision.kind === "block" ? decision.reason : "a goal round's prompt cannot be rewritten"
-      const s = yield* Ref.get(rt.state)
-      const attempt = s.attempt
-      yield* Ref.update(rt.state, (st) =>
-        st.attempt !== undefined && st.attempt.messageId === message.id ? { ...st, attempt: undefined } : st)
-      if (
-        attempt !== undefined && attempt.messageId === message.id && armedActive(s, attempt.goalId, attempt.revision)
-      ) {
-        yield* enqueue(rt, {
-          _tag: "block",
-          ref: { id: attempt.goalId, revision: attempt.revision },
-          reason: { code: "prompt-rejected", message: reason }
-        })
-      }
-      return { kind: "block", reason } as const
+      // Forgetting the attempt and queueing its block are one step (a cancel between them would lose the block).
+      return yield* Effect.uninterruptible(Effect.gen(function*() {
+        const s = yield* Ref.getAndUpdate(rt.state, (st) =>
+          st.attempt !== undefined && st.attempt.messageId === message.id ? { ...st, attempt: undefined } : st)
+        const attempt = s.attempt
+        if (
+          attempt !== undefined && attempt.messageId === message.id && armedActive(s, attempt.goalId, attempt.revision)
+        ) {
+          yield* enqueue(rt, {
+            _tag: "block",
+            ref: { id: attempt.goalId, revision: attempt.revision },
+            reason: { code: "prompt-rejected", message: reason }
+          })
+        }
+        return { kind: "block", reason } as const
+      }))
     }
     // After `next`: still valid? Then the gate closes until the round's prompt is logged (or dropped).
     const admitted = yield* rt.lock.withPermits(1)(
@@ -1188,7 +1204,8 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalE
           subscription,
           actions: yield* Queue.unbounded<Action>(),
           driveRequested: yield* Ref.make(false),
-          changes: yield* PubSub.unbounded<Goals.Changed>()
+          changes: yield* PubSub.unbounded<Goals.Changed>(),
+          ran: yield* PubSub.unbounded<void>()
         }
         const rt: Runtime = { ...core, service: makeService(core, settings) }
         yield* Ref.set(slot, rt)
