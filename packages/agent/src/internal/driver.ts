@@ -44,10 +44,9 @@ export const ensureDriver = (env: Env): Effect.Effect<void> =>
  */
 export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
   Effect.gen(function*() {
-    yield* ensureDriver(env)
-    if (Lifecycle.status((yield* read(env)).lifecycle) === "idle") {
-      yield* publish(env, { type: "agent/status", status: "running" })
-    }
+    const { lifecycle } = yield* read(env)
+    if (lifecycle._tag === "Idle") yield* ensureDriver(env)
+    if (Lifecycle.status(lifecycle) === "idle") yield* publish(env, { type: "agent/status", status: "running" })
     // Published before the activity is forked, so an observer waiting for it is scheduled ahead of the activity
     // fiber (ADR 0028). Nothing of the activity runs before this section ends anyway.
     if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
