@@ -286,8 +286,8 @@ describe("properties", () => {
 
   // Each fixed scenario under every preemption budget from 10 to 80: where preemptions fall decides which
   // interleaving runs, and each budget is one more. The sweep found the `settled` starvation (its polling loop kept
-  // retaking the events permit the driver waited for) at budget 27 of the third scenario. (Budgets below 10 stall any
-  // effect under the test runner, goal or not.)
+  // retaking the events permit the driver waited for) at budget 27 of the third scenario. (Below 10 Effect's runtime
+  // itself stalls: a plain `Effect.yieldNow()` under budget 9 never completes.)
   describe("every preemption budget", () => {
     for (const scenario of fixed) {
       it.scoped(scenario.name, () =>
