@@ -162,7 +162,7 @@ export const locked = <A, E, R>(env: Env, effect: Effect.Effect<A, E, R>): Effec
   // `take`, then the section, then `release` whatever its exit, inside one uninterruptible region: what
   // `withPermits` does, without its own interruptibility bookkeeping (ADR 0028). The region is uninterruptible
   // already, so a plain `matchCauseEffect` releases on every exit (`ensuring` would mask interruption again): five
-  // steps fewer per section, and a turn has about nine.
+  // steps fewer per section, and a W1 turn has five.
   Effect.uninterruptible(Effect.zipRight(
     env.lock.take(1),
     Effect.matchCauseEffect(effect, {
