@@ -31,12 +31,15 @@ import { TurnFailure } from "./turnFailure.js"
  * Makes sure a driver runs. Must run holding the lock.
  */
 export const ensureDriver = (env: Env): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if ((yield* read(env)).lifecycle._tag !== "Idle") return
-    const idle = yield* Deferred.make<void>()
-    const driver = yield* Effect.forkIn(Effect.interruptible(driverLoop(env)), env.fibers)
-    yield* transition(env, "driverStarted", (l) => Lifecycle.driverStarted(l, driver, idle))
-  })
+  Effect.flatMap(read(env), ({ lifecycle }) => lifecycle._tag === "Idle" ? startDriver(env) : Effect.void)
+
+/** Starts the driver fiber. Must run holding the lock, with the lifecycle `Idle`. */
+const startDriver = (env: Env): Effect.Effect<void> =>
+  Effect.flatMap(Deferred.make<void>(), (idle) =>
+    Effect.flatMap(
+      Effect.forkIn(Effect.interruptible(driverLoop(env)), env.fibers),
+      (driver) => transition(env, "driverStarted", (l) => Lifecycle.driverStarted(l, driver, idle))
+    ))
 
 /**
  * Installs a new activity: opens the window, reports `running` if idle, forks the activity fiber. Must run holding
@@ -45,7 +48,7 @@ export const ensureDriver = (env: Env): Effect.Effect<void> =>
 export const startActivity = (env: Env, job: Job): Effect.Effect<Activity> =>
   Effect.gen(function*() {
     const { lifecycle } = yield* read(env)
-    if (lifecycle._tag === "Idle") yield* ensureDriver(env)
+    if (lifecycle._tag === "Idle") yield* startDriver(env)
     if (Lifecycle.status(lifecycle) === "idle") yield* publish(env, { type: "agent/status", status: "running" })
     // Published before the activity is forked, so an observer waiting for it is scheduled ahead of the activity
     // fiber (ADR 0028). Nothing of the activity runs before this section ends anyway.

@@ -837,28 +837,20 @@ const guard = (
       return { kind: "block", reason: "goal-sourced prompts run only through the goal driver" } as const
     }
     const message = input.message
+    /** The state without this message's attempt. */
+    const forget = (s: State): State =>
+      s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s
     // The guard runs in the agent's activity fiber, which a cancel interrupts: each piece of bookkeeping below is
     // one uninterruptible step, so a cancel never leaves the attempt forgotten with no drive requested.
-    const reject = Effect.uninterruptible(Effect.gen(function*() {
-      yield* Ref.update(rt.state, (s) =>
-        s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s)
-      yield* requestDrive(rt)
-      return { kind: "block", reason: STALE } as const
-    }))
+    const abandon = Effect.uninterruptible(Effect.zipRight(Ref.update(rt.state, forget), requestDrive(rt)))
+    const reject = Effect.as(abandon, { kind: "block", reason: STALE } as const)
     const check = rt.lock.withPermits(1)(Effect.zipRight(
       sync(rt),
-      Effect.map(Ref.get(rt.state), (s) =>
-        reservationValid(s, message))
+      Effect.map(Ref.get(rt.state), (s) => reservationValid(s, message))
     ))
     if (!(yield* check)) return yield* reject
     const decision = yield* next.pipe(
-      Effect.tapErrorCause(() =>
-        Effect.uninterruptible(Effect.zipRight(
-          Ref.update(rt.state, (s) =>
-            s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s),
-          requestDrive(rt)
-        ))
-      )
+      Effect.tapErrorCause(() => abandon)
     )
     const rewritten = decision.kind === "allow" && decision.content !== undefined &&
       !sameJson(decision.content, message.content)
@@ -866,8 +858,7 @@ const guard = (
       const reason = decision.kind === "block" ? decision.reason : "a goal round's prompt cannot be rewritten"
       // Forgetting the attempt and queueing its block are one step (a cancel between them would lose the block).
       return yield* Effect.uninterruptible(Effect.gen(function*() {
-        const s = yield* Ref.getAndUpdate(rt.state, (st) =>
-          st.attempt !== undefined && st.attempt.messageId === message.id ? { ...st, attempt: undefined } : st)
+        const s = yield* Ref.getAndUpdate(rt.state, forget)
         const attempt = s.attempt
         if (
           attempt !== undefined && attempt.messageId === message.id && armedActive(s, attempt.goalId, attempt.revision)
