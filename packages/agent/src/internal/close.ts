@@ -2,7 +2,8 @@
  * Closing a turn in the log (R57, R72, R73, R133) with the session's own closers
  * (`Closers.close`, ADR 0008): the agent only says how each owed call is answered and which staged context goes
  * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
- * (`appendAll`), so a close is written whole or not at all. A close the store refused is finished by
+ * (`appendAll`), so a close is written whole or not at all. They are built from the log's checked state, the cancel
+ * cause decoded where it entered and results the tool runtime rendered itself: trusted (ADR 0023). A close the store refused is finished by
  * {@link repairLocked} before the agent appends anything else outside a turn: the log never stays open while the
  * agent runs on.
  */
@@ -10,7 +11,7 @@ import type { Turn as TurnT } from "@harness/domain"
 import { Closers, type SessionLog } from "@harness/session"
 import { Chunk, Effect } from "effect"
 import type { Env, FinishedCall } from "./env.js"
-import { appendAll, outboxEvent, read, stageContexts, update } from "./env.js"
+import { appendOwn, outboxEvent, read, stageContexts, update } from "./env.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem } from "./inbox.js"
 import { abortedBeforeDispatchMessage, abortedMessage } from "./toolCalls.js"
@@ -69,7 +70,7 @@ export const closeLocked = (
         ...contexts.map((data) => outboxEvent({ _tag: "context", data, id: undefined }, undefined))
       ]
       : []
-    yield* appendAll(env, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))
+    yield* appendOwn(env, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))
     if (options.context) {
       const logged = new Set<OutboxItem>(staged)
       yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: Chunk.filter(s.outbox, (item) => !logged.has(item)) }))

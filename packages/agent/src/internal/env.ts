@@ -228,8 +228,9 @@ export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input
 /**
  * Appends events the agent built itself, in typed code, from values validated where they entered (`appendTrusted`,
  * ADR 0023: no schema pass, the enclosure rules still checked), as one unit, and republishes each live as
- * `session/event`. For `turn/*` and `step/*` records and accepted input only; anything carrying a hook's, a tool's
- * or the model's output goes through {@link append} / {@link appendAll}.
+ * `session/event`. For `turn/*` and `step/*` records, accepted input and a turn's closers (`close.ts`: the results
+ * in them are the tool runtime's own rendering); anything else carrying a hook's or the model's output goes through
+ * {@link append}.
  */
 export const appendOwn = (
   env: Env,
@@ -242,13 +243,6 @@ export const appendOwn = (
       events.length === 1
         ? PubSub.publish(env.events, { type: "session/event", event: events[0]! })
         : PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
-  )
-
-/** Appends durable events as one unit (`appendAll`) and republishes each live as `session/event`. */
-export const appendAll = (env: Env, inputs: ReadonlyArray<SessionEvent.SessionEventInput>) =>
-  Effect.tap(
-    env.log.appendHeld(inputs),
-    (events) => PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
   )
 
 /**
