@@ -49,6 +49,14 @@ describe("OfflineModel.reply", () => {
       tools
     })
     assert.deepStrictEqual(ordered.at(-1), { _tag: "tool-call", name: "list_dir", params: {} })
+    // An "in …" after the request's own clause is not a place either (the demo's goal says this).
+    const goal = OfflineModel.reply({
+      prompt: prompt(user("List the files, then confirm the workspace is in order.")),
+      tools
+    })
+    assert.deepStrictEqual(goal.at(-1), { _tag: "tool-call", name: "list_dir", params: {} })
+    const place = OfflineModel.reply({ prompt: prompt(user("which files are under src/cli?")), tools })
+    assert.deepStrictEqual(place.at(-1), { _tag: "tool-call", name: "list_dir", params: { path: "src/cli" } })
     const none = OfflineModel.reply({ prompt: prompt(user("list the files")), tools: [] })
     assert.isFalse(none.some((p) => p._tag === "tool-call"))
   })

@@ -69,9 +69,11 @@ export const intent = (
   if (grep && advertised.has("grep")) {
     return { name: "grep", params: { pattern: clean(grep[1] ?? grep[2] ?? grep[3]!), maxMatches: 20 } }
   }
-  if (/\b(?:list|ls)\b|\bwhat files\b|\bwhich files\b/i.test(text) && advertised.has("list_dir")) {
-    // Only the first "in …"/"under …" names a place ("list the files in the workspace, in order").
-    const where = /\b(?:in|under)\s+(\S+)/i.exec(text)
+  const listing = /\b(?:list|ls|what files|which files)\b/i.exec(text)
+  if (listing && advertised.has("list_dir")) {
+    // Only an "in …"/"under …" in the request's own clause names a place: "list the files in src" lists `src`;
+    // "list the files, then confirm the workspace is in order" and "…in the workspace, in order" list the root.
+    const where = /^[^.,;:!?]*?\b(?:in|under)\s+(\S+)/i.exec(text.slice(listing.index))
     const place = where ? clean(where[1]!) : ""
     const path = /^(the|this|my|our|a|your)$/i.test(place) ? "" : place
     return { name: "list_dir", params: path === "" || /^(workspace|repo|project)$/i.test(path) ? {} : { path } }
