@@ -91,7 +91,7 @@ describe("trusted appends (ADR 0023)", () => {
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
     }).pipe(Effect.provide(S.layer())))
 
-  it.scoped("a cancel's closing records — a finished call's result, aborted calls, staged context — are what the schema accepts", () =>
+  it.scoped("a cancel's close (a finished call, aborted calls, staged context) is what the schema accepts", () =>
     Effect.gen(function*() {
       // `wait` runs until the cancel; `annotate` finishes first but waits behind it (model order); `note` is
       // exclusive, so it is never dispatched while the other two run.

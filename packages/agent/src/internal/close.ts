@@ -3,9 +3,9 @@
  * (`Closers.close`, ADR 0008): the agent only says how each owed call is answered and which staged context goes
  * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
  * (`appendAll`), so a close is written whole or not at all. They are built from the log's checked state, the cancel
- * cause decoded where it entered and results the tool runtime rendered itself: trusted (ADR 0023). A close the store refused is finished by
- * {@link repairLocked} before the agent appends anything else outside a turn: the log never stays open while the
- * agent runs on.
+ * cause decoded where it entered and results the tool runtime rendered itself: trusted (ADR 0023). A close the
+ * store refused is finished by {@link repairLocked} before the agent appends anything else outside a turn: the log
+ * never stays open while the agent runs on.
  */
 import type { Turn as TurnT } from "@harness/domain"
 import { Closers, type SessionLog } from "@harness/session"
