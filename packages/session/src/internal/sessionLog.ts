@@ -784,11 +784,17 @@ const makeService = (
 
     // Uninterruptible, lock wait included: `Semaphore.take` counts a permit as taken while the waiter is still
     // interruptible, so an interruption at that instant would leak it and block every later append. Under the lock
-    // an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
+    // an append waits on nothing but the store (write-through) or on nothing at all (write-behind). The region is
+    // uninterruptible already, so a plain `matchCauseEffect` releases on every exit (as the agent's lock section
+    // does, ADR 0028; `ensuring` would mask interruption a second time).
     const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
-      const locked = Effect.uninterruptible(
-        Effect.zipRight(lock.take(1), Effect.ensuring(appendLocked(inputs, trusted), lock.release(1)))
-      )
+      const locked = Effect.uninterruptible(Effect.zipRight(
+        lock.take(1),
+        Effect.matchCauseEffect(appendLocked(inputs, trusted), {
+          onFailure: (cause) => Effect.zipRight(lock.release(1), Effect.failCause(cause)),
+          onSuccess: (events) => Effect.as(lock.release(1), events)
+        })
+      ))
       return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
     }
 
