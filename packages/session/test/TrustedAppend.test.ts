@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { SessionEvent } from "@harness/domain"
 import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
-import { Chunk, Effect, Fiber, Queue, Schema, Stream, TestClock } from "effect"
+import { Chunk, Effect, Fiber, Option, Queue, Schema, Stream, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent, snapshot } from "./fixtures.js"
@@ -106,6 +106,28 @@ describe("SessionLog.appendHeld", () => {
         Chunk.toReadonlyArray(yield* Queue.takeAll(seen)).map((e) => e.seq),
         [0, 1, ...after.map((e) => e.seq)]
       )
+    }))
+
+  it.scoped("every exit of an append frees the lock: a refused append, and one interrupted while it waited for it", () =>
+    Effect.gen(function*() {
+      const { log } = yield* setup
+      const refused = yield* Effect.flip(log.appendAll([ev.turnEnd(1)]))
+      assert.strictEqual(refused.reason, "turn-end-mismatch")
+      yield* log.lock.take(1)
+      const waiting = yield* Effect.fork(log.appendAll(promptTurn(1, "waited", "ok")))
+      yield* Effect.yieldNow()
+      // The wait is uninterruptible: the interruption takes effect once the append is written and the lock freed.
+      const interrupting = yield* Effect.fork(Fiber.interrupt(waiting))
+      yield* Effect.yieldNow()
+      yield* log.lock.release(1)
+      yield* Fiber.join(interrupting)
+      const next = yield* log.appendAll(promptTurn(2, "after", "ok"))
+      assert.deepStrictEqual(
+        (yield* log.events).filter((e) => e.type === "turn/start").map((e) => e.data.turn),
+        [1, 2]
+      )
+      assert.strictEqual(next[0]!.seq, promptTurn(1, "waited", "ok").length)
+      assert.isTrue(Option.isSome(yield* log.lock.withPermitsIfAvailable(1)(Effect.void)), "the lock was left taken")
     }))
 
   it.effect("untrusted, it validates as appendAll does: an invalid event is refused whole, with invalid-event", () =>
