@@ -52,7 +52,7 @@ const session = async (runtime: BenchRuntime) => {
           hold = false
           return { ...fiveTokens, wait: (k) => (k === 0 ? (started.open(), release.promise) : undefined) }
         case "hanging":
-          return { ...fiveTokens, wait: (k) => (k === 0 ? (started.open(), never) : undefined) }
+          return { ...fiveTokens, wait: (k) => (k === 0 ? (started.open(), never()) : undefined) }
         case "streaming":
           return streaming
       }
