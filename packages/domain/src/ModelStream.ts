@@ -82,7 +82,9 @@ const empty = (): Record<string, never> => ({})
  *
  * Contract: trusts the shape of the hot parts (it is meant for parts a provider built in typed code, not for
  * foreign input); fails only where the schema would, for the other parts and for a response-metadata timestamp
- * that is not a date.
+ * that is not a date. One departure: a tool call's `params` are handed on as the provider parsed them, so a
+ * `"__proto__"` key the JSON had stays an own key — the schema's record decoding assigns each key to a new object,
+ * and that one assignment sets the object's prototype instead.
  *
  * @since 0.0.0
  * @category utils

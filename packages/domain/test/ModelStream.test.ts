@@ -78,7 +78,8 @@ describe("ModelStream.typed", () => {
         type: fc.constant("tool-call" as const),
         id,
         name: fc.constant("lookup"),
-        params: fc.dictionary(fc.string(), fc.jsonValue())
+        // Without a "__proto__" key: the one place the two paths differ on purpose (the next test).
+        params: fc.dictionary(fc.string().filter((key) => key !== "__proto__"), fc.jsonValue())
       })
     )
     fc.assert(fc.property(part, (p) => {
@@ -86,6 +87,23 @@ describe("ModelStream.typed", () => {
       const actual = ModelStream.typed(p)
       return Either.isRight(expected) && Either.isRight(actual) && same(actual.right, expected.right)
     }))
+  })
+
+  it("keeps a tool call's \"__proto__\" parameter as the own key JSON gave it, where the schema sets a prototype", () => {
+    const params = JSON.parse("{\"__proto__\": [1], \"q\": 2}") as Record<string, unknown>
+    const actual = ModelStream.typed({ type: "tool-call", id: "c", name: "lookup", params })
+    assert.isTrue(Either.isRight(actual) && actual.right.type === "tool-call")
+    if (Either.isRight(actual) && actual.right.type === "tool-call") {
+      const kept = actual.right.params as Record<string, unknown>
+      assert.deepStrictEqual(Object.keys(kept), ["__proto__", "q"])
+      assert.strictEqual(Object.getPrototypeOf(kept), Object.prototype)
+    }
+    // The standard path: the key is gone and the params object's prototype is the array.
+    const expected = decode({ type: "tool-call", id: "c", name: "lookup", params })
+    assert.isTrue(Either.isRight(expected) && expected.right.type === "tool-call")
+    if (Either.isRight(expected) && expected.right.type === "tool-call") {
+      assert.deepStrictEqual(Object.keys(expected.right.params as object), ["q"])
+    }
   })
 
   it("fails where the schema fails: a response-metadata timestamp that is not a date", () => {
