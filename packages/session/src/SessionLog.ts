@@ -335,6 +335,20 @@ export const open: (
 ) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> = internal.open
 
 /**
+ * Runs `effect` holding the log's writer lock ({@link Service.lock}) — how a writer whose own state changes with its
+ * appends runs a critical section, appending inside with {@link Service.appendHeld}; every append of the log takes
+ * the lock the same way.
+ *
+ * Contract: one permit is taken, waiting for it included, and released on every exit of `effect` (success, failure,
+ * defect); the whole section is uninterruptible, so keep it short and free of waits on anything but other sections.
+ *
+ * @since 0.0.0
+ * @category combinators
+ */
+export const holding: <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =
+  internal.holding
+
+/**
  * A new session over its own fresh memory store: the default of every agent.
  *
  * @since 0.0.0

@@ -7,7 +7,7 @@
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
-import type { SessionLog } from "@harness/session"
+import { SessionLog } from "@harness/session"
 import type { Fiber, FiberMap, Scope, Tracer } from "effect"
 import { Chunk, Context, Effect, FiberRef, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
@@ -159,17 +159,9 @@ export interface Env {
  * wait on anything but other critical sections, so an uninterruptible wait is always brief.
  */
 export const locked = <A, E, R>(env: Env, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  // `take`, then the section, then `release` whatever its exit, inside one uninterruptible region: what
-  // `withPermits` does, without its own interruptibility bookkeeping (ADR 0028). The region is uninterruptible
-  // already, so a plain `matchCauseEffect` releases on every exit (`ensuring` would mask interruption again): five
-  // steps fewer per section, and a W1 turn has five.
-  Effect.uninterruptible(Effect.zipRight(
-    env.lock.take(1),
-    Effect.matchCauseEffect(effect, {
-      onFailure: (cause) => Effect.zipRight(env.lock.release(1), Effect.failCause(cause)),
-      onSuccess: (a) => Effect.as(env.lock.release(1), a)
-    })
-  ))
+  // What `withPermits` does without its own interruptibility bookkeeping (ADR 0028): the log's own way of taking its
+  // lock, which is this one.
+  SessionLog.holding(env.lock, effect)
 
 /**
  * Provides the context captured at creation to an effect of a tool, hook or system prompt.

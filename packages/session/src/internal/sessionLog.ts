@@ -370,6 +370,21 @@ const brokenError = (id: Ids.SessionId, error: SessionStoreError) =>
     } stopped writing: the store refused a commit and retrying cannot help: ${error.message} (${error.reason})`
   })
 
+/**
+ * Runs `effect` holding one permit of `lock`, released on every exit. Uninterruptible, the wait for the permit
+ * included: `Semaphore.take` counts a permit as taken while the waiter is still interruptible, so an interruption at
+ * that instant would leak it. The region being uninterruptible already, a plain `matchCauseEffect` releases it
+ * (`ensuring` would mask interruption a second time: five interpreter steps more, ADR 0028).
+ */
+export const holding = <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.uninterruptible(Effect.zipRight(
+    lock.take(1),
+    Effect.matchCauseEffect(effect, {
+      onFailure: (cause) => Effect.zipRight(lock.release(1), Effect.failCause(cause)),
+      onSuccess: (a) => Effect.as(lock.release(1), a)
+    })
+  ))
+
 const makeService = (
   id: Ids.SessionId,
   store: Store,
@@ -782,19 +797,9 @@ const makeService = (
       ? awaitWriter((w, appended) => appended - w.durable < settings.capacity)
       : Effect.void
 
-    // Uninterruptible, lock wait included: `Semaphore.take` counts a permit as taken while the waiter is still
-    // interruptible, so an interruption at that instant would leak it and block every later append. Under the lock
-    // an append waits on nothing but the store (write-through) or on nothing at all (write-behind). The region is
-    // uninterruptible already, so a plain `matchCauseEffect` releases on every exit (as the agent's lock section
-    // does, ADR 0028; `ensuring` would mask interruption a second time).
+    // Under the lock an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
     const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
-      const locked = Effect.uninterruptible(Effect.zipRight(
-        lock.take(1),
-        Effect.matchCauseEffect(appendLocked(inputs, trusted), {
-          onFailure: (cause) => Effect.zipRight(lock.release(1), Effect.failCause(cause)),
-          onSuccess: (events) => Effect.as(lock.release(1), events)
-        })
-      ))
+      const locked = holding(lock, appendLocked(inputs, trusted))
       return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
     }
 
