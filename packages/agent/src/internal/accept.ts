@@ -242,10 +242,10 @@ export const send = (
   })
 
 /** A decoded send: routed under the lock, then the acceptance barrier (a memory log has none: no step for it). */
-const sendDecoded = (env: Env, data: Message.UserMessageData, options: Message.SendOptions) =>
-  env.log.durable
-    ? Effect.zipLeft(locked(env, sendLocked(env, data, options)), barrier(env))
-    : locked(env, sendLocked(env, data, options))
+const sendDecoded = (env: Env, data: Message.UserMessageData, options: Message.SendOptions) => {
+  const routed = locked(env, sendLocked(env, data, options))
+  return env.log.durable ? Effect.zipLeft(routed, barrier(env)) : routed
+}
 
 /**
  * A preset (`followup`, `steer`, `inject`): `send` with a fixed target and wakeup, and an optional id. The send

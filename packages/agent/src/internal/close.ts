@@ -2,7 +2,7 @@
  * Closing a turn in the log (R57, R72, R73, R133) with the session's own closers
  * (`Closers.close`, ADR 0008): the agent only says how each owed call is answered and which staged context goes
  * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
- * (`appendAll`), so a close is written whole or not at all. They are built from the log's checked state, the cancel
+ * (one `appendHeld`), so a close is written whole or not at all. They are built from the log's checked state, the cancel
  * cause decoded where it entered and results the tool runtime rendered itself: trusted (ADR 0023). A close the
  * store refused is finished by {@link repairLocked} before the agent appends anything else outside a turn: the log
  * never stays open while the agent runs on.
@@ -41,7 +41,7 @@ const answerWith = (calls: CloseCalls) => (owed: Closers.OwedCallAt): Closers.An
 }
 
 /**
- * Closes the log's open turn with `reason`, in one `appendAll`. Must run holding the lock. `context`: staged context
+ * Closes the log's open turn with `reason`, in one append. Must run holding the lock. `context`: staged context
  * (and the contexts of the finished calls) is logged before `step/end` (after a default cancel); otherwise the
  * finished calls' contexts are staged. On a refusal nothing is written and the agent remembers the reason; the next
  * append the agent makes outside a turn first repairs the log.
