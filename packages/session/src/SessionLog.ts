@@ -343,7 +343,7 @@ export const open: (
  * defect); the whole section is uninterruptible, so keep it short and free of waits on anything but other sections.
  *
  * @since 0.0.0
- * @category combinators
+ * @category utils
  */
 export const holding: <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =
   internal.holding
