@@ -93,6 +93,26 @@ export default tseslint.config(
     }
   },
   {
+    // The agent and the session log run their code per turn and per append. A generator function created per call
+    // (`(x) => Effect.gen(function*() {...})`) costs V8 a new map on its first run and keeps everything it captures
+    // alive through every minor GC until the next full one (ADR 0036): write `Effect.fnUntraced(function*(x) {...})`
+    // once, at module level.
+    files: ["packages/agent/src/**/*", "packages/session/src/**/*"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.property.name='push'] > SpreadElement.arguments",
+          message: "Do not use spread arguments in Array.push"
+        },
+        {
+          selector: ":function CallExpression[callee.object.name='Effect'][callee.property.name='gen']",
+          message: "A generator function per call: use Effect.fnUntraced(function*(...) {...}) at module level"
+        }
+      ]
+    }
+  },
+  {
     // The bench is a command-line program: it prints its tables.
     files: ["packages/bench/src/**/*"],
     rules: { "no-console": "off", "no-restricted-syntax": "off" }

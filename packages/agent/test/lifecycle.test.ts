@@ -8,7 +8,7 @@ import { Agent } from "@harness/agent"
 import { Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Deferred, Effect, Option, Ref } from "effect"
+import { Effect, Option, Ref } from "effect"
 import type { Activity, Progress } from "../src/internal/env.js"
 import { makeToolRuntime } from "../src/internal/env.js"
 import * as Lifecycle from "../src/internal/lifecycle.js"
@@ -18,7 +18,7 @@ import { assertWellFormed, faultySession, isDurable, layerWithFaults, live, ofTy
 /** A real driver fiber, idle deferred and activity, so the states hold what the agent puts in them. */
 const parts = Effect.gen(function*() {
   const driver = yield* Effect.fork(Effect.never)
-  const idle = yield* Deferred.make<void>()
+  const idle = yield* Effect.makeLatch(false)
   const activity: Activity = {
     job: { _tag: "retry" },
     fiber: yield* Effect.fork(Effect.never),

@@ -5,9 +5,8 @@
  */
 import type { Ids as IdsT, Inbox as InboxT, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
-import type { SessionLog } from "@harness/session"
 import { Effect, Equal, Fiber, Option, Schema } from "effect"
-import type { BatchOp, PresetOptions, SendError } from "../Agent.js"
+import type { BatchOp, PresetOptions } from "../Agent.js"
 import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js"
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
@@ -86,53 +85,48 @@ const disposedError = () => new AgentDisposedError({ message: "the agent was dis
 /**
  * Routes one decoded send (R28). Must run holding the lock.
  */
-const sendLocked = (
-  env: Env,
-  data: Message.UserMessageData,
-  options: Message.SendOptions
-): Effect.Effect<IdsT.AgentMessageId, AgentDisposedError | SessionLog.SessionLogError> =>
-  Effect.gen(function*() {
-    const { lifecycle } = yield* read(env)
-    if (Lifecycle.isDisposed(lifecycle)) return yield* disposedError()
-    // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
-    // restart returns the original id (ADR 0017).
-    if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
-      return options.id
+const sendLocked = Effect.fnUntraced(function*(env: Env, data: Message.UserMessageData, options: Message.SendOptions) {
+  const { lifecycle } = yield* read(env)
+  if (Lifecycle.isDisposed(lifecycle)) return yield* disposedError()
+  // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
+  // restart returns the original id (ADR 0017).
+  if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
+    return options.id
+  }
+  const id = options.id ?? (yield* mintId)
+  if (options.target === "next-step" && !options.wakeup) {
+    if (Lifecycle.windowOpen(lifecycle)) {
+      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
+      yield* recordInbox(env, [{
+        type: "inbox/accepted",
+        message: { content: data.content, id, source: data.source },
+        placement: "context",
+        wakeup: false
+      }])
+    } else {
+      // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
+      yield* repairLocked(env)
+      yield* appendOwn(env, [{ type: "user/message", data: userMessageData(data, id) }])
+      yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
     }
-    const id = options.id ?? (yield* mintId)
-    if (options.target === "next-step" && !options.wakeup) {
-      if (Lifecycle.windowOpen(lifecycle)) {
-        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
-        yield* recordInbox(env, [{
-          type: "inbox/accepted",
-          message: { content: data.content, id, source: data.source },
-          placement: "context",
-          wakeup: false
-        }])
-      } else {
-        // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
-        yield* repairLocked(env)
-        yield* appendOwn(env, [{ type: "user/message", data: userMessageData(data, id) }])
-        yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
-      }
-      return id
-    }
-    const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
-    const order = (yield* Inbox.get(env.inbox)).next
-    if (options.target === "next-step" && Lifecycle.windowOpen(lifecycle)) {
-      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
-      yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
-      yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
-      return id
-    }
-    yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
-    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup }])
-    // The driver may claim only once this critical section ends, so every send in it sees the same
-    // pre-admission state (R30).
-    if (options.wakeup) yield* ensureDriver(env)
-    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
     return id
-  })
+  }
+  const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+  const order = (yield* Inbox.get(env.inbox)).next
+  if (options.target === "next-step" && Lifecycle.windowOpen(lifecycle)) {
+    yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
+    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
+    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
+    return id
+  }
+  yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
+  yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup }])
+  // The driver may claim only once this critical section ends, so every send in it sees the same
+  // pre-admission state (R30).
+  if (options.wakeup) yield* ensureDriver(env)
+  yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+  return id
+})
 
 /** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
 export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
@@ -141,8 +135,8 @@ export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
 /**
  * One `cancel` (R77–R85; departures R73, R81, R82, R133). Must run holding the lock.
  */
-export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean): Effect.Effect<void> =>
-  Effect.gen(function*() {
+export const cancelLocked: (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean) => Effect.Effect<void> =
+  Effect.fnUntraced(function*(env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean) {
     const { lifecycle } = yield* read(env)
     if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return
     const inbox = yield* Inbox.get(env.inbox)
@@ -179,8 +173,8 @@ export const cancelLocked = (env: Env, reason: AgentEvent.InterruptReason, keepI
 /**
  * Withdraws one pending item (ADR 0009). Must run holding the lock.
  */
-const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT.WithdrawResult> =>
-  Effect.gen(function*() {
+const withdrawLocked: (env: Env, id: IdsT.AgentMessageId) => Effect.Effect<InboxT.WithdrawResult> = Effect.fnUntraced(
+  function*(env: Env, id: IdsT.AgentMessageId) {
     const state = yield* read(env)
     const withdrawn = Lifecycle.isDisposed(state.lifecycle)
       ? Option.none()
@@ -190,7 +184,8 @@ const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT
     yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "withdrawn" }])
     yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "withdraw" })
     return { _tag: "Withdrawn", item: withdrawn.value }
-  })
+  }
+)
 
 /**
  * Restores the inbox a stored session left (ADR 0017), in acceptance order. Must run holding the lock, before the
@@ -198,12 +193,8 @@ const withdrawLocked = (env: Env, id: IdsT.AgentMessageId): Effect.Effect<InboxT
  * becomes a queued turn (waking); staged context is logged at once (as an idle injection would be). With
  * `park`, nothing restored wakes the agent: the items wait, parked, for the next waking send (R31).
  */
-export const restoreLocked = (
-  env: Env,
-  records: ReadonlyArray<StoreT.InboxAccepted>,
-  mode: "wake" | "park"
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
+export const restoreLocked = Effect.fnUntraced(
+  function*(env: Env, records: ReadonlyArray<StoreT.InboxAccepted>, mode: "wake" | "park") {
     let context = false
     let waking = false
     for (const record of records) {
@@ -225,21 +216,21 @@ export const restoreLocked = (
     }
     if (context) yield* flushContext(env)
     if (waking) yield* ensureDriver(env)
-  })
+  }
+)
 
 /**
  * `send` (R28): decodes the input and options, routes under the lock, then waits for the acceptance barrier (ADR
  * 0017): on a durable log the id is returned once its acceptance is on disk.
  */
-export const send = (
+export const send = Effect.fnUntraced(function*(
   env: Env,
   input: Message.UserMessageData,
   sendOptions: Message.SendOptions
-) =>
-  Effect.gen(function*() {
-    const data = yield* Message.decodeUserMessageData(input)
-    return yield* sendDecoded(env, data, yield* checkOptions(sendOptions))
-  })
+) {
+  const data = yield* Message.decodeUserMessageData(input)
+  return yield* sendDecoded(env, data, yield* checkOptions(sendOptions))
+})
 
 /** A decoded send: routed under the lock, then the acceptance barrier (a memory log has none: no step for it). */
 const sendDecoded = (env: Env, data: Message.UserMessageData, options: Message.SendOptions) => {
@@ -256,71 +247,76 @@ export const preset = (env: Env, target: Message.SendTarget, wakeup: boolean) =>
   return (input: Message.UserMessageData, options?: PresetOptions) =>
     options === undefined
       ? Effect.flatMap(Message.decodeUserMessageData(input), (data) => sendDecoded(env, data, plain))
-      : Effect.gen(function*() {
-        const checked = yield* checkPreset(options)
-        const data = yield* Message.decodeUserMessageData(input)
-        return yield* sendDecoded(env, data, checked?.id === undefined ? plain : { target, wakeup, id: checked.id })
-      })
+      : presetWith(env, plain, input, options)
 }
+
+/** A preset with options: they are decoded, then the input. */
+const presetWith = Effect.fnUntraced(function*(
+  env: Env,
+  plain: Message.SendOptions,
+  input: Message.UserMessageData,
+  options: PresetOptions
+) {
+  const checked = yield* checkPreset(options)
+  const data = yield* Message.decodeUserMessageData(input)
+  return yield* sendDecoded(env, data, checked?.id === undefined ? plain : { ...plain, id: checked.id })
+})
 
 /**
  * `batch`: every operation is decoded first, then all are applied in order under one lock. The acceptance barrier
  * covers what the batch applied, whether it then stopped or not (ADR 0017).
  */
-export const batch = (
-  env: Env,
-  ops: ReadonlyArray<BatchOp>
-): Effect.Effect<ReadonlyArray<IdsT.AgentMessageId | undefined>, SendError | BatchError> =>
-  Effect.gen(function*() {
-    type Decoded =
-      | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
-      | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
-    const decoded: Array<Decoded> = []
-    const checked = yield* checkBatch(ops)
-    for (const [index, op] of checked.entries()) {
-      if ("send" in op) {
-        decoded.push({
-          _tag: "send",
-          data: yield* Effect.mapError(Message.decodeUserMessageData(op.send[0]), inOperation(index)),
-          options: yield* Effect.mapError(checkOptions(op.send[1]), inOperation(index))
-        })
-      } else {
-        decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
-      }
-    }
-    const outcome = yield* Effect.either(locked(
-      env,
-      Effect.gen(function*() {
-        // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
-        if (Lifecycle.isDisposed((yield* read(env)).lifecycle) && decoded.some((op) => op._tag === "send")) {
-          return yield* disposedError()
-        }
-        const applied: Array<IdsT.AgentMessageId | undefined> = []
-        for (const op of decoded) {
-          if (op._tag === "cancel") {
-            yield* cancelLocked(env, op.cause, op.keepInbox)
-            applied.push(undefined)
-            continue
-          }
-          const result = yield* Effect.either(sendLocked(env, op.data, op.options))
-          if (result._tag === "Left") {
-            if (result.left._tag === "AgentDisposedError") {
-              return yield* result.left
-            }
-            return yield* new BatchError({
-              applied,
-              cause: result.left,
-              message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
-            })
-          }
-          applied.push(result.right)
-        }
-        return applied
+export const batch = Effect.fnUntraced(function*(env: Env, ops: ReadonlyArray<BatchOp>) {
+  const decoded: Array<DecodedOp> = []
+  const checked = yield* checkBatch(ops)
+  for (const [index, op] of checked.entries()) {
+    if ("send" in op) {
+      decoded.push({
+        _tag: "send",
+        data: yield* Effect.mapError(Message.decodeUserMessageData(op.send[0]), inOperation(index)),
+        options: yield* Effect.mapError(checkOptions(op.send[1]), inOperation(index))
       })
-    ))
-    yield* barrier(env)
-    return yield* outcome
-  })
+    } else {
+      decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
+    }
+  }
+  const outcome = yield* Effect.either(locked(env, batchLocked(env, decoded)))
+  yield* barrier(env)
+  return yield* outcome
+})
+
+type DecodedOp =
+  | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
+  | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
+
+/** A decoded batch applied in order, holding the lock; it stops at the first send refused. */
+const batchLocked = Effect.fnUntraced(function*(env: Env, decoded: ReadonlyArray<DecodedOp>) {
+  // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
+  if (Lifecycle.isDisposed((yield* read(env)).lifecycle) && decoded.some((op) => op._tag === "send")) {
+    return yield* disposedError()
+  }
+  const applied: Array<IdsT.AgentMessageId | undefined> = []
+  for (const op of decoded) {
+    if (op._tag === "cancel") {
+      yield* cancelLocked(env, op.cause, op.keepInbox)
+      applied.push(undefined)
+      continue
+    }
+    const result = yield* Effect.either(sendLocked(env, op.data, op.options))
+    if (result._tag === "Left") {
+      if (result.left._tag === "AgentDisposedError") {
+        return yield* result.left
+      }
+      return yield* new BatchError({
+        applied,
+        cause: result.left,
+        message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
+      })
+    }
+    applied.push(result.right)
+  }
+  return applied
+})
 
 /** `sendAll`: checked to be pairs, then a `batch` of sends; returns the ids. */
 export const sendAll = (
@@ -333,42 +329,37 @@ export const sendAll = (
   )
 
 /** `cancel`: decodes the cause and options, then cancels under the lock; returns at once. */
-export const cancel = (
+export const cancel = Effect.fnUntraced(function*(
   env: Env,
   cause: Operations.Cancel["cause"],
   options: Operations.Cancel["options"] | undefined
-) =>
-  Effect.gen(function*() {
-    const checkedCause = yield* checkCause(cause)
-    const checked = yield* checkCancelOptions(options)
-    return yield* locked(env, cancelLocked(env, checkedCause, checked?.keepInbox === true))
-  })
+) {
+  const checkedCause = yield* checkCause(cause)
+  const checked = yield* checkCancelOptions(options)
+  return yield* locked(env, cancelLocked(env, checkedCause, checked?.keepInbox === true))
+})
 
 /** `retry`: a turn over the current log without a new prompt; refused while busy or after disposal. */
-export const retry = (env: Env) =>
-  locked(
-    env,
-    Effect.gen(function*() {
-      const { lifecycle } = yield* read(env)
-      if (Lifecycle.isDisposed(lifecycle)) {
-        return yield* new AgentDisposedError({ message: "the agent was disposed: it runs no more turns" })
-      }
-      if (Lifecycle.activity(lifecycle) !== undefined) {
-        return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
-      }
-      yield* startActivity(env, { _tag: "retry" })
-    })
-  )
+export const retry = (env: Env) => locked(env, retryLocked(env))
+
+const retryLocked = Effect.fnUntraced(function*(env: Env) {
+  const { lifecycle } = yield* read(env)
+  if (Lifecycle.isDisposed(lifecycle)) {
+    return yield* new AgentDisposedError({ message: "the agent was disposed: it runs no more turns" })
+  }
+  if (Lifecycle.activity(lifecycle) !== undefined) {
+    return yield* new AgentBusyError({ message: "cannot retry while an admission or a turn is active" })
+  }
+  yield* startActivity(env, { _tag: "retry" })
+})
 
 /** `inbox`: the pending items now, read under the lock. */
-export const inbox = (env: Env) =>
-  locked(
-    env,
-    Effect.gen(function*() {
-      const snapshot = yield* Inbox.get(env.inbox)
-      return yield* Inbox.list(env.inbox, steeringWakes(yield* read(env), snapshot))
-    })
-  )
+export const inbox = (env: Env) => locked(env, inboxLocked(env))
+
+const inboxLocked = Effect.fnUntraced(function*(env: Env) {
+  const snapshot = yield* Inbox.get(env.inbox)
+  return yield* Inbox.list(env.inbox, steeringWakes(yield* read(env), snapshot))
+})
 
 /**
  * `withdraw`: a withdrawal is durable when it returns (a crash must not bring back what the sender took back); a

@@ -25,32 +25,39 @@ export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<R
   if (hook === undefined) {
     return Effect.succeed([{ data: { content: message.content, source: message.source }, id: message.id }])
   }
-  return Effect.gen(function*() {
-    const allow: TurnT.PromptDecision = { kind: "allow" }
-    const outcome = yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
-      Effect.map(Option.some<unknown>),
-      Effect.catchAllCause((cause) =>
-        Effect.as(
-          Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
-          Option.none()
-        )
+  return admitWith(env, message, hook)
+}
+
+/** The `promptSubmit` hook's decision, decoded (R39–R42). */
+const admitWith = Effect.fnUntraced(function*(
+  env: Env,
+  message: MessageT.AgentMessage,
+  hook: NonNullable<NonNullable<Env["options"]["hooks"]>["promptSubmit"]>
+) {
+  const allow: TurnT.PromptDecision = { kind: "allow" }
+  const outcome = yield* provide(env, hook({ agent: env.service, message }, Effect.succeed(allow))).pipe(
+    Effect.map(Option.some<unknown>),
+    Effect.catchAllCause((cause) =>
+      Effect.as(
+        Effect.logWarning("promptSubmit hook failed; the prompt was dropped without a turn", cause),
+        Option.none()
       )
     )
-    yield* honourCancel(env)
-    if (Option.isNone(outcome)) return undefined
-    const decision = decodeDecision(outcome.value)
-    if (decision._tag === "Left") {
-      yield* Effect.logWarning("promptSubmit hook returned an invalid decision; the prompt was dropped", decision.left)
-      return undefined
-    }
-    if (decision.right.kind === "block") {
-      yield* Effect.logDebug(`prompt ${message.id} blocked: ${decision.right.reason}`)
-      return undefined
-    }
-    const prompt: Admitted = {
-      data: { content: decision.right.content ?? message.content, source: message.source },
-      id: message.id
-    }
-    return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
-  })
-}
+  )
+  yield* honourCancel(env)
+  if (Option.isNone(outcome)) return undefined
+  const decision = decodeDecision(outcome.value)
+  if (decision._tag === "Left") {
+    yield* Effect.logWarning("promptSubmit hook returned an invalid decision; the prompt was dropped", decision.left)
+    return undefined
+  }
+  if (decision.right.kind === "block") {
+    yield* Effect.logDebug(`prompt ${message.id} blocked: ${decision.right.reason}`)
+    return undefined
+  }
+  const prompt: Admitted = {
+    data: { content: decision.right.content ?? message.content, source: message.source },
+    id: message.id
+  }
+  return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
+})

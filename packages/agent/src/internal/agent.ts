@@ -8,7 +8,6 @@ import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
-  Deferred,
   Effect,
   ExecutionStrategy,
   Fiber,
@@ -32,29 +31,66 @@ import { validate } from "./options.js"
 import * as Spans from "./spans.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
-  Stream.runForEach(Stream.fromQueue(faults), (error) =>
-    Effect.gen(function*() {
-      const activity = Lifecycle.activity((yield* read(env)).lifecycle)
-      const progress = activity === undefined ? undefined : yield* Ref.get(activity.progress)
-      const turn = progress?.turn ?? (yield* env.log.state).lastTurn
-      yield* publish(env, {
-        type: "agent/error",
-        turn,
-        step: progress?.step ?? 0,
-        error: {
-          message: `the session store refused a commit; it is retried, nothing is lost: ${error.message}`,
-          code: "SESSION_STORE"
-        }
-      })
-    }))
+  Stream.runForEach(Stream.fromQueue(faults), (error) => reportFault(env, error))
+
+const reportFault = Effect.fnUntraced(function*(env: Env, error: SessionStore.SessionStoreError) {
+  const activity = Lifecycle.activity((yield* read(env)).lifecycle)
+  const progress = activity === undefined ? undefined : yield* Ref.get(activity.progress)
+  const turn = progress?.turn ?? (yield* env.log.state).lastTurn
+  yield* publish(env, {
+    type: "agent/error",
+    turn,
+    step: progress?.step ?? 0,
+    error: {
+      message: `the session store refused a commit; it is retried, nothing is lost: ${error.message}`,
+      code: "SESSION_STORE"
+    }
+  })
+})
+
+/** `whenIdle`: waits until no driver runs (a driver started meanwhile is waited for too). */
+const waitIdle = Effect.fnUntraced(function*(state: Ref.Ref<State>) {
+  while (true) {
+    const driving = Lifecycle.driving((yield* Ref.get(state)).lifecycle)
+    if (driving === undefined) return
+    yield* driving.idle.await
+  }
+})
+
+/** The live events from now until `agent/disposed`; none after disposal. */
+const liveEvents = Effect.fnUntraced(function*(state: Ref.Ref<State>, events: PubSub.PubSub<AgentEvent.AgentEvent>) {
+  if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
+  const queue = yield* PubSub.subscribe(events)
+  return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
+})
+
+/**
+ * Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close the
+ * turn, log staged context, make the log durable, then publish `agent/disposed`, the last event.
+ */
+const dispose = Effect.fnUntraced(function*(env: Env) {
+  const driver = yield* locked(env, disposeLocked(env))
+  if (driver !== undefined) yield* Fiber.await(driver)
+  yield* locked(env, flushContext(env))
+  yield* env.log.flush.pipe(
+    Effect.catchAll((error) => Effect.logWarning("the session log could not be flushed at disposal", error))
+  )
+  yield* publish(env, { type: "agent/disposed" })
+})
+
+const disposeLocked = Effect.fnUntraced(function*(env: Env) {
+  yield* Accept.cancelLocked(env, "disposed", false)
+  yield* transition(env, "disposed", Lifecycle.disposed)
+  return Lifecycle.driving((yield* read(env)).lifecycle)?.driver
+})
 
 /**
  * Builds an agent in the current scope.
  */
-export const make = <R>(
-  options: Options<R> = {}
-): Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> =>
-  Effect.gen(function*() {
+export const make: <R>(
+  options?: Options<R>
+) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = Effect.fnUntraced(
+  function*<R>(options: Options<R> = {}) {
     const erased: Options<unknown> = options
     const { advertised, maxParallel, tools } = yield* validate(erased)
     // A fresh memory session cannot be refused (its store is new and empty).
@@ -79,13 +115,7 @@ export const make = <R>(
     const inbox = yield* Inbox.make
     const events = yield* PubSub.unbounded<AgentEvent.AgentEvent>()
 
-    const whenIdle: Effect.Effect<void> = Effect.gen(function*() {
-      while (true) {
-        const driving = Lifecycle.driving((yield* Ref.get(state)).lifecycle)
-        if (driving === undefined) return
-        yield* Deferred.await(driving.idle)
-      }
-    })
+    const whenIdle = waitIdle(state)
 
     const service: Service = {
       id: log.id,
@@ -104,15 +134,7 @@ export const make = <R>(
       acceptsNextStep: Effect.map(Ref.get(state), (s) => Lifecycle.windowOpen(s.lifecycle)),
       // Built when used: prebuilt, a subscription and a stream description are a few KB of every idle agent (ADR 0023).
       subscribe: Effect.suspend(() => PubSub.subscribe(events)),
-      events: Stream.suspend(() =>
-        Stream.unwrapScoped(
-          Effect.gen(function*() {
-            if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
-            const queue = yield* PubSub.subscribe(events)
-            return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
-          })
-        )
-      ),
+      events: Stream.suspend(() => Stream.unwrapScoped(liveEvents(state, events))),
       log: log.events
     }
 
@@ -148,28 +170,10 @@ export const make = <R>(
       yield* locked(env, Accept.restoreLocked(env, log.pendingInbox, options.restoredInbox ?? "wake"))
     }
 
-    // Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close
-    // the turn, log staged context, make the log durable, then publish `agent/disposed`, the last event. Added to the
-    // scope itself: `Effect.addFinalizer` would keep the creating fiber's `FiberRefs` for as long as the agent lives.
-    // Uninterruptible, as `Effect.addFinalizer` runs its finalizer: whoever closes the scope cannot cut disposal short.
-    yield* Scope.addFinalizer(
-      scope,
-      Effect.uninterruptible(Effect.gen(function*() {
-        const driver = yield* locked(
-          env,
-          Effect.gen(function*() {
-            yield* Accept.cancelLocked(env, "disposed", false)
-            yield* transition(env, "disposed", Lifecycle.disposed)
-            return Lifecycle.driving((yield* read(env)).lifecycle)?.driver
-          })
-        )
-        if (driver !== undefined) yield* Fiber.await(driver)
-        yield* locked(env, flushContext(env))
-        yield* log.flush.pipe(
-          Effect.catchAll((error) => Effect.logWarning("the session log could not be flushed at disposal", error))
-        )
-        yield* publish(env, { type: "agent/disposed" })
-      }))
-    )
+    // Disposal is added to the scope itself: `Effect.addFinalizer` would keep the creating fiber's `FiberRefs` for as
+    // long as the agent lives. Uninterruptible, as `Effect.addFinalizer` runs its finalizer: whoever closes the scope
+    // cannot cut disposal short.
+    yield* Scope.addFinalizer(scope, Effect.uninterruptible(dispose(env)))
     return service
-  })
+  }
+)

@@ -46,13 +46,13 @@ const answerWith = (calls: CloseCalls) => (owed: Closers.OwedCallAt): Closers.An
  * finished calls' contexts are staged. On a refusal nothing is written and the agent remembers the reason; the next
  * append the agent makes outside a turn first repairs the log.
  */
-export const closeLocked = (
+export const closeLocked: (
   env: Env,
   reason: TurnT.TurnEndReason,
   calls: CloseCalls,
   options: { readonly context: boolean }
-): Effect.Effect<void, SessionLog.SessionLogError> =>
-  Effect.gen(function*() {
+) => Effect.Effect<void, SessionLog.SessionLogError> = Effect.fnUntraced(
+  function*(env: Env, reason: TurnT.TurnEndReason, calls: CloseCalls, options: { readonly context: boolean }) {
     const log = yield* env.log.state
     const turn = log.openTurn
     if (turn === undefined) return
@@ -78,7 +78,8 @@ export const closeLocked = (
       yield* stageContexts(env, contexts)
     }
     yield* update(env, (s) => ({ ...s, unclosed: undefined }))
-  })
+  }
+)
 
 /**
  * Finishes a close the store refused earlier (calls still owed are answered `ABORTED`, or `ABORTED_BEFORE_DISPATCH`

@@ -388,15 +388,19 @@ export const publishDrained = (
  * the outbox is unchanged (R63, as a port should) and the failure is returned. `only` limits the drain to one
  * kind of item (the others keep their places).
  */
-export const drain = (
+export const drain: (
   env: Env,
   options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
-): Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> =>
-  Effect.gen(function*() {
+) => Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> = Effect.fnUntraced(
+  function*(
+    env: Env,
+    options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
+  ) {
     const plan = drainPlan(yield* Inbox.get(env.inbox), options)
     if (plan.taken.length === 0) return { steering: false }
     // Outbox items are accepted input (decoded and frozen at `send`, or a tool's context decoded when it returned).
     const events = yield* env.log.appendHeld(plan.events, trusted)
     yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: plan.rest }))
     return { steering: yield* publishDrained(env, plan.taken, events) }
-  })
+  }
+)

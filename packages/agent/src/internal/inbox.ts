@@ -160,42 +160,39 @@ export const offer = (inbox: Inbox, item: QueuedItem): Effect.Effect<void> =>
   Effect.zipRight(Queue.offer(inbox.queue, item), Ref.update(inbox.snapshot, (s) => enqueued(s, item)))
 
 /** Claims the head of the FIFO when a waking item is queued (R31: parked items ahead of it run first). */
-export const claim = (inbox: Inbox): Effect.Effect<Option.Option<QueuedItem>> =>
-  Effect.gen(function*() {
-    if ((yield* Ref.get(inbox.snapshot)).waking === 0) return Option.none()
-    const item = yield* Queue.poll(inbox.queue)
-    if (Option.isSome(item)) yield* Ref.update(inbox.snapshot, (s) => dequeued(s, [item.value]))
-    return item
-  })
+export const claim = Effect.fnUntraced(function*(inbox: Inbox) {
+  if ((yield* Ref.get(inbox.snapshot)).waking === 0) return Option.none()
+  const item = yield* Queue.poll(inbox.queue)
+  if (Option.isSome(item)) yield* Ref.update(inbox.snapshot, (s) => dequeued(s, [item.value]))
+  return item
+})
 
 /**
  * Discards everything pending but staged context (a cancel without `keepInbox`, disposal): the queued items, then
  * the steering, in that order (R84).
  */
-export const discardAll = (inbox: Inbox): Effect.Effect<ReadonlyArray<Message.AgentMessage>> =>
-  Effect.gen(function*() {
-    const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
-    const snapshot = yield* Ref.get(inbox.snapshot)
-    const steering: Array<Message.AgentMessage> = []
-    for (const item of snapshot.outbox) if (item._tag === "steering") steering.push(item.message)
-    yield* Ref.set(inbox.snapshot, {
-      ...dequeued(snapshot, queued),
-      outbox: Chunk.filter(snapshot.outbox, (item) => item._tag === "context")
-    })
-    return [...queued.map((item) => item.message), ...steering]
+export const discardAll = Effect.fnUntraced(function*(inbox: Inbox) {
+  const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  const steering: Array<Message.AgentMessage> = []
+  for (const item of snapshot.outbox) if (item._tag === "steering") steering.push(item.message)
+  yield* Ref.set(inbox.snapshot, {
+    ...dequeued(snapshot, queued),
+    outbox: Chunk.filter(snapshot.outbox, (item) => item._tag === "context")
   })
+  return [...queued.map((item) => item.message), ...steering]
+})
 
 /** The queued items, in FIFO order, leaving the Queue as it was. */
-const peekQueued = (inbox: Inbox): Effect.Effect<ReadonlyArray<QueuedItem>> =>
-  Effect.gen(function*() {
-    const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
-    yield* Queue.offerAll(inbox.queue, items)
-    return items
-  })
+const peekQueued = Effect.fnUntraced(function*(inbox: Inbox) {
+  const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  yield* Queue.offerAll(inbox.queue, items)
+  return items
+})
 
 /** The pending items, in acceptance order. */
-export const list = (inbox: Inbox, steeringWakes: boolean): Effect.Effect<ReadonlyArray<InboxT.InboxItem>> =>
-  Effect.gen(function*() {
+export const list: (inbox: Inbox, steeringWakes: boolean) => Effect.Effect<ReadonlyArray<InboxT.InboxItem>> = Effect
+  .fnUntraced(function*(inbox: Inbox, steeringWakes: boolean) {
     const queued = yield* peekQueued(inbox)
     return view(queued, yield* Ref.get(inbox.snapshot), steeringWakes)
   })
@@ -203,12 +200,12 @@ export const list = (inbox: Inbox, steeringWakes: boolean): Effect.Effect<Readon
 /**
  * Removes one pending item — queued, parked or steering — by id; `None` when no pending item has that id.
  */
-export const withdraw = (
+export const withdraw: (
   inbox: Inbox,
   id: Ids.AgentMessageId,
   steeringWakes: boolean
-): Effect.Effect<Option.Option<InboxT.InboxItem>> =>
-  Effect.gen(function*() {
+) => Effect.Effect<Option.Option<InboxT.InboxItem>> = Effect.fnUntraced(
+  function*(inbox: Inbox, id: Ids.AgentMessageId, steeringWakes: boolean) {
     const snapshot = yield* Ref.get(inbox.snapshot)
     const staged = Chunk.findFirst(
       snapshot.outbox,
@@ -236,26 +233,26 @@ export const withdraw = (
       order: found.order,
       waking: found.wakeup
     })
-  })
+  }
+)
 
 /**
  * Whether an id was accepted by this agent or, before it, in this session: remembered, pending, or (through
  * `logged`: the session log and its store's index) recorded. The remembered
  * ids answer almost every resend; the slower checks run only for ids older than the memory.
  */
-export const isKnown = <E>(
+export const isKnown = Effect.fnUntraced(function*<E>(
   inbox: Inbox,
   id: Ids.AgentMessageId,
   logged: (id: Ids.AgentMessageId) => Effect.Effect<boolean, E>
-): Effect.Effect<boolean, E> =>
-  Effect.gen(function*() {
-    const snapshot = yield* Ref.get(inbox.snapshot)
-    if (isRecent(snapshot, id)) return true
-    const stagedHere = Chunk.some(
-      snapshot.outbox,
-      (item) => item._tag === "steering" ? item.message.id === id : item.id === id
-    )
-    if (stagedHere) return true
-    if (snapshot.queued > 0 && (yield* peekQueued(inbox)).some((item) => item.message.id === id)) return true
-    return yield* logged(id)
-  })
+) {
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  if (isRecent(snapshot, id)) return true
+  const stagedHere = Chunk.some(
+    snapshot.outbox,
+    (item) => item._tag === "steering" ? item.message.id === id : item.id === id
+  )
+  if (stagedHere) return true
+  if (snapshot.queued > 0 && (yield* peekQueued(inbox)).some((item) => item.message.id === id)) return true
+  return yield* logged(id)
+})

@@ -8,7 +8,7 @@
  * holding the window's lock.
  */
 import type { AgentEvent } from "@harness/domain"
-import type { Deferred, Fiber } from "effect"
+import type { Effect, Fiber } from "effect"
 import { Data, Option } from "effect"
 import type { Activity } from "./env.js"
 
@@ -16,8 +16,8 @@ import type { Activity } from "./env.js"
 export interface Driving {
   /** The driver fiber: it claims work and awaits each activity. */
   readonly driver: Fiber.RuntimeFiber<void>
-  /** Completed when the driver exits; `whenIdle` waits on it. */
-  readonly idle: Deferred.Deferred<void>
+  /** Opened when the driver exits; `whenIdle` waits on it. */
+  readonly idle: Effect.Latch
   /** The status last published: `idle` until the driver's first activity starts, then `running` until it exits. */
   readonly status: AgentEvent.AgentStatus
   /** The current activity (an admission and its turn, or a retry turn), from its start until it is settled. */
@@ -83,7 +83,7 @@ const withActivity = (lifecycle: Lifecycle, f: (activity: Activity) => Activity)
 export const driverStarted = (
   lifecycle: Lifecycle,
   driver: Fiber.RuntimeFiber<void>,
-  idle: Deferred.Deferred<void>
+  idle: Effect.Latch
 ): Option.Option<Lifecycle> =>
   lifecycle._tag === "Idle"
     ? Option.some(Lifecycle.Running({ driver, idle, status: "idle", activity: undefined }))

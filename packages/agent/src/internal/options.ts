@@ -106,19 +106,18 @@ const configError = (error: ParseResult.ParseError): AgentConfigError => {
 }
 
 /** Validates the options: the tool pool cap, the tools (names, parameter schemas), the labels, `restoredInbox`. */
-export const validate = (options: Options<unknown>) =>
-  Effect.gen(function*() {
-    const decoded = decodeOptions({
-      maxParallelToolCalls: options.maxParallelToolCalls,
-      model: options.model,
-      provider: options.provider,
-      restoredInbox: options.restoredInbox,
-      tools: (options.tools ?? []).map((tool) => tool.name)
-    })
-    if (decoded._tag === "Left") return yield* configError(decoded.left)
-    const maxParallel = decoded.right.maxParallelToolCalls ?? 10
-    const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]))
-    const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
-    if (advertised instanceof AgentConfigError) return yield* advertised
-    return { maxParallel, tools, advertised }
+export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
+  const decoded = decodeOptions({
+    maxParallelToolCalls: options.maxParallelToolCalls,
+    model: options.model,
+    provider: options.provider,
+    restoredInbox: options.restoredInbox,
+    tools: (options.tools ?? []).map((tool) => tool.name)
   })
+  if (decoded._tag === "Left") return yield* configError(decoded.left)
+  const maxParallel = decoded.right.maxParallelToolCalls ?? 10
+  const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]))
+  const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
+  if (advertised instanceof AgentConfigError) return yield* advertised
+  return { maxParallel, tools, advertised }
+})

@@ -88,14 +88,13 @@ export const sameHeader = (a: SessionEvent.RequestHeader["header"], b: SessionEv
  * Logs the request header (R51): always before this agent's first request (`initial` on a log without one,
  * `resume` otherwise), and later only when it changed. Must run holding the lock.
  */
-export const logHeader = (env: Env, header: SessionEvent.RequestHeader["header"]) =>
-  Effect.gen(function*() {
-    const last = (yield* read(env)).header
-    if (last !== undefined && sameHeader(last, header)) return
-    const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
-    yield* append(env, { type: "request/header", data: { header, reason } })
-    yield* update(env, (s) => ({ ...s, header }))
-  })
+export const logHeader = Effect.fnUntraced(function*(env: Env, header: SessionEvent.RequestHeader["header"]) {
+  const last = (yield* read(env)).header
+  if (last !== undefined && sameHeader(last, header)) return
+  const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
+  yield* append(env, { type: "request/header", data: { header, reason } })
+  yield* update(env, (s) => ({ ...s, header }))
+})
 
 /** A part of a model's response, typed by `ModelStream` or decoded by `LanguageModel.streamText`. */
 export type ResponsePart = ModelStream.Part | AiResponse.StreamPart<Record<string, Tool.Any>>

@@ -84,11 +84,11 @@ const denyWithoutHook = (name: string): ApprovalDecision => ({
     `To allow such calls, give the agent a hooks.toolApproval that answers { kind: "allow" }.`
 })
 
-const prepare = (
+const prepare: (
   env: Env,
   call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }
-): Effect.Effect<Prepared> =>
-  Effect.gen(function*() {
+) => Effect.Effect<Prepared> = Effect.fnUntraced(
+  function*(env: Env, call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }) {
     const { block, step, turn } = call
     const base = { turn, step, callId: block.id, name: block.name }
     const tool = env.tools.get(block.name)
@@ -150,18 +150,23 @@ const prepare = (
       }
     }
     return { _tag: "run", tool, params }
-  })
+  }
+)
 
 const render = (value: unknown): string =>
   typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value) ?? String(value)
 
 /** Turns a handler's exit into the result the model reads (R69). */
-const resultOf = (
+const resultOf: (
   base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
   tool: AgentTool.AgentTool<unknown>,
   exit: Exit.Exit<unknown, unknown>
-): Effect.Effect<FinishedCall> =>
-  Effect.gen(function*() {
+) => Effect.Effect<FinishedCall> = Effect.fnUntraced(
+  function*(
+    base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
+    tool: AgentTool.AgentTool<unknown>,
+    exit: Exit.Exit<unknown, unknown>
+  ) {
     if (Exit.isSuccess(exit)) {
       const outcome = AgentTool.isOutcome(exit.value) ? exit.value : undefined
       const value = outcome === undefined ? exit.value : outcome.value
@@ -235,7 +240,62 @@ const resultOf = (
       concludes: false,
       contexts: []
     }
-  })
+  }
+)
+
+/**
+ * Appends the results of the finished calls that are next in model order, holding the lock; completes
+ * `allCommitted` after the last one.
+ */
+const commitReadyLocked = Effect.fnUntraced(function*(
+  env: Env,
+  calls: ReadonlyArray<Content.ToolCallBlock>,
+  runtime: ToolRuntime,
+  progress: BatchProgress,
+  allCommitted: Deferred.Deferred<void, SessionLog.SessionLogError>
+) {
+  while (true) {
+    const next = progress.next
+    if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
+    const callId = calls[next]!.id
+    const result = (yield* Ref.get(runtime.finished)).get(callId)
+    if (result === undefined) return
+    // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
+    yield* append(
+      env,
+      { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] },
+      true
+    )
+    yield* Ref.update(runtime.finished, (all) => {
+      const rest = new Map(all)
+      rest.delete(callId)
+      return rest
+    })
+    yield* stageContexts(env, result.contexts)
+    progress.next = next + 1
+    progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
+  }
+})
+
+/**
+ * A batch's own bookkeeping, read and written synchronously: the seq of each call's `tool/call`, the index of the
+ * next call to commit, whether a result concluded.
+ */
+interface BatchProgress {
+  readonly callSeqs: Map<string, number>
+  next: number
+  concluded: boolean
+}
+
+/** What one step's tool calls run with. */
+export interface ToolCallsInput {
+  readonly turn: number
+  readonly step: number
+  readonly calls: ReadonlyArray<Content.ToolCallBlock>
+  readonly runtime: ToolRuntime
+  /** Appended in the first call's critical section, before its `tool/call`: the step's message (ADR 0033). */
+  readonly opening: Effect.Effect<unknown, SessionLog.SessionLogError>
+}
 
 /**
  * Runs the calls of one step and commits their results in model order; returns whether a result concluded the
@@ -248,135 +308,106 @@ const resultOf = (
  * the lock. No fiber of the batch is a child of the activity, so interrupting the activity interrupts only its own
  * waits; the close procedure handles the handler fibers by their cancel policy.
  */
-export const runToolCalls = (
+export const runToolCalls = Effect.fnUntraced(function*(
   env: Env,
-  input: {
-    readonly turn: number
-    readonly step: number
-    readonly calls: ReadonlyArray<Content.ToolCallBlock>
-    readonly runtime: ToolRuntime
-    /** Appended in the first call's critical section, before its `tool/call`: the step's message (ADR 0033). */
-    readonly opening: Effect.Effect<unknown, SessionLog.SessionLogError>
-  }
-): Effect.Effect<{ readonly concluded: boolean }, SessionLog.SessionLogError> =>
-  Effect.gen(function*() {
-    const { calls, runtime, step, turn } = input
-    // The pool's slots; a batch of one call has nothing to share them with and takes none (ADR 0033).
-    const pool = calls.length === 1 ? undefined : yield* Effect.makeSemaphore(env.maxParallel)
-    const releasing = <A, E, R>(permits: number, effect: Effect.Effect<A, E, R>, on: "error" | "interrupt" | "exit") =>
-      pool === undefined
-        ? effect
-        : on === "error"
-        ? Effect.onError(effect, () => pool.release(permits))
-        : on === "interrupt"
-        ? Effect.onInterrupt(effect, () => pool.release(permits))
-        : Effect.ensuring(effect, pool.release(permits))
-    // The seq of each call's `tool/call`, the index of the next call to commit, whether a result concluded. The
-    // batch's own bookkeeping, read and written synchronously: by the activity as it starts a call (before the
-    // call can finish) and by `commitReady` under the lock.
-    const progress = { callSeqs: new Map<string, number>(), next: 0, concluded: false }
-    const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
+  input: ToolCallsInput
+) {
+  const { calls, runtime, step, turn } = input
+  // The pool's slots; a batch of one call has nothing to share them with and takes none (ADR 0033).
+  const pool = calls.length === 1 ? undefined : yield* Effect.makeSemaphore(env.maxParallel)
+  const releasing = <A, E, R>(permits: number, effect: Effect.Effect<A, E, R>, on: "error" | "interrupt" | "exit") =>
+    pool === undefined
+      ? effect
+      : on === "error"
+      ? Effect.onError(effect, () => pool.release(permits))
+      : on === "interrupt"
+      ? Effect.onInterrupt(effect, () => pool.release(permits))
+      : Effect.ensuring(effect, pool.release(permits))
+  // Read and written by the activity as it starts a call (before the call can finish) and by `commitReady` under
+  // the lock.
+  const progress: BatchProgress = { callSeqs: new Map(), next: 0, concluded: false }
+  const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
 
-    // Appends the results of the finished calls that are next in model order. Runs holding the lock.
-    const commitReady = locked(
-      env,
-      Effect.gen(function*() {
-        while (true) {
-          const next = progress.next
-          if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
-          const callId = calls[next]!.id
-          const result = (yield* Ref.get(runtime.finished)).get(callId)
-          if (result === undefined) return
-          // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
-          yield* append(
-            env,
-            { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] },
-            true
-          )
-          yield* Ref.update(runtime.finished, (all) => {
-            const rest = new Map(all)
-            rest.delete(callId)
-            return rest
-          })
-          yield* stageContexts(env, result.contexts)
-          progress.next = next + 1
-          progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
-        }
-      }).pipe(Effect.catchAll((error) => Deferred.fail(allCommitted, error)), Effect.asVoid)
+  const commitReady = locked(
+    env,
+    commitReadyLocked(env, calls, runtime, progress, allCommitted).pipe(
+      Effect.catchAll((error) => Deferred.fail(allCommitted, error)),
+      Effect.asVoid
     )
-    const finish = (callId: string, result: FinishedCall) =>
-      Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
+  )
+  const finish = (callId: string, result: FinishedCall) =>
+    Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
 
-    // The opening is appended once, with the first call.
-    let opening: Effect.Effect<unknown, SessionLog.SessionLogError> | undefined = input.opening
-    for (const block of calls) {
-      // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
-      // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
-      // in the log yet (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to
-      // approve it while the calls ahead of it run. The parallelism of a call is read from its decoded arguments
-      // (pure); a call that cannot run (unknown tool, bad arguments) takes one slot while it is answered.
-      const parallel = isParallelCall(env, block)
-      const permits = parallel ? 1 : env.maxParallel
-      if (pool !== undefined) yield* pool.take(permits)
-      // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
-      const call = append(env, {
-        type: "tool/call",
-        data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
-      }, true)
-      const called = yield* releasing(
-        permits,
-        locked(env, opening === undefined ? call : Effect.zipRight(opening, call)),
-        "error"
+  // The opening is appended once, with the first call.
+  let opening: Effect.Effect<unknown, SessionLog.SessionLogError> | undefined = input.opening
+  for (const block of calls) {
+    // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
+    // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
+    // in the log yet (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to
+    // approve it while the calls ahead of it run. The parallelism of a call is read from its decoded arguments
+    // (pure); a call that cannot run (unknown tool, bad arguments) takes one slot while it is answered.
+    const parallel = isParallelCall(env, block)
+    const permits = parallel ? 1 : env.maxParallel
+    if (pool !== undefined) yield* pool.take(permits)
+    // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
+    const call = append(env, {
+      type: "tool/call",
+      data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
+    }, true)
+    const called = yield* releasing(
+      permits,
+      locked(env, opening === undefined ? call : Effect.zipRight(opening, call)),
+      "error"
+    )
+    opening = undefined
+    progress.callSeqs.set(block.id, called.seq)
+    const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
+    if (prepared._tag === "final") {
+      if (pool !== undefined) yield* pool.release(permits)
+      yield* finish(block.id, prepared.result).pipe(
+        Effect.zipLeft(Spans.annotateToolResult(env, prepared.result)),
+        Spans.toolCall(env, { turn, step, block })
       )
-      opening = undefined
-      progress.callSeqs.set(block.id, called.seq)
-      const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
-      if (prepared._tag === "final") {
-        if (pool !== undefined) yield* pool.release(permits)
-        yield* finish(block.id, prepared.result).pipe(
-          Effect.zipLeft(Spans.annotateToolResult(env, prepared.result)),
-          Spans.toolCall(env, { turn, step, block })
-        )
-        continue
-      }
-      // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
-      yield* releasing(permits, barrier(env), "error")
-      const base = { turn, step, callId: block.id, name: block.name }
-      const handler = releasing(
-        permits,
-        provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) =>
-            resultOf(base, prepared.tool, exit).pipe(
-              Effect.tap((result) => Spans.annotateToolResult(env, result)),
-              // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
-              Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
-              // The span ends with the handler's own exit (its failure or defect); an interrupted handler ends it
-              // interrupted.
-              Effect.zipRight(exit)
-            )
-          ),
-          Spans.toolCall(env, { turn, step, block }),
-          Effect.exit,
-          Effect.asVoid
-        ),
-        "exit"
-      )
-      // A call has a tool here, so the agent has tools and its handler maps.
-      const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
-      yield* Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(
-          Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id)),
-          // Forked into the handler map (interruptible; it leaves the map when it exits): a close finds exactly
-          // the calls still running, by id. An exclusive call is a barrier: nothing else starts until it is done
-          // (R66).
-          Effect.flatMap(
-            FiberMap.run(handlers, block.id, handler),
-            (fiber) => parallel ? Effect.void : restore(Fiber.await(fiber))
-          )
-        )
-      )
+      continue
     }
-    yield* Deferred.await(allCommitted)
-    return { concluded: progress.concluded }
-  })
+    // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
+    yield* releasing(permits, barrier(env), "error")
+    const base = { turn, step, callId: block.id, name: block.name }
+    const handler = releasing(
+      permits,
+      provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) =>
+          resultOf(base, prepared.tool, exit).pipe(
+            Effect.tap((result) => Spans.annotateToolResult(env, result)),
+            // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
+            Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
+            // The span ends with the handler's own exit (its failure or defect); an interrupted handler ends it
+            // interrupted.
+            Effect.zipRight(exit)
+          )
+        ),
+        Spans.toolCall(env, { turn, step, block }),
+        Effect.exit,
+        Effect.asVoid
+      ),
+      "exit"
+    )
+    // A call has a tool here, so the agent has tools and its handler maps.
+    const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.zipRight(
+        Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id)),
+        // Forked into the handler map (interruptible; it leaves the map when it exits): a close finds exactly
+        // the calls still running, by id. An exclusive call is a barrier: nothing else starts until it is done
+        // (R66).
+        Effect.flatMap(
+          FiberMap.run(handlers, block.id, handler),
+          (fiber) => parallel ? Effect.void : restore(Fiber.await(fiber))
+        )
+      )
+    )
+  }
+  yield* Deferred.await(allCommitted)
+  return { concluded: progress.concluded }
+})

@@ -7,7 +7,7 @@
 import { AiError, Prompt } from "@effect/ai"
 import type { AgentEvent, Content, LlmFailure as LlmFailureT, SessionEvent, Turn as TurnT } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
-import { History } from "@harness/session"
+import { History, type SessionLog } from "@harness/session"
 import {
   Cause,
   Channel,
@@ -104,13 +104,8 @@ export const runActivity = (
  * (`agent/error`, `SESSION_LOG`), the turn settles with `reason`, and the agent remembers it so that the repair
  * before its next out-of-turn append writes that same `turn/end` (see `repairLocked`).
  */
-const endTurnLocked = (
-  env: Env,
-  progress: Ref.Ref<Progress>,
-  turn: number,
-  reason: TurnT.TurnEndReason
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
+const endTurnLocked = Effect.fnUntraced(
+  function*(env: Env, progress: Ref.Ref<Progress>, turn: number, reason: TurnT.TurnEndReason) {
     yield* transition(env, "windowClosed", Lifecycle.windowClosed)
     const written = yield* Effect.either(appendOwn(env, [{ type: "turn/end", data: { turn, reason } }]))
     if (written._tag === "Left") {
@@ -123,7 +118,8 @@ const endTurnLocked = (
       })
     }
     yield* Ref.update(progress, (p) => ({ ...p, ended: reason }))
-  })
+  }
+)
 
 const turnReason = (progress: Pick<Progress, "maxTokens">): TurnT.TurnEndReason =>
   progress.maxTokens ? { kind: "max-tokens" } : { kind: "completed" }
@@ -134,133 +130,157 @@ const none: ReadonlySet<Inbox.OutboxItem> = new Set()
  * Opens a turn (R45) and runs its steps until it ends (R54). Contract: returns only after its own `turn/end`;
  * fails with a `TurnFailure` (or is interrupted) with the turn still open, for the driver to close.
  */
-const runTurn = (
+const runTurn: (
   env: Env,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
-  opening: {
-    readonly trigger: TurnT.TurnTrigger
-    readonly retained: ReadonlySet<Inbox.OutboxItem>
-    readonly admitted: ReadonlyArray<Admitted>
-  },
-  options: {
-    /** A turn for stranded steering: it opens only if steering is still staged (it may have been withdrawn). */
-    readonly steeringOnly?: boolean
-  } = {}
-): Effect.Effect<ActivityResult, TurnFailure> =>
-  Effect.gen(function*() {
-    // The first step opens in the turn's opening section when nothing runs before its `step/start`: its D1 would
-    // find the outbox this section just drained (ADR 0033).
-    const opensStep = opensInline(env)
-    const opened = yield* locked(
-      env,
-      Effect.gen(function*() {
-        // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
-        // admitted prompt is dropped (R45 step 2, R80). One read serves this check and the repair's.
-        const state = yield* read(env)
-        if (Lifecycle.cause(state.lifecycle) !== undefined) return yield* Effect.interrupt
-        if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
-        if (state.unclosed !== undefined) yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
-        const turn = (yield* env.log.state).lastTurn + 1
-        // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
-        // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
-        // `user/message` carries its id, which is what settles its inbox record (ADR 0017).
-        const snapshot = yield* Inbox.get(env.inbox)
-        // Counted by identity, not remembered as a number: an item withdrawn during the admission must not make
-        // one accepted during it count as retained.
-        let leading = 0
-        for (const item of snapshot.outbox) {
-          if (!opening.retained.has(item)) break
-          leading++
-        }
-        const retained = drainPlan(snapshot, { turn, limit: leading })
-        const later = drainPlan({ ...snapshot, outbox: retained.rest }, { turn })
-        const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
-          type: "user/message",
-          data: userMessageData(input.data, input.id)
-        }))
-        // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023).
-        const events = yield* env.log.appendHeld([
-          { type: "turn/start", data: { turn, trigger: opening.trigger } },
-          ...retained.events,
-          ...prompts,
-          ...later.events
-        ], trusted).pipe(Effect.mapError(logFailure(0)))
-        // The first step is counted here when this section opens it.
-        yield* Ref.update(progress, (p) => ({ ...p, turn, step: opensStep ? 1 : p.step }))
-        yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
-        const promptsAt = 1 + retained.taken.length
-        const laterAt = promptsAt + prompts.length
-        const live: Array<AgentEvent.AgentEvent> = [
-          { type: "session/event", event: events[0]! },
-          ...drainedLive(retained.taken, events.slice(1, promptsAt)),
-          ...events.slice(promptsAt, laterAt).map((event) => ({ type: "session/event" as const, event })),
-          ...drainedLive(later.taken, events.slice(laterAt))
-        ]
-        yield* PubSub.publishAll(env.events, live)
-        if (!opensStep) return { turn, history: undefined }
-        return { turn, history: yield* openStep(env, turn, 1) }
-      })
-    )
-    if (opened === undefined) return { _tag: "NoTurn" }
-    const turn = opened.turn
-    if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
-    let step = 0
-    // The history of a step the section before it already opened.
-    let next: History.History | undefined = opened.history
-    while (true) {
-      step += 1
-      const n = step
-      // The turn's opening section counted a first step it opened.
-      if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-      const run = runStep(env, progress, tools, turn, n, next)
-      const outcome = yield* (env.traced
-        ? run.pipe(
-          Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
-          Spans.step(env, turn, n)
-        )
-        : run)
-      next = outcome._tag === "Completed" ? outcome.next : undefined
-      if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
-      if (outcome.ended) return { _tag: "Ended", retry: false }
-      if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
-      if (outcome.concluded) {
-        // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
-        // after D2: it was published as joining the open turn, so the turn takes one more step for it.
-        const ended = yield* locked(
-          env,
-          Effect.gen(function*() {
-            if (yield* hasSteering(env)) return false
-            yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
-            return true
-          })
-        ).pipe(Effect.mapError(logFailure(n)))
-        if (ended) return { _tag: "Ended", retry: false }
-        continue
-      }
-      if (outcome.continue) continue
-      // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
-      if (yield* hasSteering(env)) continue
-      const stopping = env.options.hooks?.turnStopping
-      if (stopping !== undefined) {
-        yield* provide(env, stopping({ agent: env.service, turn })).pipe(
-          Effect.mapErrorCause((cause) => Cause.fail(failTurn(n, "turnStopping hook failed")(cause)))
-        )
-        yield* honourCancel(env)
-      }
-      // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
-      const ended = yield* locked(
-        env,
-        Effect.gen(function*() {
-          const drained = yield* drain(env, { turn })
-          if (drained.steering || (yield* hasSteering(env))) return false
-          yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
-          return true
-        })
-      ).pipe(Effect.mapError(logFailure(n)))
+  opening: Opening,
+  options?: OpenOptions
+) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime,
+  opening: Opening,
+  options: OpenOptions = {}
+) {
+  // The first step opens in the turn's opening section when nothing runs before its `step/start`: its D1 would
+  // find the outbox this section just drained (ADR 0033).
+  const opensStep = opensInline(env)
+  const opened = yield* locked(env, openTurnLocked(env, progress, opening, options, opensStep))
+  if (opened === undefined) return { _tag: "NoTurn" }
+  const turn = opened.turn
+  if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
+  let step = 0
+  // The history of a step the section before it already opened.
+  let next: History.History | undefined = opened.history
+  while (true) {
+    step += 1
+    const n = step
+    // The turn's opening section counted a first step it opened.
+    if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
+    const run = runStep(env, progress, tools, turn, n, next)
+    const outcome = yield* (env.traced
+      ? run.pipe(
+        Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
+        Spans.step(env, turn, n)
+      )
+      : run)
+    next = outcome._tag === "Completed" ? outcome.next : undefined
+    if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
+    if (outcome.ended) return { _tag: "Ended", retry: false }
+    if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
+    if (outcome.concluded) {
+      // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
+      // after D2: it was published as joining the open turn, so the turn takes one more step for it.
+      const ended = yield* locked(env, endConcludedLocked(env, progress, turn)).pipe(Effect.mapError(logFailure(n)))
       if (ended) return { _tag: "Ended", retry: false }
+      continue
     }
-  })
+    if (outcome.continue) continue
+    // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
+    if (yield* hasSteering(env)) continue
+    const stopping = env.options.hooks?.turnStopping
+    if (stopping !== undefined) {
+      yield* provide(env, stopping({ agent: env.service, turn })).pipe(
+        Effect.mapErrorCause((cause) => Cause.fail(failTurn(n, "turnStopping hook failed")(cause)))
+      )
+      yield* honourCancel(env)
+    }
+    // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
+    const ended = yield* locked(env, endStoppingLocked(env, progress, turn)).pipe(Effect.mapError(logFailure(n)))
+    if (ended) return { _tag: "Ended", retry: false }
+  }
+})
+
+/** How a turn opens: its trigger, the staged input it retains and the admitted prompts (R45). */
+interface Opening {
+  readonly trigger: TurnT.TurnTrigger
+  readonly retained: ReadonlySet<Inbox.OutboxItem>
+  readonly admitted: ReadonlyArray<Admitted>
+}
+
+interface OpenOptions {
+  /** A turn for stranded steering: it opens only if steering is still staged (it may have been withdrawn). */
+  readonly steeringOnly?: boolean
+}
+
+/**
+ * The turn's opening section, holding the lock: `turn/start`, the retained input, the prompts and the input accepted
+ * during the admission in one append (R45), and the first step's `step/start` when `opensStep`. `undefined`: a
+ * turn for stranded steering found none.
+ */
+const openTurnLocked = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  opening: Opening,
+  options: OpenOptions,
+  opensStep: boolean
+) {
+  // A cancel accepted while this activity waited for the lock (it waits uninterruptibly) opens no turn: the
+  // admitted prompt is dropped (R45 step 2, R80). One read serves this check and the repair's.
+  const state = yield* read(env)
+  if (Lifecycle.cause(state.lifecycle) !== undefined) return yield* Effect.interrupt
+  if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
+  if (state.unclosed !== undefined) yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
+  const turn = (yield* env.log.state).lastTurn + 1
+  // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
+  // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
+  // `user/message` carries its id, which is what settles its inbox record (ADR 0017).
+  const snapshot = yield* Inbox.get(env.inbox)
+  // Counted by identity, not remembered as a number: an item withdrawn during the admission must not make
+  // one accepted during it count as retained.
+  let leading = 0
+  for (const item of snapshot.outbox) {
+    if (!opening.retained.has(item)) break
+    leading++
+  }
+  const retained = drainPlan(snapshot, { turn, limit: leading })
+  const later = drainPlan({ ...snapshot, outbox: retained.rest }, { turn })
+  const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
+    type: "user/message",
+    data: userMessageData(input.data, input.id)
+  }))
+  // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023).
+  const events = yield* env.log.appendHeld([
+    { type: "turn/start", data: { turn, trigger: opening.trigger } },
+    ...retained.events,
+    ...prompts,
+    ...later.events
+  ], trusted).pipe(Effect.mapError(logFailure(0)))
+  // The first step is counted here when this section opens it.
+  yield* Ref.update(progress, (p) => ({ ...p, turn, step: opensStep ? 1 : p.step }))
+  yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
+  const promptsAt = 1 + retained.taken.length
+  const laterAt = promptsAt + prompts.length
+  const live: Array<AgentEvent.AgentEvent> = [
+    { type: "session/event", event: events[0]! },
+    ...drainedLive(retained.taken, events.slice(1, promptsAt)),
+    ...events.slice(promptsAt, laterAt).map((event) => ({ type: "session/event" as const, event })),
+    ...drainedLive(later.taken, events.slice(laterAt))
+  ]
+  yield* PubSub.publishAll(env.events, live)
+  if (!opensStep) return { turn, history: undefined }
+  return { turn, history: yield* openStep(env, turn, 1) }
+})
+
+/** Ends a turn a concluding tool ended, holding the lock — unless steering joined it after D2 (R54). */
+const endConcludedLocked = Effect.fnUntraced(function*(env: Env, progress: Ref.Ref<Progress>, turn: number) {
+  if (yield* hasSteering(env)) return false
+  yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+  return true
+})
+
+/** D3, then the turn's end in the same section, holding the lock, so no steering can slip in between (R54). */
+const endStoppingLocked = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number
+) {
+  const drained = yield* drain(env, { turn })
+  if (drained.steering || (yield* hasSteering(env))) return false
+  yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+  return true
+})
 
 /**
  * Runs `f` on each chunk of the response `open` opens for the request `config`, in order, until it ends; a failure
@@ -374,216 +394,246 @@ const openStep = (env: Env, turn: number, step: number): Effect.Effect<History.H
  * One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. `opened`: the
  * history of a step the section before it already opened (the turn's opening, or the previous tool step's close).
  */
-const runStep = (
+const runStep: (
   env: Env,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
   turn: number,
   step: number,
   opened: History.History | undefined
-): Effect.Effect<StepOutcome, TurnFailure> =>
-  Effect.gen(function*() {
-    let history = opened
-    if (history === undefined) {
-      const hook = env.options.hooks?.step
-      if (hook !== undefined) {
-        yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
-          Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
-        )
-        yield* honourCancel(env)
-      }
-      // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one
-      // staged right after the drain (it waits for D2 either way).
-      if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
-        yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
-      }
+) => Effect.Effect<StepOutcome, TurnFailure> = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime,
+  turn: number,
+  step: number,
+  opened: History.History | undefined
+) {
+  let history = opened
+  if (history === undefined) {
+    const hook = env.options.hooks?.step
+    if (hook !== undefined) {
+      yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
+        Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
+      )
+      yield* honourCancel(env)
     }
-    // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
-    const given = env.options.system
-    const system = given === undefined || typeof given === "string"
-      ? given
-      : yield* evaluateSystemPrompt(env, given, step)
-    if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
-    const state = yield* read(env)
-    const proposed = proposedConfig(env, state)
-    const hook = env.options.hooks?.request
-    const config = hook === undefined ? proposed : yield* hookedConfig(env, hook, proposed, turn, step)
-    // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
-    // before the hook ran still has it).
-    const header = headerOf(env, config, system)
-    const last = state.header
-    if (last === undefined || !sameHeader(last, header)) {
-      yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
+    // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one
+    // staged right after the drain (it waits for D2 either way).
+    if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
+      yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
     }
+  }
+  // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
+  const given = env.options.system
+  const system = given === undefined || typeof given === "string"
+    ? given
+    : yield* evaluateSystemPrompt(env, given, step)
+  if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
+  const state = yield* read(env)
+  const proposed = proposedConfig(env, state)
+  const hook = env.options.hooks?.request
+  const config = hook === undefined ? proposed : yield* hookedConfig(env, hook, proposed, turn, step)
+  // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
+  // before the hook ran still has it).
+  const header = headerOf(env, config, system)
+  const last = state.header
+  if (last === undefined || !sameHeader(last, header)) {
+    yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
+  }
 
-    const messages = History.messages(history)
-    const prompt = Prompt.fromMessages(
-      system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
-    )
-    // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
-    // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
-    // from its claim to its end without an async boundary, ADR 0028).
-    yield* Effect.yieldNow()
-    // The response so far: a pure fold over the parts as they arrive (`content.ts`).
-    let assembling = Assembly.initial
-    const chunkSeqs: Array<number> = []
-    // Appends parts as `assistant/chunk` records (`chunkJson` is a JSON-lossless copy by construction, so they are
-    // trusted, ADR 0023) and republishes them. Must run holding the lock.
-    const appendChunk = (parts: ReadonlyArray<ResponsePart>) =>
-      Effect.flatMap(
-        env.log.appendHeld(
-          parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
-          trusted
-        ),
-        (events) => {
-          for (const event of events) chunkSeqs.push(event.seq)
-          return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
-        }
-      )
-    // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
-    // section that writes the message (ADR 0033): the response's last parts, so nothing waits behind them, and one
-    // critical section fewer per step. Any other outcome appends them in a section of their own first.
-    let held: ReadonlyArray<ResponsePart> | undefined
-    const appendHeld = Effect.suspend(() => {
-      const parts = held
-      held = undefined
-      return parts === undefined ? Effect.void : appendChunk(parts)
-    })
-    const heldFirst = <A>(outcome: A) =>
-      held === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendHeld), outcome).pipe(
-        Effect.mapError(logFailure(step))
-      )
-    const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
-      const parts = Chunk.toReadonlyArray(chunk)
-      if (parts.length === 0) return Effect.void
-      let finished = false
-      for (const part of parts) {
-        assembling = Assembly.step(assembling, part)
-        if (part.type === "finish") finished = true
+  const messages = History.messages(history)
+  const prompt = Prompt.fromMessages(
+    system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
+  )
+  // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
+  // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
+  // from its claim to its end without an async boundary, ADR 0028).
+  yield* Effect.yieldNow()
+  // The response so far: a pure fold over the parts as they arrive (`content.ts`).
+  let assembling = Assembly.initial
+  const chunkSeqs: Array<number> = []
+  // Appends parts as `assistant/chunk` records (`chunkJson` is a JSON-lossless copy by construction, so they are
+  // trusted, ADR 0023) and republishes them. Must run holding the lock.
+  const appendChunk = (parts: ReadonlyArray<ResponsePart>) =>
+    Effect.flatMap(
+      env.log.appendHeld(
+        parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
+        trusted
+      ),
+      (events) => {
+        for (const event of events) chunkSeqs.push(event.seq)
+        return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
       }
-      const pending = held === undefined ? parts : [...held, ...parts]
-      held = undefined
-      if (finished) {
-        held = pending
-        return Effect.void
-      }
-      return locked(env, appendChunk(pending))
-    }).pipe(
-      Effect.flatMap(() => {
-        const assembled = Assembly.result(assembling)
-        return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
-      }),
-      Spans.request(env, turn, step, config),
-      Effect.either
     )
-    if (streamed._tag === "Left") {
-      const error = streamed.left
-      if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
-      const failure = LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
-      return yield* heldFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
-    }
-    const assembled = streamed.right
-    if (assembled.hasError) {
-      const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
-      return yield* heldFirst(requestFailure(Option.getOrElse(carried, () => ({
-        code: "UNKNOWN" as const,
-        message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
-      }))))
-    }
-    if (assembled.finishReason === "error") {
-      return yield* heldFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
-    }
-    if (assembled.finishReason === "content-filter") {
-      return yield* heldFirst(
-        requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
-      )
-    }
-    const maxTokens = assembled.finishReason === "length"
-    // Truncated tool calls are never executed or logged as calls (R52).
-    const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
-      ? assembled.content.filter((block) => block.type !== "tool-call")
-      : assembled.content
-    const data: {
-      -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]:
-        SessionEvent.SessionEventInputOf<"assistant/message">["data"][K]
-    } = {
-      turn,
-      step,
-      content,
-      provenance: {
-        model: config.model,
-        ...(config.provider === undefined ? {} : { provider: config.provider }),
-        ...(assembled.reportedModel === undefined ? {} : { reportedModel: assembled.reportedModel })
-      }
-    }
-    if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
-    if (assembled.usage !== undefined) data.usage = assembled.usage
-    // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
-    const trustMessage = Assembly.isValidMessage(data)
-    const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
-    // The held parts, then the message that cites every chunk (their seqs are known once the parts are appended).
-    const appendMessage = Effect.zipRight(
-      appendHeld,
-      Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
-    )
-    if (calls.length === 0) {
-      // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
-      // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
-      // holds the lock, so D3 finds nothing D2 left: the log is the one separate sections give with no send between.
-      const stops = env.options.hooks?.turnStopping === undefined
-      return yield* locked(
-        env,
-        Effect.gen(function*() {
-          yield* appendMessage
-          const drained = yield* drain(env, { turn })
-          yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
-          const ended = stops && !drained.steering
-          if (ended) {
-            const { maxTokens: before } = yield* Ref.get(progress)
-            yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
-          }
-          return { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended } as const
-        })
-      ).pipe(Effect.mapError(logFailure(step)))
-    }
-    // The message goes in the first call's critical section, right before its `tool/call` (ADR 0033).
-    const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
+  // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
+  // section that writes the message (ADR 0033): the response's last parts, so nothing waits behind them, and one
+  // critical section fewer per step. Any other outcome appends them in a section of their own first.
+  let held: ReadonlyArray<ResponsePart> | undefined
+  const appendHeld = Effect.suspend(() => {
+    const parts = held
+    held = undefined
+    return parts === undefined ? Effect.void : appendChunk(parts)
+  })
+  const heldFirst = <A>(outcome: A) =>
+    held === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendHeld), outcome).pipe(
       Effect.mapError(logFailure(step))
     )
-    // D2, then `step/end`: steering drained here forces another step (R48).
-    return yield* locked(
-      env,
-      Effect.gen(function*() {
-        const drained = yield* Effect.zipLeft(
-          drain(env, { turn }),
-          appendOwn(env, [{ type: "step/end", data: { turn, step } }])
-        ).pipe(Effect.mapError(logFailure(step)))
-        // A concluded step goes to `runTurn`'s own decision (R54): only an unconcluded one opens the next step here.
-        const next = yield* openNext(env, progress, turn, step, !concluded)
-        return {
-          _tag: "Completed",
-          continue: !concluded || drained.steering,
-          concluded,
-          maxTokens,
-          ended: false,
-          next
-        } as const
-      })
+  const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
+    const parts = Chunk.toReadonlyArray(chunk)
+    if (parts.length === 0) return Effect.void
+    let finished = false
+    for (const part of parts) {
+      assembling = Assembly.step(assembling, part)
+      if (part.type === "finish") finished = true
+    }
+    const pending = held === undefined ? parts : [...held, ...parts]
+    held = undefined
+    if (finished) {
+      held = pending
+      return Effect.void
+    }
+    return locked(env, appendChunk(pending))
+  }).pipe(
+    Effect.flatMap(() => {
+      const assembled = Assembly.result(assembling)
+      return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
+    }),
+    Spans.request(env, turn, step, config),
+    Effect.either
+  )
+  if (streamed._tag === "Left") {
+    const error = streamed.left
+    if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
+    const failure = LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
+    return yield* heldFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
+  }
+  const assembled = streamed.right
+  if (assembled.hasError) {
+    const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
+    return yield* heldFirst(requestFailure(Option.getOrElse(carried, () => ({
+      code: "UNKNOWN" as const,
+      message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
+    }))))
+  }
+  if (assembled.finishReason === "error") {
+    return yield* heldFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
+  }
+  if (assembled.finishReason === "content-filter") {
+    return yield* heldFirst(
+      requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
     )
-  })
+  }
+  const maxTokens = assembled.finishReason === "length"
+  // Truncated tool calls are never executed or logged as calls (R52).
+  const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
+    ? assembled.content.filter((block) => block.type !== "tool-call")
+    : assembled.content
+  const data: {
+    -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]:
+      SessionEvent.SessionEventInputOf<"assistant/message">["data"][K]
+  } = {
+    turn,
+    step,
+    content,
+    provenance: {
+      model: config.model,
+      ...(config.provider === undefined ? {} : { provider: config.provider }),
+      ...(assembled.reportedModel === undefined ? {} : { reportedModel: assembled.reportedModel })
+    }
+  }
+  if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
+  if (assembled.usage !== undefined) data.usage = assembled.usage
+  // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
+  const trustMessage = Assembly.isValidMessage(data)
+  const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
+  // The held parts, then the message that cites every chunk (their seqs are known once the parts are appended).
+  const appendMessage = Effect.zipRight(
+    appendHeld,
+    Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
+  )
+  if (calls.length === 0) {
+    // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
+    // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
+    // holds the lock, so D3 finds nothing D2 left: the log is the one separate sections give with no send between.
+    return yield* locked(env, endReplyStepLocked(env, progress, turn, step, appendMessage, maxTokens)).pipe(
+      Effect.mapError(logFailure(step))
+    )
+  }
+  // The message goes in the first call's critical section, right before its `tool/call` (ADR 0033).
+  const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
+    Effect.mapError(logFailure(step))
+  )
+  return yield* locked(env, endToolStepLocked(env, progress, turn, step, concluded, maxTokens))
+})
+
+/**
+ * The end of a step without tool calls, holding the lock: the message, D2, `step/end` and — unless steering was
+ * drained or a `turnStopping` hook must run in between — D3 and `turn/end` (R48, R54).
+ */
+const endReplyStepLocked = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  step: number,
+  appendMessage: Effect.Effect<unknown, SessionLog.SessionLogError>,
+  maxTokens: boolean
+) {
+  yield* appendMessage
+  const drained = yield* drain(env, { turn })
+  yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+  const ended = env.options.hooks?.turnStopping === undefined && !drained.steering
+  if (ended) {
+    const { maxTokens: before } = yield* Ref.get(progress)
+    yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
+  }
+  return { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended } as const
+})
+
+/** The end of a step with tool calls, holding the lock: D2, then `step/end`; steering drained here forces another
+ * step (R48), and an unconcluded step opens the next one here. */
+const endToolStepLocked = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  step: number,
+  concluded: boolean,
+  maxTokens: boolean
+) {
+  const drained = yield* Effect.zipLeft(
+    drain(env, { turn }),
+    appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+  ).pipe(Effect.mapError(logFailure(step)))
+  // A concluded step goes to `runTurn`'s own decision (R54): only an unconcluded one opens the next step here.
+  const next = yield* openNext(env, progress, turn, step, !concluded)
+  return {
+    _tag: "Completed",
+    continue: !concluded || drained.steering,
+    concluded,
+    maxTokens,
+    ended: false,
+    next
+  } as const
+})
 
 /**
  * A failed model request (R75): `step/end` first, then the `requestError` waterfall (default `fail`; a hook failure
  * counts as `fail`), then `agent/error` (even when a retry follows) and `turn/end { error }`.
  */
-const requestFailed = (
+const requestFailed: (
   env: Env,
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number,
   outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
-): Effect.Effect<ActivityResult, TurnFailure> =>
-  Effect.gen(function*() {
+) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(
+  function*(
+    env: Env,
+    progress: Ref.Ref<Progress>,
+    turn: number,
+    step: number,
+    outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
+  ) {
     yield* locked(env, appendOwn(env, [{ type: "step/end", data: { turn, step } }])).pipe(
       Effect.mapError(logFailure(step))
     )
@@ -608,4 +658,5 @@ const requestFailed = (
     })
     yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
     return { _tag: "Ended", retry: decision === "retry" }
-  })
+  }
+)

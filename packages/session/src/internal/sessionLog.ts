@@ -385,438 +385,446 @@ export const holding = <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A
     })
   ))
 
-const makeService = (
+const makeService: (
+  id: Ids.SessionId,
+  store: Store,
+  initial: LogData,
+  settings: Settings,
+  snapshots: SnapshotStart,
+  pendingInbox?: ReadonlyArray<StoreRecords.InboxAccepted>
+) => Effect.Effect<Service> = Effect.fnUntraced(function*(
   id: Ids.SessionId,
   store: Store,
   initial: LogData,
   settings: Settings,
   snapshots: SnapshotStart,
   pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
-): Effect.Effect<Service> =>
-  Effect.gen(function*() {
-    const writeBehind = settings.mode === "write-behind"
-    const stored = initial.state.nextSeq
-    const shared = yield* Ref.make<Shared>({
-      data: initial,
-      writer: {
-        durable: stored,
-        synced: stored,
-        syncTo: stored,
-        inbox: Chunk.empty(),
-        inboxWritten: 0,
-        inboxSynced: 0,
-        inboxSyncTo: 0,
-        running: false,
-        broken: undefined,
-        progress: yield* Deferred.make<void>()
-      }
-    })
-    const lock = yield* Effect.makeSemaphore(1)
-    // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
-    // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
-    let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
-    const observed = Effect.suspend(() =>
-      observers !== undefined ? Effect.succeed(observers) : Effect.map(
-        PubSub.unbounded<SessionEvent.SessionEvent>(),
-        // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
-        (made) => (observers ??= made)
-      )
-    )
-    /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
-    const notify = (
-      events: Array<SessionEvent.SessionEvent>
-    ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-      observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
-    // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
-    const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
-
-    // -- Snapshots (ADR 0022) ----------------------------------------------------------------------------------
-    // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
-    // one commit at a time, in commit order.
-    const snap = {
-      records: snapshots.records,
-      pending: new Map(snapshots.pending.map((r) => [r.message.id as string, r])),
-      lastSeq: snapshots.lastSeq,
-      historyText: snapshots.historyText,
-      historyMessages: snapshots.historyMessages
+) {
+  const writeBehind = settings.mode === "write-behind"
+  const stored = initial.state.nextSeq
+  const shared = yield* Ref.make<Shared>({
+    data: initial,
+    writer: {
+      durable: stored,
+      synced: stored,
+      syncTo: stored,
+      inbox: Chunk.empty(),
+      inboxWritten: 0,
+      inboxSynced: 0,
+      inboxSyncTo: 0,
+      running: false,
+      broken: undefined,
+      progress: yield* Deferred.make<void>()
     }
-    /** The number of messages in the opened snapshot's history (as its head says until its body is read). */
-    let prefixMessages = snapshots.prefix?.messages ?? 0
-    const prefix = snapshots.prefix
-    /** The text the next snapshot extends: the opened snapshot's body is read for it the first time. */
-    const baseText: Effect.Effect<string> = Effect.suspend(() => {
-      const known = snap.historyText
-      if (known !== undefined || prefix === undefined) return Effect.succeed(known ?? "")
-      return Effect.map(prefix.load, (body) => {
-        // The log's own derivation wins over the head's count when the body had to be derived from the log.
-        prefixMessages = body.history.length
-        snap.historyText = body.historyText
-        snap.historyMessages = body.history.length
-        return body.historyText
-      })
+  })
+  const lock = yield* Effect.makeSemaphore(1)
+  // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
+  // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
+  let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
+  const observed = Effect.suspend(() =>
+    observers !== undefined ? Effect.succeed(observers) : Effect.map(
+      PubSub.unbounded<SessionEvent.SessionEvent>(),
+      // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
+      (made) => (observers ??= made)
+    )
+  )
+  /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
+  const notify = (
+    events: Array<SessionEvent.SessionEvent>
+  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+    observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
+  // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
+  const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
+
+  // -- Snapshots (ADR 0022) ----------------------------------------------------------------------------------
+  // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
+  // one commit at a time, in commit order.
+  const snap = {
+    records: snapshots.records,
+    pending: new Map(snapshots.pending.map((r) => [r.message.id as string, r])),
+    lastSeq: snapshots.lastSeq,
+    historyText: snapshots.historyText,
+    historyMessages: snapshots.historyMessages
+  }
+  /** The number of messages in the opened snapshot's history (as its head says until its body is read). */
+  let prefixMessages = snapshots.prefix?.messages ?? 0
+  const prefix = snapshots.prefix
+  /** The text the next snapshot extends: the opened snapshot's body is read for it the first time. */
+  const baseText: Effect.Effect<string> = Effect.suspend(() => {
+    const known = snap.historyText
+    if (known !== undefined || prefix === undefined) return Effect.succeed(known ?? "")
+    return Effect.map(prefix.load, (body) => {
+      // The log's own derivation wins over the head's count when the body had to be derived from the log.
+      prefixMessages = body.history.length
+      snap.historyText = body.historyText
+      snap.historyMessages = body.history.length
+      return body.historyText
     })
-    // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
-    const trim = store.volatile !== true
+  })
+  // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
+  const trim = store.volatile !== true
 
-    /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
-    const takeSnapshot = (
-      checkpoint: Checkpoint,
-      position: number,
-      pending: ReadonlyArray<StoreRecords.InboxAccepted>
-    ) =>
-      // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
-      // skips this snapshot: the writer fiber must go on.
-      Effect.flatMap(Effect.zip(Effect.option(Effect.sandbox(baseText)), Ref.get(shared)), ([base, s]) => {
-        if (Option.isNone(base)) return Effect.void
-        const text = base.value
-        const from = snap.lastSeq + 1
-        if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
-        const covered = AppendOnly.slice(s.data.events, from - s.data.base, checkpoint.seq + 1 - s.data.base)
-        const last = covered[covered.length - 1]
-        if (last === undefined || last.seq !== checkpoint.seq) return Effect.void
-        const added = snapshot.appendHistoryText(text, covered)
-        const messages = snap.historyMessages + added.added
-        // Never write a snapshot that disagrees with the log's own history.
-        if (messages !== prefixMessages + checkpoint.history.length) return Effect.void
-        const { body, head } = snapshot.encode({
-          seq: checkpoint.seq,
-          position,
-          last: JSON.stringify(last),
-          state: checkpoint.state,
-          inbox: pending,
-          messages,
-          historyText: added.text
-        })
-        return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body }).pipe(
-          Effect.zipRight(Effect.sync(() => {
-            snap.lastSeq = checkpoint.seq
-            snap.historyText = added.text
-            snap.historyMessages = messages
-          })),
-          Effect.zipRight(
-            trim
-              ? Ref.update(shared, (now) => {
-                const cut = Math.min(checkpoint.seq + 1, now.writer.durable)
-                return cut <= now.data.base ? now : {
-                  ...now,
-                  data: { ...now.data, events: AppendOnly.drop(now.data.events, cut - now.data.base), base: cut }
-                }
-              })
-              : Effect.void
-          ),
-          // A snapshot is an optimisation: the log is correct without it, so a refused save changes nothing.
-          Effect.ignore
-        )
+  /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
+  const takeSnapshot = (
+    checkpoint: Checkpoint,
+    position: number,
+    pending: ReadonlyArray<StoreRecords.InboxAccepted>
+  ) =>
+    // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
+    // skips this snapshot: the writer fiber must go on.
+    Effect.flatMap(Effect.zip(Effect.option(Effect.sandbox(baseText)), Ref.get(shared)), ([base, s]) => {
+      if (Option.isNone(base)) return Effect.void
+      const text = base.value
+      const from = snap.lastSeq + 1
+      if (from < s.data.base) return Effect.void // cannot happen: memory keeps every event after the last snapshot
+      const covered = AppendOnly.slice(s.data.events, from - s.data.base, checkpoint.seq + 1 - s.data.base)
+      const last = covered[covered.length - 1]
+      if (last === undefined || last.seq !== checkpoint.seq) return Effect.void
+      const added = snapshot.appendHistoryText(text, covered)
+      const messages = snap.historyMessages + added.added
+      // Never write a snapshot that disagrees with the log's own history.
+      if (messages !== prefixMessages + checkpoint.history.length) return Effect.void
+      const { body, head } = snapshot.encode({
+        seq: checkpoint.seq,
+        position,
+        last: JSON.stringify(last),
+        state: checkpoint.state,
+        inbox: pending,
+        messages,
+        historyText: added.text
       })
-
-    /** Snapshot bookkeeping after a store commit of `inbox` then `events`; takes a snapshot when one is due. */
-    const afterCommit = (
-      inbox: ReadonlyArray<StoreRecords.InboxRecord>,
-      events: ReadonlyArray<SessionEvent.SessionEvent>,
-      checkpoint: Checkpoint | undefined
-    ): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (snapshots.every === 0) return Effect.void
-        const start = snap.records
-        for (const record of inbox) trackPending(snap.pending, record)
-        const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
-          checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
-        let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
-        for (const event of events) {
-          trackPending(snap.pending, event)
-          if (due && event.seq === checkpoint.seq) pending = [...snap.pending.values()]
-        }
-        snap.records = start + inbox.length + events.length
-        if (!due) return Effect.void
-        return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
-      })
-
-    const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
-      ? undefined
-      : Effect.map(prefix.load, (body) => body.history)
-
-    /**
-     * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
-     * lost), completes the current progress signal and installs a fresh one.
-     */
-    const signal = (f: (writer: Writer) => Omit<Writer, "progress">) =>
-      Effect.flatMap(Deferred.make<void>(), (progress) =>
-        Effect.flatMap(
-          Ref.modify(shared, (s): readonly [Deferred.Deferred<void>, Shared] => [
-            s.writer.progress,
-            { ...s, writer: { ...f(s.writer), progress } }
-          ]),
-          (previous) => Deferred.succeed(previous, undefined)
-        ))
-
-    /** Waits (interruptibly) until `done` holds of the writer; fails when the writer broke first. */
-    const awaitWriter = (done: (writer: Writer, appended: number) => boolean): Effect.Effect<void, SessionLogError> =>
-      Effect.flatMap(Ref.get(shared), (s) => {
-        if (done(s.writer, s.data.state.nextSeq)) return Effect.void
-        if (s.writer.broken !== undefined) return Effect.fail(brokenError(id, s.writer.broken))
-        return Effect.zipRight(Deferred.await(s.writer.progress), awaitWriter(done))
-      })
-
-    type Job =
-      | {
-        readonly _tag: "write"
-        readonly events: ReadonlyArray<SessionEvent.SessionEvent>
-        readonly inbox: ReadonlyArray<StoreRecords.InboxRecord>
-        readonly sync: boolean
-        readonly checkpoint: Checkpoint | undefined
-      }
-      | { readonly _tag: "stop" }
-
-    /** Whether a barrier waits for a sync the writer has not made yet. */
-    const owesSync = (w: Writer) => w.synced < w.syncTo || w.inboxSynced < w.inboxSyncTo
-
-    /** The next thing the writer does; stopping clears `running` in the same step, so no append is stranded. */
-    const nextJob = Ref.modify(shared, (s): readonly [Job, Shared] => {
-      const w = s.writer
-      const appended = s.data.state.nextSeq
-      if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
-        const end = Math.min(appended, w.durable + settings.maxBatch)
-        const events = AppendOnly.slice(s.data.events, w.durable - s.data.base, end - s.data.base)
-        // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
-        // was appended after it (so an accepted message is never stored after the event that logged it).
-        const inbox = Chunk.toReadonlyArray(w.inbox)
-        const sync = w.syncTo > w.durable || w.inboxSyncTo > w.inboxWritten
-        return [{ _tag: "write", events, inbox, sync, checkpoint: s.data.checkpoint }, s]
-      }
-      if (w.broken === undefined && owesSync(w)) {
-        return [{ _tag: "write", events: [], inbox: [], sync: true, checkpoint: undefined }, s]
-      }
-      return [{ _tag: "stop" }, { ...s, writer: { ...w, running: false } }]
-    })
-
-    /**
-     * One store write, retried on transient faults (each reported on `faults`), never reordered or skipped. Its span
-     * (ADR 0024) is a child of the span that started the writer.
-     */
-    const write = (
-      events: ReadonlyArray<SessionEvent.SessionEvent>,
-      inbox: ReadonlyArray<StoreRecords.InboxRecord>,
-      sync: boolean
-    ) =>
-      store.append(id, { events, inbox }, { sync }).pipe(
-        Effect.tapError((error) => faults === undefined ? Effect.void : PubSub.publish(faults, error)),
-        Effect.retry({ schedule: settings.retry, while: isTransient }),
-        Effect.withSpan("SessionLog.commit", {
-          attributes: {
-            "harness.session.id": id,
-            "harness.log.events": events.length,
-            ...(events.length === 0 ? {} : { "harness.log.first_seq": events[0]!.seq }),
-            "harness.log.inbox_records": inbox.length,
-            "harness.log.sync": sync
-          },
-          captureStackTrace: false
-        })
+      return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body }).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          snap.lastSeq = checkpoint.seq
+          snap.historyText = added.text
+          snap.historyMessages = messages
+        })),
+        Effect.zipRight(
+          trim
+            ? Ref.update(shared, (now) => {
+              const cut = Math.min(checkpoint.seq + 1, now.writer.durable)
+              return cut <= now.data.base ? now : {
+                ...now,
+                data: { ...now.data, events: AppendOnly.drop(now.data.events, cut - now.data.base), base: cut }
+              }
+            })
+            : Effect.void
+        ),
+        // A snapshot is an optimisation: the log is correct without it, so a refused save changes nothing.
+        Effect.ignore
       )
-
-    const writerLoop: Effect.Effect<void> = Effect.gen(function*() {
-      for (;;) {
-        const job = yield* nextJob
-        if (job._tag === "stop") return
-        const count = job.events.length
-        const inboxCount = job.inbox.length
-        const sync = job.sync
-        const outcome = yield* Effect.either(write(job.events, job.inbox, sync))
-        if (Either.isLeft(outcome)) {
-          yield* signal((writer) => ({ ...writer, running: false, broken: outcome.left }))
-          return
-        }
-        yield* signal((writer) => {
-          const durable = writer.durable + count
-          const inboxWritten = writer.inboxWritten + inboxCount
-          return {
-            ...writer,
-            durable,
-            synced: sync ? durable : writer.synced,
-            inbox: Chunk.drop(writer.inbox, inboxCount),
-            inboxWritten,
-            inboxSynced: sync ? inboxWritten : writer.inboxSynced
-          }
-        })
-        // After the batch is reported durable, so a barrier never waits for a snapshot.
-        yield* afterCommit(job.inbox, job.events, job.checkpoint)
-      }
     })
 
-    /** Starts the writer if it is not running (write-behind). */
-    const kick = Effect.flatMap(
-      Ref.modify(shared, (s): readonly [boolean, Shared] =>
-        s.writer.running || s.writer.broken !== undefined
-          ? [false, s]
-          : [true, { ...s, writer: { ...s.writer, running: true } }]),
-      (start) => start ? Effect.asVoid(Effect.forkDaemon(writerLoop)) : Effect.void
+  /** Snapshot bookkeeping after a store commit of `inbox` then `events`; takes a snapshot when one is due. */
+  const afterCommit = (
+    inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+    events: ReadonlyArray<SessionEvent.SessionEvent>,
+    checkpoint: Checkpoint | undefined
+  ): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (snapshots.every === 0) return Effect.void
+      const start = snap.records
+      for (const record of inbox) trackPending(snap.pending, record)
+      const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
+        checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
+      let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
+      for (const event of events) {
+        trackPending(snap.pending, event)
+        if (due && event.seq === checkpoint.seq) pending = [...snap.pending.values()]
+      }
+      snap.records = start + inbox.length + events.length
+      if (!due) return Effect.void
+      return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
+    })
+
+  const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
+    ? undefined
+    : Effect.map(prefix.load, (body) => body.history)
+
+  /**
+   * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
+   * lost), completes the current progress signal and installs a fresh one.
+   */
+  const signal = (f: (writer: Writer) => Omit<Writer, "progress">) =>
+    Effect.flatMap(Deferred.make<void>(), (progress) =>
+      Effect.flatMap(
+        Ref.modify(shared, (s): readonly [Deferred.Deferred<void>, Shared] => [
+          s.writer.progress,
+          { ...s, writer: { ...f(s.writer), progress } }
+        ]),
+        (previous) => Deferred.succeed(previous, undefined)
+      ))
+
+  /** Waits (interruptibly) until `done` holds of the writer; fails when the writer broke first. */
+  const awaitWriter = (done: (writer: Writer, appended: number) => boolean): Effect.Effect<void, SessionLogError> =>
+    Effect.flatMap(Ref.get(shared), (s) => {
+      if (done(s.writer, s.data.state.nextSeq)) return Effect.void
+      if (s.writer.broken !== undefined) return Effect.fail(brokenError(id, s.writer.broken))
+      return Effect.zipRight(Deferred.await(s.writer.progress), awaitWriter(done))
+    })
+
+  type Job =
+    | {
+      readonly _tag: "write"
+      readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+      readonly inbox: ReadonlyArray<StoreRecords.InboxRecord>
+      readonly sync: boolean
+      readonly checkpoint: Checkpoint | undefined
+    }
+    | { readonly _tag: "stop" }
+
+  /** Whether a barrier waits for a sync the writer has not made yet. */
+  const owesSync = (w: Writer) => w.synced < w.syncTo || w.inboxSynced < w.inboxSyncTo
+
+  /** The next thing the writer does; stopping clears `running` in the same step, so no append is stranded. */
+  const nextJob = Ref.modify(shared, (s): readonly [Job, Shared] => {
+    const w = s.writer
+    const appended = s.data.state.nextSeq
+    if (w.broken === undefined && (w.durable < appended || Chunk.isNonEmpty(w.inbox))) {
+      const end = Math.min(appended, w.durable + settings.maxBatch)
+      const events = AppendOnly.slice(s.data.events, w.durable - s.data.base, end - s.data.base)
+      // Every inbox record recorded so far goes with this batch: a record is never stored after an event that
+      // was appended after it (so an accepted message is never stored after the event that logged it).
+      const inbox = Chunk.toReadonlyArray(w.inbox)
+      const sync = w.syncTo > w.durable || w.inboxSyncTo > w.inboxWritten
+      return [{ _tag: "write", events, inbox, sync, checkpoint: s.data.checkpoint }, s]
+    }
+    if (w.broken === undefined && owesSync(w)) {
+      return [{ _tag: "write", events: [], inbox: [], sync: true, checkpoint: undefined }, s]
+    }
+    return [{ _tag: "stop" }, { ...s, writer: { ...w, running: false } }]
+  })
+
+  /**
+   * One store write, retried on transient faults (each reported on `faults`), never reordered or skipped. Its span
+   * (ADR 0024) is a child of the span that started the writer.
+   */
+  const write = (
+    events: ReadonlyArray<SessionEvent.SessionEvent>,
+    inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+    sync: boolean
+  ) =>
+    store.append(id, { events, inbox }, { sync }).pipe(
+      Effect.tapError((error) => faults === undefined ? Effect.void : PubSub.publish(faults, error)),
+      Effect.retry({ schedule: settings.retry, while: isTransient }),
+      Effect.withSpan("SessionLog.commit", {
+        attributes: {
+          "harness.session.id": id,
+          "harness.log.events": events.length,
+          ...(events.length === 0 ? {} : { "harness.log.first_seq": events[0]!.seq }),
+          "harness.log.inbox_records": inbox.length,
+          "harness.log.sync": sync
+        },
+        captureStackTrace: false
+      })
     )
 
-    /**
-     * Validates (unless `trusted`) and checks inputs against the current state: the events and the data after them,
-     * or the refusal. A trusted input is the caller's own typed construction from values validated where they entered
-     * (ADR 0023): it is stamped with `seq` and `time` by a shallow copy instead of being validated and deep-copied.
-     * The enclosure rules (`LogCheck.step`) are checked either way.
-     */
-    const prepare = (
-      current: LogData,
-      inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
-      time: number,
-      trusted: boolean
-    ): Either.Either<
-      { readonly events: Array<SessionEvent.SessionEvent>; readonly next: LogData },
-      SessionLogError
-    > => {
-      let next = current
-      const events: Array<SessionEvent.SessionEvent> = []
-      for (const input of inputs) {
-        const seq = next.state.nextSeq
-        let event: SessionEvent.SessionEvent
-        if (trusted) {
-          event = stamp(input, seq, time)
-        } else {
-          const encoded = encode({ ...input, seq, time })
-          if (Either.isLeft(encoded)) {
-            return Either.left(
-              new SessionLogError({
-                reason: "invalid-event",
-                message: `the ${input.type} event is invalid: ${encoded.left}`,
-                seq
-              })
-            )
-          }
-          event = encoded.right
-        }
-        const checked = logCheck.step(next.state, event)
-        if ("violation" in checked) {
-          const { message, rule } = checked.violation
-          return Either.left(new SessionLogError({ reason: rule, message, seq }))
-        }
-        events.push(event)
-        next = advance(next, event, checked.state)
+  // One generator function per log, run once for the log's lifetime: not a per-call one.
+  // eslint-disable-next-line no-restricted-syntax
+  const writerLoop: Effect.Effect<void> = Effect.gen(function*() {
+    for (;;) {
+      const job = yield* nextJob
+      if (job._tag === "stop") return
+      const count = job.events.length
+      const inboxCount = job.inbox.length
+      const sync = job.sync
+      const outcome = yield* Effect.either(write(job.events, job.inbox, sync))
+      if (Either.isLeft(outcome)) {
+        yield* signal((writer) => ({ ...writer, running: false, broken: outcome.left }))
+        return
       }
-      return Either.right({ events, next })
+      yield* signal((writer) => {
+        const durable = writer.durable + count
+        const inboxWritten = writer.inboxWritten + inboxCount
+        return {
+          ...writer,
+          durable,
+          synced: sync ? durable : writer.synced,
+          inbox: Chunk.drop(writer.inbox, inboxCount),
+          inboxWritten,
+          inboxSynced: sync ? inboxWritten : writer.inboxSynced
+        }
+      })
+      // After the batch is reported durable, so a barrier never waits for a snapshot.
+      yield* afterCommit(job.inbox, job.events, job.checkpoint)
     }
+  })
 
-    // Untraced on purpose: the agent appends every stream chunk, and a span (with its stack capture) would cost
-    // more than the append itself; turns and steps carry the spans. Written as a flat chain (one state read, the
-    // clock read synchronously, one synchronous preparation, then the commit): every interpreter step here is paid
-    // a dozen times per turn (ADR 0023).
-    const appendLocked = (
-      inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
-      trusted: boolean
-    ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError> =>
-      Effect.clockWith((clock) =>
-        Effect.flatMap(Ref.get(shared), ({ data: current, writer }) => {
-          if (writer.broken !== undefined) return Effect.fail(brokenError(id, writer.broken))
-          const prepared = prepare(current, inputs, clock.unsafeCurrentTimeMillis(), trusted)
-          if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
-          const { events, next } = prepared.right
-          if (events.length === 0) return Effect.succeed(events)
-          if (writeBehind) {
-            // Accepted in memory now; the writer makes it durable (in order, in batches).
-            return Effect.flatMap(
-              Ref.update(shared, (s) => ({ ...s, data: next })),
-              () => Effect.zipLeft(notify(events), kick)
-            )
-          }
-          // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
-          // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before
-          // its events).
-          const inbox = Chunk.toReadonlyArray(writer.inbox)
-          const written = Effect.mapError(
-            store.append(id, { events, inbox }),
-            (error) => storeError(`the store refused ${describeBatch(events)}`)(error)
+  /** Starts the writer if it is not running (write-behind). */
+  const kick = Effect.flatMap(
+    Ref.modify(shared, (s): readonly [boolean, Shared] =>
+      s.writer.running || s.writer.broken !== undefined
+        ? [false, s]
+        : [true, { ...s, writer: { ...s.writer, running: true } }]),
+    (start) => start ? Effect.asVoid(Effect.forkDaemon(writerLoop)) : Effect.void
+  )
+
+  /**
+   * Validates (unless `trusted`) and checks inputs against the current state: the events and the data after them,
+   * or the refusal. A trusted input is the caller's own typed construction from values validated where they entered
+   * (ADR 0023): it is stamped with `seq` and `time` by a shallow copy instead of being validated and deep-copied.
+   * The enclosure rules (`LogCheck.step`) are checked either way.
+   */
+  const prepare = (
+    current: LogData,
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+    time: number,
+    trusted: boolean
+  ): Either.Either<
+    { readonly events: Array<SessionEvent.SessionEvent>; readonly next: LogData },
+    SessionLogError
+  > => {
+    let next = current
+    const events: Array<SessionEvent.SessionEvent> = []
+    for (const input of inputs) {
+      const seq = next.state.nextSeq
+      let event: SessionEvent.SessionEvent
+      if (trusted) {
+        event = stamp(input, seq, time)
+      } else {
+        const encoded = encode({ ...input, seq, time })
+        if (Either.isLeft(encoded)) {
+          return Either.left(
+            new SessionLogError({
+              reason: "invalid-event",
+              message: `the ${input.type} event is invalid: ${encoded.left}`,
+              seq
+            })
           )
-          return Effect.flatMap(written, () =>
-            Effect.flatMap(
-              Ref.update(shared, (s) => ({
-                data: next,
-                writer: {
-                  ...s.writer,
-                  durable: next.state.nextSeq,
-                  inbox: Chunk.drop(s.writer.inbox, inbox.length),
-                  inboxWritten: s.writer.inboxWritten + inbox.length
-                }
-              })),
-              () =>
-                snapshots.every === 0
-                  ? notify(events)
-                  : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
-            ))
-        })
-      )
-
-    const recordInbox = (
-      inputs: ReadonlyArray<InboxRecordInput>,
-      options?: { readonly trusted?: boolean }
-    ): Effect.Effect<void, SessionLogError> =>
-      inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
-        const records: Array<StoreRecords.InboxRecord> = []
-        for (const input of inputs) {
-          const candidate = stampInbox(input, time)
-          if (options?.trusted === true || isInboxRecord(candidate)) {
-            records.push(candidate)
-            continue
-          }
-          const checked = validateInbox(candidate)
-          if (Either.isLeft(checked)) {
-            return Effect.fail(
-              new SessionLogError({
-                reason: "invalid-event",
-                message: `the ${input.type} record is invalid: ${formatIssue(checked.left)}`
-              })
-            )
-          }
-          records.push(checked.right)
         }
-        // No lock: every commit drops from the front exactly the records it wrote, so records added while a commit
-        // is in flight stay pending for the next one.
-        const add = Ref.update(shared, (s) => ({
-          ...s,
-          writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
-        }))
-        return writeBehind ? Effect.zipRight(add, kick) : add
-      })
-
-    const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
-      Effect.flatMap(Ref.get(shared), (s) => {
-        const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
-          (s.writer.durable < s.data.state.nextSeq &&
-            AppendOnly.someFrom(
-              s.data.events,
-              s.writer.durable - s.data.base,
-              (e) => StoreRecords.messageIdOf(e) === messageId
-            ))
-        return unwritten ? Effect.succeed(true) : store.hasMessage(id, messageId).pipe(
-          Effect.mapError(storeError(`cannot look up message ${JSON.stringify(messageId)}`))
-        )
-      })
-
-    /** Back-pressure (write-behind): waits, interruptibly and before taking the lock, for room in the buffer. */
-    const awaitRoom: Effect.Effect<void, SessionLogError> = writeBehind
-      ? awaitWriter((w, appended) => appended - w.durable < settings.capacity)
-      : Effect.void
-
-    // Under the lock an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
-    const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
-      const locked = holding(lock, appendLocked(inputs, trusted))
-      return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
+        event = encoded.right
+      }
+      const checked = logCheck.step(next.state, event)
+      if ("violation" in checked) {
+        const { message, rule } = checked.violation
+        return Either.left(new SessionLogError({ reason: rule, message, seq }))
+      }
+      events.push(event)
+      next = advance(next, event, checked.state)
     }
+    return Either.right({ events, next })
+  }
 
-    const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
-      if (!writeBehind) {
-        // Every event is written already; recorded inbox records are written now, and a durable store still
-        // needs its sync.
-        return Effect.flatMap(Ref.get(shared), (s) =>
+  // Untraced on purpose: the agent appends every stream chunk, and a span (with its stack capture) would cost
+  // more than the append itself; turns and steps carry the spans. Written as a flat chain (one state read, the
+  // clock read synchronously, one synchronous preparation, then the commit): every interpreter step here is paid
+  // a dozen times per turn (ADR 0023).
+  const appendLocked = (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+    trusted: boolean
+  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError> =>
+    Effect.clockWith((clock) =>
+      Effect.flatMap(Ref.get(shared), ({ data: current, writer }) => {
+        if (writer.broken !== undefined) return Effect.fail(brokenError(id, writer.broken))
+        const prepared = prepare(current, inputs, clock.unsafeCurrentTimeMillis(), trusted)
+        if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
+        const { events, next } = prepared.right
+        if (events.length === 0) return Effect.succeed(events)
+        if (writeBehind) {
+          // Accepted in memory now; the writer makes it durable (in order, in batches).
+          return Effect.flatMap(
+            Ref.update(shared, (s) => ({ ...s, data: next })),
+            () => Effect.zipLeft(notify(events), kick)
+          )
+        }
+        // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
+        // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before
+        // its events).
+        const inbox = Chunk.toReadonlyArray(writer.inbox)
+        const written = Effect.mapError(
+          store.append(id, { events, inbox }),
+          (error) => storeError(`the store refused ${describeBatch(events)}`)(error)
+        )
+        return Effect.flatMap(written, () =>
+          Effect.flatMap(
+            Ref.update(shared, (s) => ({
+              data: next,
+              writer: {
+                ...s.writer,
+                durable: next.state.nextSeq,
+                inbox: Chunk.drop(s.writer.inbox, inbox.length),
+                inboxWritten: s.writer.inboxWritten + inbox.length
+              }
+            })),
+            () =>
+              snapshots.every === 0
+                ? notify(events)
+                : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
+          ))
+      })
+    )
+
+  const recordInbox = (
+    inputs: ReadonlyArray<InboxRecordInput>,
+    options?: { readonly trusted?: boolean }
+  ): Effect.Effect<void, SessionLogError> =>
+    inputs.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (time) => {
+      const records: Array<StoreRecords.InboxRecord> = []
+      for (const input of inputs) {
+        const candidate = stampInbox(input, time)
+        if (options?.trusted === true || isInboxRecord(candidate)) {
+          records.push(candidate)
+          continue
+        }
+        const checked = validateInbox(candidate)
+        if (Either.isLeft(checked)) {
+          return Effect.fail(
+            new SessionLogError({
+              reason: "invalid-event",
+              message: `the ${input.type} record is invalid: ${formatIssue(checked.left)}`
+            })
+          )
+        }
+        records.push(checked.right)
+      }
+      // No lock: every commit drops from the front exactly the records it wrote, so records added while a commit
+      // is in flight stay pending for the next one.
+      const add = Ref.update(shared, (s) => ({
+        ...s,
+        writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
+      }))
+      return writeBehind ? Effect.zipRight(add, kick) : add
+    })
+
+  const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
+    Effect.flatMap(Ref.get(shared), (s) => {
+      const unwritten = Chunk.some(s.writer.inbox, (r) => StoreRecords.messageIdOf(r) === messageId) ||
+        (s.writer.durable < s.data.state.nextSeq &&
+          AppendOnly.someFrom(
+            s.data.events,
+            s.writer.durable - s.data.base,
+            (e) => StoreRecords.messageIdOf(e) === messageId
+          ))
+      return unwritten ? Effect.succeed(true) : store.hasMessage(id, messageId).pipe(
+        Effect.mapError(storeError(`cannot look up message ${JSON.stringify(messageId)}`))
+      )
+    })
+
+  /** Back-pressure (write-behind): waits, interruptibly and before taking the lock, for room in the buffer. */
+  const awaitRoom: Effect.Effect<void, SessionLogError> = writeBehind
+    ? awaitWriter((w, appended) => appended - w.durable < settings.capacity)
+    : Effect.void
+
+  // Under the lock an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
+  const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
+    const locked = holding(lock, appendLocked(inputs, trusted))
+    return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
+  }
+
+  const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
+    if (!writeBehind) {
+      // Every event is written already; recorded inbox records are written now, and a durable store still
+      // needs its sync.
+      return Effect.flatMap(
+        Ref.get(shared),
+        (s) =>
           s.writer.synced >= s.data.state.nextSeq && Chunk.isEmpty(s.writer.inbox)
             ? Effect.void
             : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) => {
               const inbox = Chunk.toReadonlyArray(now.writer.inbox)
               return store.append(id, { events: [], inbox }, { sync: true }).pipe(
                 Effect.mapError(storeError("the store refused to sync")),
-                Effect.tap(() =>
-                  afterCommit(inbox, [], undefined)
-                ),
+                Effect.tap(() => afterCommit(inbox, [], undefined)),
                 Effect.zipRight(Ref.update(shared, (x) => ({
                   ...x,
                   writer: {
@@ -828,80 +836,81 @@ const makeService = (
                   }
                 })))
               )
-            })))
-      }
-      return Effect.flatMap(
-        Ref.modify(shared, (s): readonly [readonly [number, number], Shared] => {
-          const target = s.data.state.nextSeq
-          const inboxTarget = s.writer.inboxWritten + Chunk.size(s.writer.inbox)
-          return [[target, inboxTarget], {
-            ...s,
-            writer: {
-              ...s.writer,
-              syncTo: Math.max(s.writer.syncTo, target),
-              inboxSyncTo: Math.max(s.writer.inboxSyncTo, inboxTarget)
-            }
-          }]
-        }),
-        ([target, inboxTarget]) =>
-          Effect.zipRight(
-            Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), kick),
-            awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
-          )
+            }))
       )
-    }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
-
-    return {
-      id,
-      // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
-      // `input.type`; TypeScript cannot see that through the union, hence the cast.
-      append: <E extends SessionEvent.SessionEventInput>(input: E) =>
-        Effect.map(appendBatch([input], false), (events) => events[0]!) as Effect.Effect<
-          Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
-          SessionLogError
-        >,
-      appendAll: (inputs) => appendBatch(inputs, false),
-      appendTrusted: (inputs) => appendBatch(inputs, true),
-      lock,
-      appendHeld: (inputs, options) => {
-        const held = appendLocked(inputs, options?.trusted === true)
-        return writeBehind ? Effect.zipRight(awaitRoom, held) : held
-      },
-      flush,
-      cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
-        appended: s.data.state.nextSeq,
-        durable: s.writer.durable
-      })),
-      commitMode: settings.mode,
-      durable: store.volatile !== true,
-      recordInbox,
-      pendingInbox,
-      hasMessage,
-      // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
-      // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
-      faults: faults === undefined ? Stream.never : Stream.suspend(() => Stream.fromPubSub(faults)),
-      // A write-through log never reports one: its subscribers get a queue nothing is offered to.
-      subscribeFaults: faults === undefined
-        ? Effect.flatMap(PubSub.unbounded<SessionStoreError>(), PubSub.subscribe)
-        : Effect.suspend(() => PubSub.subscribe(faults)),
-      events: Effect.flatMap(Ref.get(shared), (s) => {
-        if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
-        const base = s.data.base
-        // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
-        // (goal accounting) pay the store read once per snapshot, not per call.
-        return Effect.flatMap(storedEvents(id, store, base), (older) => Ref.modify(shared, keepReadBack(older, s)))
+    }
+    return Effect.flatMap(
+      Ref.modify(shared, (s): readonly [readonly [number, number], Shared] => {
+        const target = s.data.state.nextSeq
+        const inboxTarget = s.writer.inboxWritten + Chunk.size(s.writer.inbox)
+        return [[target, inboxTarget], {
+          ...s,
+          writer: {
+            ...s.writer,
+            syncTo: Math.max(s.writer.syncTo, target),
+            inboxSyncTo: Math.max(s.writer.inboxSyncTo, inboxTarget)
+          }
+        }]
       }),
-      state: Effect.map(Ref.get(shared), (s) => s.data.state),
-      history: prefixHistory === undefined
-        ? Effect.map(Ref.get(shared), (s) => s.data.history)
-        : Effect.flatMap(
-          prefixHistory,
-          (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
-        ),
-      subscribe: Effect.flatMap(observed, PubSub.subscribe),
-      changes: Stream.suspend(() => Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub))))
-    } satisfies Service
-  })
+      ([target, inboxTarget]) =>
+        Effect.zipRight(
+          Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), kick),
+          awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
+        )
+    )
+  }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
+
+  return {
+    id,
+    // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
+    // `input.type`; TypeScript cannot see that through the union, hence the cast.
+    append: <E extends SessionEvent.SessionEventInput>(input: E) =>
+      Effect.map(appendBatch([input], false), (events) => events[0]!) as Effect.Effect<
+        Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
+        SessionLogError
+      >,
+    appendAll: (inputs) => appendBatch(inputs, false),
+    appendTrusted: (inputs) => appendBatch(inputs, true),
+    lock,
+    appendHeld: (inputs, options) => {
+      const held = appendLocked(inputs, options?.trusted === true)
+      return writeBehind ? Effect.zipRight(awaitRoom, held) : held
+    },
+    flush,
+    cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
+      appended: s.data.state.nextSeq,
+      durable: s.writer.durable
+    })),
+    commitMode: settings.mode,
+    durable: store.volatile !== true,
+    recordInbox,
+    pendingInbox,
+    hasMessage,
+    // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
+    // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
+    faults: faults === undefined ? Stream.never : Stream.suspend(() => Stream.fromPubSub(faults)),
+    // A write-through log never reports one: its subscribers get a queue nothing is offered to.
+    subscribeFaults: faults === undefined
+      ? Effect.flatMap(PubSub.unbounded<SessionStoreError>(), PubSub.subscribe)
+      : Effect.suspend(() => PubSub.subscribe(faults)),
+    events: Effect.flatMap(Ref.get(shared), (s) => {
+      if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
+      const base = s.data.base
+      // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
+      // (goal accounting) pay the store read once per snapshot, not per call.
+      return Effect.flatMap(storedEvents(id, store, base), (older) => Ref.modify(shared, keepReadBack(older, s)))
+    }),
+    state: Effect.map(Ref.get(shared), (s) => s.data.state),
+    history: prefixHistory === undefined
+      ? Effect.map(Ref.get(shared), (s) => s.data.history)
+      : Effect.flatMap(
+        prefixHistory,
+        (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
+      ),
+    subscribe: Effect.flatMap(observed, PubSub.subscribe),
+    changes: Stream.suspend(() => Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub))))
+  } satisfies Service
+})
 
 /**
  * The whole log, `older` (read back from the store) then the events in memory; kept as the log's data when no append
