@@ -7,7 +7,7 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -244,19 +244,18 @@ const resultOf: (
 )
 
 /**
- * Appends the results of the finished calls that are next in model order, holding the lock; completes
- * `allCommitted` after the last one.
+ * Appends the results of the finished calls that are next in model order, holding the lock; settles the batch
+ * after the last one.
  */
 const commitReadyLocked = Effect.fnUntraced(function*(
   env: Env,
   calls: ReadonlyArray<Content.ToolCallBlock>,
   runtime: ToolRuntime,
-  progress: BatchProgress,
-  allCommitted: Deferred.Deferred<void, SessionLog.SessionLogError>
+  progress: BatchProgress
 ) {
   while (true) {
     const next = progress.next
-    if (next === calls.length) return yield* Deferred.succeed(allCommitted, undefined)
+    if (next === calls.length) return settleBatch(progress, "committed")
     const callId = calls[next]!.id
     const result = (yield* Ref.get(runtime.finished)).get(callId)
     if (result === undefined) return
@@ -279,12 +278,25 @@ const commitReadyLocked = Effect.fnUntraced(function*(
 
 /**
  * A batch's own bookkeeping, read and written synchronously: the seq of each call's `tool/call`, the index of the
- * next call to commit, whether a result concluded.
+ * next call to commit, whether a result concluded; `settled` opens at the batch's `outcome`: every result committed,
+ * or the first commit that failed.
  */
 interface BatchProgress {
   readonly callSeqs: Map<string, number>
   next: number
   concluded: boolean
+  readonly settled: Effect.Latch
+  outcome: "pending" | "committed" | SessionLog.SessionLogError
+}
+
+/**
+ * Settles the batch once: the first outcome wins. (A latch, not a `Deferred`: making a `Deferred` costs V8 a new
+ * chain of maps each time, ADR 0036.)
+ */
+const settleBatch = (progress: BatchProgress, outcome: "committed" | SessionLog.SessionLogError): void => {
+  if (progress.outcome !== "pending") return
+  progress.outcome = outcome
+  progress.settled.unsafeOpen()
 }
 
 /** What one step's tool calls run with. */
@@ -325,14 +337,18 @@ export const runToolCalls = Effect.fnUntraced(function*(
       : Effect.ensuring(effect, pool.release(permits))
   // Read and written by the activity as it starts a call (before the call can finish) and by `commitReady` under
   // the lock.
-  const progress: BatchProgress = { callSeqs: new Map(), next: 0, concluded: false }
-  const allCommitted = yield* Deferred.make<void, SessionLog.SessionLogError>()
+  const progress: BatchProgress = {
+    callSeqs: new Map(),
+    next: 0,
+    concluded: false,
+    settled: yield* Effect.makeLatch(false),
+    outcome: "pending"
+  }
 
   const commitReady = locked(
     env,
-    commitReadyLocked(env, calls, runtime, progress, allCommitted).pipe(
-      Effect.catchAll((error) => Deferred.fail(allCommitted, error)),
-      Effect.asVoid
+    commitReadyLocked(env, calls, runtime, progress).pipe(
+      Effect.catchAll((error) => Effect.sync(() => settleBatch(progress, error)))
     )
   )
   const finish = (callId: string, result: FinishedCall) =>
@@ -408,6 +424,8 @@ export const runToolCalls = Effect.fnUntraced(function*(
       )
     )
   }
-  yield* Deferred.await(allCommitted)
+  yield* progress.settled.await
+  const outcome = progress.outcome
+  if (typeof outcome !== "string") return yield* Effect.fail(outcome)
   return { concluded: progress.concluded }
 })
