@@ -46,12 +46,7 @@ const answerWith = (calls: CloseCalls) => (owed: Closers.OwedCallAt): Closers.An
  * finished calls' contexts are staged. On a refusal nothing is written and the agent remembers the reason; the next
  * append the agent makes outside a turn first repairs the log.
  */
-export const closeLocked: (
-  env: Env,
-  reason: TurnT.TurnEndReason,
-  calls: CloseCalls,
-  options: { readonly context: boolean }
-) => Effect.Effect<void, SessionLog.SessionLogError> = Effect.fnUntraced(
+export const closeLocked = Effect.fnUntraced(
   function*(env: Env, reason: TurnT.TurnEndReason, calls: CloseCalls, options: { readonly context: boolean }) {
     const log = yield* env.log.state
     const turn = log.openTurn

@@ -200,41 +200,35 @@ export const list: (inbox: Inbox, steeringWakes: boolean) => Effect.Effect<Reado
 /**
  * Removes one pending item — queued, parked or steering — by id; `None` when no pending item has that id.
  */
-export const withdraw: (
-  inbox: Inbox,
-  id: Ids.AgentMessageId,
-  steeringWakes: boolean
-) => Effect.Effect<Option.Option<InboxT.InboxItem>> = Effect.fnUntraced(
-  function*(inbox: Inbox, id: Ids.AgentMessageId, steeringWakes: boolean) {
-    const snapshot = yield* Ref.get(inbox.snapshot)
-    const staged = Chunk.findFirst(
-      snapshot.outbox,
-      (item) => item._tag === "steering" && item.message.id === id
-    )
-    if (Option.isSome(staged) && staged.value._tag === "steering") {
-      const item = staged.value
-      yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.filter(snapshot.outbox, (o) => o !== item) })
-      return Option.some<InboxT.InboxItem>({
-        ...item.message,
-        placement: "steering",
-        order: item.order,
-        waking: steeringWakes
-      })
-    }
-    if (snapshot.queued === 0) return Option.none()
-    const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
-    const found = queued.find((item) => item.message.id === id)
-    yield* Queue.offerAll(inbox.queue, found === undefined ? queued : queued.filter((item) => item !== found))
-    if (found === undefined) return Option.none()
-    yield* Ref.set(inbox.snapshot, dequeued(snapshot, [found]))
+export const withdraw = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId, steeringWakes: boolean) {
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  const staged = Chunk.findFirst(
+    snapshot.outbox,
+    (item) => item._tag === "steering" && item.message.id === id
+  )
+  if (Option.isSome(staged) && staged.value._tag === "steering") {
+    const item = staged.value
+    yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.filter(snapshot.outbox, (o) => o !== item) })
     return Option.some<InboxT.InboxItem>({
-      ...found.message,
-      placement: "queued",
-      order: found.order,
-      waking: found.wakeup
+      ...item.message,
+      placement: "steering",
+      order: item.order,
+      waking: steeringWakes
     })
   }
-)
+  if (snapshot.queued === 0) return Option.none()
+  const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const found = queued.find((item) => item.message.id === id)
+  yield* Queue.offerAll(inbox.queue, found === undefined ? queued : queued.filter((item) => item !== found))
+  if (found === undefined) return Option.none()
+  yield* Ref.set(inbox.snapshot, dequeued(snapshot, [found]))
+  return Option.some<InboxT.InboxItem>({
+    ...found.message,
+    placement: "queued",
+    order: found.order,
+    waking: found.wakeup
+  })
+})
 
 /**
  * Whether an id was accepted by this agent or, before it, in this session: remembered, pending, or (through

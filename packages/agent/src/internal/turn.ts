@@ -172,7 +172,9 @@ const runTurn: (
     if (outcome.concluded) {
       // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
       // after D2: it was published as joining the open turn, so the turn takes one more step for it.
-      const ended = yield* locked(env, endConcludedLocked(env, progress, turn)).pipe(Effect.mapError(logFailure(n)))
+      const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, false)).pipe(
+        Effect.mapError(logFailure(n))
+      )
       if (ended) return { _tag: "Ended", retry: false }
       continue
     }
@@ -187,7 +189,9 @@ const runTurn: (
       yield* honourCancel(env)
     }
     // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
-    const ended = yield* locked(env, endStoppingLocked(env, progress, turn)).pipe(Effect.mapError(logFailure(n)))
+    const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, true)).pipe(
+      Effect.mapError(logFailure(n))
+    )
     if (ended) return { _tag: "Ended", retry: false }
   }
 })
@@ -263,21 +267,18 @@ const openTurnLocked = Effect.fnUntraced(function*(
   return { turn, history: yield* openStep(env, turn, 1) }
 })
 
-/** Ends a turn a concluding tool ended, holding the lock — unless steering joined it after D2 (R54). */
-const endConcludedLocked = Effect.fnUntraced(function*(env: Env, progress: Ref.Ref<Progress>, turn: number) {
-  if (yield* hasSteering(env)) return false
-  yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
-  return true
-})
-
-/** D3, then the turn's end in the same section, holding the lock, so no steering can slip in between (R54). */
-const endStoppingLocked = Effect.fnUntraced(function*(
+/**
+ * Ends the turn, holding the lock, unless steering is staged for it (R54); returns whether it ended. `d3`: the
+ * D3 drain runs first, in the same section, so no steering can slip in between.
+ */
+const endUnlessSteeringLocked = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
-  turn: number
+  turn: number,
+  d3: boolean
 ) {
-  const drained = yield* drain(env, { turn })
-  if (drained.steering || (yield* hasSteering(env))) return false
+  if (d3 && (yield* drain(env, { turn })).steering) return false
+  if (yield* hasSteering(env)) return false
   yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
   return true
 })
@@ -590,8 +591,10 @@ const endReplyStepLocked = Effect.fnUntraced(function*(
   return { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended } as const
 })
 
-/** The end of a step with tool calls, holding the lock: D2, then `step/end`; steering drained here forces another
- * step (R48), and an unconcluded step opens the next one here. */
+/**
+ * The end of a step with tool calls, holding the lock: D2, then `step/end`; steering drained here forces another
+ * step (R48), and an unconcluded step opens the next one here.
+ */
 const endToolStepLocked = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
@@ -626,37 +629,35 @@ const requestFailed: (
   turn: number,
   step: number,
   outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
-) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(
-  function*(
-    env: Env,
-    progress: Ref.Ref<Progress>,
-    turn: number,
-    step: number,
-    outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
-  ) {
-    yield* locked(env, appendOwn(env, [{ type: "step/end", data: { turn, step } }])).pipe(
-      Effect.mapError(logFailure(step))
-    )
-    const hook = env.options.hooks?.requestError
-    const decision = hook === undefined
-      ? "fail"
-      : yield* provide(
-        env,
-        hook({ agent: env.service, turn, step, error: outcome.error, failure: outcome.failure }, Effect.succeed("fail"))
-      ).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.as(Effect.logWarning("requestError hook failed; the request failure stands", cause), "fail" as const)
-        )
+) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  turn: number,
+  step: number,
+  outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
+) {
+  yield* locked(env, appendOwn(env, [{ type: "step/end", data: { turn, step } }])).pipe(
+    Effect.mapError(logFailure(step))
+  )
+  const hook = env.options.hooks?.requestError
+  const decision = hook === undefined
+    ? "fail"
+    : yield* provide(
+      env,
+      hook({ agent: env.service, turn, step, error: outcome.error, failure: outcome.failure }, Effect.succeed("fail"))
+    ).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.as(Effect.logWarning("requestError hook failed; the request failure stands", cause), "fail" as const)
       )
-    yield* honourCancel(env)
-    const failure = outcome.failure
-    yield* publish(env, {
-      type: "agent/error",
-      turn,
-      step,
-      error: { message: failure.message, code: failure.code }
-    })
-    yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
-    return { _tag: "Ended", retry: decision === "retry" }
-  }
-)
+    )
+  yield* honourCancel(env)
+  const failure = outcome.failure
+  yield* publish(env, {
+    type: "agent/error",
+    turn,
+    step,
+    error: { message: failure.message, code: failure.code }
+  })
+  yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
+  return { _tag: "Ended", retry: decision === "retry" }
+})
