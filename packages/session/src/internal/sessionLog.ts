@@ -545,7 +545,7 @@ const makeService: (
 
   /**
    * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
-   * lost), completes the current progress signal and installs a fresh one.
+   * lost), opens the current progress latch and installs a fresh one.
    */
   const signal = (f: (writer: Writer) => Omit<Writer, "progress">) =>
     Effect.flatMap(Effect.makeLatch(false), (progress) =>
