@@ -388,10 +388,7 @@ export const publishDrained = (
  * the outbox is unchanged (R63, as a port should) and the failure is returned. `only` limits the drain to one
  * kind of item (the others keep their places).
  */
-export const drain: (
-  env: Env,
-  options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
-) => Effect.Effect<{ readonly steering: boolean }, SessionLog.SessionLogError> = Effect.fnUntraced(
+export const drain = Effect.fnUntraced(
   function*(
     env: Env,
     options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }

@@ -88,7 +88,7 @@ export const runActivity = (
     : admit(env, job.item.message).pipe(
       Effect.flatMap((admitted) =>
         admitted === undefined
-          ? Effect.succeed<ActivityResult>({ _tag: "NoTurn" })
+          ? Effect.succeed(noTurn)
           : runTurn(env, progress, tools, {
             trigger: { kind: "message", source: job.item.message.source },
             retained: job.retained,
@@ -126,17 +126,16 @@ const turnReason = (progress: Pick<Progress, "maxTokens">): TurnT.TurnEndReason 
 
 const none: ReadonlySet<Inbox.OutboxItem> = new Set()
 
+/** How an activity can end (see `ActivityResult`). */
+const noTurn: ActivityResult = { _tag: "NoTurn" }
+const turnEnded: ActivityResult = { _tag: "Ended", retry: false }
+const turnEndedForRetry: ActivityResult = { _tag: "Ended", retry: true }
+
 /**
  * Opens a turn (R45) and runs its steps until it ends (R54). Contract: returns only after its own `turn/end`;
  * fails with a `TurnFailure` (or is interrupted) with the turn still open, for the driver to close.
  */
-const runTurn: (
-  env: Env,
-  progress: Ref.Ref<Progress>,
-  tools: ToolRuntime,
-  opening: Opening,
-  options?: OpenOptions
-) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(function*(
+const runTurn = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
@@ -147,7 +146,7 @@ const runTurn: (
   // find the outbox this section just drained (ADR 0033).
   const opensStep = opensInline(env)
   const opened = yield* locked(env, openTurnLocked(env, progress, opening, options, opensStep))
-  if (opened === undefined) return { _tag: "NoTurn" }
+  if (opened === undefined) return noTurn
   const turn = opened.turn
   if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
   let step = 0
@@ -167,7 +166,7 @@ const runTurn: (
       : run)
     next = outcome._tag === "Completed" ? outcome.next : undefined
     if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
-    if (outcome.ended) return { _tag: "Ended", retry: false }
+    if (outcome.ended) return turnEnded
     if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
     if (outcome.concluded) {
       // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
@@ -175,7 +174,7 @@ const runTurn: (
       const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, false)).pipe(
         Effect.mapError(logFailure(n))
       )
-      if (ended) return { _tag: "Ended", retry: false }
+      if (ended) return turnEnded
       continue
     }
     if (outcome.continue) continue
@@ -192,7 +191,7 @@ const runTurn: (
     const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, true)).pipe(
       Effect.mapError(logFailure(n))
     )
-    if (ended) return { _tag: "Ended", retry: false }
+    if (ended) return turnEnded
   }
 })
 
@@ -395,14 +394,7 @@ const openStep = (env: Env, turn: number, step: number): Effect.Effect<History.H
  * One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. `opened`: the
  * history of a step the section before it already opened (the turn's opening, or the previous tool step's close).
  */
-const runStep: (
-  env: Env,
-  progress: Ref.Ref<Progress>,
-  tools: ToolRuntime,
-  turn: number,
-  step: number,
-  opened: History.History | undefined
-) => Effect.Effect<StepOutcome, TurnFailure> = Effect.fnUntraced(function*(
+const runStep = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime,
@@ -588,7 +580,8 @@ const endReplyStepLocked = Effect.fnUntraced(function*(
     const { maxTokens: before } = yield* Ref.get(progress)
     yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
   }
-  return { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended } as const
+  const outcome: StepOutcome = { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended }
+  return outcome
 })
 
 /**
@@ -609,27 +602,22 @@ const endToolStepLocked = Effect.fnUntraced(function*(
   ).pipe(Effect.mapError(logFailure(step)))
   // A concluded step goes to `runTurn`'s own decision (R54): only an unconcluded one opens the next step here.
   const next = yield* openNext(env, progress, turn, step, !concluded)
-  return {
+  const outcome: StepOutcome = {
     _tag: "Completed",
     continue: !concluded || drained.steering,
     concluded,
     maxTokens,
     ended: false,
     next
-  } as const
+  }
+  return outcome
 })
 
 /**
  * A failed model request (R75): `step/end` first, then the `requestError` waterfall (default `fail`; a hook failure
  * counts as `fail`), then `agent/error` (even when a retry follows) and `turn/end { error }`.
  */
-const requestFailed: (
-  env: Env,
-  progress: Ref.Ref<Progress>,
-  turn: number,
-  step: number,
-  outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
-) => Effect.Effect<ActivityResult, TurnFailure> = Effect.fnUntraced(function*(
+const requestFailed = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
   turn: number,
@@ -659,5 +647,5 @@ const requestFailed: (
     error: { message: failure.message, code: failure.code }
   })
   yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
-  return { _tag: "Ended", retry: decision === "retry" }
+  return decision === "retry" ? turnEndedForRetry : turnEnded
 })
