@@ -492,6 +492,43 @@ describe("SessionLog seeds", () => {
     }))
 })
 
+describe("SessionLog over the plain memory store (its synchronous commit, ADR 0037)", () => {
+  it.effect("commits every append in order, and a refused commit changes nothing in memory", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      yield* appendAll(log, promptTurn(1, "Hi", "Hello"))
+      yield* assertStored(store, log)
+      yield* assertConsistent(log)
+      // The store loses the session under the log: the next commit is refused, as the effectful path refuses it.
+      yield* store.remove(sid)
+      const before = yield* snapshot(log)
+      const error = yield* Effect.flip(log.append(ev.user("after removal")))
+      assert.strictEqual(error.reason, "store")
+      assert.include(error.message, "NotFound")
+      assert.deepStrictEqual(yield* snapshot(log), before)
+    }))
+
+  it.effect("a store that spreads the memory store and replaces its append sees every commit", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const seen: Array<number> = []
+      const store: SessionStore.Service = {
+        ...memory,
+        append: (id, commit, options) =>
+          Effect.zipRight(
+            Effect.sync(() => seen.push(commit.events.length)),
+            memory.append(id, commit, options)
+          )
+      }
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      yield* log.append(ev.user("a"))
+      yield* log.appendAll([ev.turnStart(1), ev.turnEnd(1)])
+      assert.deepStrictEqual(seen, [1, 2])
+      yield* assertStored(memory, log)
+    }))
+})
+
 describe("SessionLog.make, open, memory", () => {
   it.effect("make fails with store when the id already exists", () =>
     Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. The store is one `Ref` of the sessions' ids, in
+ * The memory backend of `SessionStore` and the fault injector. The store is one cell of the sessions' ids, in
  * creation order, each with a cell holding its session's newest state; an append replaces the state in its cell
  * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
  * append-only array its successive states share (ADR 0030), its figures folded as records arrive, and its message
@@ -101,157 +101,185 @@ const summaryOf = (session: MemorySession): Store.SessionSummary => ({
   ...(session.firstPrompt === undefined ? {} : { firstPrompt: session.firstPrompt })
 })
 
-const fail = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>
-  Effect.fail(new SessionStoreError({ reason, message, id }))
+const refusal = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>
+  new SessionStoreError({ reason, message, id })
 
-const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+const fail = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>
+  Effect.fail(refusal(id, reason, message))
+
+const missing = (id: Ids.SessionId) => refusal(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
+
+const notFound = (id: Ids.SessionId) => Effect.fail(missing(id))
 
 // Records are encoded as a chunk is read: a chunk of 4 KB records stays near 1 MB.
 const loadChunkSize = 256
 
-export const makeMemory: Effect.Effect<Service> = Effect.map(
-  Ref.make<Sessions>({ order: Chunk.empty(), byId: HashMap.empty() }),
-  (ref): Service => {
-    /**
-     * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
-     * returns the result and the session's next state.
-     */
-    const modify = <A>(
-      id: Ids.SessionId,
-      f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
-    ): Effect.Effect<A, SessionStoreError> =>
-      Effect.flatMap(Ref.get(ref), (sessions) => {
-        const cell = HashMap.get(sessions.byId, id)
-        if (Option.isNone(cell)) return notFound(id)
-        const [result, next] = f(cell.value.current)
-        cell.value.current = next
-        return result
+/** An append of the memory store as a plain function: the refusal, or `undefined` once committed. */
+export type AppendNow = (id: Ids.SessionId, commit: Commit) => SessionStoreError | undefined
+
+/**
+ * The memory stores' `append` functions, each with the same append as a plain function. Keyed by the very function,
+ * so a wrapper that replaces `append` (the fault injector, a test's counting store) never has its own bypassed.
+ */
+const appendsNow = new WeakMap<Service["append"], AppendNow>()
+
+/**
+ * The synchronous twin of `store.append`, when `store.append` is a memory store's own: the session log then commits
+ * inside its own synchronous step instead of running an effect per commit (ADR 0037).
+ */
+export const appendNowOf = (store: Service): AppendNow | undefined => appendsNow.get(store.append)
+
+export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
+  // Read and replaced only by synchronous code: every change below is atomic without a `Ref`.
+  let sessions: Sessions = { order: Chunk.empty(), byId: HashMap.empty() }
+
+  /**
+   * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
+   * returns the result and the session's next state.
+   */
+  const modify = <A>(
+    id: Ids.SessionId,
+    f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
+  ): Effect.Effect<A, SessionStoreError> =>
+    Effect.suspend(() => {
+      const cell = HashMap.get(sessions.byId, id)
+      if (Option.isNone(cell)) return notFound(id)
+      const [result, next] = f(cell.value.current)
+      cell.value.current = next
+      return result
+    })
+
+  const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
+    Effect.suspend(() =>
+      Option.match(HashMap.get(sessions.byId, id), {
+        onNone: () => notFound(id),
+        onSome: (cell) => Effect.succeed(f(cell.current))
       })
+    )
 
-    const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
-      Effect.flatMap(Ref.get(ref), (sessions) =>
-        Option.match(HashMap.get(sessions.byId, id), {
-          onNone: () => notFound(id),
-          onSome: (cell) => Effect.succeed(f(cell.current))
-        }))
-
-    return {
-      volatile: true,
-      create: (header, commit) => {
-        const id = header.id
-        const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
-        if (issue !== undefined) return fail(id, "Conflict", issue)
-        return Effect.flatten(
-          Ref.modify(
-            ref,
-            (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
-              HashMap.has(sessions.byId, id)
-                ? [fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`), sessions]
-                : [Effect.void, {
-                  order: Chunk.append(sessions.order, id),
-                  byId: HashMap.set(sessions.byId, id, {
-                    current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
-                  })
-                }]
-          )
-        )
-      },
-
-      append: (id, commit) =>
-        modify(id, (session) => {
-          const issue = contiguityIssue(session.events, commit)
-          if (issue !== undefined) return [fail(id, "Conflict", issue), session]
-          const records = commitRecords(commit)
-          return [Effect.void, records.length === 0 ? session : appendRecords(session, records)]
-        }),
-
-      load: (id, options) =>
-        Stream.unwrap(read(id, (session) => {
-          const after = options?.after ?? -1
-          const start = Math.max(0, Math.floor(after) + 1)
-          // Lazily, a chunk at a time, over the session as it was when the load started; each record encoded as
-          // it is read.
-          const { array, length } = session.records
-          return Stream.fromIteratorSucceed(
-            (function*() {
-              for (let position = start; position < length; position++) {
-                yield { position, text: JSON.stringify(array[position]) }
-              }
-            })(),
-            loadChunkSize
-          )
-        })),
-
-      header: (id) => read(id, (session) => session.header),
-
-      truncate: (id, position) => {
-        const issue = positionIssue(position)
-        if (issue !== undefined) return fail(id, "Conflict", issue)
-        return modify(id, (session) => {
-          if (position >= session.records.length) return [Effect.void, session]
-          // The kept records' figures, folded again.
-          const kept = appendRecords(
-            { ...emptySession(session.header), snapshot: session.snapshot },
-            AppendOnly.slice(session.records, 0, position)
-          )
-          const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
-          return [Effect.void, { ...kept, snapshot }]
-        })
-      },
-
-      list: Effect.map(
-        Ref.get(ref),
-        (sessions) =>
-          Chunk.toReadonlyArray(
-            Chunk.filterMap(sessions.order, (id) =>
-              Option.map(HashMap.get(sessions.byId, id), (cell) => summaryOf(cell.current)))
-          )
-      ),
-
-      remove: (id) =>
-        Effect.flatten(
-          Ref.modify(ref, (sessions): readonly [Effect.Effect<void, SessionStoreError>, Sessions] =>
-            HashMap.has(sessions.byId, id)
-              ? [Effect.void, {
-                order: Chunk.filter(sessions.order, (other) =>
-                  other !== id),
-                byId: HashMap.remove(sessions.byId, id)
-              }]
-              : [notFound(id), sessions])
-        ),
-
-      hasMessage: (id, messageId) => read(id, (session) => session.messageIds.has(messageId)),
-
-      saveSnapshot: (id, snapshot) =>
-        modify(id, (session) => {
-          const issue = positionIssue(snapshot.position) ??
-            (snapshot.position < session.records.length
-              ? undefined
-              : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
-          if (issue !== undefined) return [fail(id, "Conflict", issue), session]
-          const { body, head, position, seq } = snapshot
-          return [Effect.void, { ...session, snapshot: Option.some({ seq, position, head, body }) }]
-        }),
-
-      loadSnapshot: (id) =>
-        read(id, (session) =>
-          Option.map(session.snapshot, (saved): SnapshotHead => ({
-            seq: saved.seq,
-            position: saved.position,
-            head: saved.head,
-            // This snapshot's body while the session still holds this very snapshot (a new object per save).
-            body: Effect.map(Ref.get(ref), (sessions) =>
-              Option.flatMap(
-                HashMap.get(sessions.byId, id),
-                (now) =>
-                  Option.isSome(now.current.snapshot) && now.current.snapshot.value === saved
-                    ? Option.some(saved.body)
-                    : Option.none()
-              ))
-          })))
-    }
+  const appendNow: AppendNow = (id, commit) => {
+    const cell = HashMap.get(sessions.byId, id)
+    if (Option.isNone(cell)) return missing(id)
+    const session = cell.value.current
+    const issue = contiguityIssue(session.events, commit)
+    if (issue !== undefined) return refusal(id, "Conflict", issue)
+    const records = commitRecords(commit)
+    if (records.length > 0) cell.value.current = appendRecords(session, records)
+    return undefined
   }
-)
+
+  const append: Service["append"] = (id, commit) =>
+    Effect.suspend(() => {
+      const refused = appendNow(id, commit)
+      return refused === undefined ? Effect.void : Effect.fail(refused)
+    })
+  appendsNow.set(append, appendNow)
+
+  return {
+    volatile: true,
+    create: (header, commit) => {
+      const id = header.id
+      const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return Effect.suspend(() => {
+        if (HashMap.has(sessions.byId, id)) {
+          return fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+        }
+        sessions = {
+          order: Chunk.append(sessions.order, id),
+          byId: HashMap.set(sessions.byId, id, {
+            current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
+          })
+        }
+        return Effect.void
+      })
+    },
+
+    append,
+
+    load: (id, options) =>
+      Stream.unwrap(read(id, (session) => {
+        const after = options?.after ?? -1
+        const start = Math.max(0, Math.floor(after) + 1)
+        // Lazily, a chunk at a time, over the session as it was when the load started; each record encoded as
+        // it is read.
+        const { array, length } = session.records
+        return Stream.fromIteratorSucceed(
+          (function*() {
+            for (let position = start; position < length; position++) {
+              yield { position, text: JSON.stringify(array[position]) }
+            }
+          })(),
+          loadChunkSize
+        )
+      })),
+
+    header: (id) => read(id, (session) => session.header),
+
+    truncate: (id, position) => {
+      const issue = positionIssue(position)
+      if (issue !== undefined) return fail(id, "Conflict", issue)
+      return modify(id, (session) => {
+        if (position >= session.records.length) return [Effect.void, session]
+        // The kept records' figures, folded again.
+        const kept = appendRecords(
+          { ...emptySession(session.header), snapshot: session.snapshot },
+          AppendOnly.slice(session.records, 0, position)
+        )
+        const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
+        return [Effect.void, { ...kept, snapshot }]
+      })
+    },
+
+    list: Effect.sync(() =>
+      Chunk.toReadonlyArray(
+        Chunk.filterMap(sessions.order, (id) =>
+          Option.map(HashMap.get(sessions.byId, id), (cell) => summaryOf(cell.current)))
+      )
+    ),
+
+    remove: (id) =>
+      Effect.suspend(() => {
+        if (!HashMap.has(sessions.byId, id)) return notFound(id)
+        sessions = {
+          order: Chunk.filter(sessions.order, (other) => other !== id),
+          byId: HashMap.remove(sessions.byId, id)
+        }
+        return Effect.void
+      }),
+
+    hasMessage: (id, messageId) => read(id, (session) => session.messageIds.has(messageId)),
+
+    saveSnapshot: (id, snapshot) =>
+      modify(id, (session) => {
+        const issue = positionIssue(snapshot.position) ??
+          (snapshot.position < session.records.length
+            ? undefined
+            : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
+        if (issue !== undefined) return [fail(id, "Conflict", issue), session]
+        const { body, head, position, seq } = snapshot
+        return [Effect.void, { ...session, snapshot: Option.some({ seq, position, head, body }) }]
+      }),
+
+    loadSnapshot: (id) =>
+      read(id, (session) =>
+        Option.map(session.snapshot, (saved): SnapshotHead => ({
+          seq: saved.seq,
+          position: saved.position,
+          head: saved.head,
+          // This snapshot's body while the session still holds this very snapshot (a new object per save).
+          body: Effect.sync(() =>
+            Option.flatMap(
+              HashMap.get(sessions.byId, id),
+              (now) =>
+                Option.isSome(now.current.snapshot) && now.current.snapshot.value === saved
+                  ? Option.some(saved.body)
+                  : Option.none()
+            )
+          )
+        })))
+  }
+})
 
 const injected = (id: Ids.SessionId, commit: Commit) =>
   fail(

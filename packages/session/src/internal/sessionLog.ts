@@ -36,6 +36,7 @@ import * as AppendOnly from "./appendOnly.js"
 import * as closers from "./closers.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
+import * as MemoryStore from "./memoryStore.js"
 import * as snapshot from "./snapshot.js"
 
 // Compiled once. `validate` checks an event and copies it (excess keys refused); a stored record is decoded from its
@@ -465,6 +466,7 @@ const makeService: (
   })
   // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
   const trim = store.volatile !== true
+  const appendNow = MemoryStore.appendNowOf(store)
 
   /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
   const takeSnapshot = (
@@ -731,29 +733,41 @@ const makeService: (
         }
         // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
         // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before
-        // its events).
+        // its events). A memory store commits right here, synchronously (ADR 0037).
         const inbox = Chunk.toReadonlyArray(writer.inbox)
-        const written = Effect.mapError(
-          store.append(id, { events, inbox }),
-          (error) => storeError(`the store refused ${describeBatch(events)}`)(error)
-        )
-        return Effect.flatMap(written, () =>
-          Effect.flatMap(
-            Ref.update(shared, (s) => ({
-              data: next,
-              writer: {
-                ...s.writer,
-                durable: next.state.nextSeq,
-                inbox: Chunk.drop(s.writer.inbox, inbox.length),
-                inboxWritten: s.writer.inboxWritten + inbox.length
-              }
-            })),
-            () =>
-              snapshots.every === 0
-                ? notify(events)
-                : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
-          ))
+        const commit = { events, inbox }
+        const refused = (error: SessionStoreError) => storeError(`the store refused ${describeBatch(events)}`)(error)
+        if (appendNow === undefined) {
+          return Effect.flatMap(
+            Effect.mapError(store.append(id, commit), refused),
+            () => committed(next, inbox, events)
+          )
+        }
+        const refusal = appendNow(id, commit)
+        return refusal === undefined ? committed(next, inbox, events) : Effect.fail(refused(refusal))
       })
+    )
+
+  /** Write-through, after the store took the commit: memory, observers, then the snapshot bookkeeping. */
+  const committed = (
+    next: LogData,
+    inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+    events: Array<SessionEvent.SessionEvent>
+  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+    Effect.flatMap(
+      Ref.update(shared, (s) => ({
+        data: next,
+        writer: {
+          ...s.writer,
+          durable: next.state.nextSeq,
+          inbox: Chunk.drop(s.writer.inbox, inbox.length),
+          inboxWritten: s.writer.inboxWritten + inbox.length
+        }
+      })),
+      () =>
+        snapshots.every === 0
+          ? notify(events)
+          : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
     )
 
   const recordInbox = (
