@@ -23,7 +23,7 @@ const parts = Effect.gen(function*() {
     job: { _tag: "retry" },
     fiber: yield* Effect.fork(Effect.never),
     progress: yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false }),
-    tools: yield* makeToolRuntime,
+    tools: makeToolRuntime(),
     window: true,
     cause: undefined,
     logContextOnClose: false,

@@ -4,10 +4,10 @@
  * `Fiber.await`, then settles it: an activity that ended on its own wrote its `turn/end`; one that was interrupted
  * (cancel, disposal) or failed is closed here, well-formed (see `close.ts`).
  */
-import type { Turn as TurnT } from "@harness/domain"
+import type { AgentEvent, Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Option, PubSub, Ref } from "effect"
 import type { CloseCalls } from "./close.js"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
@@ -28,6 +28,8 @@ import * as Lifecycle from "./lifecycle.js"
 import * as Spans from "./spans.js"
 import { runActivity } from "./turn.js"
 import { TurnFailure } from "./turnFailure.js"
+
+const statusRunning: AgentEvent.AgentEvent = Object.freeze({ type: "agent/status", status: "running" })
 
 /**
  * Makes sure a driver runs. Must run holding the lock.
@@ -53,18 +55,25 @@ export const startActivity = Effect.fnUntraced(function*(
 ) {
   const { lifecycle } = yield* read(env)
   if (lifecycle._tag === "Idle") yield* startDriver(env)
-  if (Lifecycle.status(lifecycle) === "idle") yield* publish(env, { type: "agent/status", status: "running" })
-  // Published before the activity is forked, so an observer waiting for it is scheduled ahead of the activity
-  // fiber (ADR 0028). Nothing of the activity runs before this section ends anyway.
-  if (job._tag === "prompt") yield* publish(env, { type: "agent/inbox/dequeue", message: job.item.message })
+  // Published before the activity is forked, so an observer waiting for them is scheduled ahead of the activity
+  // fiber (ADR 0028): `running` if idle, then, for a claimed prompt, its `dequeue` (R35, R89). Nothing of the
+  // activity runs before this section ends anyway.
+  const running = Lifecycle.status(lifecycle) === "idle"
+  if (job._tag === "prompt") {
+    const dequeue: AgentEvent.AgentEvent = { type: "agent/inbox/dequeue", message: job.item.message }
+    yield* running ? PubSub.publishAll(env.events, [statusRunning, dequeue]) : publish(env, dequeue)
+  } else if (running) {
+    yield* publish(env, statusRunning)
+  }
   // The new activity's opening drains the outbox: steering is no longer stranded.
   yield* Inbox.modify(env.inbox, (s) => s.stranded ? { ...s, stranded: false } : s)
-  const progress = yield* Ref.make<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
-  const tools = yield* makeToolRuntime
-  // The activity fiber waits until its activity, window open, is in the lifecycle, so its hooks always see the
-  // window open (R24, R35) and a cancel always finds it — even if this fiber is descheduled right after the fork.
-  const started = yield* Effect.makeLatch(false)
-  const span = yield* Spans.startTurn(env, job)
+  // The activity's own state, made as this section runs (no effect of its own is needed). The activity fiber waits
+  // on `started` until its activity, window open, is in the lifecycle, so its hooks always see the window open (R24,
+  // R35) and a cancel always finds it — even if this fiber is descheduled right after the fork.
+  const progress = Ref.unsafeMake<Progress>({ turn: undefined, step: 0, ended: undefined, maxTokens: false })
+  const tools = makeToolRuntime()
+  const started = Effect.unsafeMakeLatch(false)
+  const span = env.traced ? yield* Spans.startTurn(env, job) : undefined
   const fiber = yield* Effect.forkIn(
     Spans.withActivity(
       span,
@@ -83,7 +92,7 @@ export const startActivity = Effect.fnUntraced(function*(
     span
   }
   yield* transition(env, "activityStarted", (l) => Lifecycle.activityStarted(l, activity))
-  yield* started.open
+  started.unsafeOpen()
   return activity
 })
 

@@ -718,57 +718,65 @@ const makeService: (
     trusted: boolean
   ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError> =>
     Effect.clockWith((clock) =>
-      Effect.flatMap(Ref.get(shared), ({ data: current, writer }) => {
-        if (writer.broken !== undefined) return Effect.fail(brokenError(id, writer.broken))
-        const prepared = prepare(current, inputs, clock.unsafeCurrentTimeMillis(), trusted)
-        if (Either.isLeft(prepared)) return Effect.fail(prepared.left)
-        const { events, next } = prepared.right
-        if (events.length === 0) return Effect.succeed(events)
-        if (writeBehind) {
-          // Accepted in memory now; the writer makes it durable (in order, in batches).
-          return Effect.flatMap(
-            Ref.update(shared, (s) => ({ ...s, data: next })),
-            () => Effect.zipLeft(notify(events), kick)
-          )
-        }
-        // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
-        // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before
-        // its events). A memory store commits right here, synchronously (ADR 0037).
-        const inbox = Chunk.toReadonlyArray(writer.inbox)
-        const commit = { events, inbox }
-        const refused = (error: SessionStoreError) => storeError(`the store refused ${describeBatch(events)}`)(error)
-        if (appendNow === undefined) {
-          return Effect.flatMap(
-            Effect.mapError(store.append(id, commit), refused),
-            () => committed(next, inbox, events)
-          )
-        }
-        const refusal = appendNow(id, commit)
-        return refusal === undefined ? committed(next, inbox, events) : Effect.fail(refused(refusal))
-      })
+      Effect.flatten(Ref.modify(shared, (s) => appendTo(s, inputs, clock.unsafeCurrentTimeMillis(), trusted)))
     )
 
-  /** Write-through, after the store took the commit: memory, observers, then the snapshot bookkeeping. */
+  /** One append decided in one synchronous step from the log's state: what runs next, and the state after it. */
+  const appendTo = (
+    s: Shared,
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
+    time: number,
+    trusted: boolean
+  ): readonly [Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>, Shared] => {
+    const { data: current, writer } = s
+    if (writer.broken !== undefined) return [Effect.fail(brokenError(id, writer.broken)), s]
+    const prepared = prepare(current, inputs, time, trusted)
+    if (Either.isLeft(prepared)) return [Effect.fail(prepared.left), s]
+    const { events, next } = prepared.right
+    if (events.length === 0) return [Effect.succeed(events), s]
+    // Write-behind: accepted in memory now; the writer makes it durable (in order, in batches).
+    if (writeBehind) return [Effect.zipLeft(notify(events), kick), { ...s, data: next }]
+    // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
+    // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before its
+    // events). A memory store commits right here, in this synchronous step (ADR 0037).
+    const inbox = Chunk.toReadonlyArray(writer.inbox)
+    const commit = { events, inbox }
+    const refused = (error: SessionStoreError) => storeError(`the store refused ${describeBatch(events)}`)(error)
+    if (appendNow === undefined) {
+      const written = Effect.mapError(store.append(id, commit), refused)
+      return [Effect.flatMap(written, () => committed(next, inbox, events)), s]
+    }
+    const refusal = appendNow(id, commit)
+    if (refusal !== undefined) return [Effect.fail(refused(refusal)), s]
+    return [announce(next, inbox, events), committedState(s, next, inbox)]
+  }
+
+  /** The log's state once the store took a write-through commit of `next`'s events and `inbox`. */
+  const committedState = (s: Shared, next: LogData, inbox: ReadonlyArray<StoreRecords.InboxRecord>): Shared => ({
+    data: next,
+    writer: {
+      ...s.writer,
+      durable: next.state.nextSeq,
+      inbox: Chunk.drop(s.writer.inbox, inbox.length),
+      inboxWritten: s.writer.inboxWritten + inbox.length
+    }
+  })
+
+  /** After a write-through commit is in the log's state: observers, then the snapshot bookkeeping. */
+  const announce = (
+    next: LogData,
+    inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+    events: Array<SessionEvent.SessionEvent>
+  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+    snapshots.every === 0 ? notify(events) : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
+
+  /** Write-through, after an effectful store took the commit: the log's state, then `announce`. */
   const committed = (
     next: LogData,
     inbox: ReadonlyArray<StoreRecords.InboxRecord>,
     events: Array<SessionEvent.SessionEvent>
   ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-    Effect.flatMap(
-      Ref.update(shared, (s) => ({
-        data: next,
-        writer: {
-          ...s.writer,
-          durable: next.state.nextSeq,
-          inbox: Chunk.drop(s.writer.inbox, inbox.length),
-          inboxWritten: s.writer.inboxWritten + inbox.length
-        }
-      })),
-      () =>
-        snapshots.every === 0
-          ? notify(events)
-          : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
-    )
+    Effect.flatMap(Ref.update(shared, (s) => committedState(s, next, inbox)), () => announce(next, inbox, events))
 
   const recordInbox = (
     inputs: ReadonlyArray<InboxRecordInput>,
