@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Random, Schema } from "effect"
 import * as Ids from "../src/Ids.js"
 import { decodeError, roundTrip } from "./fixtures.js"
 
@@ -47,4 +47,22 @@ describe("Ids", () => {
     takesMessageId("m-1")
     assert.strictEqual(takesMessageId(Ids.AgentMessageId.make("m-1")), "m-1")
   })
+
+  it.effect("randomUuid: version-4 UUIDs from the context's Random, the same again under the same seed", () =>
+    Effect.gen(function*() {
+      const v4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+      const draw = (seed: number) =>
+        Effect.withRandom(
+          Effect.all(Array.from({ length: 200 }, () => Ids.randomUuid(Ids.SessionId.make))),
+          Random.make(seed)
+        )
+      const first = yield* draw(1)
+      for (const id of first) assert.match(id, v4)
+      assert.strictEqual(new Set(first).size, first.length)
+      assert.deepStrictEqual(yield* draw(1), first)
+      assert.notDeepEqual(yield* draw(2), first)
+      // Every variant nibble and every hex digit shows up: the layout takes all four words.
+      assert.sameMembers([...new Set(first.map((id) => id[19]))], ["8", "9", "a", "b"])
+      assert.strictEqual(new Set(first.join("").replace(/-/g, "")).size, 16)
+    }))
 })

@@ -15,27 +15,8 @@ import { appendOwn, barrier, locked, publish, read, recordInbox, transition, use
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 
-/**
- * A random UUID (v4 layout) from four words of the agent's `Random`, chained under one lookup (`Effect.all` of four
- * `Random.nextInt`s took 16 interpreter steps; this takes 9).
- */
-const mintId: Effect.Effect<IdsT.AgentMessageId> = Effect.randomWith((random) =>
-  Effect.flatMap(
-    random.nextInt,
-    (a) =>
-      Effect.flatMap(random.nextInt, (b) =>
-        Effect.flatMap(random.nextInt, (c) => Effect.map(random.nextInt, (d) => uuidOf([a, b, c, d]))))
-  )
-)
-
-const uuidOf = (words: ReadonlyArray<number>): IdsT.AgentMessageId => {
-  const hex = words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
-  return Ids.AgentMessageId.make(
-    `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${
-      ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
-    }${hex.slice(17, 20)}-${hex.slice(20, 32)}`
-  )
-}
+/** A message id: a random UUID from the agent's `Random`. */
+const mintId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId.make)
 
 /** What `sendAll` hands `batch`: checked to be pairs, decoded by `batch` itself. */
 type BatchSend = Extract<BatchOp, { readonly send: unknown }>["send"]

@@ -106,12 +106,7 @@ const mintId: Effect.Effect<string> = Effect.map(
   (words) => words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
 )
 
-const mintMessageId: Effect.Effect<IdsT.AgentMessageId> = Effect.map(mintId, (hex) =>
-  Ids.AgentMessageId.make(
-    `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${
-      ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
-    }${hex.slice(17, 20)}-${hex.slice(20, 32)}`
-  ))
+const mintMessageId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId.make)
 
 /** The round-zero message of a change (R113). */
 const changeMessage = (change: GoalChange): Message.UserMessageData => {

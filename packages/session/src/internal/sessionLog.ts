@@ -5,20 +5,7 @@
  * touches is persistent (`Chunk`, small immutable state objects), so its cost does not grow with the log.
  */
 import { Ids, SessionEvent, Store as StoreRecords } from "@harness/domain"
-import {
-  Chunk,
-  Clock,
-  Effect,
-  Either,
-  Option,
-  ParseResult,
-  PubSub,
-  Random,
-  Ref,
-  Schedule,
-  Schema,
-  Stream
-} from "effect"
+import { Chunk, Clock, Effect, Either, Option, ParseResult, PubSub, Ref, Schedule, Schema, Stream } from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import type {
@@ -190,18 +177,8 @@ const checkContinuable = (
   return Effect.succeed(data)
 }
 
-const hex = (byte: number) => byte.toString(16).padStart(2, "0")
-
 /** A random (version 4) UUID from the `Random` service, so seeded tests get stable ids. */
-export const randomSessionId: Effect.Effect<Ids.SessionId> = Effect.map(
-  Effect.all(Array.from({ length: 16 }, () => Random.nextIntBetween(0, 256))),
-  (bytes) => {
-    bytes[6] = (bytes[6]! & 0x0f) | 0x40
-    bytes[8] = (bytes[8]! & 0x3f) | 0x80
-    const h = bytes.map(hex).join("")
-    return Ids.SessionId.make(`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`)
-  }
-)
+export const randomSessionId: Effect.Effect<Ids.SessionId> = Ids.randomUuid(Ids.SessionId.make)
 
 // ---------------------------------------------------------------------------------------------------------------
 // The commit model
