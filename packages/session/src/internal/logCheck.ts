@@ -105,42 +105,57 @@ const findCall = (calls: ReadonlyArray<StepCall>, callId: Ids.ToolCallId): numbe
   return -1
 }
 
+/** The state after an event that changes nothing but `seq`. */
+const same = (state: LogState, event: SessionEvent.SessionEvent): LogState => ({ ...state, nextSeq: event.seq + 1 })
+
+/** An accepted event's transition. */
+const accept = (next: LogState): Transition => ({ next, violation: undefined })
+
+/** A refused event's transition: nothing changes but `seq`. */
+const refuse = (state: LogState, event: SessionEvent.SessionEvent, rule: Rule, message: string): Transition => ({
+  next: same(state, event),
+  violation: violation(event.seq, rule, message)
+})
+
+/** The shared check of events that name their turn (and step): the refusal, if the event is out of place. */
+const enclosure = (
+  state: LogState,
+  event: SessionEvent.SessionEvent,
+  turn: number,
+  step: number | undefined
+): Transition | undefined => {
+  const { openStep, openTurn } = state
+  if (openTurn === undefined) {
+    return refuse(state, event, "outside-turn", `${event.type} names turn ${turn} but no turn is open`)
+  }
+  if (turn !== openTurn) {
+    return refuse(state, event, "wrong-turn", `${event.type} names turn ${turn} but the open turn is ${openTurn}`)
+  }
+  if (step === undefined) return undefined
+  if (openStep === undefined) {
+    return refuse(state, event, "outside-step", `${event.type} names step ${step} of turn ${turn} but no step is open`)
+  }
+  if (step !== openStep) {
+    return refuse(state, event, "outside-step", `${event.type} names step ${step} but the open step is ${openStep}`)
+  }
+  return undefined
+}
+
 /**
  * Checks the event against the enclosure rules (not `seq`: see {@link checkSeq}) and computes the next state.
  * When the event breaks a rule, `next` is a best-effort state so that a whole-log check can go on without one bad
  * event hiding later ones: opening events (`turn/start`, `step/start`) resynchronise the numbering, a matching
  * `turn/end` closes its turn even while a step is open, and every other refused event changes nothing but `seq`.
+ * Runs for every append: its helpers are module-level, so a call allocates only the states and results it returns.
  */
 export const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
   const seq = event.seq
   const nextSeq = seq + 1
-  const same = (): LogState => ({ ...state, nextSeq })
-  const refuse = (rule: Rule, message: string): Transition => ({
-    next: same(),
-    violation: violation(seq, rule, message)
-  })
-  const accept = (next: LogState): Transition => ({ next, violation: undefined })
   const { openStep, openTurn } = state
-
-  // Shared check of events that name their turn (and step).
-  const enclosure = (turn: number, step: number | undefined): Transition | undefined => {
-    if (openTurn === undefined) return refuse("outside-turn", `${event.type} names turn ${turn} but no turn is open`)
-    if (turn !== openTurn) {
-      return refuse("wrong-turn", `${event.type} names turn ${turn} but the open turn is ${openTurn}`)
-    }
-    if (step === undefined) return undefined
-    if (openStep === undefined) {
-      return refuse("outside-step", `${event.type} names step ${step} of turn ${turn} but no step is open`)
-    }
-    if (step !== openStep) {
-      return refuse("outside-step", `${event.type} names step ${step} but the open step is ${openStep}`)
-    }
-    return undefined
-  }
 
   switch (event.type) {
     case "user/message":
-      return accept(same())
+      return accept(same(state, event))
     case "turn/start": {
       const { turn } = event.data
       const opened: LogState = {
@@ -169,8 +184,12 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
     }
     case "turn/end": {
       const { turn } = event.data
-      if (openTurn === undefined) return refuse("turn-end-mismatch", `turn/end ${turn} but no turn is open`)
-      if (turn !== openTurn) return refuse("turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
+      if (openTurn === undefined) {
+        return refuse(state, event, "turn-end-mismatch", `turn/end ${turn} but no turn is open`)
+      }
+      if (turn !== openTurn) {
+        return refuse(state, event, "turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
+      }
       const closed: LogState = {
         ...state,
         nextSeq,
@@ -189,7 +208,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
     }
     case "step/start": {
       const { step, turn } = event.data
-      const misplaced = enclosure(turn, undefined)
+      const misplaced = enclosure(state, event, turn, undefined)
       if (misplaced !== undefined) return misplaced
       const opened: LogState = { ...state, nextSeq, lastStep: step, openStep: step, calls: noCalls, owed: noCalls }
       if (openStep !== undefined) {
@@ -212,29 +231,33 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
     }
     case "step/end": {
       const { step, turn } = event.data
-      const misplaced = enclosure(turn, undefined)
+      const misplaced = enclosure(state, event, turn, undefined)
       if (misplaced !== undefined) return misplaced
-      if (openStep === undefined) return refuse("step-end-mismatch", `step/end ${step} but no step is open`)
-      if (step !== openStep) return refuse("step-end-mismatch", `step/end ${step} but the open step is ${openStep}`)
+      if (openStep === undefined) {
+        return refuse(state, event, "step-end-mismatch", `step/end ${step} but no step is open`)
+      }
+      if (step !== openStep) {
+        return refuse(state, event, "step-end-mismatch", `step/end ${step} but the open step is ${openStep}`)
+      }
       return accept({ ...state, nextSeq, openStep: undefined, calls: noCalls, owed: noCalls })
     }
     case "steering/message":
-      return enclosure(event.data.turn, undefined) ?? accept(same())
+      return enclosure(state, event, event.data.turn, undefined) ?? accept(same(state, event))
     case "request/header": {
-      if (openTurn === undefined) return refuse("outside-turn", "request/header outside a turn")
+      if (openTurn === undefined) return refuse(state, event, "outside-turn", "request/header outside a turn")
       return accept({ ...state, nextSeq, header: event.data.header })
     }
     case "assistant/chunk":
-      return enclosure(event.data.turn, event.data.step) ?? accept(same())
+      return enclosure(state, event, event.data.turn, event.data.step) ?? accept(same(state, event))
     case "assistant/message": {
-      const misplaced = enclosure(event.data.turn, event.data.step)
+      const misplaced = enclosure(state, event, event.data.turn, event.data.step)
       if (misplaced !== undefined) return misplaced
       const calls = mergeMessageCalls(state.calls, event.data.content)
-      return accept(calls === state.calls ? same() : withCalls(state, nextSeq, calls))
+      return accept(calls === state.calls ? same(state, event) : withCalls(state, nextSeq, calls))
     }
     case "tool/call": {
       const { arguments: args, callId, name, step, turn } = event.data
-      const misplaced = enclosure(turn, step)
+      const misplaced = enclosure(state, event, turn, step)
       if (misplaced !== undefined) return misplaced
       const index = findCall(state.calls, callId)
       if (index === -1) {
@@ -251,22 +274,32 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       }
       const known = state.calls[index]!
       if (known.callSeq !== undefined) {
-        return refuse("duplicate-tool-call", `tool/call ${callId} was already called at seq ${known.callSeq}`)
+        return refuse(
+          state,
+          event,
+          "duplicate-tool-call",
+          `tool/call ${callId} was already called at seq ${known.callSeq}`
+        )
       }
       return accept(withCalls(state, nextSeq, replaceCall(state.calls, index, { ...known, callSeq: seq })))
     }
     case "tool/result": {
       const { callId, error, name, step, turn } = event.data
-      const misplaced = enclosure(turn, step)
+      const misplaced = enclosure(state, event, turn, step)
       if (misplaced !== undefined) return misplaced
       const notStarted = error?.code === TOOL_NOT_STARTED
       const index = findCall(state.calls, callId)
       const known = index === -1 ? undefined : state.calls[index]!
       if (known?.resultSeq !== undefined) {
-        return refuse("duplicate-tool-result", `tool/result ${callId} was already answered at seq ${known.resultSeq}`)
+        return refuse(
+          state,
+          event,
+          "duplicate-tool-result",
+          `tool/result ${callId} was already answered at seq ${known.resultSeq}`
+        )
       }
       if (known?.callSeq === undefined && !notStarted) {
-        return refuse("unknown-tool-call", `tool/result ${callId} answers no tool/call of step ${step}`)
+        return refuse(state, event, "unknown-tool-call", `tool/result ${callId} answers no tool/call of step ${step}`)
       }
       const calls = known === undefined
         ? [...state.calls, { callId, name, arguments: "", callSeq: undefined, resultSeq: seq, inMessage: false }]

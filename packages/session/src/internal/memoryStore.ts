@@ -1,6 +1,6 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. The store is one cell of the sessions' ids, in
- * creation order, each with a cell holding its session's newest state; an append replaces the state in its cell
+ * The memory backend of `SessionStore` and the fault injector. The store is one variable holding the sessions' ids,
+ * in creation order, each with a cell holding its session's newest state; an append replaces the state in its cell
  * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
  * append-only array its successive states share (ADR 0030), its figures folded as records arrive, and its message
  * ids in a set only the newest state adds to: an append is O(1) and copies nothing. Records are immutable values
