@@ -61,7 +61,7 @@ describe("Ids", () => {
       assert.strictEqual(new Set(first).size, first.length)
       assert.deepStrictEqual(yield* draw(1), first)
       assert.notDeepEqual(yield* draw(2), first)
-      // Every variant nibble and every hex digit shows up: the layout takes all four words.
+      // The variant nibble takes its four values, and the random digits all sixteen.
       assert.sameMembers([...new Set(first.map((id) => id[19]))], ["8", "9", "a", "b"])
       assert.strictEqual(new Set(first.join("").replace(/-/g, "")).size, 16)
     }))
