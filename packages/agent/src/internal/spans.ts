@@ -57,10 +57,11 @@ export const withActivity = <A, E, R>(
 
 /**
  * Starts the span of one activity: a root span (turns are claimed by a driver fiber, not by whoever sent the
- * prompt), ended by {@link endTurn} once the driver has settled the activity.
+ * prompt), ended by {@link endTurn} once the driver has settled the activity. Untraced, callers skip it (an
+ * activity then has no span).
  */
-export const startTurn = (env: Env, job: Job): Effect.Effect<Tracer.Span | undefined> =>
-  !env.traced ? Effect.succeed(undefined) : Effect.makeSpan("Agent.turn", {
+export const startTurn = (env: Env, job: Job): Effect.Effect<Tracer.Span> =>
+  Effect.makeSpan("Agent.turn", {
     root: true,
     captureStackTrace: false,
     attributes: job._tag === "prompt"

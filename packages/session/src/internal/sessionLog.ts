@@ -80,6 +80,10 @@ const encode = (candidate: unknown): Either.Either<SessionEvent.SessionEvent, st
 const storeError = (what: string) => (error: SessionStoreError) =>
   new SessionLogError({ reason: "store", message: `${what}: ${error.message} (${error.reason})` })
 
+/** The log's error for the store's refusal of a commit of these events (its message made only on a refusal). */
+const refusedCommit = (events: ReadonlyArray<SessionEvent.SessionEvent>) => (error: SessionStoreError) =>
+  storeError(`the store refused ${describeBatch(events)}`)(error)
+
 const invalidSeed = (message: string, seq?: number) =>
   new SessionLogError(
     seq === undefined ? { reason: "invalid-seed", message } : { reason: "invalid-seed", message, seq }
@@ -718,13 +722,12 @@ const makeService: (
     // events). A memory store commits right here, in this synchronous step (ADR 0037).
     const inbox = Chunk.toReadonlyArray(writer.inbox)
     const commit = { events, inbox }
-    const refused = (error: SessionStoreError) => storeError(`the store refused ${describeBatch(events)}`)(error)
     if (appendNow === undefined) {
-      const written = Effect.mapError(store.append(id, commit), refused)
+      const written = Effect.mapError(store.append(id, commit), refusedCommit(events))
       return [Effect.flatMap(written, () => committed(next, inbox, events)), s]
     }
     const refusal = appendNow(id, commit)
-    if (refusal !== undefined) return [Effect.fail(refused(refusal)), s]
+    if (refusal !== undefined) return [Effect.fail(refusedCommit(events)(refusal)), s]
     return [announce(next, inbox, events), committedState(s, next, inbox)]
   }
 
