@@ -311,4 +311,17 @@ describe("secrets: property", () => {
       shape: 12,
       status: 404
     }))
+
+  // Found by the property (in CI): `\N` is no JSON escape, but its lower-case form `\n` is — a server that writes the
+  // secret lower-cased and unescaped into tool arguments hands back a newline where the secret had `\N`.
+  it.scoped("a secret whose backslash escape is valid JSON only in another letter case is scrubbed from decoded params", () =>
+    check({
+      key: "sk-aaaaaaaaaaaa",
+      headerSecret: "org-\\Naaaaaaaaaaaa",
+      which: "header",
+      form: "lower",
+      pad: 0,
+      shape: 12,
+      status: 400
+    }))
 })

@@ -24,11 +24,13 @@ export interface Scrubber {
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 // What a secret becomes when a server writes it, unescaped, inside a JSON string that is then decoded (tool
-// arguments): its `\` escapes taken as JSON's. Undefined when that is not valid JSON or changes nothing.
+// arguments): its `\` escapes taken as JSON's. JSON's escape letters are lower-case only (`\n`, `\u00e9`), so the
+// lower-cased secret decodes whenever any letter case of it does, and the patterns match in any case. Undefined when
+// that is not valid JSON or changes nothing.
 const unescaped = (secret: string): string | undefined => {
   if (!secret.includes("\\")) return undefined
   try {
-    const value: unknown = JSON.parse(`"${secret}"`)
+    const value: unknown = JSON.parse(`"${secret.toLowerCase()}"`)
     return typeof value === "string" && value.length > 0 ? value : undefined
   } catch {
     return undefined
