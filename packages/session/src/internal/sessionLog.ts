@@ -215,9 +215,10 @@ interface Writer {
   readonly broken: SessionStoreError | undefined
   /**
    * Opened (and replaced) whenever the writer makes progress or breaks. A latch, not a `Deferred`: a `Deferred` costs
-   * V8 a fresh chain of maps each time (ADR 0036).
+   * V8 a fresh chain of maps each time (ADR 0036). Write-behind only: a write-through append waits for the store
+   * itself, and nobody awaits a write-through log's writer (a latch was ≈ 1 KB of every idle agent, ADR 0038).
    */
-  readonly progress: Effect.Latch
+  readonly progress: Effect.Latch | undefined
 }
 
 interface Shared {
@@ -398,7 +399,7 @@ const makeService: (
       inboxSyncTo: 0,
       running: false,
       broken: undefined,
-      progress: yield* Effect.makeLatch(false)
+      progress: writeBehind ? yield* Effect.makeLatch(false) : undefined
     }
   })
   const lock = yield* Effect.makeSemaphore(1)
@@ -533,11 +534,11 @@ const makeService: (
   const signal = (f: (writer: Writer) => Omit<Writer, "progress">) =>
     Effect.flatMap(Effect.makeLatch(false), (progress) =>
       Effect.flatMap(
-        Ref.modify(shared, (s): readonly [Effect.Latch, Shared] => [
+        Ref.modify(shared, (s): readonly [Effect.Latch | undefined, Shared] => [
           s.writer.progress,
           { ...s, writer: { ...f(s.writer), progress } }
         ]),
-        (previous) => Effect.sync(() => previous.unsafeOpen())
+        (previous) => Effect.sync(() => previous?.unsafeOpen())
       ))
 
   /** Waits (interruptibly) until `done` holds of the writer; fails when the writer broke first. */
@@ -545,7 +546,8 @@ const makeService: (
     Effect.flatMap(Ref.get(shared), (s) => {
       if (done(s.writer, s.data.state.nextSeq)) return Effect.void
       if (s.writer.broken !== undefined) return Effect.fail(brokenError(id, s.writer.broken))
-      return Effect.zipRight(s.writer.progress.await, awaitWriter(done))
+      // Only a write-behind log waits for its writer, and it always has a latch.
+      return Effect.zipRight(s.writer.progress!.await, awaitWriter(done))
     })
 
   type Job =
