@@ -4,7 +4,6 @@
  * of a stored inbox and disposal.
  */
 import { LanguageModel } from "@effect/ai"
-import type { AgentEvent } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
@@ -24,7 +23,7 @@ import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
 import { flushContext } from "./driver.js"
 import type { Env, State } from "./env.js"
-import { locked, publish, read, transition } from "./env.js"
+import { livePubSub, locked, publish, read, transition } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
@@ -58,9 +57,9 @@ const waitIdle = Effect.fnUntraced(function*(state: Ref.Ref<State>) {
 })
 
 /** The live events from now until `agent/disposed`; none after disposal. */
-const liveEvents = Effect.fnUntraced(function*(state: Ref.Ref<State>, events: PubSub.PubSub<AgentEvent.AgentEvent>) {
-  if (Lifecycle.isDisposed((yield* Ref.get(state)).lifecycle)) return Stream.empty
-  const queue = yield* PubSub.subscribe(events)
+const liveEvents = Effect.fnUntraced(function*(env: Env) {
+  if (Lifecycle.isDisposed((yield* read(env)).lifecycle)) return Stream.empty
+  const queue = yield* PubSub.subscribe(yield* livePubSub(env))
   return Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
 })
 
@@ -113,7 +112,6 @@ export const make: <R>(
     // One lock guards the window and the log (ADR 0028): the agent's critical sections append with `appendHeld`.
     const lock = log.lock
     const inbox = yield* Inbox.make
-    const events = yield* PubSub.unbounded<AgentEvent.AgentEvent>()
 
     const whenIdle = waitIdle(state)
 
@@ -133,8 +131,8 @@ export const make: <R>(
       status: Effect.map(Ref.get(state), (s) => Lifecycle.status(s.lifecycle)),
       acceptsNextStep: Effect.map(Ref.get(state), (s) => Lifecycle.windowOpen(s.lifecycle)),
       // Built when used: prebuilt, a subscription and a stream description are a few KB of every idle agent (ADR 0023).
-      subscribe: Effect.suspend(() => PubSub.subscribe(events)),
-      events: Stream.suspend(() => Stream.unwrapScoped(liveEvents(state, events))),
+      subscribe: Effect.suspend(() => Effect.flatMap(livePubSub(env), PubSub.subscribe)),
+      events: Stream.suspend(() => Stream.unwrapScoped(liveEvents(env))),
       log: log.events
     }
 
@@ -151,7 +149,7 @@ export const make: <R>(
       state,
       lock,
       inbox,
-      events,
+      live: undefined,
       tools,
       toolkit: advertised?.toolkit,
       descriptors: advertised?.descriptors,

@@ -7,7 +7,7 @@
 import type { AgentEvent, Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Effect, Exit, Fiber, FiberMap, Option, PubSub, Ref } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
 import type { CloseCalls } from "./close.js"
 import { closeLocked, repairLocked } from "./close.js"
 import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
@@ -18,6 +18,7 @@ import {
   locked,
   makeToolRuntime,
   publish,
+  publishAll,
   read,
   recordInbox,
   reportLogError,
@@ -60,8 +61,11 @@ export const startActivity = Effect.fnUntraced(function*(
   // activity runs before this section ends anyway.
   const running = Lifecycle.status(lifecycle) === "idle"
   if (job._tag === "prompt") {
-    const dequeue: AgentEvent.AgentEvent = { type: "agent/inbox/dequeue", message: job.item.message }
-    yield* running ? PubSub.publishAll(env.events, [statusRunning, dequeue]) : publish(env, dequeue)
+    const { message } = job.item
+    yield* publishAll(env, (): Array<AgentEvent.AgentEvent> => {
+      const dequeue: AgentEvent.AgentEvent = { type: "agent/inbox/dequeue", message }
+      return running ? [statusRunning, dequeue] : [dequeue]
+    })
   } else if (running) {
     yield* publish(env, statusRunning)
   }

@@ -137,7 +137,11 @@ export interface Env {
   readonly lock: Effect.Semaphore
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
   readonly inbox: Inbox.Inbox
-  readonly events: PubSub.PubSub<AgentEvent.AgentEvent>
+  /**
+   * The live events' PubSub, made by the first subscriber (ADR 0038): until then nobody can receive an event, so
+   * none is built or published. Set once, in one synchronous step.
+   */
+  live: PubSub.PubSub<AgentEvent.AgentEvent> | undefined
   readonly tools: ReadonlyMap<string, AgentTool.AgentTool<unknown>>
   readonly toolkit: Toolkit.WithHandler<Record<string, Tool.Any>> | undefined
   readonly descriptors: ReadonlyArray<SessionEvent.ToolDescriptor> | undefined
@@ -196,11 +200,38 @@ export const honourCancel = (env: Env): Effect.Effect<void> =>
 export const trusted = { trusted: true } as const
 
 /**
- * Publishes a live event. Never blocks (the PubSub is unbounded). Succeeds with `PubSub.publish`'s boolean, which
- * callers ignore: an `asVoid` would cost two interpreter steps a publish.
+ * Publishes a live event, if anyone ever subscribed (ADR 0038). Never blocks (the PubSub is unbounded). Succeeds
+ * with `PubSub.publish`'s boolean, which callers ignore: an `asVoid` would cost two interpreter steps a publish.
  */
 export const publish = (env: Env, event: AgentEvent.AgentEvent): Effect.Effect<unknown> =>
-  PubSub.publish(env.events, event)
+  env.live === undefined ? Effect.void : PubSub.publish(env.live, event)
+
+/** Publishes live events in order, if anyone ever subscribed; `events` is only called then (ADR 0038). */
+export const publishAll = (
+  env: Env,
+  events: () => Iterable<AgentEvent.AgentEvent>
+): Effect.Effect<unknown> => env.live === undefined ? Effect.void : PubSub.publishAll(env.live, events())
+
+/** Publishes appended events live, each as `session/event`. */
+export const publishAppended = (
+  env: Env,
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): Effect.Effect<unknown> =>
+  env.live === undefined
+    ? Effect.void
+    : events.length === 1
+    ? PubSub.publish(env.live, { type: "session/event", event: events[0]! })
+    : PubSub.publishAll(env.live, events.map((event) => ({ type: "session/event" as const, event })))
+
+/** The live events' PubSub, made now if nobody subscribed before (ADR 0038). */
+export const livePubSub = (env: Env): Effect.Effect<PubSub.PubSub<AgentEvent.AgentEvent>> =>
+  Effect.suspend(() =>
+    env.live !== undefined ? Effect.succeed(env.live) : Effect.map(
+      PubSub.unbounded<AgentEvent.AgentEvent>(),
+      // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
+      (made) => (env.live ??= made)
+    )
+  )
 
 /**
  * Appends a durable event and republishes it live as `session/event`. Validated, unless the caller checked it
@@ -229,13 +260,7 @@ export const appendOwn = (
   inputs: ReadonlyArray<SessionEvent.SessionEventInput>
 ): Effect.Effect<unknown, SessionLog.SessionLogError> =>
   // Succeeds with the publish's result, not the events: no caller reads them, and handing them back costs two steps.
-  Effect.flatMap(
-    env.log.appendHeld(inputs, trusted),
-    (events) =>
-      events.length === 1
-        ? PubSub.publish(env.events, { type: "session/event", event: events[0]! })
-        : PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
-  )
+  Effect.flatMap(env.log.appendHeld(inputs, trusted), (events) => publishAppended(env, events))
 
 /**
  * A durability barrier (ADR 0008): on a durable log, waits until everything appended (and every inbox record
@@ -374,7 +399,7 @@ export const publishDrained = (
   events: ReadonlyArray<SessionEvent.SessionEvent>
 ): Effect.Effect<boolean> =>
   Effect.as(
-    PubSub.publishAll(env.events, drainedLive(taken, events)),
+    publishAll(env, () => drainedLive(taken, events)),
     taken.some((item) => item._tag === "steering")
   )
 

@@ -18,7 +18,6 @@ import {
   Either,
   FiberRef,
   Option,
-  PubSub,
   Ref,
   Schema,
   Scope,
@@ -43,6 +42,8 @@ import {
   locked,
   provide,
   publish,
+  publishAll,
+  publishAppended,
   read,
   transition,
   trusted,
@@ -255,13 +256,12 @@ const openTurnLocked = Effect.fnUntraced(function*(
   yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
   const promptsAt = 1 + retained.taken.length
   const laterAt = promptsAt + prompts.length
-  const live: Array<AgentEvent.AgentEvent> = [
+  yield* publishAll(env, (): Array<AgentEvent.AgentEvent> => [
     { type: "session/event", event: events[0]! },
     ...drainedLive(retained.taken, events.slice(1, promptsAt)),
     ...events.slice(promptsAt, laterAt).map((event) => ({ type: "session/event" as const, event })),
     ...drainedLive(later.taken, events.slice(laterAt))
-  ]
-  yield* PubSub.publishAll(env.events, live)
+  ])
   if (!opensStep) return { turn, history: undefined }
   return { turn, history: yield* openStep(env, turn, 1) }
 })
@@ -456,7 +456,7 @@ const runStep = Effect.fnUntraced(function*(
       ),
       (events) => {
         for (const event of events) chunkSeqs.push(event.seq)
-        return PubSub.publishAll(env.events, events.map((event) => ({ type: "session/event" as const, event })))
+        return publishAppended(env, events)
       }
     )
   // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
