@@ -370,58 +370,29 @@ export const holding = <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A
     })
   ))
 
-const makeService: (
-  id: Ids.SessionId,
-  store: Store,
-  initial: LogData,
-  settings: Settings,
-  snapshots: SnapshotStart,
-  pendingInbox?: ReadonlyArray<StoreRecords.InboxAccepted>
-) => Effect.Effect<Service> = Effect.fnUntraced(function*(
-  id: Ids.SessionId,
-  store: Store,
-  initial: LogData,
-  settings: Settings,
-  snapshots: SnapshotStart,
-  pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
-) {
-  const writeBehind = settings.mode === "write-behind"
-  const stored = initial.state.nextSeq
-  const shared = yield* Ref.make<Shared>({
-    data: initial,
-    writer: {
-      durable: stored,
-      synced: stored,
-      syncTo: stored,
-      inbox: Chunk.empty(),
-      inboxWritten: 0,
-      inboxSynced: 0,
-      inboxSyncTo: 0,
-      running: false,
-      broken: undefined,
-      progress: writeBehind ? yield* Effect.makeLatch(false) : undefined
-    }
-  })
-  const lock = yield* Effect.makeSemaphore(1)
-  // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
-  // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
-  let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
-  const observed = Effect.suspend(() =>
-    observers !== undefined ? Effect.succeed(observers) : Effect.map(
-      PubSub.unbounded<SessionEvent.SessionEvent>(),
-      // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
-      (made) => (observers ??= made)
-    )
-  )
-  /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
-  const notify = (
-    events: Array<SessionEvent.SessionEvent>
-  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-    observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
-  // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
-  const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
+// ---------------------------------------------------------------------------------------------------------------
+// Snapshots (ADR 0022)
+// ---------------------------------------------------------------------------------------------------------------
 
-  // -- Snapshots (ADR 0022) ----------------------------------------------------------------------------------
+/** The snapshot bookkeeping after a store commit of `inbox` then `events` (in commit order). */
+type AfterCommit = (
+  inbox: ReadonlyArray<StoreRecords.InboxRecord>,
+  events: ReadonlyArray<SessionEvent.SessionEvent>,
+  checkpoint: Checkpoint | undefined
+) => Effect.Effect<void>
+
+const noSnapshots: AfterCommit = () => Effect.void
+
+/**
+ * A log's snapshot bookkeeping: takes a snapshot when one is due (best effort). Made only for a log that takes
+ * snapshots (none on a volatile store unless asked): a log that never takes one builds none of it (ADR 0038).
+ */
+const snapshotKeeper = (
+  id: Ids.SessionId,
+  store: Store,
+  shared: Ref.Ref<Shared>,
+  snapshots: SnapshotStart
+): AfterCommit => {
   // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
   // one commit at a time, in commit order.
   const snap = {
@@ -448,7 +419,6 @@ const makeService: (
   })
   // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
   const trim = store.volatile !== true
-  const appendNow = MemoryStore.appendNowOf(store)
 
   /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
   const takeSnapshot = (
@@ -501,8 +471,7 @@ const makeService: (
       )
     })
 
-  /** Snapshot bookkeeping after a store commit of `inbox` then `events`; takes a snapshot when one is due. */
-  const afterCommit = (
+  return (
     inbox: ReadonlyArray<StoreRecords.InboxRecord>,
     events: ReadonlyArray<SessionEvent.SessionEvent>,
     checkpoint: Checkpoint | undefined
@@ -522,11 +491,34 @@ const makeService: (
       if (!due) return Effect.void
       return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
     })
+}
 
-  const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
-    ? undefined
-    : Effect.map(prefix.load, (body) => body.history)
+// ---------------------------------------------------------------------------------------------------------------
+// The writer (write-behind)
+// ---------------------------------------------------------------------------------------------------------------
 
+/** A write-behind log's writer: what starts it, and what waits for it. */
+interface WriterControl {
+  /** Starts the writer if it is not running. */
+  readonly kick: Effect.Effect<void>
+  /** Waits (interruptibly) until `done` holds of the writer; fails when the writer broke first. */
+  readonly awaitWriter: (done: (writer: Writer, appended: number) => boolean) => Effect.Effect<void, SessionLogError>
+  /** Back-pressure: waits, interruptibly and before an append takes the lock, for room in the buffer. */
+  readonly awaitRoom: Effect.Effect<void, SessionLogError>
+}
+
+/**
+ * The writer fiber of a write-behind log and its bookkeeping. Made only for a write-behind log: a write-through
+ * log commits under its lock and builds none of it (ADR 0038).
+ */
+const writerOf = (
+  id: Ids.SessionId,
+  store: Store,
+  shared: Ref.Ref<Shared>,
+  settings: Settings,
+  faults: PubSub.PubSub<SessionStoreError>,
+  afterCommit: AfterCommit
+): WriterControl => {
   /**
    * Marks progress: applies `f` to the writer (one atomic step, so a concurrent `recordInbox` or `flush` is never
    * lost), opens the current progress latch and installs a fresh one.
@@ -637,7 +629,7 @@ const makeService: (
     }
   })
 
-  /** Starts the writer if it is not running (write-behind). */
+  /** Starts the writer if it is not running. */
   const kick = Effect.flatMap(
     Ref.modify(shared, (s): readonly [boolean, Shared] =>
       s.writer.running || s.writer.broken !== undefined
@@ -645,6 +637,70 @@ const makeService: (
         : [true, { ...s, writer: { ...s.writer, running: true } }]),
     (start) => start ? Effect.asVoid(Effect.forkDaemon(writerLoop)) : Effect.void
   )
+  return { kick, awaitWriter, awaitRoom: awaitWriter((w, appended) => appended - w.durable < settings.capacity) }
+}
+
+const makeService: (
+  id: Ids.SessionId,
+  store: Store,
+  initial: LogData,
+  settings: Settings,
+  snapshots: SnapshotStart,
+  pendingInbox?: ReadonlyArray<StoreRecords.InboxAccepted>
+) => Effect.Effect<Service> = Effect.fnUntraced(function*(
+  id: Ids.SessionId,
+  store: Store,
+  initial: LogData,
+  settings: Settings,
+  snapshots: SnapshotStart,
+  pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
+) {
+  const writeBehind = settings.mode === "write-behind"
+  const stored = initial.state.nextSeq
+  const shared = yield* Ref.make<Shared>({
+    data: initial,
+    writer: {
+      durable: stored,
+      synced: stored,
+      syncTo: stored,
+      inbox: Chunk.empty(),
+      inboxWritten: 0,
+      inboxSynced: 0,
+      inboxSyncTo: 0,
+      running: false,
+      broken: undefined,
+      progress: writeBehind ? yield* Effect.makeLatch(false) : undefined
+    }
+  })
+  const lock = yield* Effect.makeSemaphore(1)
+  // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
+  // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
+  let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
+  const observed = Effect.suspend(() =>
+    observers !== undefined ? Effect.succeed(observers) : Effect.map(
+      PubSub.unbounded<SessionEvent.SessionEvent>(),
+      // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
+      (made) => (observers ??= made)
+    )
+  )
+  /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
+  const notify = (
+    events: Array<SessionEvent.SessionEvent>
+  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
+    observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
+  // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
+  const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
+
+  // A memory store's own append as a plain function: commits inside an append's synchronous step (ADR 0037).
+  const appendNow = MemoryStore.appendNowOf(store)
+  const afterCommit = snapshots.every === 0 ? noSnapshots : snapshotKeeper(id, store, shared, snapshots)
+  const prefix = snapshots.prefix
+
+  const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
+    ? undefined
+    : Effect.map(prefix.load, (body) => body.history)
+
+  const background = faults === undefined ? undefined : writerOf(id, store, shared, settings, faults, afterCommit)
 
   /**
    * Validates (unless `trusted`) and checks inputs against the current state: the events and the data after them,
@@ -718,7 +774,7 @@ const makeService: (
     const { events, next } = prepared.right
     if (events.length === 0) return [Effect.succeed(events), s]
     // Write-behind: accepted in memory now; the writer makes it durable (in order, in batches).
-    if (writeBehind) return [Effect.zipLeft(notify(events), kick), { ...s, data: next }]
+    if (background !== undefined) return [Effect.zipLeft(notify(events), background.kick), { ...s, data: next }]
     // Write-through: the commit point is the store write; memory and observers follow it, then the snapshot
     // bookkeeping (none without snapshots). Inbox records recorded since the last commit ride with it (before its
     // events). A memory store commits right here, in this synchronous step (ADR 0037).
@@ -789,7 +845,7 @@ const makeService: (
         ...s,
         writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
       }))
-      return writeBehind ? Effect.zipRight(add, kick) : add
+      return background === undefined ? add : Effect.zipRight(add, background.kick)
     })
 
   const hasMessage = (messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionLogError> =>
@@ -806,19 +862,14 @@ const makeService: (
       )
     })
 
-  /** Back-pressure (write-behind): waits, interruptibly and before taking the lock, for room in the buffer. */
-  const awaitRoom: Effect.Effect<void, SessionLogError> = writeBehind
-    ? awaitWriter((w, appended) => appended - w.durable < settings.capacity)
-    : Effect.void
-
   // Under the lock an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
   const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
     const locked = holding(lock, appendLocked(inputs, trusted))
-    return writeBehind ? Effect.zipRight(awaitRoom, locked) : locked
+    return background === undefined ? locked : Effect.zipRight(background.awaitRoom, locked)
   }
 
   const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
-    if (!writeBehind) {
+    if (background === undefined) {
       // Every event is written already; recorded inbox records are written now, and a durable store still
       // needs its sync.
       return Effect.flatMap(
@@ -860,8 +911,8 @@ const makeService: (
       }),
       ([target, inboxTarget]) =>
         Effect.zipRight(
-          Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), kick),
-          awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
+          Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), background.kick),
+          background.awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
         )
     )
   }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
@@ -880,7 +931,7 @@ const makeService: (
     lock,
     appendHeld: (inputs, options) => {
       const held = appendLocked(inputs, options?.trusted === true)
-      return writeBehind ? Effect.zipRight(awaitRoom, held) : held
+      return background === undefined ? held : Effect.zipRight(background.awaitRoom, held)
     },
     flush,
     cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
