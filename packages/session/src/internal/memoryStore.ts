@@ -1,6 +1,6 @@
 /**
- * The memory backend of `SessionStore` and the fault injector. The store is one variable holding the sessions' ids,
- * in creation order, each with a cell holding its session's newest state; an append replaces the state in its cell
+ * The memory backend of `SessionStore` and the fault injector. The store is one `Map` from the sessions' ids, in
+ * creation order, to a cell holding each session's newest state; an append replaces the state in its cell
  * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
  * append-only array its successive states share (ADR 0030), its figures folded as records arrive, and its message
  * ids in a set only the newest state adds to: an append is O(1) and copies nothing. Records are immutable values
@@ -9,7 +9,7 @@
  */
 import type { Ids } from "@harness/domain"
 import { Store } from "@harness/domain"
-import { Chunk, Effect, HashMap, Option, Ref, Stream } from "effect"
+import { Effect, Option, Ref, Stream } from "effect"
 import type { Commit, Faults, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
 import { commitRecords, contiguityIssue, positionIssue, utf8Length } from "../StoreCodec.js"
@@ -37,11 +37,6 @@ interface MemorySession {
 /** A session's newest state (replaced, never mutated, by each change). */
 interface Cell {
   current: MemorySession
-}
-
-interface Sessions {
-  readonly order: Chunk.Chunk<Ids.SessionId>
-  readonly byId: HashMap.HashMap<Ids.SessionId, Cell>
 }
 
 /** Folds records into a session's figures and index; the records are kept. */
@@ -130,8 +125,9 @@ const appendsNow = new WeakMap<Service["append"], AppendNow>()
 export const appendNowOf = (store: Service): AppendNow | undefined => appendsNow.get(store.append)
 
 export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
-  // Read and replaced only by synchronous code: every change below is atomic without a `Ref`.
-  let sessions: Sessions = { order: Chunk.empty(), byId: HashMap.empty() }
+  // Read and changed only by synchronous code: every change below is atomic without a `Ref`. A `Map` keeps its keys
+  // in insertion order: the sessions in creation order.
+  const sessions = new Map<Ids.SessionId, Cell>()
 
   /**
    * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
@@ -142,29 +138,27 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
     f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
   ): Effect.Effect<A, SessionStoreError> =>
     Effect.suspend(() => {
-      const cell = HashMap.get(sessions.byId, id)
-      if (Option.isNone(cell)) return notFound(id)
-      const [result, next] = f(cell.value.current)
-      cell.value.current = next
+      const cell = sessions.get(id)
+      if (cell === undefined) return notFound(id)
+      const [result, next] = f(cell.current)
+      cell.current = next
       return result
     })
 
   const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
-    Effect.suspend(() =>
-      Option.match(HashMap.get(sessions.byId, id), {
-        onNone: () => notFound(id),
-        onSome: (cell) => Effect.succeed(f(cell.current))
-      })
-    )
+    Effect.suspend(() => {
+      const cell = sessions.get(id)
+      return cell === undefined ? notFound(id) : Effect.succeed(f(cell.current))
+    })
 
   const appendNow: AppendNow = (id, commit) => {
-    const cell = HashMap.get(sessions.byId, id)
-    if (Option.isNone(cell)) return missing(id)
-    const session = cell.value.current
+    const cell = sessions.get(id)
+    if (cell === undefined) return missing(id)
+    const session = cell.current
     const issue = contiguityIssue(session.events, commit)
     if (issue !== undefined) return refusal(id, "Conflict", issue)
     const records = commitRecords(commit)
-    if (records.length > 0) cell.value.current = appendRecords(session, records)
+    if (records.length > 0) cell.current = appendRecords(session, records)
     return undefined
   }
 
@@ -182,15 +176,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
       if (issue !== undefined) return fail(id, "Conflict", issue)
       return Effect.suspend(() => {
-        if (HashMap.has(sessions.byId, id)) {
+        if (sessions.has(id)) {
           return fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
         }
-        sessions = {
-          order: Chunk.append(sessions.order, id),
-          byId: HashMap.set(sessions.byId, id, {
-            current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
-          })
-        }
+        sessions.set(id, {
+          current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
+        })
         return Effect.void
       })
     },
@@ -231,21 +222,11 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       })
     },
 
-    list: Effect.sync(() =>
-      Chunk.toReadonlyArray(
-        Chunk.filterMap(sessions.order, (id) =>
-          Option.map(HashMap.get(sessions.byId, id), (cell) => summaryOf(cell.current)))
-      )
-    ),
+    list: Effect.sync(() => Array.from(sessions.values(), (cell) => summaryOf(cell.current))),
 
     remove: (id) =>
       Effect.suspend(() => {
-        if (!HashMap.has(sessions.byId, id)) return notFound(id)
-        sessions = {
-          order: Chunk.filter(sessions.order, (other) => other !== id),
-          byId: HashMap.remove(sessions.byId, id)
-        }
-        return Effect.void
+        return sessions.delete(id) ? Effect.void : notFound(id)
       }),
 
     hasMessage: (id, messageId) => read(id, (session) => session.messageIds.has(messageId)),
@@ -268,15 +249,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
           position: saved.position,
           head: saved.head,
           // This snapshot's body while the session still holds this very snapshot (a new object per save).
-          body: Effect.sync(() =>
-            Option.flatMap(
-              HashMap.get(sessions.byId, id),
-              (now) =>
-                Option.isSome(now.current.snapshot) && now.current.snapshot.value === saved
-                  ? Option.some(saved.body)
-                  : Option.none()
-            )
-          )
+          body: Effect.sync(() => {
+            const now = sessions.get(id)?.current.snapshot
+            return now !== undefined && Option.isSome(now) && now.value === saved
+              ? Option.some(saved.body)
+              : Option.none()
+          })
         })))
   }
 })
