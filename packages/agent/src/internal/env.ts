@@ -242,7 +242,7 @@ export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input
     env.log.appendHeld([input], trust ? trusted : undefined),
     (events) =>
       Effect.as(
-        publish(env, { type: "session/event", event: events[0]! }),
+        publishAppended(env, events),
         // The appended event is the validated copy of `input` with `seq` and `time`, so its `type` is `input.type`.
         events[0] as Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>
       )
