@@ -198,4 +198,33 @@ describe("canonical event orders", () => {
       }
       assert.deepStrictEqual(compact(rest), [...claimed, ...opened, ...streamedStep, ...completedIdle])
     }).pipe(Effect.provide(S.layer())))
+
+  it.scoped("subscribers that come after turns nobody watched share one stream from then on (ADR 0038)", () =>
+    Effect.gen(function*() {
+      const agent = yield* Agent.make({ model: "m" })
+      const model = yield* S.ScriptedModel
+      yield* model.push(S.textResponse("one"), S.textResponse("two"))
+      // A turn with nobody subscribed: nothing is built or published for it, and nothing of it is lost from the log.
+      yield* agent.followup(prompt("unwatched"))
+      yield* agent.whenIdle
+      const [first, second] = yield* Effect.all([agent.subscribe, agent.subscribe], { concurrency: "unbounded" })
+      yield* agent.followup(prompt("watched"))
+      const until = (queue: Queue.Dequeue<AgentEvent.AgentEvent>) =>
+        Effect.gen(function*() {
+          const seen: Array<AgentEvent.AgentEvent> = []
+          while (true) {
+            const event = yield* Queue.take(queue)
+            seen.push(event)
+            if (event.type === "agent/status" && event.status === "idle") return seen
+          }
+        })
+      // The request header was logged by the first turn and is unchanged: this one logs none.
+      const expected = [...claimed, "turn/start", "user/message", "step/start", ...streamedStep, ...completedIdle]
+      const [a, b] = yield* Effect.all([until(first), until(second)])
+      assert.deepStrictEqual(compact(a), expected)
+      assert.deepStrictEqual(b, a)
+      const log = yield* agent.log
+      assert.strictEqual(log.filter((event) => event.type === "turn/end").length, 2)
+      assertWellFormed(log)
+    }).pipe(Effect.provide(S.layer())))
 })
