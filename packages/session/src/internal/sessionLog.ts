@@ -700,6 +700,7 @@ const makeService: (
     ? undefined
     : Effect.map(prefix.load, (body) => body.history)
 
+  // The writer exists only on a write-behind log: the one log with a faults PubSub.
   const background = faults === undefined ? undefined : writerOf(id, store, shared, settings, faults, afterCommit)
 
   /**
