@@ -584,7 +584,7 @@ const writerOf = (
     sync: boolean
   ) =>
     store.append(id, { events, inbox }, { sync }).pipe(
-      Effect.tapError((error) => faults === undefined ? Effect.void : PubSub.publish(faults, error)),
+      Effect.tapError((error) => PubSub.publish(faults, error)),
       Effect.retry({ schedule: settings.retry, while: isTransient }),
       Effect.withSpan("SessionLog.commit", {
         attributes: {
