@@ -477,7 +477,6 @@ const snapshotKeeper = (
     checkpoint: Checkpoint | undefined
   ): Effect.Effect<void> =>
     Effect.suspend(() => {
-      if (snapshots.every === 0) return Effect.void
       const start = snap.records
       for (const record of inbox) trackPending(snap.pending, record)
       const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
@@ -807,7 +806,9 @@ const makeService: (
     inbox: ReadonlyArray<StoreRecords.InboxRecord>,
     events: Array<SessionEvent.SessionEvent>
   ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-    snapshots.every === 0 ? notify(events) : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
+    afterCommit === noSnapshots
+      ? notify(events)
+      : Effect.zipLeft(notify(events), afterCommit(inbox, events, next.checkpoint))
 
   /** Write-through, after an effectful store took the commit: the log's state, then `announce`. */
   const committed = (
