@@ -7,7 +7,7 @@ import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
 import { nowUs } from "./Measure.js"
-import type { RuntimeName } from "./Runtime.js"
+import type { BootName } from "./Runtime.js"
 import { runtimeNames } from "./Runtime.js"
 import { checkLine, type Run } from "./Summary.js"
 import { resultPrefix } from "./Worker.js"
@@ -19,7 +19,7 @@ const workerPath = fileURLToPath(new URL("./Worker.ts", import.meta.url))
 
 /** Runs one workload on one runtime in a fresh process and returns its result. */
 export const runInProcess = (
-  runtime: RuntimeName,
+  runtime: BootName,
   workload: string,
   size: Size
 ): Promise<Result & { readonly n: number; readonly version: string }> =>
@@ -28,7 +28,7 @@ export const runInProcess = (
   )
 
 const spawnWorker = (
-  runtime: RuntimeName,
+  runtime: BootName,
   workload: string,
   size: Size
 ): Promise<Result & { readonly n: number; readonly version: string }> =>
@@ -58,11 +58,12 @@ const spawnWorker = (
   })
 
 /** The runtimes in the order repetition `rep` runs them (rotated, so no runtime always goes first). */
-export const orderFor = (rep: number): ReadonlyArray<RuntimeName> =>
-  runtimeNames.map((_, i) => runtimeNames[(i + rep) % runtimeNames.length]!)
+export const orderFor = (rep: number, runtimes: ReadonlyArray<BootName>): ReadonlyArray<BootName> =>
+  runtimes.map((_, i) => runtimes[(i + rep) % runtimes.length]!)
 
 /**
- * Runs every selected workload `reps` times on every runtime, reporting progress on stderr.
+ * Runs every selected workload `reps` times on every runtime (the three compared, unless `runtimes` says otherwise),
+ * reporting progress on stderr.
  *
  * Contract: a process that fails is recorded as a failed run (its checks fail in the table); the other runs go on.
  */
@@ -71,12 +72,14 @@ export const runAll = async (options: {
   readonly reps: number
   readonly size: Size
   readonly log: (line: string) => void
+  readonly runtimes?: ReadonlyArray<BootName>
 }): Promise<ReadonlyArray<Run>> => {
+  const runtimes = options.runtimes ?? runtimeNames
   const runs: Array<Run> = []
-  const total = options.reps * options.workloads.length * runtimeNames.length
+  const total = options.reps * options.workloads.length * runtimes.length
   for (let rep = 0; rep < options.reps; rep++) {
     for (const workload of options.workloads) {
-      for (const runtime of orderFor(rep)) {
+      for (const runtime of orderFor(rep, runtimes)) {
         const start = nowUs()
         const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`
         try {

@@ -12,6 +12,15 @@
 export const runtimeNames = ["reference", "pi", "harness"] as const
 export type RuntimeName = (typeof runtimeNames)[number]
 
+/**
+ * The shape floor (`src/runtimes/floor.ts`, ADR 0039): Harness's fixed shape with nothing of Harness in it. Not a
+ * peer, so not in `runtimeNames`: `npm run floor` measures it beside pi and Harness.
+ */
+export const floorName = "floor"
+
+/** Every runtime a worker can boot. */
+export type BootName = RuntimeName | typeof floorName
+
 /** What the model sees in one request, computed only when a script asks. */
 export interface RequestView {
   /** 0-based index of the request among this agent's requests. */
@@ -130,7 +139,7 @@ export interface AgentOptions {
 
 /** One runtime, booted in this process. */
 export interface BenchRuntime {
-  readonly name: RuntimeName
+  readonly name: BootName
   /** The peer's package and version, or Harness's commit, for the report. */
   readonly version: string
   readonly createAgent: (options: AgentOptions) => Promise<BenchAgent>

@@ -3,12 +3,12 @@
  * Harness ÷ peer ratios, the checks of every run, and the table rendered as aligned text or Markdown.
  */
 import { median } from "./Measure.js"
-import type { RuntimeName } from "./Runtime.js"
+import type { BootName, RuntimeName } from "./Runtime.js"
 import type { Check, Metric, Result, Workload } from "./Workload.js"
 
 /** One process's result, as the runner stored it. */
 export interface Run {
-  readonly runtime: RuntimeName
+  readonly runtime: BootName
   readonly workload: string
   readonly rep: number
   readonly n: number
@@ -25,7 +25,7 @@ export const columns: ReadonlyArray<RuntimeName> = ["reference", "pi", "harness"
 const columnTitle: Record<RuntimeName, string> = { reference: "reference", pi: "pi", harness: "Harness" }
 
 /** The median of a metric over a runtime's runs of a workload (NaN when no run produced it). */
-export const medianOf = (runs: ReadonlyArray<Run>, workload: string, runtime: RuntimeName, metric: string): number =>
+export const medianOf = (runs: ReadonlyArray<Run>, workload: string, runtime: BootName, metric: string): number =>
   median(
     runs.flatMap((run) =>
       run.workload === workload && run.runtime === runtime && run.result !== undefined &&

@@ -6,8 +6,8 @@
  */
 import { pathToFileURL } from "node:url"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
-import type { BenchRuntime, RuntimeName } from "./Runtime.js"
-import { runtimeNames } from "./Runtime.js"
+import type { BenchRuntime, BootName } from "./Runtime.js"
+import { floorName, runtimeNames } from "./Runtime.js"
 import type * as HarnessSource from "./runtimes/harness.js"
 import type { Result, Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
@@ -19,7 +19,7 @@ export const resultPrefix = "RESULT "
  * Boots a runtime by name, importing only its adapter. Harness is bundled or from source (`HarnessBuild.ts`); its
  * version string says which, as loaded here.
  */
-export const boot = async (name: RuntimeName, build: typeof harnessBuild = harnessBuild): Promise<BenchRuntime> => {
+export const boot = async (name: BootName, build: typeof harnessBuild = harnessBuild): Promise<BenchRuntime> => {
   switch (name) {
     case "harness": {
       if (build === "source") return withBuild(await (await import("./runtimes/harness.js")).make(), "from source")
@@ -32,6 +32,8 @@ export const boot = async (name: RuntimeName, build: typeof harnessBuild = harne
       return (await import("./runtimes/pi.js")).make()
     case "reference":
       return (await import("./runtimes/reference.js")).make()
+    case "floor":
+      return (await import("./runtimes/floor.js")).make()
   }
 }
 
@@ -42,7 +44,7 @@ const withBuild = (runtime: BenchRuntime, build: string): BenchRuntime => ({
 
 /** Runs one workload on one runtime in this process. */
 export const measure = async (
-  name: RuntimeName,
+  name: BootName,
   workloadId: string,
   size: Size
 ): Promise<Result & { readonly n: number; readonly version: string }> => {
@@ -55,13 +57,14 @@ export const measure = async (
   return { ...result, n, version: runtime.version }
 }
 
-const isRuntime = (value: string | undefined): value is RuntimeName => runtimeNames.some((name) => name === value)
+const isRuntime = (value: string | undefined): value is BootName =>
+  value === floorName || runtimeNames.some((name) => name === value)
 const isSize = (value: string | undefined): value is Size => value === "full" || value === "quick" || value === "smoke"
 
 const main = async () => {
   const [name, workloadId, size = "full"] = process.argv.slice(2)
   if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
-    throw new Error("usage: Worker.ts <reference|pi|harness> <workload> [full|quick|smoke]")
+    throw new Error("usage: Worker.ts <reference|pi|harness|floor> <workload> [full|quick|smoke]")
   }
   const result = await measure(name, workloadId, size)
   process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)

@@ -7,10 +7,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runInProcess } from "../src/Runner.js"
-import type { RuntimeName } from "../src/Runtime.js"
-import { runtimeNames } from "../src/Runtime.js"
+import type { BootName } from "../src/Runtime.js"
+import { floorName, runtimeNames } from "../src/Runtime.js"
 
-const smoke = (runtime: RuntimeName, workload: string) =>
+const smoke = (runtime: BootName, workload: string) =>
   Effect.promise(() => runInProcess(runtime, workload, "smoke")).pipe(
     Effect.map((result) => ({
       runtime,
@@ -30,6 +30,19 @@ describe("bench smoke", () => {
       for (const result of results) {
         assert.isAbove(result.checks, 3, `${result.runtime} ${result.workload} made its checks`)
         assert.deepStrictEqual(result.failed, [], `${result.runtime} ${result.workload}`)
+      }
+    }), 60_000)
+
+  // The floor (ADR 0039) is only a floor if it does the work: W1–W4's checks hold on it as on the runtimes.
+  it.live("the shape floor passes W1–W4's correctness checks", () =>
+    Effect.gen(function*() {
+      const results = yield* Effect.all(
+        ["W1", "W2", "W3", "W4"].map((workload) => smoke(floorName, workload)),
+        { concurrency: 4 }
+      )
+      for (const result of results) {
+        assert.isAbove(result.checks, 0, `floor ${result.workload} made its checks`)
+        assert.deepStrictEqual(result.failed, [], `floor ${result.workload}`)
       }
     }), 60_000)
 })

@@ -1,0 +1,110 @@
+/**
+ * `npm run floor [-- options]`: the shape floor (ADR 0039) beside pi and Harness on W1–W4 — every (runtime,
+ * workload, repetition) a fresh process, repetitions rotating the order, medians — and one table: the floor ÷ pi
+ * says what the fixed shape alone allows against the target, Harness ÷ floor how much of a turn is
+ * Harness's own work.
+ *
+ *   --quick        smaller sizes
+ *   --only W1,W3   a subset of W1 W2 W3 W4
+ *   --reps N       repetitions, default 3
+ *   --write        also rewrite the `floor` region of BENCHMARKS.md
+ */
+import * as os from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { machine, readOr, replaceRegion, repoRoot, writeFile } from "./Report.js"
+import { packageDir, runAll } from "./Runner.js"
+import type { BootName } from "./Runtime.js"
+import { checksOf, formatFigure, formatRatio, medianOf, renderMarkdown, renderText, type Run } from "./Summary.js"
+import type { Size, Workload } from "./Workload.js"
+import { workloads } from "./Workloads.js"
+
+/** The workloads the floor implements. */
+const floorWorkloads = ["W1", "W2", "W3", "W4"]
+const runtimes: ReadonlyArray<BootName> = ["floor", "pi", "harness"]
+
+const rowsOf = (runs: ReadonlyArray<Run>, selected: ReadonlyArray<Workload>): Array<ReadonlyArray<string>> => {
+  const rows: Array<ReadonlyArray<string>> = [[
+    "workload",
+    "metric",
+    "floor",
+    "pi",
+    "Harness",
+    "floor ÷ pi",
+    "Harness ÷ floor",
+    "better",
+    "checks"
+  ]]
+  for (const workload of selected) {
+    const checks = checksOf(runs, workload.id)
+    workload.metrics.forEach((metric, i) => {
+      const value = (runtime: BootName) => medianOf(runs, workload.id, runtime, metric.id)
+      rows.push([
+        i === 0 ? `${workload.id} ${workload.title}` : "",
+        metric.label.includes(metric.unit) || metric.unit === "×" ? metric.label : `${metric.label} (${metric.unit})`,
+        ...runtimes.map((runtime) => formatFigure(value(runtime), metric)),
+        formatRatio(value("floor") / value("pi")),
+        formatRatio(value("harness") / value("floor")),
+        metric.better === "lower" ? "lower ↓" : "higher ↑",
+        i === 0 ? `${checks.failures.length === 0 ? "✓" : "✗"} ${checks.passed}/${checks.total}` : ""
+      ])
+    })
+  }
+  return rows
+}
+
+const main = async (): Promise<number> => {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: "boolean", default: false },
+      only: { type: "string" },
+      reps: { type: "string", default: "3" },
+      write: { type: "boolean", default: false }
+    }
+  })
+  const only = values.only?.split(",").map((id) => id.trim().toUpperCase()) ?? floorWorkloads
+  const selected = workloads.filter((w) => floorWorkloads.includes(w.id) && only.includes(w.id))
+  if (selected.length === 0) throw new Error(`--only matched no workload; the floor runs ${floorWorkloads.join(" ")}`)
+  const reps = Number(values.reps)
+  if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
+  const size: Size = values.quick ? "quick" : "full"
+  const startedAt = new Date().toISOString()
+  const loadAtStart = os.loadavg()[0] ?? 0
+
+  const runs = await runAll({ workloads: selected, reps, size, runtimes, log: (line) => console.error(line) })
+
+  const rows = rowsOf(runs, selected)
+  console.log(renderText(rows))
+  const failures = selected.flatMap((w) => checksOf(runs, w.id).failures)
+  if (failures.length > 0) console.log(`\nFAILED CHECKS:\n${failures.map((f) => `  ${f}`).join("\n")}`)
+
+  if (values.write) {
+    const m = machine(packageDir, loadAtStart)
+    const region = [
+      `Run ${startedAt} → ${new Date().toISOString()} (${size} size, ${reps} repetitions, medians; each run a fresh ` +
+      `process): \`npm run floor -w @harness/bench -- --write\`.`,
+      "",
+      `- Machine: ${m.os}, ${m.cpu} × ${m.cores}, Node ${m.node}; 1-min load ${m.load[0].toFixed(1)} at start, ${
+        m.load[1].toFixed(1)
+      } at end. Harness: commit ${m.harnessCommit}.`,
+      "",
+      renderMarkdown(rows),
+      "",
+      failures.length === 0
+        ? "Every correctness check passed."
+        : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`
+    ].join("\n")
+    const docPath = join(repoRoot(packageDir), "BENCHMARKS.md")
+    writeFile(docPath, replaceRegion(readOr(docPath, ""), "floor", region))
+    console.error("wrote the floor region of BENCHMARKS.md")
+  }
+  return failures.length > 0 ? 1 : 0
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error)
+    process.exit(2)
+  }
+)
