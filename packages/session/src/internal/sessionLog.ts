@@ -5,7 +5,22 @@
  * touches is persistent (`Chunk`, small immutable state objects), so its cost does not grow with the log.
  */
 import { Ids, SessionEvent, Store as StoreRecords } from "@harness/domain"
-import { Chunk, Clock, Effect, Either, Option, ParseResult, PubSub, Ref, Schedule, Schema, Stream } from "effect"
+import {
+  Chunk,
+  Clock,
+  Context,
+  DefaultServices,
+  Effect,
+  Either,
+  Option,
+  ParseResult,
+  PubSub,
+  Ref,
+  Schedule,
+  Schema,
+  Stream,
+  Tracer
+} from "effect"
 import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import type {
@@ -992,7 +1007,21 @@ const describeBatch = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
 // make, open (with crash repair)
 // ---------------------------------------------------------------------------------------------------------------
 
-export const make = Effect.fn("SessionLog.make")(function*(options?: MakeOptions) {
+const defaultTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+
+/**
+ * A new log, in the span `SessionLog.make` when the program provided a tracer of its own — as the agent's spans are
+ * made only then (ADR 0028). Every agent's creation runs this: with Effect's default tracer nobody reads the span,
+ * and making it (and capturing its call site) was ≈ 15 % of the time to create an agent (ADR 0039).
+ */
+export const make = (options?: MakeOptions): Effect.Effect<Service, SessionLogError, SessionStore> =>
+  Effect.tracerWith((tracer) =>
+    tracer === defaultTracer
+      ? makeLog(options)
+      : Effect.withSpan(makeLog(options), "SessionLog.make", { captureStackTrace: false })
+  )
+
+const makeLog = Effect.fnUntraced(function*(options?: MakeOptions) {
   const store = yield* SessionStore
   const id = options?.id ?? (yield* randomSessionId)
   const seed = options?.seed ?? []
