@@ -9,7 +9,7 @@ import * as os from "node:os"
 import { dirname, join, relative } from "node:path"
 import * as Chart from "./Chart.js"
 import type { RuntimeName } from "./Runtime.js"
-import { checksOf, columns, renderMarkdown, type Run, seriesOf, tableRows } from "./Summary.js"
+import { checksOf, columns, failuresMarkdown, renderMarkdown, type Run, seriesOf, tableRows } from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 
 /** Where and on what the bench ran. */
@@ -141,9 +141,7 @@ export const resultsRegion = (
     "",
     renderMarkdown(tableRows(results.runs, selected, { headlineOnly: false })),
     "",
-    failures.length === 0
-      ? "Every correctness check passed."
-      : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`
+    failuresMarkdown(failures)
   ]
   if (chartPath !== undefined) {
     lines.push("", `![W1: per-turn cost against session length](${relative(docDir, chartPath)})`)

@@ -106,3 +106,17 @@ export const runAll = async (options: {
   }
   return runs
 }
+
+/**
+ * Runs a bench command's `main` and exits with its code: 1 when a check failed, 2 when the run itself threw (printed
+ * on stderr).
+ */
+export const runMain = (main: () => Promise<number>): void => {
+  main().then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error)
+      process.exit(2)
+    }
+  )
+}

@@ -167,3 +167,13 @@ export const renderMarkdown = (rows: ReadonlyArray<ReadonlyArray<string>>): stri
   const align = rows[0]!.map((_, c) => (c >= 2 && c <= 6 ? "---:" : "---"))
   return [line(rows[0]!), line(align), ...rows.slice(1).map(line)].join("\n")
 }
+
+/** The failed checks for the terminal: nothing when every check passed. */
+export const failuresText = (failures: ReadonlyArray<string>): string =>
+  failures.length === 0 ? "" : `\nFAILED CHECKS:\n${failures.map((f) => `  ${f}`).join("\n")}`
+
+/** The checks' outcome for a report in Markdown. */
+export const failuresMarkdown = (failures: ReadonlyArray<string>): string =>
+  failures.length === 0
+    ? "Every correctness check passed."
+    : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`

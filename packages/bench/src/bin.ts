@@ -21,8 +21,8 @@ import {
   w1Chart,
   writeFile
 } from "./Report.js"
-import { packageDir, runAll } from "./Runner.js"
-import { checksOf, renderText, tableRows } from "./Summary.js"
+import { packageDir, runAll, runMain } from "./Runner.js"
+import { checksOf, failuresText, renderText, tableRows } from "./Summary.js"
 import type { Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
@@ -74,7 +74,7 @@ const main = async (): Promise<number> => {
   )
   console.log("pi is driven with prompt() when idle: its followUp() does not wake an idle agent.")
   const failures = shown.flatMap((w) => checksOf(results.runs, w.id).failures)
-  if (failures.length > 0) console.log(`\nFAILED CHECKS:\n${failures.map((f) => `  ${f}`).join("\n")}`)
+  if (failures.length > 0) console.log(failuresText(failures))
 
   if (values.write) {
     const root = repoRoot(packageDir)
@@ -91,10 +91,4 @@ const main = async (): Promise<number> => {
   return failures.length > 0 ? 1 : 0
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error)
-    process.exit(2)
-  }
-)
+runMain(main)

@@ -13,9 +13,19 @@ import * as os from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { machine, readOr, replaceRegion, repoRoot, writeFile } from "./Report.js"
-import { packageDir, runAll } from "./Runner.js"
+import { packageDir, runAll, runMain } from "./Runner.js"
 import type { BootName } from "./Runtime.js"
-import { checksOf, formatFigure, formatRatio, medianOf, renderMarkdown, renderText, type Run } from "./Summary.js"
+import {
+  checksOf,
+  failuresMarkdown,
+  failuresText,
+  formatFigure,
+  formatRatio,
+  medianOf,
+  renderMarkdown,
+  renderText,
+  type Run
+} from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
@@ -76,7 +86,7 @@ const main = async (): Promise<number> => {
   const rows = rowsOf(runs, selected)
   console.log(renderText(rows))
   const failures = selected.flatMap((w) => checksOf(runs, w.id).failures)
-  if (failures.length > 0) console.log(`\nFAILED CHECKS:\n${failures.map((f) => `  ${f}`).join("\n")}`)
+  if (failures.length > 0) console.log(failuresText(failures))
 
   if (values.write) {
     const m = machine(packageDir, loadAtStart)
@@ -90,9 +100,7 @@ const main = async (): Promise<number> => {
       "",
       renderMarkdown(rows),
       "",
-      failures.length === 0
-        ? "Every correctness check passed."
-        : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`
+      failuresMarkdown(failures)
     ].join("\n")
     const docPath = join(repoRoot(packageDir), "BENCHMARKS.md")
     writeFile(docPath, replaceRegion(readOr(docPath, ""), "floor", region))
@@ -101,10 +109,4 @@ const main = async (): Promise<number> => {
   return failures.length > 0 ? 1 : 0
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error)
-    process.exit(2)
-  }
-)
+runMain(main)
