@@ -885,106 +885,170 @@ const makeService: (
     return background === undefined ? locked : Effect.zipRight(background.awaitRoom, locked)
   }
 
-  const flush: Effect.Effect<void, SessionLogError> = Effect.suspend(() => {
-    if (background === undefined) {
-      // Every event is written already; recorded inbox records are written now, and a durable store still
-      // needs its sync.
-      return Effect.flatMap(
-        Ref.get(shared),
-        (s) =>
-          s.writer.synced >= s.data.state.nextSeq && Chunk.isEmpty(s.writer.inbox)
-            ? Effect.void
-            : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) => {
-              const inbox = Chunk.toReadonlyArray(now.writer.inbox)
-              return store.append(id, { events: [], inbox }, { sync: true }).pipe(
-                Effect.mapError(storeError("the store refused to sync")),
-                Effect.tap(() => afterCommit(inbox, [], undefined)),
-                Effect.zipRight(Ref.update(shared, (x) => ({
-                  ...x,
-                  writer: {
-                    ...x.writer,
-                    synced: Math.max(x.writer.synced, now.data.state.nextSeq),
-                    inbox: Chunk.drop(x.writer.inbox, inbox.length),
-                    inboxWritten: x.writer.inboxWritten + inbox.length,
-                    inboxSynced: x.writer.inboxWritten + inbox.length
-                  }
-                })))
-              )
-            }))
-      )
-    }
-    return Effect.flatMap(
-      Ref.modify(shared, (s): readonly [readonly [number, number], Shared] => {
-        const target = s.data.state.nextSeq
-        const inboxTarget = s.writer.inboxWritten + Chunk.size(s.writer.inbox)
-        return [[target, inboxTarget], {
-          ...s,
-          writer: {
-            ...s.writer,
-            syncTo: Math.max(s.writer.syncTo, target),
-            inboxSyncTo: Math.max(s.writer.inboxSyncTo, inboxTarget)
-          }
-        }]
-      }),
-      ([target, inboxTarget]) =>
-        Effect.zipRight(
-          Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), background.kick),
-          background.awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
+  const flush = (): Effect.Effect<void, SessionLogError> =>
+    Effect.suspend(() => {
+      if (background === undefined) {
+        // Every event is written already; recorded inbox records are written now, and a durable store still
+        // needs its sync.
+        return Effect.flatMap(
+          Ref.get(shared),
+          (s) =>
+            s.writer.synced >= s.data.state.nextSeq && Chunk.isEmpty(s.writer.inbox)
+              ? Effect.void
+              : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) => {
+                const inbox = Chunk.toReadonlyArray(now.writer.inbox)
+                return store.append(id, { events: [], inbox }, { sync: true }).pipe(
+                  Effect.mapError(storeError("the store refused to sync")),
+                  Effect.tap(() => afterCommit(inbox, [], undefined)),
+                  Effect.zipRight(Ref.update(shared, (x) => ({
+                    ...x,
+                    writer: {
+                      ...x.writer,
+                      synced: Math.max(x.writer.synced, now.data.state.nextSeq),
+                      inbox: Chunk.drop(x.writer.inbox, inbox.length),
+                      inboxWritten: x.writer.inboxWritten + inbox.length,
+                      inboxSynced: x.writer.inboxWritten + inbox.length
+                    }
+                  })))
+                )
+              }))
         )
-    )
-  }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
+      }
+      return Effect.flatMap(
+        Ref.modify(shared, (s): readonly [readonly [number, number], Shared] => {
+          const target = s.data.state.nextSeq
+          const inboxTarget = s.writer.inboxWritten + Chunk.size(s.writer.inbox)
+          return [[target, inboxTarget], {
+            ...s,
+            writer: {
+              ...s.writer,
+              syncTo: Math.max(s.writer.syncTo, target),
+              inboxSyncTo: Math.max(s.writer.inboxSyncTo, inboxTarget)
+            }
+          }]
+        }),
+        ([target, inboxTarget]) =>
+          Effect.zipRight(
+            Effect.zipRight(Effect.annotateCurrentSpan("harness.log.seq", target), background.kick),
+            background.awaitWriter((w) => w.synced >= target && w.inboxSynced >= inboxTarget)
+          )
+      )
+    }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
 
-  return {
-    id,
-    // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
-    // `input.type`; TypeScript cannot see that through the union, hence the cast.
-    append: <E extends SessionEvent.SessionEventInput>(input: E) =>
-      Effect.map(appendBatch([input], false), (events) => events[0]!) as Effect.Effect<
-        Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
-        SessionLogError
-      >,
-    appendAll: (inputs) => appendBatch(inputs, false),
-    appendTrusted: (inputs) => appendBatch(inputs, true),
-    lock,
-    appendHeld: (inputs, options) => {
-      const held = appendLocked(inputs, options?.trusted === true)
-      return background === undefined ? held : Effect.zipRight(background.awaitRoom, held)
-    },
-    flush,
-    cursors: Effect.map(Ref.get(shared), (s): Cursors => ({
+  const reads = new LogReads({ id, store, shared, flush, faults, observed, prefix: prefixHistory })
+  return Object.assign(
+    reads,
+    {
+      id,
+      // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
+      // `input.type`; TypeScript cannot see that through the union, hence the cast.
+      append: <E extends SessionEvent.SessionEventInput>(input: E) =>
+        Effect.map(appendBatch([input], false), (events) => events[0]!) as Effect.Effect<
+          Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
+          SessionLogError
+        >,
+      appendAll: (inputs) => appendBatch(inputs, false),
+      appendTrusted: (inputs) => appendBatch(inputs, true),
+      lock,
+      appendHeld: (inputs, options) => {
+        const held = appendLocked(inputs, options?.trusted === true)
+        return background === undefined ? held : Effect.zipRight(background.awaitRoom, held)
+      },
+      commitMode: settings.mode,
+      durable: store.volatile !== true,
+      recordInbox,
+      pendingInbox,
+      hasMessage
+    } satisfies Omit<Service, keyof LogReads>
+  )
+})
+
+/**
+ * The log's effects and streams, built each time they are read: getters on one prototype, so an idle log holds none
+ * of them (ADR 0040; its subscriptions and streams are made only when used, ADR 0023). The operations stay the
+ * object's own closures: a destructured log works, and a destructured read is read while destructuring.
+ */
+class LogReads implements
+  Pick<
+    Service,
+    "flush" | "cursors" | "faults" | "subscribeFaults" | "events" | "state" | "history" | "subscribe" | "changes"
+  >
+{
+  readonly #id: Ids.SessionId
+  readonly #store: Store
+  readonly #shared: Ref.Ref<Shared>
+  readonly #flush: () => Effect.Effect<void, SessionLogError>
+  /** The write-behind writer's faults; a write-through log has none. */
+  readonly #faults: PubSub.PubSub<SessionStoreError> | undefined
+  /** The subscribers' PubSub, made by the first of them. */
+  readonly #observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
+  /** The history of the events a snapshot left to the store, if any. */
+  readonly #prefix: Effect.Effect<History> | undefined
+  constructor(parts: {
+    readonly id: Ids.SessionId
+    readonly store: Store
+    readonly shared: Ref.Ref<Shared>
+    readonly flush: () => Effect.Effect<void, SessionLogError>
+    readonly faults: PubSub.PubSub<SessionStoreError> | undefined
+    readonly observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
+    readonly prefix: Effect.Effect<History> | undefined
+  }) {
+    this.#id = parts.id
+    this.#store = parts.store
+    this.#shared = parts.shared
+    this.#flush = parts.flush
+    this.#faults = parts.faults
+    this.#observed = parts.observed
+    this.#prefix = parts.prefix
+  }
+  get flush() {
+    return this.#flush()
+  }
+  get cursors() {
+    return Effect.map(Ref.get(this.#shared), (s): Cursors => ({
       appended: s.data.state.nextSeq,
       durable: s.writer.durable
-    })),
-    commitMode: settings.mode,
-    durable: store.volatile !== true,
-    recordInbox,
-    pendingInbox,
-    hasMessage,
-    // The subscriptions and streams are built when used, not with the log: prebuilt, these four descriptions
-    // alone were ≈ 10 KB of every idle agent's heap (ADR 0023).
-    faults: faults === undefined ? Stream.never : Stream.suspend(() => Stream.fromPubSub(faults)),
-    // A write-through log never reports one: its subscribers get a queue nothing is offered to.
-    subscribeFaults: faults === undefined
+    }))
+  }
+  get faults(): Stream.Stream<SessionStoreError> {
+    return this.#faults === undefined ? Stream.never : Stream.fromPubSub(this.#faults)
+  }
+  // A write-through log never reports one: its subscribers get a queue nothing is offered to.
+  get subscribeFaults() {
+    return this.#faults === undefined
       ? Effect.flatMap(PubSub.unbounded<SessionStoreError>(), PubSub.subscribe)
-      : Effect.suspend(() => PubSub.subscribe(faults)),
-    events: Effect.flatMap(Ref.get(shared), (s) => {
+      : PubSub.subscribe(this.#faults)
+  }
+  get events() {
+    const id = this.#id
+    const store = this.#store
+    const shared = this.#shared
+    return Effect.flatMap(Ref.get(shared), (s) => {
       if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
-      const base = s.data.base
       // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
       // (goal accounting) pay the store read once per snapshot, not per call.
-      return Effect.flatMap(storedEvents(id, store, base), (older) => Ref.modify(shared, keepReadBack(older, s)))
-    }),
-    state: Effect.map(Ref.get(shared), (s) => s.data.state),
-    history: prefixHistory === undefined
+      return Effect.flatMap(storedEvents(id, store, s.data.base), (older) => Ref.modify(shared, keepReadBack(older, s)))
+    })
+  }
+  get state() {
+    return Effect.map(Ref.get(this.#shared), (s) => s.data.state)
+  }
+  get history() {
+    const shared = this.#shared
+    return this.#prefix === undefined
       ? Effect.map(Ref.get(shared), (s) => s.data.history)
       : Effect.flatMap(
-        prefixHistory,
+        this.#prefix,
         (prefix) => Effect.map(Ref.get(shared), (s) => history.concat(prefix, s.data.history))
-      ),
-    subscribe: Effect.flatMap(observed, PubSub.subscribe),
-    changes: Stream.suspend(() => Stream.unwrap(Effect.map(observed, (pubsub) => Stream.fromPubSub(pubsub))))
-  } satisfies Service
-})
+      )
+  }
+  get subscribe() {
+    return Effect.flatMap(this.#observed, PubSub.subscribe)
+  }
+  get changes() {
+    return Stream.unwrap(Effect.map(this.#observed, (pubsub) => Stream.fromPubSub(pubsub)))
+  }
+}
 
 /**
  * The whole log, `older` (read back from the store) then the events in memory; kept as the log's data when no append
