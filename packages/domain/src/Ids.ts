@@ -67,8 +67,12 @@ export const randomUuid = <A>(make: (uuid: string) => A): Effect.Effect<A> =>
     )
   )
 
+/** A 32-bit word as eight hex digits. */
+const hex8 = (word: number): string => (word >>> 0).toString(16).padStart(8, "0")
+
+// Four calls, not `[a, b, c, d].map(...)`: no array and no closure per id (one id per accepted message).
 const uuidOf = (a: number, b: number, c: number, d: number): string => {
-  const hex = [a, b, c, d].map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
+  const hex = hex8(a) + hex8(b) + hex8(c) + hex8(d)
   const variant = ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${
     hex.slice(20, 32)

@@ -66,13 +66,35 @@ const find = (blocks: ReadonlyArray<Block>, key: string): number => {
   return -1
 }
 
-const append = (state: State, block: Block): State => ({ ...state, blocks: [...state.blocks, block] })
+/**
+ * The state with its fields replaced: one object literal, not a spread. The fold runs for every stream part, and V8
+ * builds a literal many times faster than it copies a spread (ADR 0040).
+ */
+const stateOf = (
+  state: State,
+  blocks: ReadonlyArray<Block>,
+  finish = state.finish,
+  hasError = state.hasError,
+  error = state.error,
+  reportedModel = state.reportedModel
+): State => ({ blocks, finish, error, hasError, reportedModel })
+
+const append = (state: State, block: Block): State => stateOf(state, [...state.blocks, block])
 
 const replace = (state: State, index: number, block: Block): State => {
   const blocks = state.blocks.slice()
   blocks[index] = block
-  return { ...state, blocks }
+  return stateOf(state, blocks)
 }
+
+const toolCall = (block: Extract<Block, { type: "tool-call" }>, args: string, deltas: number): Block => ({
+  type: "tool-call",
+  key: block.key,
+  id: block.id,
+  name: block.name,
+  arguments: args,
+  deltas
+})
 
 /** Folds one stream part into the state. Pure: the state passed in is never changed. */
 export const step = (state: State, part: Response.StreamPart<Record<string, never>> | Response.AnyPart): State => {
@@ -88,7 +110,7 @@ export const step = (state: State, part: Response.StreamPart<Record<string, neve
       const index = find(state.blocks, `${type}:${part.id}`)
       const block = index === -1 ? undefined : state.blocks[index]!
       return block !== undefined && block.type !== "tool-call"
-        ? replace(state, index, { ...block, text: block.text + part.delta })
+        ? replace(state, index, { type: block.type, key: block.key, text: block.text + part.delta })
         : append(state, { type, key: undefined, text: part.delta })
     }
     case "text":
@@ -107,7 +129,7 @@ export const step = (state: State, part: Response.StreamPart<Record<string, neve
       const index = find(state.blocks, `tool:${part.id}`)
       const block = index === -1 ? undefined : state.blocks[index]!
       return block !== undefined && block.type === "tool-call"
-        ? replace(state, index, { ...block, arguments: block.arguments + part.delta, deltas: block.deltas + 1 })
+        ? replace(state, index, toolCall(block, block.arguments + part.delta, block.deltas + 1))
         : state
     }
     case "tool-call": {
@@ -126,15 +148,17 @@ export const step = (state: State, part: Response.StreamPart<Record<string, neve
       }
       const block = state.blocks[index]!
       return block.type === "tool-call" && block.deltas === 0
-        ? replace(state, index, { ...block, arguments: serialised })
+        ? replace(state, index, toolCall(block, serialised, block.deltas))
         : state
     }
     case "response-metadata":
-      return part.modelId._tag === "Some" ? { ...state, reportedModel: part.modelId.value } : state
+      return part.modelId._tag === "Some"
+        ? stateOf(state, state.blocks, state.finish, state.hasError, state.error, part.modelId.value)
+        : state
     case "finish":
-      return { ...state, finish: part }
+      return stateOf(state, state.blocks, part)
     case "error":
-      return { ...state, hasError: true, error: part.error }
+      return stateOf(state, state.blocks, state.finish, true, part.error)
     default:
       return state
   }

@@ -21,6 +21,35 @@ export const initial: LogState = Object.freeze({
   owed: noCalls
 })
 
+interface StateChanges {
+  readonly lastTurn?: number
+  readonly open?: { readonly turn: number | undefined; readonly step: number | undefined }
+  readonly lastStep?: number
+  readonly header?: LogState["header"]
+  readonly calls?: ReadonlyArray<StepCall>
+}
+
+const noChanges: StateChanges = Object.freeze({})
+
+/**
+ * A state as one object literal in the interface's key order. Every transition builds its next state with it rather
+ * than with a spread (`{ ...state, nextSeq }`): V8 builds a literal many times faster than it copies a spread, and a
+ * transition runs for every appended event (ADR 0040).
+ */
+const stateOf = (state: LogState, nextSeq: number, changes: StateChanges = noChanges): LogState => {
+  const calls = changes.calls ?? state.calls
+  return {
+    nextSeq,
+    lastTurn: changes.lastTurn ?? state.lastTurn,
+    openTurn: changes.open === undefined ? state.openTurn : changes.open.turn,
+    lastStep: changes.lastStep ?? state.lastStep,
+    openStep: changes.open === undefined ? state.openStep : changes.open.step,
+    header: changes.header ?? state.header,
+    calls,
+    owed: changes.calls === undefined ? state.owed : calls.length === 0 ? noCalls : owedOf(calls)
+  }
+}
+
 /** The result of one transition: the next state (lenient: what the log would be if the event were let in) and the
  * append-time rule the event breaks, if any. */
 export interface Transition {
@@ -48,12 +77,8 @@ const owedOf = (calls: ReadonlyArray<StepCall>): ReadonlyArray<OwedCall> => {
   return owed.length === 0 ? noCalls : owed
 }
 
-const withCalls = (state: LogState, nextSeq: number, calls: ReadonlyArray<StepCall>): LogState => ({
-  ...state,
-  nextSeq,
-  calls,
-  owed: owedOf(calls)
-})
+const withCalls = (state: LogState, nextSeq: number, calls: ReadonlyArray<StepCall>): LogState =>
+  stateOf(state, nextSeq, { calls })
 
 /**
  * Merges the tool-call blocks of an assistant message into the step's calls: message calls first (earlier
@@ -106,7 +131,7 @@ const findCall = (calls: ReadonlyArray<StepCall>, callId: Ids.ToolCallId): numbe
 }
 
 /** The state after an event that changes nothing but `seq`. */
-const same = (state: LogState, event: SessionEvent.SessionEvent): LogState => ({ ...state, nextSeq: event.seq + 1 })
+const same = (state: LogState, event: SessionEvent.SessionEvent): LogState => stateOf(state, event.seq + 1)
 
 /** An accepted event's transition. */
 const accept = (next: LogState): Transition => ({ next, violation: undefined })
@@ -158,16 +183,12 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       return accept(same(state, event))
     case "turn/start": {
       const { turn } = event.data
-      const opened: LogState = {
-        ...state,
-        nextSeq,
+      const opened = stateOf(state, nextSeq, {
         lastTurn: turn,
-        openTurn: turn,
+        open: { turn, step: undefined },
         lastStep: 0,
-        openStep: undefined,
-        calls: noCalls,
-        owed: noCalls
-      }
+        calls: noCalls
+      })
       if (openTurn !== undefined) {
         return {
           next: opened,
@@ -190,14 +211,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       if (turn !== openTurn) {
         return refuse(state, event, "turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
       }
-      const closed: LogState = {
-        ...state,
-        nextSeq,
-        openTurn: undefined,
-        openStep: undefined,
-        calls: noCalls,
-        owed: noCalls
-      }
+      const closed = stateOf(state, nextSeq, { open: { turn: undefined, step: undefined }, calls: noCalls })
       if (openStep !== undefined) {
         return {
           next: closed,
@@ -210,7 +224,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       const { step, turn } = event.data
       const misplaced = enclosure(state, event, turn, undefined)
       if (misplaced !== undefined) return misplaced
-      const opened: LogState = { ...state, nextSeq, lastStep: step, openStep: step, calls: noCalls, owed: noCalls }
+      const opened = stateOf(state, nextSeq, { open: { turn: openTurn, step }, lastStep: step, calls: noCalls })
       if (openStep !== undefined) {
         return {
           next: opened,
@@ -239,13 +253,13 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
       if (step !== openStep) {
         return refuse(state, event, "step-end-mismatch", `step/end ${step} but the open step is ${openStep}`)
       }
-      return accept({ ...state, nextSeq, openStep: undefined, calls: noCalls, owed: noCalls })
+      return accept(stateOf(state, nextSeq, { open: { turn: openTurn, step: undefined }, calls: noCalls }))
     }
     case "steering/message":
       return enclosure(state, event, event.data.turn, undefined) ?? accept(same(state, event))
     case "request/header": {
       if (openTurn === undefined) return refuse(state, event, "outside-turn", "request/header outside a turn")
-      return accept({ ...state, nextSeq, header: event.data.header })
+      return accept(stateOf(state, nextSeq, { header: event.data.header }))
     }
     case "assistant/chunk":
       return enclosure(state, event, event.data.turn, event.data.step) ?? accept(same(state, event))

@@ -2,8 +2,9 @@
  * The memory backend of `SessionStore` and the fault injector. The store is one `Map` from the sessions' ids, in
  * creation order, to a cell holding each session's newest state; an append replaces the state in its cell
  * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
- * append-only array its successive states share (ADR 0030), its figures folded as records arrive, and its message
- * ids in a set only the newest state adds to: an append is O(1) and copies nothing. Records are immutable values
+ * append-only array its successive states share (ADR 0030), and its event count; its figures and message ids are
+ * folded from the records when first asked, into a fold only the newest state adds to (ADR 0040): an append is O(1),
+ * copies nothing and reads none of its records. Records are immutable values
  * (the session log never changes an event it appended), so the store holds the very objects and encodes one when it
  * is read, and its `bytes` when a summary first asks (ADR 0034).
  */
@@ -20,18 +21,24 @@ interface MemorySession {
   readonly headerBytes: number
   /** The records, by position, as they were appended. */
   readonly records: AppendOnly.AppendOnly<Store.StoreRecord>
+  /** How many of the records are events (not inbox records): the `seq` the next event must have. */
   readonly events: number
-  readonly turns: number
-  readonly lastActivity: number
-  readonly firstPrompt: string | undefined
   /**
-   * Shared with the session's earlier states and added to in place: only the newest state is ever read (`hasMessage`
-   * reads the cell), and a truncation builds a new set.
+   * The summary's figures and the message ids, folded from the first `count` records when first asked; shared with
+   * the session's earlier states and added to in place (only the newest state is ever read, and a truncation starts
+   * a new fold). An append only adds its records: nothing reads each one as it arrives (ADR 0040).
    */
-  readonly messageIds: Set<Ids.AgentMessageId>
+  readonly folded: Folded
   /** The UTF-8 length of the JSON texts of the first `count` records, measured when a summary asks; shared likewise. */
   readonly measured: { count: number; bytes: number }
   readonly snapshot: Option.Option<Snapshot>
+}
+
+interface Folded {
+  count: number
+  turns: number
+  firstPrompt: string | undefined
+  readonly messageIds: Set<Ids.AgentMessageId>
 }
 
 /** A session's newest state (replaced, never mutated, by each change). */
@@ -39,27 +46,44 @@ interface Cell {
   current: MemorySession
 }
 
-/** Folds records into a session's figures and index; the records are kept. */
-const appendRecords = (session: MemorySession, records: ReadonlyArray<Store.StoreRecord>): MemorySession => {
-  let { events, firstPrompt, lastActivity, turns } = session
-  for (const record of records) {
-    if (!Store.isInboxRecord(record)) {
-      events++
-      if (record.type === "turn/start") turns++
-    }
-    lastActivity = record.time
-    if (firstPrompt === undefined) firstPrompt = Store.promptPreviewOf(record)
+const eventsIn = (records: ReadonlyArray<Store.StoreRecord>): number => {
+  let events = 0
+  for (const record of records) if (!Store.isInboxRecord(record)) events++
+  return events
+}
+
+/**
+ * The session with `records` appended, `events` of them events: one object literal, not a spread (V8 builds a
+ * literal many times faster than it copies a spread, and this runs for every commit: ADR 0040).
+ */
+const appendRecords = (
+  session: MemorySession,
+  records: ReadonlyArray<Store.StoreRecord>,
+  events: number
+): MemorySession => ({
+  header: session.header,
+  headerBytes: session.headerBytes,
+  records: AppendOnly.appendAll(session.records, records),
+  events: session.events + events,
+  folded: session.folded,
+  measured: session.measured,
+  snapshot: session.snapshot
+})
+
+const emptyFold = (): Folded => ({ count: 0, turns: 0, firstPrompt: undefined, messageIds: new Set() })
+
+/** The session's figures and message ids, folded up to its last record. */
+const foldedOf = (session: MemorySession): Folded => {
+  const { array, length } = session.records
+  const folded = session.folded
+  for (; folded.count < length; folded.count++) {
+    const record = array[folded.count]!
+    if (record.type === "turn/start") folded.turns++
+    if (folded.firstPrompt === undefined) folded.firstPrompt = Store.promptPreviewOf(record)
     const messageId = Store.messageIdOf(record)
-    if (messageId !== undefined) session.messageIds.add(messageId)
+    if (messageId !== undefined) folded.messageIds.add(messageId)
   }
-  return {
-    ...session,
-    records: AppendOnly.appendAll(session.records, records),
-    events,
-    turns,
-    lastActivity,
-    firstPrompt
-  }
+  return folded
 }
 
 const emptySession = (header: Store.SessionHeader): MemorySession => ({
@@ -67,10 +91,7 @@ const emptySession = (header: Store.SessionHeader): MemorySession => ({
   headerBytes: utf8Length(JSON.stringify(header)),
   records: AppendOnly.empty(),
   events: 0,
-  turns: 0,
-  lastActivity: header.createdAt,
-  firstPrompt: undefined,
-  messageIds: new Set(),
+  folded: emptyFold(),
   measured: { count: 0, bytes: 0 },
   snapshot: Option.none()
 })
@@ -87,14 +108,18 @@ const bytesOf = (session: MemorySession): number => {
   return session.headerBytes + measured.bytes
 }
 
-const summaryOf = (session: MemorySession): Store.SessionSummary => ({
-  header: session.header,
-  events: session.events,
-  turns: session.turns,
-  lastActivity: session.lastActivity,
-  bytes: bytesOf(session),
-  ...(session.firstPrompt === undefined ? {} : { firstPrompt: session.firstPrompt })
-})
+const summaryOf = (session: MemorySession): Store.SessionSummary => {
+  const { firstPrompt, turns } = foldedOf(session)
+  const { array, length } = session.records
+  return {
+    header: session.header,
+    events: session.events,
+    turns,
+    lastActivity: length === 0 ? session.header.createdAt : array[length - 1]!.time,
+    bytes: bytesOf(session),
+    ...(firstPrompt === undefined ? {} : { firstPrompt })
+  }
+}
 
 const refusal = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>
   new SessionStoreError({ reason, message, id })
@@ -158,7 +183,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
     const issue = contiguityIssue(session.events, commit)
     if (issue !== undefined) return refusal(id, "Conflict", issue)
     const records = commitRecords(commit)
-    if (records.length > 0) cell.current = appendRecords(session, records)
+    if (records.length > 0) cell.current = appendRecords(session, records, commit.events.length)
     return undefined
   }
 
@@ -179,8 +204,9 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
         if (sessions.has(id)) {
           return fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
         }
+        const session = emptySession(header)
         sessions.set(id, {
-          current: appendRecords(emptySession(header), commit === undefined ? [] : commitRecords(commit))
+          current: commit === undefined ? session : appendRecords(session, commitRecords(commit), commit.events.length)
         })
         return Effect.void
       })
@@ -212,10 +238,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       if (issue !== undefined) return fail(id, "Conflict", issue)
       return modify(id, (session) => {
         if (position >= session.records.length) return [Effect.void, session]
-        // The kept records' figures, folded again.
+        // The kept records, counted and (when asked) folded again.
+        const records = AppendOnly.slice(session.records, 0, position)
         const kept = appendRecords(
           { ...emptySession(session.header), snapshot: session.snapshot },
-          AppendOnly.slice(session.records, 0, position)
+          records,
+          eventsIn(records)
         )
         const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
         return [Effect.void, { ...kept, snapshot }]
@@ -229,7 +257,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
         return sessions.delete(id) ? Effect.void : notFound(id)
       }),
 
-    hasMessage: (id, messageId) => read(id, (session) => session.messageIds.has(messageId)),
+    hasMessage: (id, messageId) => read(id, (session) => foldedOf(session).messageIds.has(messageId)),
 
     saveSnapshot: (id, snapshot) =>
       modify(id, (session) => {

@@ -804,16 +804,28 @@ const makeService: (
     return [announce(next, inbox, events), committedState(s, next, inbox)]
   }
 
-  /** The log's state once the store took a write-through commit of `next`'s events and `inbox`. */
-  const committedState = (s: Shared, next: LogData, inbox: ReadonlyArray<StoreRecords.InboxRecord>): Shared => ({
-    data: next,
-    writer: {
-      ...s.writer,
-      durable: next.state.nextSeq,
-      inbox: Chunk.drop(s.writer.inbox, inbox.length),
-      inboxWritten: s.writer.inboxWritten + inbox.length
+  /**
+   * The log's state once the store took a write-through commit of `next`'s events and `inbox`. One object literal,
+   * not a spread of the writer: V8 builds a literal many times faster than it copies a spread (ADR 0040).
+   */
+  const committedState = (s: Shared, next: LogData, inbox: ReadonlyArray<StoreRecords.InboxRecord>): Shared => {
+    const w = s.writer
+    return {
+      data: next,
+      writer: {
+        durable: next.state.nextSeq,
+        synced: w.synced,
+        syncTo: w.syncTo,
+        inbox: inbox.length === 0 ? w.inbox : Chunk.drop(w.inbox, inbox.length),
+        inboxWritten: w.inboxWritten + inbox.length,
+        inboxSynced: w.inboxSynced,
+        inboxSyncTo: w.inboxSyncTo,
+        running: w.running,
+        broken: w.broken,
+        progress: w.progress
+      }
     }
-  })
+  }
 
   /** After a write-through commit is in the log's state: observers, then the snapshot bookkeeping. */
   const announce = (
