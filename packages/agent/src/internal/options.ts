@@ -105,6 +105,8 @@ const configError = (error: ParseResult.ParseError): AgentConfigError => {
   return new AgentConfigError({ option: String(issue?.path[0] ?? "options"), message: issue?.message ?? error.message })
 }
 
+const noTools: ReadonlyMap<string, AgentTool<unknown>> = new Map()
+
 /** Validates the options: the tool pool cap, the tools (names, parameter schemas), the labels, `restoredInbox`. */
 export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
   const decoded = decodeOptions({
@@ -116,7 +118,10 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
   })
   if (decoded._tag === "Left") return yield* configError(decoded.left)
   const maxParallel = decoded.right.maxParallelToolCalls ?? 10
-  const tools = new Map((options.tools ?? []).map((tool) => [tool.name, tool]))
+  // Agents without tools share one empty map (a map of its own was ≈ 0.2 KB of every idle agent, ADR 0040).
+  const tools: ReadonlyMap<string, AgentTool<unknown>> = options.tools === undefined || options.tools.length === 0
+    ? noTools
+    : new Map(options.tools.map((tool) => [tool.name, tool]))
   const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
   if (advertised instanceof AgentConfigError) return yield* advertised
   return { maxParallel, tools, advertised }
