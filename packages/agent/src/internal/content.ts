@@ -70,21 +70,21 @@ const find = (blocks: ReadonlyArray<Block>, key: string): number => {
  * The state with its fields replaced: one object literal, not a spread. The fold runs for every stream part, and V8
  * builds a literal many times faster than it copies a spread (ADR 0040).
  */
-const stateOf = (
-  state: State,
-  blocks: ReadonlyArray<Block>,
-  finish = state.finish,
-  hasError = state.hasError,
-  error = state.error,
-  reportedModel = state.reportedModel
-): State => ({ blocks, finish, error, hasError, reportedModel })
+const stateOf = (state: State, changes: Partial<State>): State => ({
+  blocks: changes.blocks ?? state.blocks,
+  finish: changes.finish ?? state.finish,
+  // An `error` part sets both.
+  error: changes.hasError === undefined ? state.error : changes.error,
+  hasError: changes.hasError ?? state.hasError,
+  reportedModel: changes.reportedModel ?? state.reportedModel
+})
 
-const append = (state: State, block: Block): State => stateOf(state, [...state.blocks, block])
+const append = (state: State, block: Block): State => stateOf(state, { blocks: [...state.blocks, block] })
 
 const replace = (state: State, index: number, block: Block): State => {
   const blocks = state.blocks.slice()
   blocks[index] = block
-  return stateOf(state, blocks)
+  return stateOf(state, { blocks })
 }
 
 const toolCall = (block: Extract<Block, { type: "tool-call" }>, args: string, deltas: number): Block => ({
@@ -153,12 +153,12 @@ export const step = (state: State, part: Response.StreamPart<Record<string, neve
     }
     case "response-metadata":
       return part.modelId._tag === "Some"
-        ? stateOf(state, state.blocks, state.finish, state.hasError, state.error, part.modelId.value)
+        ? stateOf(state, { reportedModel: part.modelId.value })
         : state
     case "finish":
-      return stateOf(state, state.blocks, part)
+      return stateOf(state, { finish: part })
     case "error":
-      return stateOf(state, state.blocks, state.finish, true, part.error)
+      return stateOf(state, { hasError: true, error: part.error })
     default:
       return state
   }
