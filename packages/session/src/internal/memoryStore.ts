@@ -2,11 +2,10 @@
  * The memory backend of `SessionStore` and the fault injector. The store is one `Map` from the sessions' ids, in
  * creation order, to a cell holding each session's newest state; an append replaces the state in its cell
  * (atomically: the whole change runs synchronously). A state keeps its records as they were appended, in an
- * append-only array its successive states share (ADR 0030), and its event count; its figures and message ids are
- * folded from the records when first asked, into a fold only the newest state adds to (ADR 0040): an append is O(1),
- * copies nothing and reads none of its records. Records are immutable values
- * (the session log never changes an event it appended), so the store holds the very objects and encodes one when it
- * is read, and its `bytes` when a summary first asks (ADR 0034).
+ * append-only array its successive states share (ADR 0030), and its event count; its figures, message ids and bytes
+ * are derived from the records when first asked (ADR 0034, ADR 0040): an append is O(1), copies nothing and reads
+ * none of its records. Records are immutable values (the session log never changes an event it appended), so the
+ * store holds the very objects and encodes one only when it is read or measured.
  */
 import type { Ids } from "@harness/domain"
 import { Store } from "@harness/domain"
@@ -23,22 +22,24 @@ interface MemorySession {
   readonly records: AppendOnly.AppendOnly<Store.StoreRecord>
   /** How many of the records are events (not inbox records): the `seq` the next event must have. */
   readonly events: number
-  /**
-   * The summary's figures and the message ids, folded from the first `count` records when first asked; shared with
-   * the session's earlier states and added to in place (only the newest state is ever read, and a truncation starts
-   * a new fold). An append only adds its records: nothing reads each one as it arrives (ADR 0040).
-   */
-  readonly folded: Folded
-  /** The UTF-8 length of the JSON texts of the first `count` records, measured when a summary asks; shared likewise. */
-  readonly measured: { count: number; bytes: number }
+  readonly derived: Derived
   readonly snapshot: Option.Option<Snapshot>
 }
 
-interface Folded {
-  count: number
+/**
+ * What is derived from a session's records when first asked, and extended in place as more are asked for: shared with
+ * the session's earlier states (only the newest state is ever read, and a truncation starts anew).
+ */
+interface Derived {
+  /** The figures and the message ids below cover the first `folded` records (a summary, a message-id lookup). */
+  folded: number
   turns: number
   firstPrompt: string | undefined
-  readonly messageIds: Set<Ids.AgentMessageId>
+  /** Made with the first id met. */
+  messageIds: Set<Ids.AgentMessageId> | undefined
+  /** `bytes` is the UTF-8 length of the JSON texts of the first `measured` records (a summary only: costly). */
+  measured: number
+  bytes: number
 }
 
 /** A session's newest state (replaced, never mutated, by each change). */
@@ -65,25 +66,22 @@ const appendRecords = (
   headerBytes: session.headerBytes,
   records: AppendOnly.appendAll(session.records, records),
   events: session.events + events,
-  folded: session.folded,
-  measured: session.measured,
+  derived: session.derived,
   snapshot: session.snapshot
 })
 
-const emptyFold = (): Folded => ({ count: 0, turns: 0, firstPrompt: undefined, messageIds: new Set() })
-
 /** The session's figures and message ids, folded up to its last record. */
-const foldedOf = (session: MemorySession): Folded => {
+const foldedOf = (session: MemorySession): Derived => {
   const { array, length } = session.records
-  const folded = session.folded
-  for (; folded.count < length; folded.count++) {
-    const record = array[folded.count]!
-    if (record.type === "turn/start") folded.turns++
-    if (folded.firstPrompt === undefined) folded.firstPrompt = Store.promptPreviewOf(record)
+  const derived = session.derived
+  for (; derived.folded < length; derived.folded++) {
+    const record = array[derived.folded]!
+    if (record.type === "turn/start") derived.turns++
+    if (derived.firstPrompt === undefined) derived.firstPrompt = Store.promptPreviewOf(record)
     const messageId = Store.messageIdOf(record)
-    if (messageId !== undefined) folded.messageIds.add(messageId)
+    if (messageId !== undefined) (derived.messageIds ??= new Set()).add(messageId)
   }
-  return folded
+  return derived
 }
 
 const emptySession = (header: Store.SessionHeader): MemorySession => ({
@@ -91,21 +89,18 @@ const emptySession = (header: Store.SessionHeader): MemorySession => ({
   headerBytes: utf8Length(JSON.stringify(header)),
   records: AppendOnly.empty(),
   events: 0,
-  folded: emptyFold(),
-  measured: { count: 0, bytes: 0 },
+  derived: { folded: 0, turns: 0, firstPrompt: undefined, messageIds: undefined, measured: 0, bytes: 0 },
   snapshot: Option.none()
 })
 
 /** The UTF-8 length of the header's and the records' JSON texts (what a SQL backend counts as it writes them). */
 const bytesOf = (session: MemorySession): number => {
   const { array, length } = session.records
-  const measured = session.measured
-  if (measured.count > length) {
-    measured.count = 0
-    measured.bytes = 0
+  const derived = session.derived
+  for (; derived.measured < length; derived.measured++) {
+    derived.bytes += utf8Length(JSON.stringify(array[derived.measured]))
   }
-  for (; measured.count < length; measured.count++) measured.bytes += utf8Length(JSON.stringify(array[measured.count]))
-  return session.headerBytes + measured.bytes
+  return session.headerBytes + derived.bytes
 }
 
 const summaryOf = (session: MemorySession): Store.SessionSummary => {
@@ -257,7 +252,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
         return sessions.delete(id) ? Effect.void : notFound(id)
       }),
 
-    hasMessage: (id, messageId) => read(id, (session) => foldedOf(session).messageIds.has(messageId)),
+    hasMessage: (id, messageId) => read(id, (session) => foldedOf(session).messageIds?.has(messageId) === true),
 
     saveSnapshot: (id, snapshot) =>
       modify(id, (session) => {
