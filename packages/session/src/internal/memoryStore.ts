@@ -17,7 +17,6 @@ import * as AppendOnly from "./appendOnly.js"
 
 interface MemorySession {
   readonly header: Store.SessionHeader
-  readonly headerBytes: number
   /** The records, by position, as they were appended. */
   readonly records: AppendOnly.AppendOnly<Store.StoreRecord>
   /** How many of the records are events (not inbox records): the `seq` the next event must have. */
@@ -63,7 +62,6 @@ const appendRecords = (
   events: number
 ): MemorySession => ({
   header: session.header,
-  headerBytes: session.headerBytes,
   records: AppendOnly.appendAll(session.records, records),
   events: session.events + events,
   derived: session.derived,
@@ -86,7 +84,6 @@ const foldedOf = (session: MemorySession): Derived => {
 
 const emptySession = (header: Store.SessionHeader): MemorySession => ({
   header,
-  headerBytes: utf8Length(JSON.stringify(header)),
   records: AppendOnly.empty(),
   events: 0,
   derived: { folded: 0, turns: 0, firstPrompt: undefined, messageIds: undefined, measured: 0, bytes: 0 },
@@ -100,7 +97,7 @@ const bytesOf = (session: MemorySession): number => {
   for (; derived.measured < length; derived.measured++) {
     derived.bytes += utf8Length(JSON.stringify(array[derived.measured]))
   }
-  return session.headerBytes + derived.bytes
+  return utf8Length(JSON.stringify(session.header)) + derived.bytes
 }
 
 const summaryOf = (session: MemorySession): Store.SessionSummary => {
