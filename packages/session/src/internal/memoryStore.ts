@@ -232,11 +232,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
         if (position >= session.records.length) return [Effect.void, session]
         // The kept records, counted and (when asked) folded again.
         const records = AppendOnly.slice(session.records, 0, position)
-        const kept = appendRecords(
-          { ...emptySession(session.header), snapshot: session.snapshot },
-          records,
-          eventsIn(records)
-        )
+        const kept = appendRecords(emptySession(session.header), records, eventsIn(records))
         const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
         return [Effect.void, { ...kept, snapshot }]
       })
