@@ -451,9 +451,6 @@ export interface Tally {
   /** Steering was accepted, or a cancel requested, while a tool call was running (between its `tool/call` and its
    * `tool/result`). */
   readonly steerOrCancelWhileTool: boolean
-  /** Steering was accepted right after a concluding step's `step/end`, before the turn ended: seen as its enqueue
-   * there, or as the extra step the turn takes for it (a concluded turn takes another step only for such steering). */
-  readonly steerAfterConcluding: boolean
   /** A cancel was requested as a tool batch started: after the step's `assistant/message` with tool calls, before
    * its first `tool/result`. */
   readonly cancelAsBatchStarts: boolean
@@ -467,43 +464,27 @@ export interface Tally {
 export const tally = (outcome: Outcome): Tally => {
   let tool = false
   let steerOrCancelWhileTool = false
-  let steerAfterConcluding = false
   let cancelAsBatchStarts = false
   const running = new Set<string>()
-  const concluding = new Set<string>()
-  let concluded = false
-  // After a concluding step's step/end, until the next durable event.
-  let afterConcludingEnd = false
   // After an assistant/message with tool calls, until the step's first tool/result.
   let batchStarting = false
   for (const event of outcome.events) {
     if (event.type === "session/event") {
       const durable = event.event
-      // The fixed path: steering accepted after a concluding step's step/end gives its turn one more step.
-      if (afterConcludingEnd && durable.type === "step/start") steerAfterConcluding = true
-      afterConcludingEnd = false
       switch (durable.type) {
-        case "step/start":
-          concluded = false
-          break
         case "assistant/message":
           batchStarting = durable.data.content.some((block) => block.type === "tool-call")
           break
         case "tool/call":
           tool = true
           running.add(durable.data.callId)
-          if (durable.data.name === "annotate" && durable.data.arguments.includes("true")) {
-            concluding.add(durable.data.callId)
-          }
           break
         case "tool/result":
           batchStarting = false
           running.delete(durable.data.callId)
-          if (concluding.has(durable.data.callId) && !durable.data.isError) concluded = true
           break
         case "step/end":
           batchStarting = false
-          afterConcludingEnd = concluded
           break
         case "turn/end":
           running.clear()
@@ -512,7 +493,6 @@ export const tally = (outcome: Outcome): Tally => {
       }
     } else if (event.type === "agent/inbox/enqueue" && event.placement === "steering") {
       if (running.size > 0) steerOrCancelWhileTool = true
-      if (afterConcludingEnd) steerAfterConcluding = true
     } else if (event.type === "agent/cancel-requested") {
       if (running.size > 0) steerOrCancelWhileTool = true
       if (batchStarting) cancelAsBatchStarts = true
@@ -521,7 +501,6 @@ export const tally = (outcome: Outcome): Tally => {
   return {
     tool,
     steerOrCancelWhileTool,
-    steerAfterConcluding,
     cancelAsBatchStarts,
     reactions: outcome.reactions,
     refused: outcome.refused

@@ -169,15 +169,6 @@ const runTurn = Effect.fnUntraced(function*(
     if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
     if (outcome.ended) return turnEnded
     if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
-    if (outcome.concluded) {
-      // A concluding tool ends the turn without turn-stopping (R54) — unless steering was accepted into this turn
-      // after D2: it was published as joining the open turn, so the turn takes one more step for it.
-      const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, false)).pipe(
-        Effect.mapError(logFailure(n))
-      )
-      if (ended) return turnEnded
-      continue
-    }
     if (outcome.continue) continue
     // Steering staged after D2 (e.g. from a `step/end` observer) makes another step without turn-stopping.
     if (yield* hasSteering(env)) continue
@@ -189,7 +180,7 @@ const runTurn = Effect.fnUntraced(function*(
       yield* honourCancel(env)
     }
     // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
-    const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn, true)).pipe(
+    const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn)).pipe(
       Effect.mapError(logFailure(n))
     )
     if (ended) return turnEnded
@@ -267,16 +258,15 @@ const openTurnLocked = Effect.fnUntraced(function*(
 })
 
 /**
- * Ends the turn, holding the lock, unless steering is staged for it (R54); returns whether it ended. `d3`: the
- * D3 drain runs first, in the same section, so no steering can slip in between.
+ * D3, then ends the turn, holding the lock, unless D3 drained steering or steering is staged for it (R54); returns
+ * whether it ended. One section, so no steering can slip in between.
  */
 const endUnlessSteeringLocked = Effect.fnUntraced(function*(
   env: Env,
   progress: Ref.Ref<Progress>,
-  turn: number,
-  d3: boolean
+  turn: number
 ) {
-  if (d3 && (yield* drain(env, { turn })).steering) return false
+  if ((yield* drain(env, { turn })).steering) return false
   if (yield* hasSteering(env)) return false
   yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
   return true
@@ -334,7 +324,7 @@ type StepOutcome =
     readonly continue: boolean
     readonly concluded: boolean
     readonly maxTokens: boolean
-    /** The step's own critical section ended the turn (a step without calls, see `runStep`). */
+    /** The step's own critical section ended the turn (a step without calls, or whose result concluded it). */
     readonly ended: boolean
     /** The next step's history, when the step's last critical section also opened the next step. */
     readonly next?: History.History | undefined
@@ -585,8 +575,10 @@ const endReplyStepLocked = Effect.fnUntraced(function*(
 })
 
 /**
- * The end of a step with tool calls, holding the lock: D2, then `step/end`; steering drained here forces another
- * step (R48), and an unconcluded step opens the next one here.
+ * The end of a step with tool calls, holding the lock: D2, then `step/end`. A step whose result concluded the turn
+ * ends it here, in the same section, without `turnStopping` (R54): no steering can be accepted between its D2 and
+ * its `turn/end`, and steering D2 drained stays in the log for the next turn's request. Any other tool step opens
+ * the next one here (R48).
  */
 const endToolStepLocked = Effect.fnUntraced(function*(
   env: Env,
@@ -596,20 +588,18 @@ const endToolStepLocked = Effect.fnUntraced(function*(
   concluded: boolean,
   maxTokens: boolean
 ) {
-  const drained = yield* Effect.zipLeft(
+  yield* Effect.zipRight(
     drain(env, { turn }),
     appendOwn(env, [{ type: "step/end", data: { turn, step } }])
   ).pipe(Effect.mapError(logFailure(step)))
-  // A concluded step goes to `runTurn`'s own decision (R54): only an unconcluded one opens the next step here.
-  const next = yield* openNext(env, progress, turn, step, !concluded)
-  const outcome: StepOutcome = {
-    _tag: "Completed",
-    continue: !concluded || drained.steering,
-    concluded,
-    maxTokens,
-    ended: false,
-    next
+  if (concluded) {
+    const { maxTokens: before } = yield* Ref.get(progress)
+    yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
+    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens, ended: true }
+    return outcome
   }
+  const next = yield* openNext(env, progress, turn, step, true)
+  const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens, ended: false, next }
   return outcome
 })
 
