@@ -310,11 +310,8 @@ const close = Effect.fnUntraced(function*(
       })
     }
   }
-  const calls = {
-    finished: yield* Ref.get(activity.tools.finished),
-    dispatched: yield* Ref.get(activity.tools.dispatched)
-  }
-  const written = yield* locked(env, Effect.either(writeClose(env, reason, calls)))
+  // Every handler has stopped: the tool runtime holds what the calls came to.
+  const written = yield* locked(env, Effect.either(writeClose(env, reason, activity.tools)))
   // Observers waiting for the closing `turn/end` run before the rest of the settlement (ADR 0028).
   yield* Effect.yieldNow()
   if (written._tag === "Left") {

@@ -38,18 +38,17 @@ export interface FinishedCall {
 
 /**
  * The tool calls of the current turn: what finished but is not yet committed, and which calls were dispatched. The
- * running handlers themselves are in {@link Handlers}.
+ * running handlers themselves are in {@link Handlers}. Plain bookkeeping, changed in synchronous steps (a call
+ * recorded as finished and its commit, a call marked dispatched and its fork) and read by the close once every
+ * handler has stopped.
  */
 export interface ToolRuntime {
-  readonly finished: Ref.Ref<ReadonlyMap<string, FinishedCall>>
-  readonly dispatched: Ref.Ref<ReadonlySet<string>>
+  readonly finished: Map<string, FinishedCall>
+  readonly dispatched: Set<string>
 }
 
 /** A fresh tool runtime for one activity. */
-export const makeToolRuntime = (): ToolRuntime => ({
-  finished: Ref.unsafeMake<ReadonlyMap<string, FinishedCall>>(new Map()),
-  dispatched: Ref.unsafeMake<ReadonlySet<string>>(new Set())
-})
+export const makeToolRuntime = (): ToolRuntime => ({ finished: new Map(), dispatched: new Set() })
 
 /**
  * The running tool handlers, keyed by tool call id, one `FiberMap` per cancel policy: a close interrupts exactly

@@ -7,7 +7,7 @@
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Ref, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
@@ -42,15 +42,25 @@ export const abortedMessage = "tool call aborted"
 /** The text of `ABORTED_BEFORE_DISPATCH` results. */
 export const abortedBeforeDispatchMessage = "tool call aborted before dispatch"
 
-type Prepared =
-  | { readonly _tag: "final"; readonly result: FinishedCall }
+/**
+ * What a call comes to before it starts, decided from its tool and arguments alone (pure, once per call): a result
+ * it gets without running (unknown tool, arguments that are not JSON or do not decode), or the tool to run with
+ * its decoded arguments; and whether it may share the pool.
+ */
+type Decoded =
+  | { readonly _tag: "final"; readonly result: FinishedCall; readonly parallel: boolean }
   | {
     readonly _tag: "run"
     readonly tool: AgentTool.AgentTool<unknown>
     readonly params: unknown
+    readonly parallel: boolean
   }
 
-const final = (data: ToolResultData): Prepared => ({ _tag: "final", result: { data, concludes: false, contexts: [] } })
+const final = (data: ToolResultData, parallel: boolean): Decoded => ({
+  _tag: "final",
+  result: plainResult(data),
+  parallel
+})
 
 const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolean => {
   if (typeof tool.parallel === "boolean") return tool.parallel
@@ -62,20 +72,55 @@ const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolea
 }
 
 /**
- * Whether a call may share the pool, decided before it starts from its decoded arguments (pure). A call that cannot
- * run (unknown tool, arguments that do not decode) counts as parallel: it is answered at once.
+ * Decodes a call (R64, R69). A call that cannot run takes one slot while it is answered, unless its tool declares
+ * itself exclusive.
  */
-const isParallelCall = (env: Env, block: Content.ToolCallBlock): boolean => {
+const decodeCall = (
+  env: Env,
+  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }
+): Decoded => {
+  const { block, step, turn } = call
+  const base = { turn, step, callId: block.id, name: block.name }
   const tool = env.tools.get(block.name)
-  if (tool === undefined) return true
-  if (typeof tool.parallel === "boolean") return tool.parallel
+  if (tool === undefined) {
+    const known = [...env.tools.keys()].join(", ")
+    return final(
+      errorResult(
+        base,
+        "UNKNOWN_TOOL",
+        `unknown tool "${block.name}". ${known === "" ? "No tools are available." : `Available tools: ${known}.`}`
+      ),
+      true
+    )
+  }
+  const declared = typeof tool.parallel === "boolean" ? tool.parallel : true
   const parsed = ToolArguments.parse(block.arguments)
-  if (Either.isLeft(parsed)) return true
+  if (Either.isLeft(parsed)) {
+    return final(
+      errorResult(
+        base,
+        "INVALID_ARGUMENTS",
+        `the arguments of "${block.name}" are not valid JSON (${parsed.left}); the tool was not run. ` +
+          `Send the arguments as one JSON object.`
+      ),
+      declared
+    )
+  }
   const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
     errors: "all",
     onExcessProperty: "error"
   })(parsed.right)
-  return decoded._tag === "Left" ? true : isParallel(tool, decoded.right)
+  if (decoded._tag === "Left") {
+    return final(
+      errorResult(
+        base,
+        "INVALID_ARGUMENTS",
+        `invalid arguments for "${block.name}": ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+      ),
+      declared
+    )
+  }
+  return { _tag: "run", tool, params: decoded.right, parallel: isParallel(tool, decoded.right) }
 }
 
 const denyWithoutHook = (name: string): ApprovalDecision => ({
@@ -84,197 +129,156 @@ const denyWithoutHook = (name: string): ApprovalDecision => ({
     `To allow such calls, give the agent a hooks.toolApproval that answers { kind: "allow" }.`
 })
 
-const prepare: (
+/**
+ * Asks for approval of a call whose tool requires it (R67): the `toolApproval` hook decides, and a missing or
+ * failing hook denies. A denial is the call's result.
+ */
+const approve = (
   env: Env,
-  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }
-) => Effect.Effect<Prepared> = Effect.fnUntraced(
-  function*(env: Env, call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }) {
-    const { block, step, turn } = call
-    const base = { turn, step, callId: block.id, name: block.name }
-    const tool = env.tools.get(block.name)
-    if (tool === undefined) {
-      const known = [...env.tools.keys()].join(", ")
-      return final(errorResult(
-        base,
-        "UNKNOWN_TOOL",
-        `unknown tool "${block.name}". ${known === "" ? "No tools are available." : `Available tools: ${known}.`}`
-      ))
-    }
-    const parsed = ToolArguments.parse(block.arguments)
-    if (Either.isLeft(parsed)) {
-      return final(errorResult(
-        base,
-        "INVALID_ARGUMENTS",
-        `the arguments of "${block.name}" are not valid JSON (${parsed.left}); the tool was not run. ` +
-          `Send the arguments as one JSON object.`
-      ))
-    }
-    const decoded = Schema.decodeUnknownEither(contextFree(tool.tool.parametersSchema), {
-      errors: "all",
-      onExcessProperty: "error"
-    })(parsed.right)
-    if (decoded._tag === "Left") {
-      return final(errorResult(
-        base,
-        "INVALID_ARGUMENTS",
-        `invalid arguments for "${block.name}": ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-      ))
-    }
-    const params = decoded.right
-    if (tool.approval === "required") {
-      const fallback = Effect.succeed(denyWithoutHook(block.name))
-      const hook = env.options.hooks?.toolApproval
-      const decision = hook === undefined
-        ? denyWithoutHook(block.name)
-        : yield* provide(
-          env,
-          hook({
-            agent: env.service,
-            turn,
-            step,
-            callId: block.id,
-            name: block.name,
-            arguments: block.arguments,
-            params
-          }, fallback)
-        ).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.succeed<ApprovalDecision>({
-              kind: "deny",
-              reason: `the approval hook failed: ${Cause.pretty(cause)}`
-            })
-          )
-        )
-      if (decision.kind === "deny") {
-        return final(errorResult(base, "DENIED", `the call was denied: ${decision.reason}`))
-      }
-    }
-    return { _tag: "run", tool, params }
-  }
-)
+  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock },
+  decoded: Extract<Decoded, { readonly _tag: "run" }>
+): Effect.Effect<Decoded> => {
+  const { block, step, turn } = call
+  const hook = env.options.hooks?.toolApproval
+  const decision = hook === undefined
+    ? Effect.succeed(denyWithoutHook(block.name))
+    : provide(
+      env,
+      hook({
+        agent: env.service,
+        turn,
+        step,
+        callId: block.id,
+        name: block.name,
+        arguments: block.arguments,
+        params: decoded.params
+      }, Effect.succeed(denyWithoutHook(block.name)))
+    ).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${Cause.pretty(cause)}` })
+      )
+    )
+  return Effect.map(decision, (decided): Decoded =>
+    decided.kind === "deny"
+      ? final(
+        errorResult(
+          { turn, step, callId: block.id, name: block.name },
+          "DENIED",
+          `the call was denied: ${decided.reason}`
+        ),
+        decoded.parallel
+      )
+      : decoded)
+}
 
 const render = (value: unknown): string =>
   typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value) ?? String(value)
 
-/** Turns a handler's exit into the result the model reads (R69). */
-const resultOf: (
+/** A result that concludes nothing and attaches no context: every error result. */
+const plainResult = (data: ToolResultData): FinishedCall => ({ data, concludes: false, contexts: [] })
+
+/**
+ * Turns a handler's exit into the result the model reads (R69). Synchronous but for the contexts a successful
+ * outcome attaches, which are decoded as any user message is.
+ */
+const resultOf = (
   base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
   tool: AgentTool.AgentTool<unknown>,
   exit: Exit.Exit<unknown, unknown>
-) => Effect.Effect<FinishedCall> = Effect.fnUntraced(
-  function*(
-    base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
-    tool: AgentTool.AgentTool<unknown>,
-    exit: Exit.Exit<unknown, unknown>
-  ) {
-    if (Exit.isSuccess(exit)) {
-      const outcome = AgentTool.isOutcome(exit.value) ? exit.value : undefined
-      const value = outcome === undefined ? exit.value : outcome.value
-      const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.successSchema))(value)
-      if (encoded._tag === "Left") {
-        return {
-          data: errorResult(
-            base,
-            "INVALID_OUTPUT",
-            `"${base.name}" produced an invalid result: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
-          ),
-          concludes: false,
-          contexts: []
-        }
-      }
-      const contexts: Array<MessageT.UserMessageData> = []
-      for (const context of outcome?.contexts ?? []) {
-        const decoded = yield* Effect.either(Message.decodeUserMessageData(context))
-        if (decoded._tag === "Left") {
-          return {
-            data: errorResult(
-              base,
-              "INVALID_OUTPUT",
-              `"${base.name}" attached an invalid context: ${decoded.left.message}`
-            ),
-            concludes: false,
-            contexts: []
-          }
-        }
-        contexts.push(decoded.right)
-      }
-      const text = render(encoded.right)
-      return {
-        data: {
-          turn: base.turn,
-          step: base.step,
-          callId: base.callId,
-          name: base.name,
-          content: text === "" ? [] : [{ type: "text", text }],
-          isError: false
-        },
-        concludes: outcome?.concludesTurn === true,
-        contexts
-      }
+): Effect.Effect<FinishedCall> => {
+  if (Exit.isSuccess(exit)) {
+    const outcome = AgentTool.isOutcome(exit.value) ? exit.value : undefined
+    const value = outcome === undefined ? exit.value : outcome.value
+    const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.successSchema))(value)
+    if (encoded._tag === "Left") {
+      return Effect.succeed(plainResult(errorResult(
+        base,
+        "INVALID_OUTPUT",
+        `"${base.name}" produced an invalid result: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
+      )))
     }
-    const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) {
-      const error = failure.value
-      const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.failureSchema))(error)
-      const message =
-        typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" &&
-          error.message !== ""
-          ? error.message
-          : render(encoded._tag === "Right" ? encoded.right : String(error))
-      const name = typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
-        ? error._tag
-        : "ToolError"
-      // A failure may carry its own routing code (the domain allows tools codes of their own); `TOOL_FAILED` is
-      // the default.
-      const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" &&
-          error.code !== ""
-        ? error.code
-        : "TOOL_FAILED"
-      return { data: errorResult(base, code, message, name), concludes: false, contexts: [] }
-    }
-    if (Cause.isInterruptedOnly(exit.cause)) {
-      return { data: errorResult(base, "ABORTED", abortedMessage, "AbortError"), concludes: false, contexts: [] }
-    }
-    return {
-      data: errorResult(base, "TOOL_DEFECT", `"${base.name}" crashed: ${Cause.pretty(exit.cause)}`, "ToolDefect"),
-      concludes: false,
-      contexts: []
-    }
+    const text = render(encoded.right)
+    const succeeded = (contexts: ReadonlyArray<MessageT.UserMessageData>): FinishedCall => ({
+      data: {
+        turn: base.turn,
+        step: base.step,
+        callId: base.callId,
+        name: base.name,
+        content: text === "" ? [] : [{ type: "text", text }],
+        isError: false
+      },
+      concludes: outcome?.concludesTurn === true,
+      contexts
+    })
+    const attached = outcome?.contexts ?? []
+    if (attached.length === 0) return Effect.succeed(succeeded([]))
+    // The first invalid context makes the whole result an error.
+    return Effect.match(Effect.forEach(attached, Message.decodeUserMessageData), {
+      onFailure: (error) =>
+        plainResult(
+          errorResult(base, "INVALID_OUTPUT", `"${base.name}" attached an invalid context: ${error.message}`)
+        ),
+      onSuccess: succeeded
+    })
   }
-)
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    const encoded = Schema.encodeUnknownEither(contextFree(tool.tool.failureSchema))(error)
+    const message =
+      typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" &&
+        error.message !== ""
+        ? error.message
+        : render(encoded._tag === "Right" ? encoded.right : String(error))
+    const name = typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
+      ? error._tag
+      : "ToolError"
+    // A failure may carry its own routing code (the domain allows tools codes of their own); `TOOL_FAILED` is
+    // the default.
+    const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" &&
+        error.code !== ""
+      ? error.code
+      : "TOOL_FAILED"
+    return Effect.succeed(plainResult(errorResult(base, code, message, name)))
+  }
+  if (Cause.isInterruptedOnly(exit.cause)) {
+    return Effect.succeed(plainResult(errorResult(base, "ABORTED", abortedMessage, "AbortError")))
+  }
+  return Effect.succeed(plainResult(
+    errorResult(base, "TOOL_DEFECT", `"${base.name}" crashed: ${Cause.pretty(exit.cause)}`, "ToolDefect")
+  ))
+}
 
 /**
  * Appends the results of the finished calls that are next in model order, holding the lock; settles the batch
  * after the last one.
  */
-const commitReadyLocked = Effect.fnUntraced(function*(
+const commitReadyLocked = (
   env: Env,
   calls: ReadonlyArray<Content.ToolCallBlock>,
   runtime: ToolRuntime,
   progress: BatchProgress
-) {
-  while (true) {
+): Effect.Effect<void, SessionLog.SessionLogError> =>
+  Effect.suspend(() => {
     const next = progress.next
-    if (next === calls.length) return settleBatch(progress, "committed")
+    if (next === calls.length) {
+      settleBatch(progress, "committed")
+      return Effect.void
+    }
     const callId = calls[next]!.id
-    const result = (yield* Ref.get(runtime.finished)).get(callId)
-    if (result === undefined) return
+    const result = runtime.finished.get(callId)
+    if (result === undefined) return Effect.void
     // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
-    yield* append(
-      env,
-      { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] },
-      true
+    return Effect.flatMap(
+      append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] }, true),
+      () => {
+        runtime.finished.delete(callId)
+        progress.next = next + 1
+        progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
+        return Effect.zipRight(stageContexts(env, result.contexts), commitReadyLocked(env, calls, runtime, progress))
+      }
     )
-    yield* Ref.update(runtime.finished, (all) => {
-      const rest = new Map(all)
-      rest.delete(callId)
-      return rest
-    })
-    yield* stageContexts(env, result.contexts)
-    progress.next = next + 1
-    progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
-  }
-})
+  })
 
 /**
  * A batch's own bookkeeping, read and written synchronously: the seq of each call's `tool/call`, the index of the
@@ -352,17 +356,21 @@ export const runToolCalls = Effect.fnUntraced(function*(
     )
   )
   const finish = (callId: string, result: FinishedCall) =>
-    Effect.zipRight(Ref.update(runtime.finished, (all) => new Map(all).set(callId, result)), commitReady)
+    Effect.suspend(() => {
+      runtime.finished.set(callId, result)
+      return commitReady
+    })
 
   // The opening is appended once, with the first call.
   let opening: Effect.Effect<unknown, SessionLog.SessionLogError> | undefined = input.opening
   for (const block of calls) {
     // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
-    // drain) → `tool/call` → preparation (decoding, approval) → dispatch. So a call waiting for the pool is not
-    // in the log yet (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to
-    // approve it while the calls ahead of it run. The parallelism of a call is read from its decoded arguments
-    // (pure); a call that cannot run (unknown tool, bad arguments) takes one slot while it is answered.
-    const parallel = isParallelCall(env, block)
+    // drain) → `tool/call` → preparation (approval) → dispatch. So a call waiting for the pool is not in the log yet
+    // (a cancel answers it with a synthetic `ABORTED_BEFORE_DISPATCH` pair) and nobody is asked to approve it while
+    // the calls ahead of it run. The call is decoded once, first: its parallelism is read from its decoded
+    // arguments (pure), and a call that cannot run (unknown tool, bad arguments) is answered at once.
+    const decoded = decodeCall(env, { turn, step, block })
+    const { parallel } = decoded
     const permits = parallel ? 1 : env.maxParallel
     if (pool !== undefined) yield* pool.take(permits)
     // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
@@ -377,7 +385,9 @@ export const runToolCalls = Effect.fnUntraced(function*(
     )
     opening = undefined
     progress.callSeqs.set(block.id, called.seq)
-    const prepared = yield* releasing(permits, prepare(env, { turn, step, block }), "interrupt")
+    const prepared = decoded._tag === "run" && decoded.tool.approval === "required"
+      ? yield* releasing(permits, approve(env, { turn, step, block }, decoded), "interrupt")
+      : decoded
     if (prepared._tag === "final") {
       if (pool !== undefined) yield* pool.release(permits)
       yield* finish(block.id, prepared.result).pipe(
@@ -394,14 +404,15 @@ export const runToolCalls = Effect.fnUntraced(function*(
       provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
         Effect.exit,
         Effect.flatMap((exit) =>
-          resultOf(base, prepared.tool, exit).pipe(
-            Effect.tap((result) => Spans.annotateToolResult(env, result)),
+          Effect.flatMap(resultOf(base, prepared.tool, exit), (result) => {
             // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
-            Effect.flatMap((result) => Effect.uninterruptible(finish(block.id, result))),
-            // The span ends with the handler's own exit (its failure or defect); an interrupted handler ends it
-            // interrupted.
-            Effect.zipRight(exit)
-          )
+            const recorded = Effect.uninterruptible(finish(block.id, result))
+            // A traced call's span is annotated with the outcome and ends with the handler's own exit (its failure
+            // or defect); an interrupted handler ends it interrupted.
+            return env.traced
+              ? Effect.zipRight(Effect.zipRight(Spans.annotateToolResult(env, result), recorded), exit)
+              : recorded
+          })
         ),
         Spans.toolCall(env, { turn, step, block }),
         Effect.exit,
@@ -411,17 +422,17 @@ export const runToolCalls = Effect.fnUntraced(function*(
     )
     // A call has a tool here, so the agent has tools and its handler maps.
     const handlers = prepared.tool.onCancel === "finish" ? env.handlers!.finish : env.handlers!.interrupt
+    // Forked into the handler map (interruptible; it leaves the map when it exits), in one uninterruptible step
+    // with its mark as dispatched: a close finds exactly the calls still running, by id. An exclusive call is a
+    // barrier: nothing else starts until it is done (R66).
     yield* Effect.uninterruptibleMask((restore) =>
-      Effect.zipRight(
-        Ref.update(runtime.dispatched, (all) => new Set(all).add(block.id)),
-        // Forked into the handler map (interruptible; it leaves the map when it exits): a close finds exactly
-        // the calls still running, by id. An exclusive call is a barrier: nothing else starts until it is done
-        // (R66).
-        Effect.flatMap(
-          FiberMap.run(handlers, block.id, handler),
-          (fiber) => parallel ? Effect.void : restore(Fiber.await(fiber))
-        )
-      )
+      Effect.suspend(() => {
+        runtime.dispatched.add(block.id)
+        const forked = FiberMap.run(handlers, block.id, handler)
+        return parallel
+          ? forked
+          : Effect.flatMap(forked, (fiber): Effect.Effect<unknown> => restore(Fiber.await(fiber)))
+      })
     )
   }
   yield* progress.settled.await
