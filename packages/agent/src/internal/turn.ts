@@ -357,17 +357,16 @@ const opensInline = (env: Env): boolean => {
 }
 
 /**
- * In a tool step's last critical section, after its `step/end`: opens the next step when the turn goes on and
- * nothing runs before the next step's opening (`opensInline`). Must run holding the lock.
+ * In an unconcluded tool step's last critical section, after its `step/end`: opens the next step when nothing runs
+ * before the next step's opening (`opensInline`). Must run holding the lock.
  */
 const openNext = (
   env: Env,
   progress: Ref.Ref<Progress>,
   turn: number,
-  step: number,
-  continues: boolean
+  step: number
 ): Effect.Effect<History.History | undefined, TurnFailure> =>
-  !continues || !opensInline(env)
+  !opensInline(env)
     ? Effect.succeed(undefined)
     : Effect.zipRight(Ref.update(progress, (p) => ({ ...p, step: step + 1 })), openStep(env, turn, step + 1))
 
@@ -598,7 +597,7 @@ const endToolStepLocked = Effect.fnUntraced(function*(
     const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens, ended: true }
     return outcome
   }
-  const next = yield* openNext(env, progress, turn, step, true)
+  const next = yield* openNext(env, progress, turn, step)
   const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens, ended: false, next }
   return outcome
 })
