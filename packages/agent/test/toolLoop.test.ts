@@ -386,11 +386,12 @@ describe("tool calls in the loop", () => {
       )
       yield* agent.followup(Message.make("go"))
       yield* agent.whenIdle
-      assert.deepStrictEqual(kinds(yield* agent.log), [
-        "user/message:go",
-        "call:a",
-        "call:b",
-        "result:a",
+      const logged = kinds(yield* agent.log)
+      // Whether b starts before a's result is committed depends on scheduling (R67: a finished call's result is
+      // committed as soon as the prefix allows); the results are in model order, and the contexts follow both.
+      assert.deepStrictEqual(logged.filter((kind) => kind.startsWith("result:")), ["result:a", "result:b"])
+      assert.isBelow(logged.indexOf("call:a"), logged.indexOf("call:b"))
+      assert.deepStrictEqual(logged.slice(logged.indexOf("result:b")), [
         "result:b",
         "user/message:context 1",
         "user/message:context 2",

@@ -373,16 +373,24 @@ const brokenError = (id: Ids.SessionId, error: SessionStoreError) =>
 /**
  * Runs `effect` holding one permit of `lock`, released on every exit. Uninterruptible, the wait for the permit
  * included: `Semaphore.take` counts a permit as taken while the waiter is still interruptible, so an interruption at
- * that instant would leak it. The region being uninterruptible already, a plain `matchCauseEffect` releases it
- * (`ensuring` would mask interruption a second time: five interpreter steps more, ADR 0028).
+ * that instant would leak it.
+ *
+ * A free lock is taken in one synchronous step (`withPermitsIfAvailable`): `take` suspends the fiber even when the
+ * permit is free (it is an async registration that resumes at once), which costs the fiber a trip out of its run
+ * loop and back per section (ADR 0041). Only a held lock is waited for with `take`; the region being uninterruptible
+ * already, a plain `matchCauseEffect` then releases it (`ensuring` would mask interruption a second time, ADR 0028).
  */
 export const holding = <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.uninterruptible(Effect.zipRight(
-    lock.take(1),
-    Effect.matchCauseEffect(effect, {
-      onFailure: (cause) => Effect.zipRight(lock.release(1), Effect.failCause(cause)),
-      onSuccess: (a) => Effect.as(lock.release(1), a)
-    })
+  Effect.uninterruptible(Effect.flatMap(
+    lock.withPermitsIfAvailable(1)(effect),
+    (held) =>
+      held._tag === "Some" ? Effect.succeed(held.value) : Effect.zipRight(
+        lock.take(1),
+        Effect.matchCauseEffect(effect, {
+          onFailure: (cause) => Effect.zipRight(lock.release(1), Effect.failCause(cause)),
+          onSuccess: (a) => Effect.as(lock.release(1), a)
+        })
+      )
   ))
 
 // ---------------------------------------------------------------------------------------------------------------
