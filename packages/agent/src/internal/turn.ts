@@ -546,7 +546,7 @@ const runStep = Effect.fnUntraced(function*(
   const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
     Effect.mapError(logFailure(step))
   )
-  return yield* locked(env, endToolStepLocked(env, progress, turn, step, concluded, maxTokens))
+  return yield* locked(env, endToolStepLocked(env, progress, turn, step, concluded))
 })
 
 /**
@@ -584,21 +584,21 @@ const endToolStepLocked = Effect.fnUntraced(function*(
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number,
-  concluded: boolean,
-  maxTokens: boolean
+  concluded: boolean
 ) {
   yield* Effect.zipRight(
     drain(env, { turn }),
     appendOwn(env, [{ type: "step/end", data: { turn, step } }])
   ).pipe(Effect.mapError(logFailure(step)))
+  // A step with calls did not stop at `max-tokens` (a truncated response's calls are dropped, R52): only an
+  // earlier step of the turn can have made its reason `max-tokens`.
   if (concluded) {
-    const { maxTokens: before } = yield* Ref.get(progress)
-    yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
-    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens, ended: true }
+    yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
     return outcome
   }
   const next = yield* openNext(env, progress, turn, step)
-  const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens, ended: false, next }
+  const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens: false, ended: false, next }
   return outcome
 })
 
