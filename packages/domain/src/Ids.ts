@@ -51,30 +51,33 @@ export type ToolCallId = typeof ToolCallId.Type
 
 /**
  * A random UUID (version 4 layout) from four 32-bit words of the context's `Random` — the same ids again under a
- * seeded or test `Random` — handed to `make` (an id's brand). One lookup of the service and four draws: nine
- * interpreter steps, where sixteen `Random.nextIntBetween` bytes under `Effect.all` took over sixty.
+ * seeded or test `Random` — branded as `id` (one of the id schemas above). One lookup of the service and four draws:
+ * nine interpreter steps, where sixteen `Random.nextIntBetween` bytes under `Effect.all` took over sixty. A UUID is a
+ * non-empty string, so the brand is applied without the schema's check (which cost more than the draws, ADR 0042).
  *
  * @since 0.0.0
  * @category constructors
  */
-export const randomUuid = <A>(make: (uuid: string) => A): Effect.Effect<A> =>
+export const randomUuid = <A>(id: { readonly make: (uuid: string, options: boolean) => A }): Effect.Effect<A> =>
   Effect.randomWith((random) =>
     Effect.flatMap(
       random.nextInt,
       (a) =>
         Effect.flatMap(random.nextInt, (b) =>
-          Effect.flatMap(random.nextInt, (c) => Effect.map(random.nextInt, (d) => make(uuidOf(a, b, c, d)))))
+          Effect.flatMap(random.nextInt, (c) =>
+            Effect.map(random.nextInt, (d) => id.make(uuidOf(a, b, c, d), true))))
     )
   )
 
-/** A 32-bit word as eight hex digits. */
-const hex8 = (word: number): string => (word >>> 0).toString(16).padStart(8, "0")
+/** Each byte as two hex digits. */
+const hexByte: ReadonlyArray<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
-// Four calls, not `[a, b, c, d].map(...)`: no array and no closure per id (one id per accepted message).
-const uuidOf = (a: number, b: number, c: number, d: number): string => {
-  const hex = hex8(a) + hex8(b) + hex8(c) + hex8(d)
-  const variant = ((Number.parseInt(hex[16]!, 16) & 3) | 8).toString(16)
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${
-    hex.slice(20, 32)
-  }`
-}
+/** Byte `shift / 8` (from the right) of a 32-bit word, as two hex digits. */
+const hex = (word: number, shift: number): string => hexByte[(word >>> shift) & 0xff]!
+
+// Four words to a version-4 UUID: the version nibble (4) replaces hex digit 12 and the variant bits (10) the top two
+// bits of digit 16. A table of bytes, not `toString(16)` and slices: one id per accepted message (ADR 0042).
+const uuidOf = (a: number, b: number, c: number, d: number): string =>
+  hex(a, 24) + hex(a, 16) + hex(a, 8) + hex(a, 0) + "-" + hex(b, 24) + hex(b, 16) + "-" +
+  hexByte[0x40 | ((b >>> 8) & 0x0f)]! + hex(b, 0) + "-" + hexByte[0x80 | ((c >>> 24) & 0x3f)]! + hex(c, 16) + "-" +
+  hex(c, 8) + hex(c, 0) + hex(d, 24) + hex(d, 16) + hex(d, 8) + hex(d, 0)

@@ -53,7 +53,7 @@ describe("Ids", () => {
       const v4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
       const draw = (seed: number) =>
         Effect.withRandom(
-          Effect.all(Array.from({ length: 200 }, () => Ids.randomUuid(Ids.SessionId.make))),
+          Effect.all(Array.from({ length: 200 }, () => Ids.randomUuid(Ids.SessionId))),
           Random.make(seed)
         )
       const first = yield* draw(1)

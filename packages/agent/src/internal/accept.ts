@@ -16,7 +16,7 @@ import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 
 /** A message id: a random UUID from the agent's `Random`. */
-const mintId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId.make)
+const mintId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId)
 
 /** What `sendAll` hands `batch`: checked to be pairs, decoded by `batch` itself. */
 type BatchSend = Extract<BatchOp, { readonly send: unknown }>["send"]

@@ -171,7 +171,8 @@ export const result = (state: State): Assembled => {
     if (block.type === "tool-call") {
       content.push({
         type: "tool-call",
-        id: Ids.ToolCallId.make(block.id === "" ? `call-${content.length}` : block.id),
+        // Non-empty by construction: branded without the schema's check (ADR 0042).
+        id: Ids.ToolCallId.make(block.id === "" ? `call-${content.length}` : block.id, true),
         name: block.name,
         arguments: block.arguments
       })

@@ -106,7 +106,7 @@ const mintId: Effect.Effect<string> = Effect.map(
   (words) => words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
 )
 
-const mintMessageId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId.make)
+const mintMessageId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId)
 
 /** The round-zero message of a change (R113). */
 const changeMessage = (change: GoalChange): Message.UserMessageData => {

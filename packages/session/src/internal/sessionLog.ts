@@ -197,7 +197,7 @@ const checkContinuable = (
 }
 
 /** A random (version 4) UUID from the `Random` service, so seeded tests get stable ids. */
-export const randomSessionId: Effect.Effect<Ids.SessionId> = Ids.randomUuid(Ids.SessionId.make)
+export const randomSessionId: Effect.Effect<Ids.SessionId> = Ids.randomUuid(Ids.SessionId)
 
 // ---------------------------------------------------------------------------------------------------------------
 // The commit model
