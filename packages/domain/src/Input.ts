@@ -182,7 +182,7 @@ class Copier {
     }
     switch (typeof v) {
       case "undefined":
-        this.spend(4)
+        this.spend(4) // at worst `null` in an array
         return undefined
       case "boolean":
         this.spend(5)
@@ -191,6 +191,7 @@ class Copier {
         this.spend(24)
         return v
       case "string":
+        // Every character costs at least one: refuse a string that is too long before scanning it.
         if (v.length + 2 > this.limits.maxChars - this.chars) this.spend(v.length + 2)
         this.spend(encodedLength(v))
         return v
@@ -272,6 +273,8 @@ class Copier {
       }
       const item = this.go(value, depth + 1)
       this.path.pop()
+      // Assignment keeps the copy a fast-mode object (`defineProperty` on every key made it a dictionary, slow to
+      // read); `out["__proto__"] = …` would set the prototype and drop the key, so that one key is defined.
       if (key === "__proto__") {
         Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
       } else out[key] = item
