@@ -247,9 +247,12 @@ const presetWith = Effect.fnUntraced(function*(
  * `batch`: every operation is decoded first, then all are applied in order under one lock. The acceptance barrier
  * covers what the batch applied, whether it then stopped or not (ADR 0017).
  */
-export const batch = Effect.fnUntraced(function*(env: Env, ops: ReadonlyArray<BatchOp>) {
+export const batch = (env: Env, ops: ReadonlyArray<BatchOp>) =>
+  Effect.flatMap(checkBatch(ops), (checked) => applyBatch(env, checked))
+
+/** A copied batch, its operations decoded one by one (each message under its own limits), then applied. */
+const applyBatch = Effect.fnUntraced(function*(env: Env, checked: ReadonlyArray<typeof BatchOperation.Type>) {
   const decoded: Array<DecodedOp> = []
-  const checked = yield* checkBatch(ops)
   for (const [index, op] of checked.entries()) {
     if ("send" in op) {
       decoded.push({
@@ -299,13 +302,16 @@ const batchLocked = Effect.fnUntraced(function*(env: Env, decoded: ReadonlyArray
   return applied
 })
 
-/** `sendAll`: checked to be pairs, then a `batch` of sends; returns the ids. */
+/**
+ * `sendAll`: copied and checked to be pairs, then applied as a batch of sends (the copy is already the batch's: it is
+ * not copied and decoded again as one); returns the ids.
+ */
 export const sendAll = (
   env: Env,
   items: ReadonlyArray<BatchSend>
 ) =>
   checkItems(items).pipe(
-    Effect.flatMap((checked) => batch(env, checked.map((send) => ({ send: send as BatchSend })))),
+    Effect.flatMap((checked) => applyBatch(env, checked.map((send) => ({ send })))),
     Effect.map((ids) => ids.filter((id): id is IdsT.AgentMessageId => id !== undefined))
   )
 
