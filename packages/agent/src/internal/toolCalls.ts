@@ -71,16 +71,23 @@ const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolea
   }
 }
 
+/** A call of a step. */
+interface StepCall {
+  readonly turn: number
+  readonly step: number
+  readonly block: Content.ToolCallBlock
+}
+
+/** A call as its result names it. */
+const resultBase = ({ block, step, turn }: StepCall) => ({ turn, step, callId: block.id, name: block.name })
+
 /**
  * Decodes a call (R64, R69). A call that cannot run takes one slot while it is answered, unless its tool declares
  * itself exclusive.
  */
-const decodeCall = (
-  env: Env,
-  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock }
-): Decoded => {
-  const { block, step, turn } = call
-  const base = { turn, step, callId: block.id, name: block.name }
+const decodeCall = (env: Env, call: StepCall): Decoded => {
+  const { block } = call
+  const base = resultBase(call)
   const tool = env.tools.get(block.name)
   if (tool === undefined) {
     const known = [...env.tools.keys()].join(", ")
@@ -135,7 +142,7 @@ const denyWithoutHook = (name: string): ApprovalDecision => ({
  */
 const approve = (
   env: Env,
-  call: { readonly turn: number; readonly step: number; readonly block: Content.ToolCallBlock },
+  call: StepCall,
   decoded: Extract<Decoded, { readonly _tag: "run" }>
 ): Effect.Effect<Decoded> => {
   const { block, step, turn } = call
@@ -160,14 +167,7 @@ const approve = (
     )
   return Effect.map(decision, (decided): Decoded =>
     decided.kind === "deny"
-      ? final(
-        errorResult(
-          { turn, step, callId: block.id, name: block.name },
-          "DENIED",
-          `the call was denied: ${decided.reason}`
-        ),
-        decoded.parallel
-      )
+      ? final(errorResult(resultBase(call), "DENIED", `the call was denied: ${decided.reason}`), decoded.parallel)
       : decoded)
 }
 
@@ -398,7 +398,7 @@ export const runToolCalls = Effect.fnUntraced(function*(
     }
     // The dispatch barrier (ADR 0008): on a durable log the `tool/call` is on disk before its side effect starts.
     yield* releasing(permits, barrier(env), "error")
-    const base = { turn, step, callId: block.id, name: block.name }
+    const base = resultBase({ turn, step, block })
     const handler = releasing(
       permits,
       provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
