@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Exit, FastCheck as fc, Schema } from "effect"
 import * as Message from "../src/Message.js"
 import { agentMessage, decodeError, isDeepFrozen, messageId, roundTrip, sources, userData } from "./fixtures.js"
 
@@ -285,4 +285,59 @@ describe("Message.decodeUserMessageData", () => {
         assert.include(yield* refusal(input), "Expected UserMessageData")
       }
     }))
+})
+
+describe("Message.decodeUserMessageData's shortcut (ADR 0043)", () => {
+  /** Keys in the order given, or the reverse. */
+  const ordered = (entries: ReadonlyArray<readonly [string, unknown]>, reversed: boolean) =>
+    Object.fromEntries(reversed ? [...entries].reverse() : entries)
+  const block = fc.oneof(
+    fc.record({ text: fc.string({ maxLength: 4 }), reversed: fc.boolean() })
+      .map(({ reversed, text }) => ordered([["type", "text"], ["text", text]], reversed)),
+    fc.constant({ type: "text" }),
+    fc.constant({ type: "image", text: "x" }),
+    fc.constant({ type: "text", text: 1 }),
+    fc.constant({ type: "text", text: "x", extra: true }),
+    fc.constant(undefined)
+  )
+  const source = fc.oneof(
+    fc.constant({ kind: "user" }),
+    fc.constant({ kind: "user", plugin: "p" }),
+    fc.record({ plugin: fc.string({ maxLength: 4 }), reversed: fc.boolean() })
+      .map(({ plugin, reversed }) => ordered([["kind", "plugin"], ["plugin", plugin]], reversed)),
+    fc.constant({ kind: "plugin" }),
+    fc.constant({ kind: "plugin", plugin: 7 }),
+    fc.constant(goal0),
+    fc.constant({ ...goal0, change: { goal: "ship" } }),
+    fc.constant({ kind: "goal", goalId: "g-1", revision: 1, round: 1 }),
+    fc.constant({ kind: "robot" }),
+    fc.constant("user")
+  )
+  const message = fc.record({
+    content: fc.oneof(fc.array(block, { maxLength: 3 }), fc.constant("hi")),
+    source,
+    reversed: fc.boolean(),
+    extra: fc.option(fc.constant(["note", "x"] as const), { nil: undefined })
+  }).map(({ content, extra, reversed, source }) =>
+    ordered([["content", content], ["source", source], ...(extra === undefined ? [] : [extra])], reversed)
+  )
+  const bySchema = Message.decodeInput(Message.UserMessageData, "message")
+
+  it("gives what the schema gives: the same value (keys in the same order, deep-frozen) or the same refusal", () =>
+    fc.assert(
+      fc.property(message, (input) => {
+        const fast = Effect.runSyncExit(Message.decodeUserMessageData(input))
+        const slow = Effect.runSyncExit(bySchema(input))
+        if (Exit.isSuccess(slow)) {
+          assert.isTrue(Exit.isSuccess(fast), JSON.stringify(input))
+          if (Exit.isSuccess(fast)) {
+            assert.strictEqual(JSON.stringify(fast.value), JSON.stringify(slow.value))
+            assert.isTrue(isDeepFrozen(fast.value))
+          }
+        } else {
+          assert.deepStrictEqual(fast, slow)
+        }
+      }),
+      { numRuns: 2000 }
+    ))
 })
