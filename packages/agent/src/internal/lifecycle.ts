@@ -35,8 +35,14 @@ export type Lifecycle = Data.TaggedEnum<{
 /** Constructors and guards of {@link Lifecycle}. */
 export const Lifecycle = Data.taggedEnum<Lifecycle>()
 
+// `Data.taggedEnum` is a Proxy that makes a new constructor on every property read: each transition would pay a
+// Proxy trap and a closure. The constructors are read once; the states without fields are values (ADR 0043).
+const { Disposing, Running } = Lifecycle
+const idleState: Lifecycle = Lifecycle.Idle()
+const disposedState: Lifecycle = Lifecycle.Disposed()
+
 /** A fresh agent's lifecycle. */
-export const initial: Lifecycle = Lifecycle.Idle()
+export const initial: Lifecycle = idleState
 
 // -------------------------------------------------------------------------------------------------------------
 // Reading
@@ -69,8 +75,8 @@ export const cause = (lifecycle: Lifecycle): AgentEvent.InterruptReason | undefi
 /** A driving state with the given tag (the fields are copied: the values are Data classes, compared by value). */
 const drivingAs = (tag: "Running" | "Disposing", { activity, driver, idle, status }: Driving): Lifecycle =>
   tag === "Disposing"
-    ? Lifecycle.Disposing({ driver, idle, status, activity })
-    : Lifecycle.Running({ driver, idle, status, activity })
+    ? Disposing({ driver, idle, status, activity })
+    : Running({ driver, idle, status, activity })
 
 const withActivity = (lifecycle: Lifecycle, f: (activity: Activity) => Activity): Option.Option<Lifecycle> => {
   const current = driving(lifecycle)
@@ -86,7 +92,7 @@ export const driverStarted = (
   idle: Effect.Latch
 ): Option.Option<Lifecycle> =>
   lifecycle._tag === "Idle"
-    ? Option.some(Lifecycle.Running({ driver, idle, status: "idle", activity: undefined }))
+    ? Option.some(Running({ driver, idle, status: "idle", activity: undefined }))
     : Option.none()
 
 /**
@@ -96,7 +102,7 @@ export const driverStarted = (
 export const activityStarted = (lifecycle: Lifecycle, started: Activity): Option.Option<Lifecycle> =>
   lifecycle._tag === "Running" && lifecycle.activity === undefined
     ? Option.some(
-      Lifecycle.Running({ driver: lifecycle.driver, idle: lifecycle.idle, status: "running", activity: started })
+      Running({ driver: lifecycle.driver, idle: lifecycle.idle, status: "running", activity: started })
     )
     : Option.none()
 
@@ -133,9 +139,9 @@ export const activitySettled = (lifecycle: Lifecycle): Option.Option<Lifecycle> 
  */
 export const driverStopped = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
   lifecycle._tag === "Running" && lifecycle.activity === undefined
-    ? Option.some(Lifecycle.Idle())
+    ? Option.some(idleState)
     : lifecycle._tag === "Disposing" && lifecycle.activity === undefined
-    ? Option.some(Lifecycle.Disposed())
+    ? Option.some(disposedState)
     : Option.none()
 
 /**
@@ -144,7 +150,7 @@ export const driverStopped = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
  */
 export const disposed = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
   lifecycle._tag === "Idle"
-    ? Option.some(Lifecycle.Disposed())
+    ? Option.some(disposedState)
     : lifecycle._tag === "Running"
     ? Option.some(drivingAs("Disposing", lifecycle))
     : Option.none()
