@@ -54,6 +54,16 @@ export const median = (values: ReadonlyArray<number>): number => {
 export const mean = (values: ReadonlyArray<number>): number =>
   values.length === 0 ? Number.NaN : values.reduce((sum, value) => sum + value, 0) / values.length
 
+/** The mean per-turn cost over the first and over the last 10 % of a session's turns, and the last ÷ the first. */
+export const tenths = (
+  durations: ReadonlyArray<number>
+): { readonly first: number; readonly last: number; readonly growth: number } => {
+  const tenth = Math.max(1, Math.floor(durations.length / 10))
+  const first = mean(durations.slice(0, tenth))
+  const last = mean(durations.slice(-tenth))
+  return { first, last, growth: last / first }
+}
+
 /** A promise with its resolver, opened from outside. */
 export interface Gate {
   readonly promise: Promise<void>

@@ -4,7 +4,7 @@
  * turns' cost is reported too, over the first and the last 10 %: a long session shows what W1's 2 000 turns do not
  * (a runtime that copies its whole history per turn pays for it once the copy is a large object, ≥ 16 K elements).
  */
-import { mean, memoryAfterGc, prompts, sequentialTurns, warmUp } from "../Measure.js"
+import { memoryAfterGc, prompts, sequentialTurns, tenths, warmUp } from "../Measure.js"
 import { fiveTokens } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
 import { checkEqual, checkOrder } from "../Workload.js"
@@ -32,9 +32,7 @@ export const Memory: Workload = {
     const transcript = await agent.transcript()
     await agent.dispose()
     const retained = after.heap - before.heap
-    const tenth = Math.max(1, Math.floor(n / 10))
-    const first = mean(durations.slice(0, tenth))
-    const last = mean(durations.slice(-tenth))
+    const { first, growth, last } = tenths(durations)
     return {
       figures: {
         kbPerTurn: retained / n / 1024,
@@ -42,7 +40,7 @@ export const Memory: Workload = {
         entriesPerTurn: transcript.entries / n,
         usFirst10: first,
         usLast10: last,
-        growth: last / first
+        growth
       },
       checks: [
         checkEqual("completed turns", transcript.completedTurns, n),

@@ -3,7 +3,7 @@
  * turn's cost grows with the session (first 10 % of turns against the last 10 %), and records the per-turn cost
  * along the session for the chart.
  */
-import { mean, nowUs, prompts, sequentialTurns, warmUp } from "../Measure.js"
+import { mean, nowUs, prompts, sequentialTurns, tenths, warmUp } from "../Measure.js"
 import { fiveTokens } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
 import { checkEqual, checkOrder } from "../Workload.js"
@@ -31,16 +31,14 @@ export const W1: Workload = {
     const elapsed = nowUs() - start
     const transcript = await agent.transcript()
     await agent.dispose()
-    const tenth = Math.max(1, Math.floor(n / 10))
-    const first = mean(durations.slice(0, tenth))
-    const last = mean(durations.slice(-tenth))
+    const { first, growth, last } = tenths(durations)
     const width = Math.max(1, Math.floor(n / buckets))
     const series = Array.from(
       { length: Math.floor(n / width) },
       (_, b) => mean(durations.slice(b * width, (b + 1) * width))
     )
     return {
-      figures: { turnsPerSecond: n / (elapsed / 1e6), usFirst10: first, usLast10: last, growth: last / first },
+      figures: { turnsPerSecond: n / (elapsed / 1e6), usFirst10: first, usLast10: last, growth },
       series,
       checks: [
         checkEqual("completed turns", transcript.completedTurns, n),
