@@ -258,26 +258,22 @@ const isEmpty = (object: object): boolean => {
   return true
 }
 
-/** A usage count as `jsonOf` writes it: `undefined` (left out) stays `undefined`; non-finite and `-0` are `null`. */
-const countJson = (count: number | undefined): number | null | undefined =>
-  count === undefined ? undefined : Number.isFinite(count) && !Object.is(count, -0) ? count : null
-
 /**
- * A finish part's usage as `jsonOf` writes it (its counts in their order, `undefined` ones left out), built
- * directly: `jsonOf`'s generic walk cost a step a few µs while the process warms up. One named store per count,
- * not a loop over the names: a keyed read of a class instance is slow until optimized.
+ * A finish part's usage as `jsonOf` writes it (its counts in their order, each by `jsonOf`'s own rule for a number,
+ * `undefined` ones left out), built directly: `jsonOf`'s generic walk cost a step a few µs while the process warms
+ * up. One named store per count, not a loop over the names: a keyed read of a class instance is slow until optimized.
  */
 const usageJson = (usage: Response.Usage): Json.JsonObject => {
-  const out: Record<string, number | null> = {}
-  const input = countJson(usage.inputTokens)
+  const out: Record<string, Json.JsonValue> = {}
+  const input = plain(usage.inputTokens)
   if (input !== undefined) out["inputTokens"] = input
-  const output = countJson(usage.outputTokens)
+  const output = plain(usage.outputTokens)
   if (output !== undefined) out["outputTokens"] = output
-  const total = countJson(usage.totalTokens)
+  const total = plain(usage.totalTokens)
   if (total !== undefined) out["totalTokens"] = total
-  const reasoning = countJson(usage.reasoningTokens)
+  const reasoning = plain(usage.reasoningTokens)
   if (reasoning !== undefined) out["reasoningTokens"] = reasoning
-  const cached = countJson(usage.cachedInputTokens)
+  const cached = plain(usage.cachedInputTokens)
   if (cached !== undefined) out["cachedInputTokens"] = cached
   return out
 }
@@ -334,8 +330,7 @@ export const chunkJson = (part: AnyStreamPart): Json.JsonValue => {
       // A part the schema cannot encode (a tool result: the agent's parts never carry one) is kept as its fields.
       const value: object = encoded._tag === "Right" ? encoded.right : part
       return jsonOf(
-        "metadata" in value && typeof value.metadata === "object" && value.metadata !== null &&
-          Object.keys(value.metadata).length === 0
+        "metadata" in value && typeof value.metadata === "object" && value.metadata !== null && isEmpty(value.metadata)
           ? { ...value, metadata: undefined }
           : value
       )
