@@ -10,12 +10,8 @@ import type { ValidationError } from "@effect/cli"
 import type { ConfigError } from "effect"
 import { Effect, Layer, Option } from "effect"
 import { CommandError, SettingsError } from "./CliError.js"
-import * as Chat from "./internal/chat.js"
-import * as Demo from "./internal/demo.js"
+import type * as CommandsModule from "./internal/commands.js"
 import { out, plainConsole } from "./internal/output.js"
-import * as Run from "./internal/run.js"
-import * as Runtime from "./internal/runtime.js"
-import * as Sessions from "./internal/sessions.js"
 import * as Settings from "./Settings.js"
 
 const global = {
@@ -44,32 +40,43 @@ const global = {
 
 const settingsOf = (flags: Settings.Flags) => Settings.resolve(flags)
 
-/** Provides the session store (and, when asked, the model) the settings select. */
-const withStore = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
-  Effect.provide(
-    effect,
-    Runtime.storeLayer(settings.store.value).pipe(
-      Layer.mapError((e) =>
-        new CommandError({
-          reason: "Store",
-          message: `cannot open the session store ${Settings.showStore(settings.store.value)}: ${e.message} ` +
-            `(check --store or HARNESS_STORE; harness config shows which one is used)`
-        })
-      )
+/** What the commands run: the agent, the session log, the stores, the tools, the goals, the model. */
+type Commands = typeof CommandsModule
+
+/**
+ * What the commands run, loaded when one runs: it is most of the CLI's code, and `--help`, `--version`, `config` and
+ * a bad flag need none of it (start-up, `test/startup.test.ts`).
+ */
+const commands: Effect.Effect<Commands> = Effect.promise(() => import("./internal/commands.js"))
+
+/** The session store the settings select. */
+const storeLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
+  Runtime.storeLayer(settings.store.value).pipe(
+    Layer.mapError((e) =>
+      new CommandError({
+        reason: "Store",
+        message: `cannot open the session store ${Settings.showStore(settings.store.value)}: ${e.message} ` +
+          `(check --store or HARNESS_STORE; harness config shows which one is used)`
+      })
     )
   )
 
-const withModel = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
-  Effect.provide(
-    effect,
-    Runtime.modelLayer(settings).pipe(
-      Layer.mapError((e) => new CommandError({ reason: "Model", message: `the model is misconfigured: ${String(e)}` }))
-    )
+/** The model the settings select. */
+const modelLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
+  Runtime.modelLayer(settings).pipe(
+    Layer.mapError((e) => new CommandError({ reason: "Model", message: `the model is misconfigured: ${String(e)}` }))
   )
 
-/** The store and the model the settings select, both: what a command that runs the agent needs. */
-const withAgent = <A, E, R>(settings: Settings.Settings, effect: Effect.Effect<A, E, R>) =>
-  withModel(settings, withStore(settings, effect))
+/** Runs what `f` makes with the commands' code, provided with the session store the settings select. */
+const withStore = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(commands, (loaded) => Effect.provide(f(loaded), storeLayer(loaded, settings)))
+
+/** `withStore` with the model too: what a command that runs the agent needs. */
+const withAgent = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    commands,
+    (loaded) => Effect.provide(Effect.provide(f(loaded), storeLayer(loaded, settings)), modelLayer(loaded, settings))
+  )
 
 /** `--session`: continue a stored session. */
 const sessionOption = Options.text("session").pipe(
@@ -78,7 +85,7 @@ const sessionOption = Options.text("session").pipe(
 )
 
 /** The session `--session` names (a unique prefix resolved in the store), or none for a new one. */
-const sessionOf = (session: Option.Option<string>) =>
+const sessionOf = ({ Sessions }: Commands, session: Option.Option<string>) =>
   Option.match(session, { onNone: () => Effect.succeed(undefined), onSome: Sessions.resolveId })
 
 /** The prompt, as the words after the options. */
@@ -150,14 +157,15 @@ const run = Command.make(
       }
       yield* withAgent(
         settings,
-        Effect.flatMap(sessionOf(config.session), (session) =>
-          Run.run(settings, {
-            prompt,
-            json: config.json,
-            yes: config.yes,
-            session,
-            goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
-          }))
+        (loaded) =>
+          Effect.flatMap(sessionOf(loaded, config.session), (session) =>
+            loaded.Run.run(settings, {
+              prompt,
+              json: config.json,
+              yes: config.yes,
+              session,
+              goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
+            }))
       )
     })
 ).pipe(Command.withDescription(
@@ -175,7 +183,7 @@ const run = Command.make(
 const demo = Command.make("demo", global, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf({ ...config, offline: true })
-    yield* withAgent(settings, Demo.demo(settings))
+    yield* withAgent(settings, ({ Demo }) => Demo.demo(settings))
   })).pipe(Command.withDescription(
     "A scripted walkthrough on the offline model: a tool call on the workspace, a queued follow-up, a steer, an " +
       "injection, a withdraw, a cancel that keeps the inbox and a two-round goal; it ends with where the session is " +
@@ -193,7 +201,10 @@ const chat = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      yield* withAgent(settings, Effect.flatMap(sessionOf(config.session), (session) => Chat.chat(settings, session)))
+      yield* withAgent(
+        settings,
+        (loaded) => Effect.flatMap(sessionOf(loaded, config.session), (session) => loaded.Chat.chat(settings, session))
+      )
     })
 ).pipe(Command.withDescription(
   "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
@@ -209,13 +220,13 @@ const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id,
 const sessionsList = Command.make("list", global, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    yield* lines(yield* withStore(settings, Sessions.list))
+    yield* lines(yield* withStore(settings, ({ Sessions }) => Sessions.list))
   })).pipe(Command.withDescription("List the stored sessions.\nExample:\n  harness sessions list"))
 
 const sessionsShow = Command.make("show", { ...global, id: idArg }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    yield* lines(yield* withStore(settings, Sessions.show(config.id)))
+    yield* lines(yield* withStore(settings, ({ Sessions }) => Sessions.show(config.id)))
   })).pipe(Command.withDescription(
     "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
       "Example:\n  harness sessions show 3f2a"
@@ -234,7 +245,7 @@ const sessionsExport = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      yield* out(`${yield* withStore(settings, Sessions.exportSession(config.id, config.format))}\n`)
+      yield* out(`${yield* withStore(settings, ({ Sessions }) => Sessions.exportSession(config.id, config.format))}\n`)
     })
 ).pipe(Command.withDescription(
   "Export a session to standard output.\nExamples:\n  harness sessions export 3f2a > session.jsonl\n" +
@@ -244,7 +255,7 @@ const sessionsExport = Command.make(
 const sessionsRm = Command.make("rm", { ...global, id: idArg }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    const id = yield* withStore(settings, Sessions.remove(config.id))
+    const id = yield* withStore(settings, ({ Sessions }) => Sessions.remove(config.id))
     yield* out(`removed session ${id}\n`)
   })).pipe(Command.withDescription("Remove a stored session.\nExample:\n  harness sessions rm 3f2a"))
 
@@ -261,7 +272,8 @@ const sessionsFork = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      const result = yield* withStore(settings, Sessions.fork(config.id, Option.getOrUndefined(config.at)))
+      const result = yield* withStore(settings, ({ Sessions }) =>
+        Sessions.fork(config.id, Option.getOrUndefined(config.at)))
       yield* out(
         `forked ${result.from} at #${result.cut} into ${result.to} (${result.events} events)\n` +
           `continue it: harness sessions resume ${result.to}\n`
@@ -285,10 +297,11 @@ const sessionsResume = Command.make(
       const prompt = config.prompt.join(" ").trim()
       yield* withAgent(
         settings,
-        Effect.flatMap(Sessions.resolveId(config.id), (session) =>
-          prompt === ""
-            ? Chat.chat(settings, session)
-            : Run.run(settings, { prompt, json: false, yes: false, session }))
+        ({ Chat, Run, Sessions }) =>
+          Effect.flatMap(Sessions.resolveId(config.id), (session) =>
+            prompt === ""
+              ? Chat.chat(settings, session)
+              : Run.run(settings, { prompt, json: false, yes: false, session }))
       )
     })
 ).pipe(Command.withDescription(

@@ -10,7 +10,9 @@ import { LanguageModel, Model } from "@effect/ai"
 import { HttpClient } from "@effect/platform"
 import { Json, ModelStream, Setting } from "@harness/domain"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import * as ChatCompletionsSettings from "./ChatCompletionsSettings.js"
 import * as Client from "./internal/client.js"
+import { settingOf } from "./internal/configSettings.js"
 import type { RetryPolicy, Settings } from "./internal/settings.js"
 
 /**
@@ -19,7 +21,7 @@ import type { RetryPolicy, Settings } from "./internal/settings.js"
  * @since 0.0.0
  * @category constants
  */
-export const deepSeekBaseUrl = "https://api.deepseek.com"
+export const deepSeekBaseUrl = ChatCompletionsSettings.deepSeekBaseUrl
 
 /**
  * The default model.
@@ -27,7 +29,7 @@ export const deepSeekBaseUrl = "https://api.deepseek.com"
  * @since 0.0.0
  * @category constants
  */
-export const defaultModel = "deepseek-v4-flash"
+export const defaultModel = ChatCompletionsSettings.defaultModel
 
 /**
  * DeepSeek's current chat models (`deepseek-chat` / `deepseek-reasoner` were retired in July 2026).
@@ -35,7 +37,7 @@ export const defaultModel = "deepseek-v4-flash"
  * @since 0.0.0
  * @category constants
  */
-export const deepSeekModels = ["deepseek-v4-flash", "deepseek-v4-pro"] as const
+export const deepSeekModels = ChatCompletionsSettings.deepSeekModels
 
 /**
  * DeepSeek's thinking switch, sent as `thinking: { type }`.
@@ -382,101 +384,16 @@ export const layer = (
  * @since 0.0.0
  * @category models
  */
-export interface ConfigSetting {
-  /** The option it sets (`retry.maxRetries` for a field of `retry`). */
-  readonly option: string
-  /** The key as an environment variable: the configuration is nested under `LLM`, so `MODEL` is `LLM_MODEL`. */
-  readonly key: string
-  readonly description: string
-  /** The default, as a person reads it. */
-  readonly fallback: string
-  /** A secret is never shown, only whether it is set. */
-  readonly secret: boolean
-}
-
-const entry = (
-  option: string,
-  name: string,
-  description: string,
-  fallback: string,
-  secret = false
-): ConfigSetting & { readonly name: string } => ({ option, name, key: `LLM_${name}`, description, fallback, secret })
-
-/** The settings of {@link config}, by option. */
-const settingOf = {
-  baseUrl: entry(
-    "baseUrl",
-    "BASE_URL",
-    "The server's base URL (`/chat/completions` is appended unless already there).",
-    deepSeekBaseUrl
-  ),
-  model: entry("model", "MODEL", "The model name.", defaultModel),
-  apiKey: entry("apiKey", "API_KEY", "The API key: required for DeepSeek's URL.", "none", true),
-  maxOutputTokens: entry("maxOutputTokens", "MAX_OUTPUT_TOKENS", "The output-token limit.", "not sent"),
-  maxTokensParameter: entry(
-    "maxTokensParameter",
-    "MAX_TOKENS_PARAMETER",
-    "The body field of the output-token limit: max_tokens | max_completion_tokens.",
-    "max_tokens"
-  ),
-  temperature: entry(
-    "temperature",
-    "TEMPERATURE",
-    "Sampling temperature, 0–2 (not sent in thinking mode).",
-    "not sent"
-  ),
-  topP: entry("topP", "TOP_P", "Nucleus sampling, (0, 1] (not sent in thinking mode).", "not sent"),
-  thinking: entry(
-    "thinking",
-    "THINKING",
-    "DeepSeek's thinking mode: enabled | disabled.",
-    "enabled on DeepSeek's URL"
-  ),
-  reasoningEffort: entry("reasoningEffort", "REASONING_EFFORT", "reasoning_effort (e.g. low, high).", "not sent"),
-  headers: entry("headers", "HEADERS", "Extra request headers, a JSON object; every value is a secret.", "none", true),
-  body: entry("body", "BODY", "Extra body fields, a JSON object, merged last.", "none"),
-  requestTimeout: entry(
-    "requestTimeout",
-    "REQUEST_TIMEOUT",
-    "How long to wait for the response headers.",
-    "120 seconds"
-  ),
-  idleTimeout: entry(
-    "idleTimeout",
-    "IDLE_TIMEOUT",
-    "How long a response may go without progress once its headers arrived.",
-    "120 seconds"
-  ),
-  deadline: entry("deadline", "DEADLINE", "The most time one attempt may take.", "10 minutes"),
-  maxRetries: entry(
-    "retry.maxRetries",
-    "MAX_RETRIES",
-    "Retries of a failed request while nothing was streamed; 0 disables retrying.",
-    "2"
-  ),
-  retryBaseDelay: entry(
-    "retry.baseDelay",
-    "RETRY_BASE_DELAY",
-    "The first backoff delay, doubled per retry, jittered by ±20%.",
-    "1 second"
-  ),
-  retryMaxDelay: entry(
-    "retry.maxDelay",
-    "RETRY_MAX_DELAY",
-    "The cap on a backoff delay; a longer Retry-After means no retry.",
-    "30 seconds"
-  )
-}
+export type ConfigSetting = ChatCompletionsSettings.ConfigSetting
 
 /**
- * Every setting {@link config} reads, in the order of {@link Options}.
+ * Every setting {@link config} reads, in the order of {@link Options} (also in `ChatCompletionsSettings`, which
+ * loads nothing else).
  *
  * @since 0.0.0
  * @category constants
  */
-export const configSettings: ReadonlyArray<ConfigSetting> = Object.values(settingOf).map(
-  ({ description, fallback, key, option, secret }) => ({ option, key, description, fallback, secret })
-)
+export const configSettings = ChatCompletionsSettings.configSettings
 
 /** The `Config` of one described setting: read by its name (nested under `LLM` by {@link config}), described. */
 const read = <A>(

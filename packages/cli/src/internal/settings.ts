@@ -2,7 +2,7 @@
  * Resolution of the effective configuration: flags, then environment (through `Config`), then defaults.
  */
 import { FileSystem, Path } from "@effect/platform"
-import { ChatCompletions } from "@harness/llm"
+import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Effect, Option, Redacted } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
@@ -160,7 +160,7 @@ export const resolve = (flags: Flags) =>
       (): Setting<string> =>
         provider.value === "offline"
           ? { value: "offline", origin: "default: the offline model" }
-          : { value: ChatCompletions.defaultModel, origin: "default" }
+          : { value: ChatCompletionsSettings.defaultModel, origin: "default" }
     )
     const pace = Option.getOrElse(
       yield* fromEnv("pace", (key) => Config.integer(key)),
@@ -170,7 +170,7 @@ export const resolve = (flags: Flags) =>
       return yield* new SettingsError({ setting: "HARNESS_OFFLINE_PACE_MS", message: "the pace must not be negative" })
     }
     const llm = yield* Effect.forEach(
-      ChatCompletions.configSettings.filter((setting) => !cliOwned.has(setting.option)),
+      ChatCompletionsSettings.configSettings.filter((setting) => !cliOwned.has(setting.option)),
       (setting) =>
         Effect.map(
           Config.option(Config.withDescription(Config.string(setting.key), setting.description)),
