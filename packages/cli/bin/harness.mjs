@@ -3,6 +3,7 @@
 // root `prepare` script) while it is at least as new as every workspace source it was built from; otherwise it
 // runs the TypeScript sources through tsx's loader. HARNESS_FROM_SOURCE=1 forces the sources.
 import { readFileSync, statSync } from "node:fs"
+import module from "node:module"
 import { dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { fileURLToPath } from "node:url"
@@ -22,6 +23,7 @@ const bundleIsFresh = () => {
 }
 
 if (bundleIsFresh()) {
+  module.enableCompileCache?.()
   await import("../dist/harness.mjs")
 } else {
   const { register } = await import("tsx/esm/api")
