@@ -34,12 +34,25 @@ const workspacePackages = (files: Iterable<string>): Set<string> => {
   return packages
 }
 
+/** The workspace packages only a running command needs. */
+const onDemand = [
+  "agent",
+  "session",
+  "domain",
+  "tools",
+  "goal",
+  "store-sqlite",
+  "store-jsonl",
+  "store-sql",
+  "store-postgres"
+]
+
 describe("start-up", () => {
   it("loads the command definitions and the settings, none of the agent, the stores, the tools or the model", () => {
     const eager = staticallyLoaded(join(dist, "harness.mjs"))
     const packages = workspacePackages(eager)
     assert.isTrue(packages.has("cli"), "the CLI's own definitions are loaded")
-    for (const name of ["agent", "session", "domain", "tools", "goal", "store-sqlite", "store-jsonl", "store-sql"]) {
+    for (const name of onDemand) {
       assert.isFalse(packages.has(name), `@harness/${name} is loaded at start-up`)
     }
     // Of the provider, only its settings' descriptions (for `harness config`): the module that loads nothing else.
