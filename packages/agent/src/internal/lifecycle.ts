@@ -38,11 +38,10 @@ export const Lifecycle = Data.taggedEnum<Lifecycle>()
 // `Data.taggedEnum` is a Proxy that makes a new constructor on every property read: each transition would pay a
 // Proxy trap and a closure. The constructors are read once; the states without fields are values (ADR 0043).
 const { Disposing, Running } = Lifecycle
-const idleState: Lifecycle = Lifecycle.Idle()
 const disposedState: Lifecycle = Lifecycle.Disposed()
 
-/** A fresh agent's lifecycle. */
-export const initial: Lifecycle = idleState
+/** A fresh agent's lifecycle, and the one a driver leaves when it stops: `Idle`. */
+export const initial: Lifecycle = Lifecycle.Idle()
 
 // -------------------------------------------------------------------------------------------------------------
 // Reading
@@ -139,7 +138,7 @@ export const activitySettled = (lifecycle: Lifecycle): Option.Option<Lifecycle> 
  */
 export const driverStopped = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
   lifecycle._tag === "Running" && lifecycle.activity === undefined
-    ? Option.some(idleState)
+    ? Option.some(initial)
     : lifecycle._tag === "Disposing" && lifecycle.activity === undefined
     ? Option.some(disposedState)
     : Option.none()
