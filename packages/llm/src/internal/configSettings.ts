@@ -1,6 +1,7 @@
 /**
- * The provider's defaults and its settings' descriptions, as plain data with no imports: `ChatCompletionsSettings`
- * publishes them for a command line or a settings page, which can show them without loading the provider.
+ * The provider's defaults and its settings' descriptions, as plain data with no runtime imports:
+ * `ChatCompletionsSettings` publishes them for a command line or a settings page, which can show them without loading
+ * the provider.
  */
 import type { ConfigSetting } from "../ChatCompletionsSettings.js"
 
