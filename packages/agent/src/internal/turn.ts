@@ -235,13 +235,16 @@ const openTurnLocked = Effect.fnUntraced(function*(
     type: "user/message",
     data: userMessageData(input.data, input.id)
   }))
-  // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023).
-  const events = yield* env.log.appendHeld([
-    { type: "turn/start", data: { turn, trigger: opening.trigger } },
-    ...retained.events,
-    ...prompts,
-    ...later.events
-  ], trusted).pipe(Effect.mapError(logFailure(0)))
+  // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023). Joined by `concat`, not
+  // spreads: the parts come with different element kinds (an empty plan's `[]`), and a spread optimized for one kind
+  // deoptimizes on the next (`--trace-deopt`: "wrong map"; TurboFan compiled this section once more per W1 run).
+  const start: Array<SessionEvent.SessionEventInput> = [{
+    type: "turn/start",
+    data: { turn, trigger: opening.trigger }
+  }]
+  const events = yield* env.log.appendHeld(start.concat(retained.events, prompts, later.events), trusted).pipe(
+    Effect.mapError(logFailure(0))
+  )
   // The first step is counted here when this section opens it.
   yield* Ref.update(progress, (p) => ({ ...p, turn, step: opensStep ? 1 : p.step }))
   yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
