@@ -2,6 +2,7 @@
  * Every workload, in report order.
  */
 import type { Workload } from "./Workload.js"
+import { Fleet } from "./workloads/Fleet.js"
 import { Memory } from "./workloads/Memory.js"
 import { Pace } from "./workloads/Pace.js"
 import { W1 } from "./workloads/W1Sequential.js"
@@ -11,4 +12,4 @@ import { W4 } from "./workloads/W4Tools.js"
 import { W5 } from "./workloads/W5Steering.js"
 import { W8 } from "./workloads/W8Latency.js"
 
-export const workloads: ReadonlyArray<Workload> = [W1, W2, W3, W4, W5, W8, Pace, Memory]
+export const workloads: ReadonlyArray<Workload> = [W1, W2, W3, W4, W5, W8, Pace, Fleet, Memory]

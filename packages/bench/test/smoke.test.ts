@@ -1,8 +1,8 @@
 /**
  * The bench still measures what it claims: for each runtime, W8 (follow-ups, live observation, a follow-up queued
- * behind a running turn, cancels, read-back of the log) runs at smoke size in a fresh worker process, exactly as
- * `npm run bench` runs it, and every correctness check passes. Figures are not asserted: benchmarks never gate
- * on time.
+ * behind a running turn, cancels, read-back of the log) and Fleet (agents streaming paced replies at once) run at
+ * smoke size in a fresh worker process, exactly as `npm run bench` runs them, and every correctness check passes.
+ * Figures are not asserted: benchmarks never gate on time.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -21,10 +21,10 @@ const smoke = (runtime: BootName, workload: string) =>
   )
 
 describe("bench smoke", () => {
-  it.live("W8 passes its correctness checks on every runtime", () =>
+  it.live("W8 and Fleet pass their correctness checks on every runtime", () =>
     Effect.gen(function*() {
       const results = yield* Effect.all(
-        runtimeNames.map((runtime) => smoke(runtime, "W8")),
+        runtimeNames.flatMap((runtime) => [smoke(runtime, "W8"), smoke(runtime, "Fleet")]),
         { concurrency: 3 }
       )
       for (const result of results) {
