@@ -1,10 +1,11 @@
 /**
  * Measuring instruments shared by the workloads: a clock in microseconds, forced garbage collection and heap
- * readings, percentiles and medians, and small promise gates for scripts that must wait for the workload.
+ * readings, percentiles and medians, small promise gates for scripts that must wait for the workload, and a model
+ * that streams at a set pace.
  */
 import { setImmediate as nextMacrotask } from "node:timers/promises"
-import type { AgentOptions, BenchAgent, BenchRuntime } from "./Runtime.js"
-import { fiveTokens } from "./Runtime.js"
+import type { AgentOptions, BenchAgent, BenchRuntime, Reply } from "./Runtime.js"
+import { fiveTokens, tokens } from "./Runtime.js"
 
 /** The current time in microseconds (monotonic, sub-microsecond resolution). */
 export const nowUs = (): number => performance.now() * 1000
@@ -128,4 +129,32 @@ export const sequentialTurns = async (agent: BenchAgent, texts: ReadonlyArray<st
 export const waitUntil = async (condition: () => boolean, timeoutMs = 2000): Promise<void> => {
   const deadline = nowUs() + timeoutMs * 1000
   while (!condition() && nowUs() < deadline) await nextMacrotask()
+}
+
+/** Resolves at `atUs` on the {@link nowUs} clock (at once when that time has passed). */
+export const sleepUntil = (atUs: number): Promise<void> =>
+  new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, (atUs - nowUs()) / 1000)))
+
+/**
+ * A reply of `count` tokens streamed at `tokensPerSecond`, the schedule drift-free from its first token, and the
+ * model's clock: `start` when the first token was asked for, `end` when the last one was due (µs, 0 until then).
+ */
+export const pacedReply = (
+  count: number,
+  tokensPerSecond: number
+): { readonly reply: Reply; readonly model: { start: number; end: number } } => {
+  const model = { start: 0, end: 0 }
+  const reply: Reply = {
+    _tag: "text",
+    tokens: tokens(count),
+    wait: (k) => {
+      if (k === 0) {
+        model.start = nowUs()
+        return undefined
+      }
+      const due = sleepUntil(model.start + (k * 1e6) / tokensPerSecond)
+      return k === count - 1 ? due.then(() => void (model.end = nowUs())) : due
+    }
+  }
+  return { reply, model }
 }

@@ -6,35 +6,13 @@
  * every chunk arrives after the process idled; here the process is busy, which is where CPU per chunk decides how
  * many conversations one core carries.
  */
-import { mean, nowUs, prompts, quantile, warmUp } from "../Measure.js"
-import type { BenchAgent, Reply, Transcript } from "../Runtime.js"
-import { tokens } from "../Runtime.js"
+import { mean, nowUs, pacedReply, prompts, quantile, sleepUntil, warmUp } from "../Measure.js"
+import type { BenchAgent, Transcript } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
 import { check, checkEqual, checkOrder } from "../Workload.js"
 
 const tokensPerSecond = 50
 const interval = 1e6 / tokensPerSecond
-
-const sleepUntil = (atUs: number) =>
-  new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, (atUs - nowUs()) / 1000)))
-
-/** One agent's paced model: its clock starts at its first token; `streamed` is its own streaming time (µs). */
-const pacedModel = (count: number) => {
-  const model = { start: 0, end: 0 }
-  const reply: Reply = {
-    _tag: "text",
-    tokens: tokens(count),
-    wait: (k) => {
-      if (k === 0) {
-        model.start = nowUs()
-        return undefined
-      }
-      const due = sleepUntil(model.start + k * interval)
-      return k === count - 1 ? due.then(() => void (model.end = nowUs())) : due
-    }
-  }
-  return { reply, model }
-}
 
 export const Fleet: Workload = {
   id: "Fleet",
@@ -50,7 +28,7 @@ export const Fleet: Workload = {
   run: async (runtime, n, size) => {
     if (size !== "smoke") await warmUp(runtime)
     const count = size === "smoke" ? 10 : 200
-    const models = Array.from({ length: n }, () => pacedModel(count))
+    const models = Array.from({ length: n }, () => pacedReply(count, tokensPerSecond))
     const agents: Array<BenchAgent> = []
     for (const { reply } of models) agents.push(await runtime.createAgent({ script: () => reply }))
     const texts = prompts("fleet-", n)

@@ -3,16 +3,11 @@
  * runtime's own cost shows as a fraction of a real turn: the CPU time the process spends during the turn, and the
  * wall time the turn takes beyond the model's own streaming time.
  */
-import { mean, nowUs, prompts, warmUp } from "../Measure.js"
-import type { Reply } from "../Runtime.js"
-import { tokens } from "../Runtime.js"
+import { mean, nowUs, pacedReply, prompts, warmUp } from "../Measure.js"
 import type { Workload } from "../Workload.js"
 import { check, checkEqual, checkOrder } from "../Workload.js"
 
 const tokensPerSecond = 50
-
-const sleepUntil = (atUs: number) =>
-  new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, (atUs - nowUs()) / 1000)))
 
 export const Pace: Workload = {
   id: "Pace",
@@ -27,20 +22,7 @@ export const Pace: Workload = {
   run: async (runtime, n, size) => {
     if (size !== "smoke") await warmUp(runtime)
     const count = size === "smoke" ? 10 : 200
-    let modelStart = 0
-    let modelEnd = 0
-    const reply: Reply = {
-      _tag: "text",
-      tokens: tokens(count),
-      wait: (k) => {
-        if (k === 0) {
-          modelStart = nowUs()
-          return undefined
-        }
-        const due = sleepUntil(modelStart + (k * 1e6) / tokensPerSecond)
-        return k === count - 1 ? due.then(() => void (modelEnd = nowUs())) : due
-      }
-    }
+    const { model, reply } = pacedReply(count, tokensPerSecond)
     const agent = await runtime.createAgent({ script: () => reply })
     const texts = prompts("pace-", n)
     const cpu: Array<number> = []
@@ -56,7 +38,7 @@ export const Pace: Workload = {
       const cpuUs = used.user + used.system
       cpu.push(cpuUs / 1000)
       percent.push((100 * cpuUs) / wall)
-      overhead.push((wall - (modelEnd - modelStart)) / 1000)
+      overhead.push((wall - (model.end - model.start)) / 1000)
     }
     const transcript = await agent.transcript()
     await agent.dispose()
@@ -69,8 +51,8 @@ export const Pace: Workload = {
         checkOrder("prompts in FIFO order", transcript.prompts, texts),
         check(
           "model streamed at the set pace",
-          Math.abs((modelEnd - modelStart) / 1000 - expectedModelMs) < 50,
-          `${((modelEnd - modelStart) / 1000).toFixed(0)} ms for ${count} tokens (expected ${
+          Math.abs((model.end - model.start) / 1000 - expectedModelMs) < 50,
+          `${((model.end - model.start) / 1000).toFixed(0)} ms for ${count} tokens (expected ${
             expectedModelMs.toFixed(0)
           })`
         )
