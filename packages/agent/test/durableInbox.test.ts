@@ -13,35 +13,23 @@ import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, Schedule, Schema, Stream, TestClock } from "effect"
 import * as Inbox from "../src/internal/inbox.js"
-import { assertWellFormed, context, isDurable, live, logTrace, noop, prompt } from "./fixtures.js"
+import {
+  assertWellFormed,
+  context,
+  durableStore,
+  isDurable,
+  live,
+  logTrace,
+  noop,
+  prompt,
+  storedInbox
+} from "./fixtures.js"
 
 const sid = Ids.SessionId.make("durable-inbox")
 const mid = Ids.AgentMessageId.make
 const decodeRecord = Schema.decodeSync(
   Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
 )
-
-/** A memory store that behaves as a durable one: write-behind, not volatile (so the agent places its barriers). */
-const durableStore = Effect.map(
-  SessionStore.makeMemory,
-  (memory): SessionStore.Service => ({ ...memory, commitMode: "write-behind", volatile: false })
-)
-
-/** The stored inbox records, as `accepted:<placement>:<id>` and `settled:<fate>:<id>`. */
-const storedInbox = (store: SessionStore.Service) =>
-  store.load(sid).pipe(
-    Stream.map((record) => decodeRecord(record.text)),
-    Stream.runCollect,
-    Effect.map((records) =>
-      Chunk.toReadonlyArray(records).flatMap((r) =>
-        r.type === "inbox/accepted" && "placement" in r
-          ? [`accepted:${r.placement}${r.wakeup || r.placement !== "queued" ? "" : "/parked"}:${r.message.id}`]
-          : r.type === "inbox/settled" && "fate" in r
-          ? [`settled:${r.fate}:${r.id}`]
-          : []
-      )
-    )
-  )
 
 /** Builds an agent over `log` with a scripted model; returns both. */
 const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>, options?: Partial<Agent.Options>) =>
@@ -109,7 +97,7 @@ describe("the durable inbox", () => {
           yield* agent.whenIdle
           yield* agent.followup(prompt("t"), { id: mid("t") })
           yield* agent.whenIdle
-          assert.deepStrictEqual(yield* storedInbox(store), [
+          assert.deepStrictEqual(yield* storedInbox(store, sid), [
             "accepted:queued:p",
             "accepted:queued:q",
             "accepted:queued/parked:r",
@@ -141,7 +129,7 @@ describe("the durable inbox", () => {
             agent.followup(prompt("u"), { id: mid("u") })
           ])
         )
-        assert.deepStrictEqual((yield* storedInbox(store)).filter((r) => r.startsWith("settled")), [])
+        assert.deepStrictEqual((yield* storedInbox(store, sid)).filter((r) => r.startsWith("settled")), [])
         const log = yield* SessionLog.open(sid)
         assert.deepStrictEqual(log.pendingInbox.map((r) => r.message.id), ["q", "r", "s", "u"])
         const { agent, model } = yield* agentOn(log, [

@@ -9,10 +9,10 @@ import type { Prompt } from "@effect/ai"
 import { assert } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import type { AgentEvent, Content, Message as MessageT, SessionEvent } from "@harness/domain"
-import { Ids, Message, MessageSource } from "@harness/domain"
+import { Ids, Message, MessageSource, Store } from "@harness/domain"
 import { History, LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
-import { Chunk, Deferred, Effect, Layer, Ref, Schema, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Layer, Ref, Schema, Stream, TestClock } from "effect"
 
 // ---------------------------------------------------------------------------------------------------------------
 // The prelude
@@ -245,6 +245,38 @@ export const setupWithFaults = Effect.gen(function*() {
   const { faults, session } = yield* faultySession
   return { ...(yield* setup({ session })), faults }
 })
+
+/**
+ * A memory store that behaves as a durable one: write-behind, not volatile (so the session log runs a writer fiber
+ * and the agent places its durability barriers).
+ */
+export const durableStore: Effect.Effect<SessionStore.Service> = Effect.map(
+  SessionStore.makeMemory,
+  (memory): SessionStore.Service => ({ ...memory, commitMode: "write-behind", volatile: false })
+)
+
+const decodeStored = Schema.decodeSync(
+  Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
+)
+
+/**
+ * The inbox records `store` holds for session `id`, in order, as `accepted:<placement>[/parked]:<id>` and
+ * `settled:<fate>:<id>`.
+ */
+export const storedInbox = (store: SessionStore.Service, id: Ids.SessionId) =>
+  store.load(id).pipe(
+    Stream.map((record) => decodeStored(record.text)),
+    Stream.runCollect,
+    Effect.map((records) =>
+      Chunk.toReadonlyArray(records).flatMap((r) =>
+        r.type === "inbox/accepted" && "placement" in r
+          ? [`accepted:${r.placement}${r.wakeup || r.placement !== "queued" ? "" : "/parked"}:${r.message.id}`]
+          : r.type === "inbox/settled" && "fate" in r
+          ? [`settled:${r.fate}:${r.id}`]
+          : []
+      )
+    )
+  )
 
 /**
  * A fresh memory session whose store records, at the instant each row is written (inside the agent's critical
