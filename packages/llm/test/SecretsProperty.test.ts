@@ -5,7 +5,8 @@
  * event streams, in-stream error events and error chunks, malformed chunks, refusals, chunk ids and models, content
  * and tool arguments of a successful stream, and connections cut mid-stream. The key itself varies (visible ASCII,
  * including characters that JSON and URLs escape) and so does the form it is planted in (as sent, upper or lower
- * case, JSON `\u` escapes). For every run: no failure rendering (`JSON.stringify`, `Inspectable.format`,
+ * case, JSON `\u` escapes), and so does how the two secrets relate (unrelated, or one a prefix of the other, so a
+ * scrubber must replace the longer whole). For every run: no failure rendering (`JSON.stringify`, `Inspectable.format`,
  * `Cause.pretty`, `String`, the `LlmFailure` the agent logs), no part returned and no log line contains any form of
  * any secret, nor any 10 characters of one (what a cut through a secret would leave). Real HTTP over loopback, one fake server per run.
  */
@@ -191,9 +192,31 @@ const keyChars = fc.constantFrom(
   ..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=~!*'()\"\\"
 )
 
+/**
+ * How the header secret relates to the key: a value of its own, the key with a tail (the key is a prefix of it, so a
+ * scrubber that tried the key first would leave the tail behind), or a prefix of the key.
+ */
+type Relation = "own" | "extends-key" | "prefix-of-key"
+
+const headerOf = (key: string, own: string, relation: Relation, tail: string, cut: number): string => {
+  switch (relation) {
+    case "own":
+      return own
+    case "extends-key":
+      return `${key}${tail}`
+    case "prefix-of-key":
+      // At least 12 characters, shorter than the key.
+      return key.slice(0, 12 + (cut % (key.length - 12)))
+  }
+}
+
 const plants: fc.Arbitrary<Plant> = fc.record({
   key: fc.string({ unit: keyChars, minLength: 12, maxLength: 48 }).map((tail) => `sk-${tail}`),
-  headerSecret: fc.string({ unit: keyChars, minLength: 12, maxLength: 24 }).map((tail) => `org-${tail}`),
+  own: fc.string({ unit: keyChars, minLength: 12, maxLength: 24 }).map((tail) => `org-${tail}`),
+  relation: fc.constantFrom<Relation>("own", "own", "extends-key", "prefix-of-key"),
+  // At least 10 characters: what a scrubber that replaced only the key would leave is then a leak `windows` sees.
+  tail: fc.string({ unit: keyChars, minLength: 10, maxLength: 16 }),
+  cut: fc.nat(),
   which: fc.constantFrom("key" as const, "header" as const),
   form: fc.constantFrom<Form>("as-is", "upper", "lower", "unicode"),
   pad: fc.oneof(
@@ -202,7 +225,11 @@ const plants: fc.Arbitrary<Plant> = fc.record({
   ),
   shape: fc.nat(shapes.length - 1),
   status: fc.constantFrom(400, 401, 403, 404, 413, 422, 429, 500, 502, 503)
-})
+}).map(({ cut, key, own, relation, tail, ...rest }): Plant => ({
+  ...rest,
+  key,
+  headerSecret: headerOf(key, own, relation, tail, cut)
+}))
 
 /** Every form of every secret that would count as a leak, lower-cased. */
 const leakForms = (plant: Plant): ReadonlyArray<string> =>
