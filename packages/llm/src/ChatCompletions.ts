@@ -59,6 +59,9 @@ export type MaxTokensParameter = "max_tokens" | "max_completion_tokens"
 /**
  * How failed requests are retried while nothing has been streamed to the caller.
  *
+ * Contract: a model call makes at most `maxRetries + 1` attempts, whatever each attempt streamed before it failed;
+ * the backoff grows per attempt across the call; a failure after a part reached the caller is never retried.
+ *
  * @since 0.0.0
  * @category models
  */
@@ -69,6 +72,12 @@ export interface RetryOptions {
   readonly baseDelay?: Duration.DurationInput | undefined
   /** The cap on a backoff delay; a `Retry-After` longer than this means no retry. Default 30 seconds. */
   readonly maxDelay?: Duration.DurationInput | undefined
+  /**
+   * The most time one model call may take — every attempt and every wait between them — after which it fails with
+   * `TIMEOUT`, output or not; a retry whose wait would end past it is not made. Default none (each attempt is still
+   * bounded by {@link Options.deadline}).
+   */
+  readonly deadline?: Duration.DurationInput | undefined
 }
 
 /**
@@ -227,7 +236,8 @@ const OptionsSchema = Schema.Struct({
   retry: Schema.optional(Schema.Struct({
     maxRetries: Schema.optional(Setting.NonNegativeInt),
     baseDelay: Schema.optional(NonNegativeDuration),
-    maxDelay: Schema.optional(NonNegativeDuration)
+    maxDelay: Schema.optional(NonNegativeDuration),
+    deadline: Schema.optional(PositiveDuration)
   }))
 })
 
@@ -290,7 +300,8 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
     const retry: RetryPolicy = {
       maxRetries: valid.retry?.maxRetries ?? 2,
       baseDelay: valid.retry?.baseDelay ?? Duration.seconds(1),
-      maxDelay: valid.retry?.maxDelay ?? Duration.seconds(30)
+      maxDelay: valid.retry?.maxDelay ?? Duration.seconds(30),
+      deadline: valid.retry?.deadline
     }
     const thinking = valid.thinking ?? (deepSeek ? "enabled" : undefined)
     return {
@@ -335,7 +346,9 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  * - Nothing that leaves the provider — failures, their headers, bodies and messages, and the parts — contains the
  *   API key or a `Redacted` header value (as sent, JSON-escaped or URL-encoded, in any case): texts are scrubbed
  *   before they are cut.
- * - A failed request is retried (per {@link RetryOptions}) only while nothing has been streamed to the caller.
+ * - A failed request is retried (per {@link RetryOptions}) only while nothing has been streamed to the caller, at
+ *   most `retry.maxRetries` times per model call with a backoff that grows per attempt, and within
+ *   `retry.deadline` when set.
  *
  * @since 0.0.0
  * @category constructors
@@ -426,10 +439,9 @@ const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUnde
  * (`max_tokens` | `max_completion_tokens`), `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_THINKING` (`enabled` |
  * `disabled`), `LLM_REASONING_EFFORT`, `LLM_HEADERS` (a JSON object; every value is treated as a secret),
  * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT`, `LLM_DEADLINE` (durations such as
- * `30 seconds`),
- * `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`. {@link configSettings} describes each one
- * (every `Config` here carries the same description); a `ConfigProvider.fromMap` needs `pathDelim: "_"` for these
- * names.
+ * `30 seconds`), `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`, `LLM_RETRY_DEADLINE`.
+ * {@link configSettings} describes each one (every `Config` here carries the same description); a
+ * `ConfigProvider.fromMap` needs `pathDelim: "_"` for these names.
  *
  * @since 0.0.0
  * @category utils
@@ -454,7 +466,8 @@ export const config: Config.Config<Options> = Config.all({
   retry: Config.all({
     maxRetries: read(settingOf.maxRetries, Config.integer).pipe(Config.withDefault(2)),
     baseDelay: read(settingOf.retryBaseDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(1))),
-    maxDelay: read(settingOf.retryMaxDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(30)))
+    maxDelay: read(settingOf.retryMaxDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(30))),
+    deadline: optional(settingOf.retryDeadline, Config.duration)
   })
 }).pipe(
   Config.nested("LLM"),
@@ -471,7 +484,8 @@ export const config: Config.Config<Options> = Config.all({
       headers: headers === undefined
         ? undefined
         : Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Redacted.make(value)])),
-      body: present(c.body)
+      body: present(c.body),
+      retry: { ...c.retry, deadline: present(c.retry.deadline) }
     }
   })
 )

@@ -7,13 +7,13 @@ import { LanguageModel, Prompt } from "@effect/ai"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import type { Duration } from "effect"
 import {
   Cause,
   ConfigError,
   ConfigProvider,
   ConfigProviderPathPatch,
   Context,
+  Duration,
   Effect,
   Exit,
   HashSet,
@@ -159,7 +159,8 @@ describe("configuration", () => {
         [{ ...local, body: { n: 2 } }, "body has n other than 1"],
         [{ ...local, deadline: -1 }, "deadline must be a positive finite duration"],
         [{ ...local, retry: { maxRetries: -1 } }, "retry.maxRetries must be a non-negative integer, got -1"],
-        [{ ...local, retry: { maxDelay: "soon" as Duration.DurationInput } }, "retry.maxDelay must be a non-negative"]
+        [{ ...local, retry: { maxDelay: "soon" as Duration.DurationInput } }, "retry.maxDelay must be a non-negative"],
+        [{ ...local, retry: { deadline: 0 } }, "retry.deadline must be a positive finite duration"]
       ]
       for (const [options, message] of cases) {
         const error = yield* buildError(options)
@@ -255,6 +256,18 @@ describe("configuration", () => {
         ],
         ["gpt-5-mini", 512, 0.2, 0.5, "minimal", 1, { run: "t" }, undefined]
       )
+    }))
+
+  it.effect("config reads LLM_RETRY_DEADLINE into retry.deadline; unset, there is none", () =>
+    Effect.gen(function*() {
+      const read = (entries: ReadonlyArray<readonly [string, string]>) =>
+        ChatCompletions.config.pipe(
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map(entries), { pathDelim: "_" }))
+        )
+      const set = yield* read([["LLM_RETRY_DEADLINE", "2 minutes"]])
+      assert.deepStrictEqual(set.retry?.deadline, Duration.minutes(2))
+      const unset = yield* read([])
+      assert.strictEqual(unset.retry?.deadline, undefined)
     }))
 
   it.scoped("layerConfig: a missing DeepSeek key is MissingData, a bad value InvalidData", () =>

@@ -5,7 +5,7 @@
  */
 import { AiError } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import type { LlmFailure } from "@harness/domain"
+import { LlmFailure } from "@harness/domain"
 import {
   Cause,
   Chunk,
@@ -30,13 +30,20 @@ import {
 import * as Retry from "../src/internal/retry.js"
 import * as FakeServer from "./support/FakeServer.js"
 import * as Fixtures from "./support/fixtures.js"
-import { languageModel, stream } from "./support/provider.js"
+import { failing, languageModel, stream } from "./support/provider.js"
 import * as Replies from "./support/replies.js"
 
 const policy = (maxRetries: number, baseDelay: Duration.DurationInput, maxDelay: Duration.DurationInput) => ({
   maxRetries,
   baseDelay: Duration.decode(baseDelay),
-  maxDelay: Duration.decode(maxDelay)
+  maxDelay: Duration.decode(maxDelay),
+  deadline: undefined
+})
+
+/** Hooks for `Retry.beforeOutput` with `onRetry` (these policies have no deadline). */
+const hooks = (onRetry: Retry.Hooks["onRetry"]): Retry.Hooks => ({
+  onRetry,
+  pastDeadline: () => aiFailure("TIMEOUT")
 })
 
 const failure = (code: LlmFailure.LlmFailureCode, retryAfterMs?: number): LlmFailure.LlmFailure =>
@@ -144,7 +151,7 @@ describe("Retry.beforeOutput", () => {
       const out = yield* Retry.beforeOutput(
         scriptedAttempt(runs, [], "SERVER", 2),
         instant,
-        (notice) => Ref.update(notices, (all) => [...all, notice.retry])
+        hooks((notice) => Ref.update(notices, (all) => [...all, notice.retry]))
       ).pipe(Stream.runCollect)
       assert.deepStrictEqual(Chunk.toArray(out), ["ok"])
       assert.strictEqual(yield* Ref.get(runs), 3)
@@ -159,7 +166,7 @@ describe("Retry.beforeOutput", () => {
       const exit = yield* Retry.beforeOutput(
         scriptedAttempt(runs, ["Hel", "lo"], "SERVER", 1),
         instant,
-        () => Ref.update(notices, (n) => n + 1)
+        hooks(() => Ref.update(notices, (n) => n + 1))
       ).pipe(
         Stream.runForEach((element) => Effect.sync(() => delivered.push(element))),
         Effect.exit
@@ -181,10 +188,11 @@ describe("Retry.beforeOutput", () => {
   it.effect("a failure the schedule declines reaches the caller unchanged after one attempt", () =>
     Effect.gen(function*() {
       const runs = yield* Ref.make(0)
-      const exit = yield* Retry.beforeOutput(scriptedAttempt(runs, [], "AUTH", 5), instant, () => Effect.void).pipe(
-        Stream.runCollect,
-        Effect.exit
-      )
+      const exit = yield* Retry.beforeOutput(scriptedAttempt(runs, [], "AUTH", 5), instant, hooks(() => Effect.void))
+        .pipe(
+          Stream.runCollect,
+          Effect.exit
+        )
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(yield* Ref.get(runs), 1)
     }))
@@ -253,5 +261,141 @@ describe("retries over HTTP under TestClock", () => {
       yield* server.takeRequest
       yield* Fiber.join(fiber)
       assert.lengthOf(yield* server.requests, 3)
+    }))
+})
+
+/** DeepSeek's first chunk: a role-only delta, which produces no part. */
+const roleOnly = Fixtures.frame({
+  id: "x",
+  object: "chat.completion.chunk",
+  created: 1767411028,
+  model: "deepseek-v4-flash",
+  choices: [{ index: 0, delta: { role: "assistant", content: null, reasoning_content: "" }, finish_reason: null }]
+})
+
+/** Streams `hi` expecting a failure; returns its code and how many requests the server received. */
+const failedAttempts = (server: FakeServer.FakeServer, model: Parameters<typeof stream>[0]) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(stream(model, "hi"))
+    assert.isTrue(Exit.isFailure(exit), "the stream did not fail")
+    if (Exit.isSuccess(exit)) return { code: undefined, requests: 0 }
+    const error = Cause.failureOption(exit.cause)
+    const code = Option.isSome(error)
+      ? LlmFailure.failureOf(error.value, yield* Clock.currentTimeMillis).code
+      : undefined
+    return { code, requests: (yield* server.requests).length }
+  })
+
+describe("a request makes at most maxRetries + 1 attempts, whatever each attempt streamed before failing", () => {
+  it.scoped("a role-only delta, then a reset: 3 requests with maxRetries 2, then NETWORK", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { retry: { maxRetries: 2 } })
+      yield* server.otherwise(Replies.sse([roleOnly], { end: "cut" }))
+      assert.deepStrictEqual(yield* failedAttempts(server, model), { code: "NETWORK", requests: 3 })
+    }))
+
+  it.scopedLive("a role-only delta, then a stall: 3 requests with maxRetries 2, then TIMEOUT (idle timeout)", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { idleTimeout: "100 millis", retry: { maxRetries: 2 } })
+      yield* server.otherwise(Replies.sse([roleOnly], { end: "stall" }))
+      assert.deepStrictEqual(yield* failedAttempts(server, model), { code: "TIMEOUT", requests: 3 })
+    }))
+
+  it.scoped("a role-only delta, then event: error: 3 requests with maxRetries 2, then SERVER", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { retry: { maxRetries: 2 } })
+      yield* server.otherwise(Replies.sse([
+        roleOnly,
+        `event: error\ndata: ${JSON.stringify({ error: { message: "upstream failed", type: "server_error" } })}\n\n`
+      ]))
+      assert.deepStrictEqual(yield* failedAttempts(server, model), { code: "SERVER", requests: 3 })
+    }))
+
+  it.scopedLive("a body of keep-alive comments only: 3 requests with maxRetries 2, then TIMEOUT (idle timeout)", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { idleTimeout: "100 millis", retry: { maxRetries: 2 } })
+      yield* server.otherwise(Replies.forever([Fixtures.keepAlive], () => Fixtures.keepAlive))
+      assert.deepStrictEqual(yield* failedAttempts(server, model), { code: "TIMEOUT", requests: 3 })
+    }))
+
+  it.scoped("keep-alive comments, then a reset: maxRetries 0 means exactly one request", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { retry: { maxRetries: 0 } })
+      yield* server.otherwise(Replies.sse([Fixtures.keepAlive, Fixtures.keepAlive], { end: "cut" }))
+      assert.deepStrictEqual(yield* failedAttempts(server, model), { code: "NETWORK", requests: 1 })
+    }))
+
+  it.scoped("the backoff grows per attempt across the request (~1 s, ~2 s, ~4 s), then the failure: 4 requests", () =>
+    Effect.gen(function*() {
+      const notices = yield* captureRetryNotices
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, {
+        retry: { maxRetries: 3, baseDelay: "1 second", maxDelay: "30 seconds" }
+      })
+      yield* server.otherwise(Replies.sse([roleOnly], { end: "cut" }))
+      const fiber = yield* Effect.fork(failedAttempts(server, model))
+      const bounds: Array<readonly [number, number]> = [[800, 1200], [1600, 2400], [3200, 4800]]
+      for (const [index, [low, high]] of bounds.entries()) {
+        yield* server.takeRequest
+        const notice = yield* Queue.take(notices)
+        const delay = Number(notice.delayMs)
+        assert.strictEqual(notice.retry, index + 1)
+        assert.isTrue(delay >= low && delay <= high, `retry ${index + 1}: delay ${delay} outside [${low}, ${high}]`)
+        const now = yield* Clock.currentTimeMillis
+        yield* sleepingUntil(now + delay)
+        yield* TestClock.adjust(Duration.millis(delay))
+      }
+      yield* server.takeRequest
+      assert.deepStrictEqual(yield* Fiber.join(fiber), { code: "NETWORK", requests: 4 })
+      assert.strictEqual(yield* Queue.size(notices), 0)
+    }))
+})
+
+describe("retry.deadline bounds a whole model call", () => {
+  it.scoped("a stalled attempt ends at the deadline with TIMEOUT naming it, and is not retried", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, {
+        requestTimeout: "1 hour",
+        idleTimeout: "1 hour",
+        retry: { maxRetries: 5, deadline: "5 seconds" }
+      })
+      yield* server.otherwise(Replies.sse([roleOnly], { end: "stall" }))
+      const fiber = yield* Effect.fork(failing(stream(model, "hi")))
+      const start = yield* Clock.currentTimeMillis
+      yield* server.takeRequest
+      yield* sleepingUntil(start + 5000)
+      yield* TestClock.adjust("5 seconds")
+      const { failure } = yield* Fiber.join(fiber)
+      assert.strictEqual(failure.code, "TIMEOUT")
+      assert.include(failure.message, "5s")
+      assert.include(failure.message, "retry.deadline")
+      assert.lengthOf(yield* server.requests, 1)
+    }))
+
+  it.scoped("no retry whose wait would end past the deadline: the last failure goes to the caller at once", () =>
+    Effect.gen(function*() {
+      const notices = yield* captureRetryNotices
+      const server = yield* FakeServer.make
+      // Waits of [0.8, 1.2] s then [1.6, 2.4] s: the first ends before 2.3 s, the second always after.
+      const model = yield* languageModel(server, {
+        retry: { maxRetries: 5, baseDelay: "1 second", maxDelay: "30 seconds", deadline: "2300 millis" }
+      })
+      yield* server.otherwise(Replies.sse([roleOnly], { end: "cut" }))
+      const fiber = yield* Effect.fork(failedAttempts(server, model))
+      yield* server.takeRequest
+      const notice = yield* Queue.take(notices)
+      const delay = Number(notice.delayMs)
+      const now = yield* Clock.currentTimeMillis
+      yield* sleepingUntil(now + delay)
+      yield* TestClock.adjust(Duration.millis(delay))
+      yield* server.takeRequest
+      assert.deepStrictEqual(yield* Fiber.join(fiber), { code: "NETWORK", requests: 2 })
+      assert.strictEqual(yield* Queue.size(notices), 0)
     }))
 })

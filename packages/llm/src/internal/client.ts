@@ -357,6 +357,16 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       })
     )
 
+  const retryHooks = (ctx: Errors.RequestContext, method: Errors.Method): Retry.Hooks => ({
+    onRetry,
+    pastDeadline: (deadline) =>
+      Errors.timeout(
+        ctx,
+        method,
+        `the model call did not complete within ${Duration.format(deadline)} (retry.deadline), retries included`
+      )
+  })
+
   const fold = <A>(advertised: ReadonlySet<string>, convert: Convert<A>) => {
     const out = (
       parts: ReadonlyArray<Response.StreamPartEncoded>
@@ -448,7 +458,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
               )
             }
           )))
-        return Retry.beforeOutput(attempt, settings.retry, onRetry)
+        return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "streamText"))
       })),
       ctx,
       "streamText"
@@ -502,7 +512,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
                 Stream.fromEffect
               )
           )))
-        return Retry.beforeOutput(attempt, settings.retry, onRetry)
+        return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "generateText"))
       })),
       ctx,
       "generateText"

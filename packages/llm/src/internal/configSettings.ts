@@ -80,5 +80,11 @@ export const settingOf = {
     "RETRY_MAX_DELAY",
     "The cap on a backoff delay; a longer Retry-After means no retry.",
     "30 seconds"
+  ),
+  retryDeadline: entry(
+    "retry.deadline",
+    "RETRY_DEADLINE",
+    "The most time one model call may take, every attempt and wait included.",
+    "none"
   )
 }

@@ -1,9 +1,9 @@
 /**
- * Retrying a model request while nothing has reached the caller. The policy is a `Schedule` over classified
- * failures: exponential backoff with jitter, capped in count and delay, replaced by the provider's `Retry-After`
- * when it gave one — and declined when that hint exceeds the cap or the code is not transient. `Stream.retry`
- * drives it; a failure that follows output carries a marker the schedule declines, so nothing already delivered
- * is replayed.
+ * Retrying a model request while nothing has reached the caller, within a bound that holds for the whole model
+ * call. The policy is a `Schedule` over classified failures: exponential backoff with jitter, capped in count and
+ * delay, replaced by the provider's `Retry-After` when it gave one — and declined when that hint exceeds the cap,
+ * the code is not transient, or the wait would end past the call's deadline. One schedule driver serves the whole
+ * call and is never reset, so the attempt count and the backoff grow across attempts whatever each one streamed.
  */
 import type { AiError } from "@effect/ai"
 import { LlmFailure } from "@harness/domain"
@@ -36,40 +36,40 @@ export const schedule = (policy: RetryPolicy): Schedule.Schedule<LlmFailure.LlmF
 
 /** What the retry loop tells its observer before it waits. */
 export interface RetryNotice {
-  /** 1 for the first retry. */
+  /** 1 for the first retry of the model call, 2 for the second… */
   readonly retry: number
   readonly delayMs: number
   readonly failure: LlmFailure.LlmFailure
 }
 
-/**
- * The marker on a failure that came after the attempt emitted an element. It never leaves this module: the
- * schedule declines it and {@link beforeOutput} unwraps it.
- */
-class AfterOutput {
-  readonly _tag = "AfterOutput"
-  constructor(readonly error: AiError.AiError) {}
+/** What {@link beforeOutput} reports through. */
+export interface Hooks {
+  /** Runs before each wait. */
+  readonly onRetry: (notice: RetryNotice) => Effect.Effect<void>
+  /** The failure that ends a model call still running when `policy.deadline` has passed. */
+  readonly pastDeadline: (deadline: Duration.Duration) => AiError.AiError
 }
 
-type AttemptError = AiError.AiError | AfterOutput
-
-const unmark = (error: AttemptError): AiError.AiError => error instanceof AfterOutput ? error.error : error
-
 /**
- * {@link schedule} over an attempt's failure as `Stream.retry` hands it over: classified at the current time,
- * declined when marked {@link AfterOutput}, and announced through `onRetry` before the wait.
+ * {@link schedule} over an attempt's failure: classified at the current time, declined when the wait would end at
+ * or after `deadlineAt` (epoch ms), and announced through `onRetry` before the wait.
  */
 const retrying = (
   policy: RetryPolicy,
-  onRetry: (notice: RetryNotice) => Effect.Effect<void>
-): Schedule.Schedule<unknown, AttemptError> =>
+  onRetry: Hooks["onRetry"],
+  deadlineAt: number | undefined
+): Schedule.Schedule<unknown, AiError.AiError> =>
   Schedule.delays(schedule(policy)).pipe(
     Schedule.intersect(Schedule.identity<LlmFailure.LlmFailure>()),
     Schedule.intersect(Schedule.count),
-    Schedule.mapInputEffect((error: AttemptError) =>
-      Effect.map(Clock.currentTimeMillis, (now) => LlmFailure.failureOf(unmark(error), now))
+    Schedule.mapInputEffect((error: AiError.AiError) =>
+      Effect.map(Clock.currentTimeMillis, (now) => LlmFailure.failureOf(error, now))
     ),
-    Schedule.whileInput((error: AttemptError) => !(error instanceof AfterOutput)),
+    Schedule.checkEffect((_, [[delay]]) =>
+      deadlineAt === undefined
+        ? Effect.succeed(true)
+        : Effect.map(Clock.currentTimeMillis, (now) => now + Duration.toMillis(delay) < deadlineAt)
+    ),
     Schedule.onDecision(([[delay, failure], count], decision) =>
       ScheduleDecision.isDone(decision)
         ? Effect.void
@@ -80,27 +80,52 @@ const retrying = (
 /**
  * Runs `attempt` and re-runs it after a failure, as the schedule says, while the failed attempt emitted nothing.
  *
- * Contract: once an attempt emitted an element, its failure goes to the caller unchanged and is not retried (the
- * agent's `requestError` hook decides what to do); a failure the schedule declines goes to the caller unchanged
- * too. `onRetry` runs before each wait.
+ * Contract:
+ * - A model call makes at most `maxRetries + 1` attempts, whatever each attempt streamed before failing (empty
+ *   chunks, comments, role-only deltas); the n-th retry waits `baseDelay · 2ⁿ⁻¹` (jittered, capped) — the count
+ *   and the backoff are kept across the whole call, never reset.
+ * - Once an attempt emitted an element (a part reached the caller), its failure goes to the caller unchanged and is
+ *   not retried: nothing is replayed (the agent's `requestError` hook decides what to do). A failure the schedule
+ *   declines goes to the caller unchanged too.
+ * - With `policy.deadline`, the call (attempts and waits together) ends with `pastDeadline(deadline)` once that
+ *   much time has passed since it started, output or not; a retry whose wait would end at or after the deadline is
+ *   not made (the last failure goes to the caller at once).
+ * - `onRetry` runs before each wait.
  */
 export const beforeOutput = <A, R>(
   attempt: Stream.Stream<A, AiError.AiError, R>,
   policy: RetryPolicy,
-  onRetry: (notice: RetryNotice) => Effect.Effect<void>
+  hooks: Hooks
 ): Stream.Stream<A, AiError.AiError, R> =>
-  Stream.suspend(() => {
-    // Whether this run of the attempt emitted: created afresh per run (`Stream.retry` re-runs the suspension),
-    // read and written only by the fiber running it. A plain flag keeps the per-chunk path free of effects.
-    let emitted = false
-    return attempt.pipe(
-      Stream.mapChunks((chunk) => {
-        if (!emitted && Chunk.isNonEmpty(chunk)) emitted = true
-        return chunk
-      }),
-      Stream.mapError((error): AttemptError => emitted ? new AfterOutput(error) : error)
-    )
-  }).pipe(
-    Stream.retry(retrying(policy, onRetry)),
-    Stream.mapError(unmark)
-  )
+  Stream.unwrap(Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const deadlineAt = policy.deadline === undefined ? undefined : started + Duration.toMillis(policy.deadline)
+    // One driver for the whole call: its state (attempt count, backoff) survives every attempt.
+    const driver = yield* Schedule.driver(retrying(policy, hooks.onRetry, deadlineAt))
+    const run = (): Stream.Stream<A, AiError.AiError, R> =>
+      Stream.suspend(() => {
+        // Whether this run of the attempt emitted: created afresh per run, read and written only by the fiber
+        // running it. A plain flag keeps the per-chunk path free of effects.
+        let emitted = false
+        return attempt.pipe(
+          Stream.mapChunks((chunk) => {
+            if (!emitted && Chunk.isNonEmpty(chunk)) emitted = true
+            return chunk
+          }),
+          Stream.catchAll((error) =>
+            emitted ? Stream.fail(error) : Stream.unwrap(Effect.match(driver.next(error), {
+              onFailure: () => Stream.fail(error),
+              onSuccess: run
+            }))
+          )
+        )
+      })
+    const deadline = policy.deadline
+    return deadline === undefined
+      ? run()
+      : run().pipe(
+        Stream.interruptWhen(
+          Effect.zipRight(Effect.sleep(deadline), Effect.failSync(() => hooks.pastDeadline(deadline)))
+        )
+      )
+  }))

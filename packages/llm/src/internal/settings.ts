@@ -12,6 +12,8 @@ export interface RetryPolicy {
   readonly baseDelay: Duration.Duration
   /** The cap on a backoff delay; a `Retry-After` longer than this means no retry. */
   readonly maxDelay: Duration.Duration
+  /** The most time one model call may take, every attempt and wait included; none when undefined. */
+  readonly deadline: Duration.Duration | undefined
 }
 
 /** Resolved settings. */
