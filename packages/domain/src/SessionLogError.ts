@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import { SessionId } from "./Ids.js"
+import { LeaseHolder } from "./Store.js"
 
 /**
  * The name of each rule a log can break.
@@ -66,7 +67,8 @@ export type Rule = typeof Rule.Type
  * not a balanced, gap-free log) or `corrupt` (a stored session damaged before its last committed `turn/end`, or a
  * stored record that breaks an enclosure rule: `session` and `position` name the session and the stored record,
  * `message` says what is wrong) or `fork-boundary` (a fork
- * asked for at something other than a `turn/end`, R112's `OPEN_TURN`).
+ * asked for at something other than a `turn/end`, R112's `OPEN_TURN`) or `busy` (another writer holds the session:
+ * `holder` names it when the store knows it; or this log's lease was taken over and it writes nothing more).
  *
  * @since 0.0.0
  * @category errors
@@ -74,10 +76,14 @@ export type Rule = typeof Rule.Type
 export class SessionLogError extends Schema.TaggedError<SessionLogError>("@harness/session/SessionLogError")(
   "SessionLogError",
   {
-    reason: Schema.Union(Rule, Schema.Literal("invalid-event", "store", "invalid-seed", "corrupt", "fork-boundary")),
+    reason: Schema.Union(
+      Rule,
+      Schema.Literal("invalid-event", "store", "invalid-seed", "corrupt", "fork-boundary", "busy")
+    ),
     message: Schema.String,
     seq: Schema.optionalWith(Schema.Number, { exact: true }),
     session: Schema.optionalWith(SessionId, { exact: true }),
-    position: Schema.optionalWith(Schema.Number, { exact: true })
+    position: Schema.optionalWith(Schema.Number, { exact: true }),
+    holder: Schema.optionalWith(LeaseHolder, { exact: true })
   }
 ) {}

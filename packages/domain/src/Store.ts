@@ -54,6 +54,33 @@ export const SessionHeader = Schema.Struct({
 export type SessionHeader = typeof SessionHeader.Type
 
 /**
+ * Who holds a session's writer lease (ADR 0044): the process (`pid` on `host`) and since when (epoch ms). A second
+ * writer is told this when the store refuses it (`SessionStoreError` `Busy`, `SessionLogError` `busy`).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const LeaseHolder = Schema.Struct({
+  pid: NonNegativeInt,
+  host: Schema.String,
+  since: NonNegativeInt
+}).annotations({ identifier: "LeaseHolder" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type LeaseHolder = typeof LeaseHolder.Type
+
+/**
+ * A lease holder as a person reads it: `process 4242 on host "build-7" since 2026-12-06T19:20:46.000Z`.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const describeHolder = (holder: LeaseHolder): string =>
+  `process ${holder.pid} on host ${JSON.stringify(holder.host)} since ${new Date(holder.since).toISOString()}`
+
+/**
  * What a store's `list` returns for one session: its header and figures the store keeps up to date at each
  * append (never computed by reading the whole session at list time).
  *

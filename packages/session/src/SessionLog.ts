@@ -113,6 +113,14 @@ export interface Service {
    */
   readonly flush: Effect.Effect<void, SessionLogError>
   /**
+   * Flushes, then gives the session's writer lease up (ADR 0044): another process may then write the session.
+   *
+   * Contract: the lease is released even when the flush fails; afterwards every write of this log fails with
+   * `busy`. A log that is never closed keeps its lease until its process ends (then the next writer takes it over).
+   * A no-op on a log opened read-only.
+   */
+  readonly close: Effect.Effect<void, SessionLogError>
+  /**
    * `appended`: the `seq` the next event gets (every event below it is in memory and was published); `durable`:
    * every event below it is written to the store. Equal under `write-through`.
    */
@@ -280,11 +288,18 @@ export interface MakeOptions {
 export interface OpenOptions {
   /** How the log commits. */
   readonly commit?: CommitOptions | undefined
+  /**
+   * Opens the session to read it only (`sessions show`, `export`, `fork`'s parent): no lease is taken, nothing is
+   * repaired or cut (a torn tail is left out, an open turn stays open), and every write fails with `store`. It
+   * never disturbs the session's writer. Default `false`.
+   */
+  readonly readOnly?: boolean | undefined
 }
 
 /**
  * Creates a new session in the store (optionally seeded): validates the seed (`invalid-seed`, before anything is
- * stored), creates the session (`store` if the id already exists) and writes the seed rows in one append.
+ * stored), creates the session (`store` if the id already exists) and writes the seed rows in one append, then
+ * takes its writer lease (ADR 0044; {@link Service.close} gives it up).
  *
  * @example
  * ```ts
@@ -307,7 +322,13 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
 /**
  * Opens a stored session, repairs what a crash tore (R106), and continues it.
  *
- * Contract: the stored records are scanned in order (streamed). The last valid
+ * Contract: first the session's writer lease is taken (ADR 0044): when another live process writes the session,
+ * `open` fails at once with `busy`, naming the holder, and reads nothing; a holder that is gone is taken over. The
+ * scan, the repair and every later write happen under the lease, so a repair only ever cuts what no live writer
+ * is committing; {@link Service.close} gives the lease up. With `readOnly`, no lease is taken and nothing is
+ * repaired or cut (see {@link OpenOptions}).
+ *
+ * The stored records are scanned in order (streamed). The last valid
  * `turn/end` marks the committed region:
  * - a record that does not decode, or an event out of `seq` order, before it is corruption: `corrupt`, naming
  *   the session, the stored record's position and what is wrong, and nothing is changed;

@@ -88,6 +88,40 @@ export interface SnapshotHead {
  */
 export interface AppendOptions {
   readonly sync?: boolean
+  /** The writer lease the append is made under (see {@link WriteOptions}). */
+  readonly lease?: Lease | undefined
+}
+
+/**
+ * Options of the writes `truncate` and `saveSnapshot`: `lease`, the writer lease the write is made under.
+ *
+ * Contract (the fence, ADR 0044): while a session is leased, a write that does not carry its current lease fails
+ * with `Busy` and stores nothing — a write without a lease, and a write under a lease that was taken over since.
+ * A session nobody leases accepts writes without one.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface WriteOptions {
+  readonly lease?: Lease | undefined
+}
+
+/**
+ * A session's writer lease, as `lease` returns it: the session, the fencing `token` (greater than every earlier
+ * lease's of the session in this store), the `holder` (this process) and `release`.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Lease {
+  readonly id: Ids.SessionId
+  readonly token: number
+  readonly holder: Store.LeaseHolder
+  /**
+   * Gives the lease up, if it is still this one (a lease taken over since is left alone). Afterwards writes under
+   * it fail with `Busy`. Never fails: a lease that cannot be given up expires.
+   */
+  readonly release: Effect.Effect<void>
 }
 
 /**
@@ -121,7 +155,9 @@ export {
 
 /**
  * The driver contract. Every operation on an unknown id fails with `NotFound`. Operations on one session are
- * atomic with respect to each other; a session has one writer at a time (its log).
+ * atomic with respect to each other; a session has one writer at a time, enforced by the store: its writer lease
+ * (`lease`) and the fence on every write (ADR 0044). Reads (`load`, `header`, `list`, `hasMessage`,
+ * `loadSnapshot`) never write and never wait for a lease.
  *
  * @since 0.0.0
  * @category services
@@ -179,15 +215,31 @@ export interface Service {
    * end drops nothing; a negative or fractional one is a `Conflict`); its summary and message ids follow, and a
    * snapshot covering a dropped record is dropped too. The next append continues after the kept records.
    */
-  readonly truncate: (id: Ids.SessionId, position: number) => Effect.Effect<void, SessionStoreError>
+  readonly truncate: (
+    id: Ids.SessionId,
+    position: number,
+    options?: WriteOptions
+  ) => Effect.Effect<void, SessionStoreError>
   /**
    * A summary of every stored session, in creation order.
    */
   readonly list: Effect.Effect<ReadonlyArray<Store.SessionSummary>, SessionStoreError>
   /**
-   * Deletes a session: its header, records and snapshot. Contract: afterwards its id is free for `create`.
+   * Takes the session's writer lease (ADR 0044): from now on its writes are fenced (see {@link WriteOptions}) and
+   * only writes under this lease are stored. The store keeps the lease alive while it is held (renewing it where
+   * it expires) until `release`, or until this process ends.
+   *
+   * Contract: `NotFound` for an unknown id. A lease held by another live process fails at once with `Busy`, whose
+   * `holder` names it — never a wait. A lease whose holder is gone (its process no longer runs on this host, or it
+   * was not renewed within the store's lease time) is taken over. A lease held by this very process (an earlier
+   * log of the session, through this store or another) is taken over too, and the earlier lease is fenced.
    */
-  readonly remove: (id: Ids.SessionId) => Effect.Effect<void, SessionStoreError>
+  readonly lease: (id: Ids.SessionId) => Effect.Effect<Lease, SessionStoreError>
+  /**
+   * Deletes a session: its header, records and snapshot. Contract: afterwards its id is free for `create`; a
+   * session leased by another live process is `Busy` (its lease is fenced like a write).
+   */
+  readonly remove: (id: Ids.SessionId, options?: WriteOptions) => Effect.Effect<void, SessionStoreError>
   /**
    * Whether `messageId` was accepted in this session: a stored `inbox/accepted` record with that message id, or
    * a stored `user/message` or `steering/message` with that `messageId` (see `Store.messageIdOf`).
@@ -203,7 +255,11 @@ export interface Service {
    * previous snapshot or this one, never this head with another body (a body that does not belong to the loaded
    * head reads as `Option.none()`).
    */
-  readonly saveSnapshot: (id: Ids.SessionId, snapshot: Snapshot) => Effect.Effect<void, SessionStoreError>
+  readonly saveSnapshot: (
+    id: Ids.SessionId,
+    snapshot: Snapshot,
+    options?: WriteOptions
+  ) => Effect.Effect<void, SessionStoreError>
   /**
    * The latest snapshot saved (and not dropped by `truncate`), if any: its head, and its body as an effect that
    * reads it. A snapshot stored in a format this store no longer writes is none (the session then replays its log).
@@ -327,6 +383,15 @@ export {
  * @category constructors
  */
 export const makeMemory: Effect.Effect<Service> = internal.makeMemory
+
+/**
+ * Leases kept in this process only, for a backend that has no cross-process lease yet: every later lease takes the
+ * session over, and a write under anything but the current lease of a leased session is `Busy`.
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const withProcessLeases: (store: Omit<Service, "lease">) => Service = internal.withProcessLeases
 
 /**
  * The memory backend as a layer (a fresh store each time the layer is built).

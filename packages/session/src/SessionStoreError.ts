@@ -4,7 +4,7 @@
  *
  * @since 0.0.0
  */
-import { Ids } from "@harness/domain"
+import { Ids, Store } from "@harness/domain"
 import { Schema } from "effect"
 
 /**
@@ -18,6 +18,9 @@ import { Schema } from "effect"
  * - `Corrupt`: what the backend read back is not what it writes (a header that does not decode, a file that is not
  *   the store's format).
  * - `Injected`: a test's fault injector refused the operation.
+ * - `Busy`: another writer holds the session's writer lease (`holder` names it), or this writer's lease was taken
+ *   over (it is fenced: nothing it writes afterwards is stored). Never retried: the session has another writer.
+ * - `Closed`: the backend's connection was closed under the store; nothing can be read or written through it.
  *
  * @since 0.0.0
  * @category schemas
@@ -28,7 +31,9 @@ export const SessionStoreErrorReason = Schema.Literal(
   "Conflict",
   "Io",
   "Corrupt",
-  "Injected"
+  "Injected",
+  "Busy",
+  "Closed"
 )
 /**
  * @since 0.0.0
@@ -38,7 +43,7 @@ export type SessionStoreErrorReason = typeof SessionStoreErrorReason.Type
 
 /**
  * A driver failure: `reason` says which, `message` says what happened, `id` names the session (absent only for
- * `list`).
+ * `list`), `holder` names the lease holder of a `Busy` refusal when the store knows it.
  *
  * @since 0.0.0
  * @category errors
@@ -48,6 +53,7 @@ export class SessionStoreError extends Schema.TaggedError<SessionStoreError>("@h
   {
     reason: SessionStoreErrorReason,
     message: Schema.String,
-    id: Schema.optionalWith(Ids.SessionId, { exact: true })
+    id: Schema.optionalWith(Ids.SessionId, { exact: true }),
+    holder: Schema.optionalWith(Store.LeaseHolder, { exact: true })
   }
 ) {}

@@ -209,17 +209,48 @@ describe("SessionLog commit model: write-behind", () => {
   it.effect("a failure retrying cannot cure (Conflict) stops the writer: flush and append fail with store", () =>
     Effect.gen(function*() {
       const { store } = yield* instrumented
-      const log = yield* writeBehind(store)
+      // The log's own lease, kept by the test: a write under it passes the fence (ADR 0044).
+      const leases: Array<SessionStore.Lease> = []
+      const log = yield* writeBehind({
+        ...store,
+        lease: (id) => Effect.tap(store.lease(id), (lease) => Effect.sync(() => leases.push(lease)))
+      })
       yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
       yield* log.flush
-      // another writer sneaks an event in behind the log's back
+      // an event sneaks in behind the log's back, under its own lease
       const intruder = stamp([ev.user("intruder")], { start: 8 })
-      yield* store.append(sid, { events: intruder, inbox: [] })
+      yield* store.append(sid, { events: intruder, inbox: [] }, { lease: leases[0]! })
       yield* log.append(ev.user("mine"))
       const error = yield* Effect.flip(log.flush)
       assert.strictEqual(error.reason, "store")
       assert.include(error.message, "Conflict")
       assert.strictEqual((yield* Effect.flip(log.append(ev.user("more")))).reason, "store")
+    }))
+
+  it.effect("a second writer fences the first (ADR 0044): its writes fail with busy and store nothing", () =>
+    Effect.gen(function*() {
+      const { store } = yield* instrumented
+      const log = yield* writeBehind(store)
+      yield* log.appendAll(promptTurn(1, "Hi", "Hello"))
+      yield* log.flush
+      // an unleased write is refused while the log holds the session
+      const refused = yield* Effect.flip(store.append(sid, { events: stamp([ev.user("x")], { start: 8 }), inbox: [] }))
+      assert.strictEqual(refused.reason, "Busy")
+      // a later log of this process takes the session over
+      const second = yield* SessionLog.open(sid).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      yield* log.append(ev.user("stale"))
+      const error = yield* Effect.flip(log.flush)
+      assert.strictEqual(error.reason, "busy")
+      assert.strictEqual(error.session, sid)
+      yield* second.append(ev.user("fresh"))
+      yield* second.flush
+      const stored = yield* SessionLog.open(sid, { readOnly: true }).pipe(
+        Effect.provideService(SessionStore.SessionStore, store),
+        Effect.flatMap((reader) => reader.events)
+      )
+      const after = stored.slice(8).map((e) => JSON.stringify(e))
+      assert.strictEqual(after.length, 1, "the stale writer stored nothing")
+      assert.include(after[0], "fresh")
     }))
 
   it.scoped("bounded buffer: append waits (back-pressure) while capacity events are not durable", () =>

@@ -144,6 +144,13 @@ const build = (store: SessionStore.Service, steps: ReadonlyArray<Step>, every: n
     yield* log.flush
   })
 
+/** Writes the store directly as the session's writer: takes its lease over (ADR 0044), writes, releases it. */
+const asWriter = <A, E>(
+  store: SessionStore.Service,
+  write: (lease: SessionStore.Lease) => Effect.Effect<A, E>
+): Effect.Effect<A, E | SessionStore.SessionStoreError> =>
+  Effect.acquireUseRelease(store.lease(sid), write, (lease) => lease.release)
+
 describe("SessionLog snapshots (ADR 0022)", () => {
   it.effect(
     "property: opened from its snapshot, a random session is the log a full replay gives",
@@ -226,7 +233,7 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       ]
       for (const [what, head] of bad) {
         // At the first turn/end, so records follow it (the wrong turn number is then a broken rule).
-        yield* memory.saveSnapshot(sid, { seq: 7, position: 7, head, body })
+        yield* asWriter(memory, (lease) => memory.saveSnapshot(sid, { seq: 7, position: 7, head, body }, { lease }))
         const { starts, store } = yield* observed(memory)
         const opened = yield* view(yield* openWith(store, { commit: { snapshotEvery: 0 } }))
         assert.deepStrictEqual(opened, expected, what)
@@ -243,7 +250,7 @@ describe("SessionLog snapshots (ADR 0022)", () => {
       yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
       const good = Option.getOrThrow(yield* memory.loadSnapshot(sid))
       // The head agrees with the log; the history array does not match its message count.
-      yield* memory.saveSnapshot(sid, { ...good, body: "[]" })
+      yield* asWriter(memory, (lease) => memory.saveSnapshot(sid, { ...good, body: "[]" }, { lease }))
       const { starts, store } = yield* observed(memory)
       const opened = yield* openWith(store, { commit: { snapshotEvery: 0 } })
       assert.deepStrictEqual(yield* starts, [good.position - 1])

@@ -77,7 +77,13 @@ describe("SessionLog spans", () => {
     Effect.gen(function*() {
       const [, spans] = yield* traced(
         Effect.gen(function*() {
-          const [store, faults] = yield* SessionStore.withFaults(yield* SessionStore.makeMemory)
+          const [faulty, faults] = yield* SessionStore.withFaults(yield* SessionStore.makeMemory)
+          // The log's own lease, kept by the test so its intruder passes the fence (ADR 0044).
+          const leases: Array<SessionStore.Lease> = []
+          const store: SessionStore.Service = {
+            ...faulty,
+            lease: (id) => Effect.tap(faulty.lease(id), (lease) => Effect.sync(() => leases.push(lease)))
+          }
           const log = yield* writeBehind(store, Schedule.spaced("1 second"))
           yield* faults.failNext(2)
           yield* log.append(ev.user("first"))
@@ -85,7 +91,9 @@ describe("SessionLog spans", () => {
           yield* TestClock.adjust("2 seconds")
           yield* flushed.await
           // Another writer sneaks an event in behind the log's back: the next commit conflicts for good.
-          yield* store.append(sid, { events: stamp([ev.user("intruder")], { start: 1 }), inbox: [] })
+          yield* store.append(sid, { events: stamp([ev.user("intruder")], { start: 1 }), inbox: [] }, {
+            lease: leases[0]!
+          })
           yield* log.append(ev.user("mine"))
           const refused = yield* Effect.flip(log.flush)
           assert.strictEqual(refused.reason, "store")

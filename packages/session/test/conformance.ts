@@ -620,6 +620,81 @@ export const conformance = <E>(
         }))
     })
 
+    describe("writer lease (ADR 0044)", () => {
+      const refusal = <A>(effect: Effect.Effect<A, SessionStoreError>) =>
+        Effect.flatMap(Effect.either(effect), (result) =>
+          result._tag === "Left"
+            ? Effect.succeed(result.left)
+            : Effect.dieMessage("expected the store to refuse the write"))
+      const turnOne = events(0, promptTurn(1, "One", "1"))
+
+      test("a lease of an unknown session is NotFound; a lease names this process and fences unleased writes", (store) =>
+        Effect.gen(function*() {
+          assert.strictEqual((yield* refusal(store.lease(s1))).reason, "NotFound")
+          yield* store.create(header(s1))
+          const lease = yield* store.lease(s1)
+          assert.strictEqual(lease.id, s1)
+          assert.isTrue(Number.isSafeInteger(lease.token))
+          assert.isString(lease.holder.host)
+          // an unleased append, truncate and snapshot are refused: Busy, nothing stored
+          const refused = yield* refusal(store.append(s1, eventsCommit(turnOne)))
+          assert.strictEqual(refused.reason, "Busy")
+          assert.strictEqual(refused.id, s1)
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+          yield* store.append(s1, eventsCommit(turnOne), { lease })
+          assert.strictEqual((yield* refusal(store.truncate(s1, 0))).reason, "Busy")
+          const snapshot = { seq: 7, position: 7, head: "h", body: "b" }
+          assert.strictEqual((yield* refusal(store.saveSnapshot(s1, snapshot))).reason, "Busy")
+          assert.strictEqual((yield* loadAll(store, s1)).length, turnOne.length)
+          // reads need no lease
+          assert.strictEqual((yield* store.list)[0]!.events, turnOne.length)
+          yield* store.saveSnapshot(s1, snapshot, { lease })
+          assert.isTrue(Option.isSome(yield* store.loadSnapshot(s1)))
+          yield* lease.release
+        }))
+
+      test("a later lease of this process takes the session over: the earlier lease is fenced, tokens grow", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const first = yield* store.lease(s1)
+          const second = yield* store.lease(s1)
+          assert.isAbove(second.token, first.token)
+          const stale = yield* refusal(store.append(s1, eventsCommit(turnOne), { lease: first }))
+          assert.strictEqual(stale.reason, "Busy")
+          assert.deepStrictEqual(yield* loadAll(store, s1), [])
+          yield* store.append(s1, eventsCommit(turnOne), { lease: second })
+          assert.strictEqual((yield* refusal(store.truncate(s1, 1, { lease: first }))).reason, "Busy")
+          assert.strictEqual((yield* loadAll(store, s1)).length, turnOne.length)
+          // releasing the fenced lease leaves the current one alone
+          yield* first.release
+          assert.strictEqual(
+            (yield* refusal(store.append(s1, { events: [], inbox: [accepted("a", "x")] }))).reason,
+            "Busy"
+          )
+          yield* store.append(s1, { events: [], inbox: [accepted("a", "x")] }, { lease: second })
+          // once released, the session takes unleased writes again, and the released lease is fenced
+          yield* second.release
+          yield* store.append(s1, { events: [], inbox: [settled("a", "discarded")] })
+          assert.strictEqual(
+            (yield* refusal(store.append(s1, { events: [], inbox: [accepted("b", "x")] }, { lease: second }))).reason,
+            "Busy"
+          )
+          assert.strictEqual((yield* loadAll(store, s1)).length, turnOne.length + 2)
+        }))
+
+      test("a session leased by this process can be removed; its id is free again", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1), eventsCommit(turnOne))
+          const lease = yield* store.lease(s1)
+          yield* store.remove(s1)
+          assert.strictEqual((yield* refusal(store.header(s1))).reason, "NotFound")
+          yield* store.create(header(s1))
+          // the old lease is not the new session's
+          assert.strictEqual((yield* refusal(store.append(s1, eventsCommit(turnOne), { lease }))).reason, "Busy")
+          yield* store.append(s1, eventsCommit(turnOne))
+        }))
+    })
+
     describe("hasMessage", () => {
       test("an id is known once an inbox/accepted, user/message or steering/message with it is stored", (store) =>
         Effect.gen(function*() {
@@ -916,12 +991,14 @@ export const conformance = <E>(
           Effect.gen(function*() {
             const log = yield* SessionLog.make({ id: s1, commit: { snapshotEvery: 0 } })
             yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
-            yield* log.flush
+            // Closed, so the test may write the store directly (a leased session fences unleased writes).
+            yield* log.close
             for (const head of ["not a snapshot", `{"format":"harness/snapshot"}`]) {
               yield* store.saveSnapshot(s1, { seq: 7, position: 7, head, body: "[]" })
               const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
               assert.deepStrictEqual(yield* reopened.events, yield* log.events)
               yield* assertConsistent(reopened)
+              yield* reopened.close
             }
           })
       )
@@ -972,7 +1049,7 @@ export const conformance = <E>(
           cursors: l.cursors
         })
       const replayOf = (store: Service) =>
-        SessionLog.open(s1, { commit: { snapshotEvery: 0 } }).pipe(
+        SessionLog.open(s1, { commit: { snapshotEvery: 0 }, readOnly: true }).pipe(
           Effect.provideService(SessionStore, {
             ...store,
             loadSnapshot: () => Effect.succeed(Option.none()),
@@ -1067,7 +1144,8 @@ export const conformance = <E>(
         "ADR 0027: a snapshot of the first format (head and body in one text) is ignored: the log replays",
         (store) =>
           Effect.gen(function*() {
-            const { saved } = yield* snapshotted(store)
+            const { log, saved } = yield* snapshotted(store)
+            yield* log.close
             const expected = yield* replayOf(store)
             const body = Option.getOrThrow(yield* saved.body)
             const head = JSON.parse(saved.head) as Record<string, unknown>

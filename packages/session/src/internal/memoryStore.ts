@@ -9,8 +9,8 @@
  */
 import type { Ids } from "@harness/domain"
 import { Store } from "@harness/domain"
-import { Effect, Option, Ref, Stream } from "effect"
-import type { Commit, Faults, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
+import { Clock, Effect, Option, Ref, Stream } from "effect"
+import type { Commit, Faults, Lease, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
 import { commitRecords, contiguityIssue, positionIssue, utf8Length } from "../StoreCodec.js"
 import * as AppendOnly from "./appendOnly.js"
@@ -41,9 +41,11 @@ interface Derived {
   bytes: number
 }
 
-/** A session's newest state (replaced, never mutated, by each change). */
+/** A session's newest state (replaced, never mutated, by each change), and its writer lease. */
 interface Cell {
   current: MemorySession
+  /** The token of the session's current lease, if it is leased. */
+  lease: number | undefined
 }
 
 const eventsIn = (records: ReadonlyArray<Store.StoreRecord>): number => {
@@ -127,7 +129,29 @@ const notFound = (id: Ids.SessionId) => Effect.fail(missing(id))
 const loadChunkSize = 256
 
 /** An append of the memory store as a plain function: the refusal, or `undefined` once committed. */
-export type AppendNow = (id: Ids.SessionId, commit: Commit) => SessionStoreError | undefined
+export type AppendNow = (id: Ids.SessionId, commit: Commit, lease?: Lease) => SessionStoreError | undefined
+
+/**
+ * The holder of every memory store's leases: a memory store lives in one process and knows no other, so a lease is
+ * only ever taken over by a later log of the same process.
+ */
+const memoryHolder = (since: number): Store.LeaseHolder => ({ pid: 0, host: "memory", since })
+
+/** The fence: a write under anything but the session's current lease (none, when it is not leased) is refused. */
+const fenced = (id: Ids.SessionId, cell: Cell, lease: Lease | undefined): SessionStoreError | undefined =>
+  cell.lease === undefined
+    ? lease === undefined
+      ? undefined
+      : refusal(id, "Busy", `the writer lease of session ${JSON.stringify(id)} was released`)
+    : lease !== undefined && lease.id === id && lease.token === cell.lease
+    ? undefined
+    : refusal(
+      id,
+      "Busy",
+      lease === undefined
+        ? `session ${JSON.stringify(id)} is leased by a writer: a write must carry its lease`
+        : `the writer lease of session ${JSON.stringify(id)} was taken over by a later writer`
+    )
 
 /**
  * The memory stores' `append` functions, each with the same append as a plain function. Keyed by the very function,
@@ -145,6 +169,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
   // Read and changed only by synchronous code: every change below is atomic without a `Ref`. A `Map` keeps its keys
   // in insertion order: the sessions in creation order.
   const sessions = new Map<Ids.SessionId, Cell>()
+  /** The last lease token handed out: tokens grow across the store, so no lease outlives its session's id. */
+  let tokens = 0
 
   /**
    * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
@@ -152,11 +178,14 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
    */
   const modify = <A>(
     id: Ids.SessionId,
+    lease: Lease | undefined,
     f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
   ): Effect.Effect<A, SessionStoreError> =>
     Effect.suspend(() => {
       const cell = sessions.get(id)
       if (cell === undefined) return notFound(id)
+      const refused = fenced(id, cell, lease)
+      if (refused !== undefined) return Effect.fail(refused)
       const [result, next] = f(cell.current)
       cell.current = next
       return result
@@ -168,9 +197,11 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       return cell === undefined ? notFound(id) : Effect.succeed(f(cell.current))
     })
 
-  const appendNow: AppendNow = (id, commit) => {
+  const appendNow: AppendNow = (id, commit, lease) => {
     const cell = sessions.get(id)
     if (cell === undefined) return missing(id)
+    const refused = fenced(id, cell, lease)
+    if (refused !== undefined) return refused
     const session = cell.current
     const issue = contiguityIssue(session.events, commit)
     if (issue !== undefined) return refusal(id, "Conflict", issue)
@@ -179,9 +210,9 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
     return undefined
   }
 
-  const append: Service["append"] = (id, commit) =>
+  const append: Service["append"] = (id, commit, options) =>
     Effect.suspend(() => {
-      const refused = appendNow(id, commit)
+      const refused = appendNow(id, commit, options?.lease)
       return refused === undefined ? Effect.void : Effect.fail(refused)
     })
   appendsNow.set(append, appendNow)
@@ -198,7 +229,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
         }
         const session = emptySession(header)
         sessions.set(id, {
-          current: commit === undefined ? session : appendRecords(session, commitRecords(commit), commit.events.length)
+          current: commit === undefined ? session : appendRecords(session, commitRecords(commit), commit.events.length),
+          lease: undefined
         })
         return Effect.void
       })
@@ -225,10 +257,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
 
     header: (id) => read(id, (session) => session.header),
 
-    truncate: (id, position) => {
+    truncate: (id, position, options) => {
       const issue = positionIssue(position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
-      return modify(id, (session) => {
+      return modify(id, options?.lease, (session) => {
         if (position >= session.records.length) return [Effect.void, session]
         // The kept records, counted and (when asked) folded again.
         const records = AppendOnly.slice(session.records, 0, position)
@@ -240,15 +272,31 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
 
     list: Effect.sync(() => Array.from(sessions.values(), (cell) => summaryOf(cell.current))),
 
-    remove: (id) =>
-      Effect.suspend(() => {
-        return sessions.delete(id) ? Effect.void : notFound(id)
-      }),
+    // Every lease of a memory store is this process's own: removing the session takes it over.
+    remove: (id) => Effect.suspend(() => sessions.delete(id) ? Effect.void : notFound(id)),
+
+    lease: (id) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.suspend(() => {
+          const cell = sessions.get(id)
+          if (cell === undefined) return notFound(id)
+          const token = ++tokens
+          cell.lease = token
+          const lease: Lease = {
+            id,
+            token,
+            holder: memoryHolder(now),
+            release: Effect.sync(() => {
+              if (cell.lease === token) cell.lease = undefined
+            })
+          }
+          return Effect.succeed(lease)
+        })),
 
     hasMessage: (id, messageId) => read(id, (session) => foldedOf(session).messageIds?.has(messageId) === true),
 
-    saveSnapshot: (id, snapshot) =>
-      modify(id, (session) => {
+    saveSnapshot: (id, snapshot, options) =>
+      modify(id, options?.lease, (session) => {
         const issue = positionIssue(snapshot.position) ??
           (snapshot.position < session.records.length
             ? undefined
@@ -309,3 +357,41 @@ export const withFaults = (store: Service): Effect.Effect<readonly [Service, Fau
     }
     return [wrapped, faults] as const
   })
+
+/**
+ * Leases kept in this process only, over a store that has none of its own: a lease is taken over by every later
+ * one, and a write under anything but the current lease of a leased session is refused (`Busy`). A transition aid
+ * for backends whose cross-process lease is being built; it fences the writers of one process only.
+ */
+export const withProcessLeases = (store: Omit<Service, "lease">): Service => {
+  const current = new Map<Ids.SessionId, number>()
+  let tokens = 0
+  const check = (id: Ids.SessionId, lease: Lease | undefined) =>
+    Effect.suspend(() => {
+      const token = current.get(id)
+      const ok = token === undefined ? lease === undefined : lease !== undefined && lease.token === token
+      return ok ? Effect.void : fail(id, "Busy", `session ${JSON.stringify(id)} has another writer`)
+    })
+  return {
+    ...store,
+    append: (id, commit, options) => Effect.zipRight(check(id, options?.lease), store.append(id, commit, options)),
+    truncate: (id, position, options) => Effect.zipRight(check(id, options?.lease), store.truncate(id, position)),
+    saveSnapshot: (id, snapshot, options) =>
+      Effect.zipRight(check(id, options?.lease), store.saveSnapshot(id, snapshot)),
+    remove: (id) => Effect.tap(store.remove(id), () => Effect.sync(() => current.delete(id))),
+    lease: (id) =>
+      Effect.flatMap(Effect.zip(store.header(id), Clock.currentTimeMillis), ([, now]) =>
+        Effect.sync((): Lease => {
+          const token = ++tokens
+          current.set(id, token)
+          return {
+            id,
+            token,
+            holder: memoryHolder(now),
+            release: Effect.sync(() => {
+              if (current.get(id) === token) current.delete(id)
+            })
+          }
+        }))
+  }
+}

@@ -33,7 +33,8 @@ import type {
   Service
 } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
-import { type Service as Store, SessionStore, type SessionStoreError, type StoredRecord } from "../SessionStore.js"
+import { type Commit, type Lease, type Service as Store, SessionStore, type StoredRecord } from "../SessionStore.js"
+import { SessionStoreError } from "../SessionStoreError.js"
 import * as AppendOnly from "./appendOnly.js"
 import * as closers from "./closers.js"
 import * as history from "./history.js"
@@ -93,7 +94,48 @@ const encode = (candidate: unknown): Either.Either<SessionEvent.SessionEvent, st
   Either.mapLeft(validate(candidate), formatIssue)
 
 const storeError = (what: string) => (error: SessionStoreError) =>
-  new SessionLogError({ reason: "store", message: `${what}: ${error.message} (${error.reason})` })
+  error.reason === "Busy"
+    ? busyError(`${what}: ${error.message}`, error)
+    : new SessionLogError({ reason: "store", message: `${what}: ${error.message} (${error.reason})` })
+
+/** Another writer holds the session (or took it over from this log): `busy`, naming the holder when known. */
+const busyError = (message: string, error: SessionStoreError) =>
+  new SessionLogError({
+    reason: "busy",
+    message,
+    ...(error.id === undefined ? {} : { session: error.id }),
+    ...(error.holder === undefined ? {} : { holder: error.holder })
+  })
+
+/**
+ * The store as a log writes it: every write carries the log's lease (the store's fence refuses it once the lease
+ * was taken over, ADR 0044), and a log opened read-only writes nothing at all.
+ */
+const writerStore = (store: Store, lease: Lease | "read-only"): Store => {
+  if (lease === "read-only") {
+    const refuse = (id: Ids.SessionId) =>
+      Effect.fail(
+        new SessionStoreError({
+          reason: "Conflict",
+          message: `session ${JSON.stringify(id)} was opened read-only`,
+          id
+        })
+      )
+    return {
+      ...store,
+      append: (id) => refuse(id),
+      truncate: (id) => refuse(id),
+      saveSnapshot: (id) => refuse(id),
+      remove: (id) => refuse(id)
+    }
+  }
+  return {
+    ...store,
+    append: (id, commit, options) => store.append(id, commit, { ...options, lease }),
+    truncate: (id, position) => store.truncate(id, position, { lease }),
+    saveSnapshot: (id, snapshot) => store.saveSnapshot(id, snapshot, { lease })
+  }
+}
 
 /** The log's error for the store's refusal of a commit of these events (its message made only on a refusal). */
 const refusedCommit = (events: ReadonlyArray<SessionEvent.SessionEvent>) => (error: SessionStoreError) =>
@@ -363,12 +405,14 @@ const storedEvents = (
   })
 
 const brokenError = (id: Ids.SessionId, error: SessionStoreError) =>
-  new SessionLogError({
-    reason: "store",
-    message: `session ${
-      JSON.stringify(id)
-    } stopped writing: the store refused a commit and retrying cannot help: ${error.message} (${error.reason})`
-  })
+  error.reason === "Busy"
+    ? busyError(`session ${JSON.stringify(id)} stopped writing: another writer took it over: ${error.message}`, error)
+    : new SessionLogError({
+      reason: "store",
+      message: `session ${
+        JSON.stringify(id)
+      } stopped writing: the store refused a commit and retrying cannot help: ${error.message} (${error.reason})`
+    })
 
 /**
  * Runs `effect` holding one permit of `lock`, released on every exit. Uninterruptible, the wait for the permit
@@ -665,18 +709,22 @@ const writerOf = (
 const makeService: (
   id: Ids.SessionId,
   store: Store,
+  lease: Lease | "read-only",
   initial: LogData,
   settings: Settings,
   snapshots: SnapshotStart,
   pendingInbox?: ReadonlyArray<StoreRecords.InboxAccepted>
 ) => Effect.Effect<Service> = Effect.fnUntraced(function*(
   id: Ids.SessionId,
-  store: Store,
+  reader: Store,
+  lease: Lease | "read-only",
   initial: LogData,
   settings: Settings,
   snapshots: SnapshotStart,
   pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
 ) {
+  // Every write below carries the lease; reads (`LogReads`) go to the store itself.
+  const store = writerStore(reader, lease)
   const writeBehind = settings.mode === "write-behind"
   const stored = initial.state.nextSeq
   const shared = yield* Ref.make<Shared>({
@@ -714,7 +762,10 @@ const makeService: (
   const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
 
   // A memory store's own append as a plain function: commits inside an append's synchronous step (ADR 0037).
-  const appendNow = MemoryStore.appendNowOf(store)
+  const appendNowOf = lease === "read-only" ? undefined : MemoryStore.appendNowOf(reader)
+  const appendNow = appendNowOf === undefined || lease === "read-only"
+    ? undefined
+    : (sessionId: Ids.SessionId, commit: Commit) => appendNowOf(sessionId, commit, lease)
   const afterCommit = snapshots.every === 0 ? noSnapshots : snapshotKeeper(id, store, shared, snapshots)
   const prefix = snapshots.prefix
 
@@ -955,7 +1006,12 @@ const makeService: (
       )
     }).pipe(Effect.withSpan("SessionLog.flush", { attributes: { "harness.session.id": id }, captureStackTrace: false }))
 
-  const reads = new LogReads({ id, store, shared, flush, faults, observed, prefix: prefixHistory })
+  const reads = new LogReads({ id, store: reader, shared, flush, faults, observed, prefix: prefixHistory })
+  const close = lease === "read-only"
+    ? Effect.void
+    : Effect.ensuring(flush(), lease.release).pipe(
+      Effect.withSpan("SessionLog.close", { attributes: { "harness.session.id": id }, captureStackTrace: false })
+    )
   return Object.assign(
     reads,
     {
@@ -978,7 +1034,8 @@ const makeService: (
       durable: store.volatile !== true,
       recordInbox,
       pendingInbox,
-      hasMessage
+      hasMessage,
+      close
     } satisfies Omit<Service, keyof LogReads>
   )
 })
@@ -1127,15 +1184,21 @@ const makeLog = Effect.fnUntraced(function*(options?: MakeOptions) {
   yield* store.create(header, { events, inbox: [] }).pipe(
     Effect.mapError(storeError(`cannot create session ${JSON.stringify(id)}`))
   )
+  const lease = yield* leaseOf(store, id)
   const every = snapshotEveryOf(store, options?.commit)
   return yield* makeService(
     id,
     store,
+    lease,
     initial,
     settingsOf(store, options?.commit),
     freshSnapshots(every, events.length)
   )
 })
+
+/** Takes the session's writer lease: `busy` (naming the holder) when another process writes it (ADR 0044). */
+const leaseOf = (store: Store, id: Ids.SessionId) =>
+  store.lease(id).pipe(Effect.mapError(storeError(`cannot write session ${JSON.stringify(id)}`)))
 
 const corrupt = (id: Ids.SessionId, position: number, what: string, seq?: number) =>
   new SessionLogError({
@@ -1332,7 +1395,23 @@ const prefixOf = (id: Ids.SessionId, store: Store, found: Found): Effect.Effect<
   )
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
-  const store = yield* SessionStore
+  const reader = yield* SessionStore
+  const readOnly = options?.readOnly === true
+  // The lease comes first: the scan, the repair and every later write happen under it, so nothing another writer
+  // commits is read half or cut (ADR 0044). A read-only log takes none, and repairs nothing.
+  const lease = readOnly ? "read-only" : yield* leaseOf(reader, id)
+  const opened = openLeased(id, reader, lease, options)
+  return yield* lease === "read-only" ? opened : Effect.tapErrorCause(opened, () => lease.release)
+})
+
+const openLeased = Effect.fnUntraced(function*(
+  id: Ids.SessionId,
+  reader: Store,
+  lease: Lease | "read-only",
+  options: OpenOptions | undefined
+) {
+  const readOnly = lease === "read-only"
+  const store = writerStore(reader, lease)
   const every = snapshotEveryOf(store, options?.commit)
   // From the latest snapshot when it agrees with the log; a snapshot is never trusted over the log, so a snapshot
   // scan that fails in any way (disagreement, corruption, a broken rule) is redone from the start (ADR 0022).
@@ -1349,6 +1428,25 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
     (error) => Effect.die(error)
   ))
   if (found.violation !== undefined) return yield* found.violation
+  if (readOnly) {
+    if (found.bad !== undefined && found.committedAfterBad) {
+      return yield* corrupt(id, found.bad.position, found.bad.what)
+    }
+    // As stored, up to a torn tail (not cut: a writer may be committing it right now).
+    const pending = [...found.inbox.values()]
+    const snapshots: SnapshotStart = used === undefined
+      ? { ...freshSnapshots(0, found.kept), pending }
+      : {
+        every: 0,
+        records: found.kept,
+        pending,
+        lastSeq: used.start.seq,
+        historyText: undefined,
+        historyMessages: used.start.messages,
+        prefix: yield* prefixOf(id, store, used)
+      }
+    return yield* makeService(id, reader, lease, found.data, settingsOf(store, options?.commit), snapshots, pending)
+  }
   if (found.bad !== undefined) {
     // A bad record before a committed turn/end is corruption; after the last one it is a torn tail.
     if (found.committedAfterBad) return yield* corrupt(id, found.bad.position, found.bad.what)
@@ -1431,5 +1529,5 @@ export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, op
       }
     }
   }
-  return yield* makeService(id, store, data, settingsOf(store, options?.commit), snapshots, pending)
+  return yield* makeService(id, reader, lease, data, settingsOf(store, options?.commit), snapshots, pending)
 })

@@ -780,7 +780,7 @@ export const make = (options: Options) =>
           })))
       )
 
-    return {
+    return SessionStore.withProcessLeases({
       commitMode: "write-behind",
       create,
       append,
@@ -792,5 +792,5 @@ export const make = (options: Options) =>
       hasMessage,
       saveSnapshot,
       loadSnapshot
-    } satisfies Service
+    })
   })

@@ -526,7 +526,7 @@ export const make = (dialect: Dialect) =>
         })
       }).pipe(io("load the snapshot", id))
 
-    return {
+    return SessionStore.withProcessLeases({
       commitMode: "write-behind",
       create,
       append,
@@ -538,5 +538,5 @@ export const make = (dialect: Dialect) =>
       hasMessage,
       saveSnapshot,
       loadSnapshot
-    } satisfies Service
+    })
   })
