@@ -197,3 +197,53 @@ describe("transport failures", () => {
       assert.include(failure.message, "request timeout")
     }))
 })
+
+describe("an error object inside a 200 stream is classified by its type and code, like a status", () => {
+  const roleOnly = Fixtures.frame({
+    id: "x",
+    object: "chat.completion.chunk",
+    created: 1767411028,
+    model: "deepseek-v4-flash",
+    choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]
+  })
+  // [the error object, its code, requests with maxRetries 2 (3 when the code is transient)]
+  const cases: ReadonlyArray<readonly [Record<string, unknown>, string, number]> = [
+    [{ message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" }, "AUTH", 1],
+    [{ message: "Authentication Fails", type: "authentication_error" }, "AUTH", 1],
+    [{ message: "No auth credentials found", code: 401 }, "AUTH", 1],
+    [{ message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" }, "RATE_LIMIT", 3],
+    [{ message: "You exceeded your current quota", type: "insufficient_quota" }, "QUOTA", 1],
+    [{ message: "too long", type: "invalid_request_error", code: "context_length_exceeded" }, "CONTEXT_LENGTH", 1],
+    [{ message: "Unknown parameter: 'foo'", type: "invalid_request_error", code: null }, "BAD_REQUEST", 1],
+    [{ message: "Overloaded", type: "overloaded_error" }, "OVERLOADED", 3],
+    [{ message: "The server had an error", type: "server_error" }, "SERVER", 3],
+    [{ message: "upstream provider crashed", code: 502 }, "SERVER", 3],
+    [{ message: "something happened" }, "SERVER", 3]
+  ]
+
+  it.scoped("data: {error} — auth, quota and bad requests are not retried; rate limits and server errors are", () =>
+    Effect.gen(function*() {
+      for (const [error, code, requests] of cases) {
+        const server = yield* FakeServer.make
+        const model = yield* languageModel(server, { retry: { maxRetries: 2 } })
+        yield* server.otherwise(Replies.sse([roleOnly, Fixtures.frame({ error }), Fixtures.done]))
+        const { failure } = yield* failing(stream(model, "hi"))
+        const label = JSON.stringify(error)
+        assert.strictEqual(failure.code, code, label)
+        assert.include(failure.message, String(error["message"]), label)
+        assert.lengthOf(yield* server.requests, requests, label)
+      }
+    }))
+
+  it.scoped("event: error with an error object is classified the same way", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const model = yield* languageModel(server, { retry: { maxRetries: 2 } })
+      const body = { error: { message: "Invalid API key", type: "authentication_error", code: "invalid_api_key" } }
+      yield* server.otherwise(Replies.sse([roleOnly, `event: error\ndata: ${JSON.stringify(body)}\n\n`]))
+      const { failure } = yield* failing(stream(model, "hi"))
+      assert.strictEqual(failure.code, "AUTH")
+      assert.include(failure.message, "Invalid API key")
+      assert.lengthOf(yield* server.requests, 1)
+    }))
+})

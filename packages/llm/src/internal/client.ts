@@ -380,9 +380,12 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
         return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
       }
       if (item.event === "error") {
-        return Effect.fail(
-          Errors.streamError(streamContext, "streamText", Wire.errorMessage(item.data) ?? item.data)
-        )
+        const details = Wire.errorDetails(item.data)
+        return Effect.fail(Errors.streamError(streamContext, "streamText", {
+          message: details?.message ?? item.data,
+          type: details?.type,
+          code: details?.code
+        }))
       }
       if (item.data.trim() === "[DONE]") {
         return Either.match(Decode.done(state, advertised), {
@@ -536,7 +539,7 @@ const problemError = (
     case "InsufficientResource":
       return Errors.insufficientResource(ctx, method)
     case "StreamError":
-      return Errors.streamError(ctx, method, problem.message)
+      return Errors.streamError(ctx, method, problem)
     case "Refusal":
       return Errors.refusal(ctx, method, problem.text)
   }

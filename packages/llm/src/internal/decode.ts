@@ -17,7 +17,12 @@ import type { Chunk, Completion, ToolCallDelta, Usage } from "./wire.js"
 export type Problem =
   | { readonly _tag: "Empty" }
   | { readonly _tag: "InsufficientResource" }
-  | { readonly _tag: "StreamError"; readonly message: string }
+  | {
+    readonly _tag: "StreamError"
+    readonly message: string
+    readonly type: string | undefined
+    readonly code: unknown
+  }
   | { readonly _tag: "Refusal"; readonly text: string }
 
 /** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
@@ -245,7 +250,12 @@ export const step = (
   chunk: Chunk
 ): Either.Either<readonly [State, ReadonlyArray<Part>], Problem> => {
   if (chunk.error != null) {
-    return Either.left({ _tag: "StreamError", message: chunk.error.message ?? "the server reported an error" })
+    return Either.left({
+      _tag: "StreamError",
+      message: chunk.error.message ?? "the server reported an error",
+      type: chunk.error.type ?? undefined,
+      code: chunk.error.code
+    })
   }
   const parts: Array<Part> = []
   let next: State = state

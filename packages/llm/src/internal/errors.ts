@@ -113,9 +113,65 @@ export const emptyResponse = (context: RequestContext, method: Method): AiError.
 export const insufficientResource = (context: RequestContext, method: Method): AiError.AiError =>
   unknown(context, method, "OVERLOADED", "the server interrupted the response: insufficient system resource")
 
-/** An error object sent inside a 200 stream (OpenRouter and some proxies do this). */
-export const streamError = (context: RequestContext, method: Method, message: string): AiError.AiError =>
-  unknown(context, method, "SERVER", message)
+/** An error object as a server sends it inside a 200 stream: its message, `type` and `code` as given. */
+export interface ProviderError {
+  readonly message: string
+  readonly type?: string | undefined
+  readonly code?: unknown
+}
+
+// Error `type` / `code` names, as OpenAI, Anthropic-style proxies, OpenRouter, vLLM and DeepSeek spell them; first
+// match wins.
+const codeByName: ReadonlyArray<readonly [RegExp, LlmFailure.LlmFailureCode]> = [
+  [/api_key|authentication|unauthori[sz]ed|permission|forbidden|access_denied|invalid_token/, "AUTH"],
+  [/quota|insufficient_(balance|funds|credits?)|billing|payment/, "QUOTA"],
+  [/rate_limit|too_many_requests/, "RATE_LIMIT"],
+  [/context_length|context_window|max_tokens_exceeded|tokens_exceeded/, "CONTEXT_LENGTH"],
+  [/overloaded|unavailable|capacity|insufficient_system_resource/, "OVERLOADED"],
+  [/timeout|timed_out/, "TIMEOUT"],
+  [/invalid|bad_request|not_found|unsupported|validation/, "BAD_REQUEST"],
+  [/server|internal|api_error|upstream/, "SERVER"]
+]
+
+// A numeric `code` (OpenRouter sends the HTTP status it would have answered): the status table of `failureOf`.
+const codeByStatus = (status: number): LlmFailure.LlmFailureCode => {
+  if (status === 401 || status === 403) return "AUTH"
+  if (status === 402) return "QUOTA"
+  if (status === 408) return "TIMEOUT"
+  if (status === 429) return "RATE_LIMIT"
+  if (status === 503 || status === 529) return "OVERLOADED"
+  if (status === 400 || status === 413 || status === 422) return "BAD_REQUEST"
+  return status >= 500 ? "SERVER" : "UNKNOWN"
+}
+
+const contextLengthPattern = /context[ _-]?length|context[ _-]?window|maximum context|too many tokens/i
+const quotaPattern = /insufficient[ _-]?(quota|balance)|quota exceeded|exceeded your current quota|billing/i
+
+const codeOfName = (name: unknown): LlmFailure.LlmFailureCode | undefined => {
+  if (typeof name === "number" && Number.isInteger(name) && name >= 400 && name < 600) return codeByStatus(name)
+  if (typeof name !== "string") return undefined
+  const trimmed = name.trim().toLowerCase()
+  if (/^[45]\d\d$/.test(trimmed)) return codeByStatus(Number(trimmed))
+  return codeByName.find(([pattern]) => pattern.test(trimmed))?.[1]
+}
+
+/**
+ * The code of an error object sent inside a 200 stream. Contract: its `code` decides when recognised, else its
+ * `type` (OpenAI sends a bad key as `type: invalid_request_error, code: invalid_api_key`): names of authentication,
+ * quota, rate limit, context length, overload, timeout, invalid request and server errors, or a numeric HTTP status
+ * by the status table; as on the status path, a rate limit whose message says the quota is spent is `QUOTA` and a
+ * bad request whose message names the context length is `CONTEXT_LENGTH`; anything unrecognised is `SERVER`.
+ */
+export const streamErrorCode = (error: ProviderError): LlmFailure.LlmFailureCode => {
+  const code = codeOfName(error.code) ?? codeOfName(error.type) ?? "SERVER"
+  if (code === "RATE_LIMIT" && quotaPattern.test(error.message)) return "QUOTA"
+  if (code === "BAD_REQUEST" && contextLengthPattern.test(error.message)) return "CONTEXT_LENGTH"
+  return code
+}
+
+/** An error object sent inside a 200 stream (OpenRouter and some proxies do this), classified by its type and code. */
+export const streamError = (context: RequestContext, method: Method, error: ProviderError): AiError.AiError =>
+  unknown(context, method, streamErrorCode(error), error.message)
 
 /**
  * The model refused (`refusal` instead of content). `CONTENT_FILTER` is not transient, so it is never retried; the

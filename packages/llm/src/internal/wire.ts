@@ -133,13 +133,18 @@ const decodeErrorBody = Schema.decodeUnknownOption(Schema.parseJson(Schema.Union
   ErrorBody
 )))
 
-/** The message of an error object (`{ error: { message } }`, `{ error: "…" }`, `{ message }`), if `text` is one. */
-export const errorMessage = (text: string): string | undefined => {
+/** An error object's fields (`{ error: { message, type, code } }`, `{ error: "…" }`, `{ message }`), if `text` is one. */
+export const errorDetails = (
+  text: string
+): { readonly message: string | undefined; readonly type: string | undefined; readonly code: unknown } | undefined => {
   const decoded = decodeErrorBody(text)
   if (decoded._tag === "None") return undefined
   const body = decoded.value
-  if ("error" in body) {
-    return typeof body.error === "string" ? body.error : body.error.message ?? undefined
-  }
-  return body.message ?? undefined
+  const error = "error" in body ? body.error : body
+  return typeof error === "string"
+    ? { message: error, type: undefined, code: undefined }
+    : { message: error.message ?? undefined, type: error.type ?? undefined, code: error.code }
 }
+
+/** The message of an error object (`{ error: { message } }`, `{ error: "…" }`, `{ message }`), if `text` is one. */
+export const errorMessage = (text: string): string | undefined => errorDetails(text)?.message
