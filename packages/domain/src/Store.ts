@@ -54,6 +54,22 @@ export const SessionHeader = Schema.Struct({
 export type SessionHeader = typeof SessionHeader.Type
 
 /**
+ * A stored session the store cannot list (its header, or its file's framing, does not decode): its `id` as the
+ * store names it (so `remove` can delete it) and what is wrong.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const DamagedSession = Schema.Struct({ id: SessionId, problem: Schema.String }).annotations({
+  identifier: "DamagedSession"
+})
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type DamagedSession = typeof DamagedSession.Type
+
+/**
  * Who holds a session's writer lease (ADR 0044): the process (`pid` on `host`) and since when (epoch ms). A second
  * writer is told this when the store refuses it (`SessionStoreError` `Busy`, `SessionLogError` `busy`).
  *

@@ -222,8 +222,17 @@ export interface Service {
   ) => Effect.Effect<void, SessionStoreError>
   /**
    * A summary of every stored session, in creation order.
+   *
+   * Contract: a session the store cannot read (a header that does not decode, a damaged file) is left out, never
+   * failing the list; {@link damaged} names it. A failure of the backend itself is `Io`.
    */
   readonly list: Effect.Effect<ReadonlyArray<Store.SessionSummary>, SessionStoreError>
+  /**
+   * The stored sessions `list` leaves out because they cannot be read, each with its id and what is wrong.
+   *
+   * Contract: `remove` deletes such a session by that id.
+   */
+  readonly damaged: Effect.Effect<ReadonlyArray<Store.DamagedSession>, SessionStoreError>
   /**
    * Takes the session's writer lease (ADR 0044): from now on its writes are fenced (see {@link WriteOptions}) and
    * only writes under this lease are stored. The store keeps the lease alive while it is held (renewing it where
@@ -391,7 +400,7 @@ export const makeMemory: Effect.Effect<Service> = internal.makeMemory
  * @since 0.0.0
  * @category constructors
  */
-export const withProcessLeases: (store: Omit<Service, "lease">) => Service = internal.withProcessLeases
+export const withProcessLeases: (store: Omit<Service, "lease" | "damaged">) => Service = internal.withProcessLeases
 
 /**
  * The memory backend as a layer (a fresh store each time the layer is built).

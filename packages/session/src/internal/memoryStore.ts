@@ -272,6 +272,9 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
 
     list: Effect.sync(() => Array.from(sessions.values(), (cell) => summaryOf(cell.current))),
 
+    // A memory store keeps values, never text it could fail to read back.
+    damaged: Effect.succeed([]),
+
     // Every lease of a memory store is this process's own: removing the session takes it over.
     remove: (id) => Effect.suspend(() => sessions.delete(id) ? Effect.void : notFound(id)),
 
@@ -363,7 +366,7 @@ export const withFaults = (store: Service): Effect.Effect<readonly [Service, Fau
  * one, and a write under anything but the current lease of a leased session is refused (`Busy`). A transition aid
  * for backends whose cross-process lease is being built; it fences the writers of one process only.
  */
-export const withProcessLeases = (store: Omit<Service, "lease">): Service => {
+export const withProcessLeases = (store: Omit<Service, "lease" | "damaged">): Service => {
   const current = new Map<Ids.SessionId, number>()
   let tokens = 0
   const check = (id: Ids.SessionId, lease: Lease | undefined) =>
@@ -374,6 +377,7 @@ export const withProcessLeases = (store: Omit<Service, "lease">): Service => {
     })
   return {
     ...store,
+    damaged: Effect.succeed([]),
     append: (id, commit, options) => Effect.zipRight(check(id, options?.lease), store.append(id, commit, options)),
     truncate: (id, position, options) => Effect.zipRight(check(id, options?.lease), store.truncate(id, position)),
     saveSnapshot: (id, snapshot, options) =>
