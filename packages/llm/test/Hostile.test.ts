@@ -153,6 +153,42 @@ describe("a hostile server: framing and decoding", () => {
       assert.include(failure.message, "body starts: <html><body>Please log in")
     }))
 
+  it.scoped("an event stream is read as one whatever its label: text/plain, octet-stream, none, split anywhere", () =>
+    Effect.gen(function*() {
+      const frames = Fixtures.deepSeekStream({ content: ["Hel", "lo"] })
+      const whole = frames.join("")
+      const replies = [
+        Replies.raw(200, { "content-type": "text/plain; charset=utf-8" }, whole),
+        Replies.raw(200, { "content-type": "application/octet-stream" }, whole),
+        Replies.raw(200, {}, whole),
+        // The first writes too short to tell, and no keep-alive first.
+        Replies.sse(["d", "at", ...frames.slice(1).join("").slice(3).match(/[^]{1,7}/g) ?? []], {
+          headers: { "content-type": "text/plain" }
+        })
+      ]
+      for (const [index, reply] of replies.entries()) {
+        const { model, server } = yield* serverAndModel()
+        yield* server.reply(reply)
+        const parts = yield* stream(model, "hi")
+        assert.deepStrictEqual(
+          shape(parts).filter((part) => part.type === "text-delta").map((part) => part["delta"]),
+          ["Hel", "lo"],
+          `reply ${index}`
+        )
+      }
+    }))
+
+  it.scoped("a text/plain 200 that is not an event stream is still described as such", () =>
+    Effect.gen(function*() {
+      const { failure } = yield* failedStream(
+        yield* serverAndModel(),
+        Replies.raw(200, { "content-type": "text/plain" }, "Service temporarily unavailable, try later")
+      )
+      assert.strictEqual(failure.code, "MALFORMED")
+      assert.include(failure.message, "content type text/plain instead of an event stream")
+      assert.include(failure.message, "body starts: Service temporarily unavailable")
+    }))
+
   it.scoped("a 200 JSON completion from a server that ignored stream: true says so", () =>
     Effect.gen(function*() {
       const { failure } = yield* failedStream(

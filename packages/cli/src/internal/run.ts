@@ -81,17 +81,23 @@ export const consume = (
     }
   })
 
-/** Opens (or creates) the session a command works on. */
+/**
+ * Opens (or creates) the session a command works on, holding its writer lease for the command's scope: another
+ * process on the session is told who holds it (ADR 0044).
+ */
 export const openSession = (id: Ids.SessionId | undefined) =>
-  (id === undefined ? SessionLog.make() : SessionLog.open(id)).pipe(
-    Effect.mapError((e) =>
-      new CommandError({
-        reason: "Store",
-        message: id === undefined
-          ? `cannot create a session: ${e.message}`
-          : `cannot open session ${id}: ${e.message}`
-      })
-    )
+  Effect.acquireRelease(
+    (id === undefined ? SessionLog.make() : SessionLog.open(id)).pipe(
+      Effect.mapError((e) =>
+        new CommandError({
+          reason: "Store",
+          message: id === undefined
+            ? `cannot create a session: ${e.message}`
+            : `cannot open session ${id}: ${e.message}`
+        })
+      )
+    ),
+    (log) => Effect.ignore(log.close)
   )
 
 /**

@@ -11,6 +11,7 @@ import { Headers, HttpBody, HttpClient, HttpClientRequest } from "@effect/platfo
 import type { HttpClientError, HttpClientResponse } from "@effect/platform"
 import { ModelStream } from "@harness/domain"
 import { Cause, Chunk, Clock, Duration, Effect, Either, Option, ParseResult, Redacted, Ref, Stream } from "effect"
+import type { Scope } from "effect"
 import * as Decode from "./decode.js"
 import * as Errors from "./errors.js"
 import * as Request from "./request.js"
@@ -59,6 +60,22 @@ export const describeCause = (cause: unknown): string => {
 }
 
 type Item = { readonly _tag: "Event"; readonly event: string; readonly data: string } | { readonly _tag: "End" }
+
+/** The start of an event stream's first line: a comment or one of the four fields. */
+const eventStreamLine = /^(?::|(?:data|event|id|retry)[:\r\n])/
+const eventStreamFields = ["data:", "event:", "id:", "retry:"]
+
+/**
+ * Whether a body starting with `seen` is an event stream: `true` or `false` once its start decides, `undefined`
+ * while more text could still make it one. Contract: an optional BOM and blank lines are skipped; then a comment or a
+ * `data`, `event`, `id` or `retry` field (followed by `:` or the end of its line) is an event stream.
+ */
+const eventStreamStart = (seen: string, ended: boolean): boolean | undefined => {
+  const start = seen.replace(/^\uFEFF/, "").replace(/^[\r\n]+/, "")
+  if (eventStreamLine.test(start)) return true
+  if (ended) return /^(?:data|event|id|retry)$/.test(start)
+  return start === "" || eventStreamFields.some((field) => field.startsWith(start)) ? undefined : false
+}
 
 interface Output<A> {
   readonly parts: ReadonlyArray<A>
@@ -328,6 +345,45 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       )
     })
 
+  /**
+   * The body text of a 200 whose label is not `text/event-stream` (or that has none), as an event stream when it
+   * starts like one. Contract: the body is read only until its start decides — after an optional BOM and blank
+   * lines, a comment (`:`) or a `data`, `event`, `id` or `retry` field is an event stream, anything else is not —
+   * and is then passed on whole (the bytes read to decide included); otherwise the attempt fails with
+   * {@link notEventStream}, describing up to `headLimit` characters of it.
+   */
+  const sniffed = (
+    text: Stream.Stream<string, AiError.AiError>,
+    contentType: string | undefined
+  ): Effect.Effect<Stream.Stream<string, AiError.AiError>, AiError.AiError, Scope.Scope> =>
+    Effect.gen(function*() {
+      const pull = yield* Stream.toPull(text)
+      // Pulls once: the text it brought, or undefined at the end of the body.
+      const next = Effect.catchAll(
+        Effect.map(pull, (pieces) => Chunk.join(pieces, "")),
+        (end) => Option.match(end, { onNone: () => Effect.succeed(undefined), onSome: Effect.fail })
+      )
+      let seen = ""
+      let ended = false
+      let verdict = eventStreamStart(seen, ended)
+      while (verdict === undefined) {
+        const piece = yield* next
+        if (piece === undefined) ended = true
+        else seen += piece
+        verdict = eventStreamStart(seen, ended)
+      }
+      if (verdict) {
+        const start = seen === "" ? Stream.empty : Stream.succeed(seen)
+        return ended ? start : Stream.concat(start, Stream.repeatEffectChunkOption(pull))
+      }
+      while (!ended && seen.length < headLimit) {
+        const piece = yield* Effect.orElseSucceed(next, () => undefined)
+        if (piece === undefined) ended = true
+        else seen += piece
+      }
+      return yield* Effect.fail(notEventStream(contentType ?? "(none)", seen.slice(0, headLimit)))
+    })
+
   // A 200 that is not an event stream: say what it was (content type, the provider's message, the first bytes).
   const notEventStream = (contentType: string, text: string): AiError.AiError => {
     const trimmed = text.trim()
@@ -445,20 +501,17 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
             send(body, "streamText", ctx, "text/event-stream", watch),
             (response) => {
               const contentType = Errors.contentTypeOf(response.headers)
-              if (contentType !== undefined && !/^\s*text\/event-stream\b/i.test(contentType)) {
-                return Effect.flatMap(
-                  head(response, "streamText", ctx),
-                  (text) => Effect.fail(notEventStream(contentType, text))
-                )
-              }
-              return Effect.succeed(
-                events(bytes(response, "streamText", ctx).pipe(Stream.decodeText()), ctx, watch).pipe(
+              const text = bytes(response, "streamText", ctx).pipe(Stream.decodeText())
+              const body = contentType !== undefined && /^\s*text\/event-stream\b/i.test(contentType)
+                ? Effect.succeed(text)
+                : sniffed(text, contentType)
+              return Effect.map(body, (body) =>
+                events(body, ctx, watch).pipe(
                   Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
                   Stream.mapAccumEffect(Decode.initial, fold(advertised, convert)),
                   Stream.takeUntil((output) => output.done),
                   Stream.mapConcat((output) => output.parts)
-                )
-              )
+                ))
             }
           )))
         return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "streamText"))
