@@ -10,7 +10,8 @@ import { Option, Schema } from "effect"
 import { NonNegativeInt } from "./Json.js"
 
 /**
- * The closed set of failure codes.
+ * The closed set of failure codes. `REPLY_TOO_LARGE`: the reply passed the provider's bound on its total size
+ * (never retried: the same request would produce the same reply).
  *
  * @since 0.0.0
  * @category schemas
@@ -28,6 +29,7 @@ export const LlmFailureCode = Schema.Literal(
   "MALFORMED",
   "EMPTY_RESPONSE",
   "CONTENT_FILTER",
+  "REPLY_TOO_LARGE",
   "UNKNOWN"
 )
 /**

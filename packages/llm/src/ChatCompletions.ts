@@ -129,6 +129,12 @@ export interface Options {
    * sends. Default 10 minutes.
    */
   readonly deadline?: Duration.DurationInput | undefined
+  /**
+   * The most one reply may carry — its text, reasoning, refusal and tool-call arguments together, in UTF-8 bytes —
+   * after which the request fails with `REPLY_TOO_LARGE` (never retried; what was streamed before stays streamed).
+   * Default 8 MiB.
+   */
+  readonly maxReplyBytes?: number | undefined
   readonly retry?: RetryOptions | undefined
 }
 
@@ -174,6 +180,9 @@ const apiKeyProblem = (key: string): string | undefined => {
  * (10 MiB) costs seconds of CPU per oversized event, since it re-reads its growing buffer on every network chunk.
  */
 const maxEventSize = 1024 * 1024
+
+/** The default bound on a reply: 8 MiB of text, reasoning and arguments, far beyond any model's output limit. */
+const defaultMaxReplyBytes = 8 * 1024 * 1024
 
 const invalid = (option: string, message: string) =>
   Either.left(new ChatCompletionsConfigError({ reason: "InvalidOption", option, message }))
@@ -233,6 +242,7 @@ const OptionsSchema = Schema.Struct({
   requestTimeout: Schema.optional(PositiveDuration),
   idleTimeout: Schema.optional(PositiveDuration),
   deadline: Schema.optional(PositiveDuration),
+  maxReplyBytes: Schema.optional(Setting.PositiveInt),
   retry: Schema.optional(Schema.Struct({
     maxRetries: Schema.optional(Setting.NonNegativeInt),
     baseDelay: Schema.optional(NonNegativeDuration),
@@ -322,6 +332,7 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
       idleTimeout: valid.idleTimeout ?? Duration.seconds(120),
       deadline: valid.deadline ?? Duration.minutes(10),
       maxEventSize,
+      maxReplyBytes: valid.maxReplyBytes ?? defaultMaxReplyBytes,
       retry
     }
   })
@@ -340,6 +351,8 @@ const resolve = (options: Options): Either.Either<Settings, ChatCompletionsConfi
  *   carrying the refusal text, and is not retried.
  * - Every attempt is bounded: `requestTimeout` until the headers, then `idleTimeout` between SSE events (comments,
  *   `retry:` fields and partial lines are not progress; `retry:` is ignored), and `deadline` overall.
+ * - A reply is bounded by `maxReplyBytes` (text, reasoning, refusal and tool-call arguments, in UTF-8 bytes): past
+ *   it the request fails with `REPLY_TOO_LARGE`, and the chunk that crossed it is not emitted.
  * - Failures are `AiError`s; `LlmFailure.failureOf` classifies every one of them — transport, status, framing
  *   (an event over the 1 MiB limit, a 200 that is not an event stream), decoding, and defects below the
  *   provider (`UNKNOWN`, one line, no stack trace or file path).
@@ -439,7 +452,7 @@ const present = <A>(option: Option.Option<A>): A | undefined => Option.getOrUnde
  * (`max_tokens` | `max_completion_tokens`), `LLM_TEMPERATURE`, `LLM_TOP_P`, `LLM_THINKING` (`enabled` |
  * `disabled`), `LLM_REASONING_EFFORT`, `LLM_HEADERS` (a JSON object; every value is treated as a secret),
  * `LLM_BODY` (a JSON object), `LLM_REQUEST_TIMEOUT`, `LLM_IDLE_TIMEOUT`, `LLM_DEADLINE` (durations such as
- * `30 seconds`), `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`, `LLM_RETRY_DEADLINE`.
+ * `30 seconds`), `LLM_MAX_REPLY_BYTES`, `LLM_MAX_RETRIES`, `LLM_RETRY_BASE_DELAY`, `LLM_RETRY_MAX_DELAY`, `LLM_RETRY_DEADLINE`.
  * {@link configSettings} describes each one (every `Config` here carries the same description); a
  * `ConfigProvider.fromMap` needs `pathDelim: "_"` for these names.
  *
@@ -463,6 +476,7 @@ export const config: Config.Config<Options> = Config.all({
   requestTimeout: read(settingOf.requestTimeout, Config.duration).pipe(Config.withDefault(Duration.seconds(120))),
   idleTimeout: read(settingOf.idleTimeout, Config.duration).pipe(Config.withDefault(Duration.seconds(120))),
   deadline: read(settingOf.deadline, Config.duration).pipe(Config.withDefault(Duration.minutes(10))),
+  maxReplyBytes: read(settingOf.maxReplyBytes, Config.integer).pipe(Config.withDefault(defaultMaxReplyBytes)),
   retry: Config.all({
     maxRetries: read(settingOf.maxRetries, Config.integer).pipe(Config.withDefault(2)),
     baseDelay: read(settingOf.retryBaseDelay, Config.duration).pipe(Config.withDefault(Duration.seconds(1))),

@@ -160,7 +160,8 @@ describe("configuration", () => {
         [{ ...local, deadline: -1 }, "deadline must be a positive finite duration"],
         [{ ...local, retry: { maxRetries: -1 } }, "retry.maxRetries must be a non-negative integer, got -1"],
         [{ ...local, retry: { maxDelay: "soon" as Duration.DurationInput } }, "retry.maxDelay must be a non-negative"],
-        [{ ...local, retry: { deadline: 0 } }, "retry.deadline must be a positive finite duration"]
+        [{ ...local, retry: { deadline: 0 } }, "retry.deadline must be a positive finite duration"],
+        [{ ...local, maxReplyBytes: 0 }, "maxReplyBytes must be a positive integer, got 0"]
       ]
       for (const [options, message] of cases) {
         const error = yield* buildError(options)

@@ -253,6 +253,77 @@ describe("a hostile server: framing and decoding", () => {
     }))
 })
 
+describe("a reply's total size is bounded by maxReplyBytes", () => {
+  const role = deepSeekChunk({ role: "assistant", content: "" })
+  const content = (text: string) => deepSeekChunk({ content: text })
+  const noHostDetail = (message: string) => {
+    assert.notMatch(message, /(^|[\s(])\/[\w.-]+\//, "an absolute path")
+    assert.notInclude(message, "    at ")
+    assert.notInclude(message, "RangeError")
+  }
+
+  it.scoped("content past the bound: REPLY_TOO_LARGE naming it, after the output, not retried", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* serverAndModel({ maxReplyBytes: 4096, retry: { maxRetries: 2 } })
+      yield* server.otherwise(
+        Replies.sse([role, ...Array.from({ length: 20 }, () => content("a".repeat(1000))), Fixtures.done])
+      )
+      const { error, parts } = yield* streamUntilFailure(model, "hi")
+      const text = shape(parts).flatMap((part) => part.type === "text-delta" ? [String(part["delta"])] : []).join("")
+      assert.strictEqual(text.length, 4000)
+      if (error === undefined) return assert.fail("the stream did not fail")
+      const { failure } = yield* failing(Effect.fail(error))
+      assert.strictEqual(failure.code, "REPLY_TOO_LARGE")
+      assert.include(failure.message, "4096 bytes")
+      assert.include(failure.message, "maxReplyBytes")
+      noHostDetail(failure.message)
+      assert.isFalse(LlmFailure.transientCodes.has(failure.code))
+      assert.lengthOf(yield* server.requests, 1)
+    }))
+
+  it.scoped("reasoning and tool-call arguments count too, in UTF-8 bytes: at the bound it passes, one byte over fails", () =>
+    Effect.gen(function*() {
+      // 1000 bytes of reasoning, then a call whose arguments bring the reply to `total` bytes ("é" is 2 bytes).
+      const reply = (total: number) => {
+        const argument = `{"path":"${"é".repeat((total - 1000 - 11) / 2)}"}`
+        return Replies.sse([
+          role,
+          deepSeekChunk({ reasoning_content: "r".repeat(1000) }),
+          deepSeekChunk({
+            tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "read_file", arguments: "" } }]
+          }),
+          ...(argument.match(/[^]{1,100}/g) ?? []).map((piece) =>
+            deepSeekChunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] })
+          ),
+          deepSeekChunk({}, "tool_calls"),
+          Fixtures.done
+        ])
+      }
+      const { model, server } = yield* serverAndModel({ maxReplyBytes: 2001 })
+      yield* server.reply(reply(2001))
+      const parts = yield* stream(model, "hi")
+      assert.isTrue(parts.some((part) => part.type === "tool-call"))
+      yield* server.reply(reply(2003))
+      const { failure } = yield* failing(stream(model, "hi"))
+      assert.strictEqual(failure.code, "REPLY_TOO_LARGE")
+      assert.include(failure.message, "2001 bytes")
+    }))
+
+  it.scoped("a non-streamed reply over the bound is REPLY_TOO_LARGE too", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* serverAndModel({ maxReplyBytes: 4096 })
+      yield* server.reply(Replies.json(200, Fixtures.deepSeekCompletion({ content: "a".repeat(4097) })))
+      const { failure } = yield* failing(
+        model.generateText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true }).pipe(
+          Effect.provide(ToolsLayer)
+        )
+      )
+      assert.strictEqual(failure.code, "REPLY_TOO_LARGE")
+      assert.include(failure.message, "4096 bytes")
+      noHostDetail(failure.message)
+    }))
+})
+
 describe("what the model said", () => {
   const refusalFrames = [
     Fixtures.frame({

@@ -3,7 +3,8 @@
  * mode with a tool-call round trip (the second request carries the tool result and the reasoning), and one turn
  * cut mid-stream whose `LlmFailure` ends up in the log. Then what outside testing found at the agent's edge (ADR 0011): a server that
  * echoes the key in its headers and body (the log, the live events and `turn/end` never see it), a refusal (its
- * text in `turn/end`, no retry), and an oversized SSE event (a classified failure, no stack trace or path).
+ * text in `turn/end`, no retry), an oversized SSE event and a reply past `maxReplyBytes` (classified failures, no
+ * stack trace or path).
  */
 import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
@@ -185,5 +186,21 @@ describe("Agent + chat-completions provider + fake server", () => {
       assert.notInclude(text, "    at ")
       assert.notInclude(text, "node_modules")
       assert.notMatch(text, /\/(home|work|tmp|usr)\//)
+    }).pipe(Effect.scoped))
+
+  it.live("a reply past maxReplyBytes ends the turn with REPLY_TOO_LARGE naming the bound: no stack trace, no path", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make
+      const content = Array.from({ length: 10 }, () => "a".repeat(1000))
+      yield* server.otherwise(sse(deepSeekStream({ content })))
+      const { log, reason } = yield* oneTurn(server, { maxReplyBytes: 5000, retry: { maxRetries: 2 } })
+      const failure = reason && "failure" in reason ? reason.failure : undefined
+      assert.strictEqual(failure?.code, "REPLY_TOO_LARGE")
+      assert.include(failure?.message ?? "", "5000 bytes")
+      const text = JSON.stringify(log)
+      assert.notInclude(text, "    at ")
+      assert.notInclude(text, "RangeError")
+      assert.notMatch(text, /\/(home|work|tmp|usr)\//)
+      assert.lengthOf(yield* server.requests, 1)
     }).pipe(Effect.scoped))
 })

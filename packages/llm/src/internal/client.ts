@@ -459,7 +459,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
           )
         )
       }
-      return Either.match(Decode.step(state, chunk.right), {
+      return Either.match(Decode.step(state, chunk.right, settings.maxReplyBytes), {
         onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
         onRight: ([next, parts]) => Effect.map(out(parts), (typed) => [next, { parts: typed, done: false }] as const)
       })
@@ -541,7 +541,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
           )
         )
       }
-      return Either.match(Decode.completion(completion.right, advertised), {
+      return Either.match(Decode.completion(completion.right, advertised, settings.maxReplyBytes), {
         onLeft: (problem) => Effect.fail(problemError(problem, "generateText", ctx)),
         onRight: (parts) => Effect.succeed(parts.map(scrub.deep))
       })
@@ -595,5 +595,7 @@ const problemError = (
       return Errors.streamError(ctx, method, problem)
     case "Refusal":
       return Errors.refusal(ctx, method, problem.text)
+    case "TooLarge":
+      return Errors.replyTooLarge(ctx, method, problem.limit)
   }
 }

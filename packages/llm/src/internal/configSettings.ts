@@ -63,6 +63,12 @@ export const settingOf = {
     "120 seconds"
   ),
   deadline: entry("deadline", "DEADLINE", "The most time one attempt may take.", "10 minutes"),
+  maxReplyBytes: entry(
+    "maxReplyBytes",
+    "MAX_REPLY_BYTES",
+    "The most text, reasoning and tool-call arguments one reply may carry, in UTF-8 bytes.",
+    "8388608 (8 MiB)"
+  ),
   maxRetries: entry(
     "retry.maxRetries",
     "MAX_RETRIES",

@@ -24,6 +24,7 @@ export type Problem =
     readonly code: unknown
   }
   | { readonly _tag: "Refusal"; readonly text: string }
+  | { readonly _tag: "TooLarge"; readonly limit: number }
 
 /** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
 export const metadataKey = ToolArguments.harnessKey
@@ -57,6 +58,8 @@ export interface State {
   readonly usage: Usage | undefined
   readonly header: Header | undefined
   readonly headerSent: boolean
+  /** The UTF-8 bytes of text, reasoning, refusal and tool-call arguments received so far. */
+  readonly replyBytes: number
 }
 
 /** The state before the first chunk. */
@@ -70,10 +73,22 @@ export const initial: State = {
   finishReason: undefined,
   usage: undefined,
   header: undefined,
-  headerSent: false
+  headerSent: false,
+  replyBytes: 0
 }
 
 const nonEmpty = (s: string | null | undefined): s is string => typeof s === "string" && s.length > 0
+
+/** The UTF-8 length of `text` (a lone surrogate counts 2 bytes instead of the 3 of its replacement). */
+export const utf8Length = (text: string | null | undefined): number => {
+  if (text == null) return 0
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit >= 0x80) bytes += unit >= 0x800 && (unit < 0xd800 || unit > 0xdfff) ? 2 : 1
+  }
+  return bytes
+}
 
 const blockId = (kind: "text" | "reasoning", n: number): string => `${kind}-${n}`
 
@@ -243,11 +258,14 @@ export const firstChoice = <C extends { readonly index?: number | null | undefin
 ): C | undefined => choices?.find((choice) => (choice.index ?? 0) === 0)
 
 /**
- * Folds one decoded chunk in. Contract: returns the parts to emit now, in order; only the first choice is read.
+ * Folds one decoded chunk in. Contract: returns the parts to emit now, in order; only the first choice is read; a
+ * chunk that brings the reply's text, reasoning, refusal and tool-call arguments past `maxReplyBytes` (UTF-8) is
+ * `TooLarge`, and none of its parts is returned.
  */
 export const step = (
   state: State,
-  chunk: Chunk
+  chunk: Chunk,
+  maxReplyBytes: number
 ): Either.Either<readonly [State, ReadonlyArray<Part>], Problem> => {
   if (chunk.error != null) {
     return Either.left({
@@ -257,8 +275,17 @@ export const step = (
       code: chunk.error.code
     })
   }
+  const choice = firstChoice(chunk.choices)
+  const delta = choice?.delta
+  let added = 0
+  if (delta != null) {
+    added = utf8Length(delta.reasoning_content ?? delta.reasoning) + utf8Length(delta.content) +
+      utf8Length(delta.refusal)
+    for (const fragment of delta.tool_calls ?? []) added += utf8Length(fragment.function?.arguments)
+    if (state.replyBytes + added > maxReplyBytes) return Either.left({ _tag: "TooLarge", limit: maxReplyBytes })
+  }
   const parts: Array<Part> = []
-  let next: State = state
+  let next: State = added === 0 ? state : { ...state, replyBytes: state.replyBytes + added }
   if (next.header === undefined) {
     next = {
       ...next,
@@ -266,9 +293,7 @@ export const step = (
     }
   }
   if (chunk.usage != null) next = { ...next, usage: chunk.usage }
-  const choice = firstChoice(chunk.choices)
   if (choice !== undefined) {
-    const delta = choice.delta
     if (delta != null) {
       if (nonEmpty(delta.refusal)) next = { ...next, refusal: next.refusal + delta.refusal }
       const reasoning = delta.reasoning_content ?? delta.reasoning
@@ -324,14 +349,19 @@ export const done = (
 }
 
 /**
- * A non-streamed completion → parts. Contract: same mappings as the stream; calls that would not decode against
+ * A non-streamed completion → parts. Contract: same mappings as the stream (`TooLarge` past `maxReplyBytes`); calls that would not decode against
  * the advertised tools are left out of the parts and listed in the finish metadata (`harness.invalidToolCalls`).
  */
 export const completion = (
   body: Completion,
-  advertised: ReadonlySet<string>
+  advertised: ReadonlySet<string>,
+  maxReplyBytes: number
 ): Either.Either<ReadonlyArray<Response.PartEncoded>, Problem> => {
   const choice = firstChoice(body.choices)
+  const size = choice === undefined ? 0 : utf8Length(choice.message.reasoning_content ?? choice.message.reasoning) +
+    utf8Length(choice.message.content) + utf8Length(choice.message.refusal) +
+    (choice.message.tool_calls ?? []).reduce((sum, call) => sum + utf8Length(call.function.arguments), 0)
+  if (size > maxReplyBytes) return Either.left({ _tag: "TooLarge", limit: maxReplyBytes })
   if (choice?.finish_reason === "insufficient_system_resource") return Either.left({ _tag: "InsufficientResource" })
   const message = choice?.message
   if (nonEmpty(message?.refusal)) return Either.left({ _tag: "Refusal", text: message.refusal })

@@ -109,6 +109,15 @@ const unknown = (
 export const emptyResponse = (context: RequestContext, method: Method): AiError.AiError =>
   unknown(context, method, "EMPTY_RESPONSE", "the model completed without content, reasoning or tool calls")
 
+/** The reply passed `maxReplyBytes`: the message names the bound and the option, nothing of the host. */
+export const replyTooLarge = (context: RequestContext, method: Method, limit: number): AiError.AiError =>
+  unknown(
+    context,
+    method,
+    "REPLY_TOO_LARGE",
+    `the reply exceeded ${limit} bytes of text, reasoning and tool-call arguments (maxReplyBytes); raise maxReplyBytes (LLM_MAX_REPLY_BYTES) to allow longer replies`
+  )
+
 /** DeepSeek's `insufficient_system_resource` finish: the server ran out of capacity mid-response. */
 export const insufficientResource = (context: RequestContext, method: Method): AiError.AiError =>
   unknown(context, method, "OVERLOADED", "the server interrupted the response: insufficient system resource")

@@ -42,5 +42,7 @@ export interface Settings {
   readonly deadline: Duration.Duration
   /** The largest SSE event the parser holds, in string code units. */
   readonly maxEventSize: number
+  /** The most text, reasoning, refusal and tool-call argument text one reply may carry, in UTF-8 bytes. */
+  readonly maxReplyBytes: number
   readonly retry: RetryPolicy
 }
