@@ -21,6 +21,8 @@ const writeSession = (filename: string) =>
     const agent = yield* Agent.make({ session: log })
     yield* agent.followup(Message.make("hello there"))
     yield* agent.whenIdle
+    // Closed, so the test can write inbox records straight into the store (a live log fences other writes).
+    yield* log.close
     const store = yield* SessionStore.SessionStore
     const time = yield* Clock.currentTimeMillis
     const id = "a1b2c3d4-0000-4000-8000-000000000001" as Ids.AgentMessageId // a literal id for the record
@@ -45,7 +47,7 @@ const writeSession = (filename: string) =>
 
 const reload = (filename: string, id: Ids.SessionId) =>
   Effect.gen(function*() {
-    const log = yield* SessionLog.open(id)
+    const log = yield* SessionLog.open(id, { readOnly: true })
     return yield* log.events
   }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 

@@ -48,7 +48,8 @@ export interface ForkOptions {
 /**
  * Every stored session, in creation order.
  *
- * Contract: answered from the store's summaries (no session is read whole). A driver failure is `store`.
+ * Contract: answered from the store's summaries (no session is read whole). A session the store cannot read is
+ * left out ({@link damaged} names it), never failing the list. A driver failure is `store`.
  *
  * @since 0.0.0
  * @category sessions
@@ -56,13 +57,24 @@ export interface ForkOptions {
 export const list: Effect.Effect<ReadonlyArray<SessionInfo>, SessionLogError, SessionStore> = internal.list
 
 /**
+ * The stored sessions {@link list} leaves out because the store cannot read them, each with its id and what is
+ * wrong: {@link remove} deletes one by that id.
+ *
+ * @since 0.0.0
+ * @category sessions
+ */
+export const damaged: Effect.Effect<ReadonlyArray<Store.DamagedSession>, SessionLogError, SessionStore> =
+  internal.damaged
+
+/**
  * Forks a session (R112): creates a new session seeded with the source's events up to and including a `turn/end`,
  * and returns its id. Its header names the parent (`{ id, seq }` of that `turn/end`); its turns continue the
  * source's numbering.
  *
- * Contract: the source is read only up to the boundary (streamed) and never changed; its inbox records are not
- * copied. A boundary that is not a `turn/end` (or a source without one) is `fork-boundary` (the original design's
- * `OPEN_TURN`), and nothing is created; an existing child id is `store`.
+ * Contract: the source is read only up to the boundary (streamed), never changed and never leased, so a fork beside
+ * the source's live writer disturbs nothing; its inbox records are not copied. The child is created and its lease
+ * given up before `fork` returns. A boundary that is not a `turn/end` (or a source without one) is `fork-boundary`
+ * (the original design's `OPEN_TURN`), and nothing is created; an existing child id is `store`.
  *
  * @since 0.0.0
  * @category sessions

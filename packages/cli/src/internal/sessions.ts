@@ -16,10 +16,12 @@ const storeError = (e: SessionStore.SessionStoreError | SessionLog.SessionLogErr
 export const resolveId = (text: string) =>
   Effect.gen(function*() {
     const store = yield* SessionStore.SessionStore
-    const all = yield* Effect.mapError(store.list, storeError)
-    const exact = all.find((s) => s.header.id === text)
-    const matches = exact ? [exact] : all.filter((s) => s.header.id.startsWith(text))
-    if (matches.length === 1) return matches[0]!.header.id
+    // Damaged sessions resolve too, so `rm` can delete them.
+    const [listed, damaged] = yield* Effect.mapError(Effect.zip(store.list, store.damaged), storeError)
+    const all = [...listed.map((s) => s.header.id), ...damaged.map((d) => d.id)]
+    const exact = all.find((id) => id === text)
+    const matches = exact !== undefined ? [exact] : all.filter((id) => id.startsWith(text))
+    if (matches.length === 1) return matches[0]!
     return yield* new CommandError({
       reason: "SessionNotFound",
       message: matches.length === 0
@@ -33,8 +35,12 @@ const when = (millis: number): string => new Date(millis).toISOString().replace(
 /** `sessions list`: newest last, one line each. */
 export const list = Effect.gen(function*() {
   const store = yield* SessionStore.SessionStore
-  const all = yield* Effect.mapError(store.list, storeError)
-  if (all.length === 0) return ["No sessions yet: `harness run \"hello\"` or `harness demo` creates one."]
+  const [all, damaged] = yield* Effect.mapError(Effect.zip(store.list, store.damaged), storeError)
+  // One unreadable session never hides the others: it is named, with what is wrong and how to delete it.
+  const problems = damaged.map((d) => `damaged: ${d.id}: ${d.problem} (harness sessions rm ${d.id} deletes it)`)
+  if (all.length === 0) {
+    return [...problems, "No sessions yet: `harness run \"hello\"` or `harness demo` creates one."]
+  }
   const rows = [...all].sort((a, b) => a.lastActivity - b.lastActivity).map((s: Store.SessionSummary) => [
     s.header.id,
     when(s.lastActivity),
@@ -46,7 +52,8 @@ export const list = Effect.gen(function*() {
   const widths = [0, 1, 2, 3, 4].map((i) => Math.max(...rows.map((r) => r[i]!.length)))
   return [
     `${all.length} session${all.length === 1 ? "" : "s"} (last active last):`,
-    ...rows.map((r) => r.map((cell, i) => (i < 5 ? cell.padEnd(widths[i]!) : cell)).join("  ").replace(/\s+$/, ""))
+    ...rows.map((r) => r.map((cell, i) => (i < 5 ? cell.padEnd(widths[i]!) : cell)).join("  ").replace(/\s+$/, "")),
+    ...problems
   ]
 })
 
@@ -122,7 +129,8 @@ export const remove = (text: string) =>
 export const fork = (text: string, at: number | undefined) =>
   Effect.gen(function*() {
     const id = yield* resolveId(text)
-    const source = yield* SessionLog.open(id).pipe(Effect.mapError(storeError))
+    // Read only: a fork beside the session's live writer neither waits for it nor disturbs it.
+    const source = yield* SessionLog.open(id, { readOnly: true }).pipe(Effect.mapError(storeError))
     const events = yield* source.events
     const limit = at ?? events.length - 1
     let cut = -1
@@ -143,5 +151,6 @@ export const fork = (text: string, at: number | undefined) =>
     const seed = events.slice(0, cut + 1)
     // The fork's header names its parent and the last seq it copied (R112).
     const fresh = yield* SessionLog.make({ seed, parent: { id, seq: cut } }).pipe(Effect.mapError(storeError))
+    yield* Effect.mapError(fresh.close, storeError)
     return { from: id, to: fresh.id, events: seed.length, cut }
   })

@@ -37,6 +37,11 @@ export const list = Effect.flatMap(SessionStore, (store) =>
     Effect.mapError(storeError("cannot list the sessions"))
   ))
 
+export const damaged = Effect.flatMap(
+  SessionStore,
+  (store) => store.damaged.pipe(Effect.mapError(storeError("cannot list the damaged sessions")))
+)
+
 export const remove = (id: Ids.SessionId) =>
   Effect.flatMap(
     SessionStore,
@@ -98,12 +103,14 @@ export const fork = Effect.fn("Sessions.fork")(function*(source: Ids.SessionId, 
     boundary = at
   }
   const id = options?.id ?? (yield* randomSessionId)
-  yield* make({
+  const child = yield* make({
     id,
     seed: prefix.events.slice(0, boundary + 1),
     parent: { id: source, seq: boundary },
     ...(options?.title === undefined ? {} : { title: options.title }),
     commit: { mode: "write-through" }
   })
+  // The child is written whole: its lease is given up, so whoever continues it can take it.
+  yield* child.close
   return id
 })
