@@ -197,6 +197,9 @@ describe("tool calls in the loop", () => {
       assert.include(text("failure"), "the disk is on fire")
       assert.strictEqual(byId.get("defect")!.error?.code, "TOOL_DEFECT")
       assert.include(text("defect"), "kaboom")
+      // A defect reaches the model (and the durable log) by name and message: no stack, so no host paths.
+      assert.notMatch(text("defect"), /\bat |\/[a-z]+\/|\.ts:\d+/)
+      assert.strictEqual(text("defect"), "Error: \"crashing\" crashed: Error: kaboom")
       assert.strictEqual(byId.get("denied")!.error?.code, "DENIED")
       assert.include(text("denied"), "toolApproval")
       assert.strictEqual(byId.get("fine")!.isError, false)

@@ -28,7 +28,7 @@ import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import * as Spans from "./spans.js"
 import { runActivity } from "./turn.js"
-import { TurnFailure } from "./turnFailure.js"
+import { describeCause, TurnFailure } from "./turnFailure.js"
 
 const statusRunning: AgentEvent.AgentEvent = Object.freeze({ type: "agent/status", status: "running" })
 
@@ -152,7 +152,7 @@ const errorMessage = (
       ? { message: failure.value.message }
       : { message: failure.value.message, code: failure.value.code }
   }
-  return { message: `the turn failed unexpectedly: ${Cause.pretty(exit.cause)}`, code: "DEFECT" }
+  return { message: `the turn failed unexpectedly: ${describeCause(exit.cause)}`, code: "DEFECT" }
 }
 
 /**

@@ -13,6 +13,7 @@ import type { ApprovalDecision } from "../Hooks.js"
 import type { Env, FinishedCall, ToolRuntime } from "./env.js"
 import { append, barrier, locked, provide, provideFiber, stageContexts } from "./env.js"
 import * as Spans from "./spans.js"
+import { describeCause } from "./turnFailure.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]
 
@@ -162,7 +163,7 @@ const approve = (
       }, Effect.succeed(denyWithoutHook(block.name)))
     ).pipe(
       Effect.catchAllCause((cause) =>
-        Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${Cause.pretty(cause)}` })
+        Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${describeCause(cause)}` })
       )
     )
   return Effect.map(decision, (decided): Decoded =>
@@ -245,7 +246,7 @@ const resultOf = (
     return Effect.succeed(plainResult(errorResult(base, "ABORTED", abortedMessage, "AbortError")))
   }
   return Effect.succeed(plainResult(
-    errorResult(base, "TOOL_DEFECT", `"${base.name}" crashed: ${Cause.pretty(exit.cause)}`, "ToolDefect")
+    errorResult(base, "TOOL_DEFECT", `"${base.name}" crashed: ${describeCause(exit.cause)}`, "ToolDefect")
   ))
 }
 
