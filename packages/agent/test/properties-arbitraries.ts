@@ -17,6 +17,12 @@ export type BatchItem =
   | { readonly _tag: "send"; readonly kind: SendKind }
   | { readonly _tag: "cancel"; readonly keepInbox: boolean }
 
+/** A sender taking back what it just sent: a send of `kind`, then `withdraw` of the id it returned. */
+export interface TakeBack {
+  readonly _tag: "take-back"
+  readonly kind: "followup" | "steer" | "park"
+}
+
 /** One step of a program, run by the test fiber in order. */
 export type Op =
   | BatchItem
@@ -24,9 +30,14 @@ export type Op =
   | { readonly _tag: "advance"; readonly ms: number }
   | { readonly _tag: "yield"; readonly times: number }
   | { readonly _tag: "retry" }
-  | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem }
+  | { readonly _tag: "on"; readonly event: Trigger; readonly item: BatchItem | TakeBack }
   | { readonly _tag: "resend"; readonly pick: number }
-  | { readonly _tag: "withdraw"; readonly pick: number }
+  /**
+   * Withdraw an id: with `pending`, one of the items pending now (as `inbox` lists them; any accepted id when none
+   * is); otherwise any id a send returned (most of them are logged or discarded by then: `NotPending`).
+   */
+  | { readonly _tag: "withdraw"; readonly pick: number; readonly pending: boolean }
+  | TakeBack
   /** Let the agent run (advancing the clock) until it is idle, or nothing is left to wake it (bounded). */
   | { readonly _tag: "settle" }
   /** Append these replies to the model's script (an episode's own replies, pushed as it starts). */
@@ -87,6 +98,13 @@ export interface Scenario {
   /** Every log append yields (as a store doing real I/O would), so the test's operations interleave at each one. */
   readonly yieldingStore: boolean
   /**
+   * The store is a durable one (write-behind, not volatile): the log commits from a writer fiber and the agent
+   * places its durability barriers; after disposal the session is reopened and resumed (see the runner's `restart`).
+   */
+  readonly durable?: boolean | undefined
+  /** How the agent that resumes a durable run's session restores its inbox (`restoredInbox`). */
+  readonly resume?: "wake" | "park" | undefined
+  /**
    * Preempt every fiber after this many operations (`Effect.withMaxOpsBeforeYield`; the runtime's default is 2048),
    * so the agent's fibers and the test's also interleave between the agent's critical sections. (Values of 8 or
    * less livelock Effect 3.22's runtime: a resumed fiber yields again before it runs anything.)
@@ -123,6 +141,14 @@ const trigger: fc.Arbitrary<Trigger> = fc.constantFrom(
   "turn/end"
 )
 
+/** A take-back, most often of a parked send (which stays pending until a waking send claims it). */
+const takeBack: fc.Arbitrary<TakeBack> = fc.constantFrom<TakeBack["kind"]>("park", "park", "followup", "steer").map((
+  kind
+): TakeBack => ({
+  _tag: "take-back",
+  kind
+}))
+
 /**
  * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
  * instead: see {@link episode}.)
@@ -141,7 +167,15 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<
     { arbitrary: fc.integer({ min: 1, max: 20 }).map((times): Op => ({ _tag: "yield", times })), weight: 3 },
     { arbitrary: fc.constant<Op>({ _tag: "retry" }), weight: 1 },
     { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "resend", pick })), weight: 1 },
-    { arbitrary: fc.nat({ max: 20 }).map((pick): Op => ({ _tag: "withdraw", pick })), weight: 2 },
+    // Mostly an item pending now, or one just sent: drawn from every accepted id, a withdrawal found a live item in
+    // 4 % of the runs (0 % of the reactive ones).
+    {
+      arbitrary: fc.record({ pick: fc.nat({ max: 20 }), pending: fc.constantFrom(true, true, true, false) }).map((
+        withdraw
+      ): Op => ({ _tag: "withdraw", ...withdraw })),
+      weight: 2
+    },
+    { arbitrary: takeBack, weight: 3 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: 4
@@ -161,10 +195,20 @@ const reactionTrigger: fc.Arbitrary<Trigger> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom<Trigger>("turn/start", "step/start", "turn/end") }
 )
 
-/** What a reaction does: mostly steer or cancel (the operations that race the agent's own sections). */
-const reactionItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem> =>
+/**
+ * What a reaction does: mostly steer or cancel (the operations that race the agent's own sections); sometimes a
+ * steer or follow-up taken back at once (a withdrawal racing the step that would drain or claim it).
+ */
+const reactionItem = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<BatchItem | TakeBack> =>
   fc.oneof(
-    { weight: 5, arbitrary: fc.constant<BatchItem>({ _tag: "send", kind: "steer" }) },
+    { weight: 5, arbitrary: fc.constant<BatchItem | TakeBack>({ _tag: "send", kind: "steer" }) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom("steer" as const, "followup" as const).map((kind): TakeBack => ({
+        _tag: "take-back",
+        kind
+      }))
+    },
     ...(cancels === "none" ? [] : [{
       weight: 3,
       arbitrary: (cancels === "keepInbox" ? fc.constant(true) : fc.boolean()).map((keepInbox): BatchItem => ({
@@ -366,6 +410,8 @@ export const scenario = (options: {
   readonly reactive?: boolean
   /** Make some appends fail (see {@link Scenario.faults}). */
   readonly faults?: boolean
+  /** On a durable store (see {@link Scenario.durable}). */
+  readonly durable?: boolean
 } = {}): fc.Arbitrary<Scenario> =>
   fc.tuple(
     options.reactive === true
@@ -408,5 +454,10 @@ export const scenario = (options: {
       yieldingStore: fc.boolean(),
       maxOps: preemption,
       seed: fc.integer()
-    })
-  ).map(([program, rest]): Scenario => ({ ...program, ...rest }))
+    }),
+    options.durable === true ? fc.constantFrom<"wake" | "park">("wake", "park") : fc.constant(undefined)
+  ).map(([program, rest, resume]): Scenario => ({
+    ...program,
+    ...rest,
+    ...(resume === undefined ? {} : { durable: true, resume })
+  }))

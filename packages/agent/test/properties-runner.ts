@@ -3,9 +3,9 @@
  * `TestClock`, disposes the agent and returns everything the invariants need, and the checks every property runs on
  * what it returns (`problems`).
  */
-import { Tool } from "@effect/ai"
+import { LanguageModel, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
-import type { AgentEvent, SessionEvent, Turn } from "@harness/domain"
+import type { AgentEvent, Ids as IdsT, SessionEvent, Turn } from "@harness/domain"
 import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
@@ -80,6 +80,8 @@ export interface Outcome {
       readonly log: ReadonlyArray<SessionEvent.SessionEvent>
       readonly status: AgentEvent.AgentStatus
       readonly acceptsNextStep: boolean
+      /** The ids `inbox` listed, in order. */
+      readonly inbox: ReadonlyArray<string>
     }
     | undefined
   /** Whether disposal finished (it must). */
@@ -92,6 +94,11 @@ export interface Outcome {
   readonly reactions: { readonly fired: number; readonly missed: number }
   /** How many appends the store refused (injected faults that hit). */
   readonly refused: number
+  /**
+   * On a durable store: what the restart after disposal broke (see {@link restart}), and how many pending items it
+   * restored; `undefined` otherwise.
+   */
+  readonly restart: { readonly problems: ReadonlyArray<string>; readonly restored: number } | undefined
 }
 
 const FAULTY_TYPES: ReadonlySet<string> = new Set([
@@ -133,6 +140,111 @@ const driveUntilDone = (fiber: Fiber.Fiber<unknown, unknown>, rounds: number): E
     return yield* done
   })
 
+/** The message ids logged as `user/message` or `steering/message`, in log order. */
+const loggedIds = (log: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<string> =>
+  log.flatMap((event) =>
+    (event.type === "user/message" || event.type === "steering/message") && event.data.messageId !== undefined
+      ? [event.data.messageId]
+      : []
+  )
+
+/**
+ * The restart after a run on a durable store: the session is reopened from the store (a new process), its pending
+ * inbox checked against the run, and a new agent resumes it (`restoredInbox: resume`) and is sent one follow-up
+ * (which wakes it when `park` held everything).
+ * Returns what broke, as readable lines:
+ * - every pending item was accepted by the run, and is neither logged nor withdrawn (both settle an item durably);
+ * - after a run drained to quiescence, the pending items are exactly the items `inbox` listed there, in order
+ *   (disposal discards them, but settles nothing);
+ * - a prompt claimed when the process ended (its admission neither refused by the hook nor cut by a cancel, its
+ *   turn never opened) is pending: disposal settles nothing;
+ * - resumed, restored context is logged at once and every restored item runs once, in acceptance order, before the
+ *   follow-up (R31: parked items run ahead of a waking one behind them); no message is logged twice over both
+ *   processes; the log is well formed.
+ */
+const restart = (
+  store: SessionStore.Service,
+  id: IdsT.SessionId,
+  before: {
+    readonly events: ReadonlyArray<AgentEvent.AgentEvent>
+    readonly log: ReadonlyArray<SessionEvent.SessionEvent>
+    readonly ids: Ids
+    readonly inbox: ReadonlyArray<string> | undefined
+    readonly refusedAdmissions: ReadonlyArray<string>
+  },
+  resume: "wake" | "park"
+): Effect.Effect<{ readonly problems: ReadonlyArray<string>; readonly restored: number }> =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    const reopened = yield* SessionLog.open(id)
+    const pending = reopened.pendingInbox
+    const pendingIds = pending.map((record) => record.message.id)
+    // A send interrupted at its acceptance barrier (a hook's or tool's, when the turn ends) was accepted, but its
+    // caller never saw the id: its enqueue names it. (An injection has no enqueue: only queued and steering items
+    // are checked.)
+    const known = new Set([
+      ...before.ids.accepted,
+      ...before.ids.injected,
+      ...before.events.flatMap((event) => event.type === "agent/inbox/enqueue" ? [event.message.id] : [])
+    ])
+    const logged = new Set(loggedIds(before.log))
+    const withdrawn = new Set(before.ids.withdrawn)
+    for (const { message: { id: item }, placement } of pending) {
+      if (placement !== "context" && !known.has(item)) out.push(`restart: ${item} is pending but was never accepted`)
+      if (logged.has(item)) out.push(`restart: ${item} is pending but was logged`)
+      if (withdrawn.has(item)) out.push(`restart: ${item} is pending again after its withdrawal`)
+    }
+    // A claimed prompt that never reached the log, whose admission the hook did not refuse and no cancel cut, was cut
+    // by disposal, which settles nothing: it comes back.
+    const refused = new Set(before.refusedAdmissions)
+    before.events.forEach((event, at) => {
+      if (event.type !== "agent/inbox/dequeue") return
+      const claimed = event.message.id
+      if (logged.has(claimed) || refused.has(claimed) || pendingIds.includes(claimed)) return
+      if (before.events.slice(at).some((later) => later.type === "agent/cancel-requested")) return
+      out.push(`restart: ${claimed}, claimed when the process ended, did not come back`)
+    })
+    if (before.inbox !== undefined && JSON.stringify(pendingIds) !== JSON.stringify(before.inbox)) {
+      out.push(
+        `restart: pending ${JSON.stringify(pendingIds)}, but the inbox at quiescence was ${
+          JSON.stringify(before.inbox)
+        }`
+      )
+    }
+
+    const [model] = yield* S.make(pending.map(() => S.textResponse("resumed")).concat(S.textResponse("woken")))
+    const scope = yield* Scope.make()
+    const agent = yield* Agent.make({ model: "scripted", session: reopened, restoredInbox: resume }).pipe(
+      Effect.provideService(LanguageModel.LanguageModel, model),
+      Scope.extend(scope)
+    )
+    const wake = yield* Effect.orDie(agent.followup(Message.make("wake")))
+    const idle = yield* Effect.fork(agent.whenIdle)
+    if (!(yield* driveUntilDone(idle, DRAIN_ROUNDS))) {
+      out.push("restart: the resumed agent never became idle")
+      yield* Fiber.interrupt(idle)
+    }
+    const log = yield* agent.log
+    const closing = yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
+    if (!(yield* driveUntilDone(closing, DISPOSAL_ROUNDS))) out.push("restart: disposal did not finish")
+
+    const after = loggedIds(log).filter((item) => !logged.has(item))
+    const expected = [
+      ...pending.filter((record) => record.placement === "context").map((record) => record.message.id),
+      ...pending.filter((record) => record.placement !== "context").map((record) => record.message.id),
+      wake
+    ]
+    if (JSON.stringify(after) !== JSON.stringify(expected)) {
+      out.push(`restart: logged ${JSON.stringify(after)} after resuming, expected ${JSON.stringify(expected)}`)
+    }
+    const all = loggedIds(log)
+    for (const item of new Set(all)) {
+      if (all.filter((other) => other === item).length > 1) out.push(`restart: ${item} was logged twice`)
+    }
+    out.push(...Invariants.logWellFormed(log).map((v) => `restart: ${Invariants.render([v])}`))
+    return { problems: out, restored: pending.length }
+  }).pipe(Effect.provideService(SessionStore.SessionStore, store), Effect.orDie)
+
 /**
  * Plays a scenario against a fresh agent (in its own scope, recorded from before the first send), then drains or
  * disposes it as the scenario says, advancing the `TestClock` until disposal finishes.
@@ -141,14 +253,63 @@ export const run = (scenario: Scenario) =>
   Effect.gen(function*() {
     const model = yield* S.ScriptedModel
     yield* model.push(...scenario.replies.map(toReply))
+    const memory = yield* SessionStore.makeMemory
+    const disposing = yield* Ref.make(false)
+    const attempts = yield* Ref.make(0)
+    const refused = yield* Ref.make(0)
+    // The ids whose withdrawal the store holds (written, not just recorded in the log).
+    const withdrawnInStore = yield* Ref.make<ReadonlyArray<string>>([])
+    const failing = new Set(scenario.faults ?? [])
+    const faulty = (commit: SessionStore.Commit) =>
+      Effect.gen(function*() {
+        if (failing.size === 0 || (yield* Ref.get(disposing))) return false
+        if (!commit.events.some((event) => FAULTY_TYPES.has(event.type))) return false
+        const hit = failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
+        if (hit) yield* Ref.update(refused, (n) => n + 1)
+        return hit
+      })
+    const store: SessionStore.Service = {
+      ...memory,
+      // A durable store: the log commits from a writer fiber, and the agent places its durability barriers.
+      ...(scenario.durable === true ? { commitMode: "write-behind", volatile: false } : {}),
+      append: (id, commit, options) =>
+        Effect.gen(function*() {
+          if (scenario.yieldingStore) yield* Effect.yieldNow()
+          if (yield* faulty(commit)) {
+            return yield* new SessionStore.SessionStoreError({
+              reason: "Injected",
+              message: "injected store fault",
+              id
+            })
+          }
+          const written = yield* memory.append(id, commit, options)
+          const withdrawn = commit.inbox.flatMap((r) =>
+            r.type === "inbox/settled" && r.fate === "withdrawn" ? [r.id] : []
+          )
+          if (withdrawn.length > 0) yield* Ref.update(withdrawnInStore, (all) => [...all, ...withdrawn])
+          return written
+        })
+    }
+    const session = yield* SessionLog.make().pipe(Effect.provideService(SessionStore.SessionStore, store), Effect.orDie)
+    const anomalies = yield* Ref.make<ReadonlyArray<string>>([])
+    const anomaly = (text: string) => Ref.update(anomalies, (all) => [...all, text])
     const ids = yield* Ref.make<Ids>({ accepted: [], injected: [], parked: [], withdrawn: [] })
+    // On a durable store a send returns once its acceptance is stored (ADR 0017): checked as it returns.
     const record = (id: string, kind: SendKind) =>
-      Ref.update(ids, (all) => ({
-        ...all,
-        accepted: kind === "inject" ? all.accepted : [...all.accepted, id],
-        injected: kind === "inject" ? [...all.injected, id] : all.injected,
-        parked: kind === "park" ? [...all.parked, id] : all.parked
-      }))
+      Effect.zipRight(
+        scenario.durable === true
+          ? Effect.flatMap(
+            Effect.orDie(store.hasMessage(session.id, DomainIds.AgentMessageId.make(id))),
+            (stored) => stored ? Effect.void : anomaly(`${kind} ${id} returned before its acceptance was stored`)
+          )
+          : Effect.void,
+        Ref.update(ids, (all) => ({
+          ...all,
+          accepted: kind === "inject" ? all.accepted : [...all.accepted, id],
+          injected: kind === "inject" ? [...all.injected, id] : all.injected,
+          parked: kind === "park" ? [...all.parked, id] : all.parked
+        }))
+      )
     // A send's id, or `undefined` when the log refused an idle injection's append (nothing was accepted).
     const accepted = <A>(send: Effect.Effect<A, Agent.SendError>): Effect.Effect<A | undefined> =>
       send.pipe(Effect.catchTag("SessionLogError", () => Effect.succeed(undefined)), Effect.orDie)
@@ -198,10 +359,12 @@ export const run = (scenario: Scenario) =>
         if (id !== undefined) yield* record(id, next)
       })
     const admissions = yield* Ref.make(0)
+    // The prompts the admission hook refused (blocked, or failed on).
+    const refusedAdmissions = yield* Ref.make<ReadonlyArray<string>>([])
     const retries = yield* Ref.make(scenario.retries ?? [])
     const hooks: Agent.Options["hooks"] = {
       ...(scenario.admission === undefined ? {} : {
-        promptSubmit: (_input, next) =>
+        promptSubmit: (input, next) =>
           Effect.gen(function*() {
             const decisions = scenario.admission!
             const decision = decisions[(yield* Ref.getAndUpdate(admissions, (n) => n + 1)) % decisions.length]!
@@ -209,8 +372,10 @@ export const run = (scenario: Scenario) =>
               case "allow":
                 return yield* next
               case "block":
+                yield* Ref.update(refusedAdmissions, (all) => [...all, input.message.id])
                 return { kind: "block", reason: "blocked by the test" } satisfies Turn.PromptDecision
               case "fail":
+                yield* Ref.update(refusedAdmissions, (all) => [...all, input.message.id])
                 return yield* Effect.fail("the admission hook failed")
               case "slow":
                 return yield* Effect.zipRight(Effect.sleep("2 seconds"), next)
@@ -235,35 +400,6 @@ export const run = (scenario: Scenario) =>
         : { turnStopping: ({ agent }) => nudgeWith(stopping, agent, "stopping") })
     }
 
-    const memory = yield* SessionStore.makeMemory
-    const disposing = yield* Ref.make(false)
-    const attempts = yield* Ref.make(0)
-    const refused = yield* Ref.make(0)
-    const failing = new Set(scenario.faults ?? [])
-    const faulty = (commit: SessionStore.Commit) =>
-      Effect.gen(function*() {
-        if (failing.size === 0 || (yield* Ref.get(disposing))) return false
-        if (!commit.events.some((event) => FAULTY_TYPES.has(event.type))) return false
-        const hit = failing.has(yield* Ref.getAndUpdate(attempts, (n) => n + 1))
-        if (hit) yield* Ref.update(refused, (n) => n + 1)
-        return hit
-      })
-    const store: SessionStore.Service = {
-      ...memory,
-      append: (id, commit, options) =>
-        Effect.gen(function*() {
-          if (scenario.yieldingStore) yield* Effect.yieldNow()
-          if (yield* faulty(commit)) {
-            return yield* new SessionStore.SessionStoreError({
-              reason: "Injected",
-              message: "injected store fault",
-              id
-            })
-          }
-          return yield* memory.append(id, commit, options)
-        })
-    }
-    const session = yield* SessionLog.make().pipe(Effect.provideService(SessionStore.SessionStore, store), Effect.orDie)
     const agentScope = yield* Scope.make()
     const agent = yield* Agent.make({ model: "scripted", tools, hooks, session }).pipe(Scope.extend(agentScope))
     const recorder = yield* EventRecorder.make(agent)
@@ -281,7 +417,6 @@ export const run = (scenario: Scenario) =>
     // An operation that takes the agent's lock returns after a bounded number of scheduler turns (nothing holding
     // the lock waits on the clock); one that does not is deadlocked, and the run records it instead of hanging.
     const stuck = yield* Ref.make<string | undefined>(undefined)
-    const anomalies = yield* Ref.make<ReadonlyArray<string>>([])
     const reactions = yield* Ref.make({ fired: 0, missed: 0 })
     const guarded = <A>(op: Op, effect: Effect.Effect<A>): Effect.Effect<A | undefined> =>
       Effect.raceFirst(
@@ -293,15 +428,37 @@ export const run = (scenario: Scenario) =>
         })
       )
 
+    /** One send of `kind` for `op`; returns its id (`undefined`: refused, or it never returned). */
+    const sendOne = (op: Op, kind: SendKind) =>
+      Effect.gen(function*() {
+        const data = yield* message(kind)
+        const id = yield* guarded(op, accepted(agent.send(data, sendOptions(kind))))
+        if (id !== undefined) yield* record(id, kind)
+        return id
+      })
+
+    /** Withdrawing a pending item removes exactly it; any other id is `NotPending` and changes nothing. */
+    const withdraw = (op: Op, id: DomainIds.AgentMessageId) =>
+      Effect.gen(function*() {
+        const result = yield* guarded(op, agent.withdraw(id).pipe(Effect.orDie))
+        if (result === undefined || result._tag !== "Withdrawn") return
+        if (result.item.id !== id) yield* anomaly(`withdrawing ${id} removed ${result.item.id}`)
+        // On a durable store a withdrawal is stored when `withdraw` returns (a crash must not bring it back).
+        if (scenario.durable === true && !(yield* Ref.get(withdrawnInStore)).includes(id)) {
+          yield* anomaly(`withdraw ${id} returned before its settlement was stored`)
+        }
+        yield* Ref.update(ids, (all) => ({ ...all, withdrawn: [...all.withdrawn, id] }))
+        const listed = yield* guarded(op, agent.inbox)
+        if (listed?.some((item) => item.id === id) === true) {
+          yield* anomaly(`${id} is still in the inbox after its withdrawal`)
+        }
+      })
+
     const play = (op: Op): Effect.Effect<void> =>
       Effect.gen(function*() {
         switch (op._tag) {
-          case "send": {
-            const data = yield* message(op.kind)
-            const id = yield* guarded(op, accepted(agent.send(data, sendOptions(op.kind))))
-            if (id !== undefined) yield* record(id, op.kind)
-            return
-          }
+          case "send":
+            return yield* Effect.asVoid(sendOne(op, op.kind))
           case "cancel":
             return yield* guarded(op, Effect.orDie(agent.cancel("user", { keepInbox: op.keepInbox })))
           case "batch": {
@@ -349,24 +506,18 @@ export const run = (scenario: Scenario) =>
             }
             return
           }
-          case "withdraw": {
-            // Withdrawing a pending item removes exactly it; any other id is `NotPending` and changes nothing.
-            const accepted = (yield* Ref.get(ids)).accepted
-            if (accepted.length === 0) return
-            const id = DomainIds.AgentMessageId.make(accepted[op.pick % accepted.length]!)
-            const result = yield* guarded(op, agent.withdraw(id).pipe(Effect.orDie))
-            if (result === undefined) return
-            if (result._tag === "Withdrawn") {
-              if (result.item.id !== id) {
-                yield* Ref.update(anomalies, (all) => [...all, `withdrawing ${id} removed ${result.item.id}`])
-              }
-              yield* Ref.update(ids, (all) => ({ ...all, withdrawn: [...all.withdrawn, id] }))
-              const listed = yield* guarded(op, agent.inbox)
-              if (listed?.some((item) => item.id === id) === true) {
-                yield* Ref.update(anomalies, (all) => [...all, `${id} is still in the inbox after its withdrawal`])
-              }
-            }
+          case "take-back": {
+            const sent = yield* sendOne(op, op.kind)
+            if (sent !== undefined) yield* withdraw(op, sent)
             return
+          }
+          case "withdraw": {
+            const listed = op.pending ? yield* guarded(op, agent.inbox) : undefined
+            const pool = listed !== undefined && listed.length > 0
+              ? listed.map((item) => item.id)
+              : (yield* Ref.get(ids)).accepted
+            if (pool.length === 0) return
+            return yield* withdraw(op, DomainIds.AgentMessageId.make(pool[op.pick % pool.length]!))
           }
           case "script":
             return yield* model.push(...op.replies.map(toReply))
@@ -411,7 +562,8 @@ export const run = (scenario: Scenario) =>
           events: yield* recorder.events,
           log: yield* agent.log,
           status: yield* agent.status,
-          acceptsNextStep: yield* agent.acceptsNextStep
+          acceptsNextStep: yield* agent.acceptsNextStep,
+          inbox: (yield* agent.inbox).map((item) => item.id)
         }
       } else {
         yield* Fiber.interrupt(idle)
@@ -423,17 +575,29 @@ export const run = (scenario: Scenario) =>
     // A daemon: if disposal hangs (a bug), the run still ends and reports it instead of waiting for it forever.
     const closing = yield* Effect.forkDaemon(Scope.close(agentScope, Exit.void))
     const disposed = yield* driveUntilDone(closing, DISPOSAL_ROUNDS)
+    const finalEvents = yield* recorder.events
+    const finalLog = yield* agent.log
+    const finalIds = yield* Ref.get(ids)
     return {
-      events: yield* recorder.events,
-      log: yield* agent.log,
-      ids: yield* Ref.get(ids),
+      events: finalEvents,
+      log: finalLog,
+      ids: finalIds,
       beforeDisposal,
       quiescent,
       disposed,
       stuck: yield* Ref.get(stuck),
       anomalies: yield* Ref.get(anomalies),
       reactions: yield* Ref.get(reactions),
-      refused: yield* Ref.get(refused)
+      refused: yield* Ref.get(refused),
+      restart: scenario.durable === true && disposed
+        ? yield* restart(store, session.id, {
+          events: finalEvents,
+          log: finalLog,
+          ids: finalIds,
+          inbox: quiescent?.inbox,
+          refusedAdmissions: yield* Ref.get(refusedAdmissions)
+        }, scenario.resume ?? "park")
+        : undefined
     } satisfies Outcome
   }).pipe(
     Effect.withMaxOpsBeforeYield(scenario.maxOps),
@@ -458,6 +622,10 @@ export interface Tally {
   readonly reactions: { readonly fired: number; readonly missed: number }
   /** Appends the store refused. */
   readonly refused: number
+  /** A `withdraw` found its item pending and removed it. */
+  readonly withdrew: boolean
+  /** On a durable store: the restart restored at least one pending item. */
+  readonly restored: boolean
 }
 
 /** What a run reached (see {@link Tally}). */
@@ -503,7 +671,9 @@ export const tally = (outcome: Outcome): Tally => {
     steerOrCancelWhileTool,
     cancelAsBatchStarts,
     reactions: outcome.reactions,
-    refused: outcome.refused
+    refused: outcome.refused,
+    withdrew: outcome.ids.withdrawn.length > 0,
+    restored: (outcome.restart?.restored ?? 0) > 0
   }
 }
 
@@ -535,6 +705,37 @@ const toolContextProblems = (log: ReadonlyArray<SessionEvent.SessionEvent>): Rea
   ]
 }
 
+/**
+ * R31: a parked item runs only behind a waking one. When a parked item is claimed (its `dequeue`), a waking queued
+ * item accepted after it must still be outstanding (enqueued, neither dequeued nor discarded nor withdrawn): the
+ * claim that takes the parked head is made for it.
+ */
+const parkedWaitProblems = (
+  events: ReadonlyArray<AgentEvent.AgentEvent>,
+  parked: ReadonlySet<string>
+): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  // Outstanding queued items, in acceptance order.
+  const outstanding: Array<string> = []
+  const leave = (id: string) => {
+    const at = outstanding.indexOf(id)
+    if (at >= 0) outstanding.splice(at, 1)
+  }
+  for (const event of events) {
+    if (event.type === "agent/inbox/enqueue" && event.placement === "queued") outstanding.push(event.message.id)
+    else if (event.type === "agent/inbox/discard") event.messages.forEach((message) => leave(message.id))
+    else if (event.type === "agent/inbox/dequeue") {
+      const id = event.message.id
+      const at = outstanding.indexOf(id)
+      if (parked.has(id) && at >= 0 && !outstanding.slice(at + 1).some((behind) => !parked.has(behind))) {
+        out.push(`parked item ${id} was claimed with no waking item queued behind it (R31)`)
+      }
+      leave(id)
+    }
+  }
+  return out
+}
+
 /** What {@link problems} checks beyond the invariants every run keeps. */
 export interface CheckOptions {
   /** Every cancel had `keepInbox`: nothing may be discarded before disposal. */
@@ -551,7 +752,7 @@ export interface CheckOptions {
  * window, no waking item left queued (R25, R31) and the invariants that hold mid-run.
  */
 export const problems = (outcome: Outcome, options: CheckOptions = {}): ReadonlyArray<string> => {
-  const out: Array<string> = []
+  const out: Array<string> = [...(outcome.restart?.problems ?? [])]
   if (outcome.stuck !== undefined) out.push(`operation never returned (deadlock): ${outcome.stuck}`)
   if (!outcome.disposed) out.push("disposal did not finish")
   out.push(...outcome.anomalies)
@@ -569,6 +770,7 @@ export const problems = (outcome: Outcome, options: CheckOptions = {}): Readonly
     "final"
   )
   out.push(...toolContextProblems(outcome.log))
+  out.push(...parkedWaitProblems(outcome.events, new Set(outcome.ids.parked)))
   // Every withdrawn item's fate is "discarded" (by that withdrawal: a second discard would break message-fate).
   for (const [id, fate] of Invariants.fates(outcome.events, outcome.log, outcome.ids.withdrawn)) {
     if (fate !== "discarded") out.push(`withdrawn item ${id} ended ${fate}`)

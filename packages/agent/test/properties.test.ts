@@ -6,8 +6,9 @@
  * `onCancel: "finish"`; one that steers, injects or cancels its own agent; one that attaches a context and may
  * conclude the turn); delayed replies; failures with codes, also after partial output; max-tokens; replies that
  * hang. Optional hooks: `promptSubmit` (allow, block, fail, slow, add a context), `requestError` (retry or fail), and
- * `step` / `turnStopping` hooks that steer, inject or fail. Resends of accepted ids must return the same id. One
- * property makes the store refuse chosen appends. Half of the runs use a store whose appends yield (as real I/O
+ * `step` / `turnStopping` hooks that steer, inject or fail. Resends of accepted ids must return the same id;
+ * withdrawals take back an item pending now, or one just sent (a take-back). One property makes the store refuse
+ * chosen appends; one runs on a durable (write-behind) store, then reopens the session and resumes it. Half of the runs use a store whose appends yield (as real I/O
  * does), and five in six preempt every fiber after 16–96 operations (often 16–32), so the test's operations also land
  * between the agent's critical sections. The reactive property's programs are episodes shaped for the interleavings
  * that broke before (PROPERTIES.md says how, what the runs reach, and which re-introduced bugs it finds). Every run
@@ -41,6 +42,13 @@
  *     parked one (R25, R31), and invariants 1–7 and 11 hold on the events and log so far.
  * 14. Without cancels and without a rejecting admission hook, no prompt is dropped, and a run without hanging
  *     replies always reaches quiescence.
+ * 15. R31: a parked item is claimed only for a waking item queued behind it, still outstanding (not withdrawn).
+ * 16. On a durable store (ADR 0008, ADR 0017): every send's acceptance and every withdrawal is in the store when the
+ *     call returns; after disposal the reopened session's pending inbox holds only accepted items that were neither
+ *     logged nor withdrawn, every prompt claimed when the process ended, and — after a drained run — exactly what
+ *     `inbox` listed at quiescence; resumed (`restoredInbox` wake or park) and sent one follow-up, the agent logs
+ *     restored context at once and runs every restored item once, in order, before that follow-up; no message is
+ *     logged twice over both processes, and the log stays well formed.
  */
 import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
@@ -90,6 +98,13 @@ describe("properties: random interleavings", () => {
   )
 
   it.scoped.prop(
+    "ADR 0008, ADR 0017: on a durable (write-behind) store every send and withdrawal is stored when it returns, and a restart restores exactly what was pending",
+    { scenario: scenario({ durable: true }) },
+    ({ scenario }) => check(scenario),
+    { timeout: 120_000, fastCheck: { numRuns: 30 } }
+  )
+
+  it.scoped.prop(
     "R25, R32, R42: without cancels or rejecting admissions no prompt is dropped, and the agent reaches quiescence",
     { scenario: scenario({ cancels: "none", rejects: false, hang: false, end: "drain" }) },
     ({ scenario }) => check(scenario, { quiescence: true, noDrops: true }),
@@ -126,6 +141,8 @@ describe("properties: the generators reach the interleavings that broke before",
         steerOrCancelWhileTool: share((t) => t.steerOrCancelWhileTool),
         cancelAsBatchStarts: share((t) => t.cancelAsBatchStarts),
         refused: share((t) => t.refused > 0),
+        withdrew: share((t) => t.withdrew),
+        restored: share((t) => t.restored),
         fired: fired + missed === 0 ? 0 : fired / (fired + missed)
       }
     })
@@ -143,6 +160,19 @@ describe("properties: the generators reach the interleavings that broke before",
         assert.isAtLeast(shares.tool, 0.55, shown)
         assert.isAtLeast(shares.steerOrCancelWhileTool, 0.25, shown)
         assert.isAtLeast(shares.cancelAsBatchStarts, 0.2, shown)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.effect(
+    "durable runs: withdrawals find their item pending, restarts restore pending items",
+    () =>
+      Effect.gen(function*() {
+        // Before `withdraw` drew pending items and take-backs existed: 4 % of the main property's runs withdrew an
+        // item (0 % of the reactive ones); no run was on a durable store or restarted.
+        const shares = yield* reached(fc.sample(scenario({ durable: true }), { numRuns: 40, seed: 7 }))
+        assert.isAtLeast(shares.withdrew, 0.2, JSON.stringify(shares))
+        assert.isAtLeast(shares.restored, 0.2, JSON.stringify(shares))
       }),
     { timeout: 120_000 }
   )
