@@ -187,6 +187,12 @@ export interface Options<R = never> {
   /** The cap of the rolling pool of parallel tool calls: a positive integer, default 10 (1 = serial). */
   readonly maxParallelToolCalls?: number | undefined
   /**
+   * The most characters a tool's result (or its error message) may hand the model: a positive integer, default
+   * 1 048 576. A larger result is not logged: the call answers `RESULT_TOO_LARGE`, naming the bound, and the turn
+   * goes on (R69).
+   */
+  readonly maxToolResultChars?: number | undefined
+  /**
    * What happens to the inbox a resumed session brings back (`SessionLog.Service.pendingInbox`, ADR 0017): `wake`
    * (default) restores every item in acceptance order and starts at once on the waking ones, as if the process had
    * never stopped; `park` restores them all parked, so nothing runs until the next waking send (which claims the

@@ -150,6 +150,41 @@ describe("tool calls in the loop", () => {
       ])
     }).pipe(Effect.provide(S.layer())))
 
+  it.scoped("a result above maxToolResultChars is answered RESULT_TOO_LARGE, naming the bound; at the bound it passes", () =>
+    Effect.gen(function*() {
+      class Loud extends Schema.TaggedError<Loud>()("Loud", { message: Schema.String }) {}
+      const echo = AgentTool.make(
+        Tool.make("echo", { parameters: { n: Schema.Number }, success: Schema.String, failure: Loud }),
+        {
+          handler: ({ n }) => n < 0 ? Effect.fail(new Loud({ message: "y".repeat(-n) })) : Effect.succeed("x".repeat(n))
+        }
+      )
+      const refused = yield* Effect.flip(Agent.make({ tools: [echo], maxToolResultChars: 0 }))
+      assert.strictEqual(refused.option, "maxToolResultChars")
+      const agent = yield* Agent.make({ tools: [echo], maxToolResultChars: 10 })
+      const model = yield* S.ScriptedModel
+      yield* model.push(
+        S.toolCallResponse(
+          S.toolCall("echo", { n: 10 }, { id: "at" }),
+          S.toolCall("echo", { n: 11 }, { id: "above" }),
+          S.toolCall("echo", { n: -11 }, { id: "failure" })
+        ),
+        S.textResponse("noted")
+      )
+      yield* agent.followup(Message.make("go"))
+      yield* agent.whenIdle
+      const log = yield* agent.log
+      const byId = new Map(results(log).map((r) => [r.callId as string, r]))
+      const text = (id: string) => byId.get(id)!.content.map((b) => b.text).join("")
+      assert.strictEqual(text("at"), "x".repeat(10))
+      assert.deepStrictEqual(byId.get("above")!.error, { name: "ResultTooLarge", code: "RESULT_TOO_LARGE" })
+      assert.include(text("above"), "returned 11 characters, more than the 10")
+      assert.notInclude(text("above"), "xxxxxxxxxxx")
+      assert.strictEqual(byId.get("failure")!.error?.code, "RESULT_TOO_LARGE")
+      const end = log.findLast((e) => e.type === "turn/end")
+      assert.deepStrictEqual(end?.type === "turn/end" ? end.data.reason : undefined, { kind: "completed" })
+    }).pipe(Effect.provide(S.layer())))
+
   it.scoped("R69: every failure class reaches the model as an error result, and the turn goes on", () =>
     Effect.gen(function*() {
       class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}

@@ -136,7 +136,8 @@ export const ToolCall = Schema.Struct({
 /**
  * The codes Harness writes in `tool/result.error.code`, in one place so producers and readers agree:
  * - `UNKNOWN_TOOL`, `INVALID_ARGUMENTS` (invalid JSON or arguments that fail the schema), `INVALID_OUTPUT`,
- *   `TOOL_FAILED` (the tool's typed failure), `TOOL_DEFECT`, `DENIED` (approval): the call was answered, with an error;
+ *   `TOOL_FAILED` (the tool's typed failure), `TOOL_DEFECT`, `RESULT_TOO_LARGE` (a result above the agent's
+ *   `maxToolResultChars`), `DENIED` (approval): the call was answered, with an error;
  * - `ABORTED`: a cancel interrupted the running call; `ABORTED_BEFORE_DISPATCH`: the call never started;
  * - `TOOL_OUTCOME_UNKNOWN` / `TOOL_NOT_STARTED`: written by crash repair for calls a crash left unanswered.
  * The field stays an open string: tools and plugins may use codes of their own.
@@ -150,6 +151,7 @@ export const ToolErrorCode = Schema.Literal(
   "INVALID_OUTPUT",
   "TOOL_FAILED",
   "TOOL_DEFECT",
+  "RESULT_TOO_LARGE",
   "DENIED",
   "ABORTED",
   "ABORTED_BEFORE_DISPATCH",

@@ -133,7 +133,7 @@ export const make: <R>(
 ) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = Effect.fnUntraced(
   function*<R>(options: Options<R> = {}) {
     const erased: Options<unknown> = options
-    const { advertised, maxParallel, tools } = yield* validate(erased)
+    const { advertised, maxParallel, maxToolResult, tools } = yield* validate(erased)
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
@@ -190,7 +190,8 @@ export const make: <R>(
       defaultConfig: options.provider === undefined
         ? { model: options.model ?? "default" }
         : { model: options.model ?? "default", provider: options.provider },
-      maxParallel
+      maxParallel,
+      maxToolResult
     }
 
     if (log.commitMode === "write-behind") {

@@ -146,6 +146,8 @@ export interface Env {
   readonly descriptors: ReadonlyArray<SessionEvent.ToolDescriptor> | undefined
   readonly defaultConfig: RequestConfig
   readonly maxParallel: number
+  /** The most characters a tool result's text may have (`maxToolResultChars`). */
+  readonly maxToolResult: number
   /**
    * Whether the agent was created under a `Tracer` of the program's own (e.g. `@effect/opentelemetry`): only then
    * does it record its spans (ADR 0024, ADR 0028). Under Effect's default tracer nobody reads them.

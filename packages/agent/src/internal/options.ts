@@ -73,6 +73,14 @@ const DataOptions = Schema.Struct({
       )
     )
   ),
+  maxToolResultChars: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isSafeInteger(n) && n >= 1),
+      Schema.annotations(
+        message((actual) => `maxToolResultChars must be a positive integer, got ${String(actual)}`)
+      )
+    )
+  ),
   model: Schema.optional(
     Schema.String.pipe(Schema.minLength(1), Schema.annotations(message(() => "model must be a non-empty route label")))
   ),
@@ -105,12 +113,16 @@ const configError = (error: ParseResult.ParseError): AgentConfigError => {
   return new AgentConfigError({ option: String(issue?.path[0] ?? "options"), message: issue?.message ?? error.message })
 }
 
+/** The default bound on a tool result's text: 1 MiB of characters. */
+const defaultMaxToolResultChars = 1_048_576
+
 const noTools: ReadonlyMap<string, AgentTool<unknown>> = new Map()
 
 /** Validates the options: the tool pool cap, the tools (names, parameter schemas), the labels, `restoredInbox`. */
 export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
   const decoded = decodeOptions({
     maxParallelToolCalls: options.maxParallelToolCalls,
+    maxToolResultChars: options.maxToolResultChars,
     model: options.model,
     provider: options.provider,
     restoredInbox: options.restoredInbox,
@@ -118,11 +130,12 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
   })
   if (decoded._tag === "Left") return yield* configError(decoded.left)
   const maxParallel = decoded.right.maxParallelToolCalls ?? 10
+  const maxToolResult = decoded.right.maxToolResultChars ?? defaultMaxToolResultChars
   // Agents without tools share one empty map (a map of its own was ≈ 0.2 KB of every idle agent, ADR 0040).
   const tools: ReadonlyMap<string, AgentTool<unknown>> = options.tools === undefined || options.tools.length === 0
     ? noTools
     : new Map(options.tools.map((tool) => [tool.name, tool]))
   const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
   if (advertised instanceof AgentConfigError) return yield* advertised
-  return { maxParallel, tools, advertised }
+  return { maxParallel, maxToolResult, tools, advertised }
 })

@@ -178,6 +178,16 @@ const render = (value: unknown): string =>
 /** A result that concludes nothing and attaches no context: every error result. */
 const plainResult = (data: ToolResultData): FinishedCall => ({ data, concludes: false, contexts: [] })
 
+/** The answer to a call whose result has more characters than the agent lets a tool hand the model. */
+const tooLarge = (base: Parameters<typeof errorResult>[0], length: number, maxChars: number): ToolResultData =>
+  errorResult(
+    base,
+    "RESULT_TOO_LARGE",
+    `"${base.name}" returned ${length} characters, more than the ${maxChars} a tool result may hold ` +
+      "(maxToolResultChars): ask for less, e.g. a narrower range or a filter",
+    "ResultTooLarge"
+  )
+
 /**
  * Turns a handler's exit into the result the model reads (R69). Synchronous but for the contexts a successful
  * outcome attaches, which are decoded as any user message is.
@@ -185,7 +195,8 @@ const plainResult = (data: ToolResultData): FinishedCall => ({ data, concludes: 
 const resultOf = (
   base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
   tool: AgentTool.AgentTool<unknown>,
-  exit: Exit.Exit<unknown, unknown>
+  exit: Exit.Exit<unknown, unknown>,
+  maxChars: number
 ): Effect.Effect<FinishedCall> => {
   if (Exit.isSuccess(exit)) {
     const outcome = AgentTool.isOutcome(exit.value) ? exit.value : undefined
@@ -199,6 +210,7 @@ const resultOf = (
       )))
     }
     const text = render(encoded.right)
+    if (text.length > maxChars) return Effect.succeed(plainResult(tooLarge(base, text.length, maxChars)))
     const succeeded = (contexts: ReadonlyArray<MessageT.UserMessageData>): FinishedCall => ({
       data: {
         turn: base.turn,
@@ -240,7 +252,9 @@ const resultOf = (
         error.code !== ""
       ? error.code
       : "TOOL_FAILED"
-    return Effect.succeed(plainResult(errorResult(base, code, message, name)))
+    return Effect.succeed(plainResult(
+      message.length > maxChars ? tooLarge(base, message.length, maxChars) : errorResult(base, code, message, name)
+    ))
   }
   if (Cause.isInterruptedOnly(exit.cause)) {
     return Effect.succeed(plainResult(errorResult(base, "ABORTED", abortedMessage, "AbortError")))
@@ -405,7 +419,7 @@ export const runToolCalls = Effect.fnUntraced(function*(
       provideFiber(env, prepared.tool.handler(prepared.params, { callId: block.id, agent: env.service })).pipe(
         Effect.exit,
         Effect.flatMap((exit) =>
-          Effect.flatMap(resultOf(base, prepared.tool, exit), (result) => {
+          Effect.flatMap(resultOf(base, prepared.tool, exit, env.maxToolResult), (result) => {
             // Uninterruptible from here: a finished call's result is recorded and committed, never lost half-way.
             const recorded = Effect.uninterruptible(finish(block.id, result))
             // A traced call's span is annotated with the outcome and ends with the handler's own exit (its failure
