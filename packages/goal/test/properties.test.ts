@@ -198,6 +198,21 @@ const fixed: ReadonlyArray<{
   readonly budget: number
 }> = [
   {
+    // Found by the property (issue 46: run 3 287, seed -19484422, preemption budget 10): the admission guard took the
+    // `events` permit with a plain `withPermits` in the agent's activity fiber, and the wind-down's cancel landed the
+    // instant the permit was handed to it: the permit was counted taken and never released (0 free, 2 waiters,
+    // no holder), so `settled` never resolved. Every permit is now taken uninterruptibly (`SessionLog.holding`).
+    name: "R125: a cancel landing as the admission guard is handed a lock never leaks it: everything settles",
+    ops: [
+      { _tag: "create", rounds: 1 },
+      { _tag: "onRoundDequeue", action: "pause" },
+      { _tag: "pause" },
+      { _tag: "disarm" },
+      { _tag: "withdraw", target: "round", index: 0 }
+    ],
+    budget: 10
+  },
+  {
     // Found by the property with the gate disabled (ADR 0014): an edit made the moment the driver claimed a round,
     // under preemption, landed after the round's prompt but counted 0 rounds. The gate makes it wait for the prompt.
     name: "R121, R125: a mutation made while a round is between admission and its prompt counts that round",

@@ -21,6 +21,7 @@ import type { Agent as AgentNs } from "@harness/agent"
 import { Agent, AgentTool, Hooks } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Message, SessionEvent, Turn } from "@harness/domain"
 import { Ids } from "@harness/domain"
+import { SessionLog } from "@harness/session"
 import type { Context } from "effect"
 import { Cause, Clock, Deferred, Duration, Effect, Either, PubSub, Queue, Random, Ref, Schema, Stream } from "effect"
 import { GoalError } from "../GoalError.js"
@@ -77,7 +78,11 @@ interface Runtime extends Core {
 interface Core {
   readonly agent: AgentNs.Service
   readonly state: Ref.Ref<State>
-  /** Serialises mutations, and the guard's checks against them. */
+  /**
+   * Serialises mutations, and the guard's checks against them. This and `events` are only ever taken with
+   * `SessionLog.holding` (uninterruptibly, the wait included): the guard takes them in the agent's activity fiber,
+   * which a cancel interrupts, and a plain `withPermits` interrupted as the permit is handed over leaks it for good.
+   */
   readonly lock: Effect.Semaphore
   /** Taken to take events from the subscription: whoever holds it handles them in order. */
   readonly events: Effect.Semaphore
@@ -325,9 +330,10 @@ const observe = (
 
 /** Catches the observer up: handles every event published so far, in order (events taken are always handled). */
 const sync = (rt: Core): Effect.Effect<void> =>
-  rt.events.withPermits(1)(Effect.uninterruptible(
+  SessionLog.holding(
+    rt.events,
     Effect.flatMap(Queue.takeAll(rt.subscription), (events) => Effect.forEach(events, (e) => handle(rt, e)))
-  )).pipe(Effect.asVoid)
+  ).pipe(Effect.asVoid)
 
 // ---------------------------------------------------------------------------------------------------------------
 // Mutations
@@ -363,7 +369,8 @@ const checkRef = (current: GoalState, ref: GoalRef): Either.Either<Goal, GoalErr
 const underLock = <A, E>(rt: Core, body: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.gen(function*() {
     while (true) {
-      const outcome = yield* rt.lock.withPermits(1)(
+      const outcome = yield* SessionLog.holding(
+        rt.lock,
         Effect.gen(function*() {
           const gate = (yield* Ref.get(rt.state)).gate
           if (gate !== undefined) return { _tag: "wait" as const, gate }
@@ -839,10 +846,10 @@ const guard = (
     // one uninterruptible step, so a cancel never leaves the attempt forgotten with no drive requested.
     const abandon = Effect.uninterruptible(Effect.zipRight(Ref.update(rt.state, forget), requestDrive(rt)))
     const reject = Effect.as(abandon, { kind: "block", reason: STALE } as const)
-    const check = rt.lock.withPermits(1)(Effect.zipRight(
-      sync(rt),
-      Effect.map(Ref.get(rt.state), (s) => reservationValid(s, message))
-    ))
+    const check = SessionLog.holding(
+      rt.lock,
+      Effect.zipRight(sync(rt), Effect.map(Ref.get(rt.state), (s) => reservationValid(s, message)))
+    )
     if (!(yield* check)) return yield* reject
     const decision = yield* next.pipe(
       Effect.tapErrorCause(() => abandon)
@@ -868,7 +875,8 @@ const guard = (
       }))
     }
     // After `next`: still valid? Then the gate closes until the round's prompt is logged (or dropped).
-    const admitted = yield* rt.lock.withPermits(1)(
+    const admitted = yield* SessionLog.holding(
+      rt.lock,
       Effect.gen(function*() {
         yield* sync(rt)
         const gate = yield* Deferred.make<void>()
