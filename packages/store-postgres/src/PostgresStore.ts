@@ -1,6 +1,6 @@
 /**
  * A `SessionStore` on PostgreSQL, for deployments that outgrow one machine: every session in one database, any
- * number of processes. The schema is applied by `@effect/sql`'s `Migrator` (it locks its table, so processes that
+ * number of processes and hosts, one writer per session at a time (the writer lease, ADR 0044). The schema is applied by `@effect/sql`'s `Migrator` (it locks its table, so processes that
  * start together migrate once).
  *
  * Tables (see ADR 0010): `sessions` (the header's JSON and the summary figures, kept up to date in each commit's
@@ -13,7 +13,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SessionStore } from "@harness/session"
 import { SqlStore } from "@harness/store-sql"
-import { Config, Effect, Layer, type Redacted } from "effect"
+import { Config, type Duration, Effect, Layer, type Redacted } from "effect"
 import * as internal from "./internal/postgresStore.js"
 
 /**
@@ -25,6 +25,8 @@ import * as internal from "./internal/postgresStore.js"
 export interface Options {
   /** A connection URL, `postgres://user:password@host:port/database`. */
   readonly url: Redacted.Redacted
+  /** How long a writer lease lives without renewal (default 30 seconds; see `SqlStore.Options`). */
+  readonly leaseTime?: Duration.DurationInput | undefined
 }
 
 const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
@@ -32,8 +34,10 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
 /**
  * The store over the `SqlClient` of the context (a PostgreSQL client): migrates the schema, then serves.
  *
- * Contract: the `SessionStore` conformance suite. An append locks its session's row for its transaction, so
- * concurrent writers of one session are ordered (the loser of a race gets `Conflict`); `sync: false` commits with
+ * Contract: the `SessionStore` conformance suite. One session has one writer at a time, across processes and
+ * hosts: the writer lease (ADR 0044), taken under the row lock of the session's row; a second writer gets `Busy`
+ * naming the holder at once, and readers never wait. Every write locks its session's row for its transaction and
+ * checks the lease there (the fence); `sync: false` commits with
  * `synchronous_commit = off`, `sync: true` waits for the server's WAL flush. Fails with `Io` when the schema
  * cannot be applied.
  *
@@ -44,6 +48,17 @@ export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStore
   .make(internal.dialect)
 
 /**
+ * {@link make} with the store's options (the lease time).
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const makeWith = (
+  options: SqlStore.Options
+): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
+  SqlStore.make(internal.dialect, options)
+
+/**
  * The store on the database at `options.url`, with its own connection pool (closed with the layer).
  *
  * Contract: fails with `Io` when the server cannot be reached or the schema cannot be applied.
@@ -52,7 +67,7 @@ export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStore
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
-  Layer.effect(SessionStore.SessionStore, make).pipe(
+  Layer.effect(SessionStore.SessionStore, makeWith({ leaseTime: options.leaseTime })).pipe(
     Layer.provide(
       PgClient.layer({ url: options.url, applicationName: "harness" }).pipe(
         Layer.catchAll((e) => Layer.fail(setupError(`cannot connect to PostgreSQL: ${SqlStore.sqlMessage(e)}`)))

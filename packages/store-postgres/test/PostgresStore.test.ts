@@ -1,33 +1,12 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { assert, describe, inject, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { accepted, conformance, events, eventsCommit, header, loadAll } from "@harness/session/test/conformance"
+import { sqlStoreSuite } from "@harness/store-sql/test/sqlStoreSuite"
 import { ev, messageId as mid, sessionId as sid } from "@harness/testkit/Events"
-import { Context, Effect, Layer, Random, Redacted } from "effect"
+import { Context, type Duration, Effect, Layer, Redacted } from "effect"
 import { PostgresStore } from "../src/index.js"
-
-const serverUrl = inject("postgresUrl")
-const urlOf = (database: string) => serverUrl.replace(/\/postgres$/, `/${database}`)
-
-/** The server's maintenance connection, to create and drop the test databases. */
-const admin = PgClient.layer({ url: Redacted.make(serverUrl) })
-
-/** A fresh database, dropped when the scope closes. */
-const freshDatabase = Effect.acquireRelease(
-  Effect.gen(function*() {
-    const name = `harness_${(yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)}_${
-      (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
-    }`
-    const sql = yield* PgClient.PgClient
-    yield* sql.unsafe(`CREATE DATABASE ${name}`)
-    return name
-  }).pipe(Effect.provide(admin), Effect.orDie),
-  (name) =>
-    Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`)).pipe(
-      Effect.provide(admin),
-      Effect.orDie
-    )
-)
+import { freshDatabase, urlOf } from "./database.js"
 
 /** A store on a fresh database of the test server. */
 const fresh = Layer.unwrapScoped(
@@ -72,3 +51,15 @@ describe("PostgresStore", () => {
       assert.strictEqual(error.reason, "Io")
     }))
 })
+
+/** A fresh database's store and its client, with the given lease time. */
+const freshWithClient = (leaseTime?: Duration.DurationInput) =>
+  Layer.unwrapScoped(
+    Effect.map(freshDatabase, (name) =>
+      Layer.effect(SessionStore.SessionStore, PostgresStore.makeWith({ leaseTime })).pipe(
+        Layer.provideMerge(PgClient.layer({ url: Redacted.make(urlOf(name)) })),
+        Layer.orDie
+      ))
+  )
+
+sqlStoreSuite("postgres", freshWithClient)

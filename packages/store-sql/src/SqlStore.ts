@@ -11,7 +11,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { SessionStore } from "@harness/session"
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
 import * as internal from "./internal/sqlStore.js"
 
 /**
@@ -45,6 +45,12 @@ export type Writer = <A, E, R>(
 export interface Durability {
   /** The durability of a write that does not ask for one. */
   readonly sync: boolean
+  /**
+   * The statement that opens a write's transaction (default `BEGIN`). SQLite's `BEGIN IMMEDIATE` takes the write
+   * lock at once, so a write whose first statement reads never has to upgrade a read snapshot another process
+   * has since overtaken (which fails at once instead of waiting).
+   */
+  readonly begin?: string
   /** Run on the write's connection before `BEGIN` (a setting that cannot change inside a transaction). */
   readonly beforeBegin?: (run: Run, sync: boolean) => Effect.Effect<void, SqlError>
   /** Run right after `BEGIN` (a setting local to the transaction). */
@@ -85,6 +91,20 @@ export interface Dialect {
 }
 
 /**
+ * Options of the store.
+ *
+ * - `leaseTime`: how long a writer lease lives without renewal (default 30 seconds). A holder renews its lease
+ *   every third of it; a lease not renewed for longer is taken over, as is one whose holder no longer runs on this
+ *   host (ADR 0044).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Options {
+  readonly leaseTime?: Duration.DurationInput | undefined
+}
+
+/**
  * The table that records which migrations ran.
  *
  * @since 0.0.0
@@ -106,17 +126,22 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * The store over the `SqlClient` of the context: migrates the schema, then serves.
  *
  * Contract: the `SessionStore` conformance suite. A commit is one transaction; one session has one writer at a
- * time. Fails with `Io` when the schema cannot be applied; every later SQL failure is `Io` naming the operation.
+ * time, across processes and hosts: its writer lease (pid, host, since, last renewal and a fencing token in the
+ * session's row, ADR 0044) is taken in one write transaction, renewed while held, and checked by the first
+ * statement of every write. A second writer gets `Busy` naming the holder at once; readers never wait for a lease.
+ * Fails with `Io` when the schema cannot be applied; every later SQL failure is `Io` naming the operation, or
+ * `Closed` once the client's connection is closed for good.
  *
  * @since 0.0.0
  * @category constructors
  */
 export const make = (
-  dialect: Dialect
+  dialect: Dialect,
+  options?: Options
 ): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* Migrator.make({})({ loader: internal.migrations(dialect), table: migrationsTable })
-    return yield* internal.make(dialect)
+    return yield* internal.make(dialect, options)
   }).pipe(
     Effect.catchTags({
       SqlError: (e: SqlError) => Effect.fail(setupError(`cannot prepare the ${dialect.name} store: ${sqlMessage(e)}`)),

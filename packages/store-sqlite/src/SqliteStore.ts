@@ -14,7 +14,7 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SessionStore } from "@harness/session"
 import { SqlStore } from "@harness/store-sql"
-import { Effect, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import * as internal from "./internal/sqliteStore.js"
 
 /**
@@ -26,6 +26,8 @@ import * as internal from "./internal/sqliteStore.js"
 export interface Options {
   /** The database file (created if missing). `":memory:"` works too (a private database, without WAL). */
   readonly filename: string
+  /** How long a writer lease lives without renewal (default 30 seconds; see `SqlStore.Options`). */
+  readonly leaseTime?: Duration.DurationInput | undefined
 }
 
 const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
@@ -33,15 +35,28 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
 /**
  * The store over the `SqlClient` of the context (a SQLite client): migrates the schema, then serves.
  *
- * Contract: the `SessionStore` conformance suite. Writes are serialised within the process; another process may
- * write the same file (SQLite's lock orders them; a waiting writer gives up after the client's busy timeout with
- * `Io`), but one session has one writer at a time. Fails with `Io` when the schema cannot be applied.
+ * Contract: the `SessionStore` conformance suite. Writes are serialised within the process; other processes may
+ * write the same file (SQLite's lock orders the transactions; a waiting one gives up after the client's busy
+ * timeout with `Io`). One session has one writer at a time, across processes: the writer lease (ADR 0044); a
+ * second writer gets `Busy` naming the holder at once. Readers never wait. Fails with `Io` when the schema cannot
+ * be applied.
  *
  * @since 0.0.0
  * @category constructors
  */
 export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = SqlStore
   .make(internal.dialect)
+
+/**
+ * {@link make} with the store's options (the lease time).
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const makeWith = (
+  options: SqlStore.Options
+): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
+  SqlStore.make(internal.dialect, options)
 
 /**
  * The store on the database file `options.filename`, with its own SQLite client (closed with the layer).
@@ -56,7 +71,7 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
     SessionStore.SessionStore,
     Effect.zipRight(
       Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`PRAGMA synchronous = NORMAL`),
-      make
+      makeWith({ leaseTime: options.leaseTime })
     ).pipe(
       Effect.catchTag("SqlError", (e) => Effect.fail(setupError(`cannot configure SQLite: ${SqlStore.sqlMessage(e)}`)))
     )

@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { SessionStore } from "@harness/session"
 import { SessionLog } from "@harness/session"
 import { conformance, events, eventsCommit, header, loadAll } from "@harness/session/test/conformance"
+import { sqlStoreSuite } from "@harness/store-sql/test/sqlStoreSuite"
 import { ev, promptTurn, sessionId as sid } from "@harness/testkit/Events"
 import Database from "better-sqlite3"
 import { Effect, Layer, Option } from "effect"
@@ -48,7 +49,8 @@ describe("SqliteStore", () => {
         assert.strictEqual(db.pragma("journal_mode", { simple: true }), "wal")
         assert.deepStrictEqual(db.prepare("SELECT migration_id, name FROM harness_migrations").all(), [
           { migration_id: 1, name: "sessions" },
-          { migration_id: 2, name: "snapshot_heads" }
+          { migration_id: 2, name: "snapshot_heads" },
+          { migration_id: 3, name: "leases" }
         ])
       } finally {
         db.close()
@@ -71,7 +73,10 @@ describe("SqliteStore", () => {
       const db = new Database(filename)
       try {
         db.exec(
-          `DROP TABLE snapshot_heads; DROP TABLE snapshot_bodies; DELETE FROM harness_migrations WHERE migration_id = 2;
+          `DROP TABLE snapshot_heads; DROP TABLE snapshot_bodies; DELETE FROM harness_migrations WHERE migration_id >= 2;
+          DROP TABLE lease_tokens; ALTER TABLE sessions DROP COLUMN lease_token; ALTER TABLE sessions DROP COLUMN lease_pid;
+          ALTER TABLE sessions DROP COLUMN lease_host; ALTER TABLE sessions DROP COLUMN lease_since;
+          ALTER TABLE sessions DROP COLUMN lease_renewed;
           CREATE TABLE snapshots (session INTEGER PRIMARY KEY, seq INTEGER NOT NULL, position INTEGER NOT NULL, text TEXT NOT NULL);
           INSERT INTO snapshots SELECT key, 7, 7, '{"format":"harness/snapshot","version":1}' || char(10) || '[]' FROM sessions;`
         )
@@ -131,3 +136,15 @@ describe("SqliteStore", () => {
       assert.include(error.message, "/nonexistent-dir/x/sessions.db")
     }))
 })
+
+sqlStoreSuite(
+  "sqlite",
+  (leaseTime) =>
+    Layer.unwrapScoped(
+      Effect.map(tempDir, (dir) =>
+        Layer.effect(SessionStore.SessionStore, SqliteStore.makeWith({ leaseTime })).pipe(
+          Layer.provideMerge(SqliteClient.layer({ filename: path.join(dir, "sessions.db") })),
+          Layer.orDie
+        ))
+    )
+)

@@ -3,16 +3,22 @@
  * snapshots in three tables (each backend's migration creates them with its own column types), a commit as one
  * transaction whose first statement writes the session's row (taking the lock that orders writers of a session and
  * checking contiguity in one step), and the figures `list` shows kept current in that row.
+ *
+ * The writer lease (ADR 0044) lives in the session's row too: its fencing token and its holder (pid, host, since,
+ * last renewal). `lease` takes it in one write transaction; every write checks the token in the condition of its
+ * first statement (no extra statement on the hot path) and, when that statement matches no row, tells `NotFound`,
+ * `Busy` and `Conflict` apart.
  */
 import * as Migrator from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlClient as SqlClientTag, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { type Ids, Store } from "@harness/domain"
+import { Ids, Store } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { Chunk, Effect, Exit, Option, Schema, Stream } from "effect"
-import type { Dialect, Durability, Run, Writer } from "../SqlStore.js"
+import { Chunk, Clock, Duration, Effect, Exit, Fiber, Option, Schema, Stream } from "effect"
+import * as os from "node:os"
+import type { Dialect, Durability, Options, Run, Writer } from "../SqlStore.js"
 
 type Service = SessionStore.Service
 
@@ -73,6 +79,21 @@ export const migrations = (dialect: Dialect) => {
       position INTEGER NOT NULL,
       body TEXT NOT NULL
     )`
+    }),
+    // ADR 0044: the writer lease in the session's row, and the store's last fencing token (tokens grow across the
+    // store, so a lease never matches a later session of the same id).
+    "3_leases": Effect.gen(function*() {
+      const sql = yield* SqlClientTag
+      yield* sql`ALTER TABLE sessions ADD COLUMN lease_token ${sql.literal(bigint)}`
+      yield* sql`ALTER TABLE sessions ADD COLUMN lease_pid INTEGER`
+      yield* sql`ALTER TABLE sessions ADD COLUMN lease_host TEXT`
+      yield* sql`ALTER TABLE sessions ADD COLUMN lease_since ${sql.literal(bigint)}`
+      yield* sql`ALTER TABLE sessions ADD COLUMN lease_renewed ${sql.literal(bigint)}`
+      yield* sql`CREATE TABLE lease_tokens (
+      id INTEGER PRIMARY KEY,
+      last ${sql.literal(bigint)} NOT NULL
+    )`
+      yield* sql`INSERT INTO lease_tokens (id, last) VALUES (1, 0)`
     })
   })
 }
@@ -104,9 +125,14 @@ export const writer = (sql: SqlClient.SqlClient, durability: Durability): Writer
                   SqlError
                 >
             })
-          const rollback = Effect.orDie(conn.executeRaw("ROLLBACK", []))
+          // SQLite rolls a transaction back itself on some failures (SQLITE_FULL among them): its ROLLBACK then
+          // finds no transaction, which is what was wanted. Any other failure to roll back fails the write.
+          const rollback = Effect.catchAll(
+            conn.executeRaw("ROLLBACK", []),
+            (e) => noTransaction(e) ? Effect.void : Effect.fail(e)
+          )
           return (durability.beforeBegin === undefined ? Effect.void : durability.beforeBegin(run, sync)).pipe(
-            Effect.zipRight(conn.executeRaw("BEGIN", [])),
+            Effect.zipRight(conn.executeRaw(durability.begin ?? "BEGIN", [])),
             Effect.zipRight(Effect.exit(
               Effect.zipRight(
                 durability.afterBegin === undefined ? Effect.void : durability.afterBegin(run, sync),
@@ -126,6 +152,18 @@ export const writer = (sql: SqlClient.SqlClient, durability: Durability): Writer
           )
         })
       ))
+  )
+
+/** Whether a failure says there was no transaction to end (SQLite, after it rolled one back itself). */
+const noTransaction = (e: SqlError): boolean => /no transaction is active/i.test(sqlMessage(e))
+
+/**
+ * Whether a failure says the client's connection is closed for good (the SQLite database was closed, the
+ * PostgreSQL pool was ended): nothing can succeed through it again, so retrying is useless (`Closed`).
+ */
+export const closedConnection = (e: SqlError): boolean =>
+  /connection is not open|after calling end on the pool|pool is closed|client was closed and is not queryable/i.test(
+    sqlMessage(e)
   )
 
 /** Record kinds, as stored: what summaries are recomputed from without parsing a record. */
@@ -180,6 +218,19 @@ const snapshotColumn = (text: string): string =>
     ? text
     : JSON.stringify(text)
 
+/**
+ * A session's id from its stored column (its JSON text; a column that is not is taken as the id itself), unchecked:
+ * it names the row as stored, so `remove` finds it whatever it is.
+ */
+const idOfColumn = (stored: string): Ids.SessionId => {
+  try {
+    const parsed: unknown = JSON.parse(stored)
+    return Ids.SessionId.make(typeof parsed === "string" ? parsed : stored, true)
+  } catch {
+    return Ids.SessionId.make(stored, true)
+  }
+}
+
 const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(Store.SessionHeader))
 
 interface SessionRow {
@@ -193,21 +244,60 @@ interface SessionRow {
   readonly first_prompt: string | null
 }
 
+interface LeaseRow {
+  readonly lease_token: Int | null
+  readonly lease_pid: number | null
+  readonly lease_host: string | null
+  readonly lease_since: Int | null
+  readonly lease_renewed: Int | null
+}
+
+/** The lease columns of `sessions`, as every statement that judges a lease selects them. */
+const leaseColumns = "lease_token, lease_pid, lease_host, lease_since, lease_renewed"
+
+/** The default lease time: a holder not renewed for this long is gone (ADR 0044). */
+export const defaultLeaseTime: Duration.DurationInput = "30 seconds"
+
+/** Whether process `pid` runs on this host (`ESRCH`: it does not; `EPERM`: it does, as another user). */
+const pidRuns = (pid: number): boolean => {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return !(e instanceof Error && "code" in e && e.code === "ESRCH")
+  }
+}
+
 /** The store over the `SqlClient` of the context, with `dialect`'s writes and SQL; the schema must be migrated. */
-export const make = (dialect: Dialect) =>
+export const make = (dialect: Dialect, options?: Options) =>
   Effect.gen(function*() {
     const sql: SqlClient.SqlClient = yield* SqlClientTag
     const write = yield* dialect.writer(sql)
+    const leaseTime = Duration.toMillis(Duration.decode(options?.leaseTime ?? defaultLeaseTime))
+    const renewEvery = Duration.millis(Math.max(1, Math.floor(leaseTime / 3)))
+    /** This process, as a lease names it. */
+    const self = yield* Effect.sync(() => ({ pid: process.pid, host: os.hostname() }))
 
-    const error = (id: Ids.SessionId | undefined, reason: SessionStore.SessionStoreErrorReason, message: string) =>
-      new SessionStore.SessionStoreError(id === undefined ? { reason, message } : { reason, message, id })
+    const error = (
+      id: Ids.SessionId | undefined,
+      reason: SessionStore.SessionStoreErrorReason,
+      message: string,
+      holder?: Store.LeaseHolder
+    ) =>
+      new SessionStore.SessionStoreError({
+        reason,
+        message,
+        ...(id === undefined ? {} : { id }),
+        ...(holder === undefined ? {} : { holder })
+      })
 
     const fail = (id: Ids.SessionId, reason: SessionStore.SessionStoreErrorReason, message: string) =>
       Effect.fail(error(id, reason, message))
 
     const notFound = (id: Ids.SessionId) => fail(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
 
-    /** Maps SQL failures to `Io`, naming the operation and the engine. */
+    /** Maps SQL failures to `Io` (or `Closed`, for a connection closed for good), naming the operation and engine. */
     const io = (what: string, id?: Ids.SessionId) =>
     <A, R>(
       effect: Effect.Effect<A, SqlError | SessionStore.SessionStoreError, R>
@@ -215,13 +305,84 @@ export const make = (dialect: Dialect) =>
       Effect.catchTag(
         effect,
         "SqlError",
-        (e) => Effect.fail(error(id, "Io", `${dialect.name} failed to ${what}: ${sqlMessage(e)}`))
+        (e) =>
+          Effect.fail(
+            error(id, closedConnection(e) ? "Closed" : "Io", `${dialect.name} failed to ${what}: ${sqlMessage(e)}`)
+          )
       )
 
     const lockRow = dialect.lockRow === "" ? sql`` : sql` ${sql.literal(dialect.lockRow)}`
 
     /** Statements outside a write run as themselves. */
     const direct: Run = (statement) => statement
+
+    /** The token a write carries: its lease's, 0 for none (a session nobody leases stores 0), -1 for another id's. */
+    const tokenOf = (id: Ids.SessionId, lease: SessionStore.Lease | undefined): number =>
+      lease === undefined ? 0 : lease.id === id ? lease.token : -1
+
+    /** The fence, as a condition on the session's row: the write's token is the row's. */
+    const fence = (id: Ids.SessionId, lease: SessionStore.Lease | undefined) =>
+      sql` AND COALESCE(lease_token, 0) = ${tokenOf(id, lease)}`
+
+    const holderOf = (row: LeaseRow): Store.LeaseHolder | undefined =>
+      row.lease_token === null
+        ? undefined
+        : { pid: row.lease_pid ?? 0, host: row.lease_host ?? "", since: Number(row.lease_since ?? 0) }
+
+    /** The refusal of a write whose token is not the row's (`undefined` when it is). */
+    const fenceRefusal = (id: Ids.SessionId, row: LeaseRow, lease: SessionStore.Lease | undefined) => {
+      const stored = row.lease_token === null ? 0 : Number(row.lease_token)
+      if (stored === tokenOf(id, lease)) return undefined
+      const holder = holderOf(row)
+      const name = JSON.stringify(id)
+      return error(
+        id,
+        "Busy",
+        holder === undefined
+          ? `the writer lease of session ${name} was released`
+          : lease === undefined
+          ? `session ${name} is leased by a writer (${Store.describeHolder(holder)}): a write must carry its lease`
+          : `the writer lease of session ${name} was taken over by ${Store.describeHolder(holder)}`,
+        holder
+      )
+    }
+
+    /** Whether the holder of a leased row is gone: not renewed within the lease time, or dead on this host. */
+    const holderGone = (row: LeaseRow, now: number) =>
+      Effect.sync(() =>
+        now - Number(row.lease_renewed ?? 0) > leaseTime ||
+        (row.lease_host === self.host && row.lease_pid !== null && !pidRuns(row.lease_pid))
+      )
+
+    /** Whether this process holds the row's lease (through this store or another). */
+    const heldHere = (row: LeaseRow) => row.lease_host === self.host && row.lease_pid === self.pid
+
+    /**
+     * Why a write's first statement matched no row: `NotFound`, the fence's `Busy`, else `otherwise` (the row exists
+     * and the write's token is its own, so the statement's other condition failed).
+     */
+    const refuse = (
+      id: Ids.SessionId,
+      run: Run,
+      lease: SessionStore.Lease | undefined,
+      otherwise: (row: LeaseRow & { readonly events: number }) => SessionStore.SessionStoreError
+    ) =>
+      Effect.flatMap(
+        run(
+          sql<LeaseRow & { readonly events: number }>`SELECT events, ${
+            sql.literal(leaseColumns)
+          } FROM sessions WHERE id = ${keyText(id)}`
+        ),
+        (rows) => {
+          if (rows.length === 0) return notFound(id)
+          const refusal = fenceRefusal(id, rows[0]!, lease)
+          return Effect.fail(refusal ?? otherwise(rows[0]!))
+        }
+      )
+
+    /** Refusal of a write whose lease changed while it ran (its first statement saw another). */
+    const changedWriter = (id: Ids.SessionId) =>
+      error(id, "Busy", `the writer lease of session ${JSON.stringify(id)} changed during the write`)
 
     const keyOf = (id: Ids.SessionId, run: Run = direct) =>
       Effect.flatMap(
@@ -292,18 +453,28 @@ export const make = (dialect: Dialect) =>
         const issue = SessionStore.contiguityIssue(firstSeq, commit)
         if (issue !== undefined) return fail(id, "Conflict", issue)
       }
+      const lease = options?.lease
       const records = SessionStore.encodeCommit(commit, 0)
       if (records.length === 0) {
-        if (options?.sync !== true) return keyOf(id).pipe(Effect.asVoid, io("read the session", id))
+        if (options?.sync !== true) {
+          return Effect.flatMap(
+            sql<LeaseRow>`SELECT ${sql.literal(leaseColumns)} FROM sessions WHERE id = ${keyText(id)}`,
+            (rows) => {
+              if (rows.length === 0) return notFound(id)
+              const refusal = fenceRefusal(id, rows[0]!, lease)
+              return refusal === undefined ? Effect.void : Effect.fail(refusal)
+            }
+          ).pipe(io("read the session", id))
+        }
         // A barrier over commits already written unsynced: a synced transaction that rewrites the session's row
         // waits for the engine's log to reach the disk up to its commit, which covers every earlier commit too.
         return write(
           (run) =>
             Effect.gen(function*() {
               const touched = yield* run(
-                sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)} RETURNING key`
+                sql`UPDATE sessions SET records = records WHERE id = ${keyText(id)}${fence(id, lease)} RETURNING key`
               )
-              if (touched.length === 0) return yield* notFound(id)
+              if (touched.length === 0) return yield* refuse(id, run, lease, () => changedWriter(id))
             }),
           true
         ).pipe(io("sync the session", id))
@@ -313,7 +484,8 @@ export const make = (dialect: Dialect) =>
       return write(
         (run) =>
           Effect.gen(function*() {
-            // The write comes first: it takes the write lock, updates the figures and checks contiguity in one step.
+            // The write comes first: it takes the write lock, updates the figures and checks the fence and
+            // contiguity in one step.
             const updated = yield* run(sql<{ readonly key: number; readonly records: number }>`UPDATE sessions SET
             records = records + ${figures.records},
             events = events + ${figures.events},
@@ -325,18 +497,15 @@ export const make = (dialect: Dialect) =>
             first_prompt = CASE WHEN first_prompt IS NULL THEN ${
               prompt === undefined ? null : JSON.stringify(prompt.text)
             } ELSE first_prompt END
-          WHERE id = ${keyText(id)}${firstSeq === undefined ? sql`` : sql` AND events = ${firstSeq}`}
+          WHERE id = ${keyText(id)}${fence(id, lease)}${firstSeq === undefined ? sql`` : sql` AND events = ${firstSeq}`}
           RETURNING key, records`)
             if (updated.length === 0) {
-              const stored = yield* run(
-                sql<{ readonly events: number }>`SELECT events FROM sessions WHERE id = ${keyText(id)}`
-              )
-              if (stored.length === 0) return yield* notFound(id)
-              return yield* fail(
-                id,
-                "Conflict",
-                SessionStore.contiguityIssue(stored[0]!.events, commit) ?? "the commit does not continue the session"
-              )
+              return yield* refuse(id, run, lease, (row) =>
+                error(
+                  id,
+                  "Conflict",
+                  SessionStore.contiguityIssue(row.events, commit) ?? "the commit does not continue the session"
+                ))
             }
             const { key, records: total } = updated[0]!
             yield* insertRecords(run, key, total - figures.records, records)
@@ -385,14 +554,15 @@ export const make = (dialect: Dialect) =>
         )
     }
 
-    const truncate: Service["truncate"] = (id, position) => {
+    const truncate: Service["truncate"] = (id, position, options) => {
       const issue = SessionStore.positionIssue(position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
+      const lease = options?.lease
       return write((run) =>
         Effect.gen(function*() {
           const rows = yield* run(sql<{ readonly key: number; readonly records: number; readonly created_at: Int }>`
-        SELECT key, records, created_at FROM sessions WHERE id = ${keyText(id)}${lockRow}`)
-          if (rows.length === 0) return yield* notFound(id)
+        SELECT key, records, created_at FROM sessions WHERE id = ${keyText(id)}${fence(id, lease)}${lockRow}`)
+          if (rows.length === 0) return yield* refuse(id, run, lease, () => changedWriter(id))
           const { created_at, key, records } = rows[0]!
           if (position >= records) return
           const [dropped] = yield* run(sql<{ readonly events: Int; readonly turns: Int; readonly bytes: Int }>`
@@ -421,33 +591,123 @@ export const make = (dialect: Dialect) =>
       ).pipe(io("truncate the session", id))
     }
 
-    const list: Service["list"] = Effect.gen(function*() {
-      const rows = yield* sql<SessionRow>`SELECT key, header, records, events, turns, last_activity, bytes, first_prompt
-      FROM sessions ORDER BY key`
-      return yield* Effect.forEach(
-        rows,
-        (row) =>
-          Effect.map(decodeStoredHeader(undefined, row.header), (header): Store.SessionSummary => ({
-            header,
-            events: row.events,
-            turns: row.turns,
-            lastActivity: Number(row.last_activity),
-            bytes: Number(row.bytes),
-            ...(row.first_prompt === null ? {} : { firstPrompt: decodeText(row.first_prompt) })
-          }))
-      )
-    }).pipe(io("list the sessions"))
+    /** Every session's row, each with its header decoded or what is wrong with it. */
+    const rowsOfAll = Effect.flatMap(
+      sql<SessionRow & { readonly id: string }>`SELECT key, id, header, records, events, turns, last_activity, bytes,
+      first_prompt FROM sessions ORDER BY key`,
+      (rows) =>
+        Effect.forEach(
+          rows,
+          (row) => Effect.either(Effect.map(decodeStoredHeader(undefined, row.header), (header) => ({ row, header })))
+        ).pipe(
+          Effect.map((decoded) => decoded.map((result, i) => ({ row: rows[i]!, result })))
+        )
+    )
 
-    const remove: Service["remove"] = (id) =>
-      write((run) =>
-        Effect.gen(function*() {
-          const key = yield* keyOf(id, run)
-          yield* run(sql`DELETE FROM records WHERE session = ${key}`)
-          yield* run(sql`DELETE FROM snapshot_heads WHERE session = ${key}`)
-          yield* run(sql`DELETE FROM snapshot_bodies WHERE session = ${key}`)
-          yield* run(sql`DELETE FROM sessions WHERE key = ${key}`)
-        })
-      ).pipe(io("remove the session", id))
+    const list: Service["list"] = Effect.map(rowsOfAll, (rows) =>
+      rows.flatMap(({ result }): Array<Store.SessionSummary> => {
+        if (result._tag === "Left") return []
+        const { header, row } = result.right
+        return [{
+          header,
+          events: row.events,
+          turns: row.turns,
+          lastActivity: Number(row.last_activity),
+          bytes: Number(row.bytes),
+          ...(row.first_prompt === null ? {} : { firstPrompt: decodeText(row.first_prompt) })
+        }]
+      })).pipe(io("list the sessions"))
+
+    const damaged: Service["damaged"] = Effect.map(rowsOfAll, (rows) =>
+      rows.flatMap(({ result, row }): Array<Store.DamagedSession> =>
+        result._tag === "Right" ? [] : [{ id: idOfColumn(row.id), problem: result.left.message }]
+      )).pipe(io("list the damaged sessions"))
+
+    const remove: Service["remove"] = (id, options) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        write((run) =>
+          Effect.gen(function*() {
+            const rows = yield* run(
+              sql<LeaseRow & { readonly key: number }>`SELECT key, ${
+                sql.literal(leaseColumns)
+              } FROM sessions WHERE id = ${keyText(id)}${lockRow}`
+            )
+            if (rows.length === 0) {
+              return yield* notFound(id)
+            }
+            const row = rows[0]!
+            // Another live process's lease fences the remove; this process's, or a gone holder's, does not.
+            const refusal = fenceRefusal(id, row, options?.lease)
+            if (refusal !== undefined && row.lease_token !== null && !heldHere(row) && !(yield* holderGone(row, now))) {
+              return yield* Effect.fail(refusal)
+            }
+            const key = row.key
+            yield* run(sql`DELETE FROM records WHERE session = ${key}`)
+            yield* run(sql`DELETE FROM snapshot_heads WHERE session = ${key}`)
+            yield* run(sql`DELETE FROM snapshot_bodies WHERE session = ${key}`)
+            yield* run(sql`DELETE FROM sessions WHERE key = ${key}`)
+          })
+        )).pipe(io("remove the session", id))
+
+    /** Renews a held lease every third of the lease time until it is released or found taken over. */
+    const keepAlive = (id: Ids.SessionId, token: number) =>
+      Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(renewEvery)
+          const now = yield* Clock.currentTimeMillis
+          const renewed = yield* Effect.either(
+            sql`UPDATE sessions SET lease_renewed = ${now} WHERE id = ${keyText(id)} AND lease_token = ${token}
+            RETURNING key`
+          )
+          // Taken over or removed: nothing left to keep. Closed: nothing can be kept. Other failures: next time.
+          if (renewed._tag === "Right" ? renewed.right.length === 0 : closedConnection(renewed.left)) {
+            return
+          }
+        }
+      })
+
+    const lease: Service["lease"] = (id) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const token = yield* write((run) =>
+          Effect.gen(function*() {
+            const rows = yield* run(
+              sql<LeaseRow>`SELECT ${sql.literal(leaseColumns)} FROM sessions WHERE id = ${keyText(id)}${lockRow}`
+            )
+            if (rows.length === 0) {
+              return yield* notFound(id)
+            }
+            const row = rows[0]!
+            const holder = holderOf(row)
+            if (holder !== undefined && !heldHere(row) && !(yield* holderGone(row, now))) {
+              return yield* Effect.fail(
+                error(
+                  id,
+                  "Busy",
+                  `session ${JSON.stringify(id)} is being written by ${Store.describeHolder(holder)}`,
+                  holder
+                )
+              )
+            }
+            const [issued] = yield* run(
+              sql<{ readonly last: Int }>`UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last`
+            )
+            const token = Number(issued!.last)
+            yield* run(sql`UPDATE sessions SET lease_token = ${token}, lease_pid = ${self.pid},
+            lease_host = ${self.host}, lease_since = ${now}, lease_renewed = ${now} WHERE id = ${keyText(id)}`)
+            return token
+          })
+        ).pipe(io("lease the session", id))
+        const renewal = yield* Effect.forkDaemon(keepAlive(id, token))
+        const release = Effect.zipRight(
+          Fiber.interrupt(renewal),
+          Effect.ignore(
+            sql`UPDATE sessions SET lease_token = NULL, lease_pid = NULL, lease_host = NULL, lease_since = NULL,
+            lease_renewed = NULL WHERE id = ${keyText(id)} AND lease_token = ${token}`
+          )
+        )
+        return { id, token, holder: { pid: self.pid, host: self.host, since: now }, release }
+      })
 
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
       Effect.gen(function*() {
@@ -457,14 +717,20 @@ export const make = (dialect: Dialect) =>
         return rows.length > 0
       }).pipe(io("look up a message id", id))
 
-    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
+    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot, options) => {
       const issue = SessionStore.positionIssue(snapshot.position)
-      if (issue !== undefined) return fail(id, "Conflict", issue)
+      if (issue !== undefined) {
+        return fail(id, "Conflict", issue)
+      }
+      const lease = options?.lease
       return write((run) =>
         Effect.gen(function*() {
           const rows = yield* run(sql<{ readonly key: number; readonly records: number }>`
-        SELECT key, records FROM sessions WHERE id = ${keyText(id)}${lockRow}`)
-          if (rows.length === 0) return yield* notFound(id)
+        SELECT key, records FROM sessions WHERE id = ${keyText(id)}${fence(id, lease)}${lockRow}`)
+          if (rows.length === 0) {
+            return yield* refuse(id, run, lease, () =>
+              changedWriter(id))
+          }
           const { key, records } = rows[0]!
           if (snapshot.position >= records) {
             return yield* fail(
@@ -503,9 +769,13 @@ export const make = (dialect: Dialect) =>
         const rows = yield* sql<{ readonly body: string }>`
         SELECT b.body AS body FROM snapshot_bodies b JOIN snapshot_heads h ON h.session = b.session
         WHERE b.session = ${key} AND h.seq = ${seq} AND h.position = ${position} AND h.head = ${stored}`
-        if (rows.length === 0) return Option.none<string>()
+        if (rows.length === 0) {
+          return Option.none<string>()
+        }
         const body = fromSnapshotColumn(rows[0]!.body)
-        if (body === undefined) return yield* fail(id, "Corrupt", "the stored snapshot body is not a JSON string")
+        if (body === undefined) {
+          return yield* fail(id, "Corrupt", "the stored snapshot body is not a JSON string")
+        }
         return Option.some(body)
       }).pipe(io("read the snapshot's body", id))
 
@@ -514,10 +784,14 @@ export const make = (dialect: Dialect) =>
         const key = yield* keyOf(id)
         const rows = yield* sql<{ readonly seq: number; readonly position: number; readonly head: string }>`
         SELECT seq, position, head FROM snapshot_heads WHERE session = ${key}`
-        if (rows.length === 0) return Option.none()
+        if (rows.length === 0) {
+          return Option.none()
+        }
         const { position, seq } = rows[0]!
         const head = fromSnapshotColumn(rows[0]!.head)
-        if (head === undefined) return yield* fail(id, "Corrupt", "the stored snapshot head is not a JSON string")
+        if (head === undefined) {
+          return yield* fail(id, "Corrupt", "the stored snapshot head is not a JSON string")
+        }
         return Option.some<SessionStore.SnapshotHead>({
           seq: Number(seq),
           position: Number(position),
@@ -526,7 +800,7 @@ export const make = (dialect: Dialect) =>
         })
       }).pipe(io("load the snapshot", id))
 
-    return SessionStore.withProcessLeases({
+    const service: Service = {
       commitMode: "write-behind",
       create,
       append,
@@ -534,9 +808,12 @@ export const make = (dialect: Dialect) =>
       header,
       truncate,
       list,
+      damaged,
+      lease,
       remove,
       hasMessage,
       saveSnapshot,
       loadSnapshot
-    })
+    }
+    return service
   })

@@ -22,6 +22,8 @@ export const dialect: SqlStore.Dialect = {
       let full: boolean | undefined = undefined
       return SqlStore.writer(sql, {
         sync: false,
+        // The write lock at once: another process's commit can then never invalidate what a write read first.
+        begin: "BEGIN IMMEDIATE",
         beforeBegin: (run, sync) =>
           full === sync ? Effect.void : Effect.zipRight(
             run(sync ? sql`PRAGMA synchronous = FULL` : sql`PRAGMA synchronous = NORMAL`),
