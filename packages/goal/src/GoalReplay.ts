@@ -90,6 +90,20 @@ const violation = (rule: ReplayRule, message: string): Either.Either<never, Viol
 
 const decodeChange = Schema.decodeUnknownEither(GoalChangeSchema, { onExcessProperty: "error", errors: "all" })
 
+/**
+ * Decodes a change exactly as replay does (strictly: no excess keys, every error reported), or says why it is
+ * invalid (`invalid-change`). The service checks every change it builds with this before anything is logged, so it
+ * never writes a change its own replay would reject.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const checkChange = (change: unknown): Either.Either<GoalChange, Violation> =>
+  Either.mapLeft(decodeChange(change), (error) => ({
+    rule: "invalid-change" as const,
+    message: `the goal change has an invalid shape: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+  }))
+
 const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string | undefined =>
   content.length === 1 && content[0]!.type === "text" ? content[0]!.text : undefined
 
@@ -152,13 +166,8 @@ const decodeViolation = (
   if (source.change === undefined) {
     return violation("lacks-change", "a round-zero goal source lacks its source change data")
   }
-  const decoded = decodeChange(source.change)
-  if (Either.isLeft(decoded)) {
-    return violation(
-      "invalid-change",
-      `the goal change has an invalid shape: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-    )
-  }
+  const decoded = checkChange(source.change)
+  if (Either.isLeft(decoded)) return Either.left(decoded.left)
   const change = decoded.right
   const ref = change.operation === "clear" ? change.cleared : change.goal
   if (ref.id !== source.goalId || ref.revision !== source.revision) {

@@ -93,7 +93,9 @@ export type Failure = GoalError | GoalReplayError
  * The goal service of one agent.
  *
  * Contract (every mutation): a compare-and-set on `{ id, revision }` (`GOAL_STALE_REVISION` otherwise) that bumps
- * the revision by one, with timestamps from `Clock` clamped to be monotonic. The change is handed to
+ * the revision by one, with timestamps from `Clock` clamped to be monotonic. The change is decoded with the schema
+ * replay uses before anything is logged (`GOAL_INVALID_INPUT` otherwise), so the service never writes a change its
+ * own replay rejects. The change is handed to
  * `agent.inject` as a round-zero goal message whose content is its canonical rendering — appended at once when
  * the agent is outside an acceptance window, staged otherwise (and never wiped by a cancel) — and `get` reflects
  * it as soon as the mutation returns. If the injection fails nothing is applied. A mutation made while a goal round
@@ -108,6 +110,10 @@ export interface Service {
   readonly get: Effect.Effect<View, Failure>
   /** Creates a goal (active, armed). Refuses while an unfinished goal exists (`GOAL_ALREADY_EXISTS`). */
   readonly create: (input: CreateInput) => Effect.Effect<Goal, Failure>
+  /**
+   * Changes the objective, the round cap, the token budget or the verifier. Contract: an edit with nothing in it, or
+   * only with values the goal already has, is refused (`GOAL_INVALID_INPUT`): no revision without a change.
+   */
   readonly edit: (ref: GoalRef, input: EditInput) => Effect.Effect<Goal, Failure>
   /** active → paused; disarms. */
   readonly pause: (ref: GoalRef) => Effect.Effect<Goal, Failure>
@@ -115,7 +121,10 @@ export interface Service {
   readonly resume: (ref: GoalRef) => Effect.Effect<Goal, Failure>
   /** Marks the goal complete without running the verifier (a human's word); disarms. */
   readonly complete: (ref: GoalRef) => Effect.Effect<Goal, Failure>
-  /** active → blocked with a reason; disarms. */
+  /**
+   * active → blocked with a reason; disarms. Contract: the reason's `code` is lower-kebab-case and its `message`
+   * neither blank nor padded with white space (`GOAL_INVALID_INPUT` otherwise, nothing logged).
+   */
   readonly block: (ref: GoalRef, reason: BlockedReason) => Effect.Effect<Goal, Failure>
   /** Clears the goal (a tombstone at revision + 1); disarms. */
   readonly clear: (ref: GoalRef) => Effect.Effect<void, Failure>

@@ -7,6 +7,7 @@ import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, TestClock } from "effect"
 import * as GoalCommand from "../src/GoalCommand.js"
+import type * as Goals from "../src/Goals.js"
 import { renderChange } from "../src/GoalState.js"
 import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 
@@ -38,6 +39,44 @@ describe("Goals service", () => {
       assert.deepStrictEqual(view.lastRef, { id: goal.id, revision: 3 })
       yield* goals.settled
       assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1", "change:pause@2", "change:clear@3"])
+      yield* assertFoldMatches(agent, goals)
+    }).pipe(Effect.provide(env([]))))
+
+  it.scoped("a change its own replay would reject is refused before anything is logged (bad blockers, empty edits)", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      const goal = yield* goals.create({ objective: "o", maxGoalRounds: 5 })
+      yield* goals.disarm
+      const ref = { id: goal.id, revision: 1 }
+      const code = (error: Goals.Failure) => error._tag === "GoalError" ? error.code : error._tag
+      for (
+        const reason of [
+          { code: "Not Kebab", message: "x" },
+          { code: "stuck", message: "" },
+          { code: "stuck", message: "   " },
+          { code: "stuck", message: " padded" },
+          { code: "stuck", message: "padded\n" }
+        ]
+      ) {
+        const refused = yield* Effect.flip(goals.block(ref, reason))
+        assert.strictEqual(code(refused), "GOAL_INVALID_INPUT", JSON.stringify(reason))
+      }
+      // An edit with nothing in it, or with the values the goal already has, writes no revision.
+      assert.strictEqual(code(yield* Effect.flip(goals.edit(ref, {}))), "GOAL_INVALID_INPUT")
+      assert.strictEqual(code(yield* Effect.flip(goals.edit(ref, { objective: undefined }))), "GOAL_INVALID_INPUT")
+      assert.strictEqual(
+        code(yield* Effect.flip(goals.edit(ref, { objective: "o", maxGoalRounds: 5 }))),
+        "GOAL_INVALID_INPUT"
+      )
+      // Nothing was logged, and the goals still work: every read and mutation goes on (no GOAL_REPLAY).
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1"])
+      const blocked = yield* goals.block(ref, { code: "needs-review", message: "waiting for a person" })
+      assert.strictEqual(blocked.revision, 2)
+      const edited = yield* goals.edit({ id: goal.id, revision: 2 }, { maxGoalRounds: 6 })
+      assert.strictEqual(edited.revision, 3)
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), ["change:create@1", "change:block@2", "change:edit@3"])
       yield* assertFoldMatches(agent, goals)
     }).pipe(Effect.provide(env([]))))
 

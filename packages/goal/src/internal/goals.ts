@@ -23,12 +23,34 @@ import type { AgentEvent, Ids as IdsT, Message, SessionEvent, Turn } from "@harn
 import { Ids } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import type { Context } from "effect"
-import { Cause, Clock, Deferred, Duration, Effect, Either, PubSub, Queue, Random, Ref, Schema, Stream } from "effect"
+import {
+  Cause,
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  ParseResult,
+  PubSub,
+  Queue,
+  Random,
+  Ref,
+  Schema,
+  Stream
+} from "effect"
 import { GoalError } from "../GoalError.js"
-import { applyChange, decodeGoalEvent, foldGoal, GoalReplayError, stepGoal } from "../GoalReplay.js"
+import { applyChange, checkChange, decodeGoalEvent, foldGoal, GoalReplayError, stepGoal } from "../GoalReplay.js"
 import type * as Goals from "../Goals.js"
 import type { BlockedReason, Goal, GoalChange, GoalRef, GoalState } from "../GoalState.js"
-import { empty, encodeChange, Objective, renderChange, renderRound, Verifier } from "../GoalState.js"
+import {
+  BlockedReason as BlockedReasonSchema,
+  empty,
+  encodeChange,
+  Objective,
+  renderChange,
+  renderRound,
+  Verifier
+} from "../GoalState.js"
 import { exhausted, tokensUsed } from "./budget.js"
 import * as VerifierRun from "./verifier.js"
 
@@ -394,6 +416,11 @@ const mutate = (rt: Core, build: Build): Effect.Effect<GoalState, Goals.Failure>
       if (s.corrupt !== undefined) return yield* Effect.fail(s.corrupt)
       const now = Math.max(yield* Clock.currentTimeMillis, s.current.updatedAt ?? 0)
       const { activation, change } = yield* build(s.current, now)
+      // The same strict decode replay runs, before anything is logged: a change the service writes always folds.
+      const checked = checkChange(encodeChange(change))
+      if (Either.isLeft(checked)) {
+        return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: checked.left.message })
+      }
       const applied = applyChange(s.current, change)
       if (Either.isLeft(applied)) {
         return yield* new GoalError({ code: "GOAL_INVALID_TRANSITION", message: applied.left.message })
@@ -455,6 +482,30 @@ const decodeObjective = Schema.decodeUnknownEither(Objective)
 const decodeVerifier = Schema.decodeUnknownEither(Verifier, { onExcessProperty: "error" })
 
 const invalid = (message: string) => Either.left(new GoalError({ code: "GOAL_INVALID_INPUT", message }))
+
+/** A blocker given to `block`: replay's schema, and a message that is not blank and has no surrounding white space. */
+const decodeBlockedReason = Schema.decodeUnknownEither(
+  Schema.Struct({
+    code: BlockedReasonSchema.fields.code,
+    message: Schema.String.pipe(
+      Schema.filter((m) =>
+        m.trim().length === 0
+          ? "a blocker message must not be blank"
+          : m.trim() !== m
+          ? "a blocker message must not start or end with white space"
+          : true
+      )
+    )
+  }),
+  { onExcessProperty: "error" }
+)
+
+const validReason = (reason: BlockedReason): Either.Either<BlockedReason, GoalError> =>
+  Either.mapLeft(decodeBlockedReason(reason), (error) =>
+    new GoalError({
+      code: "GOAL_INVALID_INPUT",
+      message: `invalid blocker: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    }))
 
 const positive = (name: string, value: number | undefined): Either.Either<number | undefined, GoalError> =>
   value === undefined || (Number.isSafeInteger(value) && value > 0)
@@ -547,10 +598,26 @@ const makeService = (
       }),
     edit: (ref, input) =>
       Effect.flatMap(validInput(input), (valid) =>
-        Effect.map(
-          mutate(rt, snapshot("edit", ref, (goal) => Either.right({ ...goal, ...valid }), "keep")),
-          toGoal
-        )),
+        Object.keys(valid).length === 0
+          ? Effect.fail(
+            new GoalError({
+              code: "GOAL_INVALID_INPUT",
+              message: "edit needs something to change: an objective, maxGoalRounds, maxTokens or a verifier"
+            })
+          )
+          : Effect.map(
+            mutate(
+              rt,
+              snapshot("edit", ref, (goal) => {
+                const next = { ...goal, ...valid }
+                return next.objective === goal.objective && next.maxGoalRounds === goal.maxGoalRounds &&
+                    next.maxTokens === goal.maxTokens && sameJson(next.verifier, goal.verifier)
+                  ? invalid("edit changes nothing: the goal already has these values")
+                  : Either.right(next)
+              }, "keep")
+            ),
+            toGoal
+          )),
     pause: (ref) =>
       Effect.map(
         mutate(rt, snapshot("pause", ref, (goal) => Either.right({ ...goal, phase: "paused" }), "disarmed")),
@@ -583,18 +650,14 @@ const makeService = (
         toGoal
       ),
     block: (ref, reason) =>
-      Effect.map(
-        mutate(
-          rt,
-          snapshot(
-            "block",
-            ref,
-            (goal) => Either.right({ ...goal, phase: "blocked", blockedReason: reason }),
-            "disarmed"
-          )
-        ),
-        toGoal
-      ),
+      Effect.flatMap(validReason(reason), (blockedReason) =>
+        Effect.map(
+          mutate(
+            rt,
+            snapshot("block", ref, (goal) => Either.right({ ...goal, phase: "blocked", blockedReason }), "disarmed")
+          ),
+          toGoal
+        )),
     clear: (ref) =>
       Effect.asVoid(mutate(rt, (current, now) =>
         Either.map(checkRef(current, ref), (goal) => ({
