@@ -104,6 +104,55 @@ describe("round driver", () => {
   it.scoped("R124: a round truncated by the output limit blocks the goal `max-tokens`", () =>
     blockedBy(S.maxTokensResponse(S.text("cut")), "max-tokens"))
 
+  it.scoped("R124: a round retried after a model-request error counts once; its retry's outcome settles it", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent(undefined, {
+        hooks: { requestError: () => Effect.succeed("retry" as const) }
+      })
+      yield* goals.create({ objective: "flaky provider", maxGoalRounds: 1 })
+      yield* goals.settled
+      assert.deepStrictEqual(goalShape(yield* agent.log), [
+        "change:create@1",
+        "round:1",
+        "turn/end:request-error",
+        "turn/end:completed",
+        "change:block@2"
+      ])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.deepStrictEqual(state.goal?.blockedReason, {
+        code: "round-limit",
+        message: "Goal reached its configured limit of 1 rounds."
+      })
+      assert.strictEqual(state.roundsStarted, 1)
+    }).pipe(Effect.provide(env([S.failure("SERVER", "upstream hiccup"), S.textResponse("done after all")]))))
+
+  it.scoped("R124: a round of a revision edited meanwhile that ends in a failed model request does not stop the goal", () =>
+    Effect.gen(function*() {
+      const slot = yield* Ref.make<Goals.Service | undefined>(undefined)
+      const edited = yield* Ref.make(false)
+      const { agent, goals } = yield* goalAgent(undefined, {
+        hooks: {
+          // As round 1's request is prepared, a human edits the goal (the change joins that request): the round now
+          // belongs to a superseded revision, and its request fails.
+          step: () =>
+            Effect.gen(function*() {
+              if (yield* Ref.getAndSet(edited, true)) return
+              const service = (yield* Ref.get(slot))!
+              const goal = (yield* service.get).goal!
+              yield* service.edit({ id: goal.id, revision: goal.revision }, { objective: "edited meanwhile" })
+            })
+        }
+      })
+      yield* Ref.set(slot, goals)
+      yield* goals.create({ objective: "first wording", maxGoalRounds: 2 })
+      yield* goals.settled
+      const state = yield* assertFoldMatches(agent, goals)
+      // Not disarmed by the failure (only a cancel stops the driver): round 2 ran for the edited goal.
+      assert.strictEqual(state.roundsStarted, 2)
+      assert.strictEqual(state.goal?.objective, "edited meanwhile")
+      assert.strictEqual(state.goal?.blockedReason?.code, "round-limit")
+    }).pipe(Effect.provide(env([S.failure("SERVER", "upstream hiccup"), S.textResponse("round two")]))))
+
   it("R124: the outcome of every way a round can end (nothing abnormal retries)", () => {
     const outcomes = [
       { kind: "completed" },

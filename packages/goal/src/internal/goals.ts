@@ -271,6 +271,9 @@ const transition = (
   }
 }
 
+/** A turn that ended in failure (which a `requestError` or error retry may continue), not by a cancel. */
+const failedTurn = (reason: Turn.TurnEndReason): boolean => reason.kind === "error" || reason.kind === "request-error"
+
 /** Folds one durable event (R121): reconciles pending changes, records rounds, follows the attempt's turn. */
 const observe = (
   s: State,
@@ -287,7 +290,9 @@ const observe = (
       const trigger = event.data.trigger
       if (attempt === undefined) return [seen, [], undefined]
       if (trigger.kind === "retry") {
-        return attempt.reason !== undefined && attempt.reason.kind === "error"
+        // A retry continues the round after a failed turn (an error or a failed model request): the retry's own end
+        // settles the round, which still counts once.
+        return attempt.reason !== undefined && failedTurn(attempt.reason)
           ? [{ ...seen, attempt: { ...attempt, turn: event.data.turn, reason: undefined } }, [], undefined]
           : [seen, [], undefined]
       }
@@ -746,7 +751,7 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
         if (outcome._tag === "pause") yield* ignoreGoalError(rt.service.pause(ref))
         else if (outcome._tag === "disarm") yield* rt.service.disarm
         else if (outcome._tag === "block") yield* ignoreGoalError(rt.service.block(ref, outcome.reason))
-      } else if (attempt.reason.kind !== "completed" && attempt.reason.kind !== "error") {
+      } else if (attempt.reason.kind !== "completed" && !failedTurn(attempt.reason)) {
         // A cancelled round of a superseded revision: the pause has nothing to apply to, but the human's cancel still
         // stops the driver.
         yield* rt.service.disarm
