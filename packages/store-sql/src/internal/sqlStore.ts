@@ -666,9 +666,29 @@ export const make = (dialect: Dialect, options?: Options) =>
         }
       })
 
+    /** `Busy` naming the row's holder when another live process holds its lease. */
+    const heldElsewhere = (id: Ids.SessionId, row: LeaseRow, now: number) =>
+      Effect.gen(function*() {
+        const holder = holderOf(row)
+        if (holder === undefined || heldHere(row) || (yield* holderGone(row, now))) {
+          return
+        }
+        return yield* Effect.fail(
+          error(id, "Busy", `session ${JSON.stringify(id)} is being written by ${Store.describeHolder(holder)}`, holder)
+        )
+      })
+
     const lease: Service["lease"] = (id) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
+        // First a plain read, which never waits for a writer: a session held by a live process is refused at once,
+        // even while its holder is inside a write transaction (which would make a write here wait, then fail).
+        const seen = yield* sql<LeaseRow>`SELECT ${sql.literal(leaseColumns)} FROM sessions WHERE id = ${keyText(id)}`
+          .pipe(io("read the session's lease", id))
+        if (seen.length === 0) {
+          return yield* notFound(id)
+        }
+        yield* heldElsewhere(id, seen[0]!, now)
         const token = yield* write((run) =>
           Effect.gen(function*() {
             const rows = yield* run(
@@ -677,18 +697,7 @@ export const make = (dialect: Dialect, options?: Options) =>
             if (rows.length === 0) {
               return yield* notFound(id)
             }
-            const row = rows[0]!
-            const holder = holderOf(row)
-            if (holder !== undefined && !heldHere(row) && !(yield* holderGone(row, now))) {
-              return yield* Effect.fail(
-                error(
-                  id,
-                  "Busy",
-                  `session ${JSON.stringify(id)} is being written by ${Store.describeHolder(holder)}`,
-                  holder
-                )
-              )
-            }
+            yield* heldElsewhere(id, rows[0]!, now)
             const [issued] = yield* run(
               sql<{ readonly last: Int }>`UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last`
             )
