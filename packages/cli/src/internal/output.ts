@@ -3,7 +3,7 @@
  * terminal and `NO_COLOR` is unset.
  */
 import type { Console } from "effect"
-import { Effect } from "effect"
+import { Effect, FiberRef, HashMap, HashSet, Layer, Logger } from "effect"
 
 const colourful = (stream: NodeJS.WriteStream): boolean =>
   stream.isTTY === true && (process.env.NO_COLOR ?? "") === "" && process.env.TERM !== "dumb"
@@ -60,3 +60,78 @@ export const styles = (stream: NodeJS.WriteStream) => ({
   magenta: sgr(35, 39)(stream),
   cyan: sgr(36, 39)(stream)
 })
+
+const controls = new RegExp(
+  String.raw`\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]`,
+  "g"
+)
+
+/**
+ * Text that came from a model, a tool or a file, safe to print on a terminal: control characters (escape sequences,
+ * bells, carriage returns, bidirectional overrides) are shown as visible escapes (`\x1b`, `\r`, `\u202e`) instead
+ * of acting on the terminal; line breaks and tabs stay, and CR LF becomes LF. JSON output never goes through this.
+ */
+export const visible = (text: string): string =>
+  text.replace(controls, (c) => {
+    if (c === "\r\n") return "\n"
+    const code = c.charCodeAt(0)
+    return code > 0xff
+      ? `\\u${code.toString(16).padStart(4, "0")}`
+      : code === 0x0d
+      ? "\\r"
+      : `\\x${code.toString(16).padStart(2, "0")}`
+  })
+
+/** A log annotation as plain JSON: numbers, strings and booleans as they are, anything else as text. */
+const annotationValue = (value: unknown): string | number | boolean =>
+  typeof value === "number" || typeof value === "string" || typeof value === "boolean" ? value : String(value)
+
+const messageText = (message: unknown): string =>
+  Array.isArray(message) ? message.map(String).join(" ") : String(message)
+
+/**
+ * The CLI's logger: diagnostics (a provider's retry warning, …) never go to standard output with the answer. With
+ * `json`, each is one NDJSON line `{"type":"run/log",…}` on standard output (so `run --json` stays pure JSON);
+ * otherwise one readable line on standard error, `harness: warning: … (retry=1, code=SERVER)`.
+ */
+export const diagnostics = (json: boolean): Layer.Layer<never> =>
+  onlyLogger(
+    Logger.make(({ annotations, logLevel, message }) => {
+      const fields = Object.fromEntries(
+        [...HashMap.toEntries(annotations)].map(([key, value]) => [key, annotationValue(value)] as const)
+      )
+      if (json) {
+        process.stdout.write(
+          `${
+            JSON.stringify({
+              type: "run/log",
+              level: logLevel.label,
+              message: messageText(message),
+              annotations: fields
+            })
+          }\n`
+        )
+        return
+      }
+      const detail = Object.entries(fields).map(([key, value]) => `${key}=${String(value)}`).join(", ")
+      process.stderr.write(
+        `harness: ${logLevel.label.toLowerCase()}: ${visible(messageText(message))}${
+          detail === "" ? "" : ` (${visible(detail)})`
+        }\n`
+      )
+    })
+  )
+
+/**
+ * `logger` in place of the loggers that print: the default one and the pretty one `NodeRuntime.runMain` installs
+ * (which writes to standard output). Other loggers (the tracer's) stay.
+ */
+export const onlyLogger = (logger: Logger.Logger<unknown, void>): Layer.Layer<never> =>
+  Layer.fiberRefLocallyScopedWith(FiberRef.currentLoggers, replacePrinters(logger))
+
+/** The loggers with `logger` in place of the default and the pretty one. */
+export const replacePrinters = (logger: Logger.Logger<unknown, void>) =>
+(
+  loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>
+): HashSet.HashSet<Logger.Logger<unknown, unknown>> =>
+  HashSet.add(HashSet.remove(HashSet.remove(loggers, Logger.defaultLogger), Logger.prettyLoggerDefault), logger)
