@@ -11,7 +11,9 @@ import type { ConfigError } from "effect"
 import { Effect, Layer, Option } from "effect"
 import { CommandError, SettingsError } from "./CliError.js"
 import type * as CommandsModule from "./internal/commands.js"
-import { out, plainConsole } from "./internal/output.js"
+import { diagnostics, out, plainConsole, visible } from "./internal/output.js"
+import { redactText } from "./internal/redact.js"
+import { storeFlags } from "./internal/settings.js"
 import * as Settings from "./Settings.js"
 
 const global = {
@@ -38,7 +40,15 @@ const global = {
   )
 }
 
-const settingsOf = (flags: Settings.Flags) => Settings.resolve(flags)
+/**
+ * The settings, checked: with an `LLM_*` setting set, the provider's own checks run too (loading the provider), so
+ * a value it would refuse is a setting error (exit code 2) in every command, `config` included.
+ */
+const settingsOf = (flags: Settings.Flags) =>
+  Effect.tap(Settings.resolve(flags), (settings) =>
+    settings.llm.some((setting) => setting.origin.startsWith("env"))
+      ? Effect.flatMap(Effect.promise(() => import("./internal/providerCheck.js")), (check) => check.check(settings))
+      : Effect.void)
 
 /** What the commands run: the agent, the session log, the stores, the tools, the goals, the model. */
 type Commands = typeof CommandsModule
@@ -55,16 +65,22 @@ const storeLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
     Layer.mapError((e) =>
       new CommandError({
         reason: "Store",
-        message: `cannot open the session store ${Settings.showStore(settings.store.value)}: ${e.message} ` +
+        message:
+          `cannot open the session store ${Settings.showStore(settings.store.value)}: ${redactText(e.message)} ` +
           `(check --store or HARNESS_STORE; harness config shows which one is used)`
       })
     )
   )
 
-/** The model the settings select. */
+/** The model the settings select; a setting it cannot use is a `SettingsError` (exit code 2). */
 const modelLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
   Runtime.modelLayer(settings).pipe(
-    Layer.mapError((e) => new CommandError({ reason: "Model", message: `the model is misconfigured: ${String(e)}` }))
+    Layer.mapError((e) =>
+      new SettingsError({
+        setting: "model",
+        message: `the model is misconfigured: ${redactText(String(e))} (harness config shows every setting)`
+      })
+    )
   )
 
 /** Runs what `f` makes with the commands' code, provided with the session store the settings select. */
@@ -92,7 +108,8 @@ const sessionOf = ({ Sessions }: Commands, session: Option.Option<string>) =>
 const promptArg = (description: string) =>
   Args.text({ name: "prompt" }).pipe(Args.withDescription(description), Args.repeated)
 
-const lines = (text: ReadonlyArray<string>) => out(text.length === 0 ? "" : `${text.join("\n")}\n`)
+/** Prints lines; text that came from a model, a tool or a file is in them, so control characters show visibly. */
+const lines = (text: ReadonlyArray<string>) => out(text.length === 0 ? "" : `${text.map(visible).join("\n")}\n`)
 
 const readStdin = Effect.tryPromise({
   try: async () => {
@@ -165,7 +182,7 @@ const run = Command.make(
               yes: config.yes,
               session,
               goal: config.goal ? { maxRounds: Option.getOrUndefined(config.maxRounds) } : undefined
-            }))
+            })).pipe(Effect.provide(diagnostics(config.json)))
       )
     })
 ).pipe(Command.withDescription(
@@ -196,21 +213,37 @@ const chat = Command.make(
   "chat",
   {
     ...global,
-    session: sessionOption
+    session: sessionOption,
+    continue: Options.boolean("continue").pipe(
+      Options.withAlias("c"),
+      Options.withDescription("Continue the session of this store that was active last.")
+    )
   },
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
+      if (config.continue && Option.isSome(config.session)) {
+        return yield* new SettingsError({
+          setting: "--continue",
+          message: "--continue and --session both name the session: give one of them"
+        })
+      }
       yield* withAgent(
         settings,
-        (loaded) => Effect.flatMap(sessionOf(loaded, config.session), (session) => loaded.Chat.chat(settings, session))
+        (loaded) =>
+          Effect.flatMap(
+            config.continue ? loaded.Chat.latest : sessionOf(loaded, config.session),
+            (session) => loaded.Chat.chat(settings, session)
+          )
       )
     })
 ).pipe(Command.withDescription(
   "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
     "`/inject text` adds context; `/inbox` lists pending items, `/drop N` withdraws one, Up on an empty prompt takes " +
     "the last queued item back for editing; `/goal set|show|pause|resume|clear`; Esc or Ctrl-C cancels the turn " +
-    "keeping the inbox; a second Ctrl-C within a second discards it (or exits when idle). `/help` lists every command.\nExample:\n  harness chat --workspace ."
+    "keeping the inbox; a second Ctrl-C within a second discards it (or exits when idle). `/help` lists every command. " +
+    "On a stored session (--session, --continue) it shows the conversation so far and the restored inbox, which " +
+    "waits until you press Enter.\nExamples:\n  harness chat --workspace .\n  harness chat --continue"
 ))
 
 // --- sessions ----------------------------------------------------------------------------------------------------
@@ -245,7 +278,9 @@ const sessionsExport = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      yield* out(`${yield* withStore(settings, ({ Sessions }) => Sessions.exportSession(config.id, config.format))}\n`)
+      const text = yield* withStore(settings, ({ Sessions }) => Sessions.exportSession(config.id, config.format))
+      // JSON Lines stay exact; the Markdown transcript is for reading, so its control characters show visibly.
+      yield* out(`${config.format === "md" ? visible(text) : text}\n`)
     })
 ).pipe(Command.withDescription(
   "Export a session to standard output.\nExamples:\n  harness sessions export 3f2a > session.jsonl\n" +
@@ -274,9 +309,10 @@ const sessionsFork = Command.make(
       const settings = yield* settingsOf(config)
       const result = yield* withStore(settings, ({ Sessions }) =>
         Sessions.fork(config.id, Option.getOrUndefined(config.at)))
+      const flags = storeFlags(settings, process.cwd())
       yield* out(
         `forked ${result.from} at #${result.cut} into ${result.to} (${result.events} events)\n` +
-          `continue it: harness sessions resume ${result.to}\n`
+          (flags === undefined ? "" : `continue it: harness sessions resume${flags} ${result.to}\n`)
       )
     })
 ).pipe(Command.withDescription(
@@ -301,7 +337,9 @@ const sessionsResume = Command.make(
           Effect.flatMap(Sessions.resolveId(config.id), (session) =>
             prompt === ""
               ? Chat.chat(settings, session)
-              : Run.run(settings, { prompt, json: false, yes: false, session }))
+              : Run.run(settings, { prompt, json: false, yes: false, session }).pipe(
+                Effect.provide(diagnostics(false))
+              ))
       )
     })
 ).pipe(Command.withDescription(
@@ -386,13 +424,17 @@ export const plainWhenNotATerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): 
   Effect.flatMap(plainConsole, (console) => Effect.withConsole(effect, console))
 
 /**
- * The exit code of a failure: 2 for a bad flag or setting, 1 otherwise.
+ * The exit code of a failure: 2 for a bad flag or setting (a `ConfigError` is one: an environment value the CLI
+ * cannot read), 1 otherwise.
  *
  * @since 0.0.0
  * @category utils
  */
-export const exitCode = (failure: Failure): number =>
-  failure._tag === "SettingsError" || failure._tag !== "CommandError" && "error" in failure ? 2 : 1
+export const exitCode = (failure: Failure): number => failure._tag === "CommandError" ? 1 : 2
+
+/** Text without the stack-trace lines a foreign error's message may carry (`    at f (/path/file.js:1:2)`). */
+const withoutStack = (text: string): string =>
+  text.split("\n").filter((line) => !/^\s+at\s/.test(line)).join("\n").trim()
 
 /**
  * A failure as the line printed before exiting (`ValidationError`s are printed by `@effect/cli` itself).
@@ -401,12 +443,15 @@ export const exitCode = (failure: Failure): number =>
  * @category utils
  */
 export const describeFailure = (failure: Failure): string | undefined => {
+  // Messages may quote a provider, a store or a model: no credential, no terminal control sequence and no stack
+  // trace (with the host's file paths) gets out.
+  const safe = (text: string) => visible(redactText(withoutStack(text)))
   switch (failure._tag) {
     case "SettingsError":
-      return `harness: ${failure.message}`
+      return `harness: ${safe(failure.message)}`
     case "CommandError":
-      return `harness: ${failure.message}`
+      return `harness: ${safe(failure.message)}`
     default:
-      return "error" in failure ? undefined : `harness: configuration: ${String(failure)}`
+      return "error" in failure ? undefined : `harness: configuration: ${safe(String(failure))}`
   }
 }

@@ -20,13 +20,13 @@ export class SettingsError extends Schema.TaggedError<SettingsError>("@harness/c
 
 /**
  * A command could not do its work: a turn that did not complete, a goal that ended blocked or paused, a session
- * that does not exist, a store that failed. `message` says what happened and what to do. Exit code 1.
+ * that does not exist, a store that failed, a write or shell command `run` denied for want of `--yes`. `message` says what happened and what to do. Exit code 1.
  *
  * @since 0.0.0
  * @category errors
  */
 export class CommandError extends Schema.TaggedError<CommandError>("@harness/cli/CommandError")("CommandError", {
-  reason: Schema.Literal("TurnFailed", "GoalNotDone", "SessionNotFound", "Store", "Model", "Input"),
+  reason: Schema.Literal("TurnFailed", "GoalNotDone", "SessionNotFound", "Store", "Model", "Input", "Denied"),
   message: Schema.String
 }) {}
 

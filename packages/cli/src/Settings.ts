@@ -6,7 +6,6 @@
  * @since 0.0.0
  */
 import type { FileSystem, Path } from "@effect/platform"
-import type { ConfigError } from "effect"
 import type { Effect, Option, Redacted } from "effect"
 import type { SettingsError } from "./CliError.js"
 import * as internal from "./internal/settings.js"
@@ -86,8 +85,10 @@ export interface Settings {
   readonly model: Setting<string>
   readonly baseUrl: Setting<string | undefined>
   readonly apiKey: Setting<Redacted.Redacted<string> | undefined>
-  /** The offline model's pause per word, in milliseconds. */
+  /** The offline model's pause per word, in milliseconds (0 to 60 000). */
   readonly pace: Setting<number>
+  /** Chat: how soon a second Ctrl-C counts as a double press, in milliseconds (200 to 600 000; default 1 000). */
+  readonly doublePress: Setting<number>
   /**
    * The provider's own `LLM_*` settings (`ChatCompletions.configSettings`) but the three above that stand for them
    * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.
@@ -116,15 +117,17 @@ export const descriptions = internal.descriptions
  * default store is the SQLite file `.harness/sessions.db` in the workspace; the provider is `offline` unless an
  * API key or a base URL is configured (and `--offline` is not given).
  *
- * Contract: a bad `--store` (or `HARNESS_STORE`), a workspace that is not a directory, or an unreadable
- * environment value fails with `SettingsError` naming the setting; nothing is created.
+ * Contract: a bad `--store` (or `HARNESS_STORE`), a workspace that is not a directory or is the root of the file
+ * system, or an environment value the CLI cannot use (`HARNESS_OFFLINE=maybe`, a pace that is not a whole number
+ * of milliseconds up to 60 000) fails with `SettingsError` naming the setting; nothing is created. No message
+ * shows a credential of a URL (see `showStore`).
  *
  * @since 0.0.0
  * @category utils
  */
 export const resolve: (
   flags: Flags
-) => Effect.Effect<Settings, SettingsError | ConfigError.ConfigError, FileSystem.FileSystem | Path.Path> = internal
+) => Effect.Effect<Settings, SettingsError, FileSystem.FileSystem | Path.Path> = internal
   .resolve
 
 /**
@@ -141,7 +144,8 @@ export const parseStore: (
 ) => Effect.Effect<StoreLocation, SettingsError, Path.Path> = internal.parseStore
 
 /**
- * How a store location is shown: file paths as given, a PostgreSQL URL with its password redacted.
+ * How a store location is shown: file paths as given, a PostgreSQL URL with its password (in the userinfo or as a
+ * `password=` query parameter) and any other secret query value redacted.
  *
  * @since 0.0.0
  * @category utils

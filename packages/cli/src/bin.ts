@@ -18,6 +18,14 @@ const main = Cli.run(process.argv).pipe(
   Effect.provide(NodeContext.layer)
 )
 
+// A reader that stops early (`harness sessions export <id> | head`) closes the pipe: that ends the output, quietly.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(process.exitCode ?? 0)
+    throw error
+  })
+}
+
 NodeRuntime.runMain(main, {
   disableErrorReporting: false,
   teardown: (exit, onExit) =>

@@ -6,15 +6,19 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { bin, harness, tempDir } from "./support.js"
 
-const tmux = (...args: ReadonlyArray<string>): string => execFileSync("tmux", args, { encoding: "utf8" })
+/** tmux on a server of its own (`-L`), so other tests' tmux sessions and servers cannot disturb this one. */
+const socket = `harness-cli-${process.pid}`
+const tmux = (...args: ReadonlyArray<string>): string =>
+  execFileSync("tmux", ["-L", socket, ...args], { encoding: "utf8" })
 
 const screen = (session: string): string => tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", session)
 
 /** Waits until the screen contains `text` (polling the pane; fails with the screen after `seconds`). */
-const waitFor = (session: string, text: string | RegExp, seconds = 90) =>
+const waitFor = (session: string, text: string | { readonly test: (screen: string) => boolean }, seconds = 90) =>
   Effect.gen(function*() {
     for (let i = 0; i < seconds * 5; i++) {
       const now = screen(session)
@@ -24,9 +28,34 @@ const waitFor = (session: string, text: string | RegExp, seconds = 90) =>
     return yield* Effect.die(new Error(`timed out waiting for ${String(text)}; the screen:\n${screen(session)}`))
   })
 
+/** Waits until `text` occurs `count` times on the screen. */
+const waitForCount = (session: string, text: string, count: number) =>
+  waitFor(session, new RegExp(`(?:${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*){${count}}`))
+
 const type = (session: string, text: string) => Effect.sync(() => tmux("send-keys", "-t", session, "-l", text))
 const press = (session: string, ...keys: ReadonlyArray<string>) =>
   Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
+
+/** Runs `harness chat` in a new tmux session in a fresh workspace; the session and the directory go with the scope. */
+const startChat = (name: string, env: string, args: string, workspace?: string) =>
+  Effect.gen(function*() {
+    const [fresh, cleanup] = workspace === undefined ? tempDir() : [workspace, () => undefined]
+    const dir = fresh
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        try {
+          tmux("kill-session", "-t", name)
+        } catch {
+          // already gone
+        }
+        cleanup()
+      })
+    )
+    const store = `sqlite:${join(dir, "chat.db")}`
+    const command = `env NO_COLOR=1 ${env} ${process.execPath} ${bin} chat --store ${store} ${args}; sleep 60`
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, command)
+    return { dir, store }
+  })
 
 describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write (once, always), a goal, Ctrl-C twice discards then exits (R28, R81)", () =>
@@ -130,7 +159,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Enter")
       yield* waitFor(name, "Phase: complete")
 
-      // `a` allows write_file for the rest of the session: the second write runs without asking.
+      // `a` allows writes to files in that folder (the workspace root here): the second write runs without asking.
       yield* type(name, "write a.txt: one")
       yield* press(name, "Enter")
       yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
@@ -172,5 +201,156 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.isTrue(cat.some((line) => line.includes("inbox: withdrawn")), cat.join("\n"))
       assert.isTrue(cat.every((line) => /inbox: (accepted|withdrawn)/.test(line)), cat.join("\n"))
       assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
+
+  it.live("Ctrl-D keeps an edited item; `a` covers this exact command or this folder; two Ctrl-C never let a queued item reach the model; the bye line's command finds the session (#37.2, #37.5, #37.9, #46)", () =>
+    Effect.gen(function*() {
+      const name = `harness-keys-${process.pid}`
+      // A double-press window of a minute: the second Ctrl-C below lands inside it however loaded the machine is.
+      const { dir, store } = yield* startChat(name, "HARNESS_OFFLINE_PACE_MS=200 HARNESS_DOUBLE_PRESS_MS=60000", "")
+      yield* waitFor(name, "idle · 0 tokens · /help")
+
+      // Ctrl-D while an item taken back with Up is being edited (its text erased) does not leave: the item is
+      // not in the inbox while it is edited, and leaving would lose it (#46).
+      yield* type(name, "tell me a long story")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "Once upon a time")
+      yield* type(name, "+abc")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1 queued")
+      yield* press(name, "Up")
+      yield* waitFor(name, "took back “abc” for editing")
+      yield* press(name, "BSpace", "BSpace", "BSpace")
+      yield* press(name, "C-d")
+      yield* type(name, "abd")
+      yield* press(name, "Enter")
+      const afterCtrlD = yield* waitFor(name, /\+ abd \(queued\)|bye — session/)
+      assert.include(afterCtrlD, "+ abd (queued)")
+      assert.notInclude(afterCtrlD, "bye — session")
+      // Esc cancels keeping the inbox (and records no Ctrl-C); the queued item runs.
+      yield* press(name, "Escape")
+      yield* waitFor(name, "cancelling the turn (keeping 1 queued)")
+      yield* waitFor(name, "You said “abd”")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
+      // `a` on a shell command allows that exact command again, not another one (#37.9).
+      yield* type(name, "run `echo one`")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "allow shell({\"command\":\"echo one\"})? [y]es / [n]o / [a]lways this exact command:")
+      yield* type(name, "a")
+      yield* waitFor(name, "↳ [1] ok")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "run `echo one`")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "↳ [2] ok")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "run `echo two`")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "allow shell({\"command\":\"echo two\"})?")
+      yield* type(name, "n")
+      yield* waitFor(name, "denied shell")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
+      // A write shows what it would write before asking; `a` allows writes to files in that folder only.
+      yield* type(name, "write notes/a.txt: first note")
+      yield* press(name, "Enter")
+      const asked = yield* waitFor(name, "[a]lways writes to files in notes/:")
+      assert.include(asked, "notes/a.txt (whole file):")
+      assert.include(asked, "+ first note")
+      yield* type(name, "a")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "write notes/b.txt: second note")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
+      assert.strictEqual(readFileSync(join(dir, "notes", "b.txt"), "utf8"), "second note\n")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "write top.txt: elsewhere")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "allow write_file({\"path\":\"top.txt\"")
+      yield* type(name, "y")
+      yield* waitFor(name, "↳ [6] ok, 1 line: Wrote 1 line")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
+      // Ctrl-C cancels keeping the queue, and the queued item waits for the window; a second Ctrl-C inside it
+      // discards the item before it reaches the model (#37.2).
+      yield* type(name, "tell me a long story")
+      yield* press(name, "Enter")
+      yield* waitForCount(name, "Once upon a time", 2)
+      yield* type(name, "+what is a bird")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1 queued")
+      yield* press(name, "C-c")
+      yield* waitFor(name, "cancelling the turn (keeping 1 queued; Ctrl-C again within 60 seconds discards them)")
+      yield* waitForCount(name, "cancelled", 2)
+      yield* press(name, "C-c")
+      yield* waitFor(name, /cancelled; discarded \d+ pending item/)
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* press(name, "C-c", "C-c")
+      const bye = yield* waitFor(name, "bye — session")
+
+      // The bye line's command, as printed (with the --store in force), finds the session (#37.5).
+      const command = /bye — session [0-9a-f-]{36}: harness (sessions show .*)$/m.exec(bye)?.[1]
+      assert.isDefined(command, bye)
+      assert.include(command!, `--store ${store}`)
+      const show = yield* Effect.promise(() => harness(command!.split(" "), { cwd: tmpdir() }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "tool call shell({\"command\":\"echo two\"})")
+      // The discarded item never reached the model: it is in the log only as inbox records, never as a message.
+      const bird = show.stdout.split("\n").filter((line) => line.includes("what is a bird"))
+      assert.isTrue(bird.length > 0, show.stdout)
+      assert.isTrue(bird.every((line) => /inbox: (accepted|claimed|discarded)/.test(line)), bird.join("\n"))
+      assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
+
+  it.live("after kill -9 mid-turn, chat --continue shows the conversation, the interrupted turn and the restored items, which wait until Enter (#37.3)", () =>
+    Effect.gen(function*() {
+      const first = `harness-crash-${process.pid}`
+      const { dir, store } = yield* startChat(first, "HARNESS_OFFLINE_PACE_MS=200", "")
+      const opened = yield* waitFor(first, "idle · 0 tokens · /help")
+      const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
+      assert.isDefined(id, opened)
+      yield* type(first, "tell me a long story")
+      yield* press(first, "Enter")
+      yield* waitFor(first, "Once upon a time")
+      yield* type(first, "+what is a dog")
+      yield* press(first, "Enter")
+      yield* type(first, "+what is a cat")
+      yield* press(first, "Enter")
+      yield* waitFor(first, "+ what is a cat (queued)")
+      // kill -9 the chat process (the pane's shell runs it, then sleeps).
+      const shell = tmux("display-message", "-p", "-t", first, "#{pane_pid}").trim()
+      const chatPid = readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim().split(/\s+/)[0]
+      assert.isDefined(chatPid)
+      process.kill(Number(chatPid), "SIGKILL")
+
+      const second = `harness-resume-${process.pid}`
+      yield* startChat(second, "HARNESS_OFFLINE_PACE_MS=200", "--continue", dir)
+      const resumed = yield* waitFor(second, "Enter runs the restored items")
+      assert.include(resumed, `continuing session ${id}`)
+      assert.include(resumed, "› tell me a long story")
+      assert.include(resumed, "turn 1 was interrupted")
+      assert.include(resumed, "restored 2 pending item(s); they wait for you:")
+      assert.include(resumed, "1. queued   what is a dog")
+      assert.include(resumed, "2. queued   what is a cat")
+      assert.include(resumed, "waiting for you")
+      assert.notInclude(resumed, "You said “what is a dog”")
+
+      // Drop one, then Enter runs the other.
+      yield* type(second, "/drop 2")
+      yield* press(second, "Enter")
+      yield* waitFor(second, "withdrew 2. queued what is a cat (it will not run)")
+      yield* press(second, "Enter")
+      yield* waitFor(second, "running the restored items")
+      yield* waitFor(second, "You said “what is a dog”")
+      yield* waitFor(second, /idle · \d+ tokens · \/help/)
+      yield* press(second, "C-c", "C-c")
+      yield* waitFor(second, "bye — session")
+
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "turn 1 ends: interrupted")
+      assert.include(show.stdout, "user: what is a dog")
+      const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
+      assert.isTrue(cat.length > 0 && cat.every((line) => /inbox: /.test(line)), cat.join("\n"))
     }).pipe(Effect.scoped))
 })

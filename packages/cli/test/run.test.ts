@@ -6,14 +6,18 @@ import { assert, describe, it } from "@effect/vitest"
 import { AgentEvent } from "@harness/domain"
 import { ChatCompletions } from "@harness/llm"
 import { Effect, Schema } from "effect"
+import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as RunEvent from "../src/RunEvent.js"
 import * as Settings from "../src/Settings.js"
-import { harness, tempDir } from "./support.js"
+import { bin, cleanEnv, harness, tempDir } from "./support.js"
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(AgentEvent.AgentEvent))
+const decodeRunEvent = Schema.decodeUnknownSync(Schema.parseJson(RunEvent.RunEvent))
 
 const workspace = () => {
   const [dir, cleanup] = tempDir()
@@ -48,7 +52,9 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
     live(async (dir) => {
       const result = await harness(["run", "--json", "-"], { cwd: dir, input: "grep TODO\n" })
       assert.strictEqual(result.code, 0, result.stderr)
-      const events = result.stdout.trim().split("\n").map((line) => decodeEvent(line))
+      const [first, ...rest] = result.stdout.trim().split("\n")
+      assert.strictEqual(decodeRunEvent(first).type, "run/session")
+      const events = rest.map((line) => decodeEvent(line))
       const types = events.map((e) => (e.type === "session/event" ? e.event.type : e.type))
       assert.strictEqual(types[0], "agent/inbox/enqueue")
       assert.include(types, "tool/call")
@@ -61,15 +67,115 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
       assert.deepStrictEqual(settled.map((e) => e.reason.kind), ["completed"])
     }))
 
-  it.live("a write is denied without --yes (a denial is a tool result, R69) and done with it", () =>
+  it.live("a write is denied without --yes (a denial is a tool result, R69; exit code 1, #37.8) and done with it", () =>
     live(async (dir) => {
       const denied = await harness(["run", "write out.txt: hello"], { cwd: dir })
-      assert.strictEqual(denied.code, 0, denied.stderr)
+      assert.strictEqual(denied.code, 1, denied.stderr)
       assert.include(denied.stdout, "needs approval: run again with --yes")
+      assert.include(denied.stderr, "harness: a call was denied: write_file({\"path\":\"out.txt\"")
       const allowed = await harness(["run", "--yes", "write out.txt: hello"], { cwd: dir })
       assert.strictEqual(allowed.code, 0, allowed.stderr)
       const { readFileSync } = await import("node:fs")
       assert.strictEqual(readFileSync(join(dir, "out.txt"), "utf8"), "hello\n")
+    }))
+})
+
+describe("follow-up commands and what stays off the terminal (#37.5, #37.7, #37.8)", { timeout: 300_000 }, () => {
+  it.live("the printed `sessions show` repeats the --store or --workspace in force, and works as printed; none for memory", () =>
+    live(async (dir) => {
+      const store = join(dir, "elsewhere")
+      const withStore = await harness(["run", "--store", `jsonl:${store}`, "hello"], { cwd: dir })
+      assert.strictEqual(withStore.code, 0, withStore.stderr)
+      const printed = (stderr: string) => /· harness (sessions show .*)$/m.exec(stderr)?.[1]?.split(" ")
+      const first = printed(withStore.stderr)
+      assert.deepStrictEqual(first?.slice(0, 4), ["sessions", "show", "--store", `jsonl:${store}`])
+      const shown = await harness(first!, { cwd: tmpdir() })
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.include(shown.stdout, "user: hello")
+
+      // The default store lives in the workspace: from another directory, the hint names the workspace.
+      const inWorkspace = await harness(["run", "--workspace", dir, "hello"], { cwd: tmpdir() })
+      assert.strictEqual(inWorkspace.code, 0, inWorkspace.stderr)
+      const second = printed(inWorkspace.stderr)
+      assert.deepStrictEqual(second?.slice(0, 4), ["sessions", "show", "--workspace", dir])
+      const again = await harness(second!, { cwd: tmpdir() })
+      assert.strictEqual(again.code, 0, again.stderr)
+
+      const memory = await harness(["run", "--store", "memory", "hello"], { cwd: dir })
+      assert.strictEqual(memory.code, 0, memory.stderr)
+      assert.notInclude(memory.stderr, "sessions show")
+      assert.include(memory.stderr, "memory (gone when this command ends)")
+    }))
+
+  it.live("terminal control sequences from a file and a tool show visibly in run, sessions show and export --format md; JSON stays exact", () =>
+    live(async (dir) => {
+      const evil = "title\x1b]0;pwned\x07 clear\x1b[2J clip\x1b]52;c;aGk=\x07 end"
+      writeFileSync(join(dir, "evil.txt"), `${evil}\n`)
+      const store = `jsonl:${join(dir, "store")}`
+      const result = await harness(["run", "--store", store, "read evil.txt"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      for (const text of [result.stdout, result.stderr]) {
+        assert.notInclude(text, "\x1b")
+        assert.notInclude(text, "\x07")
+      }
+      assert.include(result.stdout, "title\\x1b]0;pwned\\x07 clear\\x1b[2J")
+      const id = /sessions show --store \S+ ([0-9a-f-]{36})/.exec(result.stderr)?.[1]
+      assert.isDefined(id, result.stderr)
+      const show = await harness(["sessions", "show", "--store", store, id!], { cwd: dir })
+      const md = await harness(["sessions", "export", "--format", "md", "--store", store, id!], { cwd: dir })
+      for (const out of [show, md]) {
+        assert.strictEqual(out.code, 0, out.stderr)
+        assert.notInclude(out.stdout, "\x1b")
+        assert.include(out.stdout, "\\x1b]0;pwned")
+      }
+      // The JSON Lines export is the stored records, exact: the escape is there, JSON-escaped.
+      const jsonl = await harness(["sessions", "export", "--store", store, id!], { cwd: dir })
+      assert.strictEqual(jsonl.code, 0, jsonl.stderr)
+      assert.isTrue(
+        jsonl.stdout.split("\n").some((line) =>
+          line !== "" && JSON.stringify(JSON.parse(line)).includes("\\u001b]0;pwned")
+        )
+      )
+      const json = await harness(["run", "--json", "--store", store, "read evil.txt"], { cwd: dir })
+      assert.strictEqual(json.code, 0, json.stderr)
+      assert.notInclude(json.stdout, "\x1b")
+      assert.isTrue(
+        json.stdout.split("\n").some((line) =>
+          line !== "" && JSON.stringify(JSON.parse(line)).includes(JSON.stringify(evil.slice(0, 12)).slice(1, -1))
+        )
+      )
+    }))
+
+  it.live("`sessions export <id> | head` ends quietly; a store that cannot be opened says why with no stack trace", () =>
+    live(async (dir) => {
+      const store = `jsonl:${join(dir, "store")}`
+      const long = `${"a long prompt ".repeat(20_000)}\n`
+      const made = await harness(["run", "--json", "--store", store, "-"], { cwd: dir, input: long })
+      assert.strictEqual(made.code, 0, made.stderr)
+      const id = JSON.parse(made.stdout.split("\n")[0]!).session as string
+      const piped = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn("bash", [
+          "-c",
+          `set -o pipefail; "${process.execPath}" "${bin}" sessions export --store ${store} ${id} | head -c 10 >/dev/null`
+        ], {
+          cwd: dir,
+          env: cleanEnv()
+        })
+        let stderr = ""
+        child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+        child.on("close", (code) => resolve({ code, stderr }))
+      })
+      assert.strictEqual(piped.stderr, "")
+      assert.strictEqual(piped.code, 0)
+
+      // A file that is not a database: the driver's error carries a stack trace through the host's files.
+      writeFileSync(join(dir, "not-a-db"), "x".repeat(200))
+      const broken = await harness(["sessions", "list", "--store", `sqlite:${join(dir, "not-a-db")}`], { cwd: dir })
+      assert.strictEqual(broken.code, 1)
+      assert.include(broken.stderr, "harness: cannot open the session store")
+      assert.notMatch(broken.stderr, /\bat .*\.(js|ts):\d+/) // no stack trace
+      assert.notInclude(broken.stderr, "node_modules")
+      assert.strictEqual(broken.stderr.trim().split("\n").length, 1, broken.stderr)
     }))
 })
 
@@ -145,7 +251,12 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
       })
     }\n\n`
 
-  const withServer = <A>(status: number, f: (url: string, bodies: Array<unknown>) => Promise<A>) =>
+  /** A fake server answering each request with the next of `statuses` (the last one repeats). */
+  const withServer = <A>(
+    statuses: number | ReadonlyArray<number>,
+    f: (url: string, bodies: Array<unknown>) => Promise<A>,
+    reply: ReadonlyArray<string> = ["Hello from ", "the fake server."]
+  ) =>
     Effect.acquireUseRelease(
       Effect.promise(() =>
         new Promise<{ readonly url: string; readonly close: () => void; readonly bodies: Array<unknown> }>(
@@ -156,6 +267,8 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
               request.on("data", (part) => (raw += part))
               request.on("end", () => {
                 bodies.push(JSON.parse(raw))
+                const all = typeof statuses === "number" ? [statuses] : statuses
+                const status = all[Math.min(bodies.length, all.length) - 1]!
                 if (status !== 200) {
                   response.writeHead(status, { "content-type": "application/json" })
                   response.end(JSON.stringify({ error: { message: "bad key", type: "authentication_error" } }))
@@ -163,8 +276,7 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
                 }
                 response.writeHead(200, { "content-type": "text/event-stream" })
                 response.write(chunk({ role: "assistant", content: "" }))
-                response.write(chunk({ content: "Hello from " }))
-                response.write(chunk({ content: "the fake server." }))
+                for (const content of reply) response.write(chunk({ content }))
                 response.write(chunk({}, "stop"))
                 response.end("data: [DONE]\n\n")
               })
@@ -193,6 +305,36 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
         const body = JSON.stringify(bodies[0])
         assert.include(body, "\"model\":\"fake-model\"")
         assert.include(body, "say hello")
+      } finally {
+        cleanup()
+      }
+    }))
+
+  it.live("a retried request: --json stdout is NDJSON only, its first line names the session; plain run keeps the warning off stdout (#37.1)", () =>
+    withServer([500, 200, 500, 200], async (url) => {
+      const [dir, cleanup] = workspace()
+      try {
+        const env = { LLM_RETRY_BASE_DELAY: "0 millis", LLM_MAX_RETRIES: "2" }
+        const json = await harness(["run", "--json", "--base-url", url, "say hello"], { cwd: dir, env })
+        assert.strictEqual(json.code, 0, json.stderr)
+        const lines = json.stdout.trimEnd().split("\n")
+        const events = lines.map((line) => decodeRunEvent(line))
+        const first = events[0]
+        assert.strictEqual(first?.type, "run/session", lines[0])
+        const session = first?.type === "run/session" ? first.session : ""
+        assert.match(session, /^[0-9a-f-]{36}$/)
+        const warnings = events.filter((e) => e.type === "run/log")
+        assert.strictEqual(warnings.length, 1, json.stdout)
+        assert.include(JSON.stringify(warnings[0]), "retrying")
+        assert.include(json.stdout, "Hello from ")
+
+        const plain = await harness(["run", "--base-url", url, "say hello"], { cwd: dir, env })
+        assert.strictEqual(plain.code, 0, plain.stderr)
+        assert.strictEqual(plain.stdout, "Hello from the fake server.\n")
+        assert.include(plain.stderr, "retrying")
+        // The session the --json run named is in the store.
+        const show = await harness(["sessions", "show", session], { cwd: dir })
+        assert.strictEqual(show.code, 0, show.stderr)
       } finally {
         cleanup()
       }

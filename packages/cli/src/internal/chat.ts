@@ -11,38 +11,44 @@ import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Hooks } from "@harness/agent"
 import { type AgentEvent, Content, type Ids, Message, MessageSource } from "@harness/domain"
-import type { SessionStore } from "@harness/session"
-import { Clock, Deferred, Effect, Exit, Mailbox, Option, Ref, Schedule } from "effect"
+import { SessionStore } from "@harness/session"
+import { Clock, Deferred, Duration, Effect, Exit, FiberRef, Logger, Mailbox, Option, Ref, Schedule } from "effect"
 import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
+import * as Approval from "./approval.js"
 import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
-import { styles } from "./output.js"
+import * as Keys from "./keys.js"
+import { replacePrinters, styles, visible } from "./output.js"
+import * as Resume from "./resume.js"
 import { codeOf, deltaOf, hintFor, openSession } from "./run.js"
 import * as Runtime from "./runtime.js"
 import * as Sessions from "./sessions.js"
-import { showStore } from "./settings.js"
+import { showStore, storeFlags } from "./settings.js"
 import * as Timeline from "./timeline.js"
 
-/** The chat's commands, as `/help` lists them. */
-export const help: ReadonlyArray<string> = [
+/** The chat's commands, as `/help` lists them (`window`: the double-press window, in milliseconds). */
+export const help = (window: number): ReadonlyArray<string> => [
   "Enter            send: steers the running turn, or starts a turn when idle",
   "/queue text, +text  queue a follow-up turn (runs after the current one)",
   "/inject text     add context the model sees at its next step (does not run the model)",
   "/inbox           list pending items with numbers      /drop N   withdraw item N",
   "/goal set <objective> | show | pause | resume | clear    keep working toward an objective over rounds",
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
-  "Ctrl-C Ctrl-C    (within a second) discard the inbox; on an idle prompt, exit",
+  `Ctrl-C Ctrl-C    (within ${Keys.windowWords(window)}) discard the inbox; on an idle prompt, exit; after one`,
+  "                 Ctrl-C the next queued item waits until that time is up, so a second one can still stop it",
   "Up               on an empty prompt: take the last queued item back for editing (Enter queues it again)",
   "/expand [N]      the full arguments and output of tool call N (default: the last one)",
   "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
-  "Approvals: y = allow once, n = deny, a = always allow this tool in this session"
+  "Approvals: y = allow once, n = deny, a = always allow this exact shell command, or writes to files in this folder"
 ]
 
 interface Pending {
   readonly name: string
   readonly args: string
+  /** What `a` (always) allows from then on. */
+  readonly scope: Approval.Scope
   readonly answer: Deferred.Deferred<Hooks.ApprovalDecision>
 }
 
@@ -65,19 +71,36 @@ interface State {
   readonly tokens: number
   readonly spin: number
   readonly approval: Pending | undefined
-  readonly lastCtrlC: number
+  /** When Ctrl-C was last pressed (`Clock` millis); Esc never sets it. */
+  readonly lastCtrlC: number | undefined
   /** The buffer holds a queued item taken back with Up: Enter queues it again (even while a turn runs). */
   readonly editing: boolean
   /** The items as `/inbox` last numbered them: `/drop N` means the N-th of these, even if the inbox moved since. */
   readonly listed: ReadonlyArray<Inbox.Item>
   /** How many lines the bottom area (partial, status, prompt) took when last drawn; 0 before the first draw. */
   readonly drawn: number
+  /** Restored items wait for the user (a stored session's inbox, until the first Enter). */
+  readonly waiting: boolean
 }
 
 const spinner = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
 const fit = (text: string, width: number): string =>
   text.length <= width ? text : width <= 1 ? "" : `${text.slice(0, width - 1)}…`
+
+/** The session of this store that was active last (`chat --continue`). */
+export const latest: Effect.Effect<Ids.SessionId, CommandError, SessionStore.SessionStore> = Effect.gen(function*() {
+  const store = yield* SessionStore.SessionStore
+  const all = yield* Effect.mapError(store.list, (e) => new CommandError({ reason: "Store", message: e.message }))
+  const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
+  if (last === undefined) {
+    return yield* new CommandError({
+      reason: "SessionNotFound",
+      message: "no session to continue in this store: harness chat starts a new one"
+    })
+  }
+  return last.header.id
+})
 
 /** Runs the chat on the store and model in context until the user leaves. */
 export const chat = (
@@ -95,14 +118,29 @@ export const chat = (
       tokens: 0,
       spin: 0,
       approval: undefined,
-      lastCtrlC: 0,
+      lastCtrlC: undefined,
       editing: false,
       listed: [],
-      drawn: 0
+      drawn: 0,
+      waiting: false
     })
     const lock = yield* Effect.makeSemaphore(1)
     const quit = yield* Deferred.make<void>()
+    const window = settings.doublePress.value
+    /** The scopes (`Approval.scopeOf` keys) the user answered `a` for. */
     const always = yield* Ref.make<ReadonlySet<string>>(new Set())
+    /** The prompt the agent claimed and that waits for the double-press window to close (see `promptSubmit`). */
+    const held = yield* Ref.make<{ readonly id: string; readonly text: string } | undefined>(undefined)
+    // A stored session's restored items wait for the user (Enter runs them, /drop N drops one): the gate opens on
+    // the first thing submitted. `dropped` holds the ids dropped while the agent held them at the gate.
+    const log = yield* openSession(sessionId)
+    // Read once the session is open: crash repair has closed an interrupted turn, and `pendingInbox` is what the
+    // agent restores.
+    const summary = sessionId === undefined ? undefined : Resume.summarise(yield* log.events, log.pendingInbox)
+    const gate = yield* Deferred.make<void>()
+    if (summary === undefined || summary.pending.length === 0) yield* Deferred.succeed(gate, undefined)
+    const gated = Effect.map(Deferred.isDone(gate), (done) => !done)
+    const dropped = yield* Ref.make<ReadonlySet<string>>(new Set())
     const calls = yield* Ref.make<ReadonlyArray<Call>>([])
     const columns = () => Math.max(20, process.stdout.columns ?? 80)
     const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
@@ -121,18 +159,24 @@ export const chat = (
         const text = fit(st.partial.text, width)
         lines.push(st.partial.kind === "reasoning" ? thinking(text) : text)
       }
-      const status = st.running
+      const status = st.waiting
+        ? "waiting for you"
+        : st.running
         ? `${spinner[st.spin % spinner.length]} working ${((now - st.turnStartedAt) / 1000).toFixed(1)}s`
         : "idle"
       const hint = st.editing
         ? "editing a queued item: Enter queues it again"
+        : st.waiting
+        ? "Enter runs the restored items"
         : st.running
         ? "Esc/Ctrl-C cancels"
         : "/help"
       const parts = [status, `${st.tokens} tokens`, badge, hint]
       lines.push(s.dim(fit(parts.filter((p) => p !== "").join(" · "), width)))
       const prompt = st.approval !== undefined
-        ? `${s.yellow(`allow ${Timeline.callLine(st.approval.name, st.approval.args)}?`)} [y]es / [n]o / [a]lways: `
+        ? `${
+          s.yellow(`allow ${Timeline.callLine(st.approval.name, st.approval.args)}?`)
+        } [y]es / [n]o / [a]lways ${st.approval.scope.words}: `
         : `› ${st.buffer.length > width - 3 ? st.buffer.slice(st.buffer.length - (width - 3)) : st.buffer}`
       lines.push(prompt)
       return lines
@@ -156,19 +200,64 @@ export const chat = (
 
     // --- the agent --------------------------------------------------------------------------------------------
     const hooks: Hooks.Hooks = {
-      toolApproval: ({ arguments: args, name }) =>
+      // A claimed prompt waits, first at the gate (restored items of a stored session, until the user runs them or
+      // drops this one), then after a Ctrl-C until the double-press window closes: a second Ctrl-C inside the window
+      // cancels this admission, so the prompt never reaches the model (it is discarded with the inbox).
+      promptSubmit: ({ message }, next) =>
         Effect.gen(function*() {
-          if ((yield* Ref.get(always)).has(name)) return { kind: "allow" } as const
+          const text = Content.joinText(message.content)
+          yield* Ref.set(held, { id: message.id, text })
+          yield* Deferred.await(gate)
+          if ((yield* Ref.get(dropped)).has(message.id)) {
+            return { kind: "block", reason: "dropped by the user before it ran" } as const
+          }
+          let announced = false
+          while (true) {
+            const wait = Keys.holdFor((yield* Ref.get(state)).lastCtrlC, yield* Clock.currentTimeMillis, window)
+            if (wait === 0) break
+            if (!announced) {
+              announced = true
+              yield* emit([
+                s.dim(`  next: “${visible(text)}” waits until the Ctrl-C window closes (Ctrl-C again discards it)`)
+              ])
+            }
+            yield* Effect.sleep(Duration.millis(wait))
+          }
+          return yield* next
+        }).pipe(Effect.ensuring(Ref.set(held, undefined))),
+      toolApproval: ({ arguments: args, name, params }) =>
+        Effect.gen(function*() {
+          const scope = Approval.scopeOf(name, params)
+          if ((yield* Ref.get(always)).has(scope.key)) return { kind: "allow" } as const
           const answer = yield* Deferred.make<Hooks.ApprovalDecision>()
-          yield* update((st) => ({ ...st, approval: { name, args, answer } }))
-          yield* emit(tty ? [] : [`allow ${Timeline.callLine(name, args)}? [y]es / [n]o / [a]lways`])
+          yield* update((st) => ({ ...st, approval: { name, args, scope, answer } }))
+          const diff = Approval.preview(name, params).map((line) =>
+            line.startsWith("  + ") ? s.green(line) : line.startsWith("  - ") ? s.red(line) : s.dim(line)
+          )
+          yield* emit([
+            ...diff,
+            ...(tty ? [] : [`allow ${Timeline.callLine(name, args)}? [y]es / [n]o / [a]lways ${scope.words}`])
+          ])
           const decision = yield* Deferred.await(answer)
           yield* update((st) => ({ ...st, approval: undefined }))
           yield* emit([s.dim(`  ${decision.kind === "allow" ? "allowed" : "denied"} ${name}`)])
           return decision
         })
     }
-    const log = yield* openSession(sessionId)
+    // Diagnostics (a provider retrying a request, …) are printed above the prompt like any other line, never over
+    // the screen; the agent's fibers, forked from here on, inherit this logger.
+    const logs = yield* Mailbox.make<string>()
+    yield* Effect.locallyScopedWith(
+      FiberRef.currentLoggers,
+      replacePrinters(Logger.make(({ logLevel, message }) =>
+        void logs.unsafeOffer(
+          `${logLevel.label.toLowerCase()}: ${Array.isArray(message) ? message.map(String).join(" ") : String(message)}`
+        )
+      ))
+    )
+    yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(visible(line))]))).pipe(
+      Effect.forkScoped
+    )
     const { agent, goals } = yield* Runtime.makeAgent(settings, log, hooks)
     yield* Ref.set(inboxOf, Inbox.items(agent))
     const sendError = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
@@ -182,8 +271,9 @@ export const chat = (
         ? []
         : [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
     })
-    const stream = (kind: "text" | "reasoning", delta: string) =>
+    const stream = (kind: "text" | "reasoning", raw: string) =>
       Effect.gen(function*() {
+        const delta = visible(raw)
         const st = yield* Ref.get(state)
         const done: Array<string> = st.partial !== undefined && st.partial.kind !== kind
           ? [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
@@ -233,7 +323,7 @@ export const chat = (
             return yield* emit([
               event.reason.kind === "aborted"
                 ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
-                : s.red(`turn ${event.turn} failed: ${event.reason.message}${whatToDo(codeOf(event.reason))}`)
+                : s.red(`turn ${event.turn} failed: ${visible(event.reason.message)}${whatToDo(codeOf(event.reason))}`)
             ])
           }
           case "agent/error":
@@ -284,10 +374,10 @@ export const chat = (
           }
           case "steering/message":
             return yield* emit([
-              s.dim(`  ↪ steering joined turn ${durable.data.turn}: ${Content.joinText(durable.data.content)}`)
+              s.dim(`  ↪ steering joined turn ${durable.data.turn}: ${visible(Content.joinText(durable.data.content))}`)
             ])
           case "user/message": {
-            const text = Content.joinText(durable.data.content)
+            const text = visible(Content.joinText(durable.data.content))
             const goal = Timeline.goalLine(durable.data.source, text)
             if (goal !== undefined) return yield* emit([s.magenta(`  ◎ ${goal}`)])
             return durable.data.source.kind === "user"
@@ -305,7 +395,7 @@ export const chat = (
       if (choice === "y" || choice === "yes") return Deferred.succeed(pending.answer, { kind: "allow" as const })
       if (choice === "a" || choice === "always") {
         return Effect.zipRight(
-          Ref.update(always, (names) => new Set([...names, pending.name])),
+          Ref.update(always, (keys) => new Set([...keys, pending.scope.key])),
           Deferred.succeed(pending.answer, { kind: "allow" as const })
         )
       }
@@ -319,6 +409,12 @@ export const chat = (
         const st = yield* Ref.get(state)
         if (st.approval !== undefined) return yield* answerApproval(st.approval, line)
         const text = line.trim()
+        // Restored items wait until Enter on an empty prompt or a request; commands and `+` queueing keep them waiting.
+        if ((yield* gated) && !text.startsWith("/") && !text.startsWith("+")) {
+          yield* Deferred.succeed(gate, undefined)
+          yield* update((x) => ({ ...x, waiting: false }))
+          yield* emit([s.dim("  running the restored items")])
+        }
         if (text === "") return
         const [command, ...rest] = text.split(/\s+/)
         const argument = text.slice(command!.length).trim()
@@ -328,7 +424,7 @@ export const chat = (
           case "/quit":
             return yield* Effect.asVoid(Deferred.succeed(quit, undefined))
           case "/help":
-            return yield* emit(help.map((l) => s.dim(l)))
+            return yield* emit(help(window).map((l) => s.dim(l)))
           case "/queue":
             return yield* queue(argument)
           case "/inject": {
@@ -337,14 +433,19 @@ export const chat = (
             return yield* emit([s.dim(`  + context (the model sees it at its next step): ${argument}`)])
           }
           case "/inbox": {
-            const items = yield* inboxItems
+            // At the gate, the restored item the agent holds is listed first: it is pending too.
+            const holding = yield* Ref.get(held)
+            const atGate = (yield* gated) && holding !== undefined
+              ? (summary?.pending ?? []).filter((item) => item.id === holding.id)
+              : []
+            const items = [...atGate, ...(yield* inboxItems)]
             yield* update((x) => ({ ...x, listed: items }))
             return yield* emit(
               items.length === 0
                 ? ["the inbox is empty"]
                 : items.map((item, i) =>
                   `${i + 1}. ${item.placement.padEnd(8)} ${item.source === "user" ? "" : `(${item.source}) `}${
-                    item.label.replace(/\s+/g, " ")
+                    visible(item.label.replace(/\s+/g, " "))
                   }`
                 )
             )
@@ -361,11 +462,19 @@ export const chat = (
                   : `no item ${rest[0] ?? ""}: /drop takes a number from 1 to ${items.length} (/inbox lists them)`
               ])
             }
+            // An item the agent holds at the gate (claimed, not yet run) is dropped there.
+            const holding = yield* Ref.get(held)
+            if ((yield* gated) && holding?.id === item.id) {
+              yield* Ref.update(dropped, (ids) => new Set([...ids, item.id]))
+              return yield* emit([
+                `withdrew ${n}. ${item.placement} ${visible(item.text)} ${s.dim("(it will not run)")}`
+              ])
+            }
             const result = yield* Inbox.withdraw(agent, item.id)
             return yield* emit([
               result._tag === "Withdrawn"
-                ? `withdrew ${n}. ${item.placement} ${item.text} ${s.dim("(it will not run)")}`
-                : s.yellow(`item ${n} is no longer pending: the agent already took it (${item.text})`)
+                ? `withdrew ${n}. ${item.placement} ${visible(item.text)} ${s.dim("(it will not run)")}`
+                : s.yellow(`item ${n} is no longer pending: the agent already took it (${visible(item.text)})`)
             ])
           }
           case "/expand": {
@@ -379,10 +488,10 @@ export const chat = (
                   : `no tool call ${rest[0] ?? ""}: /expand takes a number from 1 to ${all.length}`
               ])
             }
-            const output = call.result === undefined ? ["(still running)"] : call.result.text.split("\n")
+            const output = call.result === undefined ? ["(still running)"] : visible(call.result.text).split("\n")
             const shown = output.slice(0, expandLines)
             return yield* emit([
-              s.cyan(`[${n}] ${call.name} ${call.args}`),
+              s.cyan(`[${n}] ${call.name} ${visible(call.args)}`),
               ...(call.result?.isError === true ? [s.yellow("failed:")] : []),
               ...shown.map((line) => `  ${line}`),
               ...(output.length > shown.length
@@ -395,12 +504,14 @@ export const chat = (
             ])
           }
           case "/sessions":
-            return yield* emit(yield* Sessions.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message]))))
+            return yield* emit(
+              (yield* Sessions.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message])))).map(visible)
+            )
           case "/goal":
             return yield* emit(
               (yield* Goal.command(goals, argument).pipe(
-                Effect.catchAll((e) => Effect.succeed(s.yellow(e.message)))
-              )).split("\n").map((line) => s.magenta(line))
+                Effect.catchAll((e) => Effect.succeed(e.message))
+              )).split("\n").map((line) => s.magenta(visible(line)))
             )
           default:
             if (command!.startsWith("/")) return yield* emit([`unknown command ${command}: /help lists the commands`])
@@ -427,42 +538,61 @@ export const chat = (
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const st = yield* Ref.get(state)
-        const double = key === "ctrl-c" && now - st.lastCtrlC < 1000
-        yield* Ref.set(state, {
-          ...st,
-          lastCtrlC: key === "ctrl-c" ? now : st.lastCtrlC,
-          buffer: "",
-          editing: false
-        })
-        if (st.editing && st.buffer.trim() !== "") {
-          yield* emit([s.dim(`  (the item you were editing was dropped: ${st.buffer.trim()})`)])
-        }
         const items = yield* inboxItems
+        // At the gate no turn runs: the agent only holds the restored item it claimed.
+        const running = st.running && !(yield* gated)
+        const decided = Keys.interrupt(
+          key,
+          { lastCtrlC: st.lastCtrlC, running, pending: items.length },
+          now,
+          window
+        )
+        // The press is recorded before the agent is told: a prompt it claims from now on waits for the window.
+        yield* Ref.set(state, { ...st, lastCtrlC: decided.lastCtrlC, buffer: "", editing: false })
+        if (st.editing && st.buffer.trim() !== "") {
+          yield* emit([s.dim(`  (the item you were editing was dropped: ${visible(st.buffer.trim())})`)])
+        }
         if (st.approval !== undefined) {
           yield* Deferred.succeed(st.approval.answer, { kind: "deny", reason: "the user cancelled" })
         }
-        if (double) {
-          if (items.length === 0 && !st.running) return yield* Deferred.succeed(quit, undefined)
-          yield* Effect.orDie(agent.cancel("user")) // a literal cause cannot be refused
-          return yield* emit([s.yellow(`cancelled; discarded ${items.length} pending item(s)`)])
+        const within = Keys.windowWords(window)
+        switch (decided.action) {
+          case "exit":
+            return yield* Deferred.succeed(quit, undefined)
+          case "discard": {
+            const waiting = (yield* Ref.get(held)) === undefined ? 0 : 1
+            yield* Effect.orDie(agent.cancel("user")) // a literal cause cannot be refused
+            // Restored items waiting at the gate went with the inbox; what comes next runs as it comes.
+            yield* Deferred.succeed(gate, undefined)
+            yield* update((x) => ({ ...x, waiting: false }))
+            return yield* emit([s.yellow(`cancelled; discarded ${items.length + waiting} pending item(s)`)])
+          }
+          case "cancel": {
+            yield* Effect.orDie(agent.cancel("user", { keepInbox: true }))
+            const badge = Inbox.badge(items)
+            return yield* emit([
+              s.yellow(
+                `cancelling the turn${
+                  badge === ""
+                    ? ""
+                    : key === "esc"
+                    ? ` (keeping ${badge})`
+                    : ` (keeping ${badge}; Ctrl-C again within ${within} discards them)`
+                }`
+              )
+            ])
+          }
+          case "hint":
+            return yield* emit([
+              s.dim(
+                items.length > 0
+                  ? `Ctrl-C again within ${within} discards the inbox`
+                  : "Ctrl-C again to exit (or /exit)"
+              )
+            ])
+          case "nothing":
+            return
         }
-        if (st.running) {
-          yield* Effect.orDie(agent.cancel("user", { keepInbox: true }))
-          const badge = Inbox.badge(items)
-          return yield* emit([
-            s.yellow(
-              `cancelling the turn${
-                badge === "" ? "" : ` (keeping ${badge}; Ctrl-C again within a second discards them)`
-              }`
-            )
-          ])
-        }
-        if (key === "esc") return
-        return yield* emit([
-          s.dim(
-            items.length > 0 ? "Ctrl-C again within a second discards the inbox" : "Ctrl-C again to exit (or /exit)"
-          )
-        ])
       })
     const onKey = (input: Terminal.UserInput): Effect.Effect<void, CommandError, SessionStore.SessionStore> =>
       Effect.gen(function*() {
@@ -471,7 +601,7 @@ export const chat = (
         if (key.ctrl && key.name === "c") return yield* interrupt("ctrl-c")
         if (key.name === "escape") return yield* interrupt("esc")
         if (key.ctrl && key.name === "d") {
-          return st.buffer === "" && !st.editing ? yield* Deferred.succeed(quit, undefined) : undefined
+          return Keys.ctrlDLeaves(st) ? yield* Deferred.succeed(quit, undefined) : undefined
         }
         if (st.approval !== undefined) {
           const char = Option.getOrElse(input.input, () => "")
@@ -495,7 +625,7 @@ export const chat = (
             return yield* emit([s.yellow(`too late to edit: the agent already took “${last.text}”`)])
           }
           yield* update((x) => ({ ...x, buffer: result.item.text, editing: true }))
-          return yield* emit([s.dim(`  took back “${result.item.text}” for editing (Enter queues it again)`)])
+          return yield* emit([s.dim(`  took back “${visible(result.item.text)}” for editing (Enter queues it again)`)])
         }
         const char = Option.getOrUndefined(input.input)
         if (char !== undefined && !key.ctrl && !key.meta && printable(char)) {
@@ -512,9 +642,17 @@ export const chat = (
       : `${settings.model.value} via chat-completions`
     yield* emit([
       `${s.bold("harness chat")} — ${label}`,
-      s.dim(`session ${agent.id} · ${showStore(settings.store.value)} · workspace ${settings.workspace.value}`),
+      s.dim(
+        `${sessionId === undefined ? "new session" : "continuing session"} ${agent.id} · ${
+          showStore(settings.store.value)
+        } · workspace ${settings.workspace.value}`
+      ),
+      ...(summary === undefined ? [] : opening(summary)),
       s.dim("Type a request and press Enter. While the agent works, Enter steers it; +text queues; /help for more.")
     ])
+    if (summary !== undefined && summary.pending.length > 0) {
+      yield* update((st) => ({ ...st, listed: summary.pending, waiting: true }))
+    }
     if (tty) {
       yield* redraw.pipe(
         Effect.zipRight(update((st) => ({ ...st, spin: st.spin + 1 }))),
@@ -545,8 +683,38 @@ export const chat = (
       if (tty) yield* write(`${clearBottom(st)}`)
       yield* Ref.set(state, { ...st, drawn: 0 })
     }))
-    yield* write(`bye — session ${agent.id}: harness sessions show ${agent.id}\n`)
+    const flags = storeFlags(settings, process.cwd())
+    yield* write(
+      flags === undefined
+        ? `bye — session ${agent.id} was in memory: it is gone\n`
+        : `bye — session ${agent.id}: harness sessions show${flags} ${agent.id}\n`
+    )
   }))
+
+/** The opening lines of a stored session: the conversation so far, interrupted turns, the restored items. */
+const opening = (summary: Resume.Summary): ReadonlyArray<string> => {
+  const s = styles(process.stdout)
+  return [
+    s.dim(
+      `${summary.turns} turn${summary.turns === 1 ? "" : "s"} so far${
+        summary.earlier > 0 ? ` (the last messages; ${summary.earlier} earlier)` : ""
+      }:`
+    ),
+    ...summary.conversation.map((line) => s.dim(line)),
+    ...summary.interrupted.map((turn) =>
+      s.yellow(
+        `turn ${turn} was interrupted: the chat stopped before it finished (it was closed when the session opened)`
+      )
+    ),
+    ...(summary.pending.length === 0 ? [] : [
+      s.yellow(`restored ${summary.pending.length} pending item(s); they wait for you:`),
+      ...summary.pending.map((item, i) =>
+        `${i + 1}. ${item.placement.padEnd(8)} ${visible(item.label.replace(/\s+/g, " "))}`
+      ),
+      s.dim("Enter runs them · /drop N drops one · Up takes the last one back for editing · /inbox lists them")
+    ])
+  ]
+}
 
 const whatToDo = (code: string | undefined): string => {
   const hint = hintFor(code)

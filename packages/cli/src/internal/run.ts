@@ -8,24 +8,28 @@ import type { Hooks } from "@harness/agent"
 import { AgentEvent, Message, type Turn } from "@harness/domain"
 import type { Ids, Json } from "@harness/domain"
 import { SessionLog, type SessionStore } from "@harness/session"
-import { Effect, Fiber, Option, Queue, Schema } from "effect"
+import { Effect, Fiber, Option, Queue, Ref, Schema } from "effect"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
-import { err, out, styles } from "./output.js"
+import { err, out, styles, visible } from "./output.js"
 import * as Runtime from "./runtime.js"
-import { showStore } from "./settings.js"
+import { showStore, storeFlags } from "./settings.js"
 import * as Timeline from "./timeline.js"
 
 const encodeEvent = Schema.encodeSync(AgentEvent.AgentEvent)
 
-/** A `toolApproval` hook for non-interactive use: allow all (`--yes`) or deny with what to do. */
-export const approvals = (yes: boolean): Hooks.Hooks => ({
-  toolApproval: ({ name }) =>
-    Effect.succeed<Hooks.ApprovalDecision>(
-      yes
-        ? { kind: "allow" }
-        : { kind: "deny", reason: `${name} needs approval: run again with --yes to allow writes and shell commands` }
-    )
+/**
+ * A `toolApproval` hook for non-interactive use: allow all (`--yes`) or deny with what to do. Each denied call is
+ * added to `denied` (as `name(args)`), so the command can end with a non-zero exit.
+ */
+export const approvals = (yes: boolean, denied?: Ref.Ref<ReadonlyArray<string>>): Hooks.Hooks => ({
+  toolApproval: ({ arguments: args, name }) =>
+    yes
+      ? Effect.succeed<Hooks.ApprovalDecision>({ kind: "allow" })
+      : Effect.as(
+        denied === undefined ? Effect.void : Ref.update(denied, (all) => [...all, Timeline.callLine(name, args)]),
+        { kind: "deny", reason: `${name} needs approval: run again with --yes to allow writes and shell commands` }
+      )
 })
 
 /** The text of a streamed chunk of the given kind (`text-delta`, `reasoning-delta`), if it is one. */
@@ -38,13 +42,13 @@ export const deltaOf = (chunk: Json.JsonValue, kind: "text-delta" | "reasoning-d
 /** How one live event is printed by `run` (human mode). */
 export const printEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> => {
   const e = styles(process.stderr)
-  if (event.type === "agent/error") return err(e.red(`error: ${event.error.message}\n`))
+  if (event.type === "agent/error") return err(e.red(`error: ${visible(event.error.message)}\n`))
   if (event.type !== "session/event") return Effect.void
   const durable = event.event
   switch (durable.type) {
     case "assistant/chunk": {
       const delta = deltaOf(durable.data.chunk, "text-delta")
-      return delta === undefined ? Effect.void : out(delta)
+      return delta === undefined ? Effect.void : out(visible(delta))
     }
     case "assistant/message":
       return durable.data.content.some((b) => b.type === "text" && b.text.length > 0) ? out("\n") : Effect.void
@@ -57,7 +61,9 @@ export const printEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> =>
     case "turn/end":
       return durable.data.reason.kind === "completed"
         ? Effect.void
-        : err(e.red(`turn ${durable.data.turn} ${Timeline.describe(durable)?.replace(/^turn \d+ /, "")}\n`))
+        : err(
+          e.red(`turn ${durable.data.turn} ${visible(Timeline.describe(durable)?.replace(/^turn \d+ /, "") ?? "")}\n`)
+        )
     default:
       return Effect.void
   }
@@ -121,8 +127,13 @@ export const run = (
 > =>
   Effect.scoped(Effect.gen(function*() {
     const log = yield* openSession(options.session)
-    const { agent, goals } = yield* Runtime.makeAgent(settings, log, approvals(options.yes))
+    const denied = yield* Ref.make<ReadonlyArray<string>>([])
+    const { agent, goals } = yield* Runtime.makeAgent(settings, log, approvals(options.yes, denied))
     const events = yield* agent.subscribe
+    if (options.json) {
+      const store = showStore(settings.store.value)
+      yield* out(`${JSON.stringify({ type: "run/session", session: agent.id, store })}\n`)
+    }
     const print = options.json
       ? (event: AgentEvent.AgentEvent) => out(`${JSON.stringify(encodeEvent(event))}\n`)
       : printEvent
@@ -141,10 +152,13 @@ export const run = (
       }
       settled = yield* consumeUntil(events, print, goals.settled)
     }
+    const flags = storeFlags(settings, process.cwd())
     if (!options.json) {
-      yield* err(
-        e.dim(`session ${agent.id} · ${showStore(settings.store.value)} · harness sessions show ${agent.id}\n`)
-      )
+      yield* err(e.dim(
+        flags === undefined
+          ? `session ${agent.id} · memory (gone when this command ends)\n`
+          : `session ${agent.id} · ${showStore(settings.store.value)} · harness sessions show${flags} ${agent.id}\n`
+      ))
     }
     const failed = settled.find((reason) => reason.kind !== "completed")
     if (options.goal !== undefined) {
@@ -162,11 +176,14 @@ export const run = (
       if (goal !== undefined && goal.phase !== "complete") {
         return yield* new CommandError({
           reason: "GoalNotDone",
-          message:
-            `the goal is ${goal.phase}${
-              goal.blockedReason === undefined ? "" : ` (${goal.blockedReason.message})`
-            }: look at it with harness sessions show ${agent.id}, continue it with harness chat --session ${agent.id} ` +
-            "and /goal resume"
+          message: `the goal is ${goal.phase}${
+            goal.blockedReason === undefined ? "" : ` (${goal.blockedReason.message})`
+          }${
+            flags === undefined
+              ? ""
+              : `: look at it with harness sessions show${flags} ${agent.id}, continue it with harness chat${flags} ` +
+                `--session ${agent.id} and /goal resume`
+          }`
         })
       }
       return
@@ -178,6 +195,15 @@ export const run = (
         message: failed.kind === "error"
           ? `the turn failed: ${failed.message}${code === undefined ? "" : ` (${code})`}${hintFor(code)}`
           : `the turn ended ${failed.kind}`
+      })
+    }
+    const refused = yield* Ref.get(denied)
+    if (refused.length > 0) {
+      return yield* new CommandError({
+        reason: "Denied",
+        message: `${refused.length === 1 ? "a call was" : `${refused.length} calls were`} denied: ${
+          refused.join(", ")
+        } — run again with --yes to allow writes and shell commands`
       })
     }
   }))

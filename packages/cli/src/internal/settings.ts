@@ -6,6 +6,7 @@ import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Effect, Option, Redacted } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
+import { redactText, redactUrl } from "./redact.js"
 
 /** Environment variables per setting, highest precedence first. */
 export const environment = {
@@ -15,7 +16,8 @@ export const environment = {
   baseUrl: ["HARNESS_BASE_URL", "LLM_BASE_URL"],
   apiKey: ["DEEPSEEK_API_KEY", "HARNESS_API_KEY", "LLM_API_KEY"],
   offline: ["HARNESS_OFFLINE"],
-  pace: ["HARNESS_OFFLINE_PACE_MS"]
+  pace: ["HARNESS_OFFLINE_PACE_MS"],
+  doublePress: ["HARNESS_DOUBLE_PRESS_MS"]
 } as const
 
 /** What each setting means: the description every `Config` the CLI reads for it carries. */
@@ -26,17 +28,65 @@ export const descriptions: { readonly [K in keyof typeof environment]: string } 
   baseUrl: "An OpenAI-compatible chat-completions server.",
   apiKey: "The model provider's API key.",
   offline: "Use the offline model even when an API key is configured.",
-  pace: "The offline model's pause per word, in milliseconds."
+  pace: "The offline model's pause per word, in milliseconds.",
+  doublePress: "Chat: how soon a second Ctrl-C counts as a double press (discard the inbox, or exit), in milliseconds."
 }
+
+/** The largest offline pace, in milliseconds per word. */
+export const maxPace = 60_000
+
+/** The bounds of the double-press window, in milliseconds. */
+export const doublePressBounds = { min: 200, max: 600_000 } as const
 
 const fromEnv = <A>(setting: keyof typeof environment, read: (key: string) => Config.Config<A>) =>
   Effect.gen(function*() {
     for (const key of environment[setting]) {
-      const value = yield* Config.option(Config.withDescription(read(key), descriptions[setting]))
+      const value = yield* Config.option(Config.withDescription(read(key), descriptions[setting])).pipe(
+        Effect.mapError((error) =>
+          new SettingsError({ setting: key, message: `cannot read ${key}: ${redactText(String(error))}` })
+        )
+      )
       if (Option.isSome(value)) return Option.some<Setting<A>>({ value: value.value, origin: `env ${key}` })
     }
     return Option.none<Setting<A>>()
   })
+
+/**
+ * A setting read as text and checked by `parse` (which returns the value, or what is accepted): a value it refuses
+ * fails with a `SettingsError` naming the variable, e.g. `HARNESS_OFFLINE="maybe" is not true or false`.
+ */
+const parsedEnv = <A>(
+  setting: keyof typeof environment,
+  parse: (text: string) => { readonly ok: A } | { readonly expected: string }
+) =>
+  Effect.flatMap(fromEnv(setting, (key) => Config.string(key)), (found) => {
+    if (Option.isNone(found)) return Effect.succeed(Option.none<Setting<A>>())
+    const parsed = parse(found.value.value)
+    const key = found.value.origin.replace(/^env /, "")
+    return "ok" in parsed
+      ? Effect.succeed(Option.some<Setting<A>>({ value: parsed.ok, origin: found.value.origin }))
+      : Effect.fail(
+        new SettingsError({
+          setting: key,
+          message: `${key}=${JSON.stringify(redactText(found.value.value))} is not ${parsed.expected}`
+        })
+      )
+  })
+
+const booleanText = (text: string): { readonly ok: boolean } | { readonly expected: string } => {
+  const word = text.trim().toLowerCase()
+  if (["true", "yes", "on", "1"].includes(word)) return { ok: true }
+  if (["false", "no", "off", "0"].includes(word)) return { ok: false }
+  return { expected: "true or false (also yes/no, on/off, 1/0)" }
+}
+
+const millisText = (min: number, max: number) => (text: string) => {
+  const trimmed = text.trim()
+  const n = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN
+  return Number.isSafeInteger(n) && n >= min && n <= max
+    ? { ok: n }
+    : { expected: `a whole number of milliseconds from ${min} to ${max}` }
+}
 
 const pick = <A, E>(
   flag: Option.Option<A>,
@@ -56,8 +106,11 @@ const storeHelp = "use sqlite:<file>, jsonl:<directory>, postgres://user:passwor
 export const parseStore = (text: string, cwd: string, setting: string) =>
   Effect.gen(function*() {
     const path = yield* Path.Path
+    // The text is echoed redacted: an unparsable PostgreSQL URL may still hold a password.
     const bad = (why: string) =>
-      Effect.fail(new SettingsError({ setting, message: `${setting} ${JSON.stringify(text)} ${why}: ${storeHelp}` }))
+      Effect.fail(
+        new SettingsError({ setting, message: `${setting} ${JSON.stringify(redactText(text))} ${why}: ${storeHelp}` })
+      )
     if (text === "memory") return { _tag: "memory" } satisfies StoreLocation
     if (/^postgres(ql)?:\/\//.test(text)) {
       if (!URL.canParse(text)) return yield* bad("is not a valid URL")
@@ -83,11 +136,8 @@ export const showStore = (store: StoreLocation): string => {
       return `jsonl:${store.directory}`
     case "memory":
       return "memory"
-    case "postgres": {
-      const url = new URL(Redacted.value(store.url))
-      if (url.password !== "") url.password = "<redacted>"
-      return url.toString()
-    }
+    case "postgres":
+      return redactUrl(Redacted.value(store.url))
   }
 }
 
@@ -101,9 +151,7 @@ export const resolve = (flags: Flags) =>
     const cwd = process.cwd()
 
     const workspaceSetting = Option.getOrElse(
-      yield* pick(flags.workspace, "--workspace", fromEnv("workspace", (key) => Config.string(key))).pipe(
-        Effect.mapError(settingsError("the workspace"))
-      ),
+      yield* pick(flags.workspace, "--workspace", fromEnv("workspace", (key) => Config.string(key))),
       (): Setting<string> => ({ value: ".", origin: "default: the current directory" })
     )
     const workspace: Setting<string> = { ...workspaceSetting, value: path.resolve(cwd, workspaceSetting.value) }
@@ -114,10 +162,16 @@ export const resolve = (flags: Flags) =>
         message: `the workspace ${JSON.stringify(workspace.value)} is not a directory (${workspace.origin})`
       })
     }
+    if (path.parse(workspace.value).root === workspace.value) {
+      return yield* new SettingsError({
+        setting: workspace.origin.replace(/^(flag|env) /, ""),
+        message: `the workspace ${JSON.stringify(workspace.value)} is the root of the file system: the tools would ` +
+          `reach every file and the sessions would be stored in ${path.join(workspace.value, ".harness")}; ` +
+          `use a project directory (${workspace.origin})`
+      })
+    }
 
-    const storeText = yield* pick(flags.store, "--store", fromEnv("store", (key) => Config.string(key))).pipe(
-      Effect.mapError(settingsError("the store"))
-    )
+    const storeText = yield* pick(flags.store, "--store", fromEnv("store", (key) => Config.string(key)))
     const store: Setting<StoreLocation> = yield* Option.match(storeText, {
       onNone: () =>
         Effect.succeed<Setting<StoreLocation>>({
@@ -142,10 +196,12 @@ export const resolve = (flags: Flags) =>
     if (baseUrl.value !== undefined && !URL.canParse(baseUrl.value)) {
       return yield* new SettingsError({
         setting: baseUrl.origin.replace(/^(flag|env) /, ""),
-        message: `the base URL ${JSON.stringify(baseUrl.value)} is not a URL (e.g. http://localhost:8080/v1)`
+        message: `the base URL ${
+          JSON.stringify(redactText(baseUrl.value))
+        } is not a URL (e.g. http://localhost:8080/v1)`
       })
     }
-    const offlineEnv = yield* fromEnv("offline", (key) => Config.boolean(key))
+    const offlineEnv = yield* parsedEnv("offline", booleanText)
     const provider: Setting<"offline" | "chat-completions"> = flags.offline
       ? { value: "offline", origin: "flag --offline" }
       : Option.isSome(offlineEnv) && offlineEnv.value.value
@@ -163,12 +219,13 @@ export const resolve = (flags: Flags) =>
           : { value: ChatCompletionsSettings.defaultModel, origin: "default" }
     )
     const pace = Option.getOrElse(
-      yield* fromEnv("pace", (key) => Config.integer(key)),
+      yield* parsedEnv("pace", millisText(0, maxPace)),
       (): Setting<number> => ({ value: 40, origin: "default" })
     )
-    if (pace.value < 0) {
-      return yield* new SettingsError({ setting: "HARNESS_OFFLINE_PACE_MS", message: "the pace must not be negative" })
-    }
+    const doublePress = Option.getOrElse(
+      yield* parsedEnv("doublePress", millisText(doublePressBounds.min, doublePressBounds.max)),
+      (): Setting<number> => ({ value: 1000, origin: "default" })
+    )
     const llm = yield* Effect.forEach(
       ChatCompletionsSettings.configSettings.filter((setting) => !cliOwned.has(setting.option)),
       (setting) =>
@@ -183,14 +240,14 @@ export const resolve = (flags: Flags) =>
             }),
             onSome: (text): NamedSetting => ({
               name: setting.key,
-              value: setting.secret ? "<redacted>" : text,
+              value: setting.secret ? "<redacted>" : redactText(text),
               origin: `env ${setting.key}`,
               description: setting.description
             })
           })
         )
     ).pipe(Effect.mapError(settingsError("the provider settings")))
-    return { workspace, store, provider, model, baseUrl, apiKey, pace, llm } satisfies Settings
+    return { workspace, store, provider, model, baseUrl, apiKey, pace, doublePress, llm } satisfies Settings
   })
 
 export const render = (
@@ -207,7 +264,12 @@ export const render = (
       "offline (the local model) or chat-completions: --offline / HARNESS_OFFLINE, else whether a key or base URL is set."
     ],
     ["model", settings.model.value, settings.model.origin, descriptions.model],
-    ["base-url", settings.baseUrl.value ?? "-", settings.baseUrl.origin, descriptions.baseUrl],
+    [
+      "base-url",
+      settings.baseUrl.value === undefined ? "-" : redactUrl(settings.baseUrl.value),
+      settings.baseUrl.origin,
+      descriptions.baseUrl
+    ],
     [
       "api-key",
       settings.apiKey.value === undefined ? "-" : "<redacted>",
@@ -215,6 +277,7 @@ export const render = (
       descriptions.apiKey
     ],
     ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
+    ["double-press", `${settings.doublePress.value} ms`, settings.doublePress.origin, descriptions.doublePress],
     ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const)
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
@@ -223,4 +286,24 @@ export const render = (
     const line = `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`
     return options.describe === true ? [line, `${" ".repeat(width + 2)}${description}`] : [line]
   })
+}
+
+/** A word as a POSIX shell reads it back: as is when it is safe, single-quoted otherwise. */
+export const shellWord = (word: string): string =>
+  /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+
+/**
+ * The flags a printed follow-up command must repeat to find the session the settings stored: `--store …` when the
+ * store was chosen (a flag, or the environment), `--workspace …` when the default store lives in a workspace other
+ * than `cwd`, nothing otherwise; `undefined` for a memory store, whose sessions are gone when the command ends.
+ * Contract: never shows a credential (a PostgreSQL store from the environment is left to the environment).
+ */
+export const storeFlags = (settings: Settings, cwd: string): string | undefined => {
+  const store = settings.store.value
+  if (store._tag === "memory") return undefined
+  if (settings.store.origin.startsWith("default")) {
+    return settings.workspace.value === cwd ? "" : ` --workspace ${shellWord(settings.workspace.value)}`
+  }
+  if (store._tag === "postgres" && settings.store.origin.startsWith("env")) return ""
+  return ` --store ${shellWord(showStore(store))}`
 }

@@ -5,12 +5,13 @@
 import type { Json, Message } from "@harness/domain"
 import { SessionEvent, Store } from "@harness/domain"
 import { Schema } from "effect"
+import { visible } from "./output.js"
 
 /** Any record a store holds, from its JSON text: a durable event or an inbox record. */
 export const StoreRecordFromJson = Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord))
 
 const oneLine = (text: string, max = 100): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
+  const flat = visible(text.replace(/\s+/g, " ").trim())
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 

@@ -1,0 +1,172 @@
+/**
+ * The CLI's settings as a user sets them — flags and environment variables — resolved in process over a map of
+ * variables: which one wins, what `harness config` shows (never a credential), and which values are refused with
+ * exit code 2 (the `config` command itself included).
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, Option } from "effect"
+import * as Cli from "../src/Cli.js"
+import * as Settings from "../src/Settings.js"
+
+const noFlags: Settings.Flags = {
+  model: Option.none(),
+  baseUrl: Option.none(),
+  store: Option.none(),
+  workspace: Option.none(),
+  offline: false
+}
+
+/** Runs `effect` with exactly `env` as the environment (`LLM_*` keys nest under `LLM`, as in the provider). */
+const withEnv = (env: Readonly<Record<string, string>>) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.withConfigProvider(effect, ConfigProvider.fromMap(new Map(Object.entries(env)), { pathDelim: "_" }))
+
+const resolve = (env: Readonly<Record<string, string>>, flags: Partial<Settings.Flags> = {}) =>
+  Settings.resolve({ ...noFlags, ...flags }).pipe(withEnv(env), Effect.provide(NodeContext.layer))
+
+/** `harness …args` in process: its failure's exit code, or 0. */
+const exitOf = (env: Readonly<Record<string, string>>, ...args: ReadonlyArray<string>) =>
+  Cli.run(["node", "harness", ...args]).pipe(
+    withEnv(env),
+    Effect.provide(NodeContext.layer),
+    Effect.either,
+    Effect.map(Either.match({ onLeft: (failure) => Cli.exitCode(failure), onRight: () => 0 }))
+  )
+
+const shown = (settings: Settings.Settings) => Settings.render(settings).join("\n")
+
+describe("settings: precedence (#46)", () => {
+  it.effect("HARNESS_MODEL wins over LLM_MODEL, and --model over both", () =>
+    Effect.gen(function*() {
+      const both = yield* resolve({ HARNESS_MODEL: "from-harness", LLM_MODEL: "from-llm" })
+      assert.strictEqual(both.model.value, "from-harness")
+      assert.strictEqual(both.model.origin, "env HARNESS_MODEL")
+      const llm = yield* resolve({ LLM_MODEL: "from-llm" })
+      assert.strictEqual(llm.model.value, "from-llm")
+      const flag = yield* resolve({ HARNESS_MODEL: "from-harness" }, { model: Option.some("from-flag") })
+      assert.strictEqual(flag.model.value, "from-flag")
+    }))
+
+  it.effect("HARNESS_OFFLINE=false leaves the provider to the key; true (or 1, yes) selects the offline model", () =>
+    Effect.gen(function*() {
+      const key = { DEEPSEEK_API_KEY: "sk-test" }
+      assert.strictEqual((yield* resolve({ ...key, HARNESS_OFFLINE: "false" })).provider.value, "chat-completions")
+      assert.strictEqual((yield* resolve({ ...key, HARNESS_OFFLINE: "0" })).provider.value, "chat-completions")
+      for (const yes of ["true", "1", "yes", "ON"]) {
+        const settings = yield* resolve({ ...key, HARNESS_OFFLINE: yes })
+        assert.strictEqual(settings.provider.value, "offline", yes)
+        assert.strictEqual(settings.provider.origin, "env HARNESS_OFFLINE")
+      }
+      assert.strictEqual((yield* resolve(key)).provider.value, "chat-completions")
+    }))
+})
+
+describe("settings: no credential is shown (#37.6, #46)", () => {
+  const secret = "hunter2-Zq9"
+
+  it.effect("a PostgreSQL store's password, in the userinfo or as password= in the query, is redacted", () =>
+    Effect.gen(function*() {
+      for (
+        const url of [
+          `postgres://harness:${secret}@db.example:5432/sessions`,
+          `postgresql://harness@db.example/sessions?sslmode=require&password=${secret}`,
+          `postgres://harness:${secret}@db.example/sessions?password=${secret}`
+        ]
+      ) {
+        const settings = yield* resolve({}, { store: Option.some(url) })
+        const text = shown(settings)
+        assert.notInclude(text, secret, url)
+        assert.include(text, "db.example")
+        assert.notInclude(Settings.showStore(settings.store.value), secret)
+      }
+    }))
+
+  it.effect("a base URL's password and secret query values (api_key, key, token, sig, …) are redacted", () =>
+    Effect.gen(function*() {
+      const urls = [
+        `https://user:${secret}@llm.example/v1`,
+        `https://llm.example/v1?api_key=${secret}`,
+        `https://llm.example/v1?key=${secret}&model=m`,
+        `https://llm.example/v1?token=${secret}`,
+        `https://llm.example/v1?access_token=${secret}`,
+        `https://llm.example/v1?sig=${secret}&se=2030`,
+        `https://llm.example/v1?X-Amz-Signature=${secret}`
+      ]
+      for (const url of urls) {
+        const fromFlag = shown(yield* resolve({}, { baseUrl: Option.some(url) }))
+        assert.notInclude(fromFlag, secret, url)
+        assert.include(fromFlag, "llm.example")
+        assert.notInclude(shown(yield* resolve({ LLM_BASE_URL: url })), secret, url)
+      }
+      // What is not a secret stays readable.
+      assert.include(
+        shown(yield* resolve({}, { baseUrl: Option.some(`https://llm.example/v1?key=${secret}&model=m`) })),
+        "model=m"
+      )
+    }))
+
+  it.effect("an unparsable PostgreSQL URL is refused (exit code 2) without echoing its password", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(resolve({}, { store: Option.some(`postgres://harness:${secret}@db:port/x`) }))
+      assert.strictEqual(error._tag, "SettingsError")
+      assert.notInclude(error.message, secret)
+      assert.include(error.message, "is not a valid URL")
+      const env = yield* Effect.flip(resolve({ HARNESS_STORE: `postgres://harness:${secret}@db:port/x` }))
+      assert.notInclude(error.message + env.message, secret)
+    }))
+})
+
+describe("settings: values the CLI cannot use exit with code 2 (#37.8)", () => {
+  const refused: ReadonlyArray<readonly [string, string]> = [
+    ["HARNESS_OFFLINE", "maybe"],
+    ["HARNESS_OFFLINE_PACE_MS", "abc"],
+    ["HARNESS_OFFLINE_PACE_MS", "-5"],
+    ["HARNESS_OFFLINE_PACE_MS", "99999999999999999999"],
+    ["HARNESS_DOUBLE_PRESS_MS", "soon"],
+    ["LLM_TEMPERATURE", "hot"],
+    ["LLM_TEMPERATURE", "7"],
+    ["LLM_IDLE_TIMEOUT", "forever"],
+    ["LLM_MAX_RETRIES", "-1"],
+    ["LLM_HEADERS", "{not json"],
+    ["LLM_THINKING", "sometimes"]
+  ]
+
+  it.effect("each bad value fails `harness config` with exit code 2, naming the variable", () =>
+    Effect.gen(function*() {
+      for (const [key, value] of refused) {
+        assert.strictEqual(yield* exitOf({ [key]: value }, "config"), 2, `${key}=${value}`)
+      }
+      // The same values, good, are accepted.
+      assert.strictEqual(
+        yield* exitOf({
+          HARNESS_OFFLINE: "false",
+          HARNESS_OFFLINE_PACE_MS: "0",
+          LLM_TEMPERATURE: "0.3",
+          LLM_IDLE_TIMEOUT: "30 seconds",
+          LLM_MAX_RETRIES: "0",
+          LLM_HEADERS: "{\"X-Team\":\"a\"}"
+        }, "config"),
+        0
+      )
+    }))
+
+  it.effect("the refusal names the variable and says what it takes", () =>
+    Effect.gen(function*() {
+      const offline = yield* Effect.flip(resolve({ HARNESS_OFFLINE: "maybe" }))
+      assert.strictEqual(offline.setting, "HARNESS_OFFLINE")
+      assert.include(offline.message, "HARNESS_OFFLINE=\"maybe\" is not true or false")
+      const pace = yield* Effect.flip(resolve({ HARNESS_OFFLINE_PACE_MS: "99999999999999999999" }))
+      assert.strictEqual(pace.setting, "HARNESS_OFFLINE_PACE_MS")
+      assert.include(pace.message, "from 0 to 60000")
+    }))
+
+  it.effect("the root of the file system is refused as the workspace", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(resolve({}, { workspace: Option.some("/") }))
+      assert.strictEqual(error._tag, "SettingsError")
+      assert.include(error.message, "the root of the file system")
+      const env = yield* Effect.flip(resolve({ HARNESS_WORKSPACE: "/" }))
+      assert.strictEqual(env.setting, "HARNESS_WORKSPACE")
+      assert.strictEqual(yield* exitOf({}, "config", "--workspace", "/"), 2)
+    }))
+})
