@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import { visible } from "../src/internal/output.js"
+import { safe, visible } from "../src/internal/output.js"
 import { redactText, redactUrl } from "../src/internal/redact.js"
 
 describe("redactUrl", () => {
@@ -66,4 +66,13 @@ describe("visible", () => {
       // eslint-disable-next-line no-control-regex
       !/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/.test(visible(text))
   )
+})
+
+describe("safe (errors and diagnostics as printed)", () => {
+  it("redacts URL credentials and shows control characters", () => {
+    assert.strictEqual(
+      safe("\x1b[2J cannot reach https://u:pw@h/v1?api_key=K1 (refused)"),
+      "\\x1b[2J cannot reach https://u:<redacted>@h/v1?api_key=<redacted> (refused)"
+    )
+  })
 })

@@ -20,7 +20,7 @@ import * as Approval from "./approval.js"
 import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
 import * as Keys from "./keys.js"
-import { replacePrinters, styles, visible } from "./output.js"
+import { replacePrinters, safe, styles, visible } from "./output.js"
 import * as Resume from "./resume.js"
 import { codeOf, deltaOf, hintFor, openSession } from "./run.js"
 import * as Runtime from "./runtime.js"
@@ -255,7 +255,7 @@ export const chat = (
         )
       ))
     )
-    yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(visible(line))]))).pipe(
+    yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(safe(line))]))).pipe(
       Effect.forkScoped
     )
     const { agent, goals } = yield* Runtime.makeAgent(settings, log, hooks)
@@ -323,7 +323,7 @@ export const chat = (
             return yield* emit([
               event.reason.kind === "aborted"
                 ? s.yellow(`turn ${event.turn} cancelled${badge === "" ? "" : `; still pending: ${badge}`}`)
-                : s.red(`turn ${event.turn} failed: ${visible(event.reason.message)}${whatToDo(codeOf(event.reason))}`)
+                : s.red(`turn ${event.turn} failed: ${safe(event.reason.message)}${whatToDo(codeOf(event.reason))}`)
             ])
           }
           case "agent/error":

@@ -4,6 +4,7 @@
  */
 import type { Console } from "effect"
 import { Effect, FiberRef, HashMap, HashSet, Layer, Logger } from "effect"
+import { redactText } from "./redact.js"
 
 const colourful = (stream: NodeJS.WriteStream): boolean =>
   stream.isTTY === true && (process.env.NO_COLOR ?? "") === "" && process.env.TERM !== "dumb"
@@ -82,12 +83,18 @@ export const visible = (text: string): string =>
       : `\\x${code.toString(16).padStart(2, "0")}`
   })
 
+/**
+ * A message that may quote a provider, a store or a server (an error, a diagnostic) as it is printed: credentials in
+ * URLs redacted (`redactText`), control characters visible.
+ */
+export const safe = (text: string): string => visible(redactText(text))
+
 /** A log annotation as plain JSON: numbers, strings and booleans as they are, anything else as text. */
 const annotationValue = (value: unknown): string | number | boolean =>
-  typeof value === "number" || typeof value === "string" || typeof value === "boolean" ? value : String(value)
+  typeof value === "number" || typeof value === "boolean" ? value : redactText(String(value))
 
 const messageText = (message: unknown): string =>
-  Array.isArray(message) ? message.map(String).join(" ") : String(message)
+  redactText(Array.isArray(message) ? message.map(String).join(" ") : String(message))
 
 /**
  * The CLI's logger: diagnostics (a provider's retry warning, …) never go to standard output with the answer. With

@@ -11,7 +11,7 @@ import { SessionLog, type SessionStore } from "@harness/session"
 import { Effect, Fiber, Option, Queue, Ref, Schema } from "effect"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
-import { err, out, styles, visible } from "./output.js"
+import { err, out, safe, styles, visible } from "./output.js"
 import * as Runtime from "./runtime.js"
 import { showStore, storeFlags } from "./settings.js"
 import * as Timeline from "./timeline.js"
@@ -42,7 +42,7 @@ export const deltaOf = (chunk: Json.JsonValue, kind: "text-delta" | "reasoning-d
 /** How one live event is printed by `run` (human mode). */
 export const printEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> => {
   const e = styles(process.stderr)
-  if (event.type === "agent/error") return err(e.red(`error: ${visible(event.error.message)}\n`))
+  if (event.type === "agent/error") return err(e.red(`error: ${safe(event.error.message)}\n`))
   if (event.type !== "session/event") return Effect.void
   const durable = event.event
   switch (durable.type) {
