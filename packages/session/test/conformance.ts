@@ -682,6 +682,16 @@ export const conformance = <E>(
           assert.strictEqual((yield* loadAll(store, s1)).length, turnOne.length + 2)
         }))
 
+      test("a lease taken in an uninterruptible region (an acquireRelease's acquire) is released", (store) =>
+        Effect.gen(function*() {
+          yield* store.create(header(s1))
+          const lease = yield* Effect.uninterruptible(store.lease(s1))
+          // Hung for ever when the store's renewal fiber inherited the region and could not be interrupted.
+          yield* lease.release
+          yield* store.append(s1, eventsCommit(turnOne))
+          assert.strictEqual((yield* loadAll(store, s1)).length, turnOne.length)
+        }))
+
       test("a session leased by this process can be removed; its id is free again", (store) =>
         Effect.gen(function*() {
           yield* store.create(header(s1), eventsCommit(turnOne))

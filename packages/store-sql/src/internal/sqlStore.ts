@@ -707,7 +707,9 @@ export const make = (dialect: Dialect, options?: Options) =>
             return token
           })
         ).pipe(io("lease the session", id))
-        const renewal = yield* Effect.forkDaemon(keepAlive(id, token))
+        // Interruptible whatever region `lease` runs in (an `acquireRelease` acquire is uninterruptible), so release
+        // can stop it.
+        const renewal = yield* Effect.forkDaemon(Effect.interruptible(keepAlive(id, token)))
         const release = Effect.zipRight(
           Fiber.interrupt(renewal),
           Effect.ignore(
