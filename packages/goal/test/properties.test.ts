@@ -198,7 +198,7 @@ const fixed: ReadonlyArray<{
   readonly budget: number
 }> = [
   {
-    // Found by the property (issue 46: run 3 287, seed -19484422, preemption budget 10): the admission guard took the
+    // Found by the property (run 3 287, seed -19484422, preemption budget 10): the admission guard took the
     // `events` permit with a plain `withPermits` in the agent's activity fiber, and the wind-down's cancel landed the
     // instant the permit was handed to it: the permit was counted taken and never released (0 free, 2 waiters,
     // no holder), so `settled` never resolved. Every permit is now taken uninterruptibly (`SessionLog.holding`).

@@ -1,5 +1,5 @@
 /**
- * The writer lease across real processes on the test PostgreSQL server (ADR 0044, issue 36 §1): the shared suite
+ * The writer lease across real processes on the test PostgreSQL server (ADR 0044, R107): the shared suite
  * of `@harness/store-sql/test/crossProcess`, each test on a fresh database.
  */
 import { crossProcess } from "@harness/store-sql/test/crossProcess"

@@ -73,7 +73,7 @@ const pauseAt =
       ? Effect.as(Effect.zipRight(Deferred.succeed(reached, undefined), Deferred.await(go)), statement)
       : Effect.succeed(statement)
 
-describe("PostgresStore writes (issue 46)", () => {
+describe("PostgresStore writes: locks and durability", () => {
   const s1 = sid("s1")
   const turnOne = events(0, promptTurn(1, "One", "1"))
   const turnTwo = events(turnOne.length, promptTurn(2, "Two", "2"))

@@ -1,5 +1,5 @@
 /**
- * The cross-process writer-lease suite (ADR 0044, issue 36 §1), shared by the SQL backends: real child processes
+ * The cross-process writer-lease suite (ADR 0044, R107), shared by the SQL backends: real child processes
  * (`leaseChild.ts`, run by Node through `tsx`) write one session of a store while the test process reads, forks,
  * opens and kills. Each backend registers it with a fresh store location per test and the path of its child entry:
  *

@@ -1,6 +1,6 @@
 /**
  * Tests of the SQL store core (`@harness/store-sql`) that reach under the store with SQL of their own, shared by
- * the SQLite and PostgreSQL backends: damaged headers (issue 36 §3), writer leases of other hosts and of dead or
+ * the SQLite and PostgreSQL backends: damaged headers, writer leases of other hosts and of dead or
  * expired holders, and the lease's renewal (ADR 0044). Each backend registers it with a layer that gives a fresh
  * store and the `SqlClient` it runs on:
  *

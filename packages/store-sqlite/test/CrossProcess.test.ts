@@ -1,5 +1,5 @@
 /**
- * The writer lease across real processes on a SQLite file (ADR 0044, issue 36 §1): the shared suite of
+ * The writer lease across real processes on a SQLite file (ADR 0044, R107): the shared suite of
  * `@harness/store-sql/test/crossProcess`.
  */
 import { crossProcess } from "@harness/store-sql/test/crossProcess"

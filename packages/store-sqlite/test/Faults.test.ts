@@ -1,5 +1,5 @@
 /**
- * Store faults on a real SQLite file (issue 36 §3): a full disk is a typed `Io` failure that the session log
+ * Store faults on a real SQLite file: a full disk is a typed `Io` failure that the session log
  * retries and recovers from once space returns (nothing lost); a connection closed under the store is `Closed`,
  * which the log does not retry, so `flush` fails with a typed error instead of hanging; the README's example works.
  */
