@@ -28,10 +28,6 @@ const waitFor = (session: string, text: string | { readonly test: (screen: strin
     return yield* Effect.die(new Error(`timed out waiting for ${String(text)}; the screen:\n${screen(session)}`))
   })
 
-/** Waits until `text` occurs `count` times on the screen. */
-const waitForCount = (session: string, text: string, count: number) =>
-  waitFor(session, new RegExp(`(?:${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[\\s\\S]*){${count}}`))
-
 const type = (session: string, text: string) => Effect.sync(() => tmux("send-keys", "-t", session, "-l", text))
 const press = (session: string, ...keys: ReadonlyArray<string>) =>
   Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
@@ -271,17 +267,27 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(name, "↳ [6] ok, 1 line: Wrote 1 line")
       yield* waitFor(name, /idle · \d+ tokens · \/help/)
 
+      // /expand of a long output says how to see all of it, with the --store in force (#37.5).
+      writeFileSync(join(dir, "big.txt"), Array.from({ length: 300 }, (_, i) => `line ${i + 1}`).join("\n"))
+      yield* type(name, "read big.txt")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "↳ [7] ok")
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/expand 7")
+      yield* press(name, "Enter")
+      yield* waitFor(name, `more lines (harness sessions export --format md --store ${store} `)
+
       // Ctrl-C cancels keeping the queue, and the queued item waits for the window; a second Ctrl-C inside it
       // discards the item before it reaches the model (#37.2).
-      yield* type(name, "tell me a long story")
+      yield* type(name, "tell me a long story again")
       yield* press(name, "Enter")
-      yield* waitForCount(name, "Once upon a time", 2)
+      yield* waitFor(name, /› tell me a long story again[\s\S]*Once upon a time/)
       yield* type(name, "+what is a bird")
       yield* press(name, "Enter")
       yield* waitFor(name, "1 queued")
       yield* press(name, "C-c")
       yield* waitFor(name, "cancelling the turn (keeping 1 queued; Ctrl-C again within 60 seconds discards them)")
-      yield* waitForCount(name, "cancelled", 2)
+      yield* waitFor(name, /\+ what is a bird \(queued\)[\s\S]*turn \d+ cancelled/)
       yield* press(name, "C-c")
       yield* waitFor(name, /cancelled; discarded \d+ pending item/)
       yield* waitFor(name, /idle · \d+ tokens · \/help/)

@@ -497,7 +497,12 @@ export const chat = (
               ...(output.length > shown.length
                 ? [
                   s.dim(
-                    `  … ${output.length - shown.length} more lines (harness sessions export --format md ${agent.id})`
+                    `  … ${output.length - shown.length} more lines${
+                      Option.match(Option.fromNullable(storeFlags(settings, process.cwd())), {
+                        onNone: () => "",
+                        onSome: (flags) => ` (harness sessions export --format md${flags} ${agent.id})`
+                      })
+                    }`
                   )
                 ]
                 : [])
