@@ -191,6 +191,25 @@ describe("foldGoal", () => {
       const clear = clearG1(100)
       assertFails([changeEvent(0, create), changeEvent(1, clear), changeEvent(2, create)], 2, "reused-id")
     })
+    it("create while the current goal is active, paused or blocked (not complete, not cleared) is invalid", () => {
+      const other = snap("create", { ...g1, id: "g2" }, 0, 100)
+      const blockedReason = { code: "stuck", message: "needs a person" }
+      const phases = [
+        ["pause", rev(g1, { phase: "paused" })],
+        ["block", rev(g1, { phase: "blocked", blockedReason })],
+        ["complete", rev(g1, { phase: "complete" })]
+      ] as const
+      for (const [operation, goal] of phases) {
+        const events = [changeEvent(0, create), changeEvent(1, snap(operation, goal, 0, 100)), changeEvent(2, other)]
+        if (operation === "complete") {
+          const folded = foldGoal(events)
+          assert.isTrue(Either.isRight(folded), "a create after a complete goal folds")
+          if (Either.isRight(folded)) assert.strictEqual(folded.right.goal?.id, "g2")
+        } else {
+          assertFails(events, 2, "invalid-create", `g1 is ${goal.phase}`)
+        }
+      }
+    })
     it("a change without a current goal, for another goal, or not exactly one revision ahead", () => {
       assertFails([changeEvent(0, snap("pause", rev(g1, { phase: "paused" }), 0, 100))], 0, "no-current-goal")
       assertFails(
