@@ -30,7 +30,7 @@ const categories = {
   "store-jsonl": ["constructors", "layers", "models"],
   "store-postgres": ["constructors", "layers", "models"],
   goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
-  cli: ["commands", "constants", "constructors", "errors", "layers", "models", "utils"]
+  cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]
 }
 
 /** Entry points that must carry an `@example`: `package/Module.export`. */
