@@ -12,12 +12,12 @@
  */
 import type { FileSystem } from "@effect/platform"
 import { SessionStore } from "@harness/session"
-import type { Effect } from "effect"
+import type { Duration, Effect, Scope } from "effect"
 import { Layer } from "effect"
 import * as internal from "./internal/jsonlStore.js"
 
 /**
- * Where the session files live.
+ * Where the session files live, and the store's limits.
  *
  * @since 0.0.0
  * @category models
@@ -25,6 +25,16 @@ import * as internal from "./internal/jsonlStore.js"
 export interface Options {
   /** The directory (created at the first `create`). */
   readonly directory: string
+  /**
+   * The largest record (one line) the store writes or reads, in bytes (default 64 MiB). A longer record is refused
+   * on write (`Conflict`, nothing written); a longer line on read is `Corrupt`, found without reading it whole.
+   */
+  readonly maxRecordBytes?: number | undefined
+  /**
+   * How long a writer's lock stays valid without renewal (default 30 s); the holder renews it every third of it.
+   * A lock older than this is taken over, whichever host holds it.
+   */
+  readonly leaseTime?: Duration.DurationInput | undefined
 }
 
 /**
@@ -40,8 +50,9 @@ export interface Options {
  * @since 0.0.0
  * @category constructors
  */
-export const make = (options: Options): Effect.Effect<SessionStore.Service, never, FileSystem.FileSystem> =>
-  internal.make(options)
+export const make = (
+  options: Options
+): Effect.Effect<SessionStore.Service, never, FileSystem.FileSystem | Scope.Scope> => internal.make(options)
 
 /**
  * The store in `options.directory`, over the `FileSystem` of the context.
@@ -50,4 +61,4 @@ export const make = (options: Options): Effect.Effect<SessionStore.Service, neve
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, never, FileSystem.FileSystem> =>
-  Layer.effect(SessionStore.SessionStore, make(options))
+  Layer.scoped(SessionStore.SessionStore, make(options))

@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { JsonlStore } from "../src/index.js"
 import { fileName } from "../src/internal/jsonlStore.js"
+import { markerOf, reframe, replaceFirst } from "./files.js"
 
 /** A fresh temporary directory, deleted when the scope closes. */
 const tempDir = Effect.acquireRelease(
@@ -29,7 +30,7 @@ const turn = events(0, promptTurn(1, "Hello there", "Hi!"))
 const commit: SessionStore.Commit = { events: turn, inbox: [accepted("prompt-1", "Hello there")] }
 
 describe("JsonlStore files", () => {
-  it.live("a session is a header line, a commit marker and one record per line, human-greppable", () =>
+  it.live("a session is a header line, then each commit: a marker with its checksum and one record per line", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* withStore(dir, (store) =>
@@ -38,13 +39,15 @@ describe("JsonlStore files", () => {
           yield* store.append(s1, eventsCommit(events(turn.length, [ev.user("idle")])))
         }))
       const lines = fs.readFileSync(path.join(dir, "s1.jsonl"), "utf8").split("\n")
-      assert.deepStrictEqual(JSON.parse(lines[0]!), { type: "session", order: 0, ...header(s1) })
-      assert.strictEqual(lines[1], `{"commit":${turn.length + 1}}`)
-      assert.deepStrictEqual(lines.slice(2, -1), [
+      assert.deepStrictEqual(JSON.parse(lines[0]!), { type: "session", order: 0, framing: "crc32", ...header(s1) })
+      const idle = JSON.stringify(events(turn.length, [ev.user("idle")])[0])
+      assert.deepStrictEqual(lines.slice(1), [
+        markerOf(turn.length + 1, texts([commit])),
         ...texts([commit]),
-        JSON.stringify(events(turn.length, [ev.user("idle")])[0])
+        markerOf(1, [idle]),
+        idle,
+        ""
       ])
-      assert.strictEqual(lines.at(-1), "")
       assert.isTrue(lines.some((line) => line.includes("\"type\":\"turn/start\"")))
     }).pipe(Effect.scoped))
 
@@ -86,13 +89,13 @@ describe("JsonlStore files", () => {
       assert.strictEqual((yield* withStore(dir, (store) => loadAll(store, s1))).length, texts([commit, second]).length)
     }).pipe(Effect.scoped))
 
-  it.live("a corrupt line inside the committed region reaches the caller as it is", () =>
+  it.live("a record that does not decode but is framed right reaches the caller as it is", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const file = path.join(dir, "s1.jsonl")
       yield* withStore(dir, (store) => store.create(header(s1), commit))
-      const content = fs.readFileSync(file, "utf8").replace("\"turn/start\"", "\"turn/st\u0000rt")
-      fs.writeFileSync(file, content)
+      // what a writer with a bug would leave: the checksum is the record's (the session, not the store, decodes)
+      fs.writeFileSync(file, reframe(replaceFirst(fs.readFileSync(file), "\"turn/start\"", "\"turn/st\u0000rt")))
       const loaded = yield* withStore(dir, (store) => loadAll(store, s1))
       assert.strictEqual(loaded.length, texts([commit]).length)
       assert.include(loaded[2]!.text, "turn/st\u0000rt")
@@ -104,7 +107,8 @@ describe("JsonlStore files", () => {
       yield* withStore(dir, (store) => store.create(header(s1), commit))
       yield* withStore(dir, (store) => store.truncate(s1, 3))
       const lines = fs.readFileSync(path.join(dir, "s1.jsonl"), "utf8").split("\n")
-      assert.strictEqual(lines[1], "{\"commit\":3}".padEnd(`{"commit":${turn.length + 1}}`.length, " "))
+      const before = markerOf(turn.length + 1, texts([commit]))
+      assert.strictEqual(lines[1], markerOf(3, texts([commit]).slice(0, 3)).padEnd(before.length, " "))
       const loaded = yield* withStore(dir, (store) => loadAll(store, s1))
       assert.deepStrictEqual(loaded.map((r) => r.text), texts([commit]).slice(0, 3))
       const next = eventsCommit(events(2, [ev.user("after")]))

@@ -13,6 +13,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { JsonlStore } from "../src/index.js"
+import { reframe, replaceFirst } from "./files.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-jsonl-repair-"))),
@@ -73,7 +74,8 @@ describe("JsonlStore crash repair (R106)", () => {
         let cuts = 0
         for (let cut = turn1End; cut <= full.length; cut += 37) {
           fs.writeFileSync(file(dir), full.subarray(0, cut))
-          const complete = full.subarray(0, cut).toString("utf8").split("\n").length - 1 - 10 // whole lines of turn 2
+          // whole commits of turn 2: one record each, after its marker
+          const complete = Math.floor((full.subarray(0, cut).toString("utf8").split("\n").length - 1 - 10) / 2)
           const events = yield* withStore(dir, Effect.flatMap(SessionLog.open(sid), (log) => log.events))
           assert.deepStrictEqual(events.slice(0, 8 + complete), written.slice(0, 8 + complete), `cut at ${cut}`)
           assert.deepStrictEqual(LogCheck.checkLog(events), [], `cut at ${cut}`)
@@ -106,7 +108,10 @@ describe("JsonlStore crash repair (R106)", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       yield* writeFlushed(dir, [...promptTurn(1, "Hi", "Hello"), ...promptTurn(2, "More", "Ok")])
-      const damaged = fs.readFileSync(file(dir), "utf8").replace("\"type\":\"step/start\"", "\"type\":\"step/st@rt\"")
+      // framed right (its checksum recomputed): the session's own check finds it
+      const damaged = reframe(
+        replaceFirst(fs.readFileSync(file(dir)), "\"type\":\"step/start\"", "\"type\":\"step/st@rt\"")
+      ).toString("utf8")
       fs.writeFileSync(file(dir), damaged)
       const error = yield* Effect.flip(withStore(dir, SessionLog.open(sid)))
       assert.strictEqual(error.reason, "corrupt")

@@ -14,6 +14,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { JsonlStore } from "../src/index.js"
+import { reframe } from "./files.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-jsonl-cache-"))),
@@ -100,13 +101,16 @@ const editCache = (dir: string, edit: (cache: Record<string, unknown>) => void) 
   fs.writeFileSync(cacheFile(dir), JSON.stringify(cache))
 }
 
-/** Changes `from` to `to` (as many bytes) at its first occurrence in the file. */
+/**
+ * Changes `from` to `to` (as many bytes) at its first occurrence in the file, checksums recomputed: a file that
+ * differs from what the cache was made from, yet holds together.
+ */
 const patchFile = (dir: string, from: string, to: string) => {
   const bytes = fs.readFileSync(file(dir))
   const at = bytes.indexOf(from)
   assert.isAtLeast(at, 0)
   bytes.write(to, at, "utf8")
-  fs.writeFileSync(file(dir), bytes)
+  fs.writeFileSync(file(dir), reframe(bytes))
   return at
 }
 

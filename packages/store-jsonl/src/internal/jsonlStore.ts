@@ -1,19 +1,26 @@
 /**
  * The JSONL backend. One file per session (`<name>.jsonl`, see `framing.ts`) plus, when the session has one, its
- * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027). The file is the only
- * truth: the summary figures, the message-id index and a sparse index of commit offsets are rebuilt lazily, once per
- * process and session, by one scan of the file, then kept up to date by this process's appends; a file whose size
- * differs from what this process last read (another process wrote it) is scanned again. A scan starts from the
- * scan cache `<name>.scan-cache.json` (written with each snapshot, see `scanCache.ts`, ADR 0032) when it checks out
+ * snapshot: the head in `<name>.snapshot.json`, the body in `<name>.snapshot-body` (ADR 0027), and while a writer
+ * holds it, its lock `<name>.lock` (the writer lease, see `lease.ts`, ADR 0044). The file is the only truth: the
+ * summary figures, the message-id index and a sparse index of commit offsets are rebuilt lazily, once per process
+ * and session, by one scan of the file, then kept up to date by this process's appends; a file whose size or mtime
+ * differs from what this process last saw (another process wrote it) is scanned again. A scan starts from the scan
+ * cache `<name>.scan-cache.json` (written with each snapshot, see `scanCache.ts`, ADR 0032) when it checks out
  * against the file, and reads only the bytes after it.
+ *
+ * Every write happens under the session's writer lease: the caller's (checked by the fence), or, for a write made
+ * without one, a lease taken for that write alone (refused with `Busy` while another writer holds the session). So
+ * bytes past the committed end (a torn commit) are cut only by the lease holder, never under a live writer.
  */
 import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
-import { type Ids, Store } from "@harness/domain"
+import { Ids, Store } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { Chunk, Effect, HashMap, Option, Random, Ref, Schema, Stream } from "effect"
+import { Chunk, Duration, Effect, HashMap, Option, Random, Ref, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
-import { type FramedRecord, Framer, marker, paddedMarker } from "./framing.js"
+import * as Framing from "./framing.js"
+import { type FramedRecord, Framer } from "./framing.js"
+import * as Leases from "./lease.js"
 import * as ScanCache from "./scanCache.js"
 
 type Service = SessionStore.Service
@@ -42,7 +49,11 @@ const indexCommit = (index: Index, position: number, offset: number): void => {
 }
 
 /** Where to start reading for the records from `position` on: the last indexed commit at or before it, if any. */
-const seek = (index: Index, position: number): { readonly offset: number; readonly position: number } | undefined => {
+const seek = (
+  index: Index,
+  position: number,
+  checked: boolean
+): Framing.From | undefined => {
   let low = 0
   let high = index.positions.length - 1
   let found = -1
@@ -55,7 +66,7 @@ const seek = (index: Index, position: number): { readonly offset: number; readon
       high = mid - 1
     }
   }
-  return found < 0 ? undefined : { offset: index.offsets[found]!, position: index.positions[found]! }
+  return found < 0 ? undefined : { offset: index.offsets[found]!, position: index.positions[found]!, checked }
 }
 
 /** What this process knows about one session file, as of `bytes`. */
@@ -63,11 +74,15 @@ interface SessionState {
   readonly header: Store.SessionHeader
   /** The header line as stored, without its newline. */
   readonly headerLine: string
+  /** Whether the file's commits carry checksums (its header says so, see `framing.ts`). */
+  readonly checked: boolean
   readonly order: number
   /** The committed end: the file's size when no torn tail follows. */
   readonly bytes: number
   /** The file's size when this process last saw it (past `bytes` when a torn tail follows). */
   readonly size: number
+  /** The file's mtime (epoch ms) when this process last saw it: with `size`, how a write by another process shows. */
+  readonly mtime: number
   readonly index: Index
   readonly records: number
   readonly events: number
@@ -80,6 +95,14 @@ interface SessionState {
    */
   readonly messageIds: ScanCache.MessageIds
 }
+
+/** A file's mtime in epoch ms (0 where the platform has none). */
+const mtimeOf = (info: FileSystem.File.Info): number =>
+  Option.match(info.mtime, { onNone: () => 0, onSome: (date) => date.getTime() })
+
+/** Whether a state is still the file's: the same size and mtime as when this process last saw it. */
+const isCurrent = (state: SessionState, seen: { readonly size: number; readonly mtime: number }): boolean =>
+  state.size === seen.size && state.mtime === seen.mtime
 
 const safeChar = /[a-z0-9_-]/
 
@@ -157,21 +180,53 @@ const safe = <A>(f: () => A): A | undefined => {
   }
 }
 
+const decodeSessionId = Schema.decodeUnknownOption(Ids.SessionId)
+
+/**
+ * The session id a file name stands for, when the name can be read back (see {@link fileName}; a name cut and
+ * completed with a hash cannot).
+ */
+export const idOfFileName = (name: string): Ids.SessionId | undefined => {
+  if (name.includes("~~")) return undefined
+  const id = name.replace(/~([0-9a-f]{4})/g, (_, code: string) => String.fromCharCode(Number.parseInt(code, 16)))
+  return fileName(id) === name ? Option.getOrUndefined(decodeSessionId(id)) : undefined
+}
+
 export interface Options {
   readonly directory: string
+  readonly maxRecordBytes?: number | undefined
+  readonly leaseTime?: Duration.DurationInput | undefined
+}
+
+/** A session file this process could not read, as of its size and mtime. */
+interface Damage {
+  readonly size: number
+  readonly mtime: number
+  readonly damaged: Store.DamagedSession
 }
 
 export const make = (options: Options) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const directory = options.directory
+    const maxRecordBytes = options.maxRecordBytes ?? Framing.defaultMaxRecordBytes
+    if (!Number.isSafeInteger(maxRecordBytes) || maxRecordBytes < 1) {
+      return yield* Effect.dieMessage(`JsonlStore: maxRecordBytes must be a positive integer, got ${maxRecordBytes}`)
+    }
+    const leaseTime = Duration.decode(options.leaseTime ?? Duration.seconds(30))
+    if (!Duration.greaterThan(leaseTime, Duration.zero) || !Duration.isFinite(leaseTime)) {
+      return yield* Effect.dieMessage(`JsonlStore: leaseTime must be a positive, finite duration`)
+    }
     const states = yield* Ref.make(HashMap.empty<string, SessionState>())
+    const damages = yield* Ref.make(HashMap.empty<string, Damage>())
     const nextOrder = yield* Ref.make(Option.none<number>())
     const lock = yield* Effect.makeSemaphore(1)
+    const leases = yield* Leases.make(fs, { leaseTime })
 
     const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
     const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
     const snapshotBodyPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot-body`
+    const lockPathOf = (id: string) => `${directory}/${fileName(id)}.lock`
     /** The scan cache of the session file at `path` (ADR 0032). */
     const cachePathOfFile = (path: string) => `${path.slice(0, -".jsonl".length)}.scan-cache.json`
 
@@ -184,11 +239,11 @@ export const make = (options: Options) =>
       error(id, "Io", `cannot ${what}: ${e.message}`)
     const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
 
-    /** The file's size, or none when it does not exist. */
-    const sizeOf = (path: string, id: Ids.SessionId | undefined) =>
+    /** The file's size and mtime, or none when it does not exist. */
+    const statOf = (path: string, id: Ids.SessionId | undefined) =>
       fs.stat(path).pipe(
-        Effect.map((info) => Option.some(Number(info.size))),
-        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<number>())),
+        Effect.map((info) => Option.some({ size: Number(info.size), mtime: mtimeOf(info) })),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<{ size: number; mtime: number }>())),
         Effect.mapError(io(id, `read ${path}`))
       )
 
@@ -216,32 +271,51 @@ export const make = (options: Options) =>
       return Effect.succeed({ header: header.right, order })
     }
 
-    /** Reads a session file's committed records through the framer: all of them, or from a commit's start on. */
-    const framed = (
-      path: string,
-      id: Ids.SessionId | undefined,
-      from?: { readonly offset: number; readonly position: number }
-    ) =>
+    /** The `Corrupt` error of a framing problem: the file, the byte offset and line, what is wrong. */
+    const damagedAt = (id: Ids.SessionId | undefined, path: string, problem: Framing.Problem) =>
+      error(
+        id,
+        "Corrupt",
+        `${path} is damaged at byte ${problem.offset}${
+          problem.line === undefined ? "" : ` (line ${problem.line})`
+        }: ${problem.message}`
+      )
+
+    /**
+     * Reads a session file's committed records through the framer: all of them, or from a commit's start on. Fails
+     * with `Corrupt` where the framing does not hold (see `framing.ts`).
+     */
+    const framed = (path: string, id: Ids.SessionId | undefined, from?: Framing.From) =>
       Stream.suspend(() => {
-        const framer = new Framer(from)
+        const framer = new Framer(maxRecordBytes, from)
         return fs.stream(path, { chunkSize: 256 * 1024, ...(from === undefined ? {} : { offset: from.offset }) }).pipe(
           Stream.mapError((e) =>
             isNotFound(e) && id !== undefined
               ? error(id, "NotFound", `session ${JSON.stringify(id)} is not stored`)
               : io(id, `read ${path}`)(e)
           ),
-          Stream.mapChunks((chunks) => Chunk.flatMap(chunks, (chunk) => Chunk.unsafeFromArray(framer.push(chunk)))),
+          Stream.mapChunksEffect((chunks) => {
+            const records = Chunk.flatMap(chunks, (chunk) => Chunk.unsafeFromArray(framer.push(chunk)))
+            return framer.problem === undefined
+              ? Effect.succeed(records)
+              : Effect.fail(damagedAt(id, path, framer.problem))
+          }),
           // the header line, then the records, then the framer's final figures
           (records) =>
             Stream.concat(
               records.pipe(Stream.map((record) => ({ record, framer }))),
-              Stream.make({ record: undefined, framer })
+              Stream.suspend(() => {
+                framer.finish()
+                return framer.problem === undefined
+                  ? Stream.make({ record: undefined, framer })
+                  : Stream.fail(damagedAt(id, path, framer.problem))
+              })
             )
         )
       })
 
     /** Scans a file into its state: the whole file, or from a checked cache's boundary on. */
-    const scan = (path: string, id: Ids.SessionId | undefined, cache?: ScanCache.ScanCache) =>
+    const scan = (path: string, id: Ids.SessionId | undefined, mtime: number, cache?: ScanCache.ScanCache) =>
       Effect.gen(function*() {
         let events = cache?.events ?? 0
         let turns = cache?.turns ?? 0
@@ -254,7 +328,9 @@ export const make = (options: Options) =>
           : { positions: [...cache.positions], offsets: [...cache.offsets] }
         /** The last record when the scan skipped its parse (its time is the session's last activity). */
         let lastPlain: string | undefined
-        const from = cache === undefined ? undefined : { offset: cache.bytes, position: cache.records }
+        const from = cache === undefined
+          ? undefined
+          : { offset: cache.bytes, position: cache.records, checked: Framing.isChecked(cache.header) }
         // One plain loop per chunk: a stream step per record would cost more than the scan's own work (W7).
         yield* Stream.runForEachChunk(framed(path, id, from), (chunk) =>
           Effect.sync(() => {
@@ -287,10 +363,12 @@ export const make = (options: Options) =>
         const state: SessionState = {
           header,
           headerLine: headerLine!,
+          checked: Framing.isChecked(headerLine),
           order,
           bytes: framer!.committedEnd,
           // What was read: a file that grew meanwhile is scanned again at its next use.
           size: framer!.fed,
+          mtime,
           index,
           records: framer!.records,
           events,
@@ -340,9 +418,18 @@ export const make = (options: Options) =>
         }))
       }).pipe(Effect.orElseSucceed(() => undefined))
 
-    /** Builds a file's state: from its checked scan cache on, or by a scan of the whole file. */
+    /**
+     * Builds a file's state: from its checked scan cache on, or by a scan of the whole file. The mtime is taken
+     * before the read: a file written meanwhile shows as changed at its next use.
+     */
     const loadState = (path: string, id: Ids.SessionId | undefined) =>
-      Effect.flatMap(checkedCache(path), (cache) => scan(path, id, cache))
+      Effect.gen(function*() {
+        const seen = yield* statOf(path, id)
+        if (Option.isNone(seen)) {
+          return yield* id === undefined ? fail(id, "NotFound", `${path} is gone`) : notFound(id)
+        }
+        return yield* scan(path, id, seen.value.mtime, yield* checkedCache(path))
+      })
 
     /**
      * Writes the scan cache of a session's state (ADR 0032): its figures and indexes up to its committed end, the
@@ -395,17 +482,17 @@ export const make = (options: Options) =>
         if (cache === undefined || cache.bytes > offset) yield* removeCache(id)
       })
 
-    /** The current state of a session: cached while the file's size is what this process last saw. */
+    /** The current state of a session: cached while the file's size and mtime are what this process last saw. */
     const stateOf = (id: Ids.SessionId) =>
       Effect.gen(function*() {
         const path = pathOf(id)
-        const size = yield* sizeOf(path, id)
-        if (Option.isNone(size)) {
+        const seen = yield* statOf(path, id)
+        if (Option.isNone(seen)) {
           yield* Ref.update(states, HashMap.remove(path))
           return yield* notFound(id)
         }
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.size === size.value) return cached.value
+        if (Option.isSome(cached) && isCurrent(cached.value, seen.value)) return cached.value
         const state = yield* loadState(path, id)
         yield* Ref.update(states, HashMap.set(path, state))
         return state
@@ -419,23 +506,34 @@ export const make = (options: Options) =>
       let next: number
       if (Option.isSome(known)) next = known.value
       else {
-        const summaries = yield* listStates
+        const summaries = (yield* listStates).states
         next = summaries.reduce((max, s) => Math.max(max, s.order + 1), 0)
       }
       yield* Ref.set(nextOrder, Option.some(next + 1))
       return next
     })
 
-    const linesOf = (records: ReadonlyArray<SessionStore.EncodedRecord>): string => {
-      if (records.length === 0) return ""
-      const body = records.map((r) => `${r.text}\n`).join("")
-      return records.length === 1 ? body : `${marker(records.length)}\n${body}`
+    /** The bytes of a commit: its marker (with the checksum of its lines), then one line per record. */
+    const linesOf = (records: ReadonlyArray<SessionStore.EncodedRecord>): Buffer => {
+      if (records.length === 0) return Buffer.alloc(0)
+      const body = Buffer.from(records.map((r) => `${r.text}\n`).join(""), "utf8")
+      const head = Buffer.from(`${Framing.marker(records.length, Framing.crc32(body))}\n`, "utf8")
+      return Buffer.concat([head, body], head.length + body.length)
+    }
+
+    /** A record the store could not read back (longer than the maximum record size): a `Conflict`, nothing written. */
+    const sizeIssue = (records: ReadonlyArray<SessionStore.EncodedRecord>): string | undefined => {
+      const big = records.find((r) => r.bytes > maxRecordBytes)
+      return big === undefined
+        ? undefined
+        : `the record at position ${big.position} is ${big.bytes} bytes, over the store's maximum record size (${maxRecordBytes} bytes)`
     }
 
     const withFigures = (
       state: SessionState,
       records: ReadonlyArray<SessionStore.EncodedRecord>,
-      written: number
+      written: number,
+      mtime: number
     ): SessionState => {
       const figures = SessionStore.figuresOf(records)
       for (const record of records) {
@@ -446,6 +544,7 @@ export const make = (options: Options) =>
         ...state,
         bytes: state.bytes + written,
         size: state.bytes + written,
+        mtime,
         records: state.records + figures.records,
         events: state.events + figures.events,
         turns: state.turns + figures.turns,
@@ -459,17 +558,27 @@ export const make = (options: Options) =>
       const empty = { events: [], inbox: [] }
       const issue = SessionStore.contiguityIssue(0, commit ?? empty)
       if (issue !== undefined) return fail(id, "Conflict", issue)
+      const records = SessionStore.encodeCommit(commit ?? empty, 0)
+      const tooBig = sizeIssue(records)
+      if (tooBig !== undefined) return fail(id, "Conflict", tooBig)
       const path = pathOf(id)
       return lock.withPermits(1)(Effect.gen(function*() {
         yield* fs.makeDirectory(directory, { recursive: true }).pipe(Effect.mapError(io(id, `create ${directory}`)))
-        if (Option.isSome(yield* sizeOf(path, id))) {
+        if (Option.isSome(yield* statOf(path, id))) {
           return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
         }
         const order = yield* takeOrder
-        const records = SessionStore.encodeCommit(commit ?? empty, 0)
-        const headerText = JSON.stringify({ type: "session", order, ...header })
+        const headerText = JSON.stringify({ type: "session", order, framing: Framing.framing, ...header })
         const headerLine = `${headerText}\n`
-        const content = Buffer.from(headerLine + linesOf(records), "utf8")
+        if (Buffer.byteLength(headerText) > maxRecordBytes) {
+          return yield* fail(
+            id,
+            "Conflict",
+            `the header is over the store's maximum record size (${maxRecordBytes} bytes)`
+          )
+        }
+        const lines = linesOf(records)
+        const content = Buffer.concat([Buffer.from(headerLine, "utf8"), lines])
         // A scan cache left by a file removed behind the store's back is not this file's.
         yield* removeCache(id)
         // Written aside, synced, then linked into place: the session appears whole or not at all, and a link
@@ -487,12 +596,15 @@ export const make = (options: Options) =>
           Effect.mapError(io(id, `create ${path}`))
         )
         if (!linked) return yield* fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+        const made = yield* statOf(path, id)
         const initial: SessionState = {
           header,
           headerLine: headerText,
+          checked: true,
           order,
           bytes: Buffer.byteLength(headerLine),
           size: Buffer.byteLength(headerLine),
+          mtime: Option.match(made, { onNone: () => 0, onSome: (seen) => seen.mtime }),
           index: { positions: [], offsets: [] },
           records: 0,
           events: 0,
@@ -501,44 +613,72 @@ export const make = (options: Options) =>
           firstPrompt: undefined,
           messageIds: new ScanCache.MessageIds()
         }
-        yield* setState(id, withFigures(initial, records, content.length - Buffer.byteLength(headerLine)))
+        yield* setState(id, withFigures(initial, records, lines.length, initial.mtime))
       }))
     }
 
+    /**
+     * Runs a write under the session's writer lease: the caller's, checked by the fence; or, for a write made
+     * without one, a lease taken for this write alone (`Busy` while another writer, in this process or another,
+     * holds the session). `lock` is held by the caller.
+     */
+    const leased = <A>(
+      id: Ids.SessionId,
+      lease: SessionStore.Lease | undefined,
+      write: Effect.Effect<A, SessionStore.SessionStoreError>
+    ) =>
+      lease !== undefined
+        ? Effect.zipRight(leases.check(id, lockPathOf(id), lease), write)
+        : Effect.flatMap(statOf(pathOf(id), id), (found) =>
+          Option.isNone(found)
+            ? notFound(id)
+            : Effect.acquireUseRelease(
+              leases.take(id, lockPathOf(id), "refuse", false),
+              () => write,
+              (transient) => transient.release
+            ))
+
     const append: Service["append"] = (id, commit, options) =>
-      lock.withPermits(1)(Effect.gen(function*() {
-        const state = yield* stateOf(id)
-        const issue = SessionStore.contiguityIssue(state.events, commit)
-        if (issue !== undefined) return yield* fail(id, "Conflict", issue)
-        const records = SessionStore.encodeCommit(commit, state.records)
-        if (records.length === 0) {
-          // A barrier over commits already written unsynced: fsync the file.
-          if (options?.sync === true) {
-            const path = pathOf(id)
-            yield* Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r+" }), (file) => file.sync)).pipe(
-              Effect.mapError(io(id, `sync ${path}`))
-            )
+      lock.withPermits(1)(leased(
+        id,
+        options?.lease,
+        Effect.gen(function*() {
+          const state = yield* stateOf(id)
+          const issue = SessionStore.contiguityIssue(state.events, commit)
+          if (issue !== undefined) return yield* fail(id, "Conflict", issue)
+          const records = SessionStore.encodeCommit(commit, state.records)
+          const tooBig = sizeIssue(records)
+          if (tooBig !== undefined) return yield* fail(id, "Conflict", tooBig)
+          if (records.length === 0) {
+            // A barrier over commits already written unsynced: fsync the file.
+            if (options?.sync === true) {
+              const path = pathOf(id)
+              yield* Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r+" }), (file) => file.sync)).pipe(
+                Effect.mapError(io(id, `sync ${path}`))
+              )
+            }
+            return
           }
-          return
-        }
-        const content = Buffer.from(linesOf(records), "utf8")
-        const path = pathOf(id)
-        yield* Effect.scoped(Effect.gen(function*() {
-          const file = yield* fs.open(path, { flag: "r+" })
-          const size = Number((yield* file.stat).size)
-          // Bytes past the committed end are a commit torn by a crash (never acknowledged): cut them first.
-          if (size !== state.bytes) yield* file.truncate(state.bytes)
-          yield* file.seek(state.bytes, "start")
-          yield* file.writeAll(content)
-          if (options?.sync === true) yield* file.sync
-        })).pipe(Effect.mapError(io(id, `append to ${path}`)))
-        yield* setState(id, withFigures(state, records, content.length))
-      }))
+          const content = linesOf(records)
+          const path = pathOf(id)
+          const mtime = yield* Effect.scoped(Effect.gen(function*() {
+            const file = yield* fs.open(path, { flag: "r+" })
+            // Bytes past the committed end are a commit torn by a crash (never acknowledged; `stateOf` saw the
+            // file's size): cut them first. Only the lease holder gets here, so no other writer is committing them.
+            if (state.size !== state.bytes) yield* file.truncate(state.bytes)
+            yield* file.seek(state.bytes, "start")
+            yield* file.writeAll(content)
+            if (options?.sync === true) yield* file.sync
+            return mtimeOf(yield* file.stat)
+          })).pipe(Effect.mapError(io(id, `append to ${path}`)))
+          yield* setState(id, withFigures(state, records, content.length, mtime))
+        })
+      ))
 
     const load: Service["load"] = (id, options) => {
       const after = options?.after ?? -1
       const path = pathOf(id)
-      const records = (from?: { readonly offset: number; readonly position: number }) =>
+      const records = (from?: Framing.From) =>
         framed(path, id, from).pipe(
           Stream.filterMap(({ record }) =>
             record !== undefined && record.position > after
@@ -549,60 +689,75 @@ export const make = (options: Options) =>
       // From a position far into the file, the state's index (kept from the scan that built it) says where to seek:
       // `open` from a snapshot reads the records after it, not the file again (ADR 0027).
       if (after + 1 < indexEvery) return records()
-      return Stream.unwrap(Effect.map(stateOf(id), (state) => records(seek(state.index, after + 1))))
+      return Stream.unwrap(Effect.map(stateOf(id), (state) => records(seek(state.index, after + 1, state.checked))))
     }
 
     const header: Service["header"] = (id) => Effect.map(stateOf(id), (state) => state.header)
 
     /** Finds the record at `position` (with its framing), or none past the end. */
     const locate = (id: Ids.SessionId, state: SessionState, position: number) =>
-      framed(pathOf(id), id, seek(state.index, position)).pipe(
+      framed(pathOf(id), id, seek(state.index, position, state.checked)).pipe(
         Stream.filterMap(({ record }) =>
           record !== undefined && record.position === position ? Option.some(record) : Option.none()
         ),
         Stream.runHead
       )
 
-    const truncate: Service["truncate"] = (id, position) => {
+    const truncate: Service["truncate"] = (id, position, options) => {
       const issue = SessionStore.positionIssue(position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
-      return lock.withPermits(1)(Effect.gen(function*() {
-        const state = yield* stateOf(id)
-        if (position >= state.records) {
-          // Nothing committed to drop; bytes past the committed end are a commit a crash tore: cut them now.
+      return lock.withPermits(1)(leased(
+        id,
+        options?.lease,
+        Effect.gen(function*() {
+          const state = yield* stateOf(id)
           const path = pathOf(id)
+          if (position >= state.records) {
+            // Nothing committed to drop; bytes past the committed end are a commit a crash tore: cut them now
+            // (under the lease: no other writer is committing them).
+            const mtime = yield* Effect.scoped(Effect.gen(function*() {
+              const file = yield* fs.open(path, { flag: "r+" })
+              const info = yield* file.stat
+              if (Number(info.size) === state.bytes) return mtimeOf(info)
+              yield* file.truncate(state.bytes)
+              yield* file.sync
+              return mtimeOf(yield* file.stat)
+            })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
+            if (state.size !== state.bytes || state.mtime !== mtime) {
+              yield* setState(id, { ...state, size: state.bytes, mtime })
+            }
+            return
+          }
+          const found: Option.Option<FramedRecord> = yield* locate(id, state, position)
+          if (Option.isNone(found)) return
+          const record = found.value
+          // The first byte the cut changes (a marker rewritten in place, or the first line dropped): a scan cache
+          // past it goes first, so no crash leaves a cache that covers bytes the file no longer holds.
+          yield* dropCacheFrom(id, record.group === undefined ? record.start : record.group.start)
           yield* Effect.scoped(Effect.gen(function*() {
             const file = yield* fs.open(path, { flag: "r+" })
-            if (Number((yield* file.stat).size) === state.bytes) return
-            yield* file.truncate(state.bytes)
+            const group = record.group
+            if (group !== undefined && group.index > 0) {
+              // Keep the first `index` records of the commit: rewrite its marker in place, padded to its length,
+              // with the checksum of the lines it keeps (a marker of the format before checksums stays one).
+              const first = group.start + group.length + 1
+              const kept = group.checked ? yield* readAt(file, first, record.start - first) : Option.none<Buffer>()
+              const text = Option.match(kept, {
+                onNone: () => Framing.uncheckedMarker(group.index),
+                onSome: (bytes) => Framing.marker(group.index, Framing.crc32(bytes))
+              })
+              yield* file.seek(group.start, "start")
+              yield* file.writeAll(Buffer.from(Framing.padded(text, group.length), "utf8"))
+              yield* file.truncate(record.start)
+            } else {
+              yield* file.truncate(group === undefined ? record.start : group.start)
+            }
             yield* file.sync
           })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
-          if (state.size !== state.bytes) yield* setState(id, { ...state, size: state.bytes })
-          return
-        }
-        const found: Option.Option<FramedRecord> = yield* locate(id, state, position)
-        if (Option.isNone(found)) return
-        const record = found.value
-        const path = pathOf(id)
-        // The first byte the cut changes (a marker rewritten in place, or the first line dropped): a scan cache
-        // past it goes first, so no crash leaves a cache that covers bytes the file no longer holds.
-        yield* dropCacheFrom(id, record.group === undefined ? record.start : record.group.start)
-        yield* Effect.scoped(Effect.gen(function*() {
-          const file = yield* fs.open(path, { flag: "r+" })
-          const group = record.group
-          if (group !== undefined && group.index > 0) {
-            // keep the first `index` records of the commit: rewrite its marker in place, padded to its length
-            yield* file.seek(group.start, "start")
-            yield* file.writeAll(Buffer.from(paddedMarker(group.index, group.length), "utf8"))
-            yield* file.truncate(record.start)
-          } else {
-            yield* file.truncate(group === undefined ? record.start : group.start)
-          }
-          yield* file.sync
-        })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
-        yield* setState(id, yield* loadState(path, id))
-        yield* dropSnapshotFrom(id, position)
-      }))
+          yield* setState(id, yield* loadState(path, id))
+          yield* dropSnapshotFrom(id, position)
+        })
+      ))
     }
 
     const dropSnapshotFrom = (id: Ids.SessionId, position: number) =>
@@ -611,48 +766,98 @@ export const make = (options: Options) =>
         if (Option.isSome(snapshot) && snapshot.value.position >= position) yield* removeSnapshot(id)
       })
 
-    /** Every session file's state, sorted by creation order. */
+    /**
+     * The id a damaged file stands for: the id its header names when that is this file's, else its name read back
+     * (see {@link idOfFileName}), else the name itself (a hashed name whose header is unreadable).
+     */
+    const idOfDamaged = (path: string, name: string) =>
+      Effect.gen(function*() {
+        const first = yield* Effect.scoped(
+          Effect.flatMap(fs.open(path, { flag: "r" }), (file) => file.readAlloc(64 * 1024))
+        ).pipe(Effect.orElseSucceed(() => Option.none<Uint8Array>()))
+        const named = Option.flatMap(first, (bytes) => {
+          const text = Buffer.from(bytes).toString("utf8")
+          const line = text.slice(0, text.includes("\n") ? text.indexOf("\n") : text.length)
+          try {
+            const parsed: unknown = JSON.parse(line)
+            return typeof parsed === "object" && parsed !== null && "id" in parsed
+              ? decodeSessionId(parsed.id)
+              : Option.none()
+          } catch {
+            return Option.none()
+          }
+        })
+        if (Option.isSome(named) && fileName(named.value) === name) return named.value
+        return idOfFileName(name) ?? Ids.SessionId.make(name)
+      })
+
+    /**
+     * Every session file's state, sorted by creation order, and the files that cannot be read as sessions (a
+     * header that does not decode, a file not of this format, damaged framing), each with its problem.
+     */
     const listStates = Effect.gen(function*() {
       const names = yield* fs.readDirectory(directory).pipe(
         Effect.catchIf(isNotFound, () => Effect.succeed<Array<string>>([])),
         Effect.mapError(io(undefined, `read ${directory}`))
       )
       const all: Array<SessionState> = []
+      const bad: Array<Store.DamagedSession> = []
       for (const name of names.filter((n) => n.endsWith(".jsonl")).sort()) {
         const path = `${directory}/${name}`
-        const size = yield* sizeOf(path, undefined)
-        if (Option.isNone(size)) continue
+        const seen = yield* statOf(path, undefined)
+        if (Option.isNone(seen)) continue
         const cached = HashMap.get(yield* Ref.get(states), path)
-        if (Option.isSome(cached) && cached.value.size === size.value) {
+        if (Option.isSome(cached) && isCurrent(cached.value, seen.value)) {
           all.push(cached.value)
           continue
         }
-        const state = yield* loadState(path, undefined).pipe(
+        const known = HashMap.get(yield* Ref.get(damages), path)
+        if (Option.isSome(known) && known.value.size === seen.value.size && known.value.mtime === seen.value.mtime) {
+          bad.push(known.value.damaged)
+          continue
+        }
+        const found = yield* loadState(path, undefined).pipe(
+          Effect.map((state) => ({ state, problem: undefined })),
+          Effect.catchIf(
+            (e) => e.reason === "Corrupt",
+            (e) => Effect.succeed({ state: undefined, problem: e.message })
+          ),
           // a session removed while listing is simply not listed
           Effect.catchAll((e) =>
-            Effect.flatMap(sizeOf(path, undefined), (gone) =>
+            Effect.flatMap(statOf(path, undefined), (gone) =>
               Option.isNone(gone) ? Effect.succeed(undefined) : Effect.fail(e))
           )
         )
-        if (state === undefined) {
+        if (found === undefined) {
           continue
         }
-        if (fileName(state.header.id) !== name.slice(0, -".jsonl".length)) {
-          return yield* fail(
-            undefined,
-            "Corrupt",
-            `${path} holds session ${JSON.stringify(state.header.id)}, whose file is not this one`
-          )
+        const state = found.state
+        const problem = state === undefined
+          ? found.problem
+          : fileName(state.header.id) === name.slice(0, -".jsonl".length)
+          ? undefined
+          : `${path} holds session ${JSON.stringify(state.header.id)}, whose file is not this one`
+        if (state !== undefined && problem === undefined) {
+          yield* Ref.update(states, HashMap.set(path, state))
+          all.push(state)
+          continue
         }
-        yield* Ref.update(states, HashMap.set(path, state))
-        all.push(state)
+        const damaged: Store.DamagedSession = {
+          id: yield* idOfDamaged(path, name.slice(0, -".jsonl".length)),
+          problem: problem ?? `${path} cannot be read`
+        }
+        yield* Ref.update(damages, HashMap.set(path, { ...seen.value, damaged }))
+        bad.push(damaged)
       }
-      return all.sort((a, b) =>
-        a.order - b.order || a.header.createdAt - b.header.createdAt
-      )
+      return {
+        states: all.sort((a, b) =>
+          a.order - b.order || a.header.createdAt - b.header.createdAt
+        ),
+        damaged: bad
+      }
     })
 
-    const list: Service["list"] = Effect.map(listStates, (all) =>
+    const list: Service["list"] = Effect.map(listStates, ({ states: all }) =>
       all.map((state): Store.SessionSummary => ({
         header: state.header,
         events: state.events,
@@ -662,13 +867,45 @@ export const make = (options: Options) =>
         ...(state.firstPrompt === undefined ? {} : { firstPrompt: state.firstPrompt.text })
       })))
 
-    const remove: Service["remove"] = (id) =>
+    const damaged: Service["damaged"] = Effect.map(listStates, (found) => found.damaged)
+
+    const lease: Service["lease"] = (id) =>
       lock.withPermits(1)(Effect.gen(function*() {
-        yield* stateOf(id)
-        yield* removeSnapshot(id)
-        yield* removeCache(id)
-        yield* fs.remove(pathOf(id)).pipe(Effect.mapError(io(id, `remove ${pathOf(id)}`)))
-        yield* Ref.update(states, HashMap.remove(pathOf(id)))
+        if (Option.isNone(yield* statOf(pathOf(id), id))) return yield* notFound(id)
+        return yield* leases.take(id, lockPathOf(id), "takeover", true)
+      }))
+
+    /**
+     * Deletes the session's files (snapshot, scan cache, the file, then its lock), under its lease: the caller's,
+     * or one taken for the removal (a lease of this process is taken over; another live writer's is `Busy`). Works
+     * on a damaged session: nothing is read but the lock.
+     */
+    const remove: Service["remove"] = (id, options) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const path = pathOf(id)
+        const lockPath = lockPathOf(id)
+        if (Option.isNone(yield* statOf(path, id))) return yield* notFound(id)
+        const removal = Effect.gen(function*() {
+          yield* removeSnapshot(id)
+          yield* removeCache(id)
+          yield* fs.remove(path).pipe(Effect.mapError(io(id, `remove ${path}`)))
+          yield* Ref.update(states, HashMap.remove(path))
+          yield* Ref.update(damages, HashMap.remove(path))
+          // Every lease of this store on the session is fenced; the lock goes last.
+          yield* leases.forget(lockPath)
+          yield* fs.remove(lockPath).pipe(
+            Effect.catchIf(isNotFound, () => Effect.void),
+            Effect.mapError(io(id, `remove ${lockPath}`))
+          )
+        })
+        const lease = options?.lease
+        return yield* lease !== undefined
+          ? Effect.zipRight(leases.check(id, lockPath, lease), removal)
+          : Effect.acquireUseRelease(
+            leases.take(id, lockPath, "takeover", false),
+            () => removal,
+            (transient) => transient.release
+          )
       }))
 
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
@@ -747,27 +984,31 @@ export const make = (options: Options) =>
         )
       })
 
-    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot) => {
+    const saveSnapshot: Service["saveSnapshot"] = (id, snapshot, options) => {
       const issue = SessionStore.positionIssue(snapshot.position)
       if (issue !== undefined) return fail(id, "Conflict", issue)
-      return lock.withPermits(1)(Effect.gen(function*() {
-        const state = yield* stateOf(id)
-        if (snapshot.position >= state.records) {
-          return yield* fail(
-            id,
-            "Conflict",
-            `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${state.records})`
-          )
-        }
-        const { body, head, position, seq } = snapshot
-        const saved = { seq, position, head }
-        // The body first, then the head: a crash in between leaves the old head, whose body now reads as none.
-        yield* writeAside(id, snapshotBodyPathOf(id), bodyFile(saved, body))
-        yield* writeAside(id, snapshotPathOf(id), JSON.stringify(saved))
-        // Then the scan cache, while a snapshot is written anyway (never on an append). It only saves later
-        // processes a scan: a failure leaves the previous cache, which is checked before any use.
-        yield* Effect.ignore(writeCache(id, state))
-      }))
+      return lock.withPermits(1)(leased(
+        id,
+        options?.lease,
+        Effect.gen(function*() {
+          const state = yield* stateOf(id)
+          if (snapshot.position >= state.records) {
+            return yield* fail(
+              id,
+              "Conflict",
+              `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${state.records})`
+            )
+          }
+          const { body, head, position, seq } = snapshot
+          const saved = { seq, position, head }
+          // The body first, then the head: a crash in between leaves the old head, whose body now reads as none.
+          yield* writeAside(id, snapshotBodyPathOf(id), bodyFile(saved, body))
+          yield* writeAside(id, snapshotPathOf(id), JSON.stringify(saved))
+          // Then the scan cache, while a snapshot is written anyway (never on an append). It only saves later
+          // processes a scan: a failure leaves the previous cache, which is checked before any use.
+          yield* Effect.ignore(writeCache(id, state))
+        })
+      ))
     }
 
     const loadSnapshot: Service["loadSnapshot"] = (id) =>
@@ -780,7 +1021,7 @@ export const make = (options: Options) =>
           })))
       )
 
-    return SessionStore.withProcessLeases({
+    const service: Service = {
       commitMode: "write-behind",
       create,
       append,
@@ -788,9 +1029,12 @@ export const make = (options: Options) =>
       header,
       truncate,
       list,
+      damaged,
+      lease,
       remove,
       hasMessage,
       saveSnapshot,
       loadSnapshot
-    })
+    }
+    return service
   })
