@@ -394,15 +394,6 @@ export {
 export const makeMemory: Effect.Effect<Service> = internal.makeMemory
 
 /**
- * Leases kept in this process only, for a backend that has no cross-process lease yet: every later lease takes the
- * session over, and a write under anything but the current lease of a leased session is `Busy`.
- *
- * @since 0.0.0
- * @category constructors
- */
-export const withProcessLeases: (store: Omit<Service, "lease" | "damaged">) => Service = internal.withProcessLeases
-
-/**
  * The memory backend as a layer (a fresh store each time the layer is built).
  *
  * @since 0.0.0
