@@ -152,9 +152,29 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
     Effect.gen(function*() {
       const h = yield* setup({ maxShellOutputBytes: 100 })
       const result = yield* h.text("shell", { command: "seq 1 2000" })
-      assert.match(result, /^… \[truncated: the first [\d.]+ KiB of output omitted, showing the last 100 B; redirect/)
+      assert.match(
+        result,
+        /^… \[truncated: the first [\d.]+ KiB of [\d.]+ KiB of output omitted, showing the last 100 B; redirect/
+      )
       assert.isTrue(result.endsWith("\n1999\n2000\n[exit code: 0]"))
       assert.isBelow(result.length, 400)
+    }))
+
+  it.scoped("the truncation marker states the whole cut: what the byte limit dropped and what the character limit cut", () =>
+    Effect.gen(function*() {
+      const h = yield* setup({ maxShellOutputBytes: 5000, maxOutputChars: 600 })
+      const result = yield* h.text("shell", { command: "head -c 2000000 /dev/zero | tr '\\0' a" })
+      const marker =
+        /^… \[truncated: the first ([\d.]+) MiB of ([\d.]+) MiB of output omitted, showing the last (\d+) B;/
+          .exec(result)
+      assert.isNotNull(marker, result.slice(0, 200))
+      const shown = Number(marker![3])
+      // 2 000 000 bytes in all: the marker counts every one not shown (1.9 MiB), not only the last cut's.
+      assert.strictEqual(marker![1], ((2_000_000 - shown) / (1024 * 1024)).toFixed(1))
+      assert.strictEqual(marker![2], (2_000_000 / (1024 * 1024)).toFixed(1))
+      assert.strictEqual(result.split("\n")[1], "a".repeat(shown))
+      assert.isTrue(result.endsWith("\n[exit code: 0]"))
+      assert.isAtMost(result.length, 600)
     }))
 
   it.scoped("a timeout kills the whole process tree", () =>

@@ -22,7 +22,7 @@ import type { Workspace } from "../Workspace.js"
 import { WorkspaceError } from "../WorkspaceError.js"
 import type { Limits, Shell } from "../WorkspaceTools.js"
 import { errnoCode, fromPlatformError } from "./platformError.js"
-import { decodeUtf8, formatBytes, keepEnd } from "./render.js"
+import { decodeUtf8, formatBytes } from "./render.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Output: the last `max` bytes of stdout and stderr, interleaved as they arrive
@@ -53,26 +53,46 @@ const appendTail = (tail: Tail, chunk: Uint8Array, max: number): Tail => {
   return { chunks, kept, dropped }
 }
 
-/** The kept output as text, with a marker when its beginning was cut. */
-const renderTail = (tail: Tail, max: number): string => {
+const encoder = new TextEncoder()
+
+/**
+ * The output the model is shown, at most `maxChars` characters: the kept tail (`maxBytes` at most), cut further
+ * from the front to fit, with one marker when anything was cut. Contract: the marker states the whole cut — the
+ * bytes the tail dropped and the characters the character limit cut, together — and what is shown.
+ */
+const renderOutput = (tail: Tail, maxBytes: number, maxChars: number): string => {
   const all = new Uint8Array(tail.kept)
   let at = 0
   for (const chunk of tail.chunks) {
     all.set(chunk, at)
     at += chunk.length
   }
-  const excess = Math.max(0, tail.kept - max)
+  const excess = Math.max(0, tail.kept - maxBytes)
   const bytes = all.subarray(excess)
-  const omitted = tail.dropped + excess
+  const dropped = tail.dropped + excess
   // A cut may split a UTF-8 sequence: drop the replacement characters it leaves at the start.
-  const raw = omitted > 0 ? decodeUtf8(bytes).replace(/^\uFFFD+/, "") : decodeUtf8(bytes)
+  const raw = dropped > 0 ? decodeUtf8(bytes).replace(/^\uFFFD+/, "") : decodeUtf8(bytes)
   const text = raw.endsWith("\n") ? raw.slice(0, -1) : raw
-  const marker = omitted > 0
-    ? `… [truncated: the first ${formatBytes(omitted)} of output omitted, showing the last ${
-      formatBytes(bytes.length)
+  const total = tail.dropped + tail.kept
+  if (dropped === 0 && text.length <= maxChars) return text === "" ? "(no output)" : text
+  const marker = (shown: string) => {
+    // The final line break is not printed, but it is not cut either.
+    const shownBytes = encoder.encode(shown).length + (text === raw ? 0 : 1)
+    return `… [truncated: the first ${formatBytes(Math.max(0, total - shownBytes))} of ${
+      formatBytes(total)
+    } of output omitted, showing the last ${
+      formatBytes(shownBytes)
     }; redirect the output to a file and use read_file or grep to see all of it]\n`
-    : ""
-  return marker + (text === "" ? "(no output)" : text)
+  }
+  // The marker's length depends on what it shows: settle it in a few rounds (it only shrinks as `keep` does).
+  let keep = Math.min(text.length, maxChars)
+  for (let round = 0; round < 4; round++) {
+    const next = Math.min(text.length, Math.max(0, maxChars - marker(text.slice(text.length - keep)).length))
+    if (next === keep) break
+    keep = next
+  }
+  const shown = text.slice(text.length - keep)
+  return marker(shown) + shown
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -302,20 +322,21 @@ export const run = Effect.fn("WorkspaceTools.shell")(function*(
     Effect.mapError((error) => spawnError(error, program, cwd.input)),
     Effect.timeoutOption(timeout)
   )
-  const text = renderTail(yield* Ref.get(output), limits.maxShellOutputBytes)
+  const tail = yield* Ref.get(output)
+  // One cut, one marker: the byte limit bounds what is kept, the character limit what the model is shown.
+  const shown = (room: number) => renderOutput(tail, limits.maxShellOutputBytes, Math.max(0, room))
   if (Option.isNone(finished)) {
     const head = `The command timed out after ${formatSeconds(timeout)} and was killed, with every process it ` +
       `started. Raise timeoutSeconds (at most ${formatSeconds(maxTimeout)}) if it needs longer. ` +
       "Output before the timeout:\n"
     return yield* new WorkspaceError({
       reason: "Timeout",
-      message: head + keepEnd(text, Math.max(0, limits.maxOutputChars - head.length))
+      message: head + shown(limits.maxOutputChars - head.length)
     })
   }
   const incomplete = finished.value.drained
     ? ""
     : "\n[output may be incomplete: a process that left the command's session still holds it open]"
-  const tail = `${incomplete}\n${describeExit(finished.value.exit)}`
-  // The byte limit bounds what is kept; the character limit bounds what the model is shown, marker included.
-  return `${keepEnd(text, Math.max(0, limits.maxOutputChars - tail.length))}${tail}`
+  const end = `${incomplete}\n${describeExit(finished.value.exit)}`
+  return `${shown(limits.maxOutputChars - end.length)}${end}`
 })
