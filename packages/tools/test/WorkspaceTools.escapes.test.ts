@@ -9,6 +9,9 @@ import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Either } from "effect"
+import * as NFS from "node:fs"
+import fsp from "node:fs/promises"
+import { syncBuiltinESMExports } from "node:module"
 import * as NodeWorkspaceTools from "../src/NodeWorkspaceTools.js"
 import { WorkspaceError } from "../src/WorkspaceError.js"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"
@@ -51,6 +54,33 @@ for (let i = 0; i < Number(rounds) && !fs.existsSync(stop); i++) {
 
 // Real file system, real processes, real clock: the test services are left out.
 layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools escapes (ADR 0012)", (it) => {
+  it.scoped("read_file refuses a file swapped in between the walk and the open (Changed), deterministically", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      yield* h.write("target.txt", "what the walk saw\n")
+      yield* h.write("swapped.txt", "what an attacker put there\n")
+      // The swap lands exactly between the walk's `lstat` and the tool's `open`: `open` is wrapped to rename another
+      // file over the target first (the builtin's named exports follow its default export once synced).
+      const original = fsp.open
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          fsp.open = ((file: NFS.PathLike, ...rest: Array<never>) => {
+            if (String(file).endsWith("target.txt")) NFS.renameSync(h.abs("swapped.txt"), h.abs("target.txt"))
+            return original(file, ...rest)
+          }) as typeof fsp.open
+          syncBuiltinESMExports()
+        }),
+        () =>
+          Effect.sync(() => {
+            fsp.open = original
+            syncBuiltinESMExports()
+          })
+      )
+      const error = yield* h.failure("read_file", { path: "target.txt" })
+      assert.strictEqual(error.reason, "Changed", error.message)
+      assert.notInclude(error.message, "attacker")
+    }))
+
   it.scoped("`..` is taken from the directory a link leads to, as the OS does: read_file and shell agree", () =>
     Effect.gen(function*() {
       const h = yield* setup()
