@@ -1,5 +1,5 @@
 /**
- * One damaged session never hides the others (issue 36 §3): `list` leaves out a file whose header does not decode,
+ * One damaged session never hides the others: `list` leaves out a file whose header does not decode,
  * a file not of the store's format and a file whose framing is damaged, `damaged` names each with its problem, and
  * `remove` deletes it with everything beside it (lock, snapshot, scan cache).
  */

@@ -1,5 +1,5 @@
 /**
- * Durability claims at the system-call level (issue 46): a counting `FileSystem` (the Node one, with every file's
+ * Durability claims at the system-call level: a counting `FileSystem` (the Node one, with every file's
  * `sync` counted) shows that an append with `sync: true` fsyncs the session file and one without does not; and the
  * bytes of a torn commit are cut before the next append writes, so nothing of them stays behind the new commit.
  */

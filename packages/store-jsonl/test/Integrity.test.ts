@@ -1,5 +1,5 @@
 /**
- * The file's integrity (issue 36 §3): every commit carries a checksum, a commit marker that does not fit is
+ * The file's integrity: every commit carries a checksum, a commit marker that does not fit is
  * corruption (never a torn tail that silently drops later commits), a line longer than the maximum record size is a
  * typed error found without reading it whole, framing is linear in a line's length, and files written before
  * checksums keep loading.

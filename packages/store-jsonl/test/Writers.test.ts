@@ -1,5 +1,5 @@
 /**
- * One writer per session across real processes (issue 36 §1, ADR 0044): children run `writer-child.ts`, each its
+ * One writer per session across real processes (R107, ADR 0044): children run `writer-child.ts`, each its
  * own Node process with its own store over the same directory. Two writers racing for hundreds of rounds lose no
  * acknowledged turn and the loser is told who holds the session; reads and a fork beside a live writer disturb
  * nothing; a writer killed with SIGKILL is taken over at once and its open turn repaired; a stalled holder whose
