@@ -174,6 +174,14 @@ export interface Options {
   readonly workspace?: string | undefined
   /** Effect verifiers, by the name a goal's `{ kind: "effect", name }` verifier gives. */
   readonly verifiers?: Readonly<Record<string, (goal: Goal) => Effect.Effect<VerifierResult>>> | undefined
+  /**
+   * The command verifiers the operator allows, as exact command lines. Contract: a command is the operator's
+   * authority, never the model's nor the log's. `create` and `edit` refuse a command verifier not listed here
+   * (`GOAL_INVALID_INPUT`), the goal tools have no verifier parameter, and a goal read back from a log whose command
+   * is not listed (another process's configuration, an edited session) is never run: its check fails, saying so.
+   * Default: none.
+   */
+  readonly verifierCommands?: ReadonlyArray<string> | undefined
   /** The verifier output kept in the log and shown to the model, in characters (the tail is kept). Default 4 000. */
   readonly maxVerifierOutput?: number | undefined
   /**

@@ -518,7 +518,8 @@ const positive = (name: string, value: number | undefined): Either.Either<number
     : invalid(`${name} must be a positive integer, got ${String(value)}`)
 
 const validInput = (
-  input: Goals.EditInput
+  input: Goals.EditInput,
+  verifierCommands: ReadonlyArray<string>
 ): Either.Either<Partial<Pick<Goal, "objective" | "maxGoalRounds" | "maxTokens" | "verifier">>, GoalError> =>
   Either.gen(function*() {
     const out: {
@@ -539,6 +540,13 @@ const validInput = (
     if (input.verifier !== undefined) {
       const verifier = decodeVerifier(input.verifier)
       if (Either.isLeft(verifier)) return yield* invalid(`invalid verifier: ${verifier.left.message}`)
+      if (verifier.right.kind === "command" && !verifierCommands.includes(verifier.right.command)) {
+        return yield* invalid(
+          `the verifier command ${
+            JSON.stringify(verifier.right.command)
+          } is not one the operator allowed: list it in the Goals option verifierCommands`
+        )
+      }
       out.verifier = verifier.right
     }
     return out
@@ -546,7 +554,7 @@ const validInput = (
 
 const makeService = (
   rt: Core,
-  options: { readonly defaultMaxGoalRounds: number }
+  options: { readonly defaultMaxGoalRounds: number; readonly verifierCommands: ReadonlyArray<string> }
 ): Goals.Service => {
   const get: Effect.Effect<Goals.View, Goals.Failure> = Effect.flatMap(Ref.get(rt.state), (s) =>
     s.corrupt !== undefined
@@ -558,7 +566,7 @@ const makeService = (
     create: (input) =>
       Effect.gen(function*() {
         const id = yield* mintId
-        const valid = yield* validInput(input)
+        const valid = yield* validInput(input, options.verifierCommands)
         if (valid.objective === undefined) {
           return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: "create needs an objective" })
         }
@@ -602,7 +610,7 @@ const makeService = (
         return toGoal(state)
       }),
     edit: (ref, input) =>
-      Effect.flatMap(validInput(input), (valid) =>
+      Effect.flatMap(validInput(input, options.verifierCommands), (valid) =>
         Object.keys(valid).length === 0
           ? Effect.fail(
             new GoalError({
@@ -1018,6 +1026,7 @@ const makeTools = (
     readonly maxVerifierOutput: number
     readonly workspace: string
     readonly verifiers: NonNullable<Goals.Options["verifiers"]>
+    readonly verifierCommands: ReadonlyArray<string>
     readonly verifierTimeout: Duration.Duration
   },
   executor: Context.Context<CommandExecutor>
@@ -1208,6 +1217,10 @@ const validOptions = (options: Goals.Options | undefined) =>
         return yield* invalidOption(`Goals option ${name} must be a positive integer, got ${String(value)}`)
       }
     }
+    const commands = options?.verifierCommands
+    if (commands !== undefined && !commands.every((c) => typeof c === "string" && c.trim() === c && c !== "")) {
+      return yield* invalidOption("Goals option verifierCommands must list non-empty, trimmed command lines")
+    }
     const input = options?.verifierTimeout
     if (input === undefined) return DEFAULT_VERIFIER_TIMEOUT
     const timeout = Duration.decodeUnknown(input)
@@ -1232,6 +1245,7 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalE
       maxVerifierOutput: options?.maxVerifierOutput ?? 4000,
       workspace: options?.workspace ?? process.cwd(),
       verifiers: options?.verifiers ?? {},
+      verifierCommands: options?.verifierCommands ?? [],
       verifierTimeout
     }
     const attach = (agent: AgentNs.Service) =>

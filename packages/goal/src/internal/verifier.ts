@@ -1,78 +1,140 @@
 /**
  * Runs a goal's verifier: a shell command in the workspace (`sh -c`, exit code 0 passes, stdout and stderr
  * interleaved as the output) or a registered Effect. Every run has a time limit: a verifier that does not finish in
- * time fails the check with an output that says it timed out (a command is killed, with its process group). A
- * verifier that cannot run (spawn failure, unknown name, a defect) fails the check with an output that says why:
- * it never completes a goal by accident.
+ * time fails the check with an output that says it timed out. A command's process group is killed when its leader
+ * exits or times out, so background jobs never outlive the check, and only the tail of its output is ever held (at
+ * most `maxOutput` characters, the cut stated). A verifier that cannot run (not allowed, spawn failure, unknown
+ * name, a defect) fails the check with an output that says why, without host paths or stack traces: it never
+ * completes a goal by accident.
  */
 import * as Command from "@effect/platform/Command"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import { Cause, Duration, Effect, Ref, Stream } from "effect"
+import { Deferred, Duration, Effect, Ref, Stream } from "effect"
 import type { VerifierResult } from "../Goals.js"
 import type { Goal, Verifier } from "../GoalState.js"
-
-const decoder = new TextDecoder()
 
 const timedOut = (timeout: Duration.Duration) =>
   `(timed out after ${Duration.format(timeout)}: the verifier did not finish and counts as failed)`
 
+/** The tail of a command's output: at most `2 × max` characters held, and how many were dropped before it. */
+interface Tail {
+  readonly text: string
+  readonly dropped: number
+}
+
+const append = (tail: Tail, chunk: string, max: number): Tail => {
+  const text = tail.text + chunk
+  // Cut only when twice the bound is reached: the cost of a cut is spread over `max` characters of output.
+  return text.length <= 2 * max ? { text, dropped: tail.dropped } : {
+    text: text.slice(text.length - max),
+    dropped: tail.dropped + text.length - max
+  }
+}
+
+/**
+ * `head`, the kept tail and `foot`, in at most `max` characters: the tail is cut from its front to fit, behind one
+ * marker that counts every character not shown (dropped while running and cut here).
+ */
+const bounded = (head: string, tail: Tail, foot: string, max: number): string => {
+  const body = tail.text
+  if (tail.dropped === 0 && head.length + body.length + foot.length <= max) return head + body + foot
+  const marker = (cut: number) => `[… ${cut} characters truncated …]\n`
+  let keep = Math.min(
+    body.length,
+    Math.max(0, max - head.length - foot.length - marker(tail.dropped + body.length).length)
+  )
+  keep = Math.min(
+    body.length,
+    Math.max(0, max - head.length - foot.length - marker(tail.dropped + body.length - keep).length)
+  )
+  return head + marker(tail.dropped + body.length - keep) + body.slice(body.length - keep) + foot
+}
+
 const runCommand = (
   command: string,
-  cwd: string,
-  timeout: Duration.Duration
+  options: { readonly cwd: string; readonly timeout: Duration.Duration; readonly maxOutput: number }
 ): Effect.Effect<VerifierResult, never, CommandExecutor> =>
   Effect.scoped(
     Effect.gen(function*() {
+      const { maxOutput, timeout } = options
       const process = yield* Command.start(
         Command.make("sh", "-c", command).pipe(
-          Command.workingDirectory(cwd),
+          Command.workingDirectory(options.cwd),
           Command.stdin(Stream.empty)
         )
       )
-      // Collected as it arrives, so a command that times out still shows what it printed.
-      const collected = yield* Ref.make("")
-      const finished = yield* Effect.all(
-        [
-          Stream.merge(process.stdout, process.stderr).pipe(
-            Stream.runForEach((bytes) => Ref.update(collected, (text) => text + decoder.decode(bytes)))
-          ),
-          process.exitCode
-        ],
-        { concurrency: "unbounded" }
-      ).pipe(Effect.timeout(timeout), Effect.option)
-      const output = yield* Ref.get(collected)
-      const shown = `$ ${command}\n${output}${output.endsWith("\n") || output === "" ? "" : "\n"}`
-      if (finished._tag === "None") {
-        // SIGKILL the process group at once; the scope's release then only waits for the exit.
-        yield* Effect.ignore(process.kill("SIGKILL"))
-        return { passed: false, output: `${shown}${timedOut(timeout)}` }
+      // Collected as it arrives, so a command that times out still shows what it printed; bounded, so a command
+      // that prints without end costs at most `2 × maxOutput` characters.
+      const collected = yield* Ref.make<Tail>({ text: "", dropped: 0 })
+      const drained = yield* Deferred.make<void>()
+      yield* Stream.merge(process.stdout, process.stderr).pipe(
+        Stream.decodeText(),
+        Stream.runForEach((text) => Ref.update(collected, (tail) => append(tail, text, maxOutput))),
+        Effect.ignore,
+        Effect.ensuring(Deferred.succeed(drained, undefined)),
+        Effect.forkScoped
+      )
+      const exitCode = yield* process.exitCode.pipe(Effect.timeout(timeout), Effect.option)
+      // The leader exited (or timed out): SIGKILL its process group (the executor spawns it detached, as the leader
+      // of its own group), so background jobs it left behind die with the check and release the output pipes.
+      yield* Effect.ignore(process.kill("SIGKILL"))
+      if (exitCode._tag === "Some") yield* Deferred.await(drained)
+      const head = `$ ${command}\n`
+      const tail = yield* Ref.get(collected)
+      const separator = tail.text.endsWith("\n") || tail.text === "" ? "" : "\n"
+      if (exitCode._tag === "None") {
+        return { passed: false, output: bounded(head, tail, `${separator}${timedOut(timeout)}`, maxOutput) }
       }
-      const exitCode = finished.value[1]
-      return { passed: exitCode === 0, output: `${shown}(exit code ${exitCode})` }
+      return {
+        passed: exitCode.value === 0,
+        output: bounded(head, tail, `${separator}(exit code ${exitCode.value})`, maxOutput)
+      }
     })
   ).pipe(
     Effect.catchAll((error) =>
-      Effect.succeed({ passed: false, output: `$ ${command}\nthe verifier could not run: ${error.message}` })
+      // The platform's message names host paths (the workspace): the model is told the kind of failure only.
+      Effect.succeed({
+        passed: false,
+        output: `$ ${command}\nthe verifier could not run: ${
+          error._tag === "SystemError" ? `${error.reason} (${error.method})` : error._tag
+        }`
+      })
     )
   )
 
-/** Runs the verifier of `goal`, within `timeout`. */
+/** Runs the verifier of `goal`, within `verifierTimeout`. */
 export const run = (
   verifier: Verifier,
   goal: Goal,
   options: {
     readonly workspace: string
     readonly verifiers: Readonly<Record<string, (goal: Goal) => Effect.Effect<VerifierResult>>>
+    readonly verifierCommands: ReadonlyArray<string>
     readonly verifierTimeout: Duration.Duration
+    readonly maxVerifierOutput: number
   }
 ): Effect.Effect<VerifierResult, never, CommandExecutor> => {
   const timeout = options.verifierTimeout
-  if (verifier.kind === "command") return runCommand(verifier.command, options.workspace, timeout)
+  if (verifier.kind === "command") {
+    // A command is the operator's authority, never the log's nor the model's: only a listed command runs.
+    if (!options.verifierCommands.includes(verifier.command)) {
+      return Effect.succeed({
+        passed: false,
+        output: `$ ${verifier.command}\nnot run: the operator has not allowed this verifier command (Goals option ` +
+          "verifierCommands); the goal cannot be verified until they do"
+      })
+    }
+    return runCommand(verifier.command, {
+      cwd: options.workspace,
+      timeout,
+      maxOutput: options.maxVerifierOutput
+    })
+  }
   const registered = Object.hasOwn(options.verifiers, verifier.name) ? options.verifiers[verifier.name] : undefined
   if (registered === undefined) {
     return Effect.succeed({ passed: false, output: `no verifier is registered under the name "${verifier.name}"` })
   }
-  return registered(goal).pipe(
+  return Effect.suspend(() => registered(goal)).pipe(
     Effect.timeoutTo({
       duration: timeout,
       onSuccess: (result): VerifierResult => result,
@@ -84,7 +146,8 @@ export const run = (
     Effect.catchAllDefect((defect) =>
       Effect.succeed({
         passed: false,
-        output: `the verifier "${verifier.name}" died: ${Cause.pretty(Cause.die(defect))}`
+        // The defect's message only: a stack trace names host paths.
+        output: `the verifier "${verifier.name}" died: ${defect instanceof Error ? defect.message : String(defect)}`
       })
     )
   )
