@@ -9,6 +9,8 @@
  * @since 0.0.0
  */
 import { Command, type CommandExecutor } from "@effect/platform"
+import { Ids } from "@harness/domain"
+import { SessionLog } from "@harness/session"
 import { Effect, Either, Fiber, type Scope, Stream } from "effect"
 import * as esbuild from "esbuild"
 import * as fs from "node:fs"
@@ -16,6 +18,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChildConfig, Line } from "./Protocol.js"
 import { decodeLine } from "./Protocol.js"
+import * as Stores from "./Stores.js"
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(packageDir, "src", "bin.ts")
@@ -93,6 +96,13 @@ export interface RunResult {
   readonly killedAt: Extract<Line, { readonly _tag: "kill-point" }> | undefined
   /** How the process ended: `SIGKILL`, or its exit code. */
   readonly exit: string
+  /**
+   * What a second writer got at the kill point, while the child still held the session (ADR 0044): `busy` naming
+   * the child is right; `none` when the session was not created yet. Absent when the child was not killed.
+   */
+  readonly intruder: Intruder | undefined
+  /** The child's process id. */
+  readonly pid: number
   /** Lines of stdout that were not report lines (a bug in the child). */
   readonly garbage: ReadonlyArray<string>
   readonly stderr: string
@@ -108,6 +118,46 @@ export interface RunResult {
  * @since 0.0.0
  * @category running
  */
+/**
+ * A second process on the child's session at a kill point, while the child holds it: a writer's `open` (which
+ * must be refused with `busy` naming the child, and change nothing) and a reader's (which must read).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Intruder {
+  /** `busy` with the holder's pid, `none` (no such session yet), or what else the writer's `open` did. */
+  readonly writer:
+    | { readonly _tag: "busy"; readonly pid: number | undefined }
+    | { readonly _tag: "none" }
+    | { readonly _tag: "other"; readonly what: string }
+  /** The reader's error, if its read-only `open` failed (a session not created yet is no error). */
+  readonly readerError: string | undefined
+}
+
+const intrude = (config: ChildConfig): Effect.Effect<Intruder> =>
+  Effect.gen(function*() {
+    const id = Ids.SessionId.make(config.sessionId)
+    const writer = yield* Effect.either(SessionLog.open(id))
+    const reader = yield* Effect.either(Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events))
+    const notStored = (message: string) => /NotFound/.test(message)
+    return {
+      writer: Either.isRight(writer)
+        ? { _tag: "other", what: "the second writer opened the session the child held" }
+        : writer.left.reason === "busy"
+        ? { _tag: "busy", pid: writer.left.holder?.pid }
+        : notStored(writer.left.message)
+        ? { _tag: "none" }
+        : { _tag: "other", what: writer.left.message },
+      readerError: Either.isLeft(reader) && !notStored(reader.left.message) ? reader.left.message : undefined
+    } satisfies Intruder
+  }).pipe(
+    Effect.provide(Stores.layer(config.backend, config.location)),
+    Effect.catchAll((error) =>
+      Effect.succeed<Intruder>({ writer: { _tag: "other", what: error.message }, readerError: undefined })
+    )
+  )
+
 export const run = (
   runner: Runner,
   config: ChildConfig
@@ -125,6 +175,7 @@ export const run = (
     const lines: Array<Line> = []
     const garbage: Array<string> = []
     let killedAt: RunResult["killedAt"] = undefined
+    let intruder: Intruder | undefined = undefined
     yield* child.stdout.pipe(
       Stream.decodeText(),
       Stream.splitLines,
@@ -137,7 +188,13 @@ export const run = (
         lines.push(decoded.right)
         if (decoded.right._tag !== "kill-point") return Effect.void
         killedAt = decoded.right
-        return Effect.ignore(child.kill("SIGKILL"))
+        // The child is frozen at its kill point, holding the session: a second process tries it, then the kill.
+        return Effect.zipRight(
+          Effect.map(intrude(config), (found) => {
+            intruder = found
+          }),
+          Effect.ignore(child.kill("SIGKILL"))
+        )
       }),
       Effect.ignore
     )
@@ -146,6 +203,8 @@ export const run = (
       config,
       lines,
       killedAt,
+      intruder,
+      pid: child.pid,
       exit: Either.isRight(exit)
         ? `exit ${exit.right}`
         : /SIGKILL/.test(exit.left.message)

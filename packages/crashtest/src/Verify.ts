@@ -100,6 +100,17 @@ export const verify = (
     const allLines = [...earlier.flatMap((r) => r.lines), ...lines]
     const knownIds = new Set(earlier.flatMap((r) => linesOf(r.lines, "sent").map((line) => line.id)))
     const problems: Array<string> = []
+    // The second writer at the kill point (ADR 0044): refused, naming the child; the reader read.
+    const intruder = run.intruder
+    if (intruder !== undefined) {
+      if (intruder.writer._tag === "other") {
+        problems.push(`a second writer was not refused busy: ${intruder.writer.what}`)
+      }
+      if (intruder.writer._tag === "busy" && intruder.writer.pid !== run.pid) {
+        problems.push(`a second writer was refused naming process ${intruder.writer.pid}, not the child ${run.pid}`)
+      }
+      if (intruder.readerError !== undefined) problems.push(`a reader beside the child failed: ${intruder.readerError}`)
+    }
     const store = yield* SessionStore.SessionStore
     const id = Ids.SessionId.make(config.sessionId)
     const durableTexts = linesOf(lines, "durable").flatMap((line) => line.events)
