@@ -16,7 +16,9 @@ const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(SessionEvent.Sessi
 
 const reload = (filename: string, id: string) =>
   Effect.gen(function*() {
-    const log = yield* SessionLog.open(id as Ids.SessionId) // an id printed by the CLI, checked by `open`
+    // An id printed by the CLI, checked by `open`; read only, so the test process holds no lease the CLI's later
+    // commands (`sessions rm`) would be refused by.
+    const log = yield* SessionLog.open(id as Ids.SessionId, { readOnly: true })
     return yield* log.events
   }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 
