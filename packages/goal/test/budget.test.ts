@@ -1,5 +1,5 @@
 /**
- * Budgets at their boundaries (issue 46): the token budget and the deadline block a goal exactly when they are
+ * Budgets at their boundaries: the token budget and the deadline block a goal exactly when they are
  * reached — at the budget, not one past it — and a retry turn's usage is charged to its round. Each property runs
  * the real driver over the scripted model (under `TestClock`), at the boundary, one below it and one above it.
  */
