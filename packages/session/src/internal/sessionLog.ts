@@ -1394,6 +1394,27 @@ const prefixOf = (id: Ids.SessionId, store: Store, found: Found): Effect.Effect<
     (load): Prefix => ({ seq: found.start.seq, messages: found.start.messages, load })
   )
 
+/** The snapshot bookkeeping an opened log starts with: fresh, or from the snapshot `open` started from. */
+const snapshotStart = (
+  id: Ids.SessionId,
+  store: Store,
+  every: number,
+  records: number,
+  pending: ReadonlyArray<StoreRecords.InboxAccepted>,
+  used: Found | undefined
+): Effect.Effect<SnapshotStart> =>
+  used === undefined
+    ? Effect.succeed({ ...freshSnapshots(every, records), pending })
+    : Effect.map(prefixOf(id, store, used), (prefix): SnapshotStart => ({
+      every,
+      records,
+      pending,
+      lastSeq: used.start.seq,
+      historyText: undefined,
+      historyMessages: used.start.messages,
+      prefix
+    }))
+
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
   const reader = yield* SessionStore
   const readOnly = options?.readOnly === true
@@ -1434,17 +1455,7 @@ const openLeased = Effect.fnUntraced(function*(
     }
     // As stored, up to a torn tail (not cut: a writer may be committing it right now).
     const pending = [...found.inbox.values()]
-    const snapshots: SnapshotStart = used === undefined
-      ? { ...freshSnapshots(0, found.kept), pending }
-      : {
-        every: 0,
-        records: found.kept,
-        pending,
-        lastSeq: used.start.seq,
-        historyText: undefined,
-        historyMessages: used.start.messages,
-        prefix: yield* prefixOf(id, store, used)
-      }
+    const snapshots = yield* snapshotStart(id, store, 0, found.kept, pending, used)
     return yield* makeService(id, reader, lease, found.data, settingsOf(store, options?.commit), snapshots, pending)
   }
   if (found.bad !== undefined) {
@@ -1480,15 +1491,7 @@ const openLeased = Effect.fnUntraced(function*(
   const records = found.kept + repair.length
   const lastText = repair.length > 0 ? JSON.stringify(AppendOnly.last(data.events)) : found.lastText
   const pending = [...found.inbox.values()]
-  let snapshots: SnapshotStart = used === undefined ? { ...freshSnapshots(every, records), pending } : {
-    every,
-    records,
-    pending,
-    lastSeq: used.start.seq,
-    historyText: undefined,
-    historyMessages: used.start.messages,
-    prefix: yield* prefixOf(id, store, used)
-  }
+  let snapshots = yield* snapshotStart(id, store, every, records, pending, used)
   // A long replay is paid once: when `open` folded at least `every` events past the last snapshot, it takes one
   // where the log now ends (no turn is open after repair).
   const end = data.state.nextSeq - 1
