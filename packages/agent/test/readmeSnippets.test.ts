@@ -125,6 +125,52 @@ const compilerOptions = (): ts.CompilerOptions => {
   }
 }
 
+/**
+ * Runs `node <args>` and returns the JSON its `REPORT ` line carries. Asynchronous, so the test worker stays
+ * responsive while the child works: a worker that blocks its event loop for a minute (a type check is that slow on a
+ * loaded machine) misses vitest's RPC deadline and the run fails with "Timeout calling onTaskUpdate".
+ */
+const reportOf = <A>(args: ReadonlyArray<string>) =>
+  Effect.async<A>((resume) => {
+    execFile(process.execPath, args, { cwd: repo, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
+      const line = stdout.split("\n").find((text) => text.startsWith("REPORT "))
+      resume(
+        line === undefined
+          ? Effect.dieMessage(`the child reported nothing (${String(error)}):\n${stdout}`)
+          : Effect.succeed(JSON.parse(line.slice("REPORT ".length)))
+      )
+    })
+  })
+
+/**
+ * Type-checks the snippet files together in one child process and returns each file's diagnostics (line, text).
+ * (In the test worker the check would block its event loop for as long as it takes.)
+ */
+const typeCheck = (dir: string, files: ReadonlyArray<string>) => {
+  const checker = join(dir, "checker.mjs")
+  writeFileSync(join(dir, "checker.json"), JSON.stringify({ files, options: compilerOptions() }))
+  writeFileSync(
+    checker,
+    `import { readFileSync } from "node:fs"
+import ts from "typescript"
+const { files, options } = JSON.parse(readFileSync(process.argv[2], "utf8"))
+const program = ts.createProgram(files, options)
+const report = files.map((file) => {
+  const source = program.getSourceFile(file)
+  return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((diagnostic) => ({
+    line: source.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1,
+    text: ts.flattenDiagnosticMessageText(diagnostic.messageText, "\\n")
+  }))
+})
+process.stdout.write("REPORT " + JSON.stringify(report) + "\\n")
+`
+  )
+  return reportOf<ReadonlyArray<ReadonlyArray<{ readonly line: number; readonly text: string }>>>([
+    checker,
+    join(dir, "checker.json")
+  ])
+}
+
 /** Runs the program snippets in one child process (tsx), each in a fresh working folder, and returns its report. */
 const runPrograms = (dir: string, files: ReadonlyArray<string>) => {
   const runner = join(dir, "runner.mjs")
@@ -155,18 +201,12 @@ process.stdout.write("REPORT " + JSON.stringify(report) + "\\n")
 process.exit(0)
 `
   )
-  const args = ["--import", "tsx", runner, JSON.stringify(files.map((file) => pathToFileURL(file).href))]
-  return Effect.async<ReadonlyArray<{ readonly file: string; readonly error?: string }>>((resume) => {
-    // Asynchronous, so the test worker stays responsive while the programs run.
-    execFile(process.execPath, args, { cwd: repo, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
-      const line = stdout.split("\n").find((text) => text.startsWith("REPORT "))
-      resume(
-        line === undefined
-          ? Effect.dieMessage(`the runner reported nothing (${String(error)}):\n${stdout}`)
-          : Effect.succeed(JSON.parse(line.slice("REPORT ".length)))
-      )
-    })
-  })
+  return reportOf<ReadonlyArray<{ readonly file: string; readonly error?: string }>>([
+    "--import",
+    "tsx",
+    runner,
+    JSON.stringify(files.map((file) => pathToFileURL(file).href))
+  ])
 }
 
 describe("README snippets", () => {
@@ -183,17 +223,12 @@ describe("README snippets", () => {
         writeFileSync(file, moduleOf(snippet))
         return { file, snippet }
       })
-      const program = ts.createProgram(files.map(({ file }) => file), compilerOptions())
-      const problems = files.flatMap(({ file, snippet }) => {
-        const source = program.getSourceFile(file)!
-        return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map(
-          (diagnostic) => {
-            const line = source.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1
-            const text = ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")
-            return `${snippet.where} (${snippet.kind._tag}, line ${line} of ${relative(repo, file)}): ${text}`
-          }
+      const diagnostics = yield* typeCheck(dir, files.map(({ file }) => file))
+      const problems = files.flatMap(({ file, snippet }, index) =>
+        diagnostics[index]!.map(({ line, text }) =>
+          `${snippet.where} (${snippet.kind._tag}, line ${line} of ${relative(repo, file)}): ${text}`
         )
-      })
+      )
       assert.deepStrictEqual(problems, [], `\n${problems.join("\n")}`)
 
       for (const { snippet } of files) {
