@@ -3,9 +3,11 @@
  * `capture-pane` reads the screen a person would see.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Queue } from "effect"
 import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { bin, harness, tempDir } from "./support.js"
@@ -33,7 +35,13 @@ const press = (session: string, ...keys: ReadonlyArray<string>) =>
   Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
 
 /** Runs `harness chat` in a new tmux session in a fresh workspace; the session and the directory go with the scope. */
-const startChat = (name: string, env: string, args: string, workspace?: string) =>
+const startChat = (
+  name: string,
+  env: string,
+  args: string,
+  workspace?: string,
+  size: { readonly columns: number; readonly rows: number } = { columns: 160, rows: 50 }
+) =>
   Effect.gen(function*() {
     const [fresh, cleanup] = workspace === undefined ? tempDir() : [workspace, () => undefined]
     const dir = fresh
@@ -49,9 +57,73 @@ const startChat = (name: string, env: string, args: string, workspace?: string) 
     )
     const store = `sqlite:${join(dir, "chat.db")}`
     const command = `env NO_COLOR=1 ${env} ${process.execPath} ${bin} chat --store ${store} ${args}; sleep 60`
-    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, command)
+    tmux("new-session", "-d", "-s", name, "-x", String(size.columns), "-y", String(size.rows), "-c", dir, command)
     return { dir, store }
   })
+
+/** One answer of the scripted provider, streamed by the test: `text` sends a piece, `end` finishes the answer. */
+interface Reply {
+  readonly text: (content: string) => Effect.Effect<void>
+  readonly end: Effect.Effect<void>
+}
+
+const chunk = (delta: object, finish: string | null = null) =>
+  `data: ${
+    JSON.stringify({
+      id: "c1",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "scripted",
+      choices: [{ index: 0, delta, finish_reason: finish }]
+    })
+  }\n\n`
+
+/**
+ * A chat-completions server whose answers the test streams piece by piece: each request waits in `replies` (in the
+ * order they came) until the test takes it. So "while the answer streams" is a state the test holds, however slow
+ * the machine is. Closed with the scope.
+ */
+const scriptedProvider = Effect.gen(function*() {
+  const replies = yield* Queue.unbounded<Reply>()
+  const server = createServer((request, response) => {
+    request.resume()
+    request.on("end", () => {
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.write(chunk({ role: "assistant", content: "" }))
+      replies.unsafeOffer({
+        text: (content) => Effect.sync(() => void response.write(chunk({ content }))),
+        end: Effect.sync(() => {
+          response.write(chunk({}, "stop"))
+          response.end("data: [DONE]\n\n")
+        })
+      })
+    })
+  })
+  yield* Effect.acquireRelease(
+    Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+    () =>
+      Effect.sync(() => {
+        server.closeAllConnections()
+        server.close()
+      })
+  )
+  // Listening on TCP: the address is an AddressInfo.
+  const { port } = server.address() as AddressInfo
+  return { args: `--base-url http://127.0.0.1:${port}/v1 --model scripted`, replies }
+})
+
+/**
+ * The screen as one line: the rows of a wrapped answer line, joined by the spaces they were cut at, read as the
+ * line itself — so a line of the answer is whole on the screen exactly when the model's line is a substring.
+ */
+/** Waits for `/drop 1`'s answer about `item` and checks it says `why`. */
+const dropped = (session: string, item: string, why: string) =>
+  Effect.map(
+    waitFor(session, `(${item})`),
+    (now) => assert.include(now, `item 1 is no longer pending: ${why} (${item})`)
+  )
+
+const flat = (screen: string): string => screen.split("\n").map((row) => row.trimEnd()).join(" ")
 
 describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write (once, always), a goal, Ctrl-C twice discards then exits (R28, R81)", () =>
@@ -358,5 +430,133 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.include(show.stdout, "user: what is a dog")
       const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
       assert.isTrue(cat.length > 0 && cat.every((line) => /inbox: /.test(line)), cat.join("\n"))
+    }).pipe(Effect.scoped))
+
+  it.live("a notice never splits a line of the streamed answer: above the live region, or after the line when it outgrew it; a queued turn starts with a line naming its prompt", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const name = `harness-notices-${process.pid}`
+      // 16 rows: the live region shows 6 rows of the answer's current line (98 columns each).
+      yield* startChat(name, "'LLM_IDLE_TIMEOUT=10 minutes'", provider.args, undefined, { columns: 100, rows: 16 })
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+
+      // A short line streams: notices go above the live region, between whole lines of the answer.
+      const first = "The first line of the answer ends here."
+      const second = "The second line streams slowly and is still open while notices arrive, then it ends."
+      yield* story.text(`${first}\n${second.slice(0, 40)}`)
+      yield* waitFor(name, second.slice(0, 40))
+      yield* type(name, "+what is a dog")
+      yield* press(name, "Enter")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      yield* type(name, "/goal show")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "No goal.")
+      yield* story.text(`${second.slice(40)}\n`)
+
+      // A line longer than the live region: its first rows are printed, and notices wait for the line to end.
+      const third = Array.from({ length: 20 }, (_, i) => `Sentence ${i + 1} of the long third line goes on.`).join(" ")
+      yield* story.text(third.slice(0, 700))
+      yield* waitFor(name, "Sentence 15 of the long")
+      yield* type(name, "+what is a cat")
+      yield* press(name, "Enter")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      const holding = yield* waitFor(name, /3 lines held until this line ends|2\. queued +what is a cat/)
+      assert.notInclude(holding, "2. queued   what is a cat")
+      yield* story.text(`${third.slice(700)}\nThe last line.\n`)
+      yield* story.end
+
+      // The queued turn starts with a line naming its prompt, before its answer.
+      const dog = yield* Queue.take(provider.replies)
+      yield* dog.text("Dogs bark.\n")
+      yield* dog.end
+      const cat = yield* Queue.take(provider.replies)
+      yield* cat.text("Cats purr.\n")
+      yield* cat.end
+      const done = flat(yield* waitFor(name, /Cats purr\.[\s\S]*idle · \d+ tokens · \/help/))
+
+      // Every line of the answer is whole on the screen; the notices are around the lines, never inside one.
+      for (const line of [first, second, third, "The last line."]) assert.include(done, line)
+      const at = (text: string) => {
+        const i = done.indexOf(text)
+        assert.isAtLeast(i, 0, `${text} is not on the screen:\n${done}`)
+        return i
+      }
+      assert.isBelow(at(first), at("+ what is a dog (queued)"))
+      assert.isBelow(at("No goal."), at(second))
+      assert.isBelow(at(third), at("+ what is a cat (queued)"))
+      assert.isBelow(at("2. queued   what is a cat"), at("The last line."))
+      assert.isBelow(at("The last line."), at("▸ what is a dog"))
+      assert.isBelow(at("▸ what is a dog"), at("Dogs bark."))
+      assert.isBelow(at("Dogs bark."), at("▸ what is a cat"))
+      assert.isBelow(at("▸ what is a cat"), at("Cats purr."))
+      // The prompt typed on an idle prompt is echoed once, not announced again when its turn starts.
+      assert.notInclude(done, "▸ tell me a story")
+    }).pipe(Effect.scoped))
+
+  it.live("/drop says what became of an item: withdrawn now, already withdrawn, taken by the agent, discarded, no such item", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const name = `harness-drop-${process.pid}`
+      // A double-press window of a minute: the second Ctrl-C below lands inside it however loaded the machine is.
+      yield* startChat(name, "'LLM_IDLE_TIMEOUT=10 minutes' HARNESS_DOUBLE_PRESS_MS=60000", provider.args)
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+      yield* story.text("Once upon a time")
+      yield* waitFor(name, "Once upon a time")
+
+      // Withdrawn now, then already withdrawn.
+      yield* type(name, "+what is a cat")
+      yield* press(name, "Enter")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1. queued   what is a cat")
+      yield* type(name, "/drop 1")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "withdrew 1. queued what is a cat (it will not run)")
+      yield* type(name, "/drop 1")
+      yield* press(name, "Enter")
+      yield* dropped(name, "what is a cat", "it was already withdrawn")
+
+      // Taken by the agent: the story ends, and the queued item is the next turn's prompt.
+      yield* type(name, "+what is a fish")
+      yield* press(name, "Enter")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1. queued   what is a fish")
+      yield* story.text(", the end.\n")
+      yield* story.end
+      const fish = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a fish")
+      yield* type(name, "/drop 1")
+      yield* press(name, "Enter")
+      yield* dropped(name, "what is a fish", "the agent already took it")
+
+      // Discarded: Ctrl-C keeps the inbox (the next item waits for the window), a second Ctrl-C discards it.
+      yield* fish.text("Fish swim")
+      yield* waitFor(name, "Fish swim")
+      yield* type(name, "+what is a bird")
+      yield* press(name, "Enter")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1. queued   what is a bird")
+      yield* press(name, "C-c")
+      yield* waitFor(name, "cancelling the turn (keeping 1 queued")
+      // The cancelled answer's open line is closed where it stopped.
+      yield* waitFor(name, "Fish swim …")
+      yield* press(name, "C-c")
+      yield* waitFor(name, /cancelled; discarded 1 pending item/)
+      yield* type(name, "/drop 1")
+      yield* press(name, "Enter")
+      yield* dropped(name, "what is a bird", "it was discarded with the inbox")
+      yield* type(name, "/drop 3")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "no item 3: /drop takes a number from 1 to 1 (/inbox lists them)")
     }).pipe(Effect.scoped))
 })

@@ -3,7 +3,9 @@
  * turn (or starts one when idle), `/queue` or `+` queues a follow-up, `/inject` adds context, Esc or the first
  * Ctrl-C cancels the running turn keeping the inbox, a second Ctrl-C within a second discards the inbox (or, on an
  * idle prompt with nothing pending, exits). A badge shows the inbox; approvals for writes and `shell` are asked
- * inline. When standard output is not a terminal it prints plain lines and reads plain lines.
+ * inline. The answer's current line streams in a live region above the status line, and everything the chat says
+ * on its own goes through one function (`emit`) that never splits a line of the answer; a queued turn starts with
+ * a `▸ prompt` line. When standard output is not a terminal it prints plain lines and reads plain lines.
  */
 import type { LanguageModel } from "@effect/ai"
 import type { Terminal } from "@effect/platform"
@@ -65,7 +67,18 @@ const expandLines = 200
 
 interface State {
   readonly buffer: string
+  /**
+   * The streamed answer's current line (up to its next newline) as far as it is not yet in the transcript: the
+   * live region shows it, wrapped, until the line ends.
+   */
   readonly partial: { readonly kind: "text" | "reasoning"; readonly text: string } | undefined
+  /**
+   * The answer's current line is open in the transcript: it outgrew the live region, so its first rows were
+   * printed above, and a notice printed now would split it.
+   */
+  readonly open: boolean
+  /** Notices that wait for the open answer line to end (printed right after it). */
+  readonly later: ReadonlyArray<string>
   readonly running: boolean
   readonly turnStartedAt: number
   readonly tokens: number
@@ -87,6 +100,27 @@ const spinner = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", 
 
 const fit = (text: string, width: number): string =>
   text.length <= width ? text : width <= 1 ? "" : `${text.slice(0, width - 1)}…`
+
+/** The first row of `text` at `width` and the rest, or `undefined` when it fits in one row. */
+const cut = (text: string, width: number): readonly [string, string] | undefined => {
+  if (text.length <= width) return undefined
+  // At the last space that fits, or inside a word longer than the row.
+  const space = text.lastIndexOf(" ", width)
+  const at = space > 0 ? space : width
+  return [text.slice(0, at), text.slice(at).replace(/^ /, "")]
+}
+
+/** `text` (one line, no newline) in rows of at most `width` characters. */
+const rowsOf = (text: string, width: number): Array<string> => {
+  const rows: Array<string> = []
+  let rest = text
+  while (true) {
+    const next = cut(rest, width)
+    if (next === undefined) return [...rows, rest]
+    rows.push(next[0])
+    rest = next[1]
+  }
+}
 
 /** The session of this store that was active last (`chat --continue`). */
 export const latest: Effect.Effect<Ids.SessionId, CommandError, SessionStore.SessionStore> = Effect.gen(function*() {
@@ -113,6 +147,8 @@ export const chat = (
     const state = yield* Ref.make<State>({
       buffer: "",
       partial: undefined,
+      open: false,
+      later: [],
       running: false,
       turnStartedAt: 0,
       tokens: 0,
@@ -130,7 +166,7 @@ export const chat = (
     /** The scopes (`Approval.scopeOf` keys) the user answered `a` for. */
     const always = yield* Ref.make<ReadonlySet<string>>(new Set())
     /** The prompt the agent claimed and that waits for the double-press window to close (see `promptSubmit`). */
-    const held = yield* Ref.make<{ readonly id: string; readonly text: string } | undefined>(undefined)
+    const held = yield* Ref.make<{ readonly id: Ids.AgentMessageId; readonly text: string } | undefined>(undefined)
     // A stored session's restored items wait for the user (Enter runs them, /drop N drops one): the gate opens on
     // the first thing submitted. `dropped` holds the ids dropped while the agent held them at the gate.
     const log = yield* openSession(sessionId)
@@ -144,8 +180,17 @@ export const chat = (
     const calls = yield* Ref.make<ReadonlyArray<Call>>([])
     const columns = () => Math.max(20, process.stdout.columns ?? 80)
     const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
+    const update = (f: (st: State) => State) => Ref.update(state, f)
 
     const thinking = (text: string) => s.dim(`  ~ ${text}`)
+    const styled = (kind: "text" | "reasoning") => (row: string) => kind === "reasoning" ? thinking(row) : row
+    /** The width of the answer's rows (reasoning rows are indented). */
+    const rowWidth = (kind: "text" | "reasoning") => columns() - 2 - (kind === "reasoning" ? 4 : 0)
+    /**
+     * How many rows of the answer's current line the live region shows; when the line grows past them, its first
+     * rows go to the transcript. Without a terminal there is no live region: a line is printed when it ends.
+     */
+    const liveRows = () => tty ? Math.max(1, Math.floor((process.stdout.rows ?? 24) / 2) - 2) : Infinity
 
     // --- drawing ----------------------------------------------------------------------------------------------
     // The inbox is the agent's own (`agent.inbox`); the agent is built after the drawing code its hooks use.
@@ -154,11 +199,9 @@ export const chat = (
     const bottom = (st: State, items: ReadonlyArray<Inbox.Item>, now: number): ReadonlyArray<string> => {
       const width = columns() - 1
       const badge = Inbox.badge(items)
-      const lines: Array<string> = []
-      if (st.partial !== undefined && st.partial.text.length > 0) {
-        const text = fit(st.partial.text, width)
-        lines.push(st.partial.kind === "reasoning" ? thinking(text) : text)
-      }
+      const lines: Array<string> = st.partial !== undefined && st.partial.text.length > 0
+        ? rowsOf(st.partial.text, rowWidth(st.partial.kind)).map(styled(st.partial.kind))
+        : []
       const status = st.waiting
         ? "waiting for you"
         : st.running
@@ -171,7 +214,10 @@ export const chat = (
         : st.running
         ? "Esc/Ctrl-C cancels"
         : "/help"
-      const parts = [status, `${st.tokens} tokens`, badge, hint]
+      const held = st.later.length === 0
+        ? ""
+        : `${st.later.length} line${st.later.length === 1 ? "" : "s"} held until this line ends`
+      const parts = [status, `${st.tokens} tokens`, badge, held, hint]
       lines.push(s.dim(fit(parts.filter((p) => p !== "").join(" · "), width)))
       const prompt = st.approval !== undefined
         ? `${
@@ -182,21 +228,37 @@ export const chat = (
       return lines
     }
     const clearBottom = (st: State) => st.drawn === 0 ? "" : `${st.drawn > 1 ? `\x1b[${st.drawn - 1}A` : ""}\r\x1b[J`
-    /** Prints lines above the bottom area, then redraws it. Without a terminal, just prints the lines. */
-    const emit = (lines: ReadonlyArray<string>) =>
-      lock.withPermits(1)(Effect.gen(function*() {
+    /**
+     * Prints lines above the bottom area, then redraws it; without a terminal, just prints the lines. Must run
+     * holding `lock`.
+     */
+    const paint = (lines: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
         if (!tty) {
           if (lines.length > 0) yield* write(`${lines.join("\n")}\n`)
           return
         }
+        const items = yield* inboxItems
         const st = yield* Ref.get(state)
-        const now = yield* Clock.currentTimeMillis
-        const area = bottom(st, yield* inboxItems, now)
+        const area = bottom(st, items, yield* Clock.currentTimeMillis)
         yield* write(`${clearBottom(st)}${lines.map((l) => `${l}\n`).join("")}${area.join("\n")}`)
-        yield* Ref.set(state, { ...st, drawn: area.length })
+        yield* update((x) => ({ ...x, drawn: area.length }))
+      })
+    /**
+     * Prints a notice: everything the chat says on its own (confirmations, listings, `/goal`, warnings, turn
+     * starts) goes through here. Contract: a notice never splits a line of the streamed answer — it is printed
+     * above the live region, which holds the answer's current line until it ends; when that line has outgrown the
+     * live region (its first rows are already in the transcript), the notice waits and is printed right after it.
+     */
+    const emit = (lines: ReadonlyArray<string>) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        if (lines.length > 0 && (yield* Ref.get(state)).open) {
+          yield* update((x) => ({ ...x, later: [...x.later, ...lines] }))
+          return yield* paint([])
+        }
+        yield* paint(lines)
       }))
     const redraw = emit([])
-    const update = (f: (st: State) => State) => Ref.update(state, f)
 
     // --- the agent --------------------------------------------------------------------------------------------
     const hooks: Hooks.Hooks = {
@@ -260,47 +322,61 @@ export const chat = (
     )
     const { agent, goals } = yield* Runtime.makeAgent(settings, log, hooks)
     yield* Ref.set(inboxOf, Inbox.items(agent))
+    const fates = yield* Inbox.track(agent)
+    /**
+     * The prompt submitted on an idle prompt and echoed there (`› text`): its turn needs no start line. `starting`
+     * makes the submission and its echo one step, so the turn's `user/message` is never looked at in between.
+     */
+    const echoed = yield* Ref.make<Ids.AgentMessageId | undefined>(undefined)
+    const starting = yield* Effect.makeSemaphore(1)
     const sendError = (e: { readonly message: string }) => new CommandError({ reason: "Input", message: e.message })
 
     // --- output of the agent's events -------------------------------------------------------------------------
-    const flushPartial = Effect.gen(function*() {
-      const st = yield* Ref.get(state)
-      if (st.partial === undefined) return []
-      yield* Ref.set(state, { ...st, partial: undefined })
-      return st.partial.text.length === 0
-        ? []
-        : [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
-    })
-    const stream = (kind: "text" | "reasoning", raw: string) =>
+    /**
+     * Ends the answer's current line: returns its rows (the last one marked with `suffix`), then the notices that
+     * waited for it, to print. Must run holding `lock`.
+     */
+    const endLine = (suffix = "") =>
       Effect.gen(function*() {
-        const delta = visible(raw)
         const st = yield* Ref.get(state)
-        const done: Array<string> = st.partial !== undefined && st.partial.kind !== kind
-          ? [st.partial.kind === "reasoning" ? thinking(st.partial.text) : st.partial.text]
-          : []
-        let text = (st.partial?.kind === kind ? st.partial.text : "") + delta
-        if (done.length > 0 || st.partial === undefined) text = text.replace(/^\s+/, "")
-        // Complete lines (and lines wider than the terminal) leave the partial line.
-        const width = columns() - 2
-        while (true) {
-          const newline = text.indexOf("\n")
-          if (newline >= 0 && newline <= width) {
-            done.push(text.slice(0, newline))
-            text = text.slice(newline + 1)
-            continue
-          }
-          if (text.length > width) {
-            const cut = text.lastIndexOf(" ", width) > 0 ? text.lastIndexOf(" ", width) : width
-            done.push(text.slice(0, cut))
-            text = text.slice(cut).replace(/^ /, "")
-            continue
-          }
-          break
-        }
-        yield* Ref.set(state, { ...st, partial: { kind, text } })
-        const styled = kind === "reasoning" ? done.map(thinking) : done
-        if (tty || styled.length > 0) yield* emit(styled)
+        yield* update((x) => ({ ...x, partial: undefined, open: false, later: [] }))
+        const line = st.partial
+        const rows = line === undefined || line.text.length === 0
+          ? []
+          : rowsOf(line.text, rowWidth(line.kind)).map(styled(line.kind))
+        const marked = suffix === "" || rows.length === 0 ? rows : [...rows.slice(0, -1), `${rows.at(-1)}${suffix}`]
+        return [...marked, ...st.later]
       })
+    /**
+     * Streams a delta of the answer: each line that ends leaves the live region whole (the notices that waited for
+     * it follow); the line still going stays in the live region, or, once it outgrows it, has its first rows
+     * printed and is open.
+     */
+    const stream = (kind: "text" | "reasoning", raw: string) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const delta = visible(raw)
+        const before = yield* Ref.get(state)
+        let done = before.partial !== undefined && before.partial.kind !== kind ? yield* endLine() : []
+        const st = yield* Ref.get(state)
+        let text = st.partial === undefined ? delta.replace(/^\s+/, "") : st.partial.text + delta
+        let open = st.open
+        let later = st.later
+        const width = rowWidth(kind)
+        for (let newline = text.indexOf("\n"); newline >= 0; newline = text.indexOf("\n")) {
+          done = [...done, ...rowsOf(text.slice(0, newline), width).map(styled(kind)), ...later]
+          text = text.slice(newline + 1)
+          open = false
+          later = []
+        }
+        for (let extra = tty ? rowsOf(text, width).length - liveRows() : 0; extra > 0; extra--) {
+          const [row, rest] = cut(text, width)!
+          done = [...done, styled(kind)(row)]
+          text = rest
+          open = true
+        }
+        yield* update((x) => ({ ...x, partial: { kind, text }, open, later }))
+        yield* paint(done)
+      }))
     const onEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void> =>
       Effect.gen(function*() {
         switch (event.type) {
@@ -343,14 +419,13 @@ export const chat = (
             return
           }
           case "assistant/message": {
-            const rest = yield* flushPartial
             const tokens = durable.data.usage?.outputTokens ?? 0
             yield* update((st) => ({ ...st, tokens: st.tokens + tokens }))
-            return yield* emit(rest)
+            return yield* lock.withPermits(1)(Effect.flatMap(endLine(), paint))
           }
           case "turn/end":
             // An aborted stream leaves its partial line: close it where it stopped.
-            return yield* Effect.flatMap(flushPartial, (rest) => emit(rest.map((line) => `${line} …`)))
+            return yield* lock.withPermits(1)(Effect.flatMap(endLine(" …"), paint))
           case "tool/call": {
             const { arguments: args, callId, name } = durable.data
             const n = (yield* Ref.updateAndGet(calls, (all) => [...all, { callId, name, args, result: undefined }]))
@@ -380,9 +455,15 @@ export const chat = (
             const text = visible(Content.joinText(durable.data.content))
             const goal = Timeline.goalLine(durable.data.source, text)
             if (goal !== undefined) return yield* emit([s.magenta(`  ◎ ${goal}`)])
-            return durable.data.source.kind === "user"
-              ? undefined
-              : yield* emit([s.dim(`  + ${Timeline.sourceOf(durable.data.source)}: ${text}`)])
+            if (durable.data.source.kind !== "user") {
+              return yield* emit([s.dim(`  + ${Timeline.sourceOf(durable.data.source)}: ${text}`)])
+            }
+            // A turn that starts with a prompt that was not echoed just before (a queued one, a restored one) says
+            // which prompt it answers.
+            const { messageId } = durable.data
+            const echo = yield* starting.withPermits(1)(Ref.getAndSet(echoed, undefined))
+            if (messageId !== undefined && messageId === echo) return
+            return yield* emit([`${s.bold("▸")} ${fit(text.replace(/\s+/g, " ").trim(), columns() - 3)}`])
           }
           default:
             return
@@ -462,20 +543,19 @@ export const chat = (
                   : `no item ${rest[0] ?? ""}: /drop takes a number from 1 to ${items.length} (/inbox lists them)`
               ])
             }
-            // An item the agent holds at the gate (claimed, not yet run) is dropped there.
+            const withdrew = `withdrew ${n}. ${item.placement} ${visible(item.text)} ${s.dim("(it will not run)")}`
+            const gone = (fate: Inbox.Fate | undefined) =>
+              s.yellow(`item ${n} is no longer pending: ${Inbox.fateWords(fate)} (${visible(item.text)})`)
+            // An item the agent holds at the gate (claimed, not yet run) is dropped there, once.
+            if ((yield* Ref.get(dropped)).has(item.id)) return yield* emit([gone("withdrawn")])
             const holding = yield* Ref.get(held)
             if ((yield* gated) && holding?.id === item.id) {
               yield* Ref.update(dropped, (ids) => new Set([...ids, item.id]))
-              return yield* emit([
-                `withdrew ${n}. ${item.placement} ${visible(item.text)} ${s.dim("(it will not run)")}`
-              ])
+              yield* fates.note(item.id, "withdrawn")
+              return yield* emit([withdrew])
             }
-            const result = yield* Inbox.withdraw(agent, item.id)
-            return yield* emit([
-              result._tag === "Withdrawn"
-                ? `withdrew ${n}. ${item.placement} ${visible(item.text)} ${s.dim("(it will not run)")}`
-                : s.yellow(`item ${n} is no longer pending: the agent already took it (${visible(item.text)})`)
-            ])
+            const result = yield* Inbox.drop(agent, fates, item.id)
+            return yield* emit([result._tag === "Withdrawn" ? withdrew : gone(result.fate)])
           }
           case "/expand": {
             const all = yield* Ref.get(calls)
@@ -529,8 +609,11 @@ export const chat = (
           yield* agent.steer(Message.make(text)).pipe(Effect.mapError(sendError))
           return yield* emit([`${s.bold("›")} ${text} ${s.dim("(steering the running turn)")}`])
         }
-        yield* agent.followup(Message.make(text)).pipe(Effect.mapError(sendError))
-        return yield* emit([`${s.bold("›")} ${text}`])
+        return yield* starting.withPermits(1)(Effect.gen(function*() {
+          const id = yield* agent.followup(Message.make(text)).pipe(Effect.mapError(sendError))
+          yield* Ref.set(echoed, id)
+          yield* emit([`${s.bold("›")} ${text}`])
+        }))
       })
     const queue = (text: string) =>
       text === ""
@@ -553,7 +636,7 @@ export const chat = (
           window
         )
         // The press is recorded before the agent is told: a prompt it claims from now on waits for the window.
-        yield* Ref.set(state, { ...st, lastCtrlC: decided.lastCtrlC, buffer: "", editing: false })
+        yield* update((x) => ({ ...x, lastCtrlC: decided.lastCtrlC, buffer: "", editing: false }))
         if (st.editing && st.buffer.trim() !== "") {
           yield* emit([s.dim(`  (the item you were editing was dropped: ${visible(st.buffer.trim())})`)])
         }
@@ -565,7 +648,10 @@ export const chat = (
           case "exit":
             return yield* Deferred.succeed(quit, undefined)
           case "discard": {
-            const waiting = (yield* Ref.get(held)) === undefined ? 0 : 1
+            // The prompt the agent claimed and holds (waiting for the window or at the gate) goes with the inbox.
+            const holding = yield* Ref.get(held)
+            if (holding !== undefined) yield* fates.note(holding.id, "discarded")
+            const waiting = holding === undefined ? 0 : 1
             yield* Effect.orDie(agent.cancel("user")) // a literal cause cannot be refused
             // Restored items waiting at the gate went with the inbox; what comes next runs as it comes.
             yield* Deferred.succeed(gate, undefined)
@@ -625,9 +711,9 @@ export const chat = (
           const last = (yield* inboxItems).filter((item) => item.placement === "queued" && item.source === "user")
             .at(-1)
           if (last === undefined) return yield* emit([s.dim("nothing queued to edit")])
-          const result = yield* Inbox.withdraw(agent, last.id)
+          const result = yield* Inbox.drop(agent, fates, last.id)
           if (result._tag === "NotPending") {
-            return yield* emit([s.yellow(`too late to edit: the agent already took “${last.text}”`)])
+            return yield* emit([s.yellow(`too late to edit “${visible(last.text)}”: ${Inbox.fateWords(result.fate)}`)])
           }
           yield* update((x) => ({ ...x, buffer: result.item.text, editing: true }))
           return yield* emit([s.dim(`  took back “${visible(result.item.text)}” for editing (Enter queues it again)`)])
@@ -684,9 +770,11 @@ export const chat = (
     }
     yield* Deferred.await(quit)
     yield* lock.withPermits(1)(Effect.gen(function*() {
+      // What was streamed of a line that did not end, and the notices that waited for it, stay on the screen.
+      const rest = yield* endLine()
       const st = yield* Ref.get(state)
-      if (tty) yield* write(`${clearBottom(st)}`)
-      yield* Ref.set(state, { ...st, drawn: 0 })
+      yield* write(`${tty ? clearBottom(st) : ""}${rest.map((line) => `${line}\n`).join("")}`)
+      yield* update((x) => ({ ...x, drawn: 0 }))
     }))
     const flags = storeFlags(settings, process.cwd())
     yield* write(

@@ -1,12 +1,13 @@
 /**
  * The CLI's view of the agent's inbox: the pending items as the agent reports them (`agent.inbox`, no counters
  * kept here), the badge `2 queued · 1 steering`, and withdrawing one item (`agent.withdraw`, ADR 0009) with a
- * typed answer the chat can print.
+ * typed answer the chat can print — for an item that is no longer pending, what became of it (its fate, read from
+ * the agent's live events).
  */
 import type { Agent } from "@harness/agent"
-import type { Ids, Inbox, Message, MessageSource } from "@harness/domain"
+import type { AgentEvent, Ids, Inbox, Message, MessageSource } from "@harness/domain"
 import { Content } from "@harness/domain"
-import { Effect } from "effect"
+import { Duration, Effect, Option, Queue, type Scope, Stream, SubscriptionRef } from "effect"
 import * as Timeline from "./timeline.js"
 
 /** One pending inbox item, as the CLI shows it. */
@@ -36,6 +37,75 @@ export const items = (agent: Agent.Service): Effect.Effect<ReadonlyArray<Item>> 
   Effect.map(agent.inbox, (all) => [...all].sort((a, b) => a.order - b.order).map(itemOf))
 
 /**
+ * What became of an item that left the inbox: `taken` by the agent (claimed for a turn, or steering that joined
+ * one), `withdrawn` (`/drop`, Up), or `discarded` (a cancel that did not keep the inbox).
+ */
+export type Fate = "taken" | "withdrawn" | "discarded"
+
+/**
+ * The fates a live event settles, added to `fates`. Contract: the first fate of an item stands (an item leaves the
+ * inbox once: its `agent/inbox/dequeue` or `agent/inbox/discard`; its logged message only confirms a claim).
+ */
+export const settle = (
+  fates: ReadonlyMap<Ids.AgentMessageId, Fate>,
+  event: AgentEvent.AgentEvent
+): ReadonlyMap<Ids.AgentMessageId, Fate> => {
+  const settled: ReadonlyArray<readonly [Ids.AgentMessageId, Fate]> = event.type === "agent/inbox/dequeue"
+    ? [[event.message.id, "taken"]]
+    : event.type === "agent/inbox/discard"
+    ? event.messages.map((message) => [message.id, event.reason === "withdraw" ? "withdrawn" : "discarded"] as const)
+    : event.type === "session/event" && event.event.type === "steering/message"
+    ? [[event.event.data.messageId, "taken"]]
+    : event.type === "session/event" && event.event.type === "user/message" && event.event.data.messageId !== undefined
+    ? [[event.event.data.messageId, "taken"]]
+    : []
+  const fresh = settled.filter(([id]) => !fates.has(id))
+  return fresh.length === 0 ? fates : new Map([...fates, ...fresh])
+}
+
+/** What became of the items that left the inbox since {@link track} started. */
+export interface Fates {
+  /**
+   * What the chat itself decided for an item the agent cannot tell apart (a claimed prompt it dropped or
+   * discarded before it reached the model). Contract: a note overrides what the events said.
+   */
+  readonly note: (id: Ids.AgentMessageId, fate: Fate) => Effect.Effect<void>
+  /**
+   * The fate of `id`. Contract: the agent publishes the event that settles an item before `withdraw` can answer
+   * `NotPending` for it, so this waits for that event to be folded; `undefined` only for an item whose event came
+   * before tracking started (a second at most is spent looking for it).
+   */
+  readonly of: (id: Ids.AgentMessageId) => Effect.Effect<Fate | undefined>
+}
+
+/** Follows the agent's live events for the fates of its items, for as long as the scope lasts. */
+export const track = (agent: Agent.Service): Effect.Effect<Fates, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fates = yield* SubscriptionRef.make<ReadonlyMap<Ids.AgentMessageId, Fate>>(new Map())
+    const events = yield* agent.subscribe
+    yield* Effect.forever(
+      Effect.flatMap(Queue.take(events), (event) =>
+        SubscriptionRef.updateSome(fates, (now) => {
+          const next = settle(now, event)
+          return next === now ? Option.none() : Option.some(next)
+        }))
+    ).pipe(Effect.forkScoped)
+    return {
+      note: (id, fate) => SubscriptionRef.update(fates, (now) => new Map([...now, [id, fate]])),
+      of: (id) =>
+        fates.changes.pipe(
+          Stream.filterMap((now) => Option.fromNullable(now.get(id))),
+          Stream.runHead,
+          Effect.timeoutTo({
+            duration: Duration.seconds(1),
+            onSuccess: Option.getOrUndefined,
+            onTimeout: () => undefined
+          })
+        )
+    }
+  })
+
+/**
  * What withdrawing did: `Withdrawn` with the item (the agent published `agent/inbox/discard` for exactly it), or
  * `NotPending` when the agent had already claimed, logged or discarded it.
  */
@@ -55,6 +125,28 @@ export const withdraw = (agent: Agent.Service, id: Ids.AgentMessageId): Effect.E
     // The ids come from `agent.inbox`, so they are valid message ids; an invalid one is a bug.
     Effect.orDie
   )
+
+/** What dropping did: a {@link Withdrawal}, and for an item no longer pending, what became of it. */
+export type Drop =
+  | { readonly _tag: "Withdrawn"; readonly item: Item }
+  | { readonly _tag: "NotPending"; readonly id: Ids.AgentMessageId; readonly fate: Fate | undefined }
+
+/** {@link withdraw}, noting the withdrawal in `fates`, or telling what became of an item no longer pending. */
+export const drop = (agent: Agent.Service, fates: Fates, id: Ids.AgentMessageId): Effect.Effect<Drop> =>
+  Effect.flatMap(withdraw(agent, id), (result): Effect.Effect<Drop> =>
+    result._tag === "Withdrawn"
+      ? Effect.as(fates.note(id, "withdrawn"), result)
+      : Effect.map(fates.of(id), (fate) => ({ _tag: "NotPending", id, fate })))
+
+/** Why an item is no longer pending, in words: `the agent already took it`, `it was already withdrawn`, …. */
+export const fateWords = (fate: Fate | undefined): string =>
+  fate === "taken"
+    ? "the agent already took it"
+    : fate === "withdrawn"
+    ? "it was already withdrawn"
+    : fate === "discarded"
+    ? "it was discarded with the inbox"
+    : "it already left the inbox"
 
 /** The badge: `2 queued · 1 steering`, or the empty string when nothing is pending. */
 export const badge = (pending: ReadonlyArray<Item>): string => {
