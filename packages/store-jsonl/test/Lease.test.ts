@@ -57,7 +57,36 @@ const refusal = <A>(effect: Effect.Effect<A, SessionStore.SessionStoreError>) =>
     (result) => result._tag === "Left" ? Effect.succeed(result.left) : Effect.dieMessage("expected the store to refuse")
   )
 
+/** How many descriptors of this process are open on `file` (Linux: `/proc/self/fd`). */
+const openDescriptors = (file: string): number =>
+  fs.readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`) === file
+    } catch {
+      return false
+    }
+  }).length
+
 describe("JsonlStore writer lease", () => {
+  it.live("a lease keeps its session file open for its writes and closes it when it ends, also when taken over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const file = path.join(fs.realpathSync(dir), "s1.jsonl")
+      const store = yield* storeOn(dir)
+      yield* store.create(header(s1))
+      const first = yield* store.lease(s1)
+      for (let seq = 0; seq < 3; seq++) yield* store.append(s1, commitAt(seq, `first ${seq}`), { lease: first })
+      assert.strictEqual(openDescriptors(file), 1)
+      // a later lease in this process takes over: the first one's descriptor is closed, the new one writes on
+      const second = yield* store.lease(s1)
+      assert.strictEqual(openDescriptors(file), 0)
+      yield* store.append(s1, commitAt(3, "second"), { lease: second, sync: true })
+      assert.strictEqual(openDescriptors(file), 1)
+      yield* second.release
+      assert.strictEqual(openDescriptors(file), 0)
+      assert.strictEqual((yield* loadAll(store, s1)).length, 4)
+    }).pipe(Effect.scoped))
+
   it.live("a lease is a lock file naming this process, given up on release; a write without one takes none", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

@@ -16,7 +16,7 @@ import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { Ids, Store } from "@harness/domain"
 import { SessionStore } from "@harness/session"
-import { Chunk, Duration, Effect, HashMap, Option, Random, Ref, Schema, Stream } from "effect"
+import { Chunk, Duration, Effect, HashMap, Option, Random, Ref, Schema, Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Framing from "./framing.js"
 import { type FramedRecord, Framer } from "./framing.js"
@@ -222,6 +222,10 @@ export const make = (options: Options) =>
     const nextOrder = yield* Ref.make(Option.none<number>())
     const lock = yield* Effect.makeSemaphore(1)
     const leases = yield* Leases.make(fs, { leaseTime })
+    /** Session files kept open for writing, each for the lease it was opened under (closed when that lease ends). */
+    const writers = yield* Ref.make(
+      HashMap.empty<string, { readonly lease: SessionStore.Lease; readonly file: FileSystem.File }>()
+    )
 
     const pathOf = (id: string) => `${directory}/${fileName(id)}.jsonl`
     const snapshotPathOf = (id: string) => `${directory}/${fileName(id)}.snapshot.json`
@@ -638,6 +642,28 @@ export const make = (options: Options) =>
               (transient) => transient.release
             ))
 
+    /**
+     * The file of session `id` open for writing: under a lease, the descriptor kept open for the lease's lifetime
+     * (no open and close per commit); without one, opened in the caller's scope. The fence ran first, so a lease
+     * here is this store's current one. The session file is never replaced while it exists (only appended, cut and
+     * removed under the lease), so the descriptor stays the file's.
+     */
+    const writable = (
+      id: Ids.SessionId,
+      lease: SessionStore.Lease | undefined
+    ): Effect.Effect<FileSystem.File, PlatformError, Scope.Scope> => {
+      const path = pathOf(id)
+      return lease === undefined ? fs.open(path, { flag: "r+" }) : Effect.gen(function*() {
+        const kept = HashMap.get(yield* Ref.get(writers), path)
+        if (Option.isSome(kept) && kept.value.lease === lease) return kept.value.file
+        const lifetime = yield* leases.lifetime(lockPathOf(id), lease)
+        if (Option.isNone(lifetime)) return yield* fs.open(path, { flag: "r+" })
+        const file = yield* Scope.extend(fs.open(path, { flag: "r+" }), lifetime.value)
+        yield* Ref.update(writers, HashMap.set(path, { lease, file }))
+        return file
+      })
+    }
+
     const append: Service["append"] = (id, commit, options) =>
       lock.withPermits(1)(leased(
         id,
@@ -653,7 +679,7 @@ export const make = (options: Options) =>
             // A barrier over commits already written unsynced: fsync the file.
             if (options?.sync === true) {
               const path = pathOf(id)
-              yield* Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r+" }), (file) => file.sync)).pipe(
+              yield* Effect.scoped(Effect.flatMap(writable(id, options.lease), (file) => file.sync)).pipe(
                 Effect.mapError(io(id, `sync ${path}`))
               )
             }
@@ -662,7 +688,7 @@ export const make = (options: Options) =>
           const content = linesOf(records)
           const path = pathOf(id)
           const mtime = yield* Effect.scoped(Effect.gen(function*() {
-            const file = yield* fs.open(path, { flag: "r+" })
+            const file = yield* writable(id, options?.lease)
             // Bytes past the committed end are a commit torn by a crash (never acknowledged; `stateOf` saw the
             // file's size): cut them first. Only the lease holder gets here, so no other writer is committing them.
             if (state.size !== state.bytes) yield* file.truncate(state.bytes)
@@ -891,6 +917,7 @@ export const make = (options: Options) =>
           yield* fs.remove(path).pipe(Effect.mapError(io(id, `remove ${path}`)))
           yield* Ref.update(states, HashMap.remove(path))
           yield* Ref.update(damages, HashMap.remove(path))
+          yield* Ref.update(writers, HashMap.remove(path))
           // Every lease of this store on the session is fenced; the lock goes last.
           yield* leases.forget(lockPath)
           yield* fs.remove(lockPath).pipe(

@@ -106,6 +106,11 @@ export interface Leases {
     path: string,
     lease: SessionStore.Lease
   ) => Effect.Effect<void, SessionStore.SessionStoreError>
+  /**
+   * The scope `lease` lives in while it is this store's current lease of `path` (closed when it ends: released,
+   * taken over, fenced); none otherwise. What a writer keeps open for a lease's sake belongs there.
+   */
+  readonly lifetime: (path: string, lease: SessionStore.Lease) => Effect.Effect<Option.Option<Scope.Scope>>
   /** Forgets every lease of `path` this store holds (its session was removed): they are fenced. */
   readonly forget: (path: string) => Effect.Effect<void>
 }
@@ -362,6 +367,13 @@ export const make = (fs: FileSystem.FileSystem, options: Options): Effect.Effect
         BadArgument: (e) => Effect.fail(io(id, `check the writer lease ${path}`)(e))
       }))
 
+    const lifetime: Leases["lifetime"] = (path, lease) =>
+      Effect.map(
+        Ref.get(held),
+        (map) =>
+          Option.map(Option.filter(HashMap.get(map, path), (h) => h.lease === lease), (h): Scope.Scope => h.scope)
+      )
+
     const forget: Leases["forget"] = (path) =>
       Effect.flatMap(
         Ref.modify(held, (map) => [HashMap.get(map, path), HashMap.remove(map, path)] as const),
@@ -372,5 +384,5 @@ export const make = (fs: FileSystem.FileSystem, options: Options): Effect.Effect
       Effect.flatMap(Ref.get(held), (map) => Effect.forEach(HashMap.values(map), (h) => h.lease.release))
     )
 
-    return { take, check, forget }
+    return { take, check, lifetime, forget }
   })
