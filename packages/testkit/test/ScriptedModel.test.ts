@@ -1,7 +1,7 @@
 import { type AiError, LanguageModel, Prompt } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { ModelStream } from "@harness/domain"
-import { Chunk, Effect, Either, Option, Stream, TestServices, type Tracer } from "effect"
+import { Chunk, Effect, Either, Fiber, Option, Stream, TestClock, type Tracer } from "effect"
 import * as S from "../src/ScriptedModel.js"
 
 const ask = (model: LanguageModel.Service, text: string) =>
@@ -11,6 +11,20 @@ const userText = (request: S.Request): string =>
   request.prompt.content.flatMap((message) =>
     message.role === "user" ? message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])) : []
   ).join("")
+
+/**
+ * Runs `effect` against a 200 ms deadline on the `TestClock`: forked, the clock moved to the deadline, joined. A reply
+ * that ends needs no time and is back before the clock moves; one that hangs is "hang". (Never the live clock: there a
+ * loaded machine turns a slow reply into a "hang".)
+ */
+const orHang = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(
+      Effect.timeoutTo(effect, { duration: "200 millis", onSuccess: (a): A | "hang" => a, onTimeout: () => "hang" })
+    )
+    yield* TestClock.adjust("200 millis")
+    return yield* Fiber.join(fiber)
+  })
 
 describe("ScriptedModel", () => {
   it.effect("records every request in full, numbered, and counts them", () =>
@@ -103,7 +117,7 @@ describe("ScriptedModel", () => {
         span
       })
       const masked = (value: unknown) => JSON.stringify(value, (key, v: unknown) => (key === "id" ? "<id>" : v))
-      // Each reply twice: streamed, then pulled (until the pull ends, fails, or hangs past 200 ms).
+      // Each reply twice: streamed, then pulled (until the pull ends, fails, or hangs past 200 ms of test time).
       for (let i = 0; i < 4; i++) {
         const streamed = yield* Effect.scoped(
           Effect.flatMap(Effect.makeSpanScoped("s"), (span) =>
@@ -112,11 +126,10 @@ describe("ScriptedModel", () => {
               Stream.map(Chunk.toReadonlyArray),
               Stream.runCollect,
               Effect.map(Chunk.toReadonlyArray),
-              Effect.either,
-              Effect.timeoutTo({ duration: "200 millis", onSuccess: (e) => e, onTimeout: () => "hang" as const })
+              Effect.either
             ))
-        )
-        const pulled = yield* Effect.scoped(
+        ).pipe(orHang)
+        const pulled = yield* orHang(Effect.scoped(
           Effect.flatMap(Effect.makeSpanScoped("p"), (span) =>
             Effect.flatMap(pullText!(options(span)), (pull) => {
               const chunks: Array<ReadonlyArray<ModelStream.Part>> = []
@@ -128,13 +141,9 @@ describe("ScriptedModel", () => {
                   })),
                 onSuccess: (chunk) => Effect.suspend(() => (chunks.push(Chunk.toReadonlyArray(chunk)), loop))
               })
-              return Effect.timeoutTo(loop, {
-                duration: "200 millis",
-                onSuccess: (e) => e,
-                onTimeout: () => "hang" as const
-              })
+              return loop
             }))
-        )
+        ))
         assert.strictEqual(masked(pulled), masked(streamed), `reply ${i}`)
       }
     }).pipe(
@@ -147,8 +156,7 @@ describe("ScriptedModel", () => {
         S.hanging(S.text("waiting")),
         S.reply(S.reasoning("r"), S.toolCall("t", { a: 1 })),
         S.reply(S.reasoning("r"), S.toolCall("t", { a: 1 }))
-      ])),
-      TestServices.provideLive
+      ]))
     ))
 
   it.effect("layerStream offers a ModelStream without pullText", () =>
