@@ -2,7 +2,7 @@
 // exactly one `@category`, taken from that package's closed set below, and every entry point has an `@example`
 // (docgen type-checks and runs the examples). Prints each finding as `file:line: text` and exits 1 if there is any.
 // Run: `npm run docs` (docgen for every package below, then this check).
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import process from "node:process"
 
 /** Each package's closed set of categories. A new category is a decision: add it here. */
@@ -82,6 +82,32 @@ for (const [pkg, allowed] of Object.entries(categories)) {
 }
 for (const entry of entryPoints) {
   if (!examples.has(entry)) findings.push(`${entry}: an entry point without an @example`)
+}
+
+// Install lines (ADR 0045): every published package's README starts, after its title, with a `sh` block whose first
+// line installs the package and each peer dependency it requires (a global install of the CLI needs none named);
+// the root README has the "Install in your project" section.
+for (const pkg of readdirSync("packages")) {
+  const manifestFile = `packages/${pkg}/package.json`
+  if (!existsSync(manifestFile)) continue
+  const manifest = JSON.parse(readFileSync(manifestFile, "utf8"))
+  if (manifest.private === true) continue
+  const readme = `packages/${pkg}/README.md`
+  const lines = existsSync(readme) ? readFileSync(readme, "utf8").split("\n") : []
+  const line = lines[0] === `# ${manifest.name}` && lines[1] === "" && lines[2] === "```sh" ? lines[3] : undefined
+  const words = (line ?? "").split("#")[0].trim().split(/\s+/)
+  if (line === undefined || words[0] !== "npm" || words[1] !== "install" || !words.includes(manifest.name)) {
+    findings.push(`${readme}:3: does not start with its install line (a sh block: npm install ${manifest.name} …)`)
+    continue
+  }
+  const optional = manifest.peerDependenciesMeta ?? {}
+  const required = Object.keys(manifest.peerDependencies ?? {}).filter((peer) => optional[peer]?.optional !== true)
+  for (const peer of words.includes("-g") ? [] : required) {
+    if (!words.includes(peer)) findings.push(`${readme}:4: the install line lacks the peer dependency ${peer}`)
+  }
+}
+if (!/^## Install in your project$/m.test(readFileSync("README.md", "utf8"))) {
+  findings.push("README.md: no \"## Install in your project\" section")
 }
 
 for (const finding of findings) process.stdout.write(`${finding}\n`)

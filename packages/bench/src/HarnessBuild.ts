@@ -38,6 +38,8 @@ const bundle = async ({ build }: typeof Esbuild): Promise<void> => {
     logLevel: "warning",
     // As the CLI's build: native or optional modules load from node_modules.
     external: ["better-sqlite3", "pg-native"],
+    // The workspace packages from their sources, not their builds (ADR 0045).
+    conditions: ["@harness/source"],
     banner: {
       js:
         "import { createRequire as __benchRequire } from \"node:module\"; const require = __benchRequire(import.meta.url);"

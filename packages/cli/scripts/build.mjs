@@ -32,6 +32,8 @@ const result = await build({
   logLevel: "warning",
   // Native or optional modules stay outside the bundle and load from node_modules.
   external: ["better-sqlite3", "pg-native"],
+  // The workspace packages from their sources (their `exports` point at dist/ only without this condition).
+  conditions: ["@harness/source"],
   banner: {
     js:
       "import { createRequire as __harnessRequire } from \"node:module\"; const require = __harnessRequire(import.meta.url);"

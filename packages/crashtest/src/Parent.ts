@@ -63,6 +63,8 @@ export const bundle: Effect.Effect<Runner, never, Scope.Scope> = Effect.acquireR
       format: "esm",
       outfile,
       external: ["better-sqlite3"],
+      // The workspace packages from their sources, not their builds (ADR 0045).
+      conditions: ["@harness/source"],
       // Bundled CommonJS dependencies call `require`, which an ES module lacks.
       banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
       logLevel: "error"
