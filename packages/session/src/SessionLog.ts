@@ -109,7 +109,8 @@ export interface Service {
    * Contract: events appended after the call may or may not be covered. With `write-behind` the batches written
    * while a flush waits are synced, and a flush that finds everything written but unsynced asks the store for a
    * sync; transient store faults delay it (they are retried), a failure retrying cannot cure fails it with `store`.
-   * Interruptible: interrupting a flush abandons the wait, never the writes.
+   * Interruptible: interrupting a flush abandons the wait, never the writes (a write-through flush's own store
+   * write, made holding the lock, runs to its end and is accounted for before the interruption takes effect).
    */
   readonly flush: Effect.Effect<void, SessionLogError>
   /**

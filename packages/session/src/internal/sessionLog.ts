@@ -685,7 +685,7 @@ const writerOf = (
           ...writer,
           durable,
           synced: sync ? durable : writer.synced,
-          inbox: Chunk.drop(writer.inbox, inboxCount),
+          inbox: Chunk.empty(),
           inboxWritten,
           inboxSynced: sync ? inboxWritten : writer.inboxSynced
         }
@@ -960,29 +960,33 @@ const makeService: (
     Effect.suspend(() => {
       if (background === undefined) {
         // Every event is written already; recorded inbox records are written now, and a durable store still
-        // needs its sync.
+        // needs its sync. Held like an append (`holding`): an interruption landing while the store writes must not
+        // leave the records it wrote pending, to be written (and restored) a second time.
         return Effect.flatMap(
           Ref.get(shared),
           (s) =>
             s.writer.synced >= s.data.state.nextSeq && Chunk.isEmpty(s.writer.inbox)
               ? Effect.void
-              : lock.withPermits(1)(Effect.flatMap(Ref.get(shared), (now) => {
-                const inbox = Chunk.toReadonlyArray(now.writer.inbox)
-                return store.append(id, { events: [], inbox }, { sync: true }).pipe(
-                  Effect.mapError(storeError("the store refused to sync")),
-                  Effect.tap(() => afterCommit(inbox, [], undefined)),
-                  Effect.zipRight(Ref.update(shared, (x) => ({
-                    ...x,
-                    writer: {
-                      ...x.writer,
-                      synced: Math.max(x.writer.synced, now.data.state.nextSeq),
-                      inbox: Chunk.drop(x.writer.inbox, inbox.length),
-                      inboxWritten: x.writer.inboxWritten + inbox.length,
-                      inboxSynced: x.writer.inboxWritten + inbox.length
-                    }
-                  })))
-                )
-              }))
+              : holding(
+                lock,
+                Effect.flatMap(Ref.get(shared), (now) => {
+                  const inbox = Chunk.toReadonlyArray(now.writer.inbox)
+                  return store.append(id, { events: [], inbox }, { sync: true }).pipe(
+                    Effect.mapError(storeError("the store refused to sync")),
+                    Effect.tap(() => afterCommit(inbox, [], undefined)),
+                    Effect.zipRight(Ref.update(shared, (x) => ({
+                      ...x,
+                      writer: {
+                        ...x.writer,
+                        synced: Math.max(x.writer.synced, now.data.state.nextSeq),
+                        inbox: Chunk.drop(x.writer.inbox, inbox.length),
+                        inboxWritten: x.writer.inboxWritten + inbox.length,
+                        inboxSynced: x.writer.inboxWritten + inbox.length
+                      }
+                    })))
+                  )
+                })
+              )
         )
       }
       return Effect.flatMap(
