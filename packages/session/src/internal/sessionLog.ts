@@ -685,7 +685,7 @@ const writerOf = (
           ...writer,
           durable,
           synced: sync ? durable : writer.synced,
-          inbox: Chunk.empty(),
+          inbox: Chunk.drop(writer.inbox, inboxCount),
           inboxWritten,
           inboxSynced: sync ? inboxWritten : writer.inboxSynced
         }
