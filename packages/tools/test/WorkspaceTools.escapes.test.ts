@@ -8,14 +8,14 @@ import * as Command from "@effect/platform/Command"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
 import { assert, layer } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Either, Schedule } from "effect"
 import * as NFS from "node:fs"
 import fsp from "node:fs/promises"
 import { syncBuiltinESMExports } from "node:module"
 import * as NodeWorkspaceTools from "../src/NodeWorkspaceTools.js"
 import { WorkspaceError } from "../src/WorkspaceError.js"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"
-import { call, setup, toolNamed } from "./fixtures.js"
+import { call, setup, timingOut, toolNamed } from "./fixtures.js"
 
 /**
  * A bounded attacker: swaps `dir` between the real directory and a link to `outside` (by renames), holding each
@@ -190,10 +190,6 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools escapes 
         /^… \[truncated: the first 106\.\d KiB of 106\.3 KiB of output omitted, showing the last \d+ B/
       )
       assert.isTrue(result.endsWith("\n19999\n20000\n[exit code: 0]"))
-      const timedOut = yield* h.failure("shell", { command: "seq 1 20000; sleep 30", timeoutSeconds: 1 })
-      assert.strictEqual(timedOut.reason, "Timeout")
-      assert.isAtMost(timedOut.message.length, 400)
-      assert.isTrue(timedOut.message.endsWith("\n20000"))
     }))
 
   it.scoped("a catastrophically backtracking grep pattern finishes (linear-time engine)", () =>
@@ -243,5 +239,27 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools escapes 
       const tools = yield* NodeWorkspaceTools.make({ root })
       const result = yield* call(yield* toolNamed(tools, "read_file"), { path: "hello.txt" })
       assert.strictEqual(result, "1\thi")
+    }))
+})
+
+// Real processes, the test clock: a timeout is decided by the clock the test moves, never by the machine's speed.
+layer(NodeContext.layer)("WorkspaceTools escapes, timeouts (TestClock)", (it) => {
+  it.scoped("a timed-out shell's output is held to maxOutputChars, marker included", () =>
+    Effect.gen(function*() {
+      const h = yield* setup({ maxOutputChars: 400 })
+      // The timeout comes once seq is done (its output is in the pipe before `done` is there).
+      const { result: timedOut } = yield* timingOut(
+        h.failure("shell", { command: "seq 1 20000; echo > done; sleep 30", timeoutSeconds: 1 }),
+        1,
+        Effect.flatMap(FileSystem, (fs) =>
+          fs.exists(h.abs("done")).pipe(
+            Effect.filterOrFail((there) => there, () => "seq is not done yet"),
+            Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("30 seconds"))),
+            Effect.orDie
+          ))
+      )
+      assert.strictEqual(timedOut.reason, "Timeout")
+      assert.isAtMost(timedOut.message.length, 400)
+      assert.isTrue(timedOut.message.endsWith("\n20000"))
     }))
 })

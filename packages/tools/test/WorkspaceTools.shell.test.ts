@@ -1,8 +1,8 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { assert, layer } from "@effect/vitest"
-import { Clock, Effect, Fiber, Schedule } from "effect"
-import { setup } from "./fixtures.js"
+import { Effect, Fiber, Schedule, TestServices } from "effect"
+import { setup, timingOut } from "./fixtures.js"
 
 /**
  * Whether a process is alive. A zombie counts as dead: it has exited and only waits to be reaped (on this machine
@@ -27,13 +27,13 @@ const isAlive = (pid: number) =>
     })
   })
 
-/** Waits (briefly, polling) until every pid is dead; fails with the survivors otherwise. */
+/** Waits (polling; a loaded machine may take its time) until every pid is dead; fails with the survivors otherwise. */
 const assertAllDead = (pids: ReadonlyArray<number>) =>
   Effect.gen(function*() {
     const alive = yield* Effect.filter(pids, isAlive)
     if (alive.length > 0) return yield* Effect.fail(`still alive: ${alive.join(", ")}`)
   }).pipe(
-    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("3 seconds"))),
+    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("30 seconds"))),
     Effect.orDie
   )
 
@@ -97,8 +97,11 @@ const reapToken = (token: string) =>
       ))
   )
 
-/** A shell line that starts two background sleeps, records `sh`'s pid and theirs in `pids`, and waits. */
-const tree = "sleep 30 & a=$!; sleep 30 & b=$!; echo \"$$ $a $b\" > pids.tmp && mv pids.tmp pids; echo started; wait"
+/**
+ * A shell line that starts two background sleeps, prints "started", records `sh`'s pid and theirs in `pids`, and
+ * waits. (It prints first, so once `pids` is there its output is in the pipe.)
+ */
+const tree = "sleep 30 & a=$!; sleep 30 & b=$!; echo started; echo \"$$ $a $b\" > pids.tmp && mv pids.tmp pids; wait"
 
 // Real processes, real clock: the test services are left out.
 layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", (it) => {
@@ -177,21 +180,6 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
       assert.isAtMost(result.length, 600)
     }))
 
-  it.scoped("a timeout kills the whole process tree", () =>
-    Effect.gen(function*() {
-      const h = yield* setup()
-      const start = yield* Clock.currentTimeMillis
-      const error = yield* h.failure("shell", { command: tree, timeoutSeconds: 2 })
-      const elapsed = (yield* Clock.currentTimeMillis) - start
-      assert.strictEqual(error.reason, "Timeout")
-      assert.include(error.message, "timed out after 2s")
-      assert.include(error.message, "started")
-      assert.isBelow(elapsed, 10_000)
-      const pids = pidsOf(yield* waitForFile(h.abs("pids")))
-      assert.strictEqual(pids.length, 3)
-      yield* assertAllDead(pids)
-    }))
-
   it.scoped("interruption (cancel) kills the whole process tree", () =>
     Effect.gen(function*() {
       const h = yield* setup()
@@ -247,23 +235,46 @@ layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools shell", 
         yield* Fiber.interrupt(fiber)
         yield* assertAllDead(pids)
       }))
+  }
+})
 
+// Real processes, the test clock: a timeout is decided by the clock the test moves, never by the machine's speed.
+layer(NodeContext.layer)("WorkspaceTools shell timeouts (TestClock)", (it) => {
+  it.scoped("a timeout kills the whole process tree", () =>
+    Effect.gen(function*() {
+      const h = yield* setup()
+      const { readied: pids, result: error, took } = yield* timingOut(
+        h.failure("shell", { command: tree, timeoutSeconds: 2 }),
+        2,
+        Effect.map(waitForFile(h.abs("pids")), pidsOf)
+      )
+      assert.strictEqual(error.reason, "Timeout")
+      assert.include(error.message, "timed out after 2s")
+      assert.include(error.message, "started")
+      // Killed at the timeout: the 30 s sleeps were never waited for.
+      assert.isBelow(took, 30_000)
+      assert.strictEqual(pids.length, 3)
+      yield* TestServices.provideLive(assertAllDead(pids))
+    }))
+
+  let serial = 0
+  for (const [name, escape] of escapes) {
     it.scoped(`${name}: the escapee dies on timeout`, () =>
       Effect.gen(function*() {
         const h = yield* setup()
-        const token = tokenFor("timeout")
+        const token = `${3900 + (serial++)}.${process.pid}7`
         yield* reapToken(token)
-        const fiber = yield* Effect.fork(
+        const { readied: pids, result: error } = yield* timingOut(
           h.failure("shell", {
-            // Waits until its escapee runs, then sleeps past a timeout that is generous for a busy machine.
+            // Waits until its escapee runs, then sleeps past the timeout.
             command: `${escape(token)} while ! pgrep -f '^sleep ${token}$' >/dev/null; do sleep 0.02; done; sleep 60`,
             timeoutSeconds: 6
-          })
+          }),
+          6,
+          started(token)
         )
-        const pids = yield* started(token)
-        const error = yield* Fiber.join(fiber)
         assert.strictEqual(error.reason, "Timeout")
-        yield* assertAllDead(pids)
+        yield* TestServices.provideLive(assertAllDead(pids))
       }))
   }
 })

@@ -5,9 +5,10 @@
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
+import { assert } from "@effect/vitest"
 import type { Agent, AgentTool } from "@harness/agent"
 import { Ids } from "@harness/domain"
-import { Effect, Schema } from "effect"
+import { Chunk, Effect, Fiber, Option, Schema, TestClock, TestServices } from "effect"
 import type { Scope } from "effect"
 import { WorkspaceError } from "../src/WorkspaceError.js"
 import * as WorkspaceTools from "../src/WorkspaceTools.js"
@@ -85,3 +86,35 @@ export interface Harness {
   readonly read: (relative: string) => Effect.Effect<string>
   readonly abs: (relative: string) => string
 }
+
+/**
+ * Runs a shell call whose timeout waits on the `TestClock`, so the time a loaded machine takes to start the command
+ * never counts against it: forks `call`, waits (real I/O, on the live clock) for `ready` and for the call's timeout to
+ * be scheduled, then moves the clock to each next scheduled sleep (the timeout, the kill's polls and grace) until the
+ * call returns. Returns its result and the test time it took.
+ */
+export const timingOut = <A, B, E, R, R2>(
+  call: Effect.Effect<A, E, R>,
+  timeoutSeconds: number,
+  ready: Effect.Effect<B, never, R2>
+) =>
+  Effect.gen(function*() {
+    const start = yield* TestClock.currentTimeMillis
+    const fiber = yield* Effect.fork(call)
+    const readied = yield* TestServices.provideLive(ready)
+    const timeout = start + timeoutSeconds * 1000
+    for (let i = 0; !Chunk.contains(yield* TestClock.sleeps(), timeout); i++) {
+      if (i === 1000) assert.fail("the call's timeout was never scheduled")
+      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+    }
+    yield* TestClock.adjust(timeout - start)
+    for (let i = 0; Option.isNone(yield* Fiber.poll(fiber)); i++) {
+      if (i === 3000) assert.fail("the call did not return within a minute of its timeout")
+      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+      const sleeps = Chunk.toReadonlyArray(yield* TestClock.sleeps())
+      if (sleeps.length > 0) {
+        yield* TestClock.adjust(Math.max(Math.min(...sleeps) - (yield* TestClock.currentTimeMillis), 0))
+      }
+    }
+    return { result: yield* Fiber.join(fiber), readied, took: (yield* TestClock.currentTimeMillis) - start }
+  })
