@@ -1,6 +1,8 @@
 // Checks the JSDoc that `@effect/docgen` does not: every documented export of a package's public modules has
 // exactly one `@category`, taken from that package's closed set below, and every entry point has an `@example`
-// (docgen type-checks and runs the examples). Prints each finding as `file:line: text` and exits 1 if there is any.
+// (docgen type-checks and runs the examples); and that every published package's README starts with its install line
+// and the root README has its "Install in your project" section. Prints each finding as `file:line: text` and exits 1
+// if there is any.
 // Run: `npm run docs` (docgen for every package below, then this check).
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import process from "node:process"

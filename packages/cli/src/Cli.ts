@@ -9,6 +9,7 @@ import { Args, Command, Options } from "@effect/cli"
 import type { ValidationError } from "@effect/cli"
 import type { ConfigError } from "effect"
 import { Effect, Layer, Option } from "effect"
+import { createRequire } from "node:module"
 import { CommandError, SettingsError } from "./CliError.js"
 import type * as CommandsModule from "./internal/commands.js"
 import { diagnostics, out, plainConsole, visible } from "./internal/output.js"
@@ -396,12 +397,19 @@ export const command = Command.make("harness").pipe(
 export type Failure = SettingsError | CommandError | ConfigError.ConfigError | ValidationError.ValidationError
 
 /**
+ * The version `--version` prints: the package's own, from the package.json one folder up from this module (from
+ * `src/` in the workspace, from `dist/` installed, and from the bundle `dist/harness.mjs`, which holds this module).
+ * The cast: `require` of JSON is untyped, and the manifest is ours.
+ */
+const packageVersion = (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
+
+/**
  * Runs the command line over `argv` (as `process.argv`: node, script, then arguments).
  *
  * @since 0.0.0
  * @category commands
  */
-export const run_ = Command.run(command, { name: "harness", version: "0.0.0" })
+export const run_ = Command.run(command, { name: "harness", version: packageVersion })
 
 export {
   /**
