@@ -173,14 +173,16 @@ describe("JsonlStore writer lease", () => {
   it.live("a lock of another host is live until it is older than the lease time, then taken over", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      const store = yield* storeOn(dir, { leaseTime: Duration.seconds(5) })
+      // A lease time far longer than a loaded machine takes between the plant and the check: the fresh lock is
+      // live however slow the machine, the one renewed past the lease time expired.
+      const store = yield* storeOn(dir, { leaseTime: Duration.minutes(5) })
       yield* store.create(header(s1))
       const holder = { token: 3, pid: 12345, host: "elsewhere", since: 1_700_000_000_000 }
       plant(dir, holder)
       const busy = yield* refusal(store.lease(s1))
       assert.strictEqual(busy.reason, "Busy")
       assert.strictEqual(busy.holder?.host, "elsewhere")
-      plant(dir, holder, new Date(Date.now() - 6_000))
+      plant(dir, holder, new Date(Date.now() - 6 * 60_000))
       const lease = yield* store.lease(s1)
       assert.strictEqual(lockOf(dir).host, os.hostname())
       yield* lease.release
@@ -257,13 +259,17 @@ describe("JsonlStore writer lease", () => {
       yield* store.create(header(s1))
       const lease = yield* store.lease(s1)
       const mtime = () => fs.statSync(lockFile(dir)).mtimeMs
-      /** Waits on real I/O, never on time: until the lock's mtime is `expected` and the next renewal is due at `next`. */
+      /**
+       * Waits on real I/O, never on the test clock: until the lock's mtime is `expected` and the next renewal is due
+       * at `next`. Polled every few real milliseconds; the minute's bound is a safety net (a count of event-loop
+       * turns would be one a loaded machine's file system can outlast).
+       */
       const settled = (expected: number | undefined, next: number) =>
         Effect.gen(function*() {
-          for (let i = 0; i < 100_000; i++) {
+          for (let i = 0; i < 12_000; i++) {
             const due = Chunk.toReadonlyArray(yield* TestClock.sleeps())
             if ((expected === undefined || mtime() === expected) && due.includes(next)) return
-            yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+            yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
           }
           assert.fail(`the lock was not renewed to ${expected} with the next renewal due at ${next}`)
         })
