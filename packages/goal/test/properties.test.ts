@@ -6,26 +6,49 @@
  * everything settles the service shows exactly the fold of the log, and every accepted item has exactly one fate
  * (FIFO conservation). Human work that overtakes a queued round makes the driver withdraw it (`agent.withdraw`), or,
  * when the agent already claimed it, the guard block it, so both paths are part of the interleavings.
+ *
+ * Goals are created with or without a token budget, a time budget and an (effect) verifier that passes or fails, so
+ * budgets blocking a goal and verdicts refusing a completion are part of it too. A third of the runs are built around
+ * a round's dequeue: a goal, a mutation fired the moment the driver claims its round, then pauses, disarms, withdraws
+ * of the round and cancels in a random order under a low preemption budget — the schedules in which a lock taken
+ * interruptibly in the agent's activity fiber once froze the goal system.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, Either, FastCheck as fc, Fiber, TestClock } from "effect"
 import { foldGoal } from "../src/GoalReplay.js"
+import type * as Goals from "../src/Goals.js"
 import { call, env, goalAgent } from "./support.js"
 
 type Op =
-  | { readonly _tag: "create"; readonly rounds: number }
+  | {
+    readonly _tag: "create"
+    readonly rounds: number
+    readonly maxTokens?: number | undefined
+    readonly timeBudgetMs?: number | undefined
+    readonly verifier?: "passes" | "fails" | undefined
+  }
   | { readonly _tag: "pause" | "resume" | "edit" | "complete" | "block" | "clear" | "disarm" }
   | { readonly _tag: "human"; readonly preset: "followup" | "steer" | "inject" | "park" }
   | { readonly _tag: "withdraw"; readonly target: "round" | "any"; readonly index: number }
   | { readonly _tag: "cancel"; readonly keepInbox: boolean }
   | { readonly _tag: "advance"; readonly ms: number }
   | { readonly _tag: "yield" }
+  | { readonly _tag: "drive" }
   | { readonly _tag: "onRoundDequeue"; readonly action: "pause" | "edit" | "clear" }
 
+/** A goal, sometimes with a token budget (a reply with usage costs 15), a time budget or a verifier. */
+const create: fc.Arbitrary<Extract<Op, { readonly _tag: "create" }>> = fc.record({
+  _tag: fc.constant("create" as const),
+  rounds: fc.integer({ min: 1, max: 4 }),
+  maxTokens: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined, freq: 3 }),
+  timeBudgetMs: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined, freq: 3 }),
+  verifier: fc.option(fc.constantFrom("passes" as const, "fails" as const), { nil: undefined, freq: 2 })
+})
+
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ _tag: fc.constant("create" as const), rounds: fc.integer({ min: 1, max: 4 }) }), weight: 3 },
+  { arbitrary: create, weight: 3 },
   {
     arbitrary: fc.record({
       _tag: fc.constantFrom(
@@ -58,6 +81,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ _tag: fc.constant("cancel" as const), keepInbox: fc.boolean() }), weight: 2 },
   { arbitrary: fc.record({ _tag: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 3000 }) }), weight: 3 },
   { arbitrary: fc.record({ _tag: fc.constant("yield" as const) }), weight: 2 },
+  { arbitrary: fc.record({ _tag: fc.constant("drive" as const) }), weight: 3 },
   {
     arbitrary: fc.record({
       _tag: fc.constant("onRoundDequeue" as const),
@@ -67,19 +91,80 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   }
 )
 
-const reply: fc.Arbitrary<S.Reply> = fc.constantFrom(
-  S.textResponse("working"),
-  S.delayed("1 second", S.textResponse("slowly")),
-  call("update_goal", { action: "complete" }),
-  call("update_goal", { action: "block", reason: "stuck" }),
-  call("get_goal"),
-  S.failure("RATE_LIMIT"),
-  S.maxTokensResponse(S.text("cut"))
+// Mostly replies that end a round without finishing the goal, so rounds follow one another.
+const reply: fc.Arbitrary<S.Reply> = fc.oneof(
+  { arbitrary: fc.constant(S.textResponse("working")), weight: 4 },
+  {
+    arbitrary: fc.constant({ ...S.textResponse("working at a cost"), usage: { inputTokens: 10, outputTokens: 5 } }),
+    weight: 3
+  },
+  fc.constantFrom(
+    S.delayed("1 second", S.textResponse("slowly")),
+    call("update_goal", { action: "complete" }),
+    call("update_goal", { action: "block", reason: "stuck" }),
+    call("get_goal"),
+    S.failure("RATE_LIMIT"),
+    S.maxTokensResponse(S.text("cut"))
+  )
 )
+
+/** Usually nothing, sometimes `some`. */
+const rarely = <A>(some: fc.Arbitrary<ReadonlyArray<A>>): fc.Arbitrary<ReadonlyArray<A>> =>
+  fc.oneof({ arbitrary: fc.constant([]), weight: 3 }, some)
+
+/**
+ * A run built around a round's dequeue: a goal, a mutation fired the moment the driver claims its round (mostly a
+ * pause), then a pause, a disarm and a withdraw of the round in a random order, each with rarely a cancel, a
+ * resume, a yield, a drive or another pause or withdraw beside it; rarely ops before or after, or a round first.
+ */
+const aroundDequeue: fc.Arbitrary<ReadonlyArray<Op>> = fc.tuple(
+  rarely(fc.array(op, { minLength: 1, maxLength: 3 })),
+  fc.oneof(
+    { arbitrary: fc.record({ _tag: fc.constant("create" as const), rounds: fc.constant(1) }), weight: 3 },
+    create
+  ),
+  rarely(fc.constant([{ _tag: "drive" } as const])),
+  fc.oneof({ arbitrary: fc.constant("pause" as const), weight: 4 }, fc.constantFrom("edit" as const, "clear" as const)),
+  fc.shuffledSubarray<Op>([{ _tag: "pause" }, { _tag: "disarm" }, { _tag: "withdraw", target: "round", index: 0 }], {
+    minLength: 3
+  }),
+  rarely(fc.array(
+    fc.tuple(
+      fc.nat(3),
+      fc.constantFrom<Op>(
+        { _tag: "cancel", keepInbox: true },
+        { _tag: "cancel", keepInbox: false },
+        { _tag: "resume" },
+        { _tag: "yield" },
+        { _tag: "drive" },
+        { _tag: "pause" },
+        { _tag: "withdraw", target: "round", index: 0 }
+      )
+    ),
+    { minLength: 1, maxLength: 2 }
+  )),
+  rarely(fc.array(op, { minLength: 1, maxLength: 4 }))
+).map(([before, goal, drive, action, race, extras, after]) => {
+  const middle = [...race]
+  for (const [at, extra] of extras) middle.splice(at, 0, extra)
+  return [...before, goal, ...drive, { _tag: "onRoundDequeue", action } as const, ...middle, ...after]
+})
+
+/** A goal of two to five rounds left to run (`drive`) before and after random ops: rounds that follow each other. */
+const rounds: fc.Arbitrary<ReadonlyArray<Op>> = fc.tuple(
+  create.map((c) => ({ ...c, rounds: c.rounds + 1 })),
+  fc.array(op, { maxLength: 8 })
+).map(([goal, more]) => [goal, { _tag: "drive" } as const, ...more, { _tag: "drive" } as const])
+
+/** Goals' effect verifiers, by the names `create` picks. */
+const verifiers: Goals.Options["verifiers"] = {
+  passes: () => Effect.succeed({ passed: true, output: "checked: done" }),
+  fails: () => Effect.succeed({ passed: false, output: "checked: not done" })
+}
 
 const run = (ops: ReadonlyArray<Op>) =>
   Effect.gen(function*() {
-    const { agent, goals } = yield* goalAgent({ blockedAfterConsecutiveRounds: 1 })
+    const { agent, goals } = yield* goalAgent({ blockedAfterConsecutiveRounds: 1, verifiers })
     const live = yield* agent.subscribe
     const ref = Effect.map(
       Effect.either(goals.get),
@@ -90,7 +175,13 @@ const run = (ops: ReadonlyArray<Op>) =>
       const at = goal === undefined ? undefined : { id: goal.id, revision: goal.revision }
       switch (o._tag) {
         case "create":
-          yield* Effect.either(goals.create({ objective: "the objective", maxGoalRounds: o.rounds }))
+          yield* Effect.either(goals.create({
+            objective: "the objective",
+            maxGoalRounds: o.rounds,
+            maxTokens: o.maxTokens,
+            timeBudget: o.timeBudgetMs,
+            verifier: o.verifier === undefined ? undefined : { kind: "effect", name: o.verifier }
+          }))
           break
         case "disarm":
           yield* goals.disarm
@@ -131,6 +222,15 @@ const run = (ops: ReadonlyArray<Op>) =>
         case "yield":
           yield* Effect.yieldNow()
           break
+        case "drive": {
+          // Lets the goal run: its rounds follow one another until everything settles (or 30 virtual seconds).
+          const settled = yield* Effect.fork(goals.settled)
+          for (let i = 0; i < 30 && (yield* Fiber.poll(settled))._tag === "None"; i++) {
+            yield* TestClock.adjust("1 second")
+          }
+          yield* Fiber.interrupt(settled)
+          break
+        }
         case "onRoundDequeue": {
           // Mutates the goal the moment the driver claims the next goal round (inside its admission window).
           const action = o.action
@@ -282,12 +382,30 @@ describe("properties", () => {
   it.scoped.prop(
     "R113–R126: random goal mutations, human sends, cancels and rounds never produce a log foldGoal rejects",
     {
-      // Every budget from 10 to 80 (each one more interleaving; ADR 0035's starvation showed at 27 only), and none.
-      maxOps: fc.oneof(fc.constant(2048), fc.integer({ min: 10, max: 80 })),
-      ops: fc.array(op, { minLength: 1, maxLength: 25 }),
-      replies: fc.array(reply, { minLength: 0, maxLength: 20 })
+      // A third of the runs: any ops under every budget from 10 to 80 (each one more interleaving; ADR 0035's
+      // starvation showed at 27 only), or none. A third: a goal of several rounds driven around random ops. A third:
+      // a run around a round's dequeue, mostly under budget 10 (the lowest Effect's runtime runs under), which
+      // preempts the guard between its steps, and mostly with no replies.
+      run: fc.oneof(
+        fc.record({
+          maxOps: fc.oneof(fc.constant(2048), fc.integer({ min: 10, max: 80 })),
+          ops: fc.array(op, { minLength: 1, maxLength: 25 }),
+          replies: fc.array(reply, { minLength: 0, maxLength: 20 })
+        }),
+        fc.record({
+          maxOps: fc.oneof(fc.constant(2048), fc.integer({ min: 10, max: 80 })),
+          ops: rounds,
+          replies: fc.array(reply, { minLength: 2, maxLength: 20 })
+        }),
+        fc.record({
+          maxOps: fc.oneof({ arbitrary: fc.constant(10), weight: 3 }, fc.integer({ min: 10, max: 80 })),
+          ops: aroundDequeue,
+          replies: rarely(fc.array(reply, { minLength: 1, maxLength: 20 }))
+        })
+      )
     },
-    ({ maxOps, ops, replies }) => run(ops).pipe(Effect.withMaxOpsBeforeYield(maxOps), Effect.provide(env(replies))),
+    ({ run: { maxOps, ops, replies } }) =>
+      run(ops).pipe(Effect.withMaxOpsBeforeYield(maxOps), Effect.provide(env(replies))),
     { timeout: 120_000, fastCheck: { numRuns: 150 } }
   )
 
