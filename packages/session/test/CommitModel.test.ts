@@ -3,8 +3,8 @@
  * fiber over durable stores, `appendAll`, `flush` barriers, store faults retried and reported, back-pressure.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Ids, SessionEvent } from "@harness/domain"
-import { ev, promptTurn, sessionId, stamp, toolTurn } from "@harness/testkit/Events"
+import { type Ids, MessageSource, SessionEvent, Store } from "@harness/domain"
+import { block, ev, messageId, promptTurn, sessionId, stamp, toolTurn } from "@harness/testkit/Events"
 import {
   Chunk,
   Deferred,
@@ -27,6 +27,7 @@ import { assertConsistent } from "./fixtures.js"
 
 const sid = sessionId("commit-1")
 const decodeRow = Schema.decodeSync(Schema.parseJson(SessionEvent.SessionEvent))
+const decodeRecord = Schema.decodeSync(Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord)))
 
 interface Recorded {
   readonly events: number
@@ -69,6 +70,19 @@ const stored = (store: SessionStore.Service, id: Ids.SessionId) =>
     Stream.runCollect(store.load(id)),
     (records) => Chunk.toReadonlyArray(records).map((r) => decodeRow(r.text))
   )
+
+/** The store's records, decoded: its events, and its inbox records with the number of events stored before each. */
+const storedRecords = (store: SessionStore.Service, id: Ids.SessionId) =>
+  Effect.map(Stream.runCollect(store.load(id)), (records) => {
+    const events: Array<SessionEvent.SessionEvent> = []
+    const inbox: Array<{ readonly record: Store.InboxRecord; readonly eventsBefore: number }> = []
+    for (const r of Chunk.toReadonlyArray(records)) {
+      const record = decodeRecord(r.text)
+      if (Store.isInboxRecord(record)) inbox.push({ record, eventsBefore: events.length })
+      else events.push(record)
+    }
+    return { events, inbox }
+  })
 
 const writeBehind = (store: SessionStore.Service, commit: SessionLog.CommitOptions = {}) =>
   SessionLog.make({ id: sid, commit: { mode: "write-behind", ...commit } }).pipe(
@@ -276,11 +290,15 @@ describe("SessionLog commit model: write-behind", () => {
       assert.deepStrictEqual((yield* stored(store, sid)).map((e) => e.seq), [0, 1, 2, 3])
     }))
 
-  // Random appends, faults switched on and off, clock advances and barriers: every event reported durable is in
-  // the store, in order; the store never holds anything the log did not append; at the end, with the store back,
-  // one flush makes the store equal the log, and checkLog is clean.
+  // Random appends, inbox records, faults switched on and off, clock advances and barriers: every event reported
+  // durable is in the store, in order; the store never holds anything the log did not append; the inbox records it
+  // holds are a prefix of those recorded, in order, each before every event appended after it was recorded (a
+  // record rides with the next commit, before its events, and a failed commit's records are retried, never
+  // dropped); at the end, with the store back, one flush makes the store equal the log, every inbox record stored
+  // once, and checkLog is clean.
   type Op =
     | { readonly _tag: "append"; readonly count: number; readonly batch: boolean }
+    | { readonly _tag: "inbox"; readonly count: number }
     | { readonly _tag: "faults"; readonly on: boolean }
     | { readonly _tag: "tick"; readonly ms: number }
     | { readonly _tag: "flush" }
@@ -290,6 +308,7 @@ describe("SessionLog commit model: write-behind", () => {
       count: FastCheck.integer({ min: 1, max: 12 }),
       batch: FastCheck.boolean()
     }),
+    FastCheck.record({ _tag: FastCheck.constant("inbox" as const), count: FastCheck.integer({ min: 1, max: 3 }) }),
     FastCheck.record({ _tag: FastCheck.constant("faults" as const), on: FastCheck.boolean() }),
     FastCheck.record({ _tag: FastCheck.constant("tick" as const), ms: FastCheck.integer({ min: 0, max: 3000 }) }),
     FastCheck.record({ _tag: FastCheck.constant("flush" as const) })
@@ -299,6 +318,14 @@ describe("SessionLog commit model: write-behind", () => {
       ? promptTurn(i + 1, `prompt ${i}`, `answer ${i}`)
       : toolTurn(i + 1, `tools ${i}`, [{ id: `c${i}`, name: "t", args: "{}", result: "ok" }], "done")).flat()
 
+  /** Requires the forked flush to have succeeded by now (a flush that never ends fails the run, never hangs it). */
+  const flushedBy = (flushed: Fiber.RuntimeFiber<void, unknown>) =>
+    Effect.gen(function*() {
+      yield* settle
+      const exit = yield* Fiber.poll(flushed)
+      assert.isTrue(Option.isSome(exit), "the flush ended once the store was back")
+      assert.isTrue(Exit.isSuccess(Option.getOrThrow(exit)), "the flush succeeded")
+    })
   it.effect.prop(
     "store-fault property: durable ⊆ store = prefix of the log, in order; nothing dropped once the store is back",
     [FastCheck.array(op, { maxLength: 30 }), FastCheck.integer({ min: 1, max: 8 })],
@@ -307,8 +334,37 @@ describe("SessionLog commit model: write-behind", () => {
         const { faults, store } = yield* instrumented
         const log = yield* writeBehind(store, { maxBatch, retry: Schedule.spaced("500 millis") })
         let next = 0
+        /** The inbox records recorded, each with the number of events appended when it was. */
+        const recorded: Array<{ readonly record: SessionLog.InboxRecordInput; readonly appendedBefore: number }> = []
+        const inboxChecks = (
+          inStore: ReadonlyArray<{ readonly record: Store.InboxRecord; readonly eventsBefore: number }>
+        ) => {
+          assert.isAtMost(inStore.length, recorded.length)
+          for (const [i, { eventsBefore, record }] of inStore.entries()) {
+            const { time: _, ...input } = record
+            assert.deepStrictEqual(input, recorded[i]!.record, `inbox record ${i} in order`)
+            assert.isAtMost(eventsBefore, recorded[i]!.appendedBefore, `inbox record ${i} before later events`)
+          }
+        }
         for (const o of ops) {
           switch (o._tag) {
+            case "inbox": {
+              const appendedBefore = (yield* log.cursors).appended
+              const records = Array.from({ length: o.count }, (_, i): SessionLog.InboxRecordInput => {
+                const id = messageId(`inbox-${recorded.length + i}`)
+                return (recorded.length + i) % 3 === 2
+                  ? { type: "inbox/settled", id: messageId(`inbox-${recorded.length + i - 1}`), fate: "discarded" }
+                  : {
+                    type: "inbox/accepted",
+                    message: { id, content: [block.text(`queued ${id}`)], source: MessageSource.user },
+                    placement: "queued",
+                    wakeup: true
+                  }
+              })
+              yield* log.recordInbox(records)
+              recorded.push(...records.map((record) => ({ record, appendedBefore })))
+              break
+            }
             case "append": {
               const inputs = script.slice(next, next + o.count)
               next += inputs.length
@@ -327,30 +383,35 @@ describe("SessionLog commit model: write-behind", () => {
               const flushed = yield* Effect.fork(log.flush)
               // at most one retry interval before the writer tries again
               yield* TestClock.adjust("1 second")
-              assert.isTrue(Exit.isSuccess(yield* Fiber.await(flushed)))
+              yield* flushedBy(flushed)
               const { appended, durable } = yield* log.cursors
               assert.strictEqual(durable, appended)
               break
             }
           }
           yield* settle
-          const inStore = yield* stored(store, sid)
+          const inStore = yield* storedRecords(store, sid)
           const events = yield* log.events
           const { durable } = yield* log.cursors
           // what the store holds is exactly the log's first `durable` events
-          assert.deepStrictEqual(inStore, events.slice(0, durable))
+          assert.deepStrictEqual(inStore.events, events.slice(0, durable))
           assert.isAtMost(durable, events.length)
+          inboxChecks(inStore.inbox)
         }
         yield* faults.clear
         const flushed = yield* Effect.fork(log.flush)
         yield* TestClock.adjust("1 second")
-        yield* Fiber.join(flushed)
+        yield* flushedBy(flushed)
         const events = yield* log.events
         assert.deepStrictEqual(events.map((e) => e.seq), script.slice(0, next).map((_, i) => i))
-        assert.deepStrictEqual(yield* stored(store, sid), events)
+        const inStore = yield* storedRecords(store, sid)
+        assert.deepStrictEqual(inStore.events, events)
+        // every inbox record recorded is stored, once (a flush makes them durable)
+        assert.strictEqual(inStore.inbox.length, recorded.length)
+        inboxChecks(inStore.inbox)
         assert.deepStrictEqual(LogCheck.checkLog(events).filter((v) => v.rule !== "unclosed-turn"), [])
         yield* assertConsistent(log)
       }),
-    { fastCheck: { numRuns: 30 } }
+    { timeout: 120_000, fastCheck: { numRuns: 30 } }
   )
 })
