@@ -99,7 +99,9 @@ describe("Json.JsonValue", () => {
         assert.isTrue(isDeepFrozen(decoded))
         const encoded = yield* Schema.encode(Json.JsonValue)(decoded)
         assert.strictEqual(JSON.stringify(encoded), text)
-      })
+      }),
+    // CPU-bound and deterministic: a second on a quiet machine, over 30 s (vitest's default) on a loaded one.
+    { timeout: 180_000 }
   )
 
   describe("refuses what JSON cannot carry, naming the path and the problem", () => {

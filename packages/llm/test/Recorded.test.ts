@@ -184,6 +184,12 @@ const writes = (chunks: ReadonlyArray<Uint8Array>): Reply => (_, response) => {
   from(0)
 }
 
+/**
+ * The bound for a replay byte by byte: CPU-bound and deterministic, a few seconds on a quiet machine and up to half a
+ * minute on a loaded one, so vitest's default 30 s would make the outcome the machine's speed.
+ */
+const slow = 180_000
+
 describe("recorded-format streams, replayed byte for byte", () => {
   for (const [name, want] of expected) {
     it.scoped(`${name}: whole, and one byte per chunk (every byte boundary)`, () =>
@@ -191,7 +197,7 @@ describe("recorded-format streams, replayed byte for byte", () => {
         const bytes = fixture(name)
         assert.deepStrictEqual(yield* replay(yield* inMemory([bytes])), want)
         assert.deepStrictEqual(yield* replay(yield* inMemory(perByte(bytes))), want)
-      }))
+      }), { timeout: slow })
 
     it.scoped(`${name}: over real HTTP, whole and one byte per write`, () =>
       Effect.gen(function*() {
@@ -201,7 +207,7 @@ describe("recorded-format streams, replayed byte for byte", () => {
         yield* server.reply(writes([bytes]), writes(perByte(bytes)))
         assert.deepStrictEqual(yield* replay(model), want)
         assert.deepStrictEqual(yield* replay(model), want)
-      }))
+      }), { timeout: slow })
   }
 })
 
@@ -244,31 +250,35 @@ const exact = <E, R>(stream: Stream.Stream<object, E, R>) =>
 
 describe("ModelStream (ADR 0019): the provider's typed parts equal what LanguageModel decodes", () => {
   for (const [name] of expected) {
-    it.scoped(`${name}: same parts, keys, order and failure through both interfaces, whole and byte by byte`, () =>
-      Effect.gen(function*() {
-        const bytes = fixture(name)
-        for (const chunks of [[bytes], perByte(bytes)]) {
-          const context = yield* inMemoryContext(chunks)
-          const model = Context.get(context, LanguageModel.LanguageModel)
-          const lower = Context.get(context, ModelStream.ModelStream)
-          assert.strictEqual(lower.model, model, "the ModelStream names the LanguageModel it belongs to")
-          const standard = yield* exact(
-            model.streamText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true })
-          ).pipe(Effect.provide(ToolsLayer))
-          const typed = yield* Effect.scoped(Effect.flatMap(
-            Effect.makeSpanScoped("test"),
-            (span) =>
-              exact(lower.streamText({
-                prompt: Prompt.make("hi"),
-                tools: Object.values(Tools.tools),
-                toolChoice: "auto",
-                responseFormat: { type: "text" },
-                span
-              }))
-          ))
-          assert.isAbove(standard.length, 0)
-          assert.deepStrictEqual(typed, standard)
-        }
-      }))
+    it.scoped(
+      `${name}: same parts, keys, order and failure through both interfaces, whole and byte by byte`,
+      () =>
+        Effect.gen(function*() {
+          const bytes = fixture(name)
+          for (const chunks of [[bytes], perByte(bytes)]) {
+            const context = yield* inMemoryContext(chunks)
+            const model = Context.get(context, LanguageModel.LanguageModel)
+            const lower = Context.get(context, ModelStream.ModelStream)
+            assert.strictEqual(lower.model, model, "the ModelStream names the LanguageModel it belongs to")
+            const standard = yield* exact(
+              model.streamText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true })
+            ).pipe(Effect.provide(ToolsLayer))
+            const typed = yield* Effect.scoped(Effect.flatMap(
+              Effect.makeSpanScoped("test"),
+              (span) =>
+                exact(lower.streamText({
+                  prompt: Prompt.make("hi"),
+                  tools: Object.values(Tools.tools),
+                  toolChoice: "auto",
+                  responseFormat: { type: "text" },
+                  span
+                }))
+            ))
+            assert.isAbove(standard.length, 0)
+            assert.deepStrictEqual(typed, standard)
+          }
+        }),
+      { timeout: slow }
+    )
   }
 })
