@@ -68,47 +68,53 @@ const check = (scenario: Scenario, options: CheckOptions = {}) =>
     assert.deepStrictEqual(problems(outcome, options), [], `scenario: ${describeScenario(scenario)}`)
   })
 
+/**
+ * The bound of each property: CPU only (the TestClock, in-memory stores), deterministic for its seed; up to 74 s
+ * beside a CPU hog where a quiet machine takes a few, so vitest's clock must not decide it.
+ */
+const slow = 300_000
+
 describe("properties: random interleavings", () => {
   it.scoped.prop(
     "R88, R23, R28–R31, R77–R85: every invariant holds over random sends, batches, cancels and clock advances",
     { scenario: scenario() },
     ({ scenario }) => check(scenario),
-    { timeout: 120_000, fastCheck: { numRuns: 100 } }
+    { timeout: slow, fastCheck: { numRuns: 100 } }
   )
 
   it.scoped.prop(
     "R24, R47–R57: sends and cancels reacting to durable events (the window's edges) keep every invariant",
     { scenario: scenario({ reactive: true }) },
     ({ scenario }) => check(scenario),
-    { timeout: 120_000, fastCheck: { numRuns: 100 } }
+    { timeout: slow, fastCheck: { numRuns: 100 } }
   )
 
   it.scoped.prop(
     "R77, R81: with keepInbox-only cancels nothing is ever discarded (before disposal)",
     { scenario: scenario({ cancels: "keepInbox" }) },
     ({ scenario }) => check(scenario, { keepInboxOnly: true }),
-    { timeout: 120_000, fastCheck: { numRuns: 50 } }
+    { timeout: slow, fastCheck: { numRuns: 50 } }
   )
 
   it.scoped.prop(
     "R43, R60: appends the store refuses (prompts, steering, context, chunks, turn/start, headers, steps) lose nothing accepted and leave the log well formed",
     { scenario: scenario({ faults: true }) },
     ({ scenario }) => check(scenario),
-    { timeout: 120_000, fastCheck: { numRuns: 50 } }
+    { timeout: slow, fastCheck: { numRuns: 50 } }
   )
 
   it.scoped.prop(
     "ADR 0008, ADR 0017: on a durable (write-behind) store every send and withdrawal is stored when it returns, and a restart restores exactly what was pending",
     { scenario: scenario({ durable: true }) },
     ({ scenario }) => check(scenario),
-    { timeout: 120_000, fastCheck: { numRuns: 30 } }
+    { timeout: slow, fastCheck: { numRuns: 30 } }
   )
 
   it.scoped.prop(
     "R25, R32, R42: without cancels or rejecting admissions no prompt is dropped, and the agent reaches quiescence",
     { scenario: scenario({ cancels: "none", rejects: false, hang: false, end: "drain" }) },
     ({ scenario }) => check(scenario, { quiescence: true, noDrops: true }),
-    { timeout: 120_000, fastCheck: { numRuns: 50 } }
+    { timeout: slow, fastCheck: { numRuns: 50 } }
   )
 })
 
@@ -161,7 +167,7 @@ describe("properties: the generators reach the interleavings that broke before",
         assert.isAtLeast(shares.steerOrCancelWhileTool, 0.25, shown)
         assert.isAtLeast(shares.cancelAsBatchStarts, 0.2, shown)
       }),
-    { timeout: 120_000 }
+    { timeout: slow }
   )
 
   it.effect(
@@ -174,7 +180,7 @@ describe("properties: the generators reach the interleavings that broke before",
         assert.isAtLeast(shares.withdrew, 0.2, JSON.stringify(shares))
         assert.isAtLeast(shares.restored, 0.2, JSON.stringify(shares))
       }),
-    { timeout: 120_000 }
+    { timeout: slow }
   )
 
   it.effect("store-fault runs: most runs have an append refused", () =>
@@ -182,7 +188,7 @@ describe("properties: the generators reach the interleavings that broke before",
       // Before: 49 % of the runs had an append refused.
       const shares = yield* reached(fc.sample(scenario({ faults: true }), { numRuns: 100, seed: 7 }))
       assert.isAtLeast(shares.refused, 0.55, JSON.stringify(shares))
-    }), { timeout: 120_000 })
+    }), { timeout: slow })
 })
 
 /** A tool whose successful result concludes the turn (R70). */

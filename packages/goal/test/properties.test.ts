@@ -378,6 +378,12 @@ const fixed: ReadonlyArray<{
   }
 ]
 
+/**
+ * The bound of each property: CPU only (the TestClock, in-memory stores), deterministic for its seed; up to 49 s
+ * beside a CPU hog where a quiet machine takes a few, so vitest's clock must not decide it.
+ */
+const slow = 300_000
+
 describe("properties", () => {
   it.scoped.prop(
     "R113–R126: random goal mutations, human sends, cancels and rounds never produce a log foldGoal rejects",
@@ -406,7 +412,7 @@ describe("properties", () => {
     },
     ({ run: { maxOps, ops, replies } }) =>
       run(ops).pipe(Effect.withMaxOpsBeforeYield(maxOps), Effect.provide(env(replies))),
-    { timeout: 120_000, fastCheck: { numRuns: 150 } }
+    { timeout: slow, fastCheck: { numRuns: 150 } }
   )
 
   for (const scenario of fixed) {
@@ -434,7 +440,7 @@ describe("properties", () => {
               Effect.catchAllDefect((defect) => Effect.die(`at budget ${budget}: ${String(defect)}`))
             ),
           { discard: true }
-        ), { timeout: 120_000 })
+        ), { timeout: slow })
     }
   })
 })
