@@ -260,9 +260,11 @@ export interface Service {
   /**
    * Saves the session's snapshot (head and body together), replacing the previous one.
    *
-   * Contract: `position` must be a stored record's position, else `Conflict`. A crash during a save leaves the
-   * previous snapshot or this one, never this head with another body (a body that does not belong to the loaded
-   * head reads as `Option.none()`).
+   * Contract: `position` must be a stored record's position and `seq` a whole number from 0, else `Conflict` (nothing
+   * stored). A crash during a save leaves the previous snapshot or this one, never this head with another body (a
+   * body that does not belong to the loaded head reads as `Option.none()`). A store may tell snapshots apart by
+   * `seq`, `position` and `head`: a caller that saves two bodies under one head must not rely on a head loaded
+   * before the second save reading `Option.none()` (a head the session log writes describes its body).
    */
   readonly saveSnapshot: (
     id: Ids.SessionId,
@@ -370,6 +372,13 @@ export {
    * @category utils
    */
   positionIssue,
+  /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.snapshotIssue`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
+  snapshotIssue,
   /**
    * Re-exported from `StoreCodec` for backends (see `StoreCodec.utf8Length`).
    *

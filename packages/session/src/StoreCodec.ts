@@ -174,3 +174,17 @@ export const positionIssue = (position: number): string | undefined =>
   Number.isSafeInteger(position) && position >= 0
     ? undefined
     : `${position} is not a record position (a whole number from 0)`
+
+/**
+ * For backends: the `Conflict` message for a snapshot whose `position` is not a record position or whose `seq` is
+ * not an event's (a whole number from 0), or `undefined`. Checked before anything is stored, so a snapshot that
+ * could not be loaded back is refused when it is saved.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const snapshotIssue = (snapshot: { readonly seq: number; readonly position: number }): string | undefined =>
+  positionIssue(snapshot.position) ??
+    (Number.isSafeInteger(snapshot.seq) && snapshot.seq >= 0
+      ? undefined
+      : `${snapshot.seq} is not a snapshot's seq (a whole number from 0)`)

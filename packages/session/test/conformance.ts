@@ -756,6 +756,11 @@ export const conformance = <E>(
             yield* reasonOf(store.saveSnapshot(s1, { seq: 0, position: -1, head: "x", body: "x" })),
             "Conflict"
           )
+          // a seq no event has: refused when saved, never a snapshot that cannot be loaded back
+          assert.strictEqual(
+            yield* reasonOf(store.saveSnapshot(s1, { seq: -1, position: 0, head: "x", body: "x" })),
+            "Conflict"
+          )
           assert.deepStrictEqual(yield* snapshotOf(store, s1), Option.some(latest))
           // Texts a backend might take for its own encoding come back exactly too, in either part.
           for (const text of ["", "\"quoted\"", "\"", "head\n[\"body\"]", `${awkward}\n[]`, "\n", "{\"seq\":9}\n"]) {

@@ -12,7 +12,7 @@ import { Store } from "@harness/domain"
 import { Clock, Effect, Option, Ref, Stream } from "effect"
 import type { Commit, Faults, Lease, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
-import { commitRecords, contiguityIssue, positionIssue, utf8Length } from "../StoreCodec.js"
+import { commitRecords, contiguityIssue, positionIssue, snapshotIssue, utf8Length } from "../StoreCodec.js"
 import * as AppendOnly from "./appendOnly.js"
 
 interface MemorySession {
@@ -300,7 +300,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
 
     saveSnapshot: (id, snapshot, options) =>
       modify(id, options?.lease, (session) => {
-        const issue = positionIssue(snapshot.position) ??
+        const issue = snapshotIssue(snapshot) ??
           (snapshot.position < session.records.length
             ? undefined
             : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)

@@ -1012,7 +1012,7 @@ export const make = (options: Options) =>
       })
 
     const saveSnapshot: Service["saveSnapshot"] = (id, snapshot, options) => {
-      const issue = SessionStore.positionIssue(snapshot.position)
+      const issue = SessionStore.snapshotIssue(snapshot)
       if (issue !== undefined) return fail(id, "Conflict", issue)
       return lock.withPermits(1)(leased(
         id,

@@ -729,7 +729,7 @@ export const make = (dialect: Dialect, options?: Options) =>
       }).pipe(io("look up a message id", id))
 
     const saveSnapshot: Service["saveSnapshot"] = (id, snapshot, options) => {
-      const issue = SessionStore.positionIssue(snapshot.position)
+      const issue = SessionStore.snapshotIssue(snapshot)
       if (issue !== undefined) {
         return fail(id, "Conflict", issue)
       }
