@@ -131,6 +131,23 @@ const expected: ReadonlyArray<readonly [string, Outcome]> = [
 ]
 
 /**
+ * A response body that hands out `chunks` as they are read, one each, and lets the event loop turn every 256 of them.
+ * Read from memory, a body is all promises (microtasks): replayed byte by byte on a loaded machine it kept the test
+ * worker from its timers for minutes, so vitest's RPC deadline passed ("Timeout calling onTaskUpdate") and the run
+ * failed, and the test's own timeout could not fire.
+ */
+const bodyOf = (chunks: ReadonlyArray<Uint8Array>) => {
+  let next = 0
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (next > 0 && next % 256 === 0) await new Promise((resolve) => setImmediate(resolve))
+      if (next < chunks.length) controller.enqueue(chunks[next++]!)
+      else controller.close()
+    }
+  })
+}
+
+/**
  * The provider (its `LanguageModel` and `ModelStream`) over an in-memory `HttpClient` whose response body arrives
  * as exactly these chunks.
  */
@@ -147,12 +164,7 @@ const inMemoryContext = (chunks: ReadonlyArray<Uint8Array>) =>
           HttpClientResponse.fromWeb(
             request,
             new globalThis.Response(
-              new ReadableStream<Uint8Array>({
-                start(controller) {
-                  for (const chunk of chunks) controller.enqueue(chunk)
-                  controller.close()
-                }
-              }),
+              bodyOf(chunks),
               { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8" } }
             )
           )
