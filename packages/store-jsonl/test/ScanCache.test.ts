@@ -114,7 +114,9 @@ const patchFile = (dir: string, from: string, to: string) => {
   return at
 }
 
-describe("JsonlStore scan cache (ADR 0032)", () => {
+// Each test writes a 400-turn session (3 600 records, thousands of real appends): a few seconds on a quiet machine, up
+// to 30 s beside a CPU hog. Real file I/O, no race: the bound is for the slowest machine, not vitest's default 30 s.
+describe("JsonlStore scan cache (ADR 0032)", { timeout: 180_000 }, () => {
   it.live("a snapshot writes the cache; a later store reads only the bytes after it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
