@@ -146,6 +146,8 @@ const oracle = (box: Sandbox, input: string): Where => {
   let blocked = false
   let hops = 0
   let popped = true
+  /** The missing directories a write makes on its way (`a/../a` ends at the directory it made for `a/..`). */
+  const made = new Set<string>()
   while (parts.length > 0) {
     const c = parts.shift()!
     popped = c === ".."
@@ -157,15 +159,21 @@ const oracle = (box: Sandbox, input: string): Where => {
     }
     const next = nodePath.join(current, c)
     if (virtual > 0) {
+      if (!blocked && parts.length > 0) made.add(next)
       current = next
       virtual++
       continue
     }
     const st = lstat(next)
     if (st === undefined) {
-      if (parts.length === 0) return { kind: "at", path: next, missing, blocked }
+      if (parts.length === 0) {
+        return made.has(next)
+          ? { kind: "at", path: next, missing, blocked, directory: true }
+          : { kind: "at", path: next, missing, blocked }
+      }
       missing = true
       virtual = 1
+      made.add(next)
       current = next
       continue
     }
