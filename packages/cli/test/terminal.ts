@@ -49,7 +49,11 @@ export const open = (options: Options): Effect.Effect<Terminal, never, Scope.Sco
         env: process.env as Record<string, string>
       })
       child.onData((data) => term.write(data))
-      return { term, child }
+      const exit: { status?: string } = {}
+      child.onExit(({ exitCode, signal }) => {
+        exit.status = signal ? `the process was killed by signal ${signal}` : `the process exited with code ${exitCode}`
+      })
+      return { term, child, exit }
     }),
     ({ child, term }) =>
       Effect.sync(() => {
@@ -60,7 +64,7 @@ export const open = (options: Options): Effect.Effect<Terminal, never, Scope.Sco
         }
         term.dispose()
       })
-  ).pipe(Effect.map(({ child, term }): Terminal => {
+  ).pipe(Effect.map(({ child, exit, term }): Terminal => {
     const screen = () => {
       const buffer = term.buffer.active
       const lines: Array<string> = []
@@ -113,7 +117,10 @@ export const open = (options: Options): Effect.Effect<Terminal, never, Scope.Sco
             if (typeof text === "string" ? now.includes(text) : text.test(now)) return now
             yield* Effect.sleep("200 millis")
           }
-          return yield* Effect.die(new Error(`timed out waiting for ${String(text)}; the screen:\n${screen()}`))
+          const status = exit.status ?? "the process still runs"
+          return yield* Effect.die(
+            new Error(`timed out waiting for ${String(text)} (${status}); the screen:\n${screen()}`)
+          )
         })
     }
   }))
