@@ -9,7 +9,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { bin, harness, tempDir } from "./support.js"
+import { bin, chatChunk, harness, tempDir } from "./support.js"
 import * as Terminal from "./terminal.js"
 
 const screen = (term: Terminal.Terminal): string => term.screen()
@@ -49,17 +49,6 @@ interface Reply {
   readonly end: Effect.Effect<void>
 }
 
-const chunk = (delta: object, finish: string | null = null) =>
-  `data: ${
-    JSON.stringify({
-      id: "c1",
-      object: "chat.completion.chunk",
-      created: 1,
-      model: "scripted",
-      choices: [{ index: 0, delta, finish_reason: finish }]
-    })
-  }\n\n`
-
 /**
  * A chat-completions server whose answers the test streams piece by piece: each request waits in `replies` (in the
  * order they came) until the test takes it. So "while the answer streams" is a state the test holds, however slow
@@ -71,11 +60,11 @@ const scriptedProvider = Effect.gen(function*() {
     request.resume()
     request.on("end", () => {
       response.writeHead(200, { "content-type": "text/event-stream" })
-      response.write(chunk({ role: "assistant", content: "" }))
+      response.write(chatChunk("scripted", { role: "assistant", content: "" }))
       replies.unsafeOffer({
-        text: (content) => Effect.sync(() => void response.write(chunk({ content }))),
+        text: (content) => Effect.sync(() => void response.write(chatChunk("scripted", { content }))),
         end: Effect.sync(() => {
-          response.write(chunk({}, "stop"))
+          response.write(chatChunk("scripted", {}, "stop"))
           response.end("data: [DONE]\n\n")
         })
       })

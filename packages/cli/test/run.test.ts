@@ -14,7 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as RunEvent from "../src/RunEvent.js"
 import * as Settings from "../src/Settings.js"
-import { bin, cleanEnv, harness, tempDir } from "./support.js"
+import { bin, chatChunk, cleanEnv, harness, tempDir } from "./support.js"
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(AgentEvent.AgentEvent))
 const decodeRunEvent = Schema.decodeUnknownSync(Schema.parseJson(RunEvent.RunEvent))
@@ -240,17 +240,6 @@ describe("harness chat without a terminal", { timeout: 180_000 }, () => {
 })
 
 describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
-  const chunk = (delta: object, finish: string | null = null) =>
-    `data: ${
-      JSON.stringify({
-        id: "c1",
-        object: "chat.completion.chunk",
-        created: 1,
-        model: "fake-model",
-        choices: [{ index: 0, delta, finish_reason: finish }]
-      })
-    }\n\n`
-
   /** A fake server answering each request with the next of `statuses` (the last one repeats). */
   const withServer = <A>(
     statuses: number | ReadonlyArray<number>,
@@ -275,9 +264,9 @@ describe("harness run (chat-completions server)", { timeout: 180_000 }, () => {
                   return
                 }
                 response.writeHead(200, { "content-type": "text/event-stream" })
-                response.write(chunk({ role: "assistant", content: "" }))
-                for (const content of reply) response.write(chunk({ content }))
-                response.write(chunk({}, "stop"))
+                response.write(chatChunk("fake-model", { role: "assistant", content: "" }))
+                for (const content of reply) response.write(chatChunk("fake-model", { content }))
+                response.write(chatChunk("fake-model", {}, "stop"))
                 response.end("data: [DONE]\n\n")
               })
             })

@@ -48,3 +48,15 @@ export const tempDir = (): readonly [string, () => void] => {
   const dir = mkdtempSync(join(tmpdir(), "harness-cli-"))
   return [dir, () => rmSync(dir, { recursive: true, force: true })]
 }
+
+/** One event of a chat-completions stream of `model`: a `delta`, with its `finish_reason` when the answer ends. */
+export const chatChunk = (model: string, delta: object, finish: string | null = null): string =>
+  `data: ${
+    JSON.stringify({
+      id: "c1",
+      object: "chat.completion.chunk",
+      created: 1,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }]
+    })
+  }\n\n`

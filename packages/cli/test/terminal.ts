@@ -8,7 +8,7 @@ import * as Pty from "@lydell/node-pty"
 import * as Xterm from "@xterm/headless"
 import { Effect, type Scope } from "effect"
 
-/** The keys the tests press, by their tmux names. */
+/** The keys the tests press. */
 export type Key = "Enter" | "Escape" | "BSpace" | "Tab" | "Up" | "Down" | "Left" | "Right" | "C-c" | "C-d"
 
 export interface Terminal {
