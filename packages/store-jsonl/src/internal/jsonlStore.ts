@@ -222,7 +222,7 @@ export const make = (options: Options) =>
     const nextOrder = yield* Ref.make(Option.none<number>())
     const lock = yield* Effect.makeSemaphore(1)
     const leases = yield* Leases.make(fs, { leaseTime })
-    /** Session files kept open for writing, each for the lease it was opened under (closed when that lease ends). */
+    /** Session files kept open for writing, each for the lease it was opened under (closed and forgotten when it ends). */
     const writers = yield* Ref.make(
       HashMap.empty<string, { readonly lease: SessionStore.Lease; readonly file: FileSystem.File }>()
     )
@@ -660,6 +660,14 @@ export const make = (options: Options) =>
         if (Option.isNone(lifetime)) return yield* fs.open(path, { flag: "r+" })
         const file = yield* Scope.extend(fs.open(path, { flag: "r+" }), lifetime.value)
         yield* Ref.update(writers, HashMap.set(path, { lease, file }))
+        // Forgotten when the lease ends, with its descriptor.
+        yield* Scope.addFinalizer(
+          lifetime.value,
+          Ref.update(writers, (map) =>
+            Option.exists(HashMap.get(map, path), (kept) => kept.lease === lease)
+              ? HashMap.remove(map, path)
+              : map)
+        )
         return file
       })
     }
@@ -917,7 +925,6 @@ export const make = (options: Options) =>
           yield* fs.remove(path).pipe(Effect.mapError(io(id, `remove ${path}`)))
           yield* Ref.update(states, HashMap.remove(path))
           yield* Ref.update(damages, HashMap.remove(path))
-          yield* Ref.update(writers, HashMap.remove(path))
           // Every lease of this store on the session is fenced; the lock goes last.
           yield* leases.forget(lockPath)
           yield* fs.remove(lockPath).pipe(
