@@ -16,7 +16,8 @@ export default tseslint.config(
       "scratchpad/**",
       "**/*.md",
       "packages/*/docs/**",
-      "packages/bench/.bundle/**"
+      "packages/bench/.bundle/**",
+      "packages/bench/.baseline/**"
     ]
   },
   js.configs.recommended,

@@ -1,6 +1,7 @@
 /**
  * How the bench loads Harness: compiled by esbuild into one ES module, as the `harness` CLI ships (the default), or
- * from its TypeScript sources through tsx (`BENCH_HARNESS_BUILD=source`).
+ * from its TypeScript sources through tsx (`BENCH_HARNESS_BUILD=source`). The same build makes the baseline's bundle
+ * from another commit's sources (`Baseline.ts`).
  *
  * The peers run as the JavaScript they publish. Harness's sources under tsx would carry a loader's artefact no
  * build a user runs has: tsx compiles with esbuild's `keepNames`, which wraps every named function and closure in a
@@ -9,6 +10,8 @@
  * runner process, from the sources as they are, before the first Harness worker starts.
  */
 import type * as Esbuild from "esbuild"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 /** `bundle` (default) or `source`. */
@@ -25,12 +28,19 @@ const entry = fileURLToPath(new URL("./runtimes/harness.ts", import.meta.url))
 let built: Promise<void> | undefined
 
 /** Builds the bundle of the Harness adapter and everything it imports (once per process; esbuild loaded only here). */
-export const ensureBundle = (): Promise<void> => (built ??= import("esbuild").then(bundle))
+export const ensureBundle = (): Promise<void> => (built ??= bundleTree({ outfile: bundlePath }))
 
-const bundle = async ({ build }: typeof Esbuild): Promise<void> => {
+/**
+ * Bundles the Harness adapter of a source tree: this repository's (the default), or a tree of another commit's
+ * `packages/` (`tree`), whose `@harness/*` imports resolve into that tree while third-party packages come from this
+ * repository's `node_modules`.
+ */
+export const bundleTree = async (options: { readonly outfile: string; readonly tree?: string }): Promise<void> => {
+  const { build } = await import("esbuild")
+  const tree = options.tree
   await build({
-    entryPoints: [entry],
-    outfile: bundlePath,
+    entryPoints: [tree === undefined ? entry : join(tree, "packages", "bench", "src", "runtimes", "harness.ts")],
+    outfile: options.outfile,
     bundle: true,
     platform: "node",
     format: "esm",
@@ -40,9 +50,60 @@ const bundle = async ({ build }: typeof Esbuild): Promise<void> => {
     external: ["better-sqlite3", "pg-native"],
     // The workspace packages from their sources, not their builds (ADR 0045).
     conditions: ["@harness/source"],
+    ...(tree === undefined ? {} : {
+      plugins: [workspaceOf(tree)],
+      nodePaths: [fileURLToPath(new URL("../../../node_modules", import.meta.url))]
+    }),
     banner: {
       js:
         "import { createRequire as __benchRequire } from \"node:module\"; const require = __benchRequire(import.meta.url);"
     }
   })
+}
+
+/** Resolves `@harness/<name>[/<module>]` to the sources of `<tree>/packages/<name>`, by its `exports` map. */
+const workspaceOf = (tree: string): Esbuild.Plugin => ({
+  name: "baseline-workspace",
+  setup: (build) => {
+    build.onResolve({ filter: /^@harness\// }, ({ path }) => {
+      const [, name, ...rest] = path.split("/")
+      const dir = join(tree, "packages", name!)
+      const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { // that commit's own manifest
+        readonly exports?: Record<string, string | Record<string, string | null> | null>
+      }
+      const subpath = rest.length === 0 ? "." : `./${rest.join("/")}`
+      const target = exportTarget(manifest.exports ?? {}, subpath)
+      const file = target === undefined ? undefined : join(dir, target)
+      if (file === undefined || !existsSync(file)) {
+        return { errors: [{ text: `${path}: not exported as a source file by ${dir}/package.json` }] }
+      }
+      return { path: file }
+    })
+  }
+})
+
+/** The source file an `exports` map gives a subpath: an exact key, or a `./*` pattern; the source condition first. */
+const exportTarget = (
+  exports: Record<string, string | Record<string, string | null> | null>,
+  subpath: string
+): string | undefined => {
+  const pick = (entry: string | Record<string, string | null> | null | undefined): string | undefined =>
+    entry === null || entry === undefined
+      ? undefined
+      : typeof entry === "string"
+      ? entry
+      : entry["@harness/source"] ?? entry["import"] ?? entry["default"] ?? undefined
+  if (subpath in exports) return pick(exports[subpath])
+  // The longest prefix wins, as in Node (`./internal/*` over `./*`).
+  const patterns = Object.entries(exports).sort(([a], [b]) => b.indexOf("*") - a.indexOf("*"))
+  for (const [key, entry] of patterns) {
+    const star = key.indexOf("*")
+    if (star < 0) continue
+    const [before, after] = [key.slice(0, star), key.slice(star + 1)]
+    if (subpath.startsWith(before) && subpath.endsWith(after) && subpath.length >= key.length - 1) {
+      const matched = subpath.slice(before.length, subpath.length - after.length)
+      return pick(entry)?.replace("*", matched)
+    }
+  }
+  return undefined
 }

@@ -18,8 +18,11 @@ export type RuntimeName = (typeof runtimeNames)[number]
  */
 export const floorName = "floor"
 
+/** Harness at another commit (`npm run bench -- --baseline <rev>`, `Baseline.ts`). */
+export const baselineName = "baseline"
+
 /** Every runtime a worker can boot. */
-export type BootName = RuntimeName | typeof floorName
+export type BootName = RuntimeName | typeof floorName | typeof baselineName
 
 /** What the model sees in one request, computed only when a script asks. */
 export interface RequestView {

@@ -177,3 +177,60 @@ export const failuresMarkdown = (failures: ReadonlyArray<string>): string =>
   failures.length === 0
     ? "Every correctness check passed."
     : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`
+
+/**
+ * The rows of a same-run comparison with a baseline (`--baseline <rev>`): per metric the medians of the working tree
+ * and of the baseline, the median of the per-repetition ratios (working tree ÷ baseline, repetition by repetition,
+ * so a drift of the machine's speed during the run cancels), their spread (min–max), and the verdict: within the
+ * spread when the ratios fall on both sides of 1.
+ */
+export const baselineRows = (
+  runs: ReadonlyArray<Run>,
+  selected: ReadonlyArray<Workload>
+): ReadonlyArray<ReadonlyArray<string>> => {
+  const rows: Array<ReadonlyArray<string>> = [[
+    "workload",
+    "metric",
+    "this tree",
+    "baseline",
+    "tree ÷ base",
+    "spread",
+    "better",
+    "verdict",
+    "checks"
+  ]]
+  for (const workload of selected) {
+    if (!runs.some((run) => run.workload === workload.id)) continue
+    const checks = checksOf(runs, workload.id)
+    workload.metrics.forEach((metric, i) => {
+      const figure = (runtime: BootName, rep: number) =>
+        runs.find((run) => run.workload === workload.id && run.runtime === runtime && run.rep === rep)?.result
+          ?.figures[metric.id]
+      const reps = [...new Set(runs.filter((run) => run.workload === workload.id).map((run) => run.rep))]
+      const ratios = reps.flatMap((rep) => {
+        const [tree, base] = [figure("harness", rep), figure("baseline", rep)]
+        return tree !== undefined && base !== undefined && Number.isFinite(tree / base) ? [tree / base] : []
+      })
+      const [low, high] = [Math.min(...ratios), Math.max(...ratios)]
+      const better = (ratio: number) => metric.better === "lower" ? ratio < 1 : ratio > 1
+      rows.push([
+        i === 0 ? `${workload.id} ${workload.title}` : "",
+        metric.label.includes(metric.unit) || metric.unit === "×" ? metric.label : `${metric.label} (${metric.unit})`,
+        formatFigure(medianOf(runs, workload.id, "harness", metric.id), metric),
+        formatFigure(medianOf(runs, workload.id, "baseline", metric.id), metric),
+        formatRatio(median(ratios)),
+        ratios.length === 0 ? "—" : `${formatRatio(low)}–${formatRatio(high)}`,
+        metric.better === "lower" ? "lower ↓" : "higher ↑",
+        ratios.length < 2
+          ? "one repetition"
+          : low <= 1 && high >= 1
+          ? "within the spread"
+          : better(low) && better(high)
+          ? "better"
+          : "worse",
+        i === 0 ? `${checks.failures.length === 0 ? "✓" : "✗"} ${checks.passed}/${checks.total}` : ""
+      ])
+    })
+  }
+  return rows
+}

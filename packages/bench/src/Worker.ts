@@ -5,9 +5,10 @@
  * workload once and prints its result as one `RESULT <json>` line on stdout.
  */
 import { pathToFileURL } from "node:url"
+import { baselineBundleEnv } from "./Baseline.js"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
 import type { BenchRuntime, BootName } from "./Runtime.js"
-import { floorName, runtimeNames } from "./Runtime.js"
+import { baselineName, floorName, runtimeNames } from "./Runtime.js"
 import type * as HarnessSource from "./runtimes/harness.js"
 import type { Result, Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
@@ -34,6 +35,12 @@ export const boot = async (name: BootName, build: typeof harnessBuild = harnessB
       return (await import("./runtimes/reference.js")).make()
     case "floor":
       return (await import("./runtimes/floor.js")).make()
+    case "baseline": {
+      const baseline = process.env[baselineBundleEnv]
+      if (baseline === undefined) throw new Error(`${baselineBundleEnv} is not set: the runner prepares the baseline`)
+      const bundled = (await import(pathToFileURL(baseline).href)) as typeof HarnessSource // the adapter at that commit
+      return withBuild(await bundled.make(), "baseline, bundled")
+    }
   }
 }
 
@@ -58,13 +65,13 @@ export const measure = async (
 }
 
 const isRuntime = (value: string | undefined): value is BootName =>
-  value === floorName || runtimeNames.some((name) => name === value)
+  value === floorName || value === baselineName || runtimeNames.some((name) => name === value)
 const isSize = (value: string | undefined): value is Size => value === "full" || value === "quick" || value === "smoke"
 
 const main = async () => {
   const [name, workloadId, size = "full"] = process.argv.slice(2)
   if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
-    throw new Error("usage: Worker.ts <reference|pi|harness|floor> <workload> [full|quick|smoke]")
+    throw new Error("usage: Worker.ts <reference|pi|harness|floor|baseline> <workload> [full|quick|smoke]")
   }
   const result = await measure(name, workloadId, size)
   process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)

@@ -6,10 +6,13 @@
  *   --reps N         repetitions per (runtime, workload), default 3
  *   --write          also write BENCHMARKS.md (results region) and the W1 chart
  *   --report FILE    re-render the table (and with --write the report) from a saved results file, without running
+ *   --baseline REV   Harness at commit REV beside the working tree's, interleaved in one run (no peers): the ratio
+ *                    of each figure with its spread over the repetitions (`Baseline.ts`)
  */
 import * as os from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { baselineBundleEnv, prepareBaseline } from "./Baseline.js"
 import {
   machine,
   readOr,
@@ -22,8 +25,8 @@ import {
   writeFile
 } from "./Report.js"
 import { packageDir, runAll, runMain } from "./Runner.js"
-import { checksOf, failuresText, renderText, tableRows } from "./Summary.js"
-import type { Size } from "./Workload.js"
+import { baselineRows, checksOf, failuresText, renderText, tableRows } from "./Summary.js"
+import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
 const main = async (): Promise<number> => {
@@ -33,7 +36,8 @@ const main = async (): Promise<number> => {
       only: { type: "string" },
       reps: { type: "string", default: "3" },
       write: { type: "boolean", default: false },
-      report: { type: "string" }
+      report: { type: "string" },
+      baseline: { type: "string" }
     }
   })
   const only = values.only?.split(",").map((id) => id.trim().toLowerCase())
@@ -41,6 +45,11 @@ const main = async (): Promise<number> => {
   if (selected.length === 0) throw new Error(`--only matched no workload; ids: ${workloads.map((w) => w.id).join(" ")}`)
   const reps = Number(values.reps)
   if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
+
+  if (values.baseline !== undefined) {
+    if (values.report !== undefined || values.write) throw new Error("--baseline prints its table only")
+    return compareWithBaseline(values.baseline, selected, reps, values.quick ? "quick" : "full")
+  }
 
   let results: Results
   if (values.report !== undefined) {
@@ -88,6 +97,37 @@ const main = async (): Promise<number> => {
     )
     console.error("wrote BENCHMARKS.md")
   }
+  return failures.length > 0 ? 1 : 0
+}
+
+/** `--baseline REV`: the working tree's Harness against REV's, interleaved, every run a fresh process. */
+const compareWithBaseline = async (
+  rev: string,
+  selected: ReadonlyArray<Workload>,
+  reps: number,
+  size: Size
+): Promise<number> => {
+  const baseline = await prepareBaseline(rev)
+  process.env[baselineBundleEnv] = baseline.bundle
+  const loadAtStart = os.loadavg()[0] ?? 0
+  console.error(`bench: ${selected.map((w) => w.id).join(" ")} × working tree, ${baseline.title} × ${reps} (${size})`)
+  const runs = await runAll({
+    workloads: selected,
+    reps,
+    size,
+    runtimes: ["harness", "baseline"],
+    log: (line) => console.error(line)
+  })
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-")
+  writeFile(join(packageDir, "results", `baseline-${stamp}.json`), `${JSON.stringify({ baseline, runs }, null, 1)}\n`)
+  console.log(renderText(baselineRows(runs, selected)))
+  console.log(
+    `\nbaseline: ${baseline.title}; 1-min load ${loadAtStart.toFixed(1)} at start, ${
+      (os.loadavg()[0] ?? 0).toFixed(1)
+    } at end. Within the spread: the per-repetition ratios fall on both sides of 1.`
+  )
+  const failures = selected.flatMap((w) => checksOf(runs, w.id).failures)
+  if (failures.length > 0) console.log(failuresText(failures))
   return failures.length > 0 ? 1 : 0
 }
 

@@ -1,0 +1,55 @@
+/**
+ * The baseline mode (`npm run bench -- --baseline <rev>`) measures another commit's Harness, built from that
+ * commit's own sources, and says whether a figure moved beyond the repetitions' spread.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { readFileSync } from "node:fs"
+import { baselineBundleEnv, prepareBaseline } from "../src/Baseline.js"
+import { runInProcess } from "../src/Runner.js"
+import { baselineRows, type Run } from "../src/Summary.js"
+import type { Workload } from "../src/Workload.js"
+
+describe("bench baseline", () => {
+  it.live("bundles the commit's own sources and runs them in a worker", () =>
+    Effect.gen(function*() {
+      const baseline = yield* Effect.promise(() => prepareBaseline("HEAD~1"))
+      const text = readFileSync(baseline.bundle, "utf8")
+      assert.include(text, `.baseline/${baseline.sha}/packages/agent/src/`, "the agent from the commit's tree")
+      assert.notInclude(text, "\n// packages/agent/src/", "not the working tree's agent")
+      process.env[baselineBundleEnv] = baseline.bundle
+      const result = yield* Effect.promise(() => runInProcess("baseline", "W1", "smoke"))
+      assert.include(result.version, "baseline")
+      assert.deepStrictEqual(result.checks.filter((check) => !check.ok), [])
+    }), 120_000)
+
+  it("a ratio is a verdict only when every repetition agrees on its side of 1", () => {
+    const workload: Workload = {
+      id: "W1",
+      title: "t",
+      sizes: { full: 1, quick: 1, smoke: 1 },
+      metrics: [
+        { id: "rate", label: "turns/s", unit: "turns/s", better: "higher" },
+        { id: "cost", label: "µs/turn", unit: "µs", better: "lower" }
+      ],
+      run: () => Promise.reject(new Error("not run"))
+    }
+    const run = (runtime: "harness" | "baseline", rep: number, rate: number, cost: number): Run => ({
+      runtime,
+      workload: "W1",
+      rep,
+      n: 1,
+      version: "v",
+      seconds: 1,
+      result: { figures: { rate, cost }, checks: [] }
+    })
+    const rows = baselineRows([
+      run("harness", 0, 110, 90),
+      run("baseline", 0, 100, 100),
+      run("harness", 1, 120, 105),
+      run("baseline", 1, 100, 100)
+    ], [workload])
+    assert.deepStrictEqual(rows[1]!.slice(4, 8), ["1.15×", "1.10×–1.20×", "higher ↑", "better"])
+    assert.deepStrictEqual(rows[2]!.slice(4, 8), ["0.98×", "0.90×–1.05×", "lower ↓", "within the spread"])
+  })
+})
