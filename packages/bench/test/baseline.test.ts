@@ -27,6 +27,7 @@ describe("bench baseline", () => {
     const workload: Workload = {
       id: "W1",
       title: "t",
+      description: "a synthetic workload",
       sizes: { full: 1, quick: 1, smoke: 1 },
       metrics: [
         { id: "rate", label: "turns/s", unit: "turns/s", better: "higher" },
