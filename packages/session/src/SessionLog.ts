@@ -12,6 +12,7 @@ import type { Ids, SessionEvent, Store } from "@harness/domain"
 import type { Queue, Schedule, Scope, Stream } from "effect"
 import { Context, Effect, Layer } from "effect"
 import type { History } from "./History.js"
+import * as opening from "./internal/openLog.js"
 import * as internal from "./internal/sessionLog.js"
 import type { LogState } from "./LogCheck.js"
 import type { SessionLogError } from "./SessionLogError.js"
@@ -85,23 +86,27 @@ export interface Service {
     inputs: ReadonlyArray<SessionEvent.SessionEventInput>
   ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
   /**
-   * The log's writer lock (one permit): every append holds it while it commits. A writer whose own state must
-   * change atomically with its appends — the agent's acceptance window (ADR 0028) — uses it as its own lock, holds
-   * it for its whole critical section and appends inside with {@link appendHeld}, so one lock, not two, is taken
-   * per append.
-   */
-  readonly lock: Effect.Semaphore
-  /**
-   * {@link appendAll} (or, with `trusted`, {@link appendTrusted}) for a caller that holds {@link lock}.
+   * Runs `body` as one transaction of the log (ADR 0051): inside it, `tx` appends — {@link Transaction.append},
+   * {@link Transaction.appendAll}, {@link Transaction.appendTrusted} — and no other writer of the log appends,
+   * flushes or runs a transaction until it ends. A writer whose own state must change atomically with its appends
+   * (the agent's acceptance window, ADR 0028) runs its critical sections as transactions: its state and the log change
+   * together, one permit per section.
    *
-   * Contract: the caller holds the lock, uninterruptibly, for the whole call. Without it the log's order is not
-   * guaranteed; while holding it, {@link append}, {@link appendAll}, {@link appendTrusted} and {@link flush} wait
-   * for the lock the caller holds, forever.
+   * Contract:
+   * - Exclusive and ordered: transactions and appends of the log run one at a time, in the order they get the log's
+   *   writer permit; `body` and everything it appends are one unit for every other writer and for the log's order.
+   * - Uninterruptible, the wait for the permit included: once started, `body` runs to its end (so keep it short and
+   *   free of waits on anything but other transactions; a write-behind append inside may wait for the writer's room).
+   * - Not rolled back: each `tx` append commits as it runs, exactly as a plain append would (validated, checked,
+   *   written through or handed to the writer, published); a later failure of `body` fails the transaction and keeps
+   *   what was appended. A refused `tx` append changes nothing, and `body` may go on.
+   * - `tx` works only while the transaction runs: an append through it after `body` ended is a defect. Inside
+   *   `body`, the log's own {@link append}, {@link appendAll}, {@link appendTrusted}, {@link flush} and `transaction`
+   *   wait for the transaction that is running — forever: append through `tx`. Reads ({@link state},
+   *   {@link history}, {@link events}, {@link cursors}) take no permit and see every `tx` append made so far.
+   * - `body` is called, and a fresh `tx` made, each time the returned effect runs.
    */
-  readonly appendHeld: (
-    inputs: ReadonlyArray<SessionEvent.SessionEventInput>,
-    options?: { readonly trusted?: boolean }
-  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
+  readonly transaction: <A, E, R>(body: (tx: Transaction) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
    * The durability barrier: resolves once every event appended before the call is written to the store and made
    * durable against power loss (`sync`).
@@ -187,7 +192,7 @@ export interface Service {
   readonly history: Effect.Effect<History>
   /**
    * Subscribes to appended events. Contract: subscribed when it returns (so "subscribe, then append" misses
-   * nothing); unbounded (a slow observer never blocks an append, which runs under the agent's lock); events
+   * nothing); unbounded (a slow observer never blocks an append, which may run inside a transaction); events
    * arrive in `seq` order, each once it is committed to the log (written to the store under `write-through`;
    * appended in memory under `write-behind`, see {@link cursors}); refused appends are never seen. The
    * subscription ends with the scope.
@@ -195,6 +200,28 @@ export interface Service {
   readonly subscribe: Effect.Effect<Queue.Dequeue<SessionEvent.SessionEvent>, never, Scope.Scope>
   /** The appended events as a stream; subscribes when run. */
   readonly changes: Stream.Stream<SessionEvent.SessionEvent>
+}
+
+/**
+ * The appends of one {@link Service.transaction}, available only while it runs: the log's {@link Service.append},
+ * {@link Service.appendAll} and {@link Service.appendTrusted}, made inside the section the transaction holds.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Transaction {
+  /** {@link Service.append} inside the transaction. */
+  readonly append: <E extends SessionEvent.SessionEventInput>(
+    input: E
+  ) => Effect.Effect<Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>, SessionLogError>
+  /** {@link Service.appendAll} inside the transaction: one unit, all or nothing. */
+  readonly appendAll: (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
+  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
+  /** {@link Service.appendTrusted} inside the transaction (ADR 0023). */
+  readonly appendTrusted: (
+    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
+  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
 }
 
 /**
@@ -354,21 +381,7 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
 export const open: (
   id: Ids.SessionId,
   options?: OpenOptions
-) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> = internal.open
-
-/**
- * Runs `effect` holding the log's writer lock ({@link Service.lock}) — how a writer whose own state changes with its
- * appends runs a critical section, appending inside with {@link Service.appendHeld}; every append of the log takes
- * the lock the same way.
- *
- * Contract: one permit is taken, waiting for it included, and released on every exit of `effect` (success, failure,
- * defect); the whole section is uninterruptible, so keep it short and free of waits on anything but other sections.
- *
- * @since 0.0.0
- * @category utils
- */
-export const holding: <A, E, R>(lock: Effect.Semaphore, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =
-  internal.holding
+) => Effect.Effect<Service, SessionLogError, SessionStore.SessionStore> = opening.open
 
 /**
  * A new session over its own fresh memory store: the default of every agent.

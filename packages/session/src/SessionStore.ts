@@ -198,6 +198,18 @@ export interface Service {
     options?: AppendOptions
   ) => Effect.Effect<void, SessionStoreError>
   /**
+   * Optional capability: {@link append} as a plain function, for a store whose append does no I/O and never waits
+   * (the memory store). A `SessionLog` over such a store commits inside its append's own synchronous step instead of
+   * running an effect per commit (ADR 0037).
+   *
+   * Contract: `twin` is the very `append` function this is the twin of, and `run(id, commit, options)` does exactly
+   * what that `append` does, synchronously: it returns the refusal, or `undefined` once committed. The log uses it
+   * only while `twin === store.append`: a wrapper that replaces `append` (`{ ...store, append: mine }`: a fault
+   * injector, a counting test store, a decorator) keeps the spread capability but no longer matches it, so its own
+   * `append` is always called.
+   */
+  readonly inlineAppend?: InlineAppend | undefined
+  /**
    * Every stored record whose position is greater than `options.after`, in position order.
    *
    * Contract: streamed — a backend never holds the whole session in memory to serve it; `NotFound` fails the
@@ -276,6 +288,19 @@ export interface Service {
    * reads it. A snapshot stored in a format this store no longer writes is none (the session then replays its log).
    */
   readonly loadSnapshot: (id: Ids.SessionId) => Effect.Effect<Option.Option<SnapshotHead>, SessionStoreError>
+}
+
+/**
+ * A store's `append` as a plain function (see {@link Service.inlineAppend}).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface InlineAppend {
+  /** The `append` function this one is the synchronous twin of. */
+  readonly twin: Service["append"]
+  /** Appends `commit`: the refusal, or `undefined` once committed. */
+  readonly run: (id: Ids.SessionId, commit: Commit, options?: AppendOptions) => SessionStoreError | undefined
 }
 
 /**

@@ -128,9 +128,6 @@ const notFound = (id: Ids.SessionId) => Effect.fail(missing(id))
 // Records are encoded as a chunk is read: a chunk of 4 KB records stays near 1 MB.
 const loadChunkSize = 256
 
-/** An append of the memory store as a plain function: the refusal, or `undefined` once committed. */
-export type AppendNow = (id: Ids.SessionId, commit: Commit, lease?: Lease) => SessionStoreError | undefined
-
 /**
  * The holder of every memory store's leases: a memory store lives in one process and knows no other, so a lease is
  * only ever taken over by a later log of the same process.
@@ -152,18 +149,6 @@ const fenced = (id: Ids.SessionId, cell: Cell, lease: Lease | undefined): Sessio
         ? `session ${JSON.stringify(id)} is leased by a writer: a write must carry its lease`
         : `the writer lease of session ${JSON.stringify(id)} was taken over by a later writer`
     )
-
-/**
- * The memory stores' `append` functions, each with the same append as a plain function. Keyed by the very function,
- * so a wrapper that replaces `append` (the fault injector, a test's counting store) never has its own bypassed.
- */
-const appendsNow = new WeakMap<Service["append"], AppendNow>()
-
-/**
- * The synchronous twin of `store.append`, when `store.append` is a memory store's own: the session log then commits
- * inside its own synchronous step instead of running an effect per commit (ADR 0037).
- */
-export const appendNowOf = (store: Service): AppendNow | undefined => appendsNow.get(store.append)
 
 export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
   // Read and changed only by synchronous code: every change below is atomic without a `Ref`. A `Map` keeps its keys
@@ -197,7 +182,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       return cell === undefined ? notFound(id) : Effect.succeed(f(cell.current))
     })
 
-  const appendNow: AppendNow = (id, commit, lease) => {
+  const appendNow = (id: Ids.SessionId, commit: Commit, lease: Lease | undefined): SessionStoreError | undefined => {
     const cell = sessions.get(id)
     if (cell === undefined) return missing(id)
     const refused = fenced(id, cell, lease)
@@ -215,10 +200,11 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       const refused = appendNow(id, commit, options?.lease)
       return refused === undefined ? Effect.void : Effect.fail(refused)
     })
-  appendsNow.set(append, appendNow)
 
   return {
     volatile: true,
+    // Declared, and bound to this very `append`: a wrapper that replaces `append` is never bypassed (ADR 0037).
+    inlineAppend: { twin: append, run: (id, commit, options) => appendNow(id, commit, options?.lease) },
     create: (header, commit) => {
       const id = header.id
       const issue = commit === undefined ? undefined : contiguityIssue(0, commit)

@@ -7,7 +7,8 @@ import { Effect, Either, Schema, Stream } from "effect"
 import { SessionLogError } from "../SessionLogError.js"
 import type { ForkOptions, SessionInfo } from "../Sessions.js"
 import { SessionStore, type SessionStoreError } from "../SessionStore.js"
-import { make, randomSessionId } from "./sessionLog.js"
+import { randomSessionId } from "./logRecords.js"
+import { make } from "./sessionLog.js"
 
 const decodeJson = Schema.decodeEither(
   Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, StoreRecords.InboxRecord))
