@@ -301,7 +301,7 @@ const fixed: ReadonlyArray<{
     // Found by the property (run 3 287, seed -19484422, preemption budget 10): the admission guard took the
     // `events` permit with a plain `withPermits` in the agent's activity fiber, and the wind-down's cancel landed the
     // instant the permit was handed to it: the permit was counted taken and never released (0 free, 2 waiters,
-    // no holder), so `settled` never resolved. Every permit is now taken uninterruptibly (`SessionLog.holding`).
+    // no holder), so `settled` never resolved. Every permit is now taken uninterruptibly (the goal's `holding`).
     name: "R125: a cancel landing as the admission guard is handed a lock never leaks it: everything settles",
     ops: [
       { _tag: "create", rounds: 1 },

@@ -527,6 +527,28 @@ describe("SessionLog over the plain memory store (its synchronous commit, ADR 00
       assert.deepStrictEqual(seen, [1, 2])
       yield* assertStored(memory, log)
     }))
+
+  it.effect("a store's declared inline append is what the log commits with, while it twins the store's append", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const inline = memory.inlineAppend!
+      const seen: Array<number> = []
+      const store: SessionStore.Service = {
+        ...memory,
+        inlineAppend: {
+          twin: inline.twin,
+          run: (id, commit, options) => {
+            seen.push(commit.events.length)
+            return inline.run(id, commit, options)
+          }
+        }
+      }
+      const log = yield* SessionLog.make({ id: sid }).pipe(Effect.provideService(SessionStore.SessionStore, store))
+      yield* log.append(ev.user("a"))
+      yield* log.transaction((tx) => tx.appendAll([ev.turnStart(1), ev.turnEnd(1)]))
+      assert.deepStrictEqual(seen, [1, 2])
+      yield* assertStored(memory, log)
+    }))
 })
 
 describe("SessionLog.make, open, memory", () => {

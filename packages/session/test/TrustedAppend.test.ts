@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { SessionEvent } from "@harness/domain"
 import { block, ev, promptTurn, sessionId, toolTurn } from "@harness/testkit/Events"
-import { Chunk, Effect, Fiber, Option, Queue, Schema, Stream, TestClock } from "effect"
+import { Chunk, Effect, Queue, Schema, Stream, TestClock } from "effect"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent, snapshot } from "./fixtures.js"

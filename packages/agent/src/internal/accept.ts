@@ -5,6 +5,7 @@
  */
 import type { Ids as IdsT, Inbox as InboxT, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
 import { Effect, Equal, Fiber, Option, Schema } from "effect"
 import type { BatchOp, PresetOptions } from "../Agent.js"
 import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js"
@@ -64,9 +65,14 @@ const inOperation = (index: number) => (error: Message.InvalidMessageError) =>
 const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
 
 /**
- * Routes one decoded send (R28). Must run holding the lock.
+ * Routes one decoded send (R28), inside the section's transaction `tx`.
  */
-const sendLocked = Effect.fnUntraced(function*(env: Env, data: Message.UserMessageData, options: Message.SendOptions) {
+const sendLocked = Effect.fnUntraced(function*(
+  env: Env,
+  tx: SessionLog.Transaction,
+  data: Message.UserMessageData,
+  options: Message.SendOptions
+) {
   const { lifecycle } = yield* read(env)
   if (Lifecycle.isDisposed(lifecycle)) return yield* disposedError()
   // Ids older than the inbox's bounded memory are answered by the log (and its store's index): a resend after a
@@ -86,8 +92,8 @@ const sendLocked = Effect.fnUntraced(function*(env: Env, data: Message.UserMessa
       }])
     } else {
       // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
-      yield* repairLocked(env)
-      yield* appendOwn(env, [{ type: "user/message", data: userMessageData(data, id) }])
+      yield* repairLocked(env, tx)
+      yield* appendOwn(env, tx, [{ type: "user/message", data: userMessageData(data, id) }])
       yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
     }
     return id
@@ -114,10 +120,15 @@ export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
   Lifecycle.activity(state.lifecycle) !== undefined || inbox.stranded
 
 /**
- * One `cancel` (R77–R85; departures R73, R81, R82, R133). Must run holding the lock.
+ * One `cancel` (R77–R85; departures R73, R81, R82, R133), inside the section's transaction `tx`.
  */
-export const cancelLocked: (env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean) => Effect.Effect<void> =
-  Effect.fnUntraced(function*(env: Env, reason: AgentEvent.InterruptReason, keepInbox: boolean) {
+export const cancelLocked: (
+  env: Env,
+  tx: SessionLog.Transaction,
+  reason: AgentEvent.InterruptReason,
+  keepInbox: boolean
+) => Effect.Effect<void> = Effect.fnUntraced(
+  function*(env: Env, tx: SessionLog.Transaction, reason: AgentEvent.InterruptReason, keepInbox: boolean) {
     const { lifecycle } = yield* read(env)
     if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return
     const inbox = yield* Inbox.get(env.inbox)
@@ -147,9 +158,10 @@ export const cancelLocked: (env: Env, reason: AgentEvent.InterruptReason, keepIn
       if (!Equal.equals(self, activity.fiber.id())) yield* Fiber.interruptAsFork(activity.fiber, self)
     } else if (!keepInbox) {
       // Outside any turn, staged context is logged rather than dropped.
-      yield* flushContext(env)
+      yield* flushContext(env, tx)
     }
-  })
+  }
+)
 
 /**
  * Withdraws one pending item (ADR 0009). Must run holding the lock.
@@ -169,13 +181,18 @@ const withdrawLocked: (env: Env, id: IdsT.AgentMessageId) => Effect.Effect<Inbox
 )
 
 /**
- * Restores the inbox a stored session left (ADR 0017), in acceptance order. Must run holding the lock, before the
+ * Restores the inbox a stored session left (ADR 0017), in acceptance order, inside the section's transaction `tx`, before the
  * agent is used. Queued items keep their placement and waking; steering staged for a turn the crash interrupted
  * becomes a queued turn (waking); staged context is logged at once (as an idle injection would be). With
  * `park`, nothing restored wakes the agent: the items wait, parked, for the next waking send (R31).
  */
 export const restoreLocked = Effect.fnUntraced(
-  function*(env: Env, records: ReadonlyArray<StoreT.InboxAccepted>, mode: "wake" | "park") {
+  function*(
+    env: Env,
+    tx: SessionLog.Transaction,
+    records: ReadonlyArray<StoreT.InboxAccepted>,
+    mode: "wake" | "park"
+  ) {
     let context = false
     let waking = false
     for (const record of records) {
@@ -195,7 +212,7 @@ export const restoreLocked = Effect.fnUntraced(
       yield* Inbox.offer(env.inbox, { message, wakeup, order })
       waking = waking || wakeup
     }
-    if (context) yield* flushContext(env)
+    if (context) yield* flushContext(env, tx)
     if (waking) yield* ensureDriver(env)
   }
 )
@@ -215,7 +232,7 @@ export const send = Effect.fnUntraced(function*(
 
 /** A decoded send: routed under the lock, then the acceptance barrier (a memory log has none: no step for it). */
 const sendDecoded = (env: Env, data: Message.UserMessageData, options: Message.SendOptions) => {
-  const routed = locked(env, sendLocked(env, data, options))
+  const routed = locked(env, (tx) => sendLocked(env, tx, data, options))
   return env.log.durable ? Effect.zipLeft(routed, barrier(env)) : routed
 }
 
@@ -264,7 +281,7 @@ const applyBatch = Effect.fnUntraced(function*(env: Env, checked: ReadonlyArray<
       decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
     }
   }
-  const outcome = yield* Effect.either(locked(env, batchLocked(env, decoded)))
+  const outcome = yield* Effect.either(locked(env, (tx) => batchLocked(env, tx, decoded)))
   yield* barrier(env)
   return yield* outcome
 })
@@ -273,34 +290,36 @@ type DecodedOp =
   | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
   | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
 
-/** A decoded batch applied in order, holding the lock; it stops at the first send refused. */
-const batchLocked = Effect.fnUntraced(function*(env: Env, decoded: ReadonlyArray<DecodedOp>) {
-  // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
-  if (Lifecycle.isDisposed((yield* read(env)).lifecycle) && decoded.some((op) => op._tag === "send")) {
-    return yield* disposedError()
-  }
-  const applied: Array<IdsT.AgentMessageId | undefined> = []
-  for (const op of decoded) {
-    if (op._tag === "cancel") {
-      yield* cancelLocked(env, op.cause, op.keepInbox)
-      applied.push(undefined)
-      continue
+/** A decoded batch applied in order, in one transaction `tx`; it stops at the first send refused. */
+const batchLocked = Effect.fnUntraced(
+  function*(env: Env, tx: SessionLog.Transaction, decoded: ReadonlyArray<DecodedOp>) {
+    // After disposal a batch of cancels only is a no-op, as a plain `cancel` is; one that sends fails.
+    if (Lifecycle.isDisposed((yield* read(env)).lifecycle) && decoded.some((op) => op._tag === "send")) {
+      return yield* disposedError()
     }
-    const result = yield* Effect.either(sendLocked(env, op.data, op.options))
-    if (result._tag === "Left") {
-      if (result.left._tag === "AgentDisposedError") {
-        return yield* result.left
+    const applied: Array<IdsT.AgentMessageId | undefined> = []
+    for (const op of decoded) {
+      if (op._tag === "cancel") {
+        yield* cancelLocked(env, tx, op.cause, op.keepInbox)
+        applied.push(undefined)
+        continue
       }
-      return yield* new BatchError({
-        applied,
-        cause: result.left,
-        message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
-      })
+      const result = yield* Effect.either(sendLocked(env, tx, op.data, op.options))
+      if (result._tag === "Left") {
+        if (result.left._tag === "AgentDisposedError") {
+          return yield* result.left
+        }
+        return yield* new BatchError({
+          applied,
+          cause: result.left,
+          message: `the batch stopped at operation ${applied.length + 1}: ${result.left.message}`
+        })
+      }
+      applied.push(result.right)
     }
-    applied.push(result.right)
+    return applied
   }
-  return applied
-})
+)
 
 /**
  * `sendAll`: copied and checked to be pairs, then applied as a batch of sends (the copy is already the batch's: it is
@@ -323,11 +342,11 @@ export const cancel = Effect.fnUntraced(function*(
 ) {
   const checkedCause = yield* checkCause(cause)
   const checked = yield* checkCancelOptions(options)
-  return yield* locked(env, cancelLocked(env, checkedCause, checked?.keepInbox === true))
+  return yield* locked(env, (tx) => cancelLocked(env, tx, checkedCause, checked?.keepInbox === true))
 })
 
 /** `retry`: a turn over the current log without a new prompt; refused while busy or after disposal. */
-export const retry = (env: Env) => locked(env, retryLocked(env))
+export const retry = (env: Env) => locked(env, () => retryLocked(env))
 
 const retryLocked = Effect.fnUntraced(function*(env: Env) {
   const { lifecycle } = yield* read(env)
@@ -341,7 +360,7 @@ const retryLocked = Effect.fnUntraced(function*(env: Env) {
 })
 
 /** `inbox`: the pending items now, read under the lock. */
-export const inbox = (env: Env) => locked(env, inboxLocked(env))
+export const inbox = (env: Env) => locked(env, () => inboxLocked(env))
 
 const inboxLocked = Effect.fnUntraced(function*(env: Env) {
   const snapshot = yield* Inbox.get(env.inbox)
@@ -359,7 +378,7 @@ export const withdraw = (
   Effect.flatMap(
     checkId(id),
     (checked) =>
-      Effect.tap(locked(env, withdrawLocked(env, checked)), (result) =>
+      Effect.tap(locked(env, () => withdrawLocked(env, checked)), (result) =>
         result._tag === "Withdrawn"
           ? barrier(env).pipe(
             Effect.catchAll((error) => Effect.logWarning("the withdrawal could not be made durable", error))

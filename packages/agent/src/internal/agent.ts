@@ -68,17 +68,17 @@ const liveEvents = Effect.fnUntraced(function*(env: Env) {
  * turn, log staged context, make the log durable, then publish `agent/disposed`, the last event.
  */
 const dispose = Effect.fnUntraced(function*(env: Env) {
-  const driver = yield* locked(env, disposeLocked(env))
+  const driver = yield* locked(env, (tx) => disposeLocked(env, tx))
   if (driver !== undefined) yield* Fiber.await(driver)
-  yield* locked(env, flushContext(env))
+  yield* locked(env, (tx) => flushContext(env, tx))
   yield* env.log.flush.pipe(
     Effect.catchAll((error) => Effect.logWarning("the session log could not be flushed at disposal", error))
   )
   yield* publish(env, { type: "agent/disposed" })
 })
 
-const disposeLocked = Effect.fnUntraced(function*(env: Env) {
-  yield* Accept.cancelLocked(env, "disposed", false)
+const disposeLocked = Effect.fnUntraced(function*(env: Env, tx: SessionLog.Transaction) {
+  yield* Accept.cancelLocked(env, tx, "disposed", false)
   yield* transition(env, "disposed", Lifecycle.disposed)
   return Lifecycle.driving((yield* read(env)).lifecycle)?.driver
 })
@@ -151,8 +151,6 @@ export const make: <R>(
       finish: yield* Scope.extend(FiberMap.make<string, void, never>(), fibers)
     }
     const state = yield* Ref.make(initial)
-    // One lock guards the window and the log (ADR 0028): the agent's critical sections append with `appendHeld`.
-    const lock = log.lock
     const inbox = yield* Inbox.make
 
     const service: Service = Object.assign(
@@ -181,7 +179,6 @@ export const make: <R>(
       fibers,
       handlers,
       state,
-      lock,
       inbox,
       live: undefined,
       tools,
@@ -200,7 +197,7 @@ export const make: <R>(
       yield* Effect.forkIn(reportFaults(env, faults), fibers)
     }
     if (log.pendingInbox.length > 0) {
-      yield* locked(env, Accept.restoreLocked(env, log.pendingInbox, options.restoredInbox ?? "wake"))
+      yield* locked(env, (tx) => Accept.restoreLocked(env, tx, log.pendingInbox, options.restoredInbox ?? "wake"))
     }
 
     // Disposal is added to the scope itself: `Effect.addFinalizer` would keep the creating fiber's `FiberRefs` for as

@@ -2,7 +2,7 @@
  * Closing a turn in the log (R57, R72, R73, R133) with the session's own closers
  * (`Closers.close`, ADR 0008): the agent only says how each owed call is answered and which staged context goes
  * in before `step/end`; the records themselves are computed from the log's state and appended as one unit
- * (one `appendHeld`), so a close is written whole or not at all. They are built from the log's checked state, the cancel
+ * (one append in the section's transaction), so a close is written whole or not at all. They are built from the log's checked state, the cancel
  * cause decoded where it entered and results the tool runtime rendered itself: trusted (ADR 0023). A close the
  * store refused is finished by {@link repairLocked} before the agent appends anything else outside a turn: the log
  * never stays open while the agent runs on.
@@ -41,13 +41,19 @@ const answerWith = (calls: CloseCalls) => (owed: Closers.OwedCallAt): Closers.An
 }
 
 /**
- * Closes the log's open turn with `reason`, in one append. Must run holding the lock. `context`: staged context
+ * Closes the log's open turn with `reason`, in one append through the section's transaction `tx`. `context`: staged context
  * (and the contexts of the finished calls) is logged before `step/end` (after a default cancel); otherwise the
  * finished calls' contexts are staged. On a refusal nothing is written and the agent remembers the reason; the next
  * append the agent makes outside a turn first repairs the log.
  */
 export const closeLocked = Effect.fnUntraced(
-  function*(env: Env, reason: TurnT.TurnEndReason, calls: CloseCalls, options: { readonly context: boolean }) {
+  function*(
+    env: Env,
+    tx: SessionLog.Transaction,
+    reason: TurnT.TurnEndReason,
+    calls: CloseCalls,
+    options: { readonly context: boolean }
+  ) {
     const log = yield* env.log.state
     const turn = log.openTurn
     if (turn === undefined) return
@@ -65,7 +71,7 @@ export const closeLocked = Effect.fnUntraced(
         ...contexts.map((data) => outboxEvent({ _tag: "context", data, id: undefined }, undefined))
       ]
       : []
-    yield* appendOwn(env, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))
+    yield* appendOwn(env, tx, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))
     if (options.context) {
       const logged = new Set<OutboxItem>(staged)
       yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: Chunk.filter(s.outbox, (item) => !logged.has(item)) }))
@@ -78,14 +84,14 @@ export const closeLocked = Effect.fnUntraced(
 
 /**
  * Finishes a close the store refused earlier (calls still owed are answered `ABORTED`, or `ABORTED_BEFORE_DISPATCH`
- * when never logged). Must run holding the lock, before the agent appends anything outside a turn.
+ * when never logged). Runs inside a section's transaction `tx`, before the agent appends anything outside a turn.
  */
-export const repairLocked = (env: Env): Effect.Effect<void, SessionLog.SessionLogError> =>
+export const repairLocked = (env: Env, tx: SessionLog.Transaction): Effect.Effect<void, SessionLog.SessionLogError> =>
   Effect.flatMap(read(env), ({ unclosed }) =>
     unclosed === undefined
       ? Effect.void
       : Effect.flatMap(env.log.state, (log) =>
-        closeLocked(env, unclosed, {
+        closeLocked(env, tx, unclosed, {
           finished: new Map(),
           dispatched: new Set(log.owed.flatMap((owed) => owed.callSeq === undefined ? [] : [owed.callId]))
         }, { context: false })))

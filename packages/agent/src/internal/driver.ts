@@ -123,21 +123,21 @@ const nextActivity = Effect.fnUntraced(function*(env: Env) {
 })
 
 const driverLoop = Effect.fnUntraced(function*(env: Env) {
-  let activity = yield* locked(env, nextActivity(env))
+  let activity = yield* locked(env, () => nextActivity(env))
   while (activity !== undefined) {
     const exit = yield* Fiber.await(activity.fiber)
     // A turn that ended settles and claims what comes next in one critical section; otherwise it is claimed here.
     const next = yield* settle(env, activity, exit)
-    activity = Option.isSome(next) ? next.value : yield* locked(env, nextActivity(env))
+    activity = Option.isSome(next) ? next.value : yield* locked(env, () => nextActivity(env))
   }
 })
 
 /**
- * Logs staged context outside any turn, in order (like an idle inject). Must run holding the lock. A failing append
- * keeps the rest staged and is logged as a warning.
+ * Logs staged context outside any turn, in order (like an idle inject), through the section's transaction `tx`. A
+ * failing append keeps the rest staged and is logged as a warning.
  */
-export const flushContext = (env: Env): Effect.Effect<void> =>
-  Effect.zipRight(repairLocked(env), drain(env, { turn: undefined, only: "context" })).pipe(
+export const flushContext = (env: Env, tx: SessionLog.Transaction): Effect.Effect<void> =>
+  Effect.zipRight(repairLocked(env, tx), drain(env, tx, { turn: undefined, only: "context" })).pipe(
     Effect.catchAll((error) => Effect.logWarning("staged context could not be logged; it stays staged", error)),
     Effect.asVoid
   )
@@ -198,7 +198,7 @@ const settleActivity = Effect.fnUntraced(function*(
         error: code === undefined ? { message } : { message, code }
       })
     }
-    yield* locked(env, settleUnopened(env, activity))
+    yield* locked(env, (tx) => settleUnopened(env, tx, activity))
     const unsettled = activity.job._tag === "retry" ? activity.job.unsettled : undefined
     if (unsettled !== undefined) {
       yield* publish(env, {
@@ -216,16 +216,17 @@ const settleActivity = Effect.fnUntraced(function*(
   if (env.log.durable) {
     yield* barrier(env).pipe(Effect.catchAll((error) => reportLogError(env, turn, progress.step, error)))
   }
-  const next = yield* locked(env, settleTurn(env, activity, exit, turn, reason))
+  const next = yield* locked(env, (tx) => settleTurn(env, tx, activity, exit, turn, reason))
   return Option.some(next)
 })
 
 /**
- * The settlement of an activity that opened no turn, holding the lock: settles a claimed prompt's inbox record and
+ * The settlement of an activity that opened no turn, in one transaction `tx`: settles a claimed prompt's inbox record and
  * leaves stranded steering for the next turn.
  */
 const settleUnopened = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   activity: Activity
 ) {
   // Steering retained by a blocked or failed admission waits for the next turn (R43); after a cancelled
@@ -241,15 +242,16 @@ const settleUnopened = Effect.fnUntraced(function*(
   yield* transition(env, "activitySettled", Lifecycle.activitySettled)
   yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: cancelled }))
   // Context-only staged input is logged at once; steering keeps its context beside it, staged (R43).
-  if (!(yield* hasSteering(env))) yield* flushContext(env)
+  if (!(yield* hasSteering(env))) yield* flushContext(env, tx)
 })
 
 /**
- * The settlement of a closed turn, holding the lock: a retry starts at once; otherwise the turn settles and the
+ * The settlement of a closed turn, in one transaction `tx`: a retry starts at once; otherwise the turn settles and the
  * next activity is claimed in the same section.
  */
 const settleTurn = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   activity: Activity,
   exit: Exit.Exit<ActivityResult, unknown>,
   turn: number,
@@ -264,7 +266,7 @@ const settleTurn = Effect.fnUntraced(function*(
     if (activity.span !== undefined) yield* endSpan(activity, exit, reason)
     return yield* startActivity(env, { _tag: "retry", unsettled: { turn, reason } })
   }
-  if (current?.cause !== undefined && current.logContextOnClose) yield* flushContext(env)
+  if (current?.cause !== undefined && current.logContextOnClose) yield* flushContext(env, tx)
   // Steering still staged after the turn closed (a `keepInbox` cancel, a failure) runs next by itself.
   yield* transition(env, "activitySettled", Lifecycle.activitySettled)
   yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: true }))
@@ -311,7 +313,7 @@ const close = Effect.fnUntraced(function*(
     }
   }
   // Every handler has stopped: the tool runtime holds what the calls came to.
-  const written = yield* locked(env, Effect.either(writeClose(env, reason, activity.tools)))
+  const written = yield* locked(env, (tx) => Effect.either(writeClose(env, tx, reason, activity.tools)))
   // Observers waiting for the closing `turn/end` run before the rest of the settlement (ADR 0028).
   yield* Effect.yieldNow()
   if (written._tag === "Left") {
@@ -327,11 +329,12 @@ const close = Effect.fnUntraced(function*(
 })
 
 /**
- * Writes a turn's closing records, holding the lock. The window closes first (R57); a later default cancel still
+ * Writes a turn's closing records through the section's transaction `tx`. The window closes first (R57); a later default cancel still
  * makes them log context.
  */
 const writeClose = (
   env: Env,
+  tx: SessionLog.Transaction,
   reason: TurnT.TurnEndReason,
   calls: CloseCalls
 ): Effect.Effect<void, SessionLog.SessionLogError> =>
@@ -340,6 +343,8 @@ const writeClose = (
     () =>
       Effect.flatMap(read(env), ({ lifecycle }) => {
         const current = Lifecycle.activity(lifecycle)
-        return closeLocked(env, reason, calls, { context: current?.cause !== undefined && current.logContextOnClose })
+        return closeLocked(env, tx, reason, calls, {
+          context: current?.cause !== undefined && current.logContextOnClose
+        })
       })
   )

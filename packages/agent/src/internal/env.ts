@@ -1,13 +1,13 @@
 /**
  * The agent's shared environment: its state (one immutable record in a `Ref` — the lifecycle value, ADR 0021, and
- * what survives across turns — guarded by a one-permit semaphore, the acceptance window; the semaphore is the log's
- * writer lock, so a critical section and its appends take one lock, ADR 0028), the inbox, and the helpers every part
- * of the agent uses to append to the log (`appendHeld`, inside a critical section) and publish live events in one
- * true order.
+ * what survives across turns — changed only inside the log's transactions, the acceptance window: a critical section
+ * is a `SessionLog` transaction, so the section and its appends take one permit, ADR 0028, ADR 0051), the inbox, and
+ * the helpers every part of the agent uses to append to the log (through the section's transaction `tx`) and publish
+ * live events in one true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
-import { SessionLog } from "@harness/session"
+import type { SessionLog } from "@harness/session"
 import type { Fiber, FiberMap, Scope, Tracer } from "effect"
 import { Cause, Chunk, Context, Effect, FiberRef, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
@@ -108,8 +108,8 @@ export interface Activity {
 }
 
 /**
- * The agent's state. Contract: read and written only while holding `Env.lock` (except plain reads for the public
- * accessors and `honourCancel`).
+ * The agent's state. Contract: read and written only inside a transaction of the log (`env.log.transaction`, a
+ * critical section), except plain reads for the public accessors and `honourCancel`.
  */
 export interface State {
   /** Idle, running (a driver and perhaps an activity), disposing or disposed (ADR 0021). */
@@ -132,8 +132,6 @@ export interface Env {
   /** The running tool handlers (none for an agent without tools: it never runs one). */
   readonly handlers: Handlers | undefined
   readonly state: Ref.Ref<State>
-  /** The log's writer lock (`SessionLog.lock`): held for every critical section; appends inside use `appendHeld`. */
-  readonly lock: Effect.Semaphore
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
   readonly inbox: Inbox.Inbox
   /**
@@ -156,17 +154,16 @@ export interface Env {
 }
 
 /**
- * Runs `effect` holding the window's lock, uninterruptibly: a critical section is never left half done.
- *
- * Waiting for the lock is uninterruptible too. `Semaphore.take` counts the permit as taken while the waiter is
- * still interruptible, so an interruption landing at that instant would leak the permit and deadlock the agent
- * (found by the property tests under small `maxOpsBeforeYield` budgets). Critical sections are short and never
- * wait on anything but other critical sections, so an uninterruptible wait is always brief.
+ * Runs a critical section — "holding the lock", the acceptance window's (ADR 0005) — as one transaction of the agent's
+ * log (ADR 0051): `body` appends through `tx`, and nothing else changes the agent's state or its log meanwhile.
+ * Uninterruptible, the wait included (a section is never left half done; an interruption landing as the permit is
+ * handed over would leak it, as the property tests found under small `maxOpsBeforeYield` budgets); sections are
+ * short and wait on nothing but other sections and the log.
  */
-export const locked = <A, E, R>(env: Env, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  // What `withPermits` does without its own interruptibility bookkeeping (ADR 0028): the log's own way of taking its
-  // lock, which is this one.
-  SessionLog.holding(env.lock, effect)
+export const locked = <A, E, R>(
+  env: Env,
+  body: (tx: SessionLog.Transaction) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => env.log.transaction(body)
 
 /**
  * Provides the context captured at creation to an effect of a tool, hook or system prompt.
@@ -197,7 +194,7 @@ export const honourCancel = (env: Env): Effect.Effect<void> =>
     (state) => (Lifecycle.cause(state.lifecycle) === undefined ? Effect.void : Effect.interrupt)
   )
 
-/** The options of an append of events the agent built itself (ADR 0023). */
+/** The options of a record of inbox records the agent built itself (ADR 0023). */
 export const trusted = { trusted: true } as const
 
 /**
@@ -238,9 +235,14 @@ export const livePubSub = (env: Env): Effect.Effect<PubSub.PubSub<AgentEvent.Age
  * Appends a durable event and republishes it live as `session/event`. Validated, unless the caller checked it
  * (`trust`: see `content.isValidMessage`).
  */
-export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input: E, trust = false) =>
+export const append = <E extends SessionEvent.SessionEventInput>(
+  env: Env,
+  tx: SessionLog.Transaction,
+  input: E,
+  trust = false
+) =>
   Effect.flatMap(
-    env.log.appendHeld([input], trust ? trusted : undefined),
+    trust ? tx.appendTrusted([input]) : tx.appendAll([input]),
     (events) =>
       Effect.as(
         publishAppended(env, events),
@@ -258,10 +260,11 @@ export const append = <E extends SessionEvent.SessionEventInput>(env: Env, input
  */
 export const appendOwn = (
   env: Env,
+  tx: SessionLog.Transaction,
   inputs: ReadonlyArray<SessionEvent.SessionEventInput>
 ): Effect.Effect<unknown, SessionLog.SessionLogError> =>
   // Succeeds with the publish's result, not the events: no caller reads them, and handing them back costs two steps.
-  Effect.flatMap(env.log.appendHeld(inputs, trusted), (events) => publishAppended(env, events))
+  Effect.flatMap(tx.appendTrusted(inputs), (events) => publishAppended(env, events))
 
 /**
  * A durability barrier (ADR 0008): on a durable log, waits until everything appended (and every inbox record
@@ -295,7 +298,7 @@ export const reportLogError = (
 export const update = (env: Env, f: (state: State) => State): Effect.Effect<void> => Ref.update(env.state, f)
 
 /**
- * Applies a lifecycle transition (ADR 0021). Must run holding the lock. The callers only ask for transitions their
+ * Applies a lifecycle transition (ADR 0021). Runs in a critical section. The callers only ask for transitions their
  * state allows, so a refused one is a bug: a defect naming the transition and the state (thrown inside the update,
  * which makes it the same `die` as `Effect.dieMessage` in one interpreter step instead of three).
  */
@@ -406,7 +409,7 @@ export const publishDrained = (
 
 /**
  * Drains a prefix of the outbox into the log (R47): steering becomes `steering/message` (and publishes its
- * `dequeue`), context becomes `user/message`. Must run holding the lock.
+ * `dequeue`), context becomes `user/message`. Runs inside the section's transaction `tx`.
  *
  * Contract: one `appendAll`, so all or nothing: items leave the outbox only once appended; if the log refuses,
  * the outbox is unchanged (R63, as a port should) and the failure is returned. `only` limits the drain to one
@@ -415,12 +418,13 @@ export const publishDrained = (
 export const drain = Effect.fnUntraced(
   function*(
     env: Env,
+    tx: SessionLog.Transaction,
     options: { readonly turn: number | undefined; readonly limit?: number; readonly only?: OutboxItem["_tag"] }
   ) {
     const plan = drainPlan(yield* Inbox.get(env.inbox), options)
     if (plan.taken.length === 0) return { steering: false }
     // Outbox items are accepted input (decoded and frozen at `send`, or a tool's context decoded when it returned).
-    const events = yield* env.log.appendHeld(plan.events, trusted)
+    const events = yield* tx.appendTrusted(plan.events)
     yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: plan.rest }))
     return { steering: yield* publishDrained(env, plan.taken, events) }
   }

@@ -5,6 +5,7 @@
 import type { AiError, LanguageModel, Prompt, Response as AiResponse, Tool } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json, ModelStream } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
 import type { Scope, Stream } from "effect"
 import { Cause, Context, Effect, Option } from "effect"
 import type { RequestConfig } from "../Hooks.js"
@@ -86,13 +87,17 @@ export const sameHeader = (a: SessionEvent.RequestHeader["header"], b: SessionEv
 
 /**
  * Logs the request header (R51): always before this agent's first request (`initial` on a log without one,
- * `resume` otherwise), and later only when it changed. Must run holding the lock.
+ * `resume` otherwise), and later only when it changed. Runs inside a section's transaction `tx`.
  */
-export const logHeader = Effect.fnUntraced(function*(env: Env, header: SessionEvent.RequestHeader["header"]) {
+export const logHeader = Effect.fnUntraced(function*(
+  env: Env,
+  tx: SessionLog.Transaction,
+  header: SessionEvent.RequestHeader["header"]
+) {
   const last = (yield* read(env)).header
   if (last !== undefined && sameHeader(last, header)) return
   const reason = last !== undefined ? "change" : (yield* env.log.state).header === undefined ? "initial" : "resume"
-  yield* append(env, { type: "request/header", data: { header, reason } })
+  yield* append(env, tx, { type: "request/header", data: { header, reason } })
   yield* update(env, (s) => ({ ...s, header }))
 })
 

@@ -265,11 +265,12 @@ const resultOf = (
 }
 
 /**
- * Appends the results of the finished calls that are next in model order, holding the lock; settles the batch
- * after the last one.
+ * Appends the results of the finished calls that are next in model order, through the section's transaction
+ * `tx`; settles the batch after the last one.
  */
 const commitReadyLocked = (
   env: Env,
+  tx: SessionLog.Transaction,
   calls: ReadonlyArray<Content.ToolCallBlock>,
   runtime: ToolRuntime,
   progress: BatchProgress
@@ -285,12 +286,20 @@ const commitReadyLocked = (
     if (result === undefined) return Effect.void
     // Built by `resultOf` / `errorResult` from the call and strings they render themselves: trusted (ADR 0023).
     return Effect.flatMap(
-      append(env, { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] }, true),
+      append(
+        env,
+        tx,
+        { type: "tool/result", data: result.data, sourceEventSeqs: [progress.callSeqs.get(callId)!] },
+        true
+      ),
       () => {
         runtime.finished.delete(callId)
         progress.next = next + 1
         progress.concluded = progress.concluded || (result.concludes && !result.data.isError)
-        return Effect.zipRight(stageContexts(env, result.contexts), commitReadyLocked(env, calls, runtime, progress))
+        return Effect.zipRight(
+          stageContexts(env, result.contexts),
+          commitReadyLocked(env, tx, calls, runtime, progress)
+        )
       }
     )
   })
@@ -324,8 +333,11 @@ export interface ToolCallsInput {
   readonly step: number
   readonly calls: ReadonlyArray<Content.ToolCallBlock>
   readonly runtime: ToolRuntime
-  /** Appended in the first call's critical section, before its `tool/call`: the step's message (ADR 0033). */
-  readonly opening: Effect.Effect<unknown, SessionLog.SessionLogError>
+  /**
+   * Appended in the first call's critical section, through its transaction, before its `tool/call`: the step's
+   * message (ADR 0033).
+   */
+  readonly opening: (tx: SessionLog.Transaction) => Effect.Effect<unknown, SessionLog.SessionLogError>
 }
 
 /**
@@ -366,9 +378,10 @@ export const runToolCalls = Effect.fnUntraced(function*(
 
   const commitReady = locked(
     env,
-    commitReadyLocked(env, calls, runtime, progress).pipe(
-      Effect.catchAll((error) => Effect.sync(() => settleBatch(progress, error)))
-    )
+    (tx) =>
+      commitReadyLocked(env, tx, calls, runtime, progress).pipe(
+        Effect.catchAll((error) => Effect.sync(() => settleBatch(progress, error)))
+      )
   )
   const finish = (callId: string, result: FinishedCall) =>
     Effect.suspend(() => {
@@ -377,7 +390,8 @@ export const runToolCalls = Effect.fnUntraced(function*(
     })
 
   // The opening is appended once, with the first call.
-  let opening: Effect.Effect<unknown, SessionLog.SessionLogError> | undefined = input.opening
+  let opening: ((tx: SessionLog.Transaction) => Effect.Effect<unknown, SessionLog.SessionLogError>) | undefined =
+    input.opening
   for (const block of calls) {
     // Starting a call (ADR 0007, R67): the pool has room (an exclusive call waits for the pool to
     // drain) → `tool/call` → preparation (approval) → dispatch. So a call waiting for the pool is not in the log yet
@@ -389,13 +403,15 @@ export const runToolCalls = Effect.fnUntraced(function*(
     const permits = parallel ? 1 : env.maxParallel
     if (pool !== undefined) yield* pool.take(permits)
     // Built from a block of the logged (checked) assistant message: trusted (ADR 0023).
-    const call = append(env, {
-      type: "tool/call",
-      data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
-    }, true)
+    const call = (tx: SessionLog.Transaction) =>
+      append(env, tx, {
+        type: "tool/call",
+        data: { turn, step, callId: block.id, name: block.name, arguments: block.arguments }
+      }, true)
+    const opens = opening
     const called = yield* releasing(
       permits,
-      locked(env, opening === undefined ? call : Effect.zipRight(opening, call)),
+      locked(env, (tx) => opens === undefined ? call(tx) : Effect.zipRight(opens(tx), call(tx))),
       "error"
     )
     opening = undefined

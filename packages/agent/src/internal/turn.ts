@@ -46,7 +46,6 @@ import {
   publishAppended,
   read,
   transition,
-  trusted,
   update,
   userMessageData
 } from "./env.js"
@@ -106,9 +105,15 @@ export const runActivity = (
  * before its next out-of-turn append writes that same `turn/end` (see `repairLocked`).
  */
 const endTurnLocked = Effect.fnUntraced(
-  function*(env: Env, progress: Ref.Ref<Progress>, turn: number, reason: TurnT.TurnEndReason) {
+  function*(
+    env: Env,
+    tx: SessionLog.Transaction,
+    progress: Ref.Ref<Progress>,
+    turn: number,
+    reason: TurnT.TurnEndReason
+  ) {
     yield* transition(env, "windowClosed", Lifecycle.windowClosed)
-    const written = yield* Effect.either(appendOwn(env, [{ type: "turn/end", data: { turn, reason } }]))
+    const written = yield* Effect.either(appendOwn(env, tx, [{ type: "turn/end", data: { turn, reason } }]))
     if (written._tag === "Left") {
       yield* update(env, (s) => ({ ...s, unclosed: reason }))
       yield* publish(env, {
@@ -146,7 +151,7 @@ const runTurn = Effect.fnUntraced(function*(
   // The first step opens in the turn's opening section when nothing runs before its `step/start`: its D1 would
   // find the outbox this section just drained (ADR 0033).
   const opensStep = opensInline(env)
-  const opened = yield* locked(env, openTurnLocked(env, progress, opening, options, opensStep))
+  const opened = yield* locked(env, (tx) => openTurnLocked(env, tx, progress, opening, options, opensStep))
   if (opened === undefined) return noTurn
   const turn = opened.turn
   if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
@@ -180,7 +185,7 @@ const runTurn = Effect.fnUntraced(function*(
       yield* honourCancel(env)
     }
     // D3, then end the turn in the same critical section, so no steering can slip in between (R54).
-    const ended = yield* locked(env, endUnlessSteeringLocked(env, progress, turn)).pipe(
+    const ended = yield* locked(env, (tx) => endUnlessSteeringLocked(env, tx, progress, turn)).pipe(
       Effect.mapError(logFailure(n))
     )
     if (ended) return turnEnded
@@ -200,12 +205,13 @@ interface OpenOptions {
 }
 
 /**
- * The turn's opening section, holding the lock: `turn/start`, the retained input, the prompts and the input accepted
+ * The turn's opening section, one transaction `tx`: `turn/start`, the retained input, the prompts and the input accepted
  * during the admission in one append (R45), and the first step's `step/start` when `opensStep`. `undefined`: a
  * turn for stranded steering found none.
  */
 const openTurnLocked = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   progress: Ref.Ref<Progress>,
   opening: Opening,
   options: OpenOptions,
@@ -216,7 +222,7 @@ const openTurnLocked = Effect.fnUntraced(function*(
   const state = yield* read(env)
   if (Lifecycle.cause(state.lifecycle) !== undefined) return yield* Effect.interrupt
   if (options.steeringOnly === true && !(yield* hasSteering(env))) return undefined
-  if (state.unclosed !== undefined) yield* repairLocked(env).pipe(Effect.mapError(logFailure(0)))
+  if (state.unclosed !== undefined) yield* repairLocked(env, tx).pipe(Effect.mapError(logFailure(0)))
   const turn = (yield* env.log.state).lastTurn + 1
   // The opening records go in one `appendAll` (all or nothing): `turn/start`, the retained input (staged
   // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
@@ -242,7 +248,7 @@ const openTurnLocked = Effect.fnUntraced(function*(
     type: "turn/start",
     data: { turn, trigger: opening.trigger }
   }]
-  const events = yield* env.log.appendHeld(start.concat(retained.events, prompts, later.events), trusted).pipe(
+  const events = yield* tx.appendTrusted(start.concat(retained.events, prompts, later.events)).pipe(
     Effect.mapError(logFailure(0))
   )
   // The first step is counted here when this section opens it.
@@ -257,21 +263,22 @@ const openTurnLocked = Effect.fnUntraced(function*(
     ...drainedLive(later.taken, events.slice(laterAt))
   ])
   if (!opensStep) return { turn, history: undefined }
-  return { turn, history: yield* openStep(env, turn, 1) }
+  return { turn, history: yield* openStep(env, tx, turn, 1) }
 })
 
 /**
- * D3, then ends the turn, holding the lock, unless D3 drained steering or steering is staged for it (R54); returns
+ * D3, then ends the turn, in one transaction `tx`, unless D3 drained steering or steering is staged for it (R54); returns
  * whether it ended. One section, so no steering can slip in between.
  */
 const endUnlessSteeringLocked = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   progress: Ref.Ref<Progress>,
   turn: number
 ) {
-  if ((yield* drain(env, { turn })).steering) return false
+  if ((yield* drain(env, tx, { turn })).steering) return false
   if (yield* hasSteering(env)) return false
-  yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+  yield* endTurnLocked(env, tx, progress, turn, turnReason(yield* Ref.get(progress)))
   return true
 })
 
@@ -361,24 +368,30 @@ const opensInline = (env: Env): boolean => {
 
 /**
  * In an unconcluded tool step's last critical section, after its `step/end`: opens the next step when nothing runs
- * before the next step's opening (`opensInline`). Must run holding the lock.
+ * before the next step's opening (`opensInline`). Runs inside that section's transaction `tx`.
  */
 const openNext = (
   env: Env,
+  tx: SessionLog.Transaction,
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number
 ): Effect.Effect<History.History | undefined, TurnFailure> =>
   !opensInline(env)
     ? Effect.succeed(undefined)
-    : Effect.zipRight(Ref.update(progress, (p) => ({ ...p, step: step + 1 })), openStep(env, turn, step + 1))
+    : Effect.zipRight(Ref.update(progress, (p) => ({ ...p, step: step + 1 })), openStep(env, tx, turn, step + 1))
 
 /**
  * Opens a step: the history the request will see — the reconstruction boundary (R103): the log as it is right
- * before `step/start` — then `step/start`. Must run holding the lock.
+ * before `step/start` — then `step/start`, through the section's transaction `tx`.
  */
-const openStep = (env: Env, turn: number, step: number): Effect.Effect<History.History, TurnFailure> =>
-  Effect.zipLeft(env.log.history, appendOwn(env, [{ type: "step/start", data: { turn, step } }])).pipe(
+const openStep = (
+  env: Env,
+  tx: SessionLog.Transaction,
+  turn: number,
+  step: number
+): Effect.Effect<History.History, TurnFailure> =>
+  Effect.zipLeft(env.log.history, appendOwn(env, tx, [{ type: "step/start", data: { turn, step } }])).pipe(
     Effect.mapError(logFailure(step))
   )
 
@@ -406,7 +419,7 @@ const runStep = Effect.fnUntraced(function*(
     // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one
     // staged right after the drain (it waits for D2 either way).
     if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
-      yield* locked(env, drain(env, { turn })).pipe(Effect.mapError(logFailure(step)))
+      yield* locked(env, (tx) => drain(env, tx, { turn })).pipe(Effect.mapError(logFailure(step)))
     }
   }
   // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
@@ -414,7 +427,7 @@ const runStep = Effect.fnUntraced(function*(
   const system = given === undefined || typeof given === "string"
     ? given
     : yield* evaluateSystemPrompt(env, given, step)
-  if (history === undefined) history = yield* locked(env, openStep(env, turn, step))
+  if (history === undefined) history = yield* locked(env, (tx) => openStep(env, tx, turn, step))
   const state = yield* read(env)
   const proposed = proposedConfig(env, state)
   const hook = env.options.hooks?.request
@@ -424,7 +437,7 @@ const runStep = Effect.fnUntraced(function*(
   const header = headerOf(env, config, system)
   const last = state.header
   if (last === undefined || !sameHeader(last, header)) {
-    yield* locked(env, logHeader(env, header)).pipe(Effect.mapError(logFailure(step)))
+    yield* locked(env, (tx) => logHeader(env, tx, header)).pipe(Effect.mapError(logFailure(step)))
   }
 
   const messages = History.messages(history)
@@ -439,12 +452,11 @@ const runStep = Effect.fnUntraced(function*(
   let assembling = Assembly.initial
   const chunkSeqs: Array<number> = []
   // Appends parts as `assistant/chunk` records (`chunkJson` is a JSON-lossless copy by construction, so they are
-  // trusted, ADR 0023) and republishes them. Must run holding the lock.
-  const appendChunk = (parts: ReadonlyArray<ResponsePart>) =>
+  // trusted, ADR 0023) through the section's transaction `tx`, and republishes them.
+  const appendChunk = (tx: SessionLog.Transaction, parts: ReadonlyArray<ResponsePart>) =>
     Effect.flatMap(
-      env.log.appendHeld(
-        parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } })),
-        trusted
+      tx.appendTrusted(
+        parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } }))
       ),
       (events) => {
         for (const event of events) chunkSeqs.push(event.seq)
@@ -454,14 +466,15 @@ const runStep = Effect.fnUntraced(function*(
   // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
   // section that writes the message (ADR 0033): the response's last parts, so nothing waits behind them, and one
   // critical section fewer per step. Any other outcome appends them in a section of their own first.
-  let held: ReadonlyArray<ResponsePart> | undefined
-  const appendHeld = Effect.suspend(() => {
-    const parts = held
-    held = undefined
-    return parts === undefined ? Effect.void : appendChunk(parts)
-  })
-  const heldFirst = <A>(outcome: A) =>
-    held === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendHeld), outcome).pipe(
+  let finishing: ReadonlyArray<ResponsePart> | undefined
+  const appendFinishing = (tx: SessionLog.Transaction) =>
+    Effect.suspend(() => {
+      const parts = finishing
+      finishing = undefined
+      return parts === undefined ? Effect.void : appendChunk(tx, parts)
+    })
+  const finishingFirst = <A>(outcome: A) =>
+    finishing === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendFinishing), outcome).pipe(
       Effect.mapError(logFailure(step))
     )
   const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
@@ -472,13 +485,13 @@ const runStep = Effect.fnUntraced(function*(
       assembling = Assembly.step(assembling, part)
       if (part.type === "finish") finished = true
     }
-    const pending = held === undefined ? parts : [...held, ...parts]
-    held = undefined
+    const pending = finishing === undefined ? parts : [...finishing, ...parts]
+    finishing = undefined
     if (finished) {
-      held = pending
+      finishing = pending
       return Effect.void
     }
-    return locked(env, appendChunk(pending))
+    return locked(env, (tx) => appendChunk(tx, pending))
   }).pipe(
     Effect.flatMap(() => {
       const assembled = Assembly.result(assembling)
@@ -491,21 +504,21 @@ const runStep = Effect.fnUntraced(function*(
     const error = streamed.left
     if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
     const failure = LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
-    return yield* heldFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
+    return yield* finishingFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
   }
   const assembled = streamed.right
   if (assembled.hasError) {
     const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
-    return yield* heldFirst(requestFailure(Option.getOrElse(carried, () => ({
+    return yield* finishingFirst(requestFailure(Option.getOrElse(carried, () => ({
       code: "UNKNOWN" as const,
       message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
     }))))
   }
   if (assembled.finishReason === "error") {
-    return yield* heldFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
+    return yield* finishingFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
   }
   if (assembled.finishReason === "content-filter") {
-    return yield* heldFirst(
+    return yield* finishingFirst(
       requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
     )
   }
@@ -532,16 +545,20 @@ const runStep = Effect.fnUntraced(function*(
   // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
   const trustMessage = Assembly.isValidMessage(data)
   const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
-  // The held parts, then the message that cites every chunk (their seqs are known once the parts are appended).
-  const appendMessage = Effect.zipRight(
-    appendHeld,
-    Effect.suspend(() => append(env, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage))
-  )
+  // The finishing parts, then the message that cites every chunk (their seqs are known once the parts are appended),
+  // in the transaction `tx` of the section that writes the message.
+  const appendMessage = (tx: SessionLog.Transaction) =>
+    Effect.zipRight(
+      appendFinishing(tx),
+      Effect.suspend(() =>
+        append(env, tx, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)
+      )
+    )
   if (calls.length === 0) {
     // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
     // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
     // holds the lock, so D3 finds nothing D2 left: the log is the one separate sections give with no send between.
-    return yield* locked(env, endReplyStepLocked(env, progress, turn, step, appendMessage, maxTokens)).pipe(
+    return yield* locked(env, (tx) => endReplyStepLocked(env, tx, progress, turn, step, appendMessage, maxTokens)).pipe(
       Effect.mapError(logFailure(step))
     )
   }
@@ -549,58 +566,60 @@ const runStep = Effect.fnUntraced(function*(
   const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
     Effect.mapError(logFailure(step))
   )
-  return yield* locked(env, endToolStepLocked(env, progress, turn, step, concluded))
+  return yield* locked(env, (tx) => endToolStepLocked(env, tx, progress, turn, step, concluded))
 })
 
 /**
- * The end of a step without tool calls, holding the lock: the message, D2, `step/end` and — unless steering was
+ * The end of a step without tool calls, in one transaction `tx`: the message, D2, `step/end` and — unless steering was
  * drained or a `turnStopping` hook must run in between — D3 and `turn/end` (R48, R54).
  */
 const endReplyStepLocked = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number,
-  appendMessage: Effect.Effect<unknown, SessionLog.SessionLogError>,
+  appendMessage: (tx: SessionLog.Transaction) => Effect.Effect<unknown, SessionLog.SessionLogError>,
   maxTokens: boolean
 ) {
-  yield* appendMessage
-  const drained = yield* drain(env, { turn })
-  yield* appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+  yield* appendMessage(tx)
+  const drained = yield* drain(env, tx, { turn })
+  yield* appendOwn(env, tx, [{ type: "step/end", data: { turn, step } }])
   const ended = env.options.hooks?.turnStopping === undefined && !drained.steering
   if (ended) {
     const { maxTokens: before } = yield* Ref.get(progress)
-    yield* endTurnLocked(env, progress, turn, turnReason({ maxTokens: before || maxTokens }))
+    yield* endTurnLocked(env, tx, progress, turn, turnReason({ maxTokens: before || maxTokens }))
   }
   const outcome: StepOutcome = { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended }
   return outcome
 })
 
 /**
- * The end of a step with tool calls, holding the lock: D2, then `step/end`. A step whose result concluded the turn
+ * The end of a step with tool calls, in one transaction `tx`: D2, then `step/end`. A step whose result concluded the turn
  * ends it here, in the same section, without `turnStopping` (R54): no steering can be accepted between its D2 and
  * its `turn/end`, and steering D2 drained stays in the log for the next turn's request. Any other tool step opens
  * the next one here (R48).
  */
 const endToolStepLocked = Effect.fnUntraced(function*(
   env: Env,
+  tx: SessionLog.Transaction,
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number,
   concluded: boolean
 ) {
   yield* Effect.zipRight(
-    drain(env, { turn }),
-    appendOwn(env, [{ type: "step/end", data: { turn, step } }])
+    drain(env, tx, { turn }),
+    appendOwn(env, tx, [{ type: "step/end", data: { turn, step } }])
   ).pipe(Effect.mapError(logFailure(step)))
   // A step with calls did not stop at `max-tokens` (a truncated response's calls are dropped, R52): only an
   // earlier step of the turn can have made its reason `max-tokens`.
   if (concluded) {
-    yield* endTurnLocked(env, progress, turn, turnReason(yield* Ref.get(progress)))
+    yield* endTurnLocked(env, tx, progress, turn, turnReason(yield* Ref.get(progress)))
     const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
     return outcome
   }
-  const next = yield* openNext(env, progress, turn, step)
+  const next = yield* openNext(env, tx, progress, turn, step)
   const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens: false, ended: false, next }
   return outcome
 })
@@ -616,7 +635,7 @@ const requestFailed = Effect.fnUntraced(function*(
   step: number,
   outcome: Extract<StepOutcome, { readonly _tag: "RequestFailed" }>
 ) {
-  yield* locked(env, appendOwn(env, [{ type: "step/end", data: { turn, step } }])).pipe(
+  yield* locked(env, (tx) => appendOwn(env, tx, [{ type: "step/end", data: { turn, step } }])).pipe(
     Effect.mapError(logFailure(step))
   )
   const hook = env.options.hooks?.requestError
@@ -638,6 +657,6 @@ const requestFailed = Effect.fnUntraced(function*(
     step,
     error: { message: failure.message, code: failure.code }
   })
-  yield* locked(env, endTurnLocked(env, progress, turn, { kind: "request-error", step, failure }))
+  yield* locked(env, (tx) => endTurnLocked(env, tx, progress, turn, { kind: "request-error", step, failure }))
   return decision === "retry" ? turnEndedForRetry : turnEnded
 })

@@ -21,7 +21,6 @@ import type { Agent as AgentNs } from "@harness/agent"
 import { Agent, AgentTool, Hooks } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Message, SessionEvent, Turn } from "@harness/domain"
 import { Ids } from "@harness/domain"
-import { SessionLog } from "@harness/session"
 import type { Context } from "effect"
 import {
   Cause,
@@ -102,7 +101,7 @@ interface Core {
   readonly state: Ref.Ref<State>
   /**
    * Serialises mutations, and the guard's checks against them. This and `events` are only ever taken with
-   * `SessionLog.holding` (uninterruptibly, the wait included): the guard takes them in the agent's activity fiber,
+   * {@link holding} (uninterruptibly, the wait included): the guard takes them in the agent's activity fiber,
    * which a cancel interrupts, and a plain `withPermits` interrupted as the permit is handed over leaks it for good.
    */
   readonly lock: Effect.Semaphore
@@ -115,6 +114,25 @@ interface Core {
   /** Told each time the driver has finished an action (`settled` waits on it instead of polling). */
   readonly ran: PubSub.PubSub<void>
 }
+
+/**
+ * Runs `effect` holding one permit of `semaphore` (the goal's own `lock` or `events`), released on every exit.
+ * Uninterruptible, the wait for the permit included: `Semaphore.take` counts a permit as taken while the waiter is
+ * still interruptible, so an interruption at that instant would leak it. A free permit is taken in one synchronous
+ * step (`withPermitsIfAvailable`); only a held one is waited for with `take` (ADR 0041).
+ */
+const holding = <A, E, R>(semaphore: Effect.Semaphore, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.uninterruptible(Effect.flatMap(
+    semaphore.withPermitsIfAvailable(1)(effect),
+    (held) =>
+      held._tag === "Some" ? Effect.succeed(held.value) : Effect.zipRight(
+        semaphore.take(1),
+        Effect.matchCauseEffect(effect, {
+          onFailure: (cause) => Effect.zipRight(semaphore.release(1), Effect.failCause(cause)),
+          onSuccess: (a) => Effect.as(semaphore.release(1), a)
+        })
+      )
+  ))
 
 type Action =
   | { readonly _tag: "drive" }
@@ -357,7 +375,7 @@ const observe = (
 
 /** Catches the observer up: handles every event published so far, in order (events taken are always handled). */
 const sync = (rt: Core): Effect.Effect<void> =>
-  SessionLog.holding(
+  holding(
     rt.events,
     Effect.flatMap(Queue.takeAll(rt.subscription), (events) => Effect.forEach(events, (e) => handle(rt, e)))
   ).pipe(Effect.asVoid)
@@ -396,7 +414,7 @@ const checkRef = (current: GoalState, ref: GoalRef): Either.Either<Goal, GoalErr
 const underLock = <A, E>(rt: Core, body: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.gen(function*() {
     while (true) {
-      const outcome = yield* SessionLog.holding(
+      const outcome = yield* holding(
         rt.lock,
         Effect.gen(function*() {
           const gate = (yield* Ref.get(rt.state)).gate
@@ -922,7 +940,7 @@ const guard = (
     // one uninterruptible step, so a cancel never leaves the attempt forgotten with no drive requested.
     const abandon = Effect.uninterruptible(Effect.zipRight(Ref.update(rt.state, forget), requestDrive(rt)))
     const reject = Effect.as(abandon, { kind: "block", reason: STALE } as const)
-    const check = SessionLog.holding(
+    const check = holding(
       rt.lock,
       Effect.zipRight(sync(rt), Effect.map(Ref.get(rt.state), (s) => reservationValid(s, message)))
     )
@@ -951,7 +969,7 @@ const guard = (
       }))
     }
     // After `next`: still valid? Then the gate closes until the round's prompt is logged (or dropped).
-    const admitted = yield* SessionLog.holding(
+    const admitted = yield* holding(
       rt.lock,
       Effect.gen(function*() {
         yield* sync(rt)
