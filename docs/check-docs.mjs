@@ -1,8 +1,9 @@
 // Checks the JSDoc that `@effect/docgen` does not: every documented export of a package's public modules has
 // exactly one `@category`, taken from that package's closed set below, and every entry point has an `@example`
 // (docgen type-checks and runs the examples); and that every published package's README starts with its install line
-// and the root README has its "Install in your project" section. Prints each finding as `file:line: text` and exits 1
-// if there is any.
+// and the root README has its "Install in your project" section; that an ADR numbered 0048 or later is at most 900
+// words, and that an ADR superseded by docs/performance.md names rows that exist there. Prints each finding as
+// `file:line: text` and exits 1 if there is any.
 // Run: `npm run docs` (docgen for every package below, then this check).
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import process from "node:process"
@@ -112,6 +113,42 @@ if (!/^## Install in your project$/m.test(readFileSync("README.md", "utf8"))) {
   findings.push("README.md: no \"## Install in your project\" section")
 }
 
+// ADRs (docs/README.md, "Decision records"): from 0048 on, an ADR is at most `adrWordCap` words, counted as `wc -w`
+// counts them (runs of non-whitespace); 0001–0047 were written before the cap and are exempt. An ADR whose status says
+// it is superseded by docs/performance.md names rows (levers, in bold at the start of a row) or sections that exist.
+const adrWordCap = 900
+const firstCappedAdr = 48
+const words = (text) => text.split(/\s+/).filter((word) => word !== "").length
+const performance = existsSync("docs/performance.md") ? readFileSync("docs/performance.md", "utf8") : ""
+const sections = new Set([...performance.matchAll(/^#+ (.+)$/gm)].map((match) => match[1]))
+for (const file of readdirSync("docs/adr").filter((name) => name.endsWith(".md")).sort()) {
+  const path = `docs/adr/${file}`
+  const text = readFileSync(path, "utf8")
+  const number = Number(/^(\d{4})-/.exec(file)?.[1] ?? Number.NaN)
+  if (Number.isNaN(number)) findings.push(`${path}: an ADR's file name starts with its four-digit number`)
+  const count = words(text)
+  if (number >= firstCappedAdr && count > adrWordCap) {
+    findings.push(
+      `${path}: ${count} words; an ADR from ${String(firstCappedAdr).padStart(4, "0")} on is at most ${adrWordCap} ` +
+        `words (counted as wc -w counts them): keep the problem, the decision, the alternatives and the consequences; ` +
+        `figures go to docs/performance.md`
+    )
+  }
+  const status = text.split("\n").findIndex((line) => line.startsWith("Status:"))
+  const line = status === -1 ? "" : text.split("\n")[status]
+  if (!line.includes("docs/performance.md")) continue
+  const named = /\((?:rows?|section) (.*?)\)(?:[;:]|$)/.exec(line)?.[1] ?? ""
+  const names = [...named.matchAll(/"([^"]+)"/g)].map((match) => match[1])
+  if (names.length === 0) findings.push(`${path}:${status + 1}: superseded by docs/performance.md without a row named`)
+  for (const name of names) {
+    if (!performance.includes(`**${name}`) && !sections.has(name)) {
+      findings.push(`${path}:${status + 1}: docs/performance.md has no row or section "${name}"`)
+    }
+  }
+}
+
 for (const finding of findings) process.stdout.write(`${finding}\n`)
-process.stdout.write(`${findings.length} JSDoc finding(s) (${Object.keys(categories).length} packages checked)\n`)
+process.stdout.write(
+  `${findings.length} finding(s) (${Object.keys(categories).length} packages' JSDoc, READMEs' install lines, ADRs)\n`
+)
 process.exitCode = findings.length === 0 ? 0 : 1
