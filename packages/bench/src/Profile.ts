@@ -47,7 +47,7 @@ interface HeapNode {
 }
 
 /** The causes a sample is attributed to, in report order. */
-export const causes = [
+const causes = [
   "Effect interpreter / fiber runtime",
   "Effect Stream / Channel machinery",
   "Schema decode/validate run by the interpreter",
@@ -63,7 +63,7 @@ export const causes = [
   "program (V8 native, unattributed)",
   "idle"
 ] as const
-export type Cause = (typeof causes)[number]
+type Cause = (typeof causes)[number]
 
 const interpreterFiles =
   /\/effect\/dist\/esm\/internal\/(fiberRuntime|core|core-effect|runtime|scheduler|fiber|fiberRefs|fiberScope|effectable|deferred|queue|pubsub|ref|synchronizedRef|effect\/circular|layer|context|clock)\.js$/
@@ -90,7 +90,7 @@ const areaOf = (frame: CallFrame): Cause | "interpreter" | "pass" => {
  * the bench) wins; when the walk reaches the Effect interpreter first, nobody in user land called the leaf
  * directly, so the leaf's own file decides (Schema work, Stream machinery, data structures or the interpreter).
  */
-export const classify = (stack: ReadonlyArray<CallFrame>): Cause => {
+const classify = (stack: ReadonlyArray<CallFrame>): Cause => {
   const leaf = stack[0]
   if (leaf === undefined) return "program (V8 native, unattributed)"
   if (leaf.functionName === "(garbage collector)") return "GC"
@@ -111,7 +111,7 @@ export const classify = (stack: ReadonlyArray<CallFrame>): Cause => {
 }
 
 /** Self time per cause (µs) and the top functions by self time. */
-export interface CpuBreakdown {
+interface CpuBreakdown {
   readonly totalUs: number
   readonly byCause: ReadonlyArray<readonly [Cause, number]>
   readonly topFunctions: ReadonlyArray<{ readonly name: string; readonly cause: Cause; readonly us: number }>
@@ -126,7 +126,7 @@ const frameName = (frame: CallFrame): string => {
 }
 
 /** Attributes a CPU profile's self time. */
-export const cpuBreakdown = (profile: CpuProfile): CpuBreakdown => {
+const cpuBreakdown = (profile: CpuProfile): CpuBreakdown => {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
   const parent = new Map<number, number>()
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
@@ -163,7 +163,7 @@ export const cpuBreakdown = (profile: CpuProfile): CpuBreakdown => {
 }
 
 /** Bytes allocated per cause in a sampling heap profile. */
-export const allocationBreakdown = (
+const allocationBreakdown = (
   root: HeapNode
 ): { readonly totalBytes: number; readonly byCause: ReadonlyArray<readonly [Cause, number]> } => {
   const byCause = new Map<Cause, number>()
@@ -185,7 +185,7 @@ export const allocationBreakdown = (
 }
 
 /** Objects a heap snapshot holds that an earlier one did not, grouped by type and constructor. */
-export interface RetainedBreakdown {
+interface RetainedBreakdown {
   readonly totalBytes: number
   readonly totalObjects: number
   readonly byType: ReadonlyArray<{ readonly name: string; readonly bytes: number; readonly count: number }>

@@ -58,7 +58,7 @@ const spawnWorker = (
   })
 
 /** The runtimes in the order repetition `rep` runs them (rotated, so no runtime always goes first). */
-export const orderFor = (rep: number, runtimes: ReadonlyArray<BootName>): ReadonlyArray<BootName> =>
+const orderFor = (rep: number, runtimes: ReadonlyArray<BootName>): ReadonlyArray<BootName> =>
   runtimes.map((_, i) => runtimes[(i + rep) % runtimes.length]!)
 
 /**

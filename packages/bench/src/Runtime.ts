@@ -25,7 +25,7 @@ export const baselineName = "baseline"
 export type BootName = RuntimeName | typeof floorName | typeof baselineName
 
 /** What the model sees in one request, computed only when a script asks. */
-export interface RequestView {
+interface RequestView {
   /** 0-based index of the request among this agent's requests. */
   readonly index: number
   /** The text of every user-role text message in the request, in order (tool results excluded). */

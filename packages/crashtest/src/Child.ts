@@ -58,7 +58,7 @@ const emptyCensus: Census = {
  * @since 0.0.0
  * @category models
  */
-export interface KillSwitch {
+interface KillSwitch {
   /** Counts one occurrence of `kind`; stops here if it is the kill point. */
   readonly hit: (kind: KillKind) => Effect.Effect<void>
   /** Whether the write in progress is to be torn (set by the store wrapper for the chosen append). */

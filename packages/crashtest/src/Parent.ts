@@ -50,7 +50,7 @@ export const tsx: Runner = { name: "tsx", args: ["--import", "tsx", bin] }
  * @since 0.0.0
  * @category runners
  */
-export const bundle: Effect.Effect<Runner, never, Scope.Scope> = Effect.acquireRelease(
+const bundle: Effect.Effect<Runner, never, Scope.Scope> = Effect.acquireRelease(
   Effect.promise(async () => {
     const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
     fs.mkdirSync(cache, { recursive: true })
@@ -127,7 +127,7 @@ export interface RunResult {
  * @since 0.0.0
  * @category models
  */
-export interface Intruder {
+interface Intruder {
   /** `busy` with the holder's pid, `none` (no such session yet), or what else the writer's `open` did. */
   readonly writer:
     | { readonly _tag: "busy"; readonly pid: number | undefined }

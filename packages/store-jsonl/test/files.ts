@@ -8,7 +8,7 @@ import * as zlib from "node:zlib"
 const checkedMarker = /^\{"commit":([1-9][0-9]*),"crc":"[0-9a-f]{8}"\}( *)$/
 
 /** The CRC-32 of some lines, each followed by its newline (what a commit marker carries). */
-export const crcOf = (lines: ReadonlyArray<string>): string =>
+const crcOf = (lines: ReadonlyArray<string>): string =>
   zlib.crc32(Buffer.from(lines.map((line) => `${line}\n`).join(""), "utf8")).toString(16).padStart(8, "0")
 
 /** A commit marker of `count` records over `lines`. */

@@ -107,6 +107,7 @@ export interface Options {
 /**
  * The table that records which migrations ran.
  *
+ * @public
  * @since 0.0.0
  * @category constants
  */

@@ -40,7 +40,7 @@ export interface Backend {
 }
 
 /** A running child: its pid, `send` (one command, its reply), and `kill` (SIGKILL, resolved once it exited). */
-export interface Child {
+interface Child {
   readonly pid: number
   readonly send: (command: Command) => Effect.Effect<Reply>
   readonly kill: Effect.Effect<void>
@@ -53,7 +53,7 @@ const decodeReply = (line: string): Reply =>
   )
 
 /** Starts a child on `backend` with `args`; it is ended (stdin closed, then awaited) when the scope closes. */
-export const spawnChild = (entry: string, args: ReadonlyArray<string>): Effect.Effect<Child, never, Scope.Scope> =>
+const spawnChild = (entry: string, args: ReadonlyArray<string>): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.gen(function*() {
     const replies = yield* Queue.unbounded<Reply>()
     const exited = yield* Deferred.make<void>()
@@ -86,12 +86,12 @@ export const spawnChild = (entry: string, args: ReadonlyArray<string>): Effect.E
   })
 
 /** Asserts a reply is a success. */
-export const assertOk = (reply: Reply, what: string): void => {
+const assertOk = (reply: Reply, what: string): void => {
   if (!reply.ok) assert.fail(`${what}: ${reply.reason}: ${reply.message}`)
 }
 
 /** Asserts a reply is `busy` naming `holder` (a process on this host). */
-export const assertBusy = (reply: Reply, holder: number, what: string): void => {
+const assertBusy = (reply: Reply, holder: number, what: string): void => {
   if (reply.ok) return assert.fail(`${what}: expected busy, got ok`)
   assert.strictEqual(reply.reason, "busy", `${what}: ${reply.message}`)
   assert.strictEqual(reply.holder?.pid, holder, `${what}: the holder is named`)

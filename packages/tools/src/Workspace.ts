@@ -35,6 +35,7 @@ export interface Resolved {
 /**
  * A regular file read inside the workspace.
  *
+ * @public
  * @since 0.0.0
  * @category models
  */

@@ -24,6 +24,7 @@ import { Schema } from "effect"
  *   nothing outside the root was touched, and trying again is safe.
  * - `Io`: any other operating-system failure (permissions, a full disk, ...).
  *
+ * @public
  * @since 0.0.0
  * @category schemas
  */
@@ -59,6 +60,7 @@ export type WorkspaceErrorReason = typeof WorkspaceErrorReason.Type
  * failure's `code` in `tool/result.error.code`, so a log reader can tell a refused escape from a timeout without
  * parsing the message.
  *
+ * @public
  * @since 0.0.0
  * @category constants
  */

@@ -303,6 +303,7 @@ export const Shell = Tool.make("shell", {
  * How a tool runs among others: `parallel` (`false`: each call is a barrier), whether the agent asks for
  * `approval`, and what a cancel does to a running call (`onCancel`).
  *
+ * @public
  * @since 0.0.0
  * @category models
  */
@@ -319,6 +320,7 @@ export interface Policy {
  * Contract: every result of a built tool passes the last guard — at most `maxOutputChars` characters, its
  * truncation marker included.
  *
+ * @public
  * @since 0.0.0
  * @category models
  */
@@ -367,6 +369,7 @@ const row = <T extends Tool.Any, R>(
  * The seven tools, in the order {@link make} builds them: `read_file`, `list_dir`, `find_files`, `grep` (reading),
  * `write_file`, `edit_file` (writing), `shell` (running).
  *
+ * @public
  * @since 0.0.0
  * @category tools
  */
@@ -400,6 +403,7 @@ export interface Options {
 /**
  * Gives a tool its services once, so its handler needs nothing from the agent's context.
  *
+ * @public
  * @since 0.0.0
  * @category layers
  */

@@ -17,7 +17,7 @@ import * as WorkspaceTools from "../src/WorkspaceTools.js"
  * The context a handler gets. These handlers never touch `agent`, so a bare object stands in for it (the cast is
  * the one way to get an `Agent.Service` without building an agent).
  */
-export const callContext: AgentTool.Context = {
+const callContext: AgentTool.Context = {
   callId: Ids.ToolCallId.make("call-1"),
   agent: {} as Agent.Service
 }

@@ -47,7 +47,7 @@ const maxBodyBytes = 16 * 1024 * 1024
 const absolutePath = /(?<![\w:/.-])(?:file:\/\/)?\/(?:[^\s:/()'"]+\/)+[^\s:()'"]*/g
 
 /** One line saying what a foreign failure was: its message and code, never its stack or a file path. */
-export const describeCause = (cause: unknown): string => {
+const describeCause = (cause: unknown): string => {
   const text = cause instanceof Error
     ? `${cause.message}${"code" in cause && typeof cause.code === "string" ? ` (${cause.code})` : ""}`
     : typeof cause === "string"

@@ -27,7 +27,7 @@ export type Problem =
   | { readonly _tag: "TooLarge"; readonly limit: number }
 
 /** The metadata key under which parts carry Harness facts (raw arguments, DeepSeek cache tokens). */
-export const metadataKey = ToolArguments.harnessKey
+const metadataKey = ToolArguments.harnessKey
 
 type Part = Response.StreamPartEncoded
 
@@ -80,7 +80,7 @@ export const initial: State = {
 const nonEmpty = (s: string | null | undefined): s is string => typeof s === "string" && s.length > 0
 
 /** The UTF-8 length of `text` (a lone surrogate counts 2 bytes instead of the 3 of its replacement). */
-export const utf8Length = (text: string | null | undefined): number => {
+const utf8Length = (text: string | null | undefined): number => {
   if (text == null) return 0
   let bytes = text.length
   for (let i = 0; i < text.length; i++) {
@@ -93,7 +93,7 @@ export const utf8Length = (text: string | null | undefined): number => {
 const blockId = (kind: "text" | "reasoning", n: number): string => `${kind}-${n}`
 
 /** Maps `finish_reason` (DeepSeek's `insufficient_system_resource` is handled before). */
-export const finishReason = (reason: string | undefined): Response.FinishReason => {
+const finishReason = (reason: string | undefined): Response.FinishReason => {
   switch (reason) {
     case undefined:
       return "unknown"
@@ -112,7 +112,7 @@ export const finishReason = (reason: string | undefined): Response.FinishReason 
 }
 
 /** Maps `usage` into `Response.Usage` (encoded). */
-export const usage = (wire: Usage | undefined): typeof Response.Usage.Encoded => {
+const usage = (wire: Usage | undefined): typeof Response.Usage.Encoded => {
   const input = wire?.prompt_tokens ?? undefined
   const output = wire?.completion_tokens ?? undefined
   const total = wire?.total_tokens ?? (input !== undefined && output !== undefined ? input + output : undefined)
@@ -253,7 +253,7 @@ const withHeader = (state: State, parts: Array<Part>): readonly [State, Readonly
  * The choice with `index` 0 (a missing index counts as 0). Contract: with `n > 1` every other choice is ignored, so
  * several choices never interleave into one text.
  */
-export const firstChoice = <C extends { readonly index?: number | null | undefined }>(
+const firstChoice = <C extends { readonly index?: number | null | undefined }>(
   choices: ReadonlyArray<C> | null | undefined
 ): C | undefined => choices?.find((choice) => (choice.index ?? 0) === 0)
 

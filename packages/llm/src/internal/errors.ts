@@ -14,7 +14,7 @@ import type { Scrubber } from "./scrub.js"
 import { redactedText } from "./scrub.js"
 
 /** The `module` field of every error this provider raises. */
-export const moduleName = "ChatCompletions"
+const moduleName = "ChatCompletions"
 
 /** The `method` field: which `LanguageModel` operation failed. */
 export type Method = "generateText" | "streamText"
@@ -31,7 +31,7 @@ export interface RequestContext {
 }
 
 /** The longest provider text an error keeps (bodies, chunks, messages), after scrubbing. */
-export const maxText = 2_000
+const maxText = 2_000
 
 /** Copies headers, replacing the values of secret headers and scrubbing every other name and value. */
 export const redactHeaders = (
@@ -171,7 +171,7 @@ const codeOfName = (name: unknown): LlmFailure.LlmFailureCode | undefined => {
  * by the status table; as on the status path, a rate limit whose message says the quota is spent is `QUOTA` and a
  * bad request whose message names the context length is `CONTEXT_LENGTH`; anything unrecognised is `SERVER`.
  */
-export const streamErrorCode = (error: ProviderError): LlmFailure.LlmFailureCode => {
+const streamErrorCode = (error: ProviderError): LlmFailure.LlmFailureCode => {
   const code = codeOfName(error.code) ?? codeOfName(error.type) ?? "SERVER"
   if (code === "RATE_LIMIT" && quotaPattern.test(error.message)) return "QUOTA"
   if (code === "BAD_REQUEST" && contextLengthPattern.test(error.message)) return "CONTEXT_LENGTH"

@@ -11,10 +11,10 @@ import type { Settings } from "./settings.js"
 import type { WireMessage, WireTool, WireToolCall, WireToolChoice } from "./wire.js"
 
 /** The provider-options key under which the history derived by `@harness/session` carries Harness facts on parts. */
-export const optionsKey = ToolArguments.harnessKey
+const optionsKey = ToolArguments.harnessKey
 
 /** The raw argument text a tool-call part carries in `options.harness.rawArguments`, when it does. */
-export const rawArgumentsOf = (part: Prompt.ToolCallPart): string | undefined => {
+const rawArgumentsOf = (part: Prompt.ToolCallPart): string | undefined => {
   const raw = part.options[optionsKey]?.["rawArguments"]
   return typeof raw === "string" ? raw : undefined
 }
@@ -85,7 +85,7 @@ const assistantMessage = (
  * Contract: one `tool` message per tool-result part, in order; an assistant message with neither text nor tool
  * calls is dropped (only reasoning: nothing the API would accept).
  */
-export const messages = (
+const messages = (
   prompt: Prompt.Prompt,
   thinkingMode: boolean
 ): Either.Either<ReadonlyArray<WireMessage>, string> => {
@@ -129,7 +129,7 @@ const schemaValues = ["items", "additionalProperties", "not", "if", "then", "els
  * "positive"` on `Schema.positive()`), which is noise to a model; `title` never constrains validation, and the
  * `description` stays. Contract: only keywords in schema positions are removed — a property *named* `title` stays.
  */
-export const withoutTitles = (schema: unknown): unknown => {
+const withoutTitles = (schema: unknown): unknown => {
   if (Array.isArray(schema)) return schema.map(withoutTitles)
   if (!isRecord(schema)) return schema
   const out: Record<string, unknown> = {}
@@ -148,7 +148,7 @@ export const withoutTitles = (schema: unknown): unknown => {
  * The advertised functions, with each tool's JSON Schema (its `jsonSchema` annotation when it has one), without
  * `title` keywords ({@link withoutTitles}).
  */
-export const tools = (advertised: ReadonlyArray<Tool.Any>): Either.Either<ReadonlyArray<WireTool>, string> => {
+const tools = (advertised: ReadonlyArray<Tool.Any>): Either.Either<ReadonlyArray<WireTool>, string> => {
   const out: Array<WireTool> = []
   for (const tool of advertised) {
     if (Tool.isProviderDefined(tool)) {
@@ -167,7 +167,7 @@ export const tools = (advertised: ReadonlyArray<Tool.Any>): Either.Either<Readon
 }
 
 /** `tool_choice` from `@effect/ai`'s choice (`oneOf` already narrowed the advertised tools). */
-export const toolChoice = (choice: LanguageModel.ToolChoice<string>): WireToolChoice => {
+const toolChoice = (choice: LanguageModel.ToolChoice<string>): WireToolChoice => {
   if (typeof choice === "string") return choice
   if ("tool" in choice) return { type: "function", function: { name: choice.tool } }
   return choice.mode ?? "auto"

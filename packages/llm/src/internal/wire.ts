@@ -72,14 +72,14 @@ const messageText = {
 }
 
 /** `choices[].delta` of a streamed chunk. */
-export const Delta = Schema.Struct({
+const Delta = Schema.Struct({
   ...messageText,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
 })
-export type Delta = typeof Delta.Type
+type Delta = typeof Delta.Type
 
 /** An error object some servers put into the stream or body instead of a status code. */
-export const ErrorBody = Schema.Struct({
+const ErrorBody = Schema.Struct({
   message: OptionalString,
   code: Schema.optional(Schema.Unknown),
   type: OptionalString
@@ -101,7 +101,7 @@ export const Chunk = Schema.Struct({
 export type Chunk = typeof Chunk.Type
 
 /** `choices[].message` of a non-streamed completion. */
-export const Message = Schema.Struct({
+const Message = Schema.Struct({
   ...messageText,
   tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
     id: OptionalString,

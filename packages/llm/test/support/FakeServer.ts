@@ -10,7 +10,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 
 /** A request as the server received it. */
-export interface Recorded {
+interface Recorded {
   readonly method: string
   readonly path: string
   readonly headers: IncomingHttpHeaders

@@ -37,7 +37,7 @@ const deepSeekChunk = (
     ...(usage === undefined ? {} : { usage })
   })
 
-export const deepSeekUsage = {
+const deepSeekUsage = {
   prompt_tokens: 120,
   completion_tokens: 48,
   total_tokens: 168,
@@ -107,7 +107,7 @@ const openAiChunk = (choices: ReadonlyArray<unknown>, usage: unknown = null): st
     usage
   })
 
-export const openAiUsage = {
+const openAiUsage = {
   prompt_tokens: 35,
   completion_tokens: 12,
   total_tokens: 47,

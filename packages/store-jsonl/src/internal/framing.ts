@@ -40,7 +40,7 @@ export interface Problem {
   readonly message: string
 }
 
-export const markerPrefix = "{\"commit\":"
+const markerPrefix = "{\"commit\":"
 
 /** The header's mark of a file whose every commit has a marker with a checksum. */
 export const framing = "crc32"
@@ -49,7 +49,6 @@ export const framing = "crc32"
 export const defaultMaxRecordBytes = 64 * 1024 * 1024
 
 const newline = 0x0a
-const newlineBuffer = Buffer.from("\n")
 
 /** CRC-32 of `bytes`, continuing from `previous`. */
 export const crc32 = (bytes: Uint8Array, previous = 0): number => zlib.crc32(bytes, previous)
@@ -310,11 +309,4 @@ export class Framer {
     out.push({ position: this.records++, text, start, end, group: undefined })
     this.committedEnd = end
   }
-}
-
-/** The checksum a marker carries for these lines (each with its newline). */
-export const crcOfLines = (lines: ReadonlyArray<Buffer>): number => {
-  let crc = 0
-  for (const line of lines) crc = crc32(newlineBuffer, crc32(line, crc))
-  return crc
 }

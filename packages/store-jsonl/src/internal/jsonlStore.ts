@@ -186,7 +186,7 @@ const decodeSessionId = Schema.decodeUnknownOption(Ids.SessionId)
  * The session id a file name stands for, when the name can be read back (see {@link fileName}; a name cut and
  * completed with a hash cannot).
  */
-export const idOfFileName = (name: string): Ids.SessionId | undefined => {
+const idOfFileName = (name: string): Ids.SessionId | undefined => {
   if (name.includes("~~")) return undefined
   const id = name.replace(/~([0-9a-f]{4})/g, (_, code: string) => String.fromCharCode(Number.parseInt(code, 16)))
   return fileName(id) === name ? Option.getOrUndefined(decodeSessionId(id)) : undefined

@@ -35,7 +35,7 @@ type LockContent = typeof LockContent.Type
 const decodeLock = Schema.decodeUnknownOption(Schema.parseJson(LockContent))
 
 /** This process as a lock names it. */
-export interface Self {
+interface Self {
   readonly pid: number
   readonly host: string
   /** When this process started: a constant of the process, not a reading of the clock. */
@@ -43,7 +43,7 @@ export interface Self {
 }
 
 /** This process. */
-export const self: Effect.Effect<Self> = Effect.sync(() => ({
+const self: Effect.Effect<Self> = Effect.sync(() => ({
   pid: process.pid,
   host: os.hostname(),
   start: Math.round(performance.timeOrigin)
@@ -82,7 +82,7 @@ interface Held {
 }
 
 /** How a take treats a lock this very process holds. */
-export type Mode =
+type Mode =
   /** `lease`: take it over (the earlier lease is fenced). */
   | "takeover"
   /** A write made without a lease: refuse it (`Busy`), the session is leased. */

@@ -161,7 +161,7 @@ const noTransaction = (e: SqlError): boolean => /no transaction is active/i.test
  * Whether a failure says the client's connection is closed for good (the SQLite database was closed, the
  * PostgreSQL pool was ended): nothing can succeed through it again, so retrying is useless (`Closed`).
  */
-export const closedConnection = (e: SqlError): boolean =>
+const closedConnection = (e: SqlError): boolean =>
   /connection is not open|after calling end on the pool|pool is closed|client was closed and is not queryable/i.test(
     sqlMessage(e)
   )
@@ -256,7 +256,7 @@ interface LeaseRow {
 const leaseColumns = "lease_token, lease_pid, lease_host, lease_since, lease_renewed"
 
 /** The default lease time: a holder not renewed for this long is gone (ADR 0044). */
-export const defaultLeaseTime: Duration.DurationInput = "30 seconds"
+const defaultLeaseTime: Duration.DurationInput = "30 seconds"
 
 /** Whether process `pid` runs on this host (`ESRCH`: it does not; `EPERM`: it does, as another user). */
 const pidRuns = (pid: number): boolean => {

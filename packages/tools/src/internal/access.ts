@@ -19,7 +19,7 @@ import { attempt, changed, entryPath, walk } from "./walk.js"
 const C = NodeFs.constants
 
 /** What kind of entry `stats` describes, for messages. */
-export const describeStats = (stats: NFS.Stats): string =>
+const describeStats = (stats: NFS.Stats): string =>
   stats.isFile()
     ? "a file"
     : stats.isDirectory()

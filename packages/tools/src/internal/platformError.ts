@@ -12,12 +12,6 @@ export const errnoCode = (error: PlatformError): string | undefined => {
   return Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
 }
 
-/** Whether a failure means "nothing there" (a missing entry, or a file where a directory was expected). */
-export const isMissing = (error: PlatformError): boolean => {
-  const code = errnoCode(error)
-  return code === "ENOENT" || code === "ENOTDIR" || (error._tag === "SystemError" && error.reason === "NotFound")
-}
-
 /** Converts a platform failure on `path` (as the model named it) while doing `action` (e.g. "read"). */
 export const fromPlatformError = (error: PlatformError, path: string, action: string): WorkspaceError => {
   const code = errnoCode(error)

@@ -43,20 +43,6 @@ export const capOutput = (text: string, max: number): string => {
   return `${text.slice(0, keep)}${marker(text.length - keep)}`
 }
 
-/**
- * Keeps the end of `text` within `max` characters (marker included), for outputs whose end matters most (a
- * command's last lines). The marker says how much of the beginning was cut.
- */
-export const keepEnd = (text: string, max: number): string => {
-  if (text.length <= max) return text
-  const marker = (cut: number) =>
-    `… [truncated: the first ${cut} characters of output omitted; redirect the output to a file and use ` +
-    "read_file or grep to see all of it]\n"
-  let keep = Math.max(0, max - marker(text.length).length)
-  keep = Math.max(0, max - marker(text.length - keep).length)
-  return `${marker(text.length - keep)}${text.slice(text.length - keep)}`
-}
-
 /** How many of `rows` (joined by newlines) fit in `budget` characters; at least one when there is one. */
 export const fittingRows = (rows: ReadonlyArray<string>, budget: number): number => {
   let chars = 0

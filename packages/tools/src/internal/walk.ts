@@ -56,18 +56,14 @@ export interface Located {
 export const entryPath = (root: Root, dir: Dir, name: string): string =>
   root.procFd ? `/proc/self/fd/${dir.handle.fd}/${name}` : NodePath.join(dir.path, name)
 
-/** A path that names `dir` itself, through its descriptor where the platform allows. */
-export const dirPath = (root: Root, dir: Dir): string => root.procFd ? `/proc/self/fd/${dir.handle.fd}` : dir.path
-
 /** The errno code of a Node failure (`ENOENT`, `ELOOP`, ...). */
-export const nodeCode = (error: unknown): string | undefined =>
+const nodeCode = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
     ? error.code
     : undefined
 
 /** Splits a path into components, dropping empty ones and `.` (never `..`). */
-export const components = (path: string): Array<string> =>
-  path.split(/[/\\]/).filter((part) => part !== "" && part !== ".")
+const components = (path: string): Array<string> => path.split(/[/\\]/).filter((part) => part !== "" && part !== ".")
 
 /** The components of `absolute` below `root`, when `absolute` starts with `root` (compared by component). */
 const below = (root: string, absolute: string): Array<string> | undefined => {
@@ -79,11 +75,11 @@ const below = (root: string, absolute: string): Array<string> | undefined => {
 }
 
 /** The components of an absolute path inside the root, as configured or real; `undefined` when outside. */
-export const insideRoot = (root: Root, absolute: string): Array<string> | undefined =>
+const insideRoot = (root: Root, absolute: string): Array<string> | undefined =>
   below(root.real, absolute) ?? below(root.given, absolute)
 
 /** Maps a Node failure while doing `action` on `path` (as the model named it) into a `WorkspaceError`. */
-export const fromNodeError = (error: unknown, path: string, action: string): WorkspaceError => {
+const fromNodeError = (error: unknown, path: string, action: string): WorkspaceError => {
   const code = nodeCode(error)
   switch (code) {
     case "ENOENT":
@@ -139,7 +135,7 @@ const probe = <A>(run: () => Promise<A>): Effect.Effect<A, string> =>
 const directoryFlags = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW
 
 /** Opens a directory (never through a final symbolic link), closed with the scope. */
-export const openDirectory = (
+const openDirectory = (
   target: string,
   physical: string,
   input: string
