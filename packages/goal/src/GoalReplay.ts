@@ -9,7 +9,14 @@
 import type { SessionEvent } from "@harness/domain"
 import { Either, ParseResult, Schema } from "effect"
 import type { GoalChange, GoalState } from "./GoalState.js"
-import { empty, GoalChange as GoalChangeSchema, renderChange, renderRound } from "./GoalState.js"
+import {
+  BlockedReason,
+  empty,
+  GoalChange as GoalChangeSchema,
+  renderChange,
+  renderRound,
+  Verifier
+} from "./GoalState.js"
 
 /**
  * The rules a replay enforces.
@@ -185,6 +192,9 @@ const decodeViolation = (
   return Either.right({ _tag: "change", seq: event.seq, change })
 }
 
+const sameVerifier = Schema.equivalence(Schema.UndefinedOr(Verifier))
+const sameBlockedReason = Schema.equivalence(Schema.UndefinedOr(BlockedReason))
+
 const snapshotPhaseRule = (
   operation: Exclude<GoalChange["operation"], "clear" | "create">,
   from: GoalState["goal"] & object,
@@ -193,10 +203,10 @@ const snapshotPhaseRule = (
 ): Violation | undefined => {
   const frozen = to.objective !== from.objective || to.maxGoalRounds !== from.maxGoalRounds ||
     to.maxTokens !== from.maxTokens || to.deadline !== from.deadline ||
-    JSON.stringify(to.verifier) !== JSON.stringify(from.verifier)
+    !sameVerifier(to.verifier, from.verifier)
   switch (operation) {
     case "edit":
-      return to.phase !== from.phase || JSON.stringify(to.blockedReason) !== JSON.stringify(from.blockedReason)
+      return to.phase !== from.phase || !sameBlockedReason(to.blockedReason, from.blockedReason)
         ? { rule: "phase-rule", message: "edit must keep the phase and the blocker" }
         : undefined
     case "pause":

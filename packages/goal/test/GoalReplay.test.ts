@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { MessageSource, SessionEvent } from "@harness/domain"
 import { Either } from "effect"
 import type { ReplayRule } from "../src/GoalReplay.js"
-import { decodeGoalEvent, foldGoal } from "../src/GoalReplay.js"
+import { applyChange, decodeGoalEvent, foldGoal } from "../src/GoalReplay.js"
 import type { Goal, GoalChange, GoalSnapshot } from "../src/GoalState.js"
 import { empty, encodeChange, renderChange, renderRound } from "../src/GoalState.js"
 
@@ -135,6 +135,24 @@ describe("foldGoal", () => {
     assert.strictEqual(Either.getOrThrow(change)?._tag, "change")
     const user = decodeGoalEvent(message(1, "hi", { kind: "user" }) as SessionEvent.SessionEventOf<"user/message">)
     assert.strictEqual(Either.getOrThrow(user), undefined)
+  })
+
+  it("R117: a snapshot compares the goal's verifier and blocker by value, whatever the order of their keys", () => {
+    const verifier = { command: "npm test", kind: "command" } as unknown as NonNullable<Goal["verifier"]>
+    const blockedReason = { message: "stuck", code: "model-reported" } as unknown as NonNullable<Goal["blockedReason"]>
+    const state = { ...empty, goal: { ...g1, verifier }, createdAt: 100, updatedAt: 100, usedIds: ["g1"] }
+    const paused = rev(g1, { phase: "paused", verifier: { kind: "command", command: "npm test" } })
+    assert.isTrue(Either.isRight(applyChange(state, snap("pause", paused, 0, 110))))
+    const blocked = { ...state, goal: { ...g1, phase: "blocked" as const, blockedReason } }
+    const edited = rev(g1, {
+      phase: "blocked",
+      blockedReason: { code: "model-reported", message: "stuck" },
+      objective: "ship it now"
+    })
+    assert.isTrue(Either.isRight(applyChange(blocked, snap("edit", edited, 0, 110))))
+    const moved = rev(g1, { phase: "paused", verifier: { kind: "command", command: "npm run test" } })
+    const refused = applyChange(state, snap("pause", moved, 0, 110))
+    assert.strictEqual(Either.isLeft(refused) ? refused.left.rule : "folded", "phase-rule")
   })
 
   describe("R116: decoding fails loudly", () => {

@@ -20,7 +20,7 @@ import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Agent as AgentNs } from "@harness/agent"
 import { Agent, AgentTool, Hooks } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Message, SessionEvent, Turn } from "@harness/domain"
-import { Ids } from "@harness/domain"
+import { Ids, Message as MessageSchema } from "@harness/domain"
 import type { Context } from "effect"
 import {
   Cause,
@@ -45,6 +45,8 @@ import {
   BlockedReason as BlockedReasonSchema,
   empty,
   encodeChange,
+  Goal as GoalSchema,
+  GoalChange as GoalChangeSchema,
   Objective,
   renderChange,
   renderRound,
@@ -144,7 +146,9 @@ type Action =
 
 const notLive = (message: string) => new GoalError({ code: "GOAL_AGENT_NOT_LIVE", message })
 
-const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b)
+const sameChange = Schema.equivalence(GoalChangeSchema)
+const sameGoal = Schema.equivalence(GoalSchema)
+const sameContent = Schema.equivalence(MessageSchema.AgentMessage.fields.content)
 
 const mintId: Effect.Effect<string> = Effect.map(
   Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]),
@@ -331,7 +335,7 @@ const observe = (
       if (decoded === undefined) return [{ ...seen, durable: folded.right }, [], undefined]
       if (decoded._tag === "change") {
         const head = s.pending[0]
-        if (head !== undefined && head.injected && sameJson(encodeChange(head.change), encodeChange(decoded.change))) {
+        if (head !== undefined && head.injected && sameChange(head.change, decoded.change)) {
           const pending = s.pending.slice(1)
           return [
             { ...seen, durable: folded.right, pending },
@@ -641,8 +645,7 @@ const makeService = (
               rt,
               snapshot("edit", ref, (goal) => {
                 const next = { ...goal, ...valid }
-                return next.objective === goal.objective && next.maxGoalRounds === goal.maxGoalRounds &&
-                    next.maxTokens === goal.maxTokens && sameJson(next.verifier, goal.verifier)
+                return sameGoal(next, goal)
                   ? invalid("edit changes nothing: the goal already has these values")
                   : Either.right(next)
               }, "keep")
@@ -949,7 +952,7 @@ const guard = (
       Effect.tapErrorCause(() => abandon)
     )
     const rewritten = decision.kind === "allow" && decision.content !== undefined &&
-      !sameJson(decision.content, message.content)
+      !sameContent(decision.content, message.content)
     if (decision.kind === "block" || rewritten) {
       const reason = decision.kind === "block" ? decision.reason : "a goal round's prompt cannot be rewritten"
       // Forgetting the attempt and queueing its block are one step (a cancel between them would lose the block).
