@@ -7,6 +7,7 @@
  * @since 0.0.0
  */
 import type { SessionEvent } from "@harness/domain"
+import { MessageSource } from "@harness/domain"
 import { Either, ParseResult, Schema } from "effect"
 import type { GoalChange, GoalState } from "./GoalState.js"
 import {
@@ -111,6 +112,9 @@ export const checkChange = (change: unknown): Either.Either<GoalChange, Violatio
     message: `the goal change has an invalid shape: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
   }))
 
+/** The goal source's schema without its change, whose absence or shape replay reports as rules of their own. */
+const decodeSourceFields = Schema.decodeUnknownEither(MessageSource.GoalSource.from.pipe(Schema.omit("change")))
+
 const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: string }>): string | undefined =>
   content.length === 1 && content[0]!.type === "text" ? content[0]!.text : undefined
 
@@ -145,14 +149,9 @@ const decodeViolation = (
       )
       : Either.right(undefined)
   }
-  if (typeof source.goalId !== "string" || source.goalId.length === 0) {
-    return violation("invalid-source", "a goal source needs a non-empty goalId")
-  }
-  if (!Number.isSafeInteger(source.revision) || source.revision < 1) {
-    return violation("invalid-source", `a goal source needs a revision ≥ 1, got ${source.revision}`)
-  }
-  if (!Number.isSafeInteger(source.round) || source.round < 0) {
-    return violation("invalid-source", `a goal source needs a round ≥ 0, got ${source.round}`)
+  const fields = decodeSourceFields(source)
+  if (Either.isLeft(fields)) {
+    return violation("invalid-source", `invalid goal source: ${ParseResult.TreeFormatter.formatErrorSync(fields.left)}`)
   }
   const text = textOf(content)
   if (source.round > 0) {

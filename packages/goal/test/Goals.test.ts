@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Chunk, Effect, TestClock } from "effect"
+import { Chunk, Duration, Effect, TestClock } from "effect"
 import * as GoalCommand from "../src/GoalCommand.js"
 import type * as Goals from "../src/Goals.js"
 import { renderChange } from "../src/GoalState.js"
@@ -34,6 +34,12 @@ describe("Goals service", () => {
       yield* goals.clear({ id: goal.id, revision: 2 })
       const blank = yield* Effect.flip(goals.create({ objective: "   " }))
       assert.strictEqual(blank._tag === "GoalError" ? blank.code : blank._tag, "GOAL_INVALID_INPUT")
+      const endless = yield* Effect.flip(goals.create({ objective: "o", timeBudget: Duration.infinity }))
+      assert.strictEqual(endless._tag === "GoalError" ? endless.code : endless._tag, "GOAL_INVALID_INPUT")
+      const unreadable = yield* Effect.flip(
+        goals.create({ objective: "o", timeBudget: "soon" as Duration.DurationInput })
+      )
+      assert.strictEqual(unreadable._tag === "GoalError" ? unreadable.code : unreadable._tag, "GOAL_INVALID_INPUT")
       const view = yield* goals.get
       assert.strictEqual(view.goal, undefined)
       assert.deepStrictEqual(view.lastRef, { id: goal.id, revision: 3 })

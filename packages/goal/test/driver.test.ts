@@ -75,11 +75,14 @@ describe("round driver", () => {
       const { agent, goals } = yield* goalAgent(undefined, {
         hooks: {
           promptSubmit: ({ message }, next) =>
-            Effect.flatMap(next, (decision) =>
-              Effect.map(Ref.get(rewrite), (f) =>
-                decision.kind === "allow" && message.source.kind === "goal"
-                  ? { ...decision, content: [{ text: f(message.content[0]!.text), type: "text" as const }] }
-                  : decision))
+            Effect.flatMap(
+              next,
+              (decision) =>
+                Effect.map(Ref.get(rewrite), (f) =>
+                  decision.kind === "allow" && message.source.kind === "goal"
+                    ? { ...decision, content: [{ text: f(message.content[0]!.text), type: "text" as const }] }
+                    : decision)
+            )
         }
       })
       yield* goals.create({ objective: "ship it", maxGoalRounds: 1 })

@@ -20,7 +20,7 @@ import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Agent as AgentNs } from "@harness/agent"
 import { Agent, AgentTool, Hooks } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Message, SessionEvent, Turn } from "@harness/domain"
-import { Ids, Message as MessageSchema } from "@harness/domain"
+import { Ids, Json, Message as MessageSchema } from "@harness/domain"
 import type { Context } from "effect"
 import {
   Cause,
@@ -534,8 +534,19 @@ const validReason = (reason: BlockedReason): Either.Either<BlockedReason, GoalEr
       message: `invalid blocker: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
     }))
 
+const isPositiveInt = Schema.is(Json.PositiveInt)
+const isCommandList = Schema.is(Schema.Array(Verifier.members[0].fields.command))
+
+/** A positive, finite duration, or `undefined` for anything else (`Duration.decode` would throw on bad input). */
+const positiveDuration = (input: Duration.DurationInput): Duration.Duration | undefined => {
+  const duration = Duration.decodeUnknown(input)
+  return duration._tag === "Some" && Duration.isFinite(duration.value) && Duration.toMillis(duration.value) > 0
+    ? duration.value
+    : undefined
+}
+
 const positive = (name: string, value: number | undefined): Either.Either<number | undefined, GoalError> =>
-  value === undefined || (Number.isSafeInteger(value) && value > 0)
+  value === undefined || isPositiveInt(value)
     ? Either.right(value)
     : invalid(`${name} must be a positive integer, got ${String(value)}`)
 
@@ -592,10 +603,14 @@ const makeService = (
         if (valid.objective === undefined) {
           return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: "create needs an objective" })
         }
-        const budget = input.timeBudget === undefined ? undefined : Duration.toMillis(input.timeBudget)
-        if (budget !== undefined && !(budget > 0 && Number.isFinite(budget))) {
-          return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: "timeBudget must be a positive duration" })
+        const duration = input.timeBudget === undefined ? undefined : positiveDuration(input.timeBudget)
+        if (input.timeBudget !== undefined && duration === undefined) {
+          return yield* new GoalError({
+            code: "GOAL_INVALID_INPUT",
+            message: "timeBudget must be a positive, finite duration"
+          })
         }
+        const budget = duration === undefined ? undefined : Duration.toMillis(duration)
         const state = yield* mutate(rt, (current, now) => {
           const goal = current.goal
           if (goal !== undefined && goal.phase !== "complete") {
@@ -1234,25 +1249,25 @@ const validOptions = (options: Goals.Options | undefined) =>
       const name of ["defaultMaxGoalRounds", "blockedAfterConsecutiveRounds", "maxVerifierOutput"] as const
     ) {
       const value = options?.[name]
-      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      if (value !== undefined && !isPositiveInt(value)) {
         return yield* invalidOption(`Goals option ${name} must be a positive integer, got ${String(value)}`)
       }
     }
     const commands = options?.verifierCommands
-    if (commands !== undefined && !commands.every((c) => typeof c === "string" && c.trim() === c && c !== "")) {
+    if (commands !== undefined && !isCommandList(commands)) {
       return yield* invalidOption("Goals option verifierCommands must list non-empty, trimmed command lines")
     }
     const input = options?.verifierTimeout
     if (input === undefined) return DEFAULT_VERIFIER_TIMEOUT
-    const timeout = Duration.decodeUnknown(input)
-    if (timeout._tag === "None" || !Duration.isFinite(timeout.value) || Duration.toMillis(timeout.value) <= 0) {
+    const timeout = positiveDuration(input)
+    if (timeout === undefined) {
       return yield* invalidOption(
         `Goals option verifierTimeout must be a positive, finite duration (such as "5 minutes"), got ${
           JSON.stringify(String(input))
         }`
       )
     }
-    return timeout.value
+    return timeout
   })
 
 export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalError, CommandExecutor> =>
