@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Goals from "../src/Goals.js"
-import { classify } from "../src/internal/goals.js"
+import { classify } from "../src/internal/driver.js"
 import * as VerifierRun from "../src/internal/verifier.js"
 import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
 

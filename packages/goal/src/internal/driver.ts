@@ -1,0 +1,195 @@
+/**
+ * The driver: runs the actions the observer, the guard and the mutations queue, one at a time and outside any
+ * agent activity — drive passes that reserve and queue the next round (R123), the outcome policy of a round that
+ * ended (R124), withdrawing a round human work overtook (R126), and injecting deferred changes.
+ */
+import type { Ids as IdsT, Turn } from "@harness/domain"
+import { Ids } from "@harness/domain"
+import { Cause, Clock, Effect, Either, PubSub, Queue, Ref } from "effect"
+import type * as Goals from "../Goals.js"
+import type { BlockedReason } from "../GoalState.js"
+import { renderRound } from "../GoalState.js"
+import { exhausted, tokensUsed } from "./budget.js"
+import { failedTurn, sync } from "./observer.js"
+import type { Action, Core, Runtime, State } from "./runtime.js"
+import { armedActive, changeMessage, requestDrive } from "./runtime.js"
+
+const mintMessageId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId)
+
+type Outcome =
+  | { readonly _tag: "continue" }
+  | { readonly _tag: "pause" }
+  | { readonly _tag: "disarm" }
+  | { readonly _tag: "block"; readonly reason: BlockedReason }
+
+/** R124: what a round's end means for its goal. No abnormal outcome retries automatically. */
+export const classify = (reason: Turn.TurnEndReason): Outcome => {
+  switch (reason.kind) {
+    case "completed":
+      return { _tag: "continue" }
+    case "aborted":
+      return { _tag: "pause" }
+    case "max-tokens":
+      return { _tag: "block", reason: { code: "max-tokens", message: "The round hit the output token limit." } }
+    case "disposed":
+    case "interrupted":
+      return { _tag: "disarm" }
+    case "request-error":
+    case "error": {
+      const code = reason.kind === "request-error" ? reason.failure.code : reason.code
+      const message = reason.kind === "request-error" ? reason.failure.message : reason.message
+      return code === "RATE_LIMIT" || code === "QUOTA"
+        ? { _tag: "block", reason: { code: "usage-limited", message } }
+        : { _tag: "block", reason: { code: "turn-error", message } }
+    }
+  }
+}
+
+const ignoreGoalError = <A>(effect: Effect.Effect<A, Goals.Failure>): Effect.Effect<void> =>
+  Effect.catchAll(Effect.asVoid(effect), (error) => Effect.logDebug("goal action skipped", error))
+
+const drivePass = (rt: Runtime): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* Ref.set(rt.driveRequested, false)
+    yield* sync(rt)
+    const s = yield* Ref.get(rt.state)
+    if (s.corrupt !== undefined) return
+    if ((yield* rt.agent.status) !== "idle" || s.competingQueued) return
+    const attempt = s.attempt
+    if (attempt !== undefined) {
+      if (attempt.reason === undefined) return
+      yield* Ref.update(rt.state, (st) => ({ ...st, attempt: undefined }))
+      const ref = { id: attempt.goalId, revision: attempt.revision }
+      if (attempt.notDurable) {
+        yield* rt.service.disarm
+      } else if (!attempt.stale && armedActive(s, attempt.goalId, attempt.revision)) {
+        const outcome = classify(attempt.reason)
+        if (outcome._tag === "pause") yield* ignoreGoalError(rt.service.pause(ref))
+        else if (outcome._tag === "disarm") yield* rt.service.disarm
+        else if (outcome._tag === "block") yield* ignoreGoalError(rt.service.block(ref, outcome.reason))
+      } else if (attempt.reason.kind !== "completed" && !failedTurn(attempt.reason)) {
+        // A cancelled round of a superseded revision: the pause has nothing to apply to, but the human's cancel still
+        // stops the driver.
+        yield* rt.service.disarm
+      }
+      return yield* requestDrive(rt)
+    }
+    const goal = s.current.goal
+    if (goal === undefined || goal.phase !== "active" || s.activation !== "armed") return
+    // A round is reserved only over a logged state: changes still pending would land after its prompt.
+    if (s.pending.length > 0) return
+    const tokens = tokensUsed(yield* rt.agent.log, goal.id)
+    const reason = exhausted(goal, s.current.roundsStarted, tokens, yield* Clock.currentTimeMillis)
+    if (reason !== undefined) {
+      return yield* ignoreGoalError(rt.service.block({ id: goal.id, revision: goal.revision }, reason))
+    }
+    const round = s.current.roundsStarted + 1
+    const messageId = yield* mintMessageId
+    const text = renderRound(goal, round)
+    yield* Ref.update(rt.state, (st): State => ({
+      ...st,
+      attempt: {
+        goalId: goal.id,
+        revision: goal.revision,
+        round,
+        messageId,
+        text,
+        phase: "queued",
+        turn: undefined,
+        reason: undefined,
+        stale: false,
+        notDurable: false
+      }
+    }))
+    const queued = yield* Effect.either(rt.agent.followup(
+      { content: [{ type: "text", text }], source: { kind: "goal", goalId: goal.id, revision: goal.revision, round } },
+      { id: messageId }
+    ))
+    if (Either.isLeft(queued)) {
+      yield* Ref.update(rt.state, (st) => ({ ...st, attempt: undefined }))
+      const now = yield* Ref.get(rt.state)
+      if (armedActive(now, goal.id, goal.revision)) {
+        yield* ignoreGoalError(
+          rt.service.block({ id: goal.id, revision: goal.revision }, {
+            code: "queue-failed",
+            message: `the goal round could not be queued: ${queued.left.message}`
+          })
+        )
+      }
+    }
+  })
+
+/**
+ * Withdraws a round that human work overtook (R126), so the human's turn runs first and the round is reserved
+ * again afterwards (R123). The observer has already marked the reservation stale.
+ *
+ * Contract: `agent.withdraw` decides under the agent's acceptance lock, so exactly one of two things happened:
+ * - `Withdrawn`: the round was still pending; `agent/inbox/discard { reason: "withdraw" }` balances its enqueue,
+ *   and the observer, seeing that discard, forgets the attempt and asks for a drive pass (which waits for idle).
+ * - `NotPending`: the agent had already claimed it. If its prompt is not logged yet the admission guard blocks it
+ *   (the reservation is stale: nothing is written) and asks for a new pass; if it was admitted before the human
+ *   work arrived, it runs and its outcome is accounted like any round's (R124).
+ */
+const withdrawRound = (rt: Core, messageId: IdsT.AgentMessageId): Effect.Effect<void> =>
+  rt.agent.withdraw(messageId).pipe(
+    Effect.flatMap((result) =>
+      result._tag === "Withdrawn"
+        ? Effect.void
+        : Effect.logDebug("goal round already claimed: the admission guard decides it", result.id)
+    ),
+    Effect.catchAll((error) => Effect.logError("goal round could not be withdrawn", error))
+  )
+
+/**
+ * Hands the next deferred change to the agent. If the agent refuses it (it was disposed, or the log failed), the
+ * changes that were never logged are dropped and the cache falls back to the fold of the log.
+ */
+const injectNext = (rt: Core): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const head = yield* Ref.modify(rt.state, (s) => {
+      const first = s.pending[0]
+      if (first === undefined || first.injected) return [undefined, s]
+      return [first.change, { ...s, pending: [{ change: first.change, injected: true }, ...s.pending.slice(1)] }]
+    })
+    if (head === undefined) return
+    const injected = yield* Effect.either(rt.agent.inject(changeMessage(head)))
+    if (Either.isLeft(injected)) {
+      yield* Effect.logError(
+        "a deferred goal change could not be injected; unlogged changes are dropped",
+        injected.left
+      )
+      yield* Ref.update(rt.state, (s) => ({ ...s, pending: [], current: s.durable, activation: "disarmed" as const }))
+    }
+  })
+
+const runAction = (rt: Runtime, action: Action): Effect.Effect<void> => {
+  switch (action._tag) {
+    case "drive":
+      return drivePass(rt)
+    case "inject":
+      return injectNext(rt)
+    case "withdraw":
+      return withdrawRound(rt, action.messageId)
+    case "pause":
+      return ignoreGoalError(rt.service.pause(action.ref))
+    case "block":
+      return ignoreGoalError(rt.service.block(action.ref, action.reason))
+    case "disarm":
+      return rt.service.disarm
+  }
+}
+
+export const driverLoop = (rt: Runtime): Effect.Effect<never> =>
+  Effect.forever(
+    Effect.gen(function*() {
+      const action = yield* Queue.take(rt.actions)
+      yield* runAction(rt, action).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError("goal driver action failed", cause)
+        ),
+        Effect.ensuring(
+          Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy - 1 })), PubSub.publish(rt.ran, undefined))
+        )
+      )
+    })
+  )

@@ -1,0 +1,136 @@
+/**
+ * What the goal actors share (see `goals.ts`): one `Ref<State>`, the driver's action queue, and the two permits
+ * that order the observer, the mutations and the admission guard.
+ */
+import type { Agent as AgentNs } from "@harness/agent"
+import type { AgentEvent, Ids as IdsT, Message, Turn } from "@harness/domain"
+import type { Deferred, PubSub } from "effect"
+import { Effect, Queue, Ref } from "effect"
+import type { GoalReplayError } from "../GoalReplay.js"
+import type * as Goals from "../Goals.js"
+import type { BlockedReason, GoalChange, GoalRef, GoalState } from "../GoalState.js"
+import { encodeChange, refOf, renderChange } from "../GoalState.js"
+
+/** The round the driver reserved, from its enqueue to its turn's end. */
+export interface Attempt {
+  readonly goalId: string
+  readonly revision: number
+  readonly round: number
+  readonly messageId: IdsT.AgentMessageId
+  readonly text: string
+  readonly phase: "queued" | "admitting" | "admitted"
+  readonly turn: number | undefined
+  readonly reason: Turn.TurnEndReason | undefined
+  readonly stale: boolean
+  readonly notDurable: boolean
+}
+
+export interface State {
+  /** The fold of what the log has shown. */
+  readonly durable: GoalState
+  /** What `get` shows: `durable` with the pending changes applied. */
+  readonly current: GoalState
+  /**
+   * Accepted changes not yet seen in the log, in order. Only the head is ever handed to the agent (`injected`):
+   * the next one is injected once the head is logged, because a staged change can stay staged (beside steering,
+   * after an error turn) while a later idle injection would be appended at once, out of order.
+   */
+  readonly pending: ReadonlyArray<{ readonly change: GoalChange; readonly injected: boolean }>
+  readonly activation: Goals.Activation
+  readonly attempt: Attempt | undefined
+  readonly competingQueued: boolean
+  readonly corrupt: GoalReplayError | undefined
+  readonly gate: Deferred.Deferred<void> | undefined
+  readonly observedSeq: number
+  /**
+   * The id of the last `steering/message` logged: a drain publishes its `agent/inbox/dequeue` right after it, and
+   * that dequeue is not a claim (retained steering is drained at the opening of the round's own turn, R45).
+   */
+  readonly lastSteering: string | undefined
+  readonly busy: number
+}
+
+export interface Runtime extends Core {
+  readonly service: Goals.Service
+}
+
+/** Everything but the service (which is built over it). */
+export interface Core {
+  readonly agent: AgentNs.Service
+  readonly state: Ref.Ref<State>
+  /**
+   * Serialises mutations, and the guard's checks against them. This and `events` are only ever taken with
+   * {@link holding} (uninterruptibly, the wait included): the guard takes them in the agent's activity fiber,
+   * which a cancel interrupts, and a plain `withPermits` interrupted as the permit is handed over leaks it for good.
+   */
+  readonly lock: Effect.Semaphore
+  /** Taken to take events from the subscription: whoever holds it handles them in order. */
+  readonly events: Effect.Semaphore
+  readonly subscription: Queue.Dequeue<AgentEvent.AgentEvent>
+  readonly actions: Queue.Queue<Action>
+  readonly driveRequested: Ref.Ref<boolean>
+  readonly changes: PubSub.PubSub<Goals.Changed>
+  /** Told each time the driver has finished an action (`settled` waits on it instead of polling). */
+  readonly ran: PubSub.PubSub<void>
+}
+
+export type Action =
+  | { readonly _tag: "drive" }
+  | { readonly _tag: "inject" }
+  | { readonly _tag: "withdraw"; readonly messageId: IdsT.AgentMessageId }
+  | { readonly _tag: "pause"; readonly ref: GoalRef }
+  | { readonly _tag: "block"; readonly ref: GoalRef; readonly reason: BlockedReason }
+  | { readonly _tag: "disarm" }
+
+/** The round-zero message of a change (R113). */
+export const changeMessage = (change: GoalChange): Message.UserMessageData => {
+  const ref = refOf(change)
+  return {
+    content: [{ type: "text", text: renderChange(change) }],
+    source: { kind: "goal", goalId: ref.id, revision: ref.revision, round: 0, change: encodeChange(change) }
+  }
+}
+
+/**
+ * Queues an action for the driver; `busy` counts it until it has run (so `settled` never misses one). One
+ * uninterruptible step: it also runs in the agent's activity fiber (the admission guard), which a cancel interrupts,
+ * and an action counted but never queued would keep `settled` waiting for ever.
+ */
+export const enqueue = (rt: Core, action: Action): Effect.Effect<void> =>
+  Effect.uninterruptible(
+    Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy + 1 })), Queue.offer(rt.actions, action))
+  )
+
+export const requestDrive = (rt: Core): Effect.Effect<void> =>
+  Effect.uninterruptible(Effect.flatMap(
+    Ref.getAndSet(rt.driveRequested, true),
+    (already) => already ? Effect.void : enqueue(rt, { _tag: "drive" })
+  ))
+
+export const armedActive = (s: State, goalId: string, revision: number): boolean => {
+  const goal = s.current.goal
+  return goal !== undefined && goal.id === goalId && goal.revision === revision && goal.phase === "active" &&
+    s.activation === "armed"
+}
+
+/**
+ * Runs `effect` holding one permit of `semaphore` (the goal's own `lock` or `events`), released on every exit.
+ * Uninterruptible, the wait for the permit included: `Semaphore.take` counts a permit as taken while the waiter is
+ * still interruptible, so an interruption at that instant would leak it. A free permit is taken in one synchronous
+ * step (`withPermitsIfAvailable`); only a held one is waited for with `take` (ADR 0041).
+ */
+export const holding = <A, E, R>(
+  semaphore: Effect.Semaphore,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.uninterruptible(Effect.flatMap(
+    semaphore.withPermitsIfAvailable(1)(effect),
+    (held) =>
+      held._tag === "Some" ? Effect.succeed(held.value) : Effect.zipRight(
+        semaphore.take(1),
+        Effect.matchCauseEffect(effect, {
+          onFailure: (cause) => Effect.zipRight(semaphore.release(1), Effect.failCause(cause)),
+          onSuccess: (a) => Effect.as(semaphore.release(1), a)
+        })
+      )
+  ))
