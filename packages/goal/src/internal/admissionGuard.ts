@@ -1,8 +1,7 @@
 /**
- * The admission guard (R125): an outermost `promptSubmit` hook that admits a goal-sourced prompt only if it is
- * exactly the reserved round, still valid before and after the inner hooks. It runs in the agent's activity fiber,
- * which a cancel interrupts, so its bookkeeping steps are uninterruptible. Admitting a round closes the gate
- * that mutations wait on until the round's prompt is logged or its admission dropped (ADR 0014).
+ * The admission guard (R125), an outermost `promptSubmit` hook: a goal prompt runs only if it is the reserved round.
+ * It runs in the agent's activity fiber, which a cancel interrupts: its bookkeeping steps are uninterruptible.
+ * Admitting closes the gate mutations wait on until the round's prompt is logged (ADR 0014).
  */
 import type { Hooks } from "@harness/agent"
 import type { Message } from "@harness/domain"

@@ -1,8 +1,4 @@
-/**
- * Budgets read from the log: the tokens a goal's rounds used (the `usage` of every `assistant/message` in a turn
- * opened by one of its rounds, and in the retry turns that continue such a turn), and the budget check that
- * decides whether the driver may reserve another round.
- */
+/** Budgets read from the log: the tokens a goal's rounds (and their retries) used, and the check before a round. */
 import type { SessionEvent } from "@harness/domain"
 import type { BlockedReason, Goal } from "../GoalState.js"
 
@@ -11,7 +7,6 @@ const usageTokens = (usage: SessionEvent.Usage | undefined): number =>
     ? 0
     : usage.totalTokens ?? (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0)
 
-/** The tokens the rounds of goal `goalId` used, from the log. */
 export const tokensUsed = (log: ReadonlyArray<SessionEvent.SessionEvent>, goalId: string): number => {
   let counting = false
   let total = 0

@@ -1,7 +1,6 @@
 /**
- * The driver: runs the actions the observer, the guard and the mutations queue, one at a time and outside any
- * agent activity — drive passes that reserve and queue the next round (R123), the outcome policy of a round that
- * ended (R124), withdrawing a round human work overtook (R126), and injecting deferred changes.
+ * The driver runs the queued actions one at a time, outside any agent activity: drive passes that reserve the next
+ * round (R123) or settle the last one (R124), withdrawals (R126) and deferred injections.
  */
 import type { Ids as IdsT, Turn } from "@harness/domain"
 import { Ids } from "@harness/domain"
@@ -68,8 +67,7 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
         else if (outcome._tag === "disarm") yield* rt.service.disarm
         else if (outcome._tag === "block") yield* ignoreGoalError(rt.service.block(ref, outcome.reason))
       } else if (attempt.reason.kind !== "completed" && !failedTurn(attempt.reason)) {
-        // A cancelled round of a superseded revision: the pause has nothing to apply to, but the human's cancel still
-        // stops the driver.
+        // A cancelled round of a superseded revision: nothing to pause, but the cancel still stops the driver.
         yield* rt.service.disarm
       }
       return yield* requestDrive(rt)
@@ -120,15 +118,8 @@ const drivePass = (rt: Runtime): Effect.Effect<void> =>
   })
 
 /**
- * Withdraws a round that human work overtook (R126), so the human's turn runs first and the round is reserved
- * again afterwards (R123). The observer has already marked the reservation stale.
- *
- * Contract: `agent.withdraw` decides under the agent's acceptance lock, so exactly one of two things happened:
- * - `Withdrawn`: the round was still pending; `agent/inbox/discard { reason: "withdraw" }` balances its enqueue,
- *   and the observer, seeing that discard, forgets the attempt and asks for a drive pass (which waits for idle).
- * - `NotPending`: the agent had already claimed it. If its prompt is not logged yet the admission guard blocks it
- *   (the reservation is stale: nothing is written) and asks for a new pass; if it was admitted before the human
- *   work arrived, it runs and its outcome is accounted like any round's (R124).
+ * Withdraws a round human work overtook (R126). `Withdrawn`: its discard reaches the observer, which asks for a new
+ * pass. `NotPending`: the agent claimed it first, and the guard blocks the stale reservation (or it already ran).
  */
 const withdrawRound = (rt: Core, messageId: IdsT.AgentMessageId): Effect.Effect<void> =>
   rt.agent.withdraw(messageId).pipe(
@@ -140,10 +131,7 @@ const withdrawRound = (rt: Core, messageId: IdsT.AgentMessageId): Effect.Effect<
     Effect.catchAll((error) => Effect.logError("goal round could not be withdrawn", error))
   )
 
-/**
- * Hands the next deferred change to the agent. If the agent refuses it (it was disposed, or the log failed), the
- * changes that were never logged are dropped and the cache falls back to the fold of the log.
- */
+/** Hands the next deferred change to the agent; if it is refused, unlogged changes fall back to the log's fold. */
 const injectNext = (rt: Core): Effect.Effect<void> =>
   Effect.gen(function*() {
     const head = yield* Ref.modify(rt.state, (s) => {

@@ -1,17 +1,7 @@
 /**
- * The goal plugin (R119–R126): `make` validates the options and returns the guard hook, the tools and `attach`,
- * which starts the actors over one shared `Ref<State>` (see `runtime.ts`):
- * - the observer (`observer.ts`) folds every live agent event into the state, in order;
- * - the driver (`driver.ts`) runs the actions it and the others queue, one at a time, outside agent activity;
- * - the admission guard (`admissionGuard.ts`) decides, in the agent's activity fiber, whether a goal prompt is
- *   exactly the reserved round;
- * - the mutations (`service.ts`) and the tools (`tools.ts`) change the goal under the mutation lock.
- *
- * Before deciding anything the guard, the mutations and the driver catch the observer up (`sync`): events are only
- * taken from the subscription under the `events` permit, so "every event published before now has been handled"
- * is exact. Between the guard allowing a round and its `user/message` being logged, a mutation would build its
- * change against a `roundsStarted` the log is about to contradict: the guard closes a gate that mutations wait on,
- * and the observer opens it when the round is logged or its admission was dropped (ADR 0014).
+ * The goal plugin (R119–R126): `attach` starts the actors over one shared state (`runtime.ts`) — the observer, the
+ * driver, the admission guard, the mutations and the tools. Each catches the observer up (`sync`) before it decides,
+ * so "every event published before now has been handled" is exact.
  */
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Agent as AgentNs } from "@harness/agent"
@@ -75,7 +65,6 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalE
         const rt: Runtime = { ...core, service: makeService(core, settings) }
         yield* Ref.set(slot, rt)
         yield* Effect.addFinalizer(() => Ref.set(slot, undefined))
-        // The observer: the bell says "there are events"; they are taken from `subscription` under the permit.
         yield* Effect.forkScoped(Effect.forever(
           Effect.zipRight(Effect.zipRight(Queue.take(bell), Queue.takeAll(bell)), sync(rt))
         ))

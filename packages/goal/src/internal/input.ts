@@ -1,7 +1,4 @@
-/**
- * What callers hand the service, checked with the goal schemas before any change is built: objectives, counts,
- * verifiers (only the operator's commands), blockers and durations. Every refusal is `GOAL_INVALID_INPUT`.
- */
+/** What callers hand the service, checked with the goal schemas; every refusal is `GOAL_INVALID_INPUT`. */
 import { Json } from "@harness/domain"
 import { Duration, Either, ParseResult, Schema } from "effect"
 import { GoalError } from "../GoalError.js"
@@ -14,7 +11,6 @@ const decodeVerifier = Schema.decodeUnknownEither(Verifier, { onExcessProperty: 
 
 export const invalid = (message: string) => Either.left(new GoalError({ code: "GOAL_INVALID_INPUT", message }))
 
-/** A blocker given to `block`: replay's schema, and a message that is not blank and has no surrounding white space. */
 const decodeBlockedReason = Schema.decodeUnknownEither(
   Schema.Struct({
     code: BlockedReasonSchema.fields.code,
@@ -41,7 +37,7 @@ export const validReason = (reason: BlockedReason): Either.Either<BlockedReason,
 export const isPositiveInt = Schema.is(Json.PositiveInt)
 export const isCommandList = Schema.is(Schema.Array(Verifier.members[0].fields.command))
 
-/** A positive, finite duration, or `undefined` for anything else (`Duration.decode` would throw on bad input). */
+/** `Duration.decode` would throw on bad input. */
 export const positiveDuration = (input: Duration.DurationInput): Duration.Duration | undefined => {
   const duration = Duration.decodeUnknown(input)
   return duration._tag === "Some" && Duration.isFinite(duration.value) && Duration.toMillis(duration.value) > 0
@@ -49,7 +45,6 @@ export const positiveDuration = (input: Duration.DurationInput): Duration.Durati
     : undefined
 }
 
-/** A `timeBudget` in milliseconds. */
 export const validTimeBudget = (
   input: Duration.DurationInput | undefined
 ): Either.Either<number | undefined, GoalError> => {

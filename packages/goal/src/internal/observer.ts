@@ -1,7 +1,6 @@
 /**
- * The observer: folds every live agent event into the shared state, in order — the durable fold, the pending
- * changes, the attempt's progress, the race fences of R126. It never calls the agent: what it decides (pause a
- * cancelled round, run a drive pass) becomes an action for the driver.
+ * The observer folds every live agent event into the shared state, in order (the log's fold, pending changes, the
+ * attempt, R126's fences). It never calls the agent: what it decides becomes an action for the driver.
  */
 import type { AgentEvent, SessionEvent, Turn } from "@harness/domain"
 import { Deferred, Effect, Either, Queue, Ref, Schema } from "effect"
@@ -10,7 +9,6 @@ import { GoalChange } from "../GoalState.js"
 import type { Action, Attempt, Core, State } from "./runtime.js"
 import { armedActive, enqueue, holding, requestDrive } from "./runtime.js"
 
-/** The next state, the actions it asks of the driver, and the gate it opens. */
 type Step = readonly [State, ReadonlyArray<Action>, Deferred.Deferred<void> | undefined]
 
 const stateOnly = (s: State): Step => [s, [], undefined]
@@ -32,7 +30,6 @@ const dropAdmitting = (s: State): Step => {
   return [{ ...s, attempt: undefined, gate: undefined }, pauseIfArmed(s, s.attempt!), s.gate]
 }
 
-/** Handles one live event; returns the actions it decides. Runs holding the `events` permit. */
 const handle = (rt: Core, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.gen(function*() {
     const [actions, open] = yield* Ref.modify(rt.state, (s) => {
@@ -60,7 +57,7 @@ const transition = (
     }
     case "agent/inbox/enqueue": {
       if (attempt !== undefined && event.message.id === attempt.messageId) return stateOnly(s)
-      // Human (or any other) work goes first (R126): a still-queued round is withdrawn (see `withdrawRound`).
+      // Human (or any other) work goes first (R126).
       const overtaken = attempt !== undefined && attempt.phase === "queued" && !attempt.stale
       return [
         { ...s, competingQueued: true, attempt: overtaken ? { ...attempt, stale: true } : attempt },
@@ -117,11 +114,10 @@ const transition = (
   }
 }
 
-/** A turn that ended in failure (which a `requestError` or error retry may continue), not by a cancel. */
+/** A turn that a `requestError` or error retry may continue. */
 export const failedTurn = (reason: Turn.TurnEndReason): boolean =>
   reason.kind === "error" || reason.kind === "request-error"
 
-/** Folds one durable event (R121): reconciles pending changes, records rounds, follows the attempt's turn. */
 const observe = (
   s: State,
   event: SessionEvent.SessionEvent
@@ -137,8 +133,7 @@ const observe = (
       const trigger = event.data.trigger
       if (attempt === undefined) return stateOnly(seen)
       if (trigger.kind === "retry") {
-        // A retry continues the round after a failed turn (an error or a failed model request): the retry's own end
-        // settles the round, which still counts once.
+        // A retry continues the round after a failed turn: its own end settles the round, which counts once.
         return attempt.reason !== undefined && failedTurn(attempt.reason)
           ? stateOnly({ ...seen, attempt: { ...attempt, turn: event.data.turn, reason: undefined } })
           : stateOnly(seen)
@@ -202,7 +197,7 @@ const observe = (
   }
 }
 
-/** Catches the observer up: handles every event published so far, in order (events taken are always handled). */
+/** Catches the observer up: handles every event published so far, in order. */
 export const sync = (rt: Core): Effect.Effect<void> =>
   holding(
     rt.events,

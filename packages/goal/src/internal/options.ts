@@ -1,13 +1,9 @@
-/**
- * The plugin's options, validated once in `Goals.make` (`GOAL_INVALID_INPUT` naming the option) and completed
- * with their defaults.
- */
+/** The plugin's options, validated in `Goals.make` (`GOAL_INVALID_INPUT` naming the option), with defaults. */
 import { Duration, Effect } from "effect"
 import { GoalError } from "../GoalError.js"
 import type * as Goals from "../Goals.js"
 import { isCommandList, isPositiveInt, positiveDuration } from "./input.js"
 
-/** `Goals.Options` with every default applied. */
 export interface Settings {
   readonly defaultMaxGoalRounds: number
   readonly blockedAfterConsecutiveRounds: number

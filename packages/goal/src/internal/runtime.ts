@@ -1,7 +1,4 @@
-/**
- * What the goal actors share (see `goals.ts`): one `Ref<State>`, the driver's action queue, and the two permits
- * that order the observer, the mutations and the admission guard.
- */
+/** What the goal actors share: one `Ref<State>`, the driver's action queue, and the permits that order them. */
 import type { Agent as AgentNs } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Message, Turn } from "@harness/domain"
 import type { Deferred, PubSub } from "effect"
@@ -31,9 +28,8 @@ export interface State {
   /** What `get` shows: `durable` with the pending changes applied. */
   readonly current: GoalState
   /**
-   * Accepted changes not yet seen in the log, in order. Only the head is ever handed to the agent (`injected`):
-   * the next one is injected once the head is logged, because a staged change can stay staged (beside steering,
-   * after an error turn) while a later idle injection would be appended at once, out of order.
+   * Accepted changes not yet logged, in order. Only the head is handed to the agent: a staged change can stay
+   * staged while a later idle injection would be appended at once, out of order (ADR 0014).
    */
   readonly pending: ReadonlyArray<{ readonly change: GoalChange; readonly injected: boolean }>
   readonly activation: Goals.Activation
@@ -42,10 +38,7 @@ export interface State {
   readonly corrupt: GoalReplayError | undefined
   readonly gate: Deferred.Deferred<void> | undefined
   readonly observedSeq: number
-  /**
-   * The id of the last `steering/message` logged: a drain publishes its `agent/inbox/dequeue` right after it, and
-   * that dequeue is not a claim (retained steering is drained at the opening of the round's own turn, R45).
-   */
+  /** The last `steering/message` logged: the dequeue its drain publishes next is not a claim (R45). */
   readonly lastSteering: string | undefined
   readonly busy: number
 }
@@ -54,23 +47,20 @@ export interface Runtime extends Core {
   readonly service: Goals.Service
 }
 
-/** Everything but the service (which is built over it). */
 export interface Core {
   readonly agent: AgentNs.Service
   readonly state: Ref.Ref<State>
   /**
-   * Serialises mutations, and the guard's checks against them. This and `events` are only ever taken with
-   * {@link holding} (uninterruptibly, the wait included): the guard takes them in the agent's activity fiber,
-   * which a cancel interrupts, and a plain `withPermits` interrupted as the permit is handed over leaks it for good.
+   * Serialises mutations and the guard's checks. Taken, like `events`, only with {@link holding}: a plain
+   * `withPermits` interrupted (by a cancel, in the guard) as the permit is handed over leaks it for good.
    */
   readonly lock: Effect.Semaphore
-  /** Taken to take events from the subscription: whoever holds it handles them in order. */
+  /** Whoever takes events from the subscription holds it, so they are handled in order. */
   readonly events: Effect.Semaphore
   readonly subscription: Queue.Dequeue<AgentEvent.AgentEvent>
   readonly actions: Queue.Queue<Action>
   readonly driveRequested: Ref.Ref<boolean>
   readonly changes: PubSub.PubSub<Goals.Changed>
-  /** Told each time the driver has finished an action (`settled` waits on it instead of polling). */
   readonly ran: PubSub.PubSub<void>
 }
 
@@ -91,11 +81,7 @@ export const changeMessage = (change: GoalChange): Message.UserMessageData => {
   }
 }
 
-/**
- * Queues an action for the driver; `busy` counts it until it has run (so `settled` never misses one). One
- * uninterruptible step: it also runs in the agent's activity fiber (the admission guard), which a cancel interrupts,
- * and an action counted but never queued would keep `settled` waiting for ever.
- */
+/** `busy` counts the action until it has run; uninterruptible, as one counted but never queued blocks `settled`. */
 export const enqueue = (rt: Core, action: Action): Effect.Effect<void> =>
   Effect.uninterruptible(
     Effect.zipRight(Ref.update(rt.state, (s) => ({ ...s, busy: s.busy + 1 })), Queue.offer(rt.actions, action))
@@ -114,10 +100,8 @@ export const armedActive = (s: State, goalId: string, revision: number): boolean
 }
 
 /**
- * Runs `effect` holding one permit of `semaphore` (the goal's own `lock` or `events`), released on every exit.
- * Uninterruptible, the wait for the permit included: `Semaphore.take` counts a permit as taken while the waiter is
- * still interruptible, so an interruption at that instant would leak it. A free permit is taken in one synchronous
- * step (`withPermitsIfAvailable`); only a held one is waited for with `take` (ADR 0041).
+ * Runs `effect` holding one permit of `semaphore`. Uninterruptible, the wait included: `take` counts a permit taken
+ * while its waiter is still interruptible, so an interruption then would leak it (ADR 0041).
  */
 export const holding = <A, E, R>(
   semaphore: Effect.Semaphore,

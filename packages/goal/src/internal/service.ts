@@ -1,6 +1,6 @@
 /**
- * The service's mutations: compare-and-set on `{ id, revision }` under the mutation lock, each change checked with
- * replay's own decode and fold before it is injected (R120–R121), and `settled`, which waits for the driver.
+ * The service: compare-and-set mutations under the mutation lock, each change checked with replay's own decode and
+ * fold before it is injected (R120–R121).
  */
 import { Clock, Deferred, Effect, Either, PubSub, Random, Ref, Schema, Stream } from "effect"
 import { GoalError } from "../GoalError.js"
@@ -77,7 +77,6 @@ const mutate = (rt: Core, build: Build): Effect.Effect<GoalState, Goals.Failure>
       if (s.corrupt !== undefined) return yield* Effect.fail(s.corrupt)
       const now = Math.max(yield* Clock.currentTimeMillis, s.current.updatedAt ?? 0)
       const { activation, change } = yield* build(s.current, now)
-      // The same strict decode replay runs, before anything is logged: a change the service writes always folds.
       const checked = checkChange(encodeChange(change))
       if (Either.isLeft(checked)) {
         return yield* new GoalError({ code: "GOAL_INVALID_INPUT", message: checked.left.message })
@@ -86,9 +85,8 @@ const mutate = (rt: Core, build: Build): Effect.Effect<GoalState, Goals.Failure>
       if (Either.isLeft(applied)) {
         return yield* new GoalError({ code: "GOAL_INVALID_TRANSITION", message: applied.left.message })
       }
-      // Injected now when nothing is pending; otherwise after the changes before it are logged (see `pending`).
-      // Decided in the same update that queues it: the observer may log the last pending change meanwhile (it holds
-      // the events permit, not this lock), and a change queued behind nothing would never be injected.
+      // Decided in the update that queues it: the observer (not under this lock) may log the last pending change
+      // meanwhile, and a change queued behind nothing would never be injected.
       const immediate = yield* Ref.modify(rt.state, (st): readonly [boolean, State] => {
         const alone = st.pending.length === 0
         return [alone, { ...st, pending: [...st.pending, { change, injected: alone }] }]
@@ -235,8 +233,7 @@ export const makeService = (rt: Core, options: Settings): Goals.Service => {
     }),
     subscribe: PubSub.subscribe(rt.changes),
     changes: Stream.fromPubSub(rt.changes),
-    // Waits for the driver's next action to finish rather than polling: a polling loop takes the events permit
-    // again and again, and the semaphore is not fair — the driver, waiting for the same permit, could starve.
+    // Not polling: the semaphore is not fair, and the driver waiting for the events permit could starve.
     settled: Effect.scoped(Effect.gen(function*() {
       const ran = yield* PubSub.subscribe(rt.ran)
       while (true) {

@@ -1,7 +1,6 @@
 /**
- * The goal tools (R127): `get_goal`, `create_goal`, `update_goal`. A tool acts with the authority of the turn that
- * calls it: a human turn may create, edit, pause and resume; a goal round may complete (after the verifier) or
- * block (past `blockedAfterConsecutiveRounds`), which concludes the round.
+ * The goal tools (R127), with the authority of the turn that calls them: a human turn may create, edit, pause and
+ * resume; a goal round may complete (after the verifier) or block, which concludes the round.
  */
 import { Tool } from "@effect/ai"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
@@ -18,7 +17,6 @@ import * as VerifierRun from "./verifier.js"
 
 const ToolFailure = Schema.Struct({ code: Schema.String, message: Schema.String })
 
-/** A goal tool's definition: text out, failures as codes. */
 const definition = <const Parameters extends Schema.Struct.Fields>(
   name: string,
   description: string,
@@ -103,7 +101,6 @@ export const makeTools = (
       message: `only a human turn or a goal round may ${what} the goal`
     })
 
-  /** A goal tool: its handler runs with the calling turn's authority, and fails without one. */
   const goalTool = <const Parameters extends Schema.Struct.Fields>(
     name: string,
     description: string,

@@ -1,11 +1,6 @@
 /**
- * Runs a goal's verifier: a shell command in the workspace (`sh -c`, exit code 0 passes, stdout and stderr
- * interleaved as the output) or a registered Effect. Every run has a time limit: a verifier that does not finish in
- * time fails the check with an output that says it timed out. A command's process group is killed when its leader
- * exits or times out, so background jobs never outlive the check, and only the tail of its output is ever held (at
- * most `maxOutput` characters, the cut stated). A verifier that cannot run (not allowed, spawn failure, unknown
- * name, a defect) fails the check with an output that says why, without host paths or stack traces: it never
- * completes a goal by accident.
+ * Runs a goal's verifier, a listed shell command (`sh -c` in the workspace, exit code 0 passes) or a registered
+ * Effect, within its time limit. One that cannot run fails the check, saying why without host paths or stacks.
  */
 import * as Command from "@effect/platform/Command"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
@@ -63,8 +58,7 @@ const runCommand = (
           Command.stdin(Stream.empty)
         )
       )
-      // Collected as it arrives, so a command that times out still shows what it printed; bounded, so a command
-      // that prints without end costs at most `2 × maxOutput` characters.
+      // Collected as it arrives: a command that times out still shows what it printed.
       const collected = yield* Ref.make<Tail>({ text: "", dropped: 0 })
       const drained = yield* Deferred.make<void>()
       yield* Stream.merge(process.stdout, process.stderr).pipe(
@@ -75,8 +69,7 @@ const runCommand = (
         Effect.forkScoped
       )
       const exitCode = yield* process.exitCode.pipe(Effect.timeout(timeout), Effect.option)
-      // The leader exited (or timed out): SIGKILL its process group (the executor spawns it detached, as the leader
-      // of its own group), so background jobs it left behind die with the check and release the output pipes.
+      // The executor spawns it as the leader of its own group: its background jobs die with it and free the pipes.
       yield* Effect.ignore(process.kill("SIGKILL"))
       if (exitCode._tag === "Some") yield* Deferred.await(drained)
       const head = `$ ${command}\n`
@@ -102,7 +95,6 @@ const runCommand = (
     )
   )
 
-/** Runs the verifier of `goal`, within `verifierTimeout`. */
 export const run = (
   verifier: Verifier,
   goal: Goal,
@@ -153,6 +145,5 @@ export const run = (
   )
 }
 
-/** Keeps the last `max` characters of `output`, with a marker saying how much was cut. */
 export const truncate = (output: string, max: number): string =>
   output.length <= max ? output : `[… ${output.length - max} characters truncated …]\n${output.slice(-max)}`
