@@ -21,11 +21,8 @@ import { GoalReplayError } from "./GoalReplay.js"
  * - `GOAL_TOOL_AUTHORITY`: a goal tool was called from a turn without the authority for that action (R127).
  * - `GOAL_TOOL_BLOCK_THRESHOLD`: a goal round tried to block before the configured number of rounds (R127).
  * - `GOAL_TOOL_DRIVER_REQUIRED`: a goal tool was called outside an open turn of the attached agent (R127).
- *
- * @since 0.0.0
- * @category schemas
  */
-export const GoalErrorCode = Schema.Literal(
+const GoalErrorCode = Schema.Literal(
   "GOAL_NOT_FOUND",
   "GOAL_STALE_REVISION",
   "GOAL_ALREADY_EXISTS",
@@ -38,11 +35,6 @@ export const GoalErrorCode = Schema.Literal(
   "GOAL_TOOL_BLOCK_THRESHOLD",
   "GOAL_TOOL_DRIVER_REQUIRED"
 )
-/**
- * @since 0.0.0
- * @category errors
- */
-export type GoalErrorCode = typeof GoalErrorCode.Type
 
 /**
  * A refused goal operation: `code` says which rule, `message` what was wrong.

@@ -317,11 +317,8 @@ export const applyChange = (state: GoalState, change: GoalChange): Either.Either
 /**
  * Applies one round (R117): it must be exactly `roundsStarted + 1` of the current active goal's id and revision,
  * within `maxGoalRounds`, with the canonical round prompt as content.
- *
- * @since 0.0.0
- * @category utils
  */
-export const applyRound = (
+const applyRound = (
   state: GoalState,
   round: { readonly goalId: string; readonly revision: number; readonly round: number; readonly text: string }
 ): Either.Either<GoalState, Violation> => {

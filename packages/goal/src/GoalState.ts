@@ -8,26 +8,11 @@
 import { Json } from "@harness/domain"
 import { Schema } from "effect"
 
-/**
- * The phases of a goal (R114).
- *
- * @since 0.0.0
- * @category schemas
- */
-export const GoalPhase = Schema.Literal("active", "paused", "blocked", "complete")
-/**
- * @since 0.0.0
- * @category models
- */
-export type GoalPhase = typeof GoalPhase.Type
+/** The phases of a goal (R114). */
+const GoalPhase = Schema.Literal("active", "paused", "blocked", "complete")
 
-/**
- * A goal id: a non-empty string.
- *
- * @since 0.0.0
- * @category schemas
- */
-export const GoalId = Schema.String.pipe(Schema.minLength(1, { message: () => "a goal id must be a non-empty string" }))
+/** A goal id: a non-empty string. */
+const GoalId = Schema.String.pipe(Schema.minLength(1, { message: () => "a goal id must be a non-empty string" }))
 
 /**
  * An objective: normalised (no leading or trailing white space) and non-empty, at most 4 000 characters.
@@ -129,18 +114,8 @@ export const GoalRef = Schema.Struct({ id: GoalId, revision: Json.PositiveInt })
  */
 export type GoalRef = typeof GoalRef.Type
 
-/**
- * The snapshot operations.
- *
- * @since 0.0.0
- * @category schemas
- */
-export const SnapshotOperation = Schema.Literal("create", "edit", "pause", "resume", "complete", "block")
-/**
- * @since 0.0.0
- * @category models
- */
-export type SnapshotOperation = typeof SnapshotOperation.Type
+/** The snapshot operations. */
+const SnapshotOperation = Schema.Literal("create", "edit", "pause", "resume", "complete", "block")
 
 /**
  * A snapshot change: the complete goal after the operation (R114).
@@ -168,24 +143,14 @@ export const GoalSnapshot = Schema.Struct({
  */
 export type GoalSnapshot = typeof GoalSnapshot.Type
 
-/**
- * A clear's tombstone: which goal was cleared, at revision current+1 (R114).
- *
- * @since 0.0.0
- * @category schemas
- */
-export const GoalTombstone = Schema.Struct({
+/** A clear's tombstone: which goal was cleared, at revision current+1 (R114). */
+const GoalTombstone = Schema.Struct({
   kind: Schema.Literal("goal/change"),
   version: Schema.Literal(1),
   operation: Schema.Literal("clear"),
   cleared: GoalRef,
   clearedAt: Json.NonNegativeInt
 }).annotations({ identifier: "GoalTombstone" })
-/**
- * @since 0.0.0
- * @category models
- */
-export type GoalTombstone = typeof GoalTombstone.Type
 
 /**
  * A goal state change, as carried by a round-zero goal source.
