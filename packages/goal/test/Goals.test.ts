@@ -7,9 +7,8 @@ import { Message } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Duration, Effect, TestClock } from "effect"
 import * as GoalCommand from "../src/GoalCommand.js"
-import type * as Goals from "../src/Goals.js"
 import { renderChange } from "../src/GoalState.js"
-import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
+import { assertFoldMatches, call, codeOf, completingRound, env, goalAgent, goalShape } from "./support.js"
 
 describe("Goals service", () => {
   it.scoped("R120: every mutation is a compare-and-set on {id, revision} that bumps the revision by one", () =>
@@ -22,24 +21,24 @@ describe("Goals service", () => {
       const paused = yield* goals.pause({ id: goal.id, revision: 1 })
       assert.strictEqual(paused.revision, 2)
       const stale = yield* Effect.flip(goals.resume({ id: goal.id, revision: 1 }))
-      assert.strictEqual(stale._tag === "GoalError" ? stale.code : stale._tag, "GOAL_STALE_REVISION")
+      assert.strictEqual(codeOf(stale), "GOAL_STALE_REVISION")
       const other = yield* Effect.flip(goals.resume({ id: "nope", revision: 2 }))
-      assert.strictEqual(other._tag === "GoalError" ? other.code : other._tag, "GOAL_NOT_FOUND")
+      assert.strictEqual(codeOf(other), "GOAL_NOT_FOUND")
       const again = yield* Effect.flip(goals.pause({ id: goal.id, revision: 2 }))
-      assert.strictEqual(again._tag === "GoalError" ? again.code : again._tag, "GOAL_INVALID_TRANSITION")
+      assert.strictEqual(codeOf(again), "GOAL_INVALID_TRANSITION")
       const badCap = yield* Effect.flip(goals.edit({ id: goal.id, revision: 2 }, { maxGoalRounds: 0 }))
-      assert.strictEqual(badCap._tag === "GoalError" ? badCap.code : badCap._tag, "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(badCap), "GOAL_INVALID_INPUT")
       const second = yield* Effect.flip(goals.create({ objective: "a second goal" }))
-      assert.strictEqual(second._tag === "GoalError" ? second.code : second._tag, "GOAL_ALREADY_EXISTS")
+      assert.strictEqual(codeOf(second), "GOAL_ALREADY_EXISTS")
       yield* goals.clear({ id: goal.id, revision: 2 })
       const blank = yield* Effect.flip(goals.create({ objective: "   " }))
-      assert.strictEqual(blank._tag === "GoalError" ? blank.code : blank._tag, "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(blank), "GOAL_INVALID_INPUT")
       const endless = yield* Effect.flip(goals.create({ objective: "o", timeBudget: Duration.infinity }))
-      assert.strictEqual(endless._tag === "GoalError" ? endless.code : endless._tag, "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(endless), "GOAL_INVALID_INPUT")
       const unreadable = yield* Effect.flip(
         goals.create({ objective: "o", timeBudget: "soon" as Duration.DurationInput })
       )
-      assert.strictEqual(unreadable._tag === "GoalError" ? unreadable.code : unreadable._tag, "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(unreadable), "GOAL_INVALID_INPUT")
       const view = yield* goals.get
       assert.strictEqual(view.goal, undefined)
       assert.deepStrictEqual(view.lastRef, { id: goal.id, revision: 3 })
@@ -54,7 +53,6 @@ describe("Goals service", () => {
       const goal = yield* goals.create({ objective: "o", maxGoalRounds: 5 })
       yield* goals.disarm
       const ref = { id: goal.id, revision: 1 }
-      const code = (error: Goals.Failure) => error._tag === "GoalError" ? error.code : error._tag
       for (
         const reason of [
           { code: "Not Kebab", message: "x" },
@@ -65,13 +63,13 @@ describe("Goals service", () => {
         ]
       ) {
         const refused = yield* Effect.flip(goals.block(ref, reason))
-        assert.strictEqual(code(refused), "GOAL_INVALID_INPUT", JSON.stringify(reason))
+        assert.strictEqual(codeOf(refused), "GOAL_INVALID_INPUT", JSON.stringify(reason))
       }
       // An edit with nothing in it, or with the values the goal already has, writes no revision.
-      assert.strictEqual(code(yield* Effect.flip(goals.edit(ref, {}))), "GOAL_INVALID_INPUT")
-      assert.strictEqual(code(yield* Effect.flip(goals.edit(ref, { objective: undefined }))), "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(yield* Effect.flip(goals.edit(ref, {}))), "GOAL_INVALID_INPUT")
+      assert.strictEqual(codeOf(yield* Effect.flip(goals.edit(ref, { objective: undefined }))), "GOAL_INVALID_INPUT")
       assert.strictEqual(
-        code(yield* Effect.flip(goals.edit(ref, { objective: "o", maxGoalRounds: 5 }))),
+        codeOf(yield* Effect.flip(goals.edit(ref, { objective: "o", maxGoalRounds: 5 }))),
         "GOAL_INVALID_INPUT"
       )
       // Nothing was logged, and the goals still work: every read and mutation goes on (no GOAL_REPLAY).
@@ -275,7 +273,7 @@ describe("/goal command", () => {
       )
       yield* goals.disarm
       const refused = yield* Effect.flip(GoalCommand.run(goals, "/goal create another"))
-      assert.strictEqual(refused._tag === "GoalError" ? refused.code : refused._tag, "GOAL_ALREADY_EXISTS")
+      assert.strictEqual(codeOf(refused), "GOAL_ALREADY_EXISTS")
       assert.match(yield* GoalCommand.run(goals, "edit write better tests"), /write better tests$/)
       assert.match(yield* GoalCommand.run(goals, "/goal pause"), /is paused\.$/)
       assert.include(yield* GoalCommand.run(goals, "/goal show"), "Phase: paused")

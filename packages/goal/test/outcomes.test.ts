@@ -62,24 +62,33 @@ const settleWithClock = (goals: Goals.Service) =>
     yield* Fiber.join(settled)
   })
 
+/**
+ * A goal whose round 1 runs while a person parks a message (it wakes nothing by itself); round 1 ends, and the
+ * driver queues round 2, whose wake lets the parked message run first (FIFO): round 2 stays queued behind it.
+ */
+const roundTwoQueuedBehind = (objective: string, parked: string) =>
+  Effect.gen(function*() {
+    const { agent, goals } = yield* goalAgent()
+    const events = yield* agent.subscribe
+    const seen: Array<AgentEvent.AgentEvent> = []
+    yield* goals.create({ objective })
+    yield* waitFor(events, seen, roundLogged(1))
+    yield* agent.send(Message.make(parked), { target: "next-turn", wakeup: false })
+    yield* TestClock.adjust("1 second")
+    const queued = yield* waitFor(events, seen, isRoundEnqueue(2))
+    const queuedId = queued.type === "agent/inbox/enqueue" ? queued.message.id : Ids.AgentMessageId.make("")
+    return { agent, goals, events, seen, queuedId }
+  })
+
 describe("human work first (R126)", () => {
   it.scoped("R123, R126: a queued round that a human follow-up overtakes is withdrawn from the inbox and re-reserved after the human turns", () =>
     Effect.gen(function*() {
-      const { agent, goals } = yield* goalAgent()
-      const events = yield* agent.subscribe
-      const seen: Array<AgentEvent.AgentEvent> = []
-      yield* goals.create({ objective: "review the backlog" })
-      yield* waitFor(events, seen, roundLogged(1))
-      // While round 1 runs, a person leaves a message for later (parked: it wakes nothing by itself).
-      yield* agent.send(Message.make("later: check the CI"), { target: "next-turn", wakeup: false })
-      // Round 1 ends; the driver reserves round 2, whose wake lets the parked message run first (FIFO). Round 2
-      // stays queued behind it.
-      yield* TestClock.adjust("1 second")
-      const queued = yield* waitFor(events, seen, isRoundEnqueue(2))
+      const { agent, events, goals, queuedId, seen } = yield* roundTwoQueuedBehind(
+        "review the backlog",
+        "later: check the CI"
+      )
       yield* waitFor(events, seen, (e) => e.type === "agent/inbox/dequeue" && e.message.source.kind === "user")
-      assert.deepStrictEqual((yield* agent.inbox).map((item) => item.id), [
-        queued.type === "agent/inbox/enqueue" ? queued.message.id : ""
-      ])
+      assert.deepStrictEqual((yield* agent.inbox).map((item) => item.id), [queuedId])
       // A human follow-up arrives while round 2 is still queued: round 2 is withdrawn, the human goes first.
       yield* agent.followup(Message.make("and summarise it"))
       yield* settleWithClock(goals)
@@ -95,13 +104,12 @@ describe("human work first (R126)", () => {
         "turn/end:completed",
         ...completingRound(2, 2)
       ])
-      const withdrawnId = queued.type === "agent/inbox/enqueue" ? queued.message.id : ""
       const fates = assertConservation(seen)
-      assert.deepStrictEqual(fates.get(withdrawnId), ["discard:withdraw"])
+      assert.deepStrictEqual(fates.get(queuedId), ["discard:withdraw"])
       const discard = seen.find((e) => e.type === "agent/inbox/discard")
       assert.deepStrictEqual(
         discard?.type === "agent/inbox/discard" ? [discard.reason, discard.messages.map((m) => m.id)] : [],
-        ["withdraw", [withdrawnId]]
+        ["withdraw", [queuedId]]
       )
       // The round that ran is a new reservation of the same round number, enqueued after the withdraw.
       const rerun = seen.filter(isRoundEnqueue(2))
@@ -163,16 +171,8 @@ describe("human work first (R126)", () => {
 
   it.scoped("a round withdrawn by someone else (not the driver) disarms the goal: no new round starts by itself", () =>
     Effect.gen(function*() {
-      const { agent, goals } = yield* goalAgent()
-      const events = yield* agent.subscribe
-      const seen: Array<AgentEvent.AgentEvent> = []
-      yield* goals.create({ objective: "sort the photos" })
-      yield* waitFor(events, seen, roundLogged(1))
-      yield* agent.send(Message.make("parked"), { target: "next-turn", wakeup: false })
-      yield* TestClock.adjust("1 second")
-      const queued = yield* waitFor(events, seen, isRoundEnqueue(2))
-      const id = queued.type === "agent/inbox/enqueue" ? queued.message.id : Ids.AgentMessageId.make("")
-      assert.strictEqual((yield* agent.withdraw(id))._tag, "Withdrawn")
+      const { agent, goals, queuedId } = yield* roundTwoQueuedBehind("sort the photos", "parked")
+      assert.strictEqual((yield* agent.withdraw(queuedId))._tag, "Withdrawn")
       yield* settleWithClock(goals)
       assert.deepStrictEqual(goalShape(yield* agent.log), [
         "change:create@1",

@@ -8,16 +8,9 @@ import { SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, Either } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { foldGoal } from "../src/GoalReplay.js"
-import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape } from "./support.js"
-
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-goal-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
+import { assertFoldMatches, call, completingRound, env, goalAgent, goalShape, tempDir } from "./support.js"
 
 describe("replay", () => {
   it.live("R117, R119: a goal session on SQLite, reopened, folds to the same state and starts disarmed", () =>

@@ -7,7 +7,10 @@ import { assert } from "@effect/vitest"
 import type { Agent } from "@harness/agent"
 import type { SessionEvent } from "@harness/domain"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer, Schedule } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { foldGoal } from "../src/GoalReplay.js"
 import * as Goals from "../src/Goals.js"
 
@@ -17,6 +20,36 @@ export const env = (replies: ReadonlyArray<S.Reply>) => Layer.merge(S.layer(repl
 /** An agent with the goal plugin attached, in the test's scope. */
 export const goalAgent = (options?: Goals.Options, agentOptions?: Agent.Options) =>
   Goals.makeAgent({ model: "m", ...agentOptions }, options)
+
+/** A fresh directory, removed with the test's scope. */
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "harness-goal-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** Whether a process runs: a zombie (killed, waiting to be reaped by a PID 1 that may never reap it) does not. */
+const alive = (pid: number): boolean => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)
+    return state !== "Z" && state !== "X"
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Whether process `pid` is still alive 10 s on (real time). A killed process is reaped a moment after SIGKILL:
+ * retried as a failure (which `retry` retries, unlike a thrown assertion) on a loaded machine.
+ */
+export const outlives = (pid: number): Effect.Effect<boolean> =>
+  Effect.suspend(() => alive(pid) ? Effect.fail("alive") : Effect.void).pipe(
+    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("10 seconds"))),
+    Effect.isFailure
+  )
+
+/** The code a refused operation fails with (`GoalReplayError` for a corrupt log). */
+export const codeOf = (error: Goals.Failure): string => error._tag === "GoalError" ? error.code : error._tag
 
 /** Calls a tool with JSON arguments. */
 export const call = (name: string, args: object = {}) => S.toolCallResponse(S.toolCall(name, args))
