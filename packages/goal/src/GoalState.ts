@@ -228,7 +228,8 @@ const canonicalGoal = (goal: Goal): Json.JsonObject => {
 }
 
 /**
- * The change as a JSON object in canonical key order: what a round-zero source carries as `change`.
+ * The change as a JSON object in canonical key order: what a round-zero source carries as `change`. Written key by
+ * key, since the order is the durable format; a property test holds it equal to the `GoalChange` schema's encoding.
  *
  * @since 0.0.0
  * @category utils
