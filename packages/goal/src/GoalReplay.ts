@@ -10,14 +10,7 @@ import type { SessionEvent } from "@harness/domain"
 import { MessageSource } from "@harness/domain"
 import { Either, ParseResult, Schema } from "effect"
 import type { GoalChange, GoalState } from "./GoalState.js"
-import {
-  BlockedReason,
-  empty,
-  GoalChange as GoalChangeSchema,
-  renderChange,
-  renderRound,
-  Verifier
-} from "./GoalState.js"
+import { BlockedReason, empty, Goal, GoalChange as GoalChangeSchema, renderChange, renderRound } from "./GoalState.js"
 
 /**
  * The rules a replay enforces.
@@ -191,8 +184,20 @@ const decodeViolation = (
   return Either.right({ _tag: "change", seq: event.seq, change })
 }
 
-const sameVerifier = Schema.equivalence(Schema.UndefinedOr(Verifier))
 const sameBlockedReason = Schema.equivalence(Schema.UndefinedOr(BlockedReason))
+
+/** The objective and the budgets: what only `edit` (and `create`) may set. */
+const sameTerms = Schema.equivalence(
+  Goal.from.pipe(Schema.pick("objective", "maxGoalRounds", "maxTokens", "deadline", "verifier"))
+)
+
+/** Which phases each phase-changing operation goes from and to. */
+const phaseMoves = {
+  pause: { from: (phase: string) => phase === "active", to: "paused", says: "active → paused" },
+  resume: { from: (phase: string) => phase !== "complete", to: "active", says: "active|paused|blocked → active" },
+  complete: { from: (phase: string) => phase !== "complete", to: "complete", says: "to complete from any other phase" },
+  block: { from: (phase: string) => phase === "active", to: "blocked", says: "active → blocked" }
+} as const
 
 const snapshotPhaseRule = (
   operation: Exclude<GoalChange["operation"], "clear" | "create">,
@@ -200,47 +205,24 @@ const snapshotPhaseRule = (
   to: GoalState["goal"] & object,
   roundsStarted: number
 ): Violation | undefined => {
-  const frozen = to.objective !== from.objective || to.maxGoalRounds !== from.maxGoalRounds ||
-    to.maxTokens !== from.maxTokens || to.deadline !== from.deadline ||
-    !sameVerifier(to.verifier, from.verifier)
-  switch (operation) {
-    case "edit":
-      return to.phase !== from.phase || !sameBlockedReason(to.blockedReason, from.blockedReason)
-        ? { rule: "phase-rule", message: "edit must keep the phase and the blocker" }
-        : undefined
-    case "pause":
-      if (frozen) return { rule: "phase-rule", message: "pause cannot change the objective or the budgets" }
-      return from.phase === "active" && to.phase === "paused"
-        ? undefined
-        : { rule: "phase-rule", message: `pause goes active → paused, not ${from.phase} → ${to.phase}` }
-    case "resume":
-      if (frozen) return { rule: "phase-rule", message: "resume cannot change the objective or the budgets" }
-      if (from.phase === "complete" || to.phase !== "active") {
-        return {
-          rule: "phase-rule",
-          message: `resume goes active|paused|blocked → active, not ${from.phase} → ${to.phase}`
-        }
-      }
-      return roundsStarted < to.maxGoalRounds
-        ? undefined
-        : {
-          rule: "phase-rule",
-          message: `resume needs roundsStarted < maxGoalRounds (${roundsStarted}/${to.maxGoalRounds})`
-        }
-    case "complete":
-      if (frozen) return { rule: "phase-rule", message: "complete cannot change the objective or the budgets" }
-      return from.phase !== "complete" && to.phase === "complete"
-        ? undefined
-        : {
-          rule: "phase-rule",
-          message: `complete goes to complete from any other phase, not ${from.phase} → ${to.phase}`
-        }
-    case "block":
-      if (frozen) return { rule: "phase-rule", message: "block cannot change the objective or the budgets" }
-      return from.phase === "active" && to.phase === "blocked"
-        ? undefined
-        : { rule: "phase-rule", message: `block goes active → blocked, not ${from.phase} → ${to.phase}` }
+  if (operation === "edit") {
+    return to.phase !== from.phase || !sameBlockedReason(to.blockedReason, from.blockedReason)
+      ? { rule: "phase-rule", message: "edit must keep the phase and the blocker" }
+      : undefined
   }
+  if (!sameTerms(to, from)) {
+    return { rule: "phase-rule", message: `${operation} cannot change the objective or the budgets` }
+  }
+  const move = phaseMoves[operation]
+  if (!move.from(from.phase) || to.phase !== move.to) {
+    return { rule: "phase-rule", message: `${operation} goes ${move.says}, not ${from.phase} → ${to.phase}` }
+  }
+  return operation === "resume" && roundsStarted >= to.maxGoalRounds
+    ? {
+      rule: "phase-rule",
+      message: `resume needs roundsStarted < maxGoalRounds (${roundsStarted}/${to.maxGoalRounds})`
+    }
+    : undefined
 }
 
 /**
