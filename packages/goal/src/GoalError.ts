@@ -21,8 +21,12 @@ import { GoalReplayError } from "./GoalReplay.js"
  * - `GOAL_TOOL_AUTHORITY`: a goal tool was called from a turn without the authority for that action (R127).
  * - `GOAL_TOOL_BLOCK_THRESHOLD`: a goal round tried to block before the configured number of rounds (R127).
  * - `GOAL_TOOL_DRIVER_REQUIRED`: a goal tool was called outside an open turn of the attached agent (R127).
+ *
+ * @public
+ * @since 0.0.0
+ * @category schemas
  */
-const GoalErrorCode = Schema.Literal(
+export const GoalErrorCode = Schema.Literal(
   "GOAL_NOT_FOUND",
   "GOAL_STALE_REVISION",
   "GOAL_ALREADY_EXISTS",
@@ -35,6 +39,12 @@ const GoalErrorCode = Schema.Literal(
   "GOAL_TOOL_BLOCK_THRESHOLD",
   "GOAL_TOOL_DRIVER_REQUIRED"
 )
+/**
+ * @public
+ * @since 0.0.0
+ * @category errors
+ */
+export type GoalErrorCode = typeof GoalErrorCode.Type
 
 /**
  * A refused goal operation: `code` says which rule, `message` what was wrong.

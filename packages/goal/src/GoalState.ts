@@ -8,8 +8,20 @@
 import { Json } from "@harness/domain"
 import { Schema } from "effect"
 
-/** The phases of a goal (R114). */
-const GoalPhase = Schema.Literal("active", "paused", "blocked", "complete")
+/**
+ * The phases of a goal (R114).
+ *
+ * @public
+ * @since 0.0.0
+ * @category schemas
+ */
+export const GoalPhase = Schema.Literal("active", "paused", "blocked", "complete")
+/**
+ * @public
+ * @since 0.0.0
+ * @category models
+ */
+export type GoalPhase = typeof GoalPhase.Type
 
 /** A goal id: a non-empty string. */
 const GoalId = Schema.String.pipe(Schema.minLength(1, { message: () => "a goal id must be a non-empty string" }))
