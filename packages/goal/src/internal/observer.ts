@@ -26,9 +26,11 @@ const offer = (rt: Core, actions: ReadonlyArray<Action>) =>
   })
 
 /** The attempt's admission was dropped (a cancel between the guard and the prompt): forget it and open the gate. */
-const dropAdmitting = (s: State): Step => {
-  return [{ ...s, attempt: undefined, gate: undefined }, pauseIfArmed(s, s.attempt!), s.gate]
-}
+const dropAdmitting = (s: State): Step => [
+  { ...s, attempt: undefined, gate: undefined },
+  pauseIfArmed(s, s.attempt!),
+  s.gate
+]
 
 const handle = (rt: Core, event: AgentEvent.AgentEvent): Effect.Effect<void> =>
   Effect.gen(function*() {
