@@ -128,7 +128,9 @@ export const copyJson = (u: unknown): { readonly value: JsonValue } | { readonly
 const declareJson = <A extends JsonValue>(
   refine: (v: JsonValue) => v is A,
   expected: string,
-  identifier: string
+  identifier: string,
+  /** What the OpenAPI document of an HTTP API carrying it says (JSON Schema). */
+  jsonSchema: object
 ): Schema.Schema<A> => {
   const run = (u: unknown, ast: SchemaAST.AST) => {
     const result = copyJson(u)
@@ -140,7 +142,7 @@ const declareJson = <A extends JsonValue>(
   return Schema.declare<A, A, readonly []>([], {
     decode: () => (u, _, ast) => run(u, ast),
     encode: () => (u, _, ast) => run(u, ast)
-  }, { identifier, description: expected })
+  }, { identifier, description: expected, jsonSchema })
 }
 
 /**
@@ -152,7 +154,8 @@ const declareJson = <A extends JsonValue>(
 export const JsonValue: Schema.Schema<JsonValue> = declareJson(
   (_): _ is JsonValue => true,
   "a JSON-lossless value",
-  "JsonValue"
+  "JsonValue",
+  { anyOf: ["string", "number", "boolean", "null", "array", "object"].map((type) => ({ type })) }
 )
 
 /**
@@ -164,7 +167,8 @@ export const JsonValue: Schema.Schema<JsonValue> = declareJson(
 export const JsonObject: Schema.Schema<JsonObject> = declareJson(
   (v): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v),
   "a JSON object",
-  "JsonObject"
+  "JsonObject",
+  { type: "object" }
 )
 
 /**

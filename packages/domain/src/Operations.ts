@@ -121,7 +121,17 @@ export type CancelOptions = typeof CancelOptions.Type
  */
 export const BatchOperation = Schema.Union(
   Schema.Struct({ send: Schema.Tuple(UserMessageData, SendOptions) }),
-  Schema.Struct({ cancel: Schema.Tuple(CancelCause, Schema.optionalElement(Schema.UndefinedOr(CancelOptions))) })
+  Schema.Struct({
+    cancel: Schema.Tuple(
+      CancelCause,
+      // JSON carries no `undefined`: on the wire the element is absent or an object (what the OpenAPI document says).
+      Schema.optionalElement(
+        Schema.UndefinedOr(CancelOptions).annotations({
+          jsonSchema: { type: "object", properties: { keepInbox: { type: "boolean" } }, additionalProperties: false }
+        })
+      )
+    )
+  })
 ).annotations({ identifier: "BatchOperation" })
 /**
  * @since 0.0.0

@@ -1,0 +1,269 @@
+/**
+ * The HTTP API of a Harness server, as one `HttpApi` definition: the server (`Server`), the typed client (`Client`)
+ * and the OpenAPI document (`/openapi.json`) are all derived from it. Every agent operation's route is derived from
+ * that operation's `Schema.TaggedRequest` in `@harness/domain`'s `Operations` — its payload is the request's fields,
+ * its success and failure are the request's own schemas — so the wire carries exactly what `Agent.execute` takes
+ * and answers.
+ *
+ * @since 0.0.0
+ */
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
+import { AgentEvent, Ids, Inbox, Operations, SessionEvent, Store } from "@harness/domain"
+import { Context, Schema } from "effect"
+import * as AST from "effect/SchemaAST"
+import {
+  Forbidden,
+  PayloadTooLarge,
+  Scope,
+  SessionConflict,
+  SessionNotFound,
+  StoreUnavailable,
+  TooManyRequests,
+  Unauthorized
+} from "./ServerError.js"
+
+/**
+ * One stored session as the API shows it (the store's summary of it).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const SessionInfo = Schema.Struct({
+  id: Ids.SessionId,
+  createdAt: Schema.Number,
+  title: Schema.optionalWith(Schema.String, { exact: true }),
+  parent: Schema.optionalWith(Store.SessionParent, { exact: true }),
+  turns: Schema.Number,
+  events: Schema.Number,
+  lastActivity: Schema.Number,
+  bytes: Schema.Number
+}).annotations({ identifier: "SessionInfo" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type SessionInfo = typeof SessionInfo.Type
+
+/**
+ * The body of `POST /sessions`: an optional id (a random UUID when absent) and title.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const CreateSession = Schema.Struct({
+  id: Schema.optionalWith(Ids.SessionId, { exact: true }),
+  title: Schema.optionalWith(Schema.String, { exact: true })
+}).annotations({ identifier: "CreateSession" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type CreateSession = typeof CreateSession.Type
+
+/**
+ * What a reconnecting client needs in one request: the last durable events (`tail` of them), the pending inbox,
+ * the agent's status, and `lastSeq` (the seq of the last durable event, -1 for an empty log), from which the event
+ * stream can be resumed with `Last-Event-ID`.
+ *
+ * Contract: read after subscribing nothing, so it is a picture of one moment: events after `lastSeq` come from
+ * `GET /sessions/:id/events` with `Last-Event-ID: lastSeq`, with no gap and no duplicate.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const Snapshot = Schema.Struct({
+  events: Schema.Array(SessionEvent.SessionEvent),
+  inbox: Schema.Array(Inbox.InboxItem),
+  status: AgentEvent.AgentStatus,
+  lastSeq: Schema.Int
+}).annotations({ identifier: "Snapshot" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type Snapshot = typeof Snapshot.Type
+
+/**
+ * Who made the request: the name of the token it carried and its scopes (`Authentication` provides it).
+ *
+ * @since 0.0.0
+ * @category services
+ */
+export class Principal extends Context.Tag("@harness/server/Principal")<Principal, {
+  readonly name: string
+  readonly scopes: ReadonlyArray<Scope>
+}>() {}
+
+/**
+ * The bearer-token check every route of the API runs first: the token (the `Authorization: Bearer` header, or the
+ * `access_token` query parameter for clients that cannot set headers, as a browser's `EventSource`), its rate, and
+ * the request body's declared size.
+ *
+ * @since 0.0.0
+ * @category services
+ */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@harness/server/Authentication", {
+  failure: Schema.Union(Unauthorized, TooManyRequests, PayloadTooLarge),
+  provides: Principal,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/**
+ * The agent errors' HTTP statuses: a caller's mistake is 400, a state the request cannot apply to is 409, the log
+ * refusing an append is 500. Keyed by the error's tag.
+ */
+const statuses: Record<string, number> = {
+  InvalidMessageError: 400,
+  AgentBusyError: 409,
+  AgentDisposedError: 409,
+  SessionLogError: 500,
+  BatchError: 500
+}
+
+const tagOf = (ast: AST.AST): string | undefined => {
+  const target = AST.isTransformation(ast) ? ast.to : ast
+  if (!AST.isTypeLiteral(target)) return undefined
+  const tag = target.propertySignatures.find((ps) => ps.name === "_tag")
+  return tag !== undefined && AST.isLiteral(tag.type) && typeof tag.type.literal === "string"
+    ? tag.type.literal
+    : undefined
+}
+
+/** The failure schema with each member annotated with its status (an unknown member stays 500). */
+const withStatus = <S extends Schema.Schema.Any>(
+  failure: S
+): Schema.Schema<Schema.Schema.Type<S>, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>> => {
+  const annotate = (member: AST.AST): AST.AST => {
+    const status = statuses[tagOf(member) ?? ""]
+    return status === undefined ? member : AST.annotations(member, HttpApiSchema.annotations({ status }))
+  }
+  const ast = failure.ast
+  return Schema.make(AST.isUnion(ast) ? AST.Union.make(ast.types.map(annotate)) : annotate(ast))
+}
+
+const SessionPath = Schema.Struct({ id: Ids.SessionId })
+
+/** A request's fields without its `_tag`: what the route's body carries. */
+const payloadOf = <Fields extends Schema.Struct.Fields>(fields: Fields): Schema.Struct<Omit<Fields, "_tag">> => {
+  const { _tag: _, ...payload } = fields
+  return Schema.Struct(payload)
+}
+
+/**
+ * An operation's route: `POST /sessions/:id/<path>` (or `GET` for one without a payload that changes nothing),
+ * whose payload is the request's fields without its `_tag`, whose success and failure are the request's schemas.
+ */
+const operation = <
+  const Name extends string,
+  Self,
+  Tag extends string,
+  Fields extends Schema.Struct.Fields,
+  Success extends Schema.Schema.Any,
+  Failure extends Schema.Schema.Any
+>(
+  name: Name,
+  op: Schema.TaggedRequestClass<Self, Tag, Fields, Success, Failure>
+) =>
+  HttpApiEndpoint.post(name, `/sessions/:id/${name}`)
+    .setPath(SessionPath)
+    .setPayload(payloadOf(op.fields))
+    .addSuccess(op.success)
+    .addError(withStatus(op.failure))
+
+/**
+ * Every agent operation, one route each, derived from `Operations`. `inbox` is `GET /sessions/:id/inbox`; `retry`
+ * takes no body.
+ *
+ * @since 0.0.0
+ * @category groups
+ */
+export class AgentGroup extends HttpApiGroup.make("agent")
+  .add(operation("send", Operations.Send))
+  .add(operation("followup", Operations.Followup))
+  .add(operation("steer", Operations.Steer))
+  .add(operation("inject", Operations.Inject))
+  .add(operation("batch", Operations.Batch))
+  .add(operation("cancel", Operations.Cancel))
+  .add(operation("withdraw", Operations.Withdraw))
+  .add(
+    HttpApiEndpoint.post("retry", "/sessions/:id/retry")
+      .setPath(SessionPath)
+      .addSuccess(Operations.Retry.success)
+      .addError(withStatus(Operations.Retry.failure))
+  )
+  .add(
+    HttpApiEndpoint.get("inbox", "/sessions/:id/inbox")
+      .setPath(SessionPath)
+      .addSuccess(Operations.ListInbox.success)
+  )
+{}
+
+/**
+ * The `Last-Event-ID` of an event stream: the header (what a reconnecting `EventSource` sends), or the
+ * `lastEventId` query parameter (for the first connection of a client that already holds a seq).
+ */
+const LastEventId = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(-1))
+
+/**
+ * The sessions: create, list, show, remove, and a session's snapshot and event stream.
+ *
+ * @since 0.0.0
+ * @category groups
+ */
+export class SessionsGroup extends HttpApiGroup.make("sessions")
+  .add(
+    HttpApiEndpoint.post("create", "/sessions")
+      .setPayload(CreateSession)
+      .addSuccess(SessionInfo, { status: 201 })
+  )
+  .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(SessionInfo)))
+  .add(HttpApiEndpoint.get("show", "/sessions/:id").setPath(SessionPath).addSuccess(SessionInfo))
+  .add(HttpApiEndpoint.del("remove", "/sessions/:id").setPath(SessionPath))
+  .add(
+    HttpApiEndpoint.get("snapshot", "/sessions/:id/snapshot")
+      .setPath(SessionPath)
+      .setUrlParams(Schema.Struct({ tail: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive())) }))
+      .addSuccess(Snapshot)
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/sessions/:id/events")
+      .setPath(SessionPath)
+      .setUrlParams(Schema.Struct({ lastEventId: Schema.optional(LastEventId) }))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(LastEventId) }))
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+      .annotate(
+        OpenApi.Description,
+        "Server-Sent Events. A durable event is `id: <seq>` and `data: <SessionEvent JSON>` (the default event type); " +
+          "a live-only event (status, inbox, settled, error) is `event: live` with `data: <AgentEvent JSON>` and no " +
+          "id; a subscriber that falls behind its buffer gets `event: overflow` and the stream ends: reconnect with " +
+          "`Last-Event-ID` (header) or `?lastEventId=`, and the stream resumes after that seq with no gap and no " +
+          "duplicate."
+      )
+  )
+{}
+
+/**
+ * The whole API: sessions and agent operations behind `Authentication`, with the refusals every route can answer
+ * (401, 403, 404, 409, 413, 429, 503).
+ *
+ * @since 0.0.0
+ * @category api
+ */
+export class Api extends HttpApi.make("harness")
+  .add(SessionsGroup)
+  .add(AgentGroup)
+  .addError(Forbidden)
+  .addError(SessionNotFound)
+  .addError(SessionConflict)
+  .addError(StoreUnavailable)
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Harness")
+{}

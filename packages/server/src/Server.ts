@@ -1,0 +1,327 @@
+/**
+ * The Harness server: `HarnessApi` served over HTTP. One live agent per session, opened on first use from the
+ * `SessionStore` in context and kept until the server's scope ends; every agent operation runs through
+ * `Agent.execute`; a session's events stream as Server-Sent Events that resume by seq; bearer tokens with scopes
+ * and a rate per token; `/openapi.json` and a docs page (`/docs`) derived from the same definition.
+ *
+ * @since 0.0.0
+ */
+import type { LanguageModel } from "@effect/ai"
+import {
+  HttpApiBuilder,
+  HttpApiSwagger,
+  HttpRouter,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { Agent } from "@harness/agent"
+import { Agent as AgentModule } from "@harness/agent"
+import type { Ids } from "@harness/domain"
+import { Operations } from "@harness/domain"
+import type { SessionLog } from "@harness/session"
+import { Sessions, SessionStore } from "@harness/session"
+import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import type { Scope as EffectScope } from "effect"
+import { createServer } from "node:http"
+import { Api, Authentication, Principal, type SessionInfo } from "./HarnessApi.js"
+import * as Auth from "./internal/auth.js"
+import * as Events from "./internal/events.js"
+import * as Pool from "./internal/pool.js"
+import {
+  Forbidden,
+  PayloadTooLarge,
+  type Scope,
+  SessionNotFound,
+  StoreUnavailable,
+  TooManyRequests,
+  Unauthorized
+} from "./ServerError.js"
+
+/**
+ * A token the server accepts: a name (for logs and errors; never the secret), the secret a client sends as
+ * `Authorization: Bearer <secret>`, and its scopes.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Token extends Auth.Token {}
+
+/**
+ * A token bucket per token: `burst` requests at once, refilled at `perSecond` (time from `Clock`).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface RateLimit extends Auth.RateLimit {}
+
+/**
+ * How the server builds the agent of a session it opens (in the session's own scope, closed when the server stops
+ * or the session is removed).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type MakeAgent<R> = (log: SessionLog.Service) => Effect.Effect<Agent.Service, unknown, R | EffectScope.Scope>
+
+/**
+ * The server's options.
+ *
+ * - `tokens`: the accepted tokens; with none, every request is refused (401).
+ * - `makeAgent`: how a session's agent is built (default: `Agent.make({ session })` with the model in context).
+ * - `maxBodyBytes`: the largest request body accepted (default 1 MiB); larger is 413.
+ * - `rateLimit`: per token (default 100 at once, 50 a second); `false` turns it off.
+ * - `subscriberBuffer`: how many live events an event stream may hold for a slow subscriber before it is ended
+ *   with `event: overflow` (default 4096).
+ * - `cors`: the origins allowed to call the API from a browser; off (no CORS headers) by default.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Options<R = never> {
+  readonly tokens: ReadonlyArray<Token>
+  readonly makeAgent?: MakeAgent<R> | undefined
+  readonly maxBodyBytes?: number | undefined
+  readonly rateLimit?: RateLimit | false | undefined
+  readonly subscriberBuffer?: number | undefined
+  readonly cors?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * Reads tokens from text: entries `name:scope:secret` separated by commas or whitespace, e.g.
+ * `web:send:3f9a…,ops:admin:7c1d…`. The secret is everything after the second colon.
+ *
+ * Contract: a malformed entry, an unknown scope, an empty secret or a repeated name is a `Left` naming the entry's
+ * position (never its secret).
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const parseTokens = (text: Redacted.Redacted): Either.Either<ReadonlyArray<Token>, string> => {
+  const entries = Redacted.value(text).split(/[\s,]+/).filter((entry) => entry !== "")
+  const tokens: Array<Token> = []
+  for (const [index, entry] of entries.entries()) {
+    const first = entry.indexOf(":")
+    const second = entry.indexOf(":", first + 1)
+    const name = entry.slice(0, first)
+    const scope = entry.slice(first + 1, second)
+    const secret = entry.slice(second + 1)
+    if (first <= 0 || second < 0 || secret === "") {
+      return Either.left(`token ${index + 1} is not name:scope:secret`)
+    }
+    if (scope !== "read" && scope !== "send" && scope !== "admin") {
+      return Either.left(`token ${index + 1} (${name}) has scope "${scope}": use read, send or admin`)
+    }
+    if (tokens.some((token) => token.name === name)) return Either.left(`token name ${name} is given twice`)
+    tokens.push({ name, scopes: [scope], secret: Redacted.make(secret) })
+  }
+  return Either.right(tokens)
+}
+
+/**
+ * The tokens of `HARNESS_SERVER_TOKENS` (see {@link parseTokens}); none when it is not set.
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const tokensConfig: Config.Config<ReadonlyArray<Token>> = Config.redacted("HARNESS_SERVER_TOKENS").pipe(
+  Config.mapOrFail((text) =>
+    Either.mapLeft(
+      parseTokens(text),
+      (message) => ConfigError.InvalidData([], `${message} (e.g. web:send:<secret>,ops:admin:<secret>)`)
+    )
+  ),
+  Config.withDefault<ReadonlyArray<Token>>([])
+)
+
+/** The agents of this server. */
+class AgentPool extends Context.Tag("@harness/server/AgentPool")<AgentPool, Pool.Pool>() {}
+
+const requireScope = (needed: Scope) =>
+  Effect.flatMap(Principal, (principal) =>
+    Auth.grants(principal.scopes, needed)
+      ? Effect.void
+      : Effect.fail(
+        new Forbidden({ needed, message: `token ${principal.name} lacks the ${needed} scope this route needs` })
+      ))
+
+const infoOf = (id: Ids.SessionId) =>
+  Sessions.list.pipe(
+    Effect.mapError((e) => new StoreUnavailable({ message: e.message })),
+    Effect.flatMap((all) => {
+      const info = all.find((session) => session.id === id)
+      return info === undefined
+        ? Effect.fail(new SessionNotFound({ id, message: `no session ${id} is stored` }))
+        : Effect.succeed<SessionInfo>(info)
+    })
+  )
+
+const SessionsLive = (subscriberBuffer: number) =>
+  HttpApiBuilder.group(Api, "sessions", (handlers) =>
+    Effect.gen(function*() {
+      const pool = yield* AgentPool
+      const store = yield* SessionStore.SessionStore
+      const withStore = Effect.provideService(SessionStore.SessionStore, store)
+      return handlers
+        .handle("create", ({ payload }) =>
+          requireScope("send").pipe(
+            Effect.zipRight(pool.create(payload)),
+            Effect.flatMap((id) => withStore(infoOf(id)))
+          ))
+        .handle("list", () =>
+          requireScope("read").pipe(
+            Effect.zipRight(withStore(Sessions.list)),
+            Effect.mapError((e) => e._tag === "SessionLogError" ? new StoreUnavailable({ message: e.message }) : e)
+          ))
+        .handle("show", ({ path }) => requireScope("read").pipe(Effect.zipRight(withStore(infoOf(path.id)))))
+        .handle("remove", ({ path }) => requireScope("admin").pipe(Effect.zipRight(pool.remove(path.id))))
+        .handle("snapshot", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            yield* requireScope("read")
+            const agent = yield* pool.get(path.id)
+            const [log, inbox, status] = yield* Effect.all([agent.log, agent.inbox, agent.status])
+            const tail = urlParams.tail ?? 200
+            return {
+              events: log.slice(-tail),
+              inbox,
+              status,
+              lastSeq: log.length === 0 ? -1 : log[log.length - 1]!.seq
+            }
+          }))
+        .handle("events", ({ headers, path, urlParams }) =>
+          Effect.gen(function*() {
+            yield* requireScope("read")
+            const agent = yield* pool.get(path.id)
+            const after = headers["last-event-id"] ?? urlParams.lastEventId ?? -1
+            return HttpServerResponse.stream(Events.stream(agent, after, subscriberBuffer), {
+              contentType: "text/event-stream",
+              headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+            })
+          }))
+    }))
+
+const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
+  Effect.gen(function*() {
+    const pool = yield* AgentPool
+    /** Runs one operation on the session's agent: the route's scope is `send`, `read` for the inbox. */
+    const run = <O extends Operations.Operation>(id: Ids.SessionId, operation: O, needed: Scope = "send") =>
+      requireScope(needed).pipe(
+        Effect.zipRight(pool.get(id)),
+        Effect.flatMap((agent) => AgentModule.execute(agent)(operation))
+      )
+    return handlers
+      .handle("send", ({ path, payload }) => run(path.id, new Operations.Send(payload, true)))
+      .handle("followup", ({ path, payload }) => run(path.id, new Operations.Followup(payload, true)))
+      .handle("steer", ({ path, payload }) => run(path.id, new Operations.Steer(payload, true)))
+      .handle("inject", ({ path, payload }) => run(path.id, new Operations.Inject(payload, true)))
+      .handle("batch", ({ path, payload }) => run(path.id, new Operations.Batch(payload, true)))
+      .handle("cancel", ({ path, payload }) => run(path.id, new Operations.Cancel(payload, true)))
+      .handle("withdraw", ({ path, payload }) => run(path.id, new Operations.Withdraw(payload, true)))
+      .handle("retry", ({ path }) => run(path.id, new Operations.Retry({}, true)))
+      .handle("inbox", ({ path }) => run(path.id, new Operations.ListInbox({}, true), "read"))
+  }))
+
+const AuthenticationLive = (options: {
+  readonly tokens: ReadonlyArray<Token>
+  readonly maxBodyBytes: number
+  readonly rateLimit: RateLimit | false
+}) =>
+  Layer.effect(
+    Authentication,
+    Effect.gen(function*() {
+      const find = Auth.lookup(options.tokens)
+      const limiter = options.rateLimit === false ? undefined : yield* Auth.makeLimiter(options.rateLimit)
+      return {
+        bearer: (bearer) =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const presented = Redacted.value(bearer) !== ""
+              ? Redacted.value(bearer)
+              : new URL(request.url, "http://localhost").searchParams.get("access_token") ?? ""
+            const token = find(presented)
+            if (token === undefined) {
+              return yield* new Unauthorized({
+                message: presented === ""
+                  ? "this route needs a bearer token (Authorization: Bearer <token>)"
+                  : "the bearer token is not one this server accepts"
+              })
+            }
+            if (limiter !== undefined) {
+              const wait = yield* limiter.take(token.name)
+              if (wait > 0) {
+                return yield* new TooManyRequests({
+                  retryAfterMillis: wait,
+                  message: `token ${token.name} is over its rate: retry in ${wait} ms`
+                })
+              }
+            }
+            const length = Number(request.headers["content-length"] ?? "0")
+            if (length > options.maxBodyBytes) {
+              return yield* new PayloadTooLarge({
+                limit: options.maxBodyBytes,
+                message: `the body is ${length} bytes; this server accepts at most ${options.maxBodyBytes}`
+              })
+            }
+            return { name: token.name, scopes: token.scopes }
+          })
+      }
+    })
+  )
+
+/**
+ * The server on the `HttpServer` in context (see {@link layerNode} for Node's): the API, `/openapi.json` and the
+ * docs page `/docs`.
+ *
+ * Contract: each session's agent is opened once, on its first request, and holds the session's writer lease until
+ * the layer's scope closes (which disposes every agent) or the session is removed; a session another process
+ * writes is 409 `SessionConflict { busy }`. Sends with a caller-supplied id are idempotent, across restarts too
+ * (the agent's acceptance by id is durable). The routes need a token: `read` for reads and events, `send` for
+ * creating sessions and every agent operation, `admin` for removing a session.
+ *
+ * @since 0.0.0
+ * @category layers
+ */
+export const layer = <R = never>(
+  options: Options<R>
+): Layer.Layer<
+  never,
+  never,
+  | HttpServer.HttpServer
+  | HttpRouter.HttpRouter.DefaultServices
+  | SessionStore.SessionStore
+  | LanguageModel.LanguageModel
+  | Exclude<R, EffectScope.Scope>
+> => {
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
+  const makeAgent: Pool.MakeAgent<R | LanguageModel.LanguageModel> = options.makeAgent ?? Pool.defaultAgent
+  const pool = Layer.scoped(AgentPool, Pool.make(makeAgent))
+  const api = HttpApiBuilder.api(Api).pipe(
+    Layer.provide([SessionsLive(options.subscriberBuffer ?? 4096), AgentLive]),
+    Layer.provide(AuthenticationLive({
+      tokens: options.tokens,
+      maxBodyBytes,
+      rateLimit: options.rateLimit ?? { burst: 100, perSecond: 50 }
+    }))
+  )
+  return HttpApiBuilder.serve((app) => HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes))).pipe(
+    Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+    Layer.provide(options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({
+      allowedOrigins: options.cors,
+      allowedHeaders: ["authorization", "content-type", "last-event-id"]
+    })),
+    Layer.provide(api),
+    Layer.provide(pool)
+  )
+}
+
+/**
+ * Node's HTTP server on `host` (default `127.0.0.1`: loopback only) and `port` (default 0: any free port; the
+ * bound address is `HttpServer.HttpServer`'s `address`).
+ *
+ * @since 0.0.0
+ * @category layers
+ */
+export const layerNode = (options?: { readonly port?: number | undefined; readonly host?: string | undefined }) =>
+  NodeHttpServer.layer(createServer, { port: options?.port ?? 0, host: options?.host ?? "127.0.0.1" })

@@ -1,0 +1,125 @@
+/**
+ * The refusals of the HTTP API that are not the agent's own: no or unknown token, a token without the scope a route
+ * needs, a body over the limit, a token over its rate, a session that does not exist or that another process
+ * writes. Each is a schema carrying its HTTP status (`HttpApiSchema.annotations`), so the OpenAPI document lists it
+ * and the typed client decodes it back into the same class.
+ *
+ * @since 0.0.0
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Ids } from "@harness/domain"
+import { Schema } from "effect"
+
+/**
+ * What a token may do. `read` lists and shows sessions, their inbox, snapshot and events; `send` also creates
+ * sessions and runs every agent operation; `admin` also removes sessions. Each scope includes the ones before it.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const Scope = Schema.Literal("read", "send", "admin")
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type Scope = typeof Scope.Type
+
+/**
+ * 401: the request has no bearer token, or one the server does not know.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/server/Unauthorized")(
+  "Unauthorized",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 401, description: "No bearer token, or an unknown one." })
+) {}
+
+/**
+ * 403: the token is known but lacks the scope the route needs (`needed`).
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Forbidden")(
+  "Forbidden",
+  { needed: Scope, message: Schema.String },
+  HttpApiSchema.annotations({ status: 403, description: "The token lacks the scope this route needs." })
+) {}
+
+/**
+ * 413: the request body is larger than the server's limit (`limit`, in bytes).
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@harness/server/PayloadTooLarge")(
+  "PayloadTooLarge",
+  { limit: Schema.Number, message: Schema.String },
+  HttpApiSchema.annotations({ status: 413, description: "The request body is over the server's limit." })
+) {}
+
+/**
+ * 429: the token made more requests than its rate allows; `retryAfterMillis` says when one more will be accepted.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@harness/server/TooManyRequests")(
+  "TooManyRequests",
+  { retryAfterMillis: Schema.Number, message: Schema.String },
+  HttpApiSchema.annotations({ status: 429, description: "The token is over its request rate." })
+) {}
+
+/**
+ * 404: no session with this id is stored.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>("@harness/server/SessionNotFound")(
+  "SessionNotFound",
+  { id: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 404, description: "No session with this id is stored." })
+) {}
+
+/**
+ * 409: the session cannot be opened or created here: another live process writes it (its lease, ADR 0044), or a
+ * session with the id to create exists already. `reason` says which.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class SessionConflict extends Schema.TaggedError<SessionConflict>("@harness/server/SessionConflict")(
+  "SessionConflict",
+  { id: Ids.SessionId, reason: Schema.Literal("busy", "exists"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 409, description: "Another process writes the session, or it exists." })
+) {}
+
+/**
+ * 503: the session store failed (the message says how); the request may be retried.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>("@harness/server/StoreUnavailable")(
+  "StoreUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503, description: "The session store failed." })
+) {}
+
+/**
+ * Every refusal of this package.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export type ServerError =
+  | Unauthorized
+  | Forbidden
+  | PayloadTooLarge
+  | TooManyRequests
+  | SessionNotFound
+  | SessionConflict
+  | StoreUnavailable

@@ -1,0 +1,137 @@
+/**
+ * One live agent per session, opened on first use from the session store and kept until the server's scope closes
+ * (or the session is removed). Each agent lives in its own child scope of the server's, which holds the session's
+ * writer lease (ADR 0044) and disposes the agent, then closes its log, when it ends.
+ */
+import { Agent } from "@harness/agent"
+import { Ids } from "@harness/domain"
+import { SessionLog, SessionStore } from "@harness/session"
+import type { SessionLogError } from "@harness/session"
+import { Effect, ExecutionStrategy, Exit, Option, Scope, SynchronizedRef } from "effect"
+import type { LanguageModel } from "@effect/ai"
+import { SessionConflict, SessionNotFound, StoreUnavailable } from "../ServerError.js"
+
+/** How the server builds an agent over an opened session log. */
+export type MakeAgent<R> = (
+  log: SessionLog.Service
+) => Effect.Effect<Agent.Service, unknown, R | Scope.Scope>
+
+/** The default: a plain agent over the log (the model comes from the context). */
+export const defaultAgent: MakeAgent<LanguageModel.LanguageModel> = (log) => Agent.make({ session: log })
+
+interface Entry {
+  readonly agent: Agent.Service
+  readonly scope: Scope.CloseableScope
+}
+
+/** The pool's failures. */
+export type PoolError = SessionNotFound | SessionConflict | StoreUnavailable
+
+export interface Pool {
+  /** The session's live agent, opened from the store on first use. */
+  readonly get: (id: Ids.SessionId) => Effect.Effect<Agent.Service, PoolError>
+  /** Creates a session (and its agent); `exists` when the id is taken. */
+  readonly create: (options: { readonly id?: Ids.SessionId | undefined; readonly title?: string | undefined }) =>
+    Effect.Effect<Ids.SessionId, PoolError>
+  /** Disposes the session's agent (if open) and deletes the session from the store. */
+  readonly remove: (id: Ids.SessionId) => Effect.Effect<void, PoolError>
+}
+
+const logError = (id: Ids.SessionId, what: string) => (e: SessionLogError.SessionLogError): PoolError =>
+  e.reason === "busy"
+    ? new SessionConflict({ id, reason: "busy", message: `session ${id} is written by another process: ${e.message}` })
+    : new StoreUnavailable({ message: `cannot ${what} session ${id}: ${e.message}` })
+
+const storeError = (id: Ids.SessionId, what: string) => (e: SessionStore.SessionStoreError): PoolError => {
+  switch (e.reason) {
+    case "NotFound":
+      return new SessionNotFound({ id, message: `no session ${id} is stored` })
+    case "AlreadyExists":
+      return new SessionConflict({ id, reason: "exists", message: `session ${id} exists already` })
+    case "Busy":
+      return new SessionConflict({ id, reason: "busy", message: `session ${id} is written by another process` })
+    default:
+      return new StoreUnavailable({ message: `cannot ${what} session ${id}: ${e.message}` })
+  }
+}
+
+/** Builds the pool in the current scope; closing it disposes every agent and gives every lease up. */
+export const make = <R>(
+  makeAgent: MakeAgent<R>
+): Effect.Effect<Pool, never, Scope.Scope | SessionStore.SessionStore | R> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const store = yield* SessionStore.SessionStore
+    const context = yield* Effect.context<SessionStore.SessionStore | R>()
+    const entries = yield* SynchronizedRef.make(new Map<Ids.SessionId, Entry>())
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(
+        SynchronizedRef.get(entries),
+        (map) => Effect.forEach(map.values(), (entry) => Scope.close(entry.scope, Exit.void), { discard: true })
+      )
+    )
+
+    /** Opens `log` and its agent in a new child scope; on failure the child is closed again. */
+    const start = (
+      id: Ids.SessionId,
+      log: Effect.Effect<SessionLog.Service, PoolError, SessionStore.SessionStore>
+    ): Effect.Effect<Entry, PoolError> =>
+      Effect.gen(function*() {
+        const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+        const agent = yield* Effect.gen(function*() {
+          const opened = yield* Effect.acquireRelease(log, (l) => Effect.ignore(l.close))
+          return yield* makeAgent(opened).pipe(
+            Effect.mapError((e) =>
+              new StoreUnavailable({ message: `cannot start the agent of session ${id}: ${String(e)}` })
+            )
+          )
+        }).pipe(
+          Scope.extend(child),
+          Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(child, exit) : Effect.void)
+        )
+        return { agent, scope: child }
+      }).pipe(Effect.provide(context))
+
+    const get = (id: Ids.SessionId): Effect.Effect<Agent.Service, PoolError> =>
+      Effect.flatMap(SynchronizedRef.get(entries), (map) => {
+        const found = map.get(id)
+        if (found !== undefined) return Effect.succeed(found.agent)
+        return SynchronizedRef.modifyEffect(entries, (map) => {
+          const again = map.get(id)
+          if (again !== undefined) return Effect.succeed([again.agent, map] as const)
+          return store.header(id).pipe(
+            Effect.mapError(storeError(id, "open")),
+            Effect.zipRight(start(id, Effect.mapError(SessionLog.open(id), logError(id, "open")))),
+            Effect.map((entry) => [entry.agent, new Map(map).set(id, entry)] as const)
+          )
+        })
+      })
+
+    const create: Pool["create"] = (options) =>
+      SynchronizedRef.modifyEffect(entries, (map) =>
+        Effect.gen(function*() {
+          const id = options.id ?? (yield* Ids.randomUuid(Ids.SessionId))
+          const log = SessionLog.make({ id, title: options.title }).pipe(
+            Effect.mapError((e) =>
+              /AlreadyExists/.test(e.message)
+                ? new SessionConflict({ id, reason: "exists", message: `session ${id} exists already` })
+                : logError(id, "create")(e)
+            )
+          )
+          const entry = yield* start(id, log)
+          return [entry.agent.id, new Map(map).set(entry.agent.id, entry)] as const
+        }))
+
+    const remove: Pool["remove"] = (id) =>
+      SynchronizedRef.updateEffect(entries, (map) =>
+        Effect.gen(function*() {
+          const entry = Option.fromNullable(map.get(id))
+          if (Option.isSome(entry)) yield* Scope.close(entry.value.scope, Exit.void)
+          yield* store.remove(id).pipe(Effect.mapError(storeError(id, "remove")))
+          const next = new Map(map)
+          next.delete(id)
+          return next
+        }))
+
+    return { get, create, remove }
+  })

@@ -1,0 +1,158 @@
+/**
+ * Every route over real HTTP on loopback, through the typed client: what goes in and what comes out are the
+ * operation's own schemas, and the agent behind it did what the route says (read back from its log and inbox).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Ids, Message } from "@harness/domain"
+import type { SessionEvent } from "@harness/domain"
+import { SessionStore } from "@harness/session"
+import { ScriptedModel } from "@harness/testkit"
+import { Effect, Option, Stream } from "effect"
+import { Client } from "../src/index.js"
+import { httpClient, serve } from "./support.js"
+
+const messageId = Ids.AgentMessageId.make
+
+/** The durable events of `session` from the start, read from the event stream until `done` holds for them. */
+const until = (
+  baseUrl: string,
+  session: Ids.SessionId,
+  done: (events: ReadonlyArray<SessionEvent.SessionEvent>) => boolean
+) =>
+  Client.events({ baseUrl, token: "read-secret", session }).pipe(
+    Stream.filterMap((e) => e._tag === "Durable" ? Option.some(e.event) : Option.none()),
+    Stream.mapAccum([] as Array<SessionEvent.SessionEvent>, (all, event) => {
+      const next = [...all, event]
+      return [next, next] as const
+    }),
+    Stream.takeUntil(done),
+    Stream.runLast,
+    Effect.map((last) => last._tag === "Some" ? last.value : []),
+    Effect.provide(httpClient)
+  )
+
+const turnsEnded = (n: number) => (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+  events.filter((e) => e.type === "turn/end").length >= n
+
+describe("routes", () => {
+  it.live("sessions: create, show, list, remove", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory)
+      const client = yield* server.client()
+      const admin = yield* server.client("admin-secret")
+      const created = yield* client.sessions.create({ payload: { title: "first" } })
+      assert.strictEqual(created.title, "first")
+      assert.strictEqual(created.events, 0)
+      const named = yield* client.sessions.create({ payload: { id: Ids.SessionId.make("named") } })
+      assert.strictEqual(named.id, "named")
+      const shown = yield* client.sessions.show({ path: { id: created.id } })
+      assert.deepStrictEqual(shown, created)
+      const all = yield* client.sessions.list()
+      assert.deepStrictEqual(all.map((s) => s.id), [created.id, "named"])
+      const again = yield* Effect.flip(client.sessions.create({ payload: { id: Ids.SessionId.make("named") } }))
+      assert.strictEqual(again._tag, "SessionConflict")
+      yield* admin.sessions.remove({ path: { id: named.id } })
+      const gone = yield* Effect.flip(client.sessions.show({ path: { id: named.id } }))
+      assert.strictEqual(gone._tag, "SessionNotFound")
+      const missing = yield* Effect.flip(client.agent.inbox({ path: { id: Ids.SessionId.make("nope") } }))
+      assert.strictEqual(missing._tag, "SessionNotFound")
+    }).pipe(Effect.scoped))
+
+  it.live("followup, queue two, withdraw one, cancel keeping the inbox: the queued one runs next", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [
+        ScriptedModel.hanging(ScriptedModel.text("working")),
+        ScriptedModel.textResponse("second answer")
+      ])
+      const client = yield* server.client()
+      const { id } = yield* client.sessions.create({ payload: {} })
+      const path = { id }
+      const first = yield* client.agent.followup({ path, payload: { message: Message.make("first") } })
+      // The turn is running (its model hangs): wait until its chunk is logged.
+      yield* until(server.baseUrl, id, (events) => events.some((e) => e.type === "assistant/chunk"))
+      const q1 = yield* client.agent.followup({ path, payload: { message: Message.make("q1") } })
+      const q2 = yield* client.agent.followup({ path, payload: { message: Message.make("q2") } })
+      const inbox = yield* client.agent.inbox({ path })
+      assert.deepStrictEqual(inbox.map((item) => [item.id, item.placement]), [[q1, "queued"], [q2, "queued"]])
+      const withdrawn = yield* client.agent.withdraw({ path, payload: { id: q2 } })
+      assert.strictEqual(withdrawn._tag, "Withdrawn")
+      const notPending = yield* client.agent.withdraw({ path, payload: { id: q2 } })
+      assert.deepStrictEqual(notPending, { _tag: "NotPending", id: q2 })
+      yield* client.agent.cancel({ path, payload: { cause: "user", options: { keepInbox: true } } })
+      const events = yield* until(server.baseUrl, id, turnsEnded(2))
+      const ends = events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
+      assert.deepStrictEqual(ends, ["aborted", "completed"])
+      const prompts = events.flatMap((e) => e.type === "user/message" ? [e.data.messageId] : [])
+      assert.deepStrictEqual(prompts, [first, q1])
+      const answer = events.find((e) => e.type === "assistant/message" && e.data.turn === 2)
+      assert.ok(answer?.type === "assistant/message")
+      assert.deepStrictEqual(answer.data.content, [{ type: "text", text: "second answer" }])
+      assert.deepStrictEqual(yield* client.agent.inbox({ path }), [])
+    }).pipe(Effect.scoped))
+
+  it.live("send, steer, inject, batch and retry answer their schemas", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [
+        ScriptedModel.textResponse("one"),
+        ScriptedModel.textResponse("two"),
+        ScriptedModel.textResponse("three"),
+        ScriptedModel.textResponse("four")
+      ])
+      const client = yield* server.client()
+      const { id } = yield* client.sessions.create({ payload: {} })
+      const path = { id }
+      // inject on an idle agent is appended at once and runs nothing.
+      const context = yield* client.agent.inject({
+        path,
+        payload: { message: Message.make("context", { kind: "plugin", plugin: "test" }), options: { id: messageId("ctx-1") } }
+      })
+      assert.strictEqual(context, "ctx-1")
+      const sent = yield* client.agent.send({
+        path,
+        payload: { message: Message.make("via send"), options: { target: "next-turn", wakeup: true } }
+      })
+      yield* until(server.baseUrl, id, turnsEnded(1))
+      const steered = yield* client.agent.steer({ path, payload: { message: Message.make("steer when idle") } })
+      yield* until(server.baseUrl, id, turnsEnded(2))
+      const results = yield* client.agent.batch({
+        path,
+        payload: {
+          operations: [
+            { send: [Message.make("batched"), { target: "next-turn", wakeup: true }] },
+            { cancel: ["user", { keepInbox: true }] }
+          ]
+        }
+      })
+      assert.strictEqual(results.length, 2)
+      assert.strictEqual(results[1], undefined)
+      yield* until(server.baseUrl, id, turnsEnded(3))
+      yield* client.agent.retry({ path })
+      const events = yield* until(server.baseUrl, id, turnsEnded(4))
+      const ids = events.flatMap((e) => e.type === "user/message" ? [e.data.messageId] : [])
+      assert.deepStrictEqual(ids, [context, sent, steered, results[0]])
+      const starts = events.flatMap((e) => e.type === "turn/start" ? [e.data.trigger] : [])
+      assert.strictEqual(starts.at(-1)?.kind, "retry")
+    }).pipe(Effect.scoped))
+
+  it.live("the agent's own refusals come back as their classes with their statuses", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [ScriptedModel.hanging()])
+      const client = yield* server.client()
+      const { id } = yield* client.sessions.create({ payload: {} })
+      const path = { id }
+      yield* client.agent.followup({ path, payload: { message: Message.make("hang") } })
+      yield* until(server.baseUrl, id, (events) => events.some((e) => e.type === "step/start"))
+      const busy = yield* Effect.flip(client.agent.retry({ path }))
+      assert.strictEqual(busy._tag, "AgentBusyError")
+      // A message the schema refuses never reaches the agent: the route's payload decoding refuses it (400).
+      const response = yield* Effect.promise(() =>
+        fetch(`${server.baseUrl}/sessions/${id}/followup`, {
+          method: "POST",
+          headers: { authorization: "Bearer send-secret", "content-type": "application/json" },
+          body: JSON.stringify({ message: { content: [], source: { kind: "nobody" } } })
+        })
+      )
+      assert.strictEqual(response.status, 400)
+      yield* client.agent.cancel({ path, payload: { cause: "user" } })
+    }).pipe(Effect.scoped))
+})
