@@ -204,6 +204,7 @@ export class AgentGroup extends HttpApiGroup.make("agent")
       .setPath(SessionPath)
       .addSuccess(Operations.ListInbox.success)
   )
+  .middleware(Authentication)
 {}
 
 /**
@@ -248,6 +249,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
           "duplicate."
       )
   )
+  .middleware(Authentication)
 {}
 
 /**
@@ -264,6 +266,5 @@ export class Api extends HttpApi.make("harness")
   .addError(SessionNotFound)
   .addError(SessionConflict)
   .addError(StoreUnavailable)
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "Harness")
 {}

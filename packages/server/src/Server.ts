@@ -304,7 +304,11 @@ export const layer = <R = never>(
       rateLimit: options.rateLimit ?? { burst: 100, perSecond: 50 }
     }))
   )
-  return HttpApiBuilder.serve((app) => HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes))).pipe(
+  return HttpApiBuilder.serve((app) =>
+    // A declared length over the limit is refused with 413 before the body is read (`Authentication`); a body sent
+    // without one is cut off at the limit while it is read (the connection is closed, nothing is accepted).
+    HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes))
+  ).pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({
