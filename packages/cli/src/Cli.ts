@@ -14,6 +14,7 @@ import { CommandError, SettingsError } from "./CliError.js"
 import type * as CommandsModule from "./internal/commands.js"
 import { diagnostics, out, plainConsole, visible } from "./internal/output.js"
 import { redactText } from "./internal/redact.js"
+import { serve } from "./internal/serve.js"
 import { storeFlags } from "./internal/settings.js"
 import * as Settings from "./Settings.js"
 
@@ -385,7 +386,7 @@ export const command = Command.make("harness").pipe(
     "Harness: an agent you can talk to while it works. Runs offline (no API key) until DEEPSEEK_API_KEY or " +
       "--base-url is set.\nStart with: harness demo"
   ),
-  Command.withSubcommands([run, chat, demo, sessions, config])
+  Command.withSubcommands([run, chat, demo, sessions, config, serve({ global, settingsOf, withAgent })])
 )
 
 /**

@@ -1,0 +1,111 @@
+/**
+ * `harness serve`, run as a user runs it (the bundled bin, a child process): it prints its URL, takes tokens from
+ * HARNESS_SERVER_TOKENS, runs the agent `harness chat` would (offline model, SQLite in the workspace), and the
+ * session it served is in the store afterwards for `harness sessions show`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { bin, cleanEnv, harness, tempDir } from "./support.js"
+
+/** Starts `harness serve` in `cwd`; resolves with its URL (its first line of output) and a way to stop it. */
+const serve = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string> = []) =>
+  new Promise<{ readonly url: string; readonly stderr: () => string; readonly stop: () => Promise<number | null> }>(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], { cwd, env: cleanEnv(env) })
+      let stdout = ""
+      let stderr = ""
+      // Ready once it printed its URL (standard output) and its banner (standard error), in either order.
+      const ready = () => {
+        if (!stdout.includes("\n") || !stderr.includes("Ctrl-C stops the server")) return
+        resolve({
+          url: stdout.split("\n")[0]!,
+          stderr: () => stderr,
+          stop: () =>
+            new Promise((done) => {
+              child.once("exit", (code) => done(code))
+              child.kill("SIGINT")
+            })
+        })
+      }
+      child.stderr.setEncoding("utf8").on("data", (text: string) => {
+        stderr += text
+        ready()
+      })
+      child.stdout.setEncoding("utf8").on("data", (text: string) => {
+        stdout += text
+        ready()
+      })
+      child.on("exit", (code) => reject(new Error(`harness serve exited with ${code}: ${stderr}`)))
+    }
+  )
+
+const call = async (url: string, token: string, method: string, body?: unknown) => {
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  return { status: response.status, body: await response.json() as unknown }
+}
+
+describe("harness serve", () => {
+  it("serves the offline agent over SQLite in the workspace with the tokens of HARNESS_SERVER_TOKENS", async () => {
+    const [dir, cleanup] = tempDir()
+    try {
+      const server = await serve(dir, { HARNESS_SERVER_TOKENS: "web:send:s3cret,look:read:peek" })
+      assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/)
+      assert.include(server.stderr(), "tokens: web (send), look (read)")
+      assert.notInclude(server.stderr(), "s3cret")
+      assert.strictEqual((await call(`${server.url}/sessions`, "wrong", "GET")).status, 401)
+      const created = await call(`${server.url}/sessions`, "s3cret", "POST", { id: "served" })
+      assert.strictEqual(created.status, 201)
+      const refused = await call(`${server.url}/sessions/served/followup`, "peek", "POST", {
+        message: { content: [{ type: "text", text: "hello" }], source: { kind: "user" } }
+      })
+      assert.strictEqual(refused.status, 403)
+      const sent = await call(`${server.url}/sessions/served/followup`, "s3cret", "POST", {
+        message: { content: [{ type: "text", text: "hello" }], source: { kind: "user" } },
+        options: { id: "m-1" }
+      })
+      assert.deepStrictEqual(sent, { status: 200, body: "m-1" })
+      // The stream from the start, until the turn ends: the offline model's answer.
+      const events = await fetch(`${server.url}/sessions/served/events?access_token=peek`)
+      const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader()
+      let text = ""
+      while (!text.includes("\"type\":\"turn/end\"")) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += value
+      }
+      await reader.cancel()
+      assert.include(text, "\"type\":\"assistant/message\"")
+      assert.include(text, "\"reason\":{\"kind\":\"completed\"}")
+      assert.strictEqual(await server.stop(), 0)
+      assert.ok(existsSync(join(dir, ".harness", "sessions.db")))
+      const shown = await harness(["sessions", "show", "served"], { cwd: dir })
+      assert.strictEqual(shown.code, 0)
+      assert.include(shown.stdout, "hello")
+    } finally {
+      cleanup()
+    }
+  }, 120_000)
+
+  it("without HARNESS_SERVER_TOKENS makes a one-time admin token and prints it; --help documents the tokens", async () => {
+    const [dir, cleanup] = tempDir()
+    try {
+      const server = await serve(dir, {}, ["--store", "memory"])
+      const token = /admin token is (\S+)/.exec(server.stderr())?.[1]
+      assert.ok(token !== undefined)
+      assert.strictEqual((await call(`${server.url}/sessions`, token, "GET")).status, 200)
+      await server.stop()
+      const help = await harness(["serve", "--help"], { cwd: dir })
+      assert.include(help.stdout, "HARNESS_SERVER_TOKENS")
+      assert.include(help.stdout, "--port")
+      assert.include(help.stdout, "--host")
+    } finally {
+      cleanup()
+    }
+  }, 120_000)
+})
