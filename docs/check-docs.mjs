@@ -33,6 +33,7 @@ const categories = {
   "store-jsonl": ["constructors", "layers", "models"],
   "store-postgres": ["constructors", "layers", "models"],
   goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
+  server: ["api", "constructors", "errors", "groups", "layers", "models", "schemas", "services"],
   cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]
 }
 

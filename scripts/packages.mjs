@@ -27,6 +27,7 @@ export const products = [
   "store-sqlite",
   "store-jsonl",
   "store-postgres",
+  "server",
   "cli"
 ]
 

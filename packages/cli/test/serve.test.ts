@@ -92,20 +92,24 @@ describe("harness serve", () => {
     }
   }, 120_000)
 
-  it("without HARNESS_SERVER_TOKENS makes a one-time admin token and prints it; --help documents the tokens", async () => {
-    const [dir, cleanup] = tempDir()
-    try {
-      const server = await serve(dir, {}, ["--store", "memory"])
-      const token = /admin token is (\S+)/.exec(server.stderr())?.[1]
-      assert.ok(token !== undefined)
-      assert.strictEqual((await call(`${server.url}/sessions`, token, "GET")).status, 200)
-      await server.stop()
-      const help = await harness(["serve", "--help"], { cwd: dir })
-      assert.include(help.stdout, "HARNESS_SERVER_TOKENS")
-      assert.include(help.stdout, "--port")
-      assert.include(help.stdout, "--host")
-    } finally {
-      cleanup()
-    }
-  }, 120_000)
+  it(
+    "without HARNESS_SERVER_TOKENS makes a one-time admin token and prints it; --help documents the tokens",
+    async () => {
+      const [dir, cleanup] = tempDir()
+      try {
+        const server = await serve(dir, {}, ["--store", "memory"])
+        const token = /admin token is (\S+)/.exec(server.stderr())?.[1]
+        assert.ok(token !== undefined)
+        assert.strictEqual((await call(`${server.url}/sessions`, token, "GET")).status, 200)
+        await server.stop()
+        const help = await harness(["serve", "--help"], { cwd: dir })
+        assert.include(help.stdout, "HARNESS_SERVER_TOKENS")
+        assert.include(help.stdout, "--port")
+        assert.include(help.stdout, "--host")
+      } finally {
+        cleanup()
+      }
+    },
+    120_000
+  )
 })

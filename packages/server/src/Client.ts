@@ -98,7 +98,11 @@ const decodeFrame = (frame: Sse.Event): Effect.Effect<StreamEvent, ParseResult.P
  */
 export const events = (
   options: Options & { readonly session: Ids.SessionId; readonly lastEventId?: number | undefined }
-): Stream.Stream<StreamEvent, HttpClientError.HttpClientError | ParseResult.ParseError | Sse.SseError, HttpClient.HttpClient> =>
+): Stream.Stream<
+  StreamEvent,
+  HttpClientError.HttpClientError | ParseResult.ParseError | Sse.SseError,
+  HttpClient.HttpClient
+> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const client = (yield* HttpClient.HttpClient).pipe(withToken(options.token), HttpClient.filterStatusOk)
     const request = HttpClientRequest.get(

@@ -19,10 +19,10 @@ import {
 import { AgentEvent, Ids, Inbox, Operations, SessionEvent, Store } from "@harness/domain"
 import { Context, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
+import type { Scope } from "./ServerError.js"
 import {
   Forbidden,
   PayloadTooLarge,
-  Scope,
   SessionConflict,
   SessionNotFound,
   StoreUnavailable,
@@ -231,7 +231,9 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(
     HttpApiEndpoint.get("snapshot", "/sessions/:id/snapshot")
       .setPath(SessionPath)
-      .setUrlParams(Schema.Struct({ tail: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive())) }))
+      .setUrlParams(
+        Schema.Struct({ tail: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive())) })
+      )
       .addSuccess(Snapshot)
   )
   .add(

@@ -7,14 +7,8 @@
  * @since 0.0.0
  */
 import type { LanguageModel } from "@effect/ai"
-import {
-  HttpApiBuilder,
-  HttpApiSwagger,
-  HttpRouter,
-  HttpServer,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import type { HttpRouter, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Agent } from "@harness/agent"
 import { Agent as AgentModule } from "@harness/agent"
@@ -311,10 +305,12 @@ export const layer = <R = never>(
   ).pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-    Layer.provide(options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({
-      allowedOrigins: options.cors,
-      allowedHeaders: ["authorization", "content-type", "last-event-id"]
-    })),
+    Layer.provide(
+      options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({
+        allowedOrigins: options.cors,
+        allowedHeaders: ["authorization", "content-type", "last-event-id"]
+      })
+    ),
     Layer.provide(api),
     Layer.provide(pool)
   )

@@ -158,14 +158,23 @@ describe("auth and limits", () => {
       ok.right.map((t) => [t.name, t.scopes, Redacted.value(t.secret)]),
       [["web", ["send"], "abc:def"], ["ops", ["admin"], "xyz"]]
     )
-    assert.deepStrictEqual(Server.parseTokens(Redacted.make("web:write:abc")), Either.left(
-      "token 1 (web) has scope \"write\": use read, send or admin"
-    ))
-    assert.deepStrictEqual(Server.parseTokens(Redacted.make("a:read:x b:read")), Either.left(
-      "token 2 is not name:scope:secret"
-    ))
-    assert.deepStrictEqual(Server.parseTokens(Redacted.make("a:read:x a:send:y")), Either.left(
-      "token name a is given twice"
-    ))
+    assert.deepStrictEqual(
+      Server.parseTokens(Redacted.make("web:write:abc")),
+      Either.left(
+        "token 1 (web) has scope \"write\": use read, send or admin"
+      )
+    )
+    assert.deepStrictEqual(
+      Server.parseTokens(Redacted.make("a:read:x b:read")),
+      Either.left(
+        "token 2 is not name:scope:secret"
+      )
+    )
+    assert.deepStrictEqual(
+      Server.parseTokens(Redacted.make("a:read:x a:send:y")),
+      Either.left(
+        "token name a is given twice"
+      )
+    )
   })
 })

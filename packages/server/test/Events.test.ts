@@ -4,16 +4,16 @@
  * that stops reading is cut off with a reason while the agent's turns go on, and resumes without a gap.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Agent } from "@harness/agent"
 import type { Ids } from "@harness/domain"
 import { Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
-import { Agent } from "@harness/agent"
 import { Effect, Queue, Stream } from "effect"
 import type { IncomingMessage } from "node:http"
 import { get } from "node:http"
-import * as Events from "../src/internal/events.js"
 import { Client } from "../src/index.js"
+import * as Events from "../src/internal/events.js"
 import { httpClient, serve } from "./support.js"
 
 /** The seqs of the durable events after `after`, read until the `turns`-th `turn/end`. */
@@ -122,7 +122,9 @@ describe("events", () => {
       const got = yield* readers.await.pipe(Effect.flatten)
       const last = got[0]!.at(-1)!
       assert.isAbove(last, end1 + 150)
-      got.forEach((seqs, i) => assert.deepStrictEqual(seqs, range(resumes[i]! + 1, last), `resumed after ${resumes[i]}`))
+      got.forEach((seqs, i) =>
+        assert.deepStrictEqual(seqs, range(resumes[i]! + 1, last), `resumed after ${resumes[i]}`)
+      )
     }).pipe(Effect.scoped))
 
   it.live("durable frames carry id: <seq>; live-only frames are event: live without an id; ?lastEventId= resumes", () =>
@@ -152,38 +154,42 @@ describe("events", () => {
       assert.strictEqual(types.at(-1), "agent/disposed")
     }).pipe(Effect.scoped))
 
-  it.live("a subscriber that stops reading is cut off with a reason; the turns go on; it resumes with no gap", () =>
-    Effect.gen(function*() {
-      // 24 turns of 512 KiB answers (each logged as its chunk and its message): far more than the socket buffers
-      // of a paused loopback connection can hold, so the server's writes to it stall and its buffer of 16 fills.
-      const turns = 24
-      const big = "x".repeat(512 * 1024)
-      const server = yield* serve(
-        SessionStore.layerMemory,
-        Array.from({ length: turns }, () => ScriptedModel.textResponse(big)),
-        { subscriberBuffer: 16 }
-      )
-      const client = yield* server.client()
-      const { id } = yield* client.sessions.create({ payload: {} })
-      const slow = yield* rawEvents(`${server.baseUrl}/sessions/${id}/events`)
-      for (let i = 0; i < turns; i++) {
-        yield* client.agent.followup({ path: { id }, payload: { message: Message.make(`turn ${i}`) } })
-      }
-      // The agent finished every turn while the slow subscriber read nothing.
-      const seqs = yield* seqsUntil(server.baseUrl, id, undefined, turns)
-      const snapshot = yield* client.sessions.snapshot({ path: { id }, urlParams: { tail: 1 } })
-      assert.strictEqual(snapshot.status, "idle")
-      assert.strictEqual(snapshot.lastSeq, seqs.at(-1))
-      // Now it reads: what was sent before the cut, then the reason, then the end of the stream.
-      const got = frames(slow.first + (yield* readAll(slow.response)))
-      const overflow = got.at(-1)!
-      assert.strictEqual(overflow.event, "overflow")
-      assert.deepStrictEqual(JSON.parse(overflow.data!), { reason: "slow-subscriber", capacity: 16 })
-      const durable = got.filter((f) => f.event === undefined).map((f) => Number(f.id))
-      assert.isBelow(durable.length, seqs.length)
-      assert.deepStrictEqual(durable, range(0, durable.length - 1))
-      // It resumes after the last seq it saw: the rest, once each.
-      const rest = yield* seqsUntil(server.baseUrl, id, durable.at(-1) ?? -1, turns)
-      assert.deepStrictEqual([...durable, ...rest], seqs)
-    }).pipe(Effect.scoped), 120_000)
+  it.live(
+    "a subscriber that stops reading is cut off with a reason; the turns go on; it resumes with no gap",
+    () =>
+      Effect.gen(function*() {
+        // 24 turns of 512 KiB answers (each logged as its chunk and its message): far more than the socket buffers
+        // of a paused loopback connection can hold, so the server's writes to it stall and its buffer of 16 fills.
+        const turns = 24
+        const big = "x".repeat(512 * 1024)
+        const server = yield* serve(
+          SessionStore.layerMemory,
+          Array.from({ length: turns }, () => ScriptedModel.textResponse(big)),
+          { subscriberBuffer: 16 }
+        )
+        const client = yield* server.client()
+        const { id } = yield* client.sessions.create({ payload: {} })
+        const slow = yield* rawEvents(`${server.baseUrl}/sessions/${id}/events`)
+        for (let i = 0; i < turns; i++) {
+          yield* client.agent.followup({ path: { id }, payload: { message: Message.make(`turn ${i}`) } })
+        }
+        // The agent finished every turn while the slow subscriber read nothing.
+        const seqs = yield* seqsUntil(server.baseUrl, id, undefined, turns)
+        const snapshot = yield* client.sessions.snapshot({ path: { id }, urlParams: { tail: 1 } })
+        assert.strictEqual(snapshot.status, "idle")
+        assert.strictEqual(snapshot.lastSeq, seqs.at(-1))
+        // Now it reads: what was sent before the cut, then the reason, then the end of the stream.
+        const got = frames(slow.first + (yield* readAll(slow.response)))
+        const overflow = got.at(-1)!
+        assert.strictEqual(overflow.event, "overflow")
+        assert.deepStrictEqual(JSON.parse(overflow.data!), { reason: "slow-subscriber", capacity: 16 })
+        const durable = got.filter((f) => f.event === undefined).map((f) => Number(f.id))
+        assert.isBelow(durable.length, seqs.length)
+        assert.deepStrictEqual(durable, range(0, durable.length - 1))
+        // It resumes after the last seq it saw: the rest, once each.
+        const rest = yield* seqsUntil(server.baseUrl, id, durable.at(-1) ?? -1, turns)
+        assert.deepStrictEqual([...durable, ...rest], seqs)
+      }).pipe(Effect.scoped),
+    120_000
+  )
 })

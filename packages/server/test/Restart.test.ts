@@ -30,7 +30,9 @@ const start = (filename: string, mode: "hang" | "answer") =>
       proc.stdout!.setEncoding("utf8").on("data", (text: string) => {
         out += text
         const line = out.split("\n").find((l) => l.startsWith("{"))
-        if (line !== undefined && out.includes("\n")) resume(Effect.succeed({ url: JSON.parse(line).url, process: proc }))
+        if (line !== undefined && out.includes("\n")) {
+          resume(Effect.succeed({ url: JSON.parse(line).url, process: proc }))
+        }
       })
       proc.on("exit", (code) => resume(Effect.dieMessage(`the server process exited with ${code} before listening`)))
     }),
@@ -58,57 +60,68 @@ const durableUntil = (
   )
 
 describe("restart", () => {
-  it.live("a caller id accepted before a SIGKILL is the same id after it, and its message runs once", () =>
-    Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "harness-server-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-      const filename = join(dir, "sessions.db")
-      const id = Ids.SessionId.make("restarted")
-      const path = { id }
-      const first = Ids.AgentMessageId.make("caller-1")
-      const queued = Ids.AgentMessageId.make("caller-2")
+  it.live(
+    "a caller id accepted before a SIGKILL is the same id after it, and its message runs once",
+    () =>
+      Effect.gen(function*() {
+        const dir = mkdtempSync(join(tmpdir(), "harness-server-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+        const filename = join(dir, "sessions.db")
+        const id = Ids.SessionId.make("restarted")
+        const path = { id }
+        const first = Ids.AgentMessageId.make("caller-1")
+        const queued = Ids.AgentMessageId.make("caller-2")
 
-      const before = yield* start(filename, "hang")
-      const client1 = yield* Client.make({ baseUrl: before.url, token: "send-secret" }).pipe(Effect.provide(httpClient))
-      yield* client1.sessions.create({ payload: { id } })
-      const a = yield* client1.agent.followup({ path, payload: { message: Message.make("one"), options: { id: first } } })
-      yield* durableUntil(before.url, id, (events) => events.some((e) => e.type === "assistant/chunk"))
-      const b = yield* client1.agent.followup({
-        path,
-        payload: { message: Message.make("two"), options: { id: queued } }
-      })
-      const again = yield* client1.agent.followup({
-        path,
-        payload: { message: Message.make("two, sent twice"), options: { id: queued } }
-      })
-      assert.deepStrictEqual([a, b, again], [first, queued, queued])
-      assert.deepStrictEqual((yield* client1.agent.inbox({ path })).map((item) => item.id), [queued])
-      yield* kill(before.process)
+        const before = yield* start(filename, "hang")
+        const client1 = yield* Client.make({ baseUrl: before.url, token: "send-secret" }).pipe(
+          Effect.provide(httpClient)
+        )
+        yield* client1.sessions.create({ payload: { id } })
+        const a = yield* client1.agent.followup({
+          path,
+          payload: { message: Message.make("one"), options: { id: first } }
+        })
+        yield* durableUntil(before.url, id, (events) => events.some((e) => e.type === "assistant/chunk"))
+        const b = yield* client1.agent.followup({
+          path,
+          payload: { message: Message.make("two"), options: { id: queued } }
+        })
+        const again = yield* client1.agent.followup({
+          path,
+          payload: { message: Message.make("two, sent twice"), options: { id: queued } }
+        })
+        assert.deepStrictEqual([a, b, again], [first, queued, queued])
+        assert.deepStrictEqual((yield* client1.agent.inbox({ path })).map((item) => item.id), [queued])
+        yield* kill(before.process)
 
-      const after = yield* start(filename, "answer")
-      const client2 = yield* Client.make({ baseUrl: after.url, token: "send-secret" }).pipe(Effect.provide(httpClient))
-      // The same caller ids again, after the restart: the same answers, nothing accepted twice.
-      const resent = yield* client2.agent.followup({
-        path,
-        payload: { message: Message.make("two, after the restart"), options: { id: queued } }
-      })
-      const resentFirst = yield* client2.agent.steer({
-        path,
-        payload: { message: Message.make("one, after the restart"), options: { id: first } }
-      })
-      assert.deepStrictEqual([resent, resentFirst], [queued, first])
-      const events = yield* durableUntil(
-        after.url,
-        id,
-        (events) => events.some((e) => e.type === "turn/end" && e.data.turn === 2)
-      )
-      const prompts = events.flatMap((e) => e.type === "user/message" ? [[e.data.messageId, e.data.content]] : [])
-      assert.deepStrictEqual(prompts, [
-        [first, [{ type: "text", text: "one" }]],
-        [queued, [{ type: "text", text: "two" }]]
-      ])
-      const ends = events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
-      assert.deepStrictEqual(ends, ["interrupted", "completed"])
-      assert.deepStrictEqual(yield* client2.agent.inbox({ path }), [])
-    }).pipe(Effect.scoped), 120_000)
+        const after = yield* start(filename, "answer")
+        const client2 = yield* Client.make({ baseUrl: after.url, token: "send-secret" }).pipe(
+          Effect.provide(httpClient)
+        )
+        // The same caller ids again, after the restart: the same answers, nothing accepted twice.
+        const resent = yield* client2.agent.followup({
+          path,
+          payload: { message: Message.make("two, after the restart"), options: { id: queued } }
+        })
+        const resentFirst = yield* client2.agent.steer({
+          path,
+          payload: { message: Message.make("one, after the restart"), options: { id: first } }
+        })
+        assert.deepStrictEqual([resent, resentFirst], [queued, first])
+        const events = yield* durableUntil(
+          after.url,
+          id,
+          (events) => events.some((e) => e.type === "turn/end" && e.data.turn === 2)
+        )
+        const prompts = events.flatMap((e) => e.type === "user/message" ? [[e.data.messageId, e.data.content]] : [])
+        assert.deepStrictEqual(prompts, [
+          [first, [{ type: "text", text: "one" }]],
+          [queued, [{ type: "text", text: "two" }]]
+        ])
+        const ends = events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
+        assert.deepStrictEqual(ends, ["interrupted", "completed"])
+        assert.deepStrictEqual(yield* client2.agent.inbox({ path }), [])
+      }).pipe(Effect.scoped),
+    120_000
+  )
 })

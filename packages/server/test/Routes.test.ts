@@ -104,7 +104,10 @@ describe("routes", () => {
       // inject on an idle agent is appended at once and runs nothing.
       const context = yield* client.agent.inject({
         path,
-        payload: { message: Message.make("context", { kind: "plugin", plugin: "test" }), options: { id: messageId("ctx-1") } }
+        payload: {
+          message: Message.make("context", { kind: "plugin", plugin: "test" }),
+          options: { id: messageId("ctx-1") }
+        }
       })
       assert.strictEqual(context, "ctx-1")
       const sent = yield* client.agent.send({

@@ -52,8 +52,7 @@ export const serve = (
       baseUrl,
       port,
       model: Context.get(context, ScriptedModel.ScriptedModel),
-      client: (token = "send-secret") =>
-        Client.make({ baseUrl, token }).pipe(Effect.provide(httpClient))
+      client: (token = "send-secret") => Client.make({ baseUrl, token }).pipe(Effect.provide(httpClient))
     }
   })
 

@@ -3,18 +3,18 @@
  * SQLite in the workspace and the offline model unless a key is set — and the same agent per session (the workspace
  * tools and goals). Only the command's definition loads with the CLI; the server loads when the command runs.
  */
-import { Command, Options } from "@effect/cli"
 import type { LanguageModel } from "@effect/ai"
+import { Command, Options } from "@effect/cli"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { SessionStore } from "@harness/session"
 import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { CommandError } from "../CliError.js"
+import type * as Settings from "../Settings.js"
 import type * as CommandsModule from "./commands.js"
 import { err, out } from "./output.js"
 import { showStore } from "./settings.js"
-import type * as Settings from "../Settings.js"
 
 type Commands = typeof CommandsModule
 

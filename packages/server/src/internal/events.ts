@@ -57,13 +57,17 @@ export const stream = (
     const overflow = yield* Deferred.make<void>()
     const forward: Effect.Effect<void> = Effect.flatMap(Queue.take(live), (event) =>
       Effect.flatMap(Queue.offer(buffer, event), (offered) => {
-        if (!offered) return Effect.zipRight(Queue.shutdown(live), Deferred.succeed(overflow, undefined))
+        if (!offered) {
+          return Effect.zipRight(Queue.shutdown(live), Deferred.succeed(overflow, undefined))
+        }
         return event.type === "agent/disposed" ? Effect.void : forward
       }))
     yield* Effect.forkScoped(forward)
 
     const log = yield* agent.log
-    const past = log.filter((event) => event.seq > after)
+    const past = log.filter((event) =>
+      event.seq > after
+    )
     const last = past.length === 0 ? after : past[past.length - 1]!.seq
 
     const frames = Stream.fromQueue(buffer).pipe(

@@ -3,12 +3,12 @@
  * (or the session is removed). Each agent lives in its own child scope of the server's, which holds the session's
  * writer lease (ADR 0044) and disposes the agent, then closes its log, when it ends.
  */
+import type { LanguageModel } from "@effect/ai"
 import { Agent } from "@harness/agent"
 import { Ids } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { SessionLogError } from "@harness/session"
 import { Effect, ExecutionStrategy, Exit, Option, Scope, SynchronizedRef } from "effect"
-import type { LanguageModel } from "@effect/ai"
 import { SessionConflict, SessionNotFound, StoreUnavailable } from "../ServerError.js"
 
 /** How the server builds an agent over an opened session log. */
@@ -31,8 +31,9 @@ export interface Pool {
   /** The session's live agent, opened from the store on first use. */
   readonly get: (id: Ids.SessionId) => Effect.Effect<Agent.Service, PoolError>
   /** Creates a session (and its agent); `exists` when the id is taken. */
-  readonly create: (options: { readonly id?: Ids.SessionId | undefined; readonly title?: string | undefined }) =>
-    Effect.Effect<Ids.SessionId, PoolError>
+  readonly create: (
+    options: { readonly id?: Ids.SessionId | undefined; readonly title?: string | undefined }
+  ) => Effect.Effect<Ids.SessionId, PoolError>
   /** Disposes the session's agent (if open) and deletes the session from the store. */
   readonly remove: (id: Ids.SessionId) => Effect.Effect<void, PoolError>
 }
