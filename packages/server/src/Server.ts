@@ -22,6 +22,7 @@ import { createServer } from "node:http"
 import { Api, Authentication, Principal, type SessionInfo } from "./HarnessApi.js"
 import * as Auth from "./internal/auth.js"
 import * as Events from "./internal/events.js"
+import * as Page from "./internal/page.js"
 import * as Pool from "./internal/pool.js"
 import {
   Forbidden,
@@ -264,8 +265,8 @@ const AuthenticationLive = (options: {
   )
 
 /**
- * The server on the `HttpServer` in context (see {@link layerNode} for Node's): the API, `/openapi.json` and the
- * docs page `/docs`.
+ * The server on the `HttpServer` in context (see {@link layerNode} for Node's): the API, `/openapi.json`, the
+ * docs page `/docs`, and a web page at `/` (sessions, a chat that streams, the inbox with drop, cancel).
  *
  * Contract: each session's agent is opened once, on its first request, and holds the session's writer lease until
  * the layer's scope closes (which disposes every agent) or the session is removed; a session another process
@@ -304,6 +305,9 @@ export const layer = <R = never>(
     HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes))
   ).pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+    Layer.provide(HttpApiBuilder.Router.use((router) =>
+      router.get("/", Effect.succeed(HttpServerResponse.text(Page.html, { contentType: "text/html; charset=utf-8" })))
+    )),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(
       options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({

@@ -1,0 +1,205 @@
+/**
+ * The web page served at `/`: one HTML document with a small script module, no framework and no build step, kept
+ * in the package's code so the installed package serves it as it is. It talks to the API like any client: the
+ * token from the page's own field (kept in `localStorage`), the events through `EventSource` (`?access_token=`,
+ * which cannot set headers; the browser resends `Last-Event-ID` when it reconnects by itself).
+ */
+
+const script = String.raw`
+const $ = (id) => document.getElementById(id)
+const state = { session: undefined, source: undefined, lastSeq: -1, seqs: [], status: "idle", answer: undefined }
+const token = () => $("token").value
+const api = async (method, path, body) => {
+  const response = await fetch(path, {
+    method,
+    headers: { authorization: "Bearer " + token(), "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  })
+  const text = await response.text()
+  if (!response.ok) { $("error").textContent = response.status + " " + text; throw new Error(text) }
+  $("error").textContent = ""
+  return text === "" ? undefined : JSON.parse(text)
+}
+const message = (text, source) => ({ content: [{ type: "text", text }], source: source ?? { kind: "user" } })
+const line = (cls, text) => {
+  const div = document.createElement("div")
+  div.className = cls
+  div.textContent = text
+  $("log").append(div)
+  div.scrollIntoView({ block: "end" })
+  return div
+}
+
+async function listSessions() {
+  const sessions = await api("GET", "/sessions")
+  $("sessions").replaceChildren(...sessions.map((s) => {
+    const li = document.createElement("li")
+    const a = document.createElement("a")
+    a.href = "#" + s.id
+    a.textContent = (s.title ?? s.id) + " · " + s.turns + " turns"
+    li.append(a)
+    return li
+  }))
+}
+
+async function refreshInbox() {
+  if (state.session === undefined) return
+  const items = await api("GET", "/sessions/" + state.session + "/inbox")
+  $("inbox").replaceChildren(...items.map((item) => {
+    const li = document.createElement("li")
+    li.dataset.id = item.id
+    li.textContent = item.placement + ": " + item.content.map((b) => b.text ?? "").join("") + " "
+    const drop = document.createElement("button")
+    drop.textContent = "drop"
+    drop.className = "drop"
+    drop.onclick = () => api("POST", "/sessions/" + state.session + "/withdraw", { id: item.id }).then(refreshInbox)
+    li.append(drop)
+    return li
+  }))
+}
+
+function onDurable(event) {
+  if (event.seq <= state.lastSeq) { $("duplicates").textContent = String(Number($("duplicates").textContent) + 1); return }
+  state.lastSeq = event.seq
+  state.seqs.push(event.seq)
+  $("seqs").textContent = state.seqs.join(",")
+  switch (event.type) {
+    case "user/message":
+      line("user", "› " + event.data.content.map((b) => b.text ?? "").join(""))
+      break
+    case "steering/message":
+      line("user", "↪ " + event.data.content.map((b) => b.text ?? "").join(""))
+      break
+    case "assistant/chunk":
+      if (event.data.chunk.type === "text-delta") {
+        if (state.answer === undefined) state.answer = line("assistant", "")
+        state.answer.textContent += event.data.chunk.delta
+      }
+      break
+    case "step/end":
+      state.answer = undefined
+      break
+    case "turn/end":
+      state.answer = undefined
+      line("turn", "turn " + event.data.turn + " " + event.data.reason.kind)
+      break
+  }
+}
+
+function onLive(event) {
+  if (event.type === "agent/status") {
+    state.status = event.status
+    $("status").textContent = event.status
+  }
+  if (event.type.startsWith("agent/inbox/")) refreshInbox()
+}
+
+function connect(after) {
+  state.source?.close()
+  const query = "?access_token=" + encodeURIComponent(token()) + (after >= 0 ? "&lastEventId=" + after : "")
+  const source = new EventSource("/sessions/" + state.session + "/events" + query)
+  state.source = source
+  source.onmessage = (e) => onDurable(JSON.parse(e.data))
+  source.addEventListener("live", (e) => onLive(JSON.parse(e.data)))
+  source.addEventListener("ready", () => { $("connection").textContent = "connected" })
+  // Fell behind: the server ended the stream; resume after the last seq shown.
+  source.addEventListener("overflow", () => connect(state.lastSeq))
+  source.onerror = () => { $("connection").textContent = "reconnecting" }
+}
+
+async function open(id) {
+  state.session = id
+  state.lastSeq = -1
+  state.seqs = []
+  state.answer = undefined
+  $("log").replaceChildren()
+  $("title").textContent = id
+  const snapshot = await api("GET", "/sessions/" + id + "/snapshot?tail=1")
+  $("status").textContent = snapshot.status
+  connect(-1)
+  await refreshInbox()
+}
+
+const send = (route, text, source) =>
+  api("POST", "/sessions/" + state.session + "/" + route, { message: message(text, source) }).then(refreshInbox)
+
+$("token").value = localStorage.getItem("harness-token") ?? ""
+$("token").onchange = () => { localStorage.setItem("harness-token", token()); listSessions() }
+$("new").onclick = async () => {
+  const session = await api("POST", "/sessions", {})
+  location.hash = session.id
+}
+$("prompt").onkeydown = (e) => {
+  if (e.key !== "Enter" || $("prompt").value.trim() === "") return
+  e.preventDefault()
+  const text = $("prompt").value
+  $("prompt").value = ""
+  send("steer", text)
+}
+$("queue").onclick = () => { const text = $("prompt").value; $("prompt").value = ""; send("followup", text) }
+$("inject").onclick = () => {
+  const text = $("prompt").value
+  $("prompt").value = ""
+  send("inject", text, { kind: "plugin", plugin: "web" })
+}
+$("cancel-keep").onclick = () =>
+  api("POST", "/sessions/" + state.session + "/cancel", { cause: "user", options: { keepInbox: true } }).then(refreshInbox)
+$("cancel-drop").onclick = () =>
+  api("POST", "/sessions/" + state.session + "/cancel", { cause: "user" }).then(refreshInbox)
+window.onhashchange = () => { if (location.hash.length > 1) open(decodeURIComponent(location.hash.slice(1))); listSessions() }
+if (token() !== "") listSessions()
+if (location.hash.length > 1) open(decodeURIComponent(location.hash.slice(1)))
+`
+
+/** The page. */
+export const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Harness</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; display: grid; grid-template-columns: 16rem 1fr 16rem; height: 100vh; }
+  aside, main { padding: .75rem; overflow: auto; }
+  aside { background: #f4f4f5; }
+  main { display: flex; flex-direction: column; }
+  #log { flex: 1; overflow: auto; }
+  .user { color: #1d4ed8; margin: .4rem 0; }
+  .assistant { white-space: pre-wrap; margin: .4rem 0; }
+  .turn { color: #71717a; font-size: 12px; }
+  #prompt { width: 100%; box-sizing: border-box; padding: .5rem; }
+  .bar { display: flex; gap: .4rem; margin-top: .4rem; align-items: center; }
+  #error { color: #b91c1c; }
+  .hidden { display: none; }
+</style>
+</head>
+<body>
+<aside>
+  <label>Token <input id="token" type="password" autocomplete="off"></label>
+  <h3>Sessions</h3>
+  <button id="new">New session</button>
+  <ul id="sessions"></ul>
+</aside>
+<main>
+  <h2 id="title">Pick or create a session</h2>
+  <div id="log"></div>
+  <input id="prompt" placeholder="Enter steers the running turn (or starts one); Queue adds a turn; Inject adds context">
+  <div class="bar">
+    <button id="queue">Queue</button>
+    <button id="inject">Inject</button>
+    <button id="cancel-keep">Cancel, keep inbox</button>
+    <button id="cancel-drop">Cancel, discard inbox</button>
+    <span>status: <b id="status">idle</b></span>
+    <span id="connection"></span>
+  </div>
+  <div id="error"></div>
+  <div class="hidden">seqs <span id="seqs"></span> duplicates <span id="duplicates">0</span></div>
+</main>
+<aside>
+  <h3>Inbox</h3>
+  <ul id="inbox"></ul>
+</aside>
+<script type="module">${script}</script>
+</body>
+</html>
+`
