@@ -305,9 +305,11 @@ export const layer = <R = never>(
     HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes))
   ).pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
-    Layer.provide(HttpApiBuilder.Router.use((router) =>
-      router.get("/", Effect.succeed(HttpServerResponse.text(Page.html, { contentType: "text/html; charset=utf-8" })))
-    )),
+    Layer.provide(
+      HttpApiBuilder.Router.use((router) =>
+        router.get("/", Effect.succeed(HttpServerResponse.text(Page.html, { contentType: "text/html; charset=utf-8" })))
+      )
+    ),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(
       options.cors === undefined ? Layer.empty : HttpApiBuilder.middlewareCors({

@@ -5,9 +5,9 @@
  * `test-output/` (git-ignored).
  */
 import { assert, describe, it } from "@effect/vitest"
-import chromium from "@sparticuz/chromium"
 import { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
+import chromium from "@sparticuz/chromium"
 import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
 import { chromium as playwright, type Page } from "playwright-core"
@@ -32,72 +32,85 @@ const rendered = (page: Page) =>
   }))
 
 describe("the web page", () => {
-  it.live("send, stream, queue two and drop one, cancel keeping the inbox, reload mid-turn", () =>
-    Effect.gen(function*() {
-      const server = yield* serve(SessionStore.layerMemory, [
-        ScriptedModel.reply(ScriptedModel.text("Hello "), ScriptedModel.text("from "), ScriptedModel.text("the page.")),
-        ScriptedModel.hanging(ScriptedModel.text("working on it")),
-        ScriptedModel.textResponse("first queued, done."),
-        ScriptedModel.hanging(ScriptedModel.text("a long answer"))
-      ])
-      const client = yield* server.client()
-      const { id } = yield* client.sessions.create({ payload: { title: "from the browser" } })
-      const b = yield* browser
-      const page = yield* Effect.promise(() => b.newPage({ viewport: { width: 1100, height: 640 } }))
-      yield* Effect.promise(async () => {
-        await page.addInitScript("localStorage.setItem('harness-token', 'send-secret')")
-        await page.goto(`${server.baseUrl}/#${id}`)
-        await page.waitForSelector("text=connected")
-        // The session list shows the session.
-        assert.include((await texts(page, "#sessions li")).join(), "from the browser")
+  it.live(
+    "send, stream, queue two and drop one, cancel keeping the inbox, reload mid-turn",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* serve(SessionStore.layerMemory, [
+          ScriptedModel.reply(
+            ScriptedModel.text("Hello "),
+            ScriptedModel.text("from "),
+            ScriptedModel.text("the page.")
+          ),
+          ScriptedModel.hanging(ScriptedModel.text("working on it")),
+          ScriptedModel.textResponse("first queued, done."),
+          ScriptedModel.hanging(ScriptedModel.text("a long answer"))
+        ])
+        const client = yield* server.client()
+        const { id } = yield* client.sessions.create({ payload: { title: "from the browser" } })
+        const b = yield* browser
+        const page = yield* Effect.promise(() => b.newPage({ viewport: { width: 1100, height: 640 } }))
+        yield* Effect.promise(async () => {
+          await page.addInitScript("localStorage.setItem('harness-token', 'send-secret')")
+          await page.goto(`${server.baseUrl}/#${id}`)
+          await page.waitForSelector("text=connected")
+          // The session list shows the session.
+          assert.include((await texts(page, "#sessions li")).join(), "from the browser")
 
-        // Enter on an idle agent starts a turn; the answer streams into the page.
-        await page.fill("#prompt", "say hello")
-        await page.press("#prompt", "Enter")
-        await page.waitForSelector(".assistant:has-text('Hello from the page.')")
-        await page.waitForSelector(".turn:has-text('turn 1 completed')")
+          // Enter on an idle agent starts a turn; the answer streams into the page.
+          await page.fill("#prompt", "say hello")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector(".assistant:has-text('Hello from the page.')")
+          await page.waitForSelector(".turn:has-text('turn 1 completed')")
 
-        // A turn that keeps running; two queued while it runs, one dropped.
-        await page.fill("#prompt", "work")
-        await page.press("#prompt", "Enter")
-        await page.waitForSelector(".assistant:has-text('working on it')")
-        await page.fill("#prompt", "queued one")
-        await page.click("#queue")
-        await page.fill("#prompt", "queued two")
-        await page.click("#queue")
-        await page.waitForFunction("document.querySelectorAll(\'#inbox li\').length === 2")
-        await page.click("#inbox li:has-text('queued two') .drop")
-        await page.waitForFunction("document.querySelectorAll(\'#inbox li\').length === 1")
-        assert.include((await texts(page, "#inbox li")).join(), "queued one")
-        mkdirSync(output, { recursive: true })
-        await page.screenshot({ path: new URL("page.png", output).pathname })
+          // A turn that keeps running; two queued while it runs, one dropped.
+          await page.fill("#prompt", "work")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector(".assistant:has-text('working on it')")
+          await page.fill("#prompt", "queued one")
+          await page.click("#queue")
+          await page.fill("#prompt", "queued two")
+          await page.click("#queue")
+          await page.waitForFunction("document.querySelectorAll('#inbox li').length === 2")
+          await page.click("#inbox li:has-text('queued two') .drop")
+          await page.waitForFunction("document.querySelectorAll('#inbox li').length === 1")
+          assert.include((await texts(page, "#inbox li")).join(), "queued one")
+          mkdirSync(output, { recursive: true })
+          await page.screenshot({ path: new URL("page.png", output).pathname })
 
-        // Cancel keeping the inbox: the turn ends aborted and the kept item runs next.
-        await page.click("#cancel-keep")
-        await page.waitForSelector(".turn:has-text('turn 2 aborted')")
-        await page.waitForSelector(".assistant:has-text('first queued, done.')")
-        await page.waitForSelector(".turn:has-text('turn 3 completed')")
-        await page.waitForFunction("document.querySelectorAll(\'#inbox li\').length === 0")
+          // Cancel keeping the inbox: the turn ends aborted and the kept item runs next.
+          await page.click("#cancel-keep")
+          await page.waitForSelector(".turn:has-text('turn 2 aborted')")
+          await page.waitForSelector(".assistant:has-text('first queued, done.')")
+          await page.waitForSelector(".turn:has-text('turn 3 completed')")
+          await page.waitForFunction("document.querySelectorAll('#inbox li').length === 0")
 
-        // A turn running while the page reloads.
-        await page.fill("#prompt", "a long one")
-        await page.press("#prompt", "Enter")
-        await page.waitForSelector(".assistant:has-text('a long answer')")
-        await page.reload()
-        await page.waitForSelector("text=connected")
-        await page.waitForSelector(".assistant:has-text('a long answer')")
-      })
-      const { duplicates, seqs } = yield* rendered(page)
-      const log = yield* client.sessions.snapshot({ path: { id }, urlParams: { tail: 1 } })
-      assert.strictEqual(duplicates, 0)
-      assert.deepStrictEqual(seqs, Array.from({ length: log.lastSeq + 1 }, (_, i) => i))
-      const shown = yield* Effect.promise(() => texts(page, "#log > div"))
-      assert.deepStrictEqual(shown.filter((t) => t.startsWith("›")), ["› say hello", "› work", "› queued one", "› a long one"])
-      assert.deepStrictEqual(shown.filter((t) => t.startsWith("turn")), [
-        "turn 1 completed",
-        "turn 2 aborted",
-        "turn 3 completed"
-      ])
-      yield* client.agent.cancel({ path: { id }, payload: { cause: "user" } })
-    }).pipe(Effect.scoped), 180_000)
+          // A turn running while the page reloads.
+          await page.fill("#prompt", "a long one")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector(".assistant:has-text('a long answer')")
+          await page.reload()
+          await page.waitForSelector("text=connected")
+          await page.waitForSelector(".assistant:has-text('a long answer')")
+        })
+        const { duplicates, seqs } = yield* rendered(page)
+        const log = yield* client.sessions.snapshot({ path: { id }, urlParams: { tail: 1 } })
+        assert.strictEqual(duplicates, 0)
+        assert.deepStrictEqual(seqs, Array.from({ length: log.lastSeq + 1 }, (_, i) => i))
+        const shown = yield* Effect.promise(() => texts(page, "#log > div"))
+        assert.deepStrictEqual(shown.filter((t) => t.startsWith("›")), [
+          "› say hello",
+          "› work",
+          "› queued one",
+          "› a long one"
+        ])
+        assert.deepStrictEqual(shown.filter((t) => t.startsWith("turn")), [
+          "turn 1 completed",
+          "turn 2 aborted",
+          "turn 3 completed"
+        ])
+        yield* client.agent.cancel({ path: { id }, payload: { cause: "user" } })
+      }).pipe(Effect.scoped),
+    180_000
+  )
 })
