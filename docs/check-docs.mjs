@@ -27,6 +27,7 @@ const categories = {
   agent: ["constructors", "errors", "guards", "layers", "models", "services", "utils"],
   testkit: ["constructors", "invariants", "layers", "models", "rendering", "replies", "services"],
   tools: ["constants", "constructors", "errors", "layers", "models", "schemas", "tools"],
+  mcp: ["constants", "constructors", "errors", "layers", "models", "schemas", "services", "utils"],
   llm: ["constants", "constructors", "errors", "layers", "models", "utils"],
   "store-sql": ["constants", "constructors", "models", "utils"],
   "store-sqlite": ["constructors", "layers", "models"],

@@ -21,6 +21,7 @@ export const products = [
   "agent",
   "testkit",
   "tools",
+  "mcp",
   "llm",
   "goal",
   "store-sql",

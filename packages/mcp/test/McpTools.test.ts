@@ -41,8 +41,11 @@ const call = (tools: ReadonlyArray<AgentTool.AgentTool>, name: string, args: obj
 
 /** The failure of a call, which must be an `McpError`. */
 const failure = (tools: ReadonlyArray<AgentTool.AgentTool>, name: string, args: object = {}) =>
-  Effect.flatMap(Effect.flip(call(tools, name, args)), (error) =>
-    error instanceof McpError.McpError ? Effect.succeed(error) : Effect.dieMessage(`not an McpError: ${error}`))
+  Effect.flatMap(
+    Effect.flip(call(tools, name, args)),
+    (error) =>
+      error instanceof McpError.McpError ? Effect.succeed(error) : Effect.dieMessage(`not an McpError: ${error}`)
+  )
 
 describe("MCP tools over stdio (the official SDK's server as a child process)", () => {
   it.scoped("lists the server's tools under <server>__<tool>, advertises its JSON Schema, and calls them", () =>
@@ -194,7 +197,8 @@ describe("an agent turn with MCP tools", () => {
       const agent = yield* Agent.make({
         tools,
         hooks: {
-          toolApproval: ({ name }) => Effect.sync(() => approvals.push(name)).pipe(Effect.as({ kind: "allow" as const }))
+          toolApproval: ({ name }) =>
+            Effect.sync(() => approvals.push(name)).pipe(Effect.as({ kind: "allow" as const }))
         }
       })
       const model = yield* S.ScriptedModel
