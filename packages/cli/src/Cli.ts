@@ -39,6 +39,13 @@ const global = {
   ),
   offline: Options.boolean("offline").pipe(
     Options.withDescription("Use the offline model even when an API key is configured.")
+  ),
+  mcp: Options.text("mcp").pipe(
+    Options.withDescription(
+      "An MCP server whose tools the agent gets: <name>=<command line> (stdio) or <name>=<url> (Streamable HTTP); " +
+        "repeatable; added to .harness/mcp.json's."
+    ),
+    Options.repeated
   )
 }
 

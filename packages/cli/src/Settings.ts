@@ -6,6 +6,7 @@
  * @since 0.0.0
  */
 import type { FileSystem, Path } from "@effect/platform"
+import type { McpSettings } from "@harness/mcp"
 import type { Effect, Option, Redacted } from "effect"
 import type { SettingsError } from "./CliError.js"
 import * as internal from "./internal/settings.js"
@@ -68,6 +69,19 @@ export interface Flags {
   readonly store: Option.Option<string>
   readonly workspace: Option.Option<string>
   readonly offline: boolean
+  /** `--mcp <name>=<command line>` or `<name>=<url>`, repeatable: MCP servers whose tools the agent gets. */
+  readonly mcp?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * An MCP server whose tools the agent gets, from `.harness/mcp.json` in the workspace or a `--mcp` flag (which
+ * replaces a file entry of the same name).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface McpServer extends Setting<typeof McpSettings.ServerSettings.Type> {
+  readonly name: string
 }
 
 /**
@@ -94,6 +108,8 @@ export interface Settings {
    * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.
    */
   readonly llm: ReadonlyArray<NamedSetting>
+  /** The MCP servers, in order: the settings file's, then the flags'. */
+  readonly mcp: ReadonlyArray<McpServer>
 }
 
 /**

@@ -18,6 +18,7 @@ import { Config, Duration, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
 import * as OfflineModel from "../OfflineModel.js"
 import type { Settings, StoreLocation } from "../Settings.js"
+import * as McpServers from "./mcpServers.js"
 
 /** The system prompt of every CLI agent. */
 export const system = "You are Harness, a terse assistant working in the user's workspace. Use the workspace " +
@@ -92,6 +93,7 @@ export const makeAgent = (
     const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
     )
+    const mcp = settings.mcp.length === 0 ? [] : yield* McpServers.tools(settings.mcp)
     const plugin = yield* Goals.make({ workspace: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the goal system: ${e.message}` }))
     )
@@ -99,7 +101,7 @@ export const makeAgent = (
       Agent.make({
         session,
         system,
-        tools: [...plugin.tools, ...tools],
+        tools: [...plugin.tools, ...tools, ...mcp],
         hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
         provider: settings.provider.value

@@ -6,6 +6,7 @@ import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Effect, Option, Redacted } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
+import * as McpServers from "./mcpServers.js"
 import { redactText, redactUrl } from "./redact.js"
 
 /** Environment variables per setting, highest precedence first. */
@@ -247,7 +248,8 @@ export const resolve = (flags: Flags) =>
           })
         )
     ).pipe(Effect.mapError(settingsError("the provider settings")))
-    return { workspace, store, provider, model, baseUrl, apiKey, pace, doublePress, llm } satisfies Settings
+    const mcp = yield* McpServers.resolve(workspace.value, flags.mcp ?? [])
+    return { workspace, store, provider, model, baseUrl, apiKey, pace, doublePress, llm, mcp } satisfies Settings
   })
 
 export const render = (
@@ -278,7 +280,15 @@ export const render = (
     ],
     ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
     ["double-press", `${settings.doublePress.value} ms`, settings.doublePress.origin, descriptions.doublePress],
-    ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const)
+    ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const),
+    ...settings.mcp.map((server) =>
+      [
+        `mcp ${server.name}`,
+        McpServers.show(server),
+        server.origin,
+        "An MCP server whose tools the agent gets."
+      ] as const
+    )
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
   const valueWidth = Math.min(60, Math.max(...rows.map(([, value]) => value.length)))
