@@ -40,6 +40,7 @@ const onDemand = [
   "session",
   "domain",
   "tools",
+  "mcp",
   "goal",
   "store-sqlite",
   "store-jsonl",

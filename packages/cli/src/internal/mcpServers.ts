@@ -3,28 +3,26 @@
  * flag replaces a file entry of the same name). Their tools join the agent's; the MCP client (the SDK) is loaded
  * only when a server is configured.
  */
-import { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import type { AgentTool } from "@harness/agent"
 import * as McpSettings from "@harness/mcp/McpSettings"
 import type { Scope } from "effect"
 import { Effect, Either, Option, Schema } from "effect"
 import { CommandError, SettingsError } from "../CliError.js"
 import type { McpServer } from "../Settings.js"
-import { redactText, redactUrl } from "./redact.js"
-
-/** The settings file's place in a workspace. */
-export const settingsFile = (path: Path.Path, workspace: string) => path.join(workspace, ".harness", "mcp.json")
+import { redactText } from "./redact.js"
 
 const File = Schema.parseJson(
   Schema.Struct({ mcpServers: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
 )
 
-/** Reads the file's servers (none when there is no file) and the flags' servers, in that order, checked. */
-export const resolve = (workspace: string, flags: ReadonlyArray<string>) =>
+/**
+ * Reads the servers of the settings `file` (`.harness/mcp.json`; none when there is no file) and the flags' servers,
+ * in that order, checked.
+ */
+export const resolve = (file: string, flags: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const file = settingsFile(path, workspace)
     const servers = new Map<string, McpServer>()
     const text = yield* Effect.option(fs.readFileString(file))
     if (Option.isSome(text)) {
@@ -58,13 +56,6 @@ export const resolve = (workspace: string, flags: ReadonlyArray<string>) =>
     }
     return [...servers.values()]
   })
-
-/** How a server is shown: its command line, or its URL with any credential redacted. */
-export const show = (server: McpServer): string =>
-  "url" in server.value
-    ? redactUrl(server.value.url)
-    : [server.value.command, ...server.value.args].map((word) => (/\s/.test(word) ? JSON.stringify(word) : word))
-      .join(" ")
 
 /** The servers' tools, connected for the scope; a server that cannot be used is a `CommandError` naming it. */
 export const tools = (

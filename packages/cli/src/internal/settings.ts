@@ -5,8 +5,7 @@ import { FileSystem, Path } from "@effect/platform"
 import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Effect, Option, Redacted } from "effect"
 import { SettingsError } from "../CliError.js"
-import type { Flags, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
-import * as McpServers from "./mcpServers.js"
+import type { Flags, McpServer, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
 import { redactText, redactUrl } from "./redact.js"
 
 /** Environment variables per setting, highest precedence first. */
@@ -248,9 +247,24 @@ export const resolve = (flags: Flags) =>
           })
         )
     ).pipe(Effect.mapError(settingsError("the provider settings")))
-    const mcp = yield* McpServers.resolve(workspace.value, flags.mcp ?? [])
+    // The MCP settings (and the package that checks them) are loaded only when there are some.
+    const mcpFlags = flags.mcp ?? []
+    const mcpFile = path.join(workspace.value, ".harness", "mcp.json")
+    const mcp = mcpFlags.length === 0 && !(yield* Effect.orElseSucceed(fs.exists(mcpFile), () => false))
+      ? []
+      : yield* Effect.flatMap(
+        Effect.promise(() => import("./mcpServers.js")),
+        (McpServers) => McpServers.resolve(mcpFile, mcpFlags)
+      )
     return { workspace, store, provider, model, baseUrl, apiKey, pace, doublePress, llm, mcp } satisfies Settings
   })
+
+/** How an MCP server is shown: its command line, or its URL with any credential redacted. */
+const showMcpServer = (server: McpServer): string =>
+  "url" in server.value
+    ? redactUrl(server.value.url)
+    : [server.value.command, ...server.value.args].map((word) => (/\s/.test(word) ? JSON.stringify(word) : word))
+      .join(" ")
 
 export const render = (
   settings: Settings,
@@ -284,7 +298,7 @@ export const render = (
     ...settings.mcp.map((server) =>
       [
         `mcp ${server.name}`,
-        McpServers.show(server),
+        showMcpServer(server),
         server.origin,
         "An MCP server whose tools the agent gets."
       ] as const
