@@ -1,6 +1,6 @@
 /**
- * The `harness` command line, built with `@effect/cli`: `run`, `chat`, `demo`, `sessions …` and `config`. Every
- * command accepts the global settings (`--model`, `--base-url`, `--store`, `--workspace`, `--offline`), which can
+ * The `harness` command line, built with `@effect/cli`: `run`, `chat`, `demo`, `sessions …`, `config` and `mcp`.
+ * Every command accepts the global settings (`--model`, `--base-url`, `--store`, `--workspace`, `--offline`), which can
  * also come from the environment (see `Settings`). `bin.ts` only wires this to Node.
  *
  * @since 0.0.0
@@ -380,6 +380,39 @@ const config = Command.make(
     "  harness config --describe"
 ))
 
+// --- mcp ---------------------------------------------------------------------------------------------------------
+
+const mcp = Command.make(
+  "mcp",
+  {
+    ...global,
+    session: sessionOption,
+    expose: Options.text("expose").pipe(
+      Options.withDescription(
+        "The operations served as MCP tools, comma-separated, from send, followup, steer, inject, inbox, withdraw, " +
+          "cancel, status, events (default: status,events,inbox,followup)."
+      ),
+      Options.optional
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      const Mcp = yield* Effect.promise(() => import("./internal/mcp.js"))
+      const expose = Option.match(config.expose, { onNone: () => Mcp.defaultExpose, onSome: Mcp.parseExpose })
+      if (typeof expose === "string") return yield* new SettingsError({ setting: "--expose", message: expose })
+      yield* withAgent(settings, (loaded) =>
+        Effect.flatMap(
+          sessionOf(loaded, config.session),
+          (session) => Mcp.serve(settings, { expose, session })
+        ))
+    })
+).pipe(Command.withDescription(
+  "Serve an agent's operations (send, steer, inbox, cancel, …) as MCP tools over stdio, for another agent or an MCP " +
+    "client; the workspace tools stay the agent's own.\nExamples:\n  harness mcp\n" +
+    "  harness mcp --expose status,events,inbox,followup,steer,cancel --session 3f2a"
+))
+
 // --- root --------------------------------------------------------------------------------------------------------
 
 /**
@@ -393,7 +426,7 @@ export const command = Command.make("harness").pipe(
     "Harness: an agent you can talk to while it works. Runs offline (no API key) until DEEPSEEK_API_KEY or " +
       "--base-url is set.\nStart with: harness demo"
   ),
-  Command.withSubcommands([run, chat, demo, sessions, config, serve({ global, settingsOf, withAgent })])
+  Command.withSubcommands([run, chat, demo, sessions, config, serve({ global, settingsOf, withAgent }), mcp])
 )
 
 /**

@@ -1,0 +1,110 @@
+/**
+ * `harness mcp`, driven by the official MCP SDK's client as a real child process over stdio: the operations are
+ * tools, a followup starts a turn, a steer joins it while it runs (the offline model at one word a minute holds the
+ * turn), the inbox shows it, and a cancel ends the turn and discards it — all visible in the session's events.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { Effect } from "effect"
+import { bin, cleanEnv, tempDir } from "./support.js"
+
+const connect = (args: ReadonlyArray<string>) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const [dir, cleanup] = tempDir()
+      const env = cleanEnv({ HARNESS_OFFLINE_PACE_MS: "60000" })
+      const client = new Client({ name: "test", version: "1.0.0" })
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [bin, "mcp", "--offline", "--store", "memory", ...args],
+          cwd: dir,
+          env: Object.fromEntries(Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [[k, v]]))),
+          stderr: "inherit"
+        })
+      )
+      return { client, cleanup }
+    }),
+    ({ cleanup, client }) => Effect.promise(() => client.close().finally(cleanup))
+  ).pipe(Effect.map(({ client }) => client))
+
+/** Calls a tool and parses its JSON answer; `isError` comes back beside it. */
+const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
+  Effect.promise(async () => {
+    const result = await client.callTool({ name, arguments: args })
+    const content = result.content as ReadonlyArray<{ readonly type: string; readonly text: string }>
+    return { isError: result.isError === true, value: JSON.parse(content[0]!.text) as unknown }
+  })
+
+const message = (text: string) => ({ content: [{ type: "text", text }], source: { kind: "user" } })
+
+/** Asks for the status until it is `wanted` (each ask is a round trip to the server; bounded). */
+const statusBecomes = (client: Client, wanted: string) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 2000; attempt++) {
+      const { value } = yield* call(client, "status")
+      if ((value as { readonly status: string }).status === wanted) return
+    }
+    assert.fail(`the status never became ${wanted}`)
+  })
+
+describe("harness mcp", { timeout: 180_000 }, () => {
+  it.scoped("an MCP client sends, steers while the turn runs, reads the inbox and the events, and cancels", () =>
+    Effect.gen(function*() {
+      const client = yield* connect(["--expose", "status,events,inbox,followup,steer,cancel"])
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      assert.deepStrictEqual(tools.map((t) => t.name).sort(), [
+        "cancel",
+        "events",
+        "followup",
+        "inbox",
+        "status",
+        "steer"
+      ])
+      // The parameters are the operation's payload, derived from its request schema (no `_tag`).
+      const followupTool = tools.find((t) => t.name === "followup")!
+      assert.includeMembers(Object.keys(followupTool.inputSchema.properties ?? {}), ["message"])
+      assert.notInclude(Object.keys(followupTool.inputSchema.properties ?? {}), "_tag")
+
+      const first = yield* call(client, "followup", { message: message("count to a hundred") })
+      assert.isFalse(first.isError)
+      assert.isString(first.value)
+      yield* statusBecomes(client, "running")
+      const steered = yield* call(client, "steer", { message: message("only to ten") })
+      assert.isFalse(steered.isError)
+      const inbox = yield* call(client, "inbox")
+      assert.deepStrictEqual(
+        (inbox.value as ReadonlyArray<{ readonly id: string; readonly placement: string }>).map((item) => [
+          item.id,
+          item.placement
+        ]),
+        [[steered.value as string, "steering"]]
+      )
+
+      assert.isFalse((yield* call(client, "cancel", { cause: "user" })).isError)
+      yield* statusBecomes(client, "idle")
+      assert.deepStrictEqual((yield* call(client, "inbox")).value, [])
+      const events = (yield* call(client, "events", { since: 0 })).value as ReadonlyArray<
+        { readonly type: string; readonly data: { readonly reason?: { readonly kind: string } } }
+      >
+      const types = events.map((e) => e.type)
+      assert.include(types, "user/message")
+      assert.strictEqual(events.findLast((e) => e.type === "turn/end")?.data.reason?.kind, "aborted")
+    }))
+
+  it.scoped("only the exposed operations exist; bad arguments are an error result naming the problem", () =>
+    Effect.gen(function*() {
+      const client = yield* connect([])
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      assert.deepStrictEqual(tools.map((t) => t.name).sort(), ["events", "followup", "inbox", "status"])
+      const bad = yield* call(client, "followup", { message: { content: "not blocks" } })
+      assert.isTrue(bad.isError)
+      assert.strictEqual((bad.value as { readonly _tag: string })._tag, "InvalidArguments")
+      // An operation that is not exposed does not exist.
+      const refused = yield* Effect.flip(
+        Effect.tryPromise(() => client.callTool({ name: "cancel", arguments: { cause: "user" } }))
+      )
+      assert.include(String(refused.cause), "not found")
+    }))
+})
