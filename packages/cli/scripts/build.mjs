@@ -30,8 +30,9 @@ const result = await build({
   target: "node20",
   metafile: true,
   logLevel: "warning",
-  // Native or optional modules stay outside the bundle and load from node_modules.
-  external: ["better-sqlite3", "pg-native"],
+  // Native or optional modules stay outside the bundle and load from node_modules; so does the MCP SDK (a dependency
+  // of the CLI, loaded only when an MCP server is configured), whose Ajv carries code templates that name packages.
+  external: ["better-sqlite3", "pg-native", "@modelcontextprotocol/sdk"],
   // The workspace packages from their sources (their `exports` point at dist/ only without this condition).
   conditions: ["@harness/source"],
   banner: {
