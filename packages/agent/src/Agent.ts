@@ -134,6 +134,48 @@ export interface Service {
    * `InvalidMessageError`.
    */
   readonly withdraw: (id: Operations.Withdraw["id"]) => Result<Operations.Withdraw>
+  /**
+   * Replaces a pending item's content and source (queued, parked or steering), keeping its id, placement, waking
+   * and position (ADR 0050).
+   *
+   * Contract: the message is decoded as a send's is (invalid input fails with `InvalidMessageError` and changes
+   * nothing); the change is decided holding the acceptance window's lock, so the driver cannot claim (nor a drain
+   * log) the item at the same time: either the turn sees the old content or the new one, never both. It is recorded
+   * durably (`inbox/revised`, so a resume restores the edited item where it was) and published as
+   * `agent/inbox/edit`; it returns once the record is durable. An item no longer pending fails with
+   * `InboxChangeError` `taken` (`unknown` for an id never accepted, `disposed` after disposal). Answers the item.
+   */
+  readonly edit: (id: Operations.Edit["id"], message: Operations.Edit["message"]) => Result<Operations.Edit>
+  /**
+   * Moves a pending item to `position` (0 is first; beyond the end is last) within its FIFO: a queued turn among
+   * the queued turns, steering among the steering. Decided, recorded and published (`agent/inbox/move` with its
+   * index afterwards) as {@link edit} is, failing the same way; answers the item (its `order` is the rank it took).
+   */
+  readonly move: (id: Operations.Move["id"], position: Operations.Move["position"]) => Result<Operations.Move>
+  /**
+   * Turns a queued (or parked) turn into steering of the open admission or turn: it joins at the next drain point
+   * (R48). Fails with `InboxChangeError` `no-open-turn` when the window is closed (R24), `not-queued` for an item
+   * that is steering already, otherwise as {@link edit}. Published as `agent/inbox/place` (`steering`).
+   */
+  readonly promote: (id: Operations.Promote["id"]) => Result<Operations.Promote>
+  /**
+   * Turns steering not yet drained into a waking queued turn, last in the queued FIFO (it runs after the open turn).
+   * Fails with `InboxChangeError` `not-steering` for a queued item, otherwise as {@link edit}. Published as
+   * `agent/inbox/place` (`queued`).
+   */
+  readonly demote: (id: Operations.Demote["id"]) => Result<Operations.Demote>
+  /**
+   * The fate of an accepted message, computed from the session log's events and inbox records (ADR 0050), never
+   * from memory: it reads the same after a restart over the same store. `pending`, `staged`, `ran { turn }`, `joined
+   * { turn, step }`, `applied`, `discarded { cause }`, `withdrawn`, `rejected { reason }`, or `unknown` for an id
+   * never accepted here. Reads the store: for occasional questions, not per send.
+   */
+  readonly receipt: (id: Operations.Receipt["id"]) => Result<Operations.Receipt>
+  /**
+   * Waits for a message's final receipt (anything but `pending` or `staged`) and answers it; after disposal it
+   * answers the receipt as it is (a pending item waits for a resume).
+   */
+  readonly awaitReceipt: (id: Operations.AwaitReceipt["id"]) => Result<Operations.AwaitReceipt>
   /** Waits until the agent is quiescent: no activity and no waking item queued (parked items do not count). */
   readonly whenIdle: Effect.Effect<void>
   /** `running` from the first claim of work until nothing waking is left. */
@@ -200,6 +242,20 @@ export interface Options<R = never> {
    * context is logged at once, and parked items stay parked.
    */
   readonly restoredInbox?: "wake" | "park" | undefined
+  /**
+   * The most pending items (queued turns and steering; staged context does not count) the inbox holds; unbounded
+   * when absent (ADR 0050). A server taking sends from the network should set it (a few hundred is plenty for
+   * people; size it to what one session may reasonably have queued), so a flood cannot grow memory and the durable
+   * inbox without end. What a send beyond it does is {@link overflow}.
+   */
+  readonly maxPending?: number | undefined
+  /**
+   * What a send that would exceed {@link maxPending} does: `reject` (default: fails with `InboxFullError`, accepting
+   * nothing), `dropOldest` (the oldest pending item is discarded to make room: `agent/inbox/discard { reason:
+   * "overflow" }`), `dropNewest` (the new message is accepted and discarded at once, the same way; its receipt says
+   * so).
+   */
+  readonly overflow?: "reject" | "dropOldest" | "dropNewest" | undefined
 }
 
 /**
@@ -292,6 +348,18 @@ export const execute = (agent: Service) => <O extends Operations.Operation>(oper
         return agent.withdraw(op.id)
       case "ListInbox":
         return agent.inbox
+      case "Edit":
+        return agent.edit(op.id, op.message)
+      case "Move":
+        return agent.move(op.id, op.position)
+      case "Promote":
+        return agent.promote(op.id)
+      case "Demote":
+        return agent.demote(op.id)
+      case "Receipt":
+        return agent.receipt(op.id)
+      case "AwaitReceipt":
+        return agent.awaitReceipt(op.id)
     }
   }
   return Effect.suspend(run) as Result<O>

@@ -51,6 +51,46 @@ export const BatchError = Operations.BatchError
 export type BatchError = Operations.BatchError
 
 /**
+ * A pending item could not be edited, moved, promoted or demoted; `reason` says why (`unknown`, `taken`,
+ * `not-queued`, `not-steering`, `no-open-turn`, `disposed`).
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const InboxChangeError = Operations.InboxChangeError
+/**
+ * @since 0.0.0
+ * @category errors
+ */
+export type InboxChangeError = Operations.InboxChangeError
+
+/**
+ * A send said `whenBusy: "reject"` while a turn was running: nothing was accepted.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const TurnRunningError = Operations.TurnRunningError
+/**
+ * @since 0.0.0
+ * @category errors
+ */
+export type TurnRunningError = Operations.TurnRunningError
+
+/**
+ * A send would have taken a bounded inbox past `maxPending` (with `overflow: "reject"`): nothing was accepted.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const InboxFullError = Operations.InboxFullError
+/**
+ * @since 0.0.0
+ * @category errors
+ */
+export type InboxFullError = Operations.InboxFullError
+
+/**
  * Input given to an operation was refused; `reason` says why (`schema`, `not-plain`, `accessor`, `cycle`,
  * `too-deep`, `too-large`, `unreadable`).
  *
@@ -95,6 +135,9 @@ export type AgentError =
   | AgentDisposedError
   | AgentBusyError
   | BatchError
+  | InboxChangeError
+  | InboxFullError
+  | TurnRunningError
   | InvalidMessageError
   | Log.SessionLogError
 
@@ -110,6 +153,9 @@ export const AgentError: Schema.Union<
     typeof Operations.AgentDisposedError,
     typeof Operations.AgentBusyError,
     typeof Operations.BatchError,
+    typeof Operations.InboxChangeError,
+    typeof Operations.InboxFullError,
+    typeof Operations.TurnRunningError,
     typeof Message.InvalidMessageError,
     typeof Log.SessionLogError
   ]
@@ -118,6 +164,9 @@ export const AgentError: Schema.Union<
   Operations.AgentDisposedError,
   Operations.AgentBusyError,
   Operations.BatchError,
+  Operations.InboxChangeError,
+  Operations.InboxFullError,
+  Operations.TurnRunningError,
   Message.InvalidMessageError,
   Log.SessionLogError
 )

@@ -38,6 +38,16 @@ export type Op =
    */
   | { readonly _tag: "withdraw"; readonly pick: number; readonly pending: boolean }
   | TakeBack
+  /**
+   * Change one of the items pending now (ADR 0050): edit its content, move it to `position`, promote or demote it;
+   * a refusal (`InboxChangeError`) is an expected answer.
+   */
+  | {
+    readonly _tag: "change"
+    readonly change: "edit" | "move" | "promote" | "demote"
+    readonly pick: number
+    readonly position: number
+  }
   /** Let the agent run (advancing the clock) until it is idle, or nothing is left to wake it (bounded). */
   | { readonly _tag: "settle" }
   /** Append these replies to the model's script (an episode's own replies, pushed as it starts). */
@@ -176,6 +186,14 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<
       weight: 2
     },
     { arbitrary: takeBack, weight: 3 },
+    {
+      arbitrary: fc.record({
+        change: fc.constantFrom("edit" as const, "move" as const, "promote" as const, "demote" as const),
+        pick: fc.nat({ max: 20 }),
+        position: fc.nat({ max: 4 })
+      }).map((change): Op => ({ _tag: "change", ...change })),
+      weight: 2
+    },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: 4

@@ -5,7 +5,7 @@
  */
 import { LanguageModel, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
-import type { AgentEvent, Ids as IdsT, SessionEvent, Turn } from "@harness/domain"
+import type { AgentEvent, Ids as IdsT, Inbox, SessionEvent, Turn } from "@harness/domain"
 import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
@@ -147,6 +147,19 @@ const loggedIds = (log: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray
       ? [event.data.messageId]
       : []
   )
+
+/** The testkit's fate each receipt stands for (`unknown` stands for none: every id checked was accepted). */
+const receiptFate: Record<Inbox.Receipt["_tag"], Invariants.Fate | undefined> = {
+  pending: "pending",
+  staged: "pending",
+  ran: "logged",
+  joined: "logged",
+  applied: "logged",
+  discarded: "discarded",
+  withdrawn: "discarded",
+  rejected: "dropped",
+  unknown: undefined
+}
 
 /**
  * The restart after a run on a durable store: the session is reopened from the store (a new process), its pending
@@ -519,6 +532,24 @@ export const run = (scenario: Scenario) =>
             if (pool.length === 0) return
             return yield* withdraw(op, DomainIds.AgentMessageId.make(pool[op.pick % pool.length]!))
           }
+          case "change": {
+            const listed = yield* guarded(op, agent.inbox)
+            if (listed === undefined || listed.length === 0) return
+            const id = listed[op.pick % listed.length]!.id
+            const changed = op.change === "edit"
+              ? agent.edit(id, Message.make(`edited ${id}`))
+              : op.change === "move"
+              ? agent.move(id, op.position)
+              : op.change === "promote"
+              ? agent.promote(id)
+              : agent.demote(id)
+            const result = yield* guarded(op, Effect.either(changed))
+            if (result === undefined || result._tag === "Right") return
+            if (result.left._tag !== "InboxChangeError") {
+              yield* anomaly(`${op.change} ${id} failed: ${result.left.message}`)
+            }
+            return
+          }
           case "script":
             return yield* model.push(...op.replies.map(toReply))
           case "settle": {
@@ -558,6 +589,14 @@ export const run = (scenario: Scenario) =>
     if (scenario.end === "drain") {
       const idle = yield* Effect.fork(agent.whenIdle)
       if (yield* driveUntilDone(idle, DRAIN_ROUNDS)) {
+        // Receipts (ADR 0050), computed from the log, agree with the fates the live events and the log tell.
+        const events = yield* recorder.events
+        const fates = Invariants.fates(events, yield* agent.log, (yield* Ref.get(ids)).accepted)
+        for (const [id, fate] of fates) {
+          const receipt = yield* agent.receipt(DomainIds.AgentMessageId.make(id)).pipe(Effect.orDie)
+          const expected = receiptFate[receipt._tag]
+          if (expected !== fate) yield* anomaly(`at quiescence: ${id}'s receipt is ${receipt._tag}, its fate ${fate}`)
+        }
         quiescent = {
           events: yield* recorder.events,
           log: yield* agent.log,
@@ -715,7 +754,7 @@ const parkedWaitProblems = (
   parked: ReadonlySet<string>
 ): ReadonlyArray<string> => {
   const out: Array<string> = []
-  // Outstanding queued items, in acceptance order.
+  // Outstanding queued items, in FIFO order (acceptance order, as moves and placements change it).
   const outstanding: Array<string> = []
   const leave = (id: string) => {
     const at = outstanding.indexOf(id)
@@ -724,7 +763,14 @@ const parkedWaitProblems = (
   for (const event of events) {
     if (event.type === "agent/inbox/enqueue" && event.placement === "queued") outstanding.push(event.message.id)
     else if (event.type === "agent/inbox/discard") event.messages.forEach((message) => leave(message.id))
-    else if (event.type === "agent/inbox/dequeue") {
+    else if (event.type === "agent/inbox/place") {
+      // Promoted: steering now, no longer queued. Demoted: a waking queued turn, last (ADR 0050).
+      leave(event.message.id)
+      if (event.placement === "queued") outstanding.push(event.message.id)
+    } else if (event.type === "agent/inbox/move" && outstanding.includes(event.message.id)) {
+      leave(event.message.id)
+      outstanding.splice(event.position, 0, event.message.id)
+    } else if (event.type === "agent/inbox/dequeue") {
       const id = event.message.id
       const at = outstanding.indexOf(id)
       if (parked.has(id) && at >= 0 && !outstanding.slice(at + 1).some((behind) => !parked.has(behind))) {
@@ -784,7 +830,10 @@ export const problems = (outcome: Outcome, options: CheckOptions = {}): Readonly
   if (quiescent.acceptsNextStep) out.push("at quiescence: acceptsNextStep is true")
   const parked = new Set(outcome.ids.parked)
   const placement = new Map<string, string>()
-  for (const e of quiescent.events) if (e.type === "agent/inbox/enqueue") placement.set(e.message.id, e.placement)
+  // The placement an item has now: a promote or demote changes it (ADR 0050).
+  for (const e of quiescent.events) {
+    if (e.type === "agent/inbox/enqueue" || e.type === "agent/inbox/place") placement.set(e.message.id, e.placement)
+  }
   for (const [id, fate] of Invariants.fates(quiescent.events, quiescent.log, outcome.ids.accepted)) {
     if (fate === "pending" && placement.get(id) === "queued" && !parked.has(id)) {
       out.push(`at quiescence: waking item ${id} is still queued`)

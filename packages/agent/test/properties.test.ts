@@ -208,6 +208,33 @@ const replay = (scenario: Omit<Scenario, "maxOps">) =>
   })
 
 describe("regressions", () => {
+  // Found by the store-fault property once promote joined the generators (ADR 0050), then shrunk: a queued follow-up
+  // promoted while an admission runs becomes steering; the admission fails, so the steering stays staged (R43) and
+  // does not wake the agent. The run's own model took it for a waking queued item left at quiescence: the checks now
+  // follow `agent/inbox/place`.
+  it.scoped("R43, R138: a follow-up promoted during an admission that fails stays staged steering, not a waking queued item", () =>
+    check({
+      ops: [
+        {
+          _tag: "batch",
+          items: [{ _tag: "send", kind: "followup" }, { _tag: "send", kind: "followup" }, {
+            _tag: "send",
+            kind: "followup"
+          }]
+        },
+        { _tag: "resend", pick: 0 },
+        { _tag: "change", change: "promote", pick: 13, position: 0 },
+        { _tag: "send", kind: "followup" }
+      ],
+      replies: [],
+      admission: ["fail"],
+      faults: [0],
+      end: "drain",
+      yieldingStore: false,
+      maxOps: 17,
+      seed: 0
+    }))
+
   // The reactive property's counterexample (shrunk by fast-check, then by hand): a follow-up whose only reply calls a
   // turn-concluding tool, and a steer sent as soon as `step/end` is published. Under some preemption budgets the steer
   // is accepted as steering while the window is still open, and turn 1 ends `completed` without it. Which budgets

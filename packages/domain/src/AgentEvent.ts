@@ -64,9 +64,18 @@ export const AgentEvent = Schema.Union(
   event("agent/inbox/dequeue", { message: AgentMessage }),
   event("agent/inbox/discard", {
     messages: Schema.NonEmptyArray(AgentMessage),
-    /** `withdraw` for one withdrawn item; absent for a cancel's (or disposal's) discard. */
-    reason: Schema.optionalWith(Schema.Literal("withdraw"), { exact: true })
+    /**
+     * `withdraw` for one withdrawn item, `overflow` for one item a bounded inbox dropped; absent for a cancel's (or
+     * disposal's) discard.
+     */
+    reason: Schema.optionalWith(Schema.Literal("withdraw", "overflow"), { exact: true })
   }),
+  /** A pending item's content was replaced (`edit`): the new message, same id, same position. */
+  event("agent/inbox/edit", { message: AgentMessage }),
+  /** A pending item was moved (`move`): its index in its FIFO afterwards. */
+  event("agent/inbox/move", { message: AgentMessage, position: NonNegativeInt }),
+  /** A pending item changed FIFO (`promote`: to `steering`; `demote`: to `queued`, last). */
+  event("agent/inbox/place", { message: AgentMessage, placement: InboxPlacement }),
   event("agent/cancel-requested", { cause: CancelCause }),
   event("agent/settled", { turn: NonNegativeInt, reason: SettleReason }),
   event("agent/error", {

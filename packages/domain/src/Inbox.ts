@@ -9,6 +9,9 @@ import { Schema } from "effect"
 import { AgentMessageId } from "./Ids.js"
 import { NonNegativeInt } from "./Json.js"
 import { AgentMessage, InboxPlacement } from "./Message.js"
+import type { SessionEvent } from "./SessionEvent.js"
+import type { InboxRecord } from "./Store.js"
+import { InboxSettleCause } from "./Store.js"
 
 /**
  * One pending item: a queued turn (waking, or parked until something wakes the agent) or steering staged for the
@@ -45,3 +48,106 @@ export const WithdrawResult = Schema.Union(
  * @category models
  */
 export type WithdrawResult = typeof WithdrawResult.Type
+
+/**
+ * A message's fate as the session's records tell it (ADR 0050): computed from the log and the inbox records, never
+ * held in memory, so it is the same after a restart.
+ *
+ * - `pending`: accepted, waiting in the inbox (`placement` says which FIFO);
+ * - `staged`: injected context accepted into an open turn, not yet logged;
+ * - `ran { turn }`: the prompt of that turn;
+ * - `joined { turn, step }`: steering logged in that turn; `step` is the first step whose request includes it;
+ * - `applied { turn? }`: injected context logged (in that turn, or outside any turn);
+ * - `discarded { cause? }`: dropped by a cancel (`user`, `parent`);
+ * - `withdrawn`: its sender took it back;
+ * - `rejected { reason }`: claimed, but its admission opened no turn (`refused`: blocked or failed; `user`,
+ *   `parent`: a cancel stopped it);
+ * - `unknown`: no message with this id was accepted in this session.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const Receipt = Schema.Union(
+  Schema.TaggedStruct("pending", { placement: InboxPlacement }),
+  Schema.TaggedStruct("staged", {}),
+  Schema.TaggedStruct("ran", { turn: NonNegativeInt }),
+  Schema.TaggedStruct("joined", { turn: NonNegativeInt, step: NonNegativeInt }),
+  Schema.TaggedStruct("applied", { turn: Schema.optionalWith(NonNegativeInt, { exact: true }) }),
+  Schema.TaggedStruct("discarded", { cause: Schema.optionalWith(InboxSettleCause, { exact: true }) }),
+  Schema.TaggedStruct("withdrawn", {}),
+  Schema.TaggedStruct("rejected", { reason: InboxSettleCause }),
+  Schema.TaggedStruct("unknown", {})
+).annotations({ identifier: "Receipt" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type Receipt = typeof Receipt.Type
+
+/**
+ * Whether a receipt is final: the message left the inbox (`pending`, `staged` may still change).
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const isFinal = (receipt: Receipt): boolean => receipt._tag !== "pending" && receipt._tag !== "staged"
+
+/**
+ * The receipt of `id` from a session's inbox records (in commit order) and its events (in `seq` order). Pure.
+ *
+ * Contract: a logged message's receipt comes from the event that logged it (the first one); otherwise from its
+ * `inbox/settled` record; otherwise it is pending or staged, in the placement its last revision gave it.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const receiptOf = (
+  records: ReadonlyArray<InboxRecord>,
+  events: ReadonlyArray<SessionEvent>,
+  id: AgentMessageId
+): Receipt => {
+  let placement: "queued" | "steering" | "context" | undefined
+  let settled: Receipt | undefined
+  for (const record of records) {
+    if (record.type === "inbox/accepted") {
+      if (record.message.id === id && placement === undefined) placement = record.placement
+    } else if (record.id !== id) continue
+    else if (record.type === "inbox/revised") {
+      if (record.change._tag === "place") placement = record.change.placement
+    } else if (settled === undefined) {
+      settled = record.fate === "withdrawn"
+        ? { _tag: "withdrawn" }
+        : record.fate === "discarded"
+        ? record.cause === undefined ? { _tag: "discarded" } : { _tag: "discarded", cause: record.cause }
+        : record.fate === "claimed"
+        ? { _tag: "rejected", reason: record.cause ?? "refused" }
+        : undefined
+    }
+  }
+  let turn: number | undefined
+  let steps = 0
+  for (const event of events) {
+    switch (event.type) {
+      case "turn/start":
+        turn = event.data.turn
+        steps = 0
+        break
+      case "turn/end":
+        turn = undefined
+        break
+      case "step/start":
+        steps = event.data.step
+        break
+      case "steering/message":
+        if (event.data.messageId === id) return { _tag: "joined", turn: event.data.turn, step: steps + 1 }
+        break
+      case "user/message":
+        if (event.data.messageId !== id) break
+        if (turn === undefined) return { _tag: "applied" }
+        return placement === "context" ? { _tag: "applied", turn } : { _tag: "ran", turn }
+    }
+  }
+  if (settled !== undefined) return settled
+  if (placement === undefined) return { _tag: "unknown" }
+  return placement === "context" ? { _tag: "staged" } : { _tag: "pending", placement }
+}

@@ -67,8 +67,25 @@ export const SendTarget = Schema.Literal("next-turn", "next-step")
 export type SendTarget = typeof SendTarget.Type
 
 /**
+ * What a send does when a turn (or an admission) is running at the instant it is accepted: `enqueue` (what a send
+ * does without it: route by target × wakeup), `steer` (join the running turn as steering), `reject` (fail with
+ * `TurnRunningError`, accepting nothing), `interrupt` (cancel the running turn keeping the inbox, and run this message
+ * next, ahead of everything queued).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const WhenBusy = Schema.Literal("enqueue", "steer", "reject", "interrupt")
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type WhenBusy = typeof WhenBusy.Type
+
+/**
  * How to send. `wakeup: true` makes the model run; `id` (optional) makes acceptance idempotent: an id the agent
- * already accepted returns that id again and changes nothing.
+ * already accepted returns that id again and changes nothing; `whenBusy` (optional) decides what happens when a turn
+ * is running (see {@link WhenBusy}).
  *
  * @since 0.0.0
  * @category schemas
@@ -76,7 +93,8 @@ export type SendTarget = typeof SendTarget.Type
 export const SendOptions = Schema.Struct({
   target: SendTarget,
   wakeup: Schema.Boolean,
-  id: Schema.optionalWith(AgentMessageId, { exact: true })
+  id: Schema.optionalWith(AgentMessageId, { exact: true }),
+  whenBusy: Schema.optionalWith(WhenBusy, { exact: true })
 }).annotations({ identifier: "SendOptions" })
 /**
  * @since 0.0.0

@@ -10,7 +10,8 @@
 import { Schema } from "effect"
 import { CancelCause } from "./AgentEvent.js"
 import { AgentMessageId } from "./Ids.js"
-import { InboxItem, WithdrawResult } from "./Inbox.js"
+import { InboxItem, Receipt as ReceiptSchema, WithdrawResult } from "./Inbox.js"
+import { NonNegativeInt } from "./Json.js"
 import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
 import { SessionLogError } from "./SessionLogError.js"
 
@@ -71,12 +72,41 @@ export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/B
 ) {}
 
 /**
- * How a send can fail: invalid input, a disposed agent, or (for an idle `inject`, which appends at once) the log.
+ * A send said `whenBusy: "reject"` and found an admission or a turn running: nothing was accepted.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class TurnRunningError extends Schema.TaggedError<TurnRunningError>("@harness/agent/TurnRunningError")(
+  "TurnRunningError",
+  { message: Schema.String }
+) {}
+
+/**
+ * A send would have taken a bounded inbox (`maxPending`, `overflow: "reject"`) past its limit: nothing was accepted.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class InboxFullError extends Schema.TaggedError<InboxFullError>("@harness/agent/InboxFullError")(
+  "InboxFullError",
+  { limit: Schema.Number, message: Schema.String }
+) {}
+
+/**
+ * How a send can fail: invalid input, a disposed agent, (for an idle `inject`, which appends at once) the log, or
+ * a running turn when the send said `whenBusy: "reject"`, or a full bounded inbox.
  *
  * @since 0.0.0
  * @category schemas
  */
-export const SendFailure = Schema.Union(InvalidMessageError, AgentDisposedError, SessionLogError)
+export const SendFailure = Schema.Union(
+  InvalidMessageError,
+  AgentDisposedError,
+  SessionLogError,
+  TurnRunningError,
+  InboxFullError
+)
 /**
  * @since 0.0.0
  * @category errors
@@ -256,12 +286,141 @@ export class ListInbox extends Schema.TaggedRequest<ListInbox>()("ListInbox", {
 }) {}
 
 /**
+ * Why a pending item could not be changed (`edit`, `move`, `promote`, `demote`):
+ * - `unknown`: no message with this id was ever accepted here;
+ * - `taken`: it was, but it is no longer pending (claimed, drained, logged, discarded, withdrawn);
+ * - `not-queued`: `promote` of an item that is steering already;
+ * - `not-steering`: `demote` of an item that is a queued turn;
+ * - `no-open-turn`: `promote` while no admission or turn is open to join;
+ * - `disposed`: the agent was disposed.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const InboxChangeReason = Schema.Literal(
+  "unknown",
+  "taken",
+  "not-queued",
+  "not-steering",
+  "no-open-turn",
+  "disposed"
+)
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type InboxChangeReason = typeof InboxChangeReason.Type
+
+/**
+ * A pending item could not be changed: its id and why (`reason`). Nothing changed.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class InboxChangeError extends Schema.TaggedError<InboxChangeError>("@harness/agent/InboxChangeError")(
+  "InboxChangeError",
+  { id: AgentMessageId, reason: InboxChangeReason, message: Schema.String }
+) {}
+
+const change = {
+  failure: Schema.Union(InvalidMessageError, InboxChangeError),
+  success: InboxItem
+}
+
+/**
+ * `edit(id, message)`: replaces a pending item's content and source, keeping its id, placement and position;
+ * answers the item as it is now.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Edit extends Schema.TaggedRequest<Edit>()("Edit", {
+  ...change,
+  payload: { id: AgentMessageId, message: UserMessageData }
+}) {}
+
+/**
+ * `move(id, position)`: moves a pending item to `position` (0 is first; beyond the end is last) within its FIFO
+ * (queued turns, or steering); answers the item as it is now.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Move extends Schema.TaggedRequest<Move>()("Move", {
+  ...change,
+  payload: { id: AgentMessageId, position: NonNegativeInt }
+}) {}
+
+/**
+ * `promote(id)`: a queued turn becomes steering of the open admission or turn; answers the item as it is now.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Promote extends Schema.TaggedRequest<Promote>()("Promote", {
+  ...change,
+  payload: { id: AgentMessageId }
+}) {}
+
+/**
+ * `demote(id)`: steering not yet drained becomes a waking queued turn, last in the queued FIFO; answers the item as
+ * it is now.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Demote extends Schema.TaggedRequest<Demote>()("Demote", {
+  ...change,
+  payload: { id: AgentMessageId }
+}) {}
+
+/**
+ * `receipt(id)`: the message's fate now, computed from the session log (ADR 0050).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Receipt extends Schema.TaggedRequest<Receipt>()("Receipt", {
+  failure: Schema.Union(InvalidMessageError, SessionLogError),
+  success: ReceiptSchema,
+  payload: { id: AgentMessageId }
+}) {}
+
+/**
+ * `awaitReceipt(id)`: the message's fate once it is final (or as it is when the agent is disposed).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class AwaitReceipt extends Schema.TaggedRequest<AwaitReceipt>()("AwaitReceipt", {
+  failure: Schema.Union(InvalidMessageError, SessionLogError),
+  success: ReceiptSchema,
+  payload: { id: AgentMessageId }
+}) {}
+
+/**
  * Every operation, keyed by `_tag`.
  *
  * @since 0.0.0
  * @category schemas
  */
-export const Operation = Schema.Union(Send, Followup, Steer, Inject, Batch, Cancel, Retry, Withdraw, ListInbox)
+export const Operation = Schema.Union(
+  Send,
+  Followup,
+  Steer,
+  Inject,
+  Batch,
+  Cancel,
+  Retry,
+  Withdraw,
+  ListInbox,
+  Edit,
+  Move,
+  Promote,
+  Demote,
+  Receipt,
+  AwaitReceipt
+)
 /**
  * @since 0.0.0
  * @category models

@@ -13,7 +13,7 @@ import { Schema } from "effect"
 import { joinText } from "./Content.js"
 import { AgentMessageId, SessionId } from "./Ids.js"
 import { NonNegativeInt } from "./Json.js"
-import { AgentMessage } from "./Message.js"
+import { AgentMessage, InboxPlacement, UserMessageData } from "./Message.js"
 import type { SessionEvent } from "./SessionEvent.js"
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -172,7 +172,22 @@ export const InboxAccepted = Schema.Struct({
 export type InboxAccepted = typeof InboxAccepted.Type
 
 /**
- * An accepted message left the inbox, and how.
+ * Why an accepted message left the inbox without reaching the log, where that is known: the cancel's cause (`user`,
+ * `parent`) for a discard or a cancelled admission, `refused` for an admission that opened no turn (blocked by the
+ * `promptSubmit` hook, or the hook failed), `overflow` for a discard by a bounded inbox (`maxPending`).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const InboxSettleCause = Schema.Literal("user", "parent", "refused", "overflow")
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type InboxSettleCause = typeof InboxSettleCause.Type
+
+/**
+ * An accepted message left the inbox, and how (and, since ADR 0050, why: `cause`; absent in older records).
  *
  * @since 0.0.0
  * @category schemas
@@ -181,13 +196,103 @@ export const InboxSettled = Schema.Struct({
   type: Schema.Literal("inbox/settled"),
   time: NonNegativeInt,
   id: AgentMessageId,
-  fate: InboxFate
+  fate: InboxFate,
+  cause: optional(InboxSettleCause)
 }).annotations({ identifier: "inbox/settled" })
 /**
  * @since 0.0.0
  * @category models
  */
 export type InboxSettled = typeof InboxSettled.Type
+
+/**
+ * How a pending message was changed in place (`edit`, `move`, `promote`, `demote`): `edit` replaces its content and
+ * source (its id and position stay); `move` puts it just before the pending item `before`, or last when `before` is
+ * absent; `place` gives it a new placement (`steering` for `promote`, `queued` for `demote`) and puts it last.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const InboxRevision = Schema.Union(
+  Schema.TaggedStruct("edit", {
+    content: UserMessageData.fields.content,
+    source: UserMessageData.fields.source
+  }),
+  Schema.TaggedStruct("move", { before: optional(AgentMessageId) }),
+  Schema.TaggedStruct("place", { placement: InboxPlacement })
+).annotations({ identifier: "InboxRevision" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type InboxRevision = typeof InboxRevision.Type
+
+/**
+ * A pending message was changed in place: its id and the change. A record for an id that is no longer pending
+ * changes nothing.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const InboxRevised = Schema.Struct({
+  type: Schema.Literal("inbox/revised"),
+  time: NonNegativeInt,
+  id: AgentMessageId,
+  change: InboxRevision
+}).annotations({ identifier: "inbox/revised" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type InboxRevised = typeof InboxRevised.Type
+
+/**
+ * The pending inbox after one more inbox record (ADR 0017, ADR 0050), in place: `accepted` adds the item, `settled`
+ * removes it, `revised` changes it (an edit keeps its position; a move or a new placement re-inserts it). `pending`
+ * is keyed by message id in pending order (a `Map` keeps insertion order). Every reader of stored records folds
+ * the inbox with this one function, so they agree.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const foldPending = (pending: Map<string, InboxAccepted>, record: InboxRecord): void => {
+  switch (record.type) {
+    case "inbox/accepted":
+      pending.set(record.message.id, record)
+      return
+    case "inbox/settled":
+      pending.delete(record.id)
+      return
+    case "inbox/revised": {
+      const item = pending.get(record.id)
+      if (item === undefined) return
+      const change = record.change
+      if (change._tag === "edit") {
+        pending.set(record.id, {
+          ...item,
+          message: { content: change.content, id: item.message.id, source: change.source }
+        })
+        return
+      }
+      pending.delete(record.id)
+      if (change._tag === "place") {
+        pending.set(record.id, { ...item, placement: change.placement, wakeup: true })
+        return
+      }
+      if (change.before === undefined || !pending.has(change.before)) {
+        pending.set(record.id, item)
+        return
+      }
+      const entries = [...pending]
+      pending.clear()
+      for (const [key, value] of entries) {
+        if (key === change.before) pending.set(record.id, item)
+        pending.set(key, value)
+      }
+      return
+    }
+  }
+}
 
 /**
  * A durable inbox record. The agent writes them (in the same commits as the events they go with); a store only
@@ -197,7 +302,9 @@ export type InboxSettled = typeof InboxSettled.Type
  * @since 0.0.0
  * @category schemas
  */
-export const InboxRecord = Schema.Union(InboxAccepted, InboxSettled).annotations({ identifier: "InboxRecord" })
+export const InboxRecord = Schema.Union(InboxAccepted, InboxSettled, InboxRevised).annotations({
+  identifier: "InboxRecord"
+})
 /**
  * @since 0.0.0
  * @category models
@@ -219,7 +326,7 @@ export type StoreRecord = SessionEvent | InboxRecord
  * @category guards
  */
 export const isInboxRecord = (record: StoreRecord): record is InboxRecord =>
-  record.type === "inbox/accepted" || record.type === "inbox/settled"
+  record.type === "inbox/accepted" || record.type === "inbox/settled" || record.type === "inbox/revised"
 
 /**
  * The accepted message id a record proves: an `inbox/accepted`'s message id, or the `messageId` of a

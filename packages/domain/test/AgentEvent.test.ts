@@ -48,6 +48,17 @@ const agentEvents: ReadonlyArray<readonly [string, AgentEvent.AgentEvent]> = [
   }],
   ["agent/error without a code", { type: "agent/error", turn: 0, step: 0, error: { message: "admission failed" } }],
   ["agent/disposed", { type: "agent/disposed" }],
+  ["agent/inbox/edit", { type: "agent/inbox/edit", message: agentMessage }],
+  ["agent/inbox/move", {
+    type: "agent/inbox/move",
+    message: agentMessage,
+    position: 0
+  }],
+  ["agent/inbox/place", {
+    type: "agent/inbox/place",
+    message: steering,
+    placement: "steering"
+  }],
   ...sessionEvents.map(([name, event]) => [`session/event wrapping ${name}`, { type: "session/event", event }] as const)
 ]
 
@@ -57,6 +68,9 @@ const liveNames: Record<AgentEvent.AgentEvent["type"], true> = {
   "agent/inbox/enqueue": true,
   "agent/inbox/dequeue": true,
   "agent/inbox/discard": true,
+  "agent/inbox/edit": true,
+  "agent/inbox/move": true,
+  "agent/inbox/place": true,
   "agent/cancel-requested": true,
   "agent/settled": true,
   "agent/error": true,

@@ -165,6 +165,14 @@ export interface Service {
    */
   readonly hasMessage: (messageId: Ids.AgentMessageId) => Effect.Effect<boolean, SessionLogError>
   /**
+   * Every inbox record of the session in commit order: the stored ones, then those recorded but not yet written
+   * (ADR 0050). What a receipt is computed from, with {@link events}; it reads the store, so it is for occasional
+   * questions, not for every send.
+   *
+   * Contract: a record may appear twice when a commit lands during the read, never not at all.
+   */
+  readonly inboxRecords: Effect.Effect<ReadonlyArray<Store.InboxRecord>, SessionLogError>
+  /**
    * Store faults the write-behind writer met, each reported once per failed attempt, in order; subscribes when
    * run. The writer retries them with the log's `retry` schedule and never reorders or drops an event. (With
    * `write-through` a fault fails the append itself and is not reported here.)
@@ -241,6 +249,7 @@ export class SessionLog extends Context.Tag("@harness/session/SessionLog")<Sessi
 export type InboxRecordInput =
   | Omit<Store.InboxAccepted, "time">
   | Omit<Store.InboxSettled, "time">
+  | Omit<Store.InboxRevised, "time">
 
 /**
  * How a log commits to its store (ADR 0008).

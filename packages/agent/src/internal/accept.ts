@@ -3,12 +3,19 @@
  * `cancel`, `withdraw`, `inbox`, `retry` — and the restoration of a stored inbox. Every caller value is decoded
  * first; routing (R28) then runs under the window's lock against the state at that instant.
  */
-import type { Ids as IdsT, Inbox as InboxT, Store as StoreT } from "@harness/domain"
+import type { Ids as IdsT, Inbox as InboxT, SessionLogError as LogErrorT, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Effect, Equal, Fiber, Option, Schema } from "effect"
 import type { BatchOp, PresetOptions } from "../Agent.js"
-import { AgentBusyError, AgentDisposedError, BatchError } from "../AgentError.js"
+import {
+  AgentBusyError,
+  AgentDisposedError,
+  BatchError,
+  InboxChangeError,
+  InboxFullError,
+  TurnRunningError
+} from "../AgentError.js"
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import type { Env, State } from "./env.js"
@@ -67,7 +74,15 @@ const disposedError = () => new AgentDisposedError({ message: "the agent was dis
 /**
  * Routes one decoded send (R28), inside the section's transaction `tx`.
  */
-const sendLocked = Effect.fnUntraced(function*(
+const sendLocked: (
+  env: Env,
+  tx: SessionLog.Transaction,
+  data: Message.UserMessageData,
+  options: Message.SendOptions
+) => Effect.Effect<
+  IdsT.AgentMessageId,
+  AgentDisposedError | TurnRunningError | InboxFullError | LogErrorT.SessionLogError
+> = Effect.fnUntraced(function*(
   env: Env,
   tx: SessionLog.Transaction,
   data: Message.UserMessageData,
@@ -81,6 +96,10 @@ const sendLocked = Effect.fnUntraced(function*(
     return options.id
   }
   const id = options.id ?? (yield* mintId)
+  // `whenBusy` is looked at only when given and a turn (or an admission) is running: a plain send pays one test.
+  if (options.whenBusy !== undefined && options.whenBusy !== "enqueue" && Lifecycle.activity(lifecycle) !== undefined) {
+    return yield* busyLocked(env, tx, data, options, id)
+  }
   if (options.target === "next-step" && !options.wakeup) {
     if (Lifecycle.windowOpen(lifecycle)) {
       yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
@@ -99,6 +118,8 @@ const sendLocked = Effect.fnUntraced(function*(
     return id
   }
   const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+  // A bounded inbox (ADR 0050) is checked only when `maxPending` is set: an unbounded one pays one test.
+  if (env.bound !== undefined && !(yield* makeRoom(env, env.bound, message))) return id
   const order = (yield* Inbox.get(env.inbox)).next
   if (options.target === "next-step" && Lifecycle.windowOpen(lifecycle)) {
     yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
@@ -113,6 +134,83 @@ const sendLocked = Effect.fnUntraced(function*(
   if (options.wakeup) yield* ensureDriver(env)
   yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
   return id
+})
+
+/**
+ * Makes room in a bounded inbox for one more item (ADR 0050). Must run holding the lock. Answers whether `message`
+ * may be accepted into the inbox: `reject` fails with `InboxFullError`; `dropOldest` discards the oldest pending
+ * item first; `dropNewest` accepts `message` and discards it at once (answering `false`: the caller returns its id).
+ * Each drop is settled durably with cause `overflow` and published as one `discard { reason: "overflow" }`.
+ */
+const makeRoom = Effect.fnUntraced(function*(
+  env: Env,
+  bound: NonNullable<Env["bound"]>,
+  message: Message.AgentMessage
+) {
+  const snapshot = yield* Inbox.get(env.inbox)
+  let pending = snapshot.queued
+  for (const item of snapshot.outbox) if (item._tag === "steering") pending++
+  if (pending < bound.limit) return true
+  if (bound.overflow === "reject") {
+    return yield* new InboxFullError({
+      limit: bound.limit,
+      message: `the inbox holds ${pending} pending items, its limit (maxPending ${bound.limit}): nothing was accepted`
+    })
+  }
+  if (bound.overflow === "dropNewest") {
+    yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, message.id))
+    yield* recordInbox(env, [
+      { type: "inbox/accepted", message, placement: "queued", wakeup: false },
+      { type: "inbox/settled", id: message.id, fate: "discarded", cause: "overflow" }
+    ])
+    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+    yield* publish(env, { type: "agent/inbox/discard", messages: [message], reason: "overflow" })
+    return false
+  }
+  const state = yield* read(env)
+  const oldest = (yield* Inbox.list(env.inbox, steeringWakes(state, snapshot)))[0]
+  if (oldest === undefined) return true
+  yield* Inbox.withdraw(env.inbox, oldest.id, steeringWakes(state, snapshot))
+  const { content, id, source } = oldest
+  yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "discarded", cause: "overflow" }])
+  yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "overflow" })
+  return true
+})
+
+/**
+ * A send that found a turn running and says what to do then (`whenBusy`, ADR 0050). Must run holding the lock.
+ */
+const busyLocked = Effect.fnUntraced(function*(
+  env: Env,
+  tx: SessionLog.Transaction,
+  data: Message.UserMessageData,
+  options: Message.SendOptions,
+  id: IdsT.AgentMessageId
+) {
+  switch (options.whenBusy) {
+    case "reject":
+      return yield* new TurnRunningError({ message: "a turn is running and the send said whenBusy: \"reject\"" })
+    case "steer":
+      return yield* sendLocked(env, tx, data, { target: "next-step", wakeup: true, id })
+    default: {
+      // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
+      // the queued FIFO, so the driver claims it next.
+      yield* cancelLocked(env, tx, "user", true)
+      const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+      if (env.bound !== undefined && !(yield* makeRoom(env, env.bound, message))) return id
+      const order = (yield* Inbox.get(env.inbox)).next
+      const head = yield* Inbox.offerFirst(env.inbox, { message, wakeup: true, order })
+      yield* recordInbox(env, [
+        { type: "inbox/accepted", message, placement: "queued", wakeup: true },
+        ...(head === undefined
+          ? []
+          : [{ type: "inbox/revised" as const, id, change: { _tag: "move" as const, before: head } }])
+      ])
+      yield* ensureDriver(env)
+      yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+      return id
+    }
+  }
 })
 
 /** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
@@ -143,7 +241,7 @@ export const cancelLocked: (
         if (reason !== "disposed") {
           yield* recordInbox(
             env,
-            discarded.map((message) => ({ type: "inbox/settled", id: message.id, fate: "discarded" }))
+            discarded.map((message) => ({ type: "inbox/settled", id: message.id, fate: "discarded", cause: reason }))
           )
         }
         const [first, ...rest] = discarded
@@ -306,7 +404,10 @@ const batchLocked = Effect.fnUntraced(
       }
       const result = yield* Effect.either(sendLocked(env, tx, op.data, op.options))
       if (result._tag === "Left") {
-        if (result.left._tag === "AgentDisposedError") {
+        if (
+          result.left._tag === "AgentDisposedError" || result.left._tag === "TurnRunningError" ||
+          result.left._tag === "InboxFullError"
+        ) {
           return yield* result.left
         }
         return yield* new BatchError({
@@ -385,3 +486,129 @@ export const withdraw = (
           )
           : Effect.void)
   )
+
+// -------------------------------------------------------------------------------------------------------------
+// Changing a pending item in place (ADR 0050): `edit`, `move`, `promote`, `demote`. Each is decided holding the
+// lock, so the driver cannot claim (nor a drain log) the item at the same time; each records its change durably
+// (`inbox/revised`) and publishes it live, and returns once the record is durable, as `withdraw` does.
+
+const checkPosition = Message.decodeInput(Schema.NonNegativeInt, "position")
+
+/** The refusal for an id that is not pending (or not pending where the operation needs it). */
+const refusal = Effect.fnUntraced(function*(
+  env: Env,
+  id: IdsT.AgentMessageId,
+  operation: string,
+  where?: "queued" | "steering"
+) {
+  if (where === "steering") {
+    return new InboxChangeError({ id, reason: "not-queued", message: `cannot ${operation} ${id}: it is steering` })
+  }
+  if (where === "queued") {
+    return new InboxChangeError({
+      id,
+      reason: "not-steering",
+      message: `cannot ${operation} ${id}: it is a queued turn`
+    })
+  }
+  const known = yield* Inbox.isKnown(env.inbox, id, env.log.hasMessage).pipe(Effect.orElseSucceed(() => true))
+  return known
+    ? new InboxChangeError({
+      id,
+      reason: "taken",
+      message: `cannot ${operation} ${id}: it is no longer pending (claimed, logged, discarded or withdrawn)`
+    })
+    : new InboxChangeError({ id, reason: "unknown", message: `cannot ${operation} ${id}: no such message` })
+})
+
+const disposedChange = (id: IdsT.AgentMessageId, operation: string) =>
+  new InboxChangeError({ id, reason: "disposed", message: `cannot ${operation} ${id}: the agent was disposed` })
+
+/** Runs a change under the lock, then waits for its record to be durable (a barrier failure is only logged). */
+const changed = <A, E>(env: Env, effect: Effect.Effect<A, E>) =>
+  Effect.tap(
+    locked(env, () => effect),
+    () =>
+      barrier(env).pipe(
+        Effect.catchAll((error) => Effect.logWarning("the inbox change could not be made durable", error))
+      )
+  )
+
+const editLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageId, data: Message.UserMessageData) {
+  const state = yield* read(env)
+  if (Lifecycle.isDisposed(state.lifecycle)) return yield* disposedChange(id, "edit")
+  const done = yield* Inbox.edit(env.inbox, id, data, steeringWakes(state, yield* Inbox.get(env.inbox)))
+  if (Option.isNone(done)) return yield* (yield* refusal(env, id, "edit"))
+  const { content, source } = done.value
+  yield* recordInbox(env, [{ type: "inbox/revised", id, change: { _tag: "edit", content, source } }])
+  yield* publish(env, { type: "agent/inbox/edit", message: { content, id, source } })
+  return done.value
+})
+
+/** `edit(id, message)`: the message is decoded as a send's is, then the item changed under the lock. */
+export const edit = (env: Env, id: Operations.Edit["id"], input: Operations.Edit["message"]) =>
+  Effect.flatMap(
+    Effect.zip(checkId(id), Message.decodeUserMessageData(input)),
+    ([checked, data]) => changed(env, editLocked(env, checked, data))
+  )
+
+const moveLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageId, position: number) {
+  const state = yield* read(env)
+  if (Lifecycle.isDisposed(state.lifecycle)) return yield* disposedChange(id, "move")
+  const done = yield* Inbox.move(env.inbox, id, position, steeringWakes(state, yield* Inbox.get(env.inbox)))
+  if (Option.isNone(done)) return yield* (yield* refusal(env, id, "move"))
+  const { before, item } = done.value
+  yield* recordInbox(env, [{
+    type: "inbox/revised",
+    id,
+    change: before === undefined ? { _tag: "move" } : { _tag: "move", before }
+  }])
+  yield* publish(env, {
+    type: "agent/inbox/move",
+    message: { content: item.content, id, source: item.source },
+    position: done.value.position
+  })
+  return item
+})
+
+/** `move(id, position)`. */
+export const move = (env: Env, id: Operations.Move["id"], position: Operations.Move["position"]) =>
+  Effect.flatMap(
+    Effect.zip(checkId(id), checkPosition(position)),
+    ([checked, at]) => changed(env, moveLocked(env, checked, at))
+  )
+
+const placeLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageId, to: "steering" | "queued") {
+  const operation = to === "steering" ? "promote" : "demote"
+  const { lifecycle } = yield* read(env)
+  if (Lifecycle.isDisposed(lifecycle)) return yield* disposedChange(id, operation)
+  if (to === "steering" && !Lifecycle.windowOpen(lifecycle)) {
+    // Only a queued item can be promoted; say so first when the id is not one.
+    const pending = (yield* Inbox.list(env.inbox, false)).find((item) => item.id === id)
+    if (pending === undefined) return yield* (yield* refusal(env, id, operation))
+    if (pending.placement === "steering") return yield* (yield* refusal(env, id, operation, "steering"))
+    return yield* new InboxChangeError({
+      id,
+      reason: "no-open-turn",
+      message: `cannot promote ${id}: no admission or turn is open to steer`
+    })
+  }
+  const done = yield* (to === "steering" ? Inbox.promote(env.inbox, id) : Inbox.demote(env.inbox, id))
+  if (Option.isNone(done)) return yield* (yield* refusal(env, id, operation))
+  if (!done.value.moved) return yield* (yield* refusal(env, id, operation, done.value.where))
+  const item = done.value.item
+  yield* recordInbox(env, [{ type: "inbox/revised", id, change: { _tag: "place", placement: to } }])
+  const message = { content: item.content, id, source: item.source }
+  yield* publish(env, { type: "agent/inbox/place", message, placement: to })
+  // A demoted item is a waking queued turn: after the open turn, the driver claims it.
+  if (to === "queued") yield* ensureDriver(env)
+  return item
+})
+
+/** `promote(id)`: a queued turn joins the open admission or turn as steering. */
+export const promote = (env: Env, id: Operations.Promote["id"]) =>
+  Effect.flatMap(checkId(id), (checked) => changed(env, placeLocked(env, checked, "steering")))
+
+/** `demote(id)`: steering not yet drained becomes a queued turn, last. */
+export const demote = (env: Env, id: Operations.Demote["id"]) =>
+  Effect.flatMap(checkId(id), (checked) => changed(env, placeLocked(env, checked, "queued")))

@@ -27,6 +27,7 @@ import { livePubSub, locked, publish, read, transition } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
+import * as Receipts from "./receipt.js"
 import * as Spans from "./spans.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
@@ -133,7 +134,7 @@ export const make: <R>(
 ) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = Effect.fnUntraced(
   function*<R>(options: Options<R> = {}) {
     const erased: Options<unknown> = options
-    const { advertised, maxParallel, maxToolResult, tools } = yield* validate(erased)
+    const { advertised, bound, maxParallel, maxToolResult, tools } = yield* validate(erased)
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
@@ -164,7 +165,13 @@ export const make: <R>(
         batch: (ops) => Accept.batch(env, ops),
         sendAll: (items) => Accept.sendAll(env, items),
         cancel: (cause, cancelOptions) => Accept.cancel(env, cause, cancelOptions),
-        withdraw: (id) => Accept.withdraw(env, id)
+        withdraw: (id) => Accept.withdraw(env, id),
+        edit: (id, message) => Accept.edit(env, id, message),
+        move: (id, position) => Accept.move(env, id, position),
+        promote: (id) => Accept.promote(env, id),
+        demote: (id) => Accept.demote(env, id),
+        receipt: (id) => Receipts.receipt(env, id),
+        awaitReceipt: (id) => Receipts.awaitReceipt(env, id)
       } satisfies Omit<Service, keyof AgentReads>
     )
 
@@ -188,7 +195,8 @@ export const make: <R>(
         ? { model: options.model ?? "default" }
         : { model: options.model ?? "default", provider: options.provider },
       maxParallel,
-      maxToolResult
+      maxToolResult,
+      bound
     }
 
     if (log.commitMode === "write-behind") {

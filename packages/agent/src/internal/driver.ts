@@ -237,7 +237,12 @@ const settleUnopened = Effect.fnUntraced(function*(
   // reaching the log: its inbox record is settled here (a claim that opens a turn is settled by the
   // turn's `user/message`, ADR 0017). Disposal settles nothing: the prompt comes back on resume.
   if (activity.job._tag === "prompt" && cause !== "disposed") {
-    yield* recordInbox(env, [{ type: "inbox/settled", id: activity.job.item.message.id, fate: "claimed" }])
+    yield* recordInbox(env, [{
+      type: "inbox/settled",
+      id: activity.job.item.message.id,
+      fate: "claimed",
+      cause: cause ?? "refused"
+    }])
   }
   yield* transition(env, "activitySettled", Lifecycle.activitySettled)
   yield* Inbox.modify(env.inbox, (s) => ({ ...s, stranded: cancelled }))

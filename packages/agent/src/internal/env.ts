@@ -144,6 +144,8 @@ export interface Env {
   readonly descriptors: ReadonlyArray<SessionEvent.ToolDescriptor> | undefined
   readonly defaultConfig: RequestConfig
   readonly maxParallel: number
+  /** `maxPending` and `overflow`, when the inbox is bounded (ADR 0050). */
+  readonly bound: { readonly limit: number; readonly overflow: "reject" | "dropOldest" | "dropNewest" } | undefined
   /** The most characters a tool result's text may have (`maxToolResultChars`). */
   readonly maxToolResult: number
   /**

@@ -250,3 +250,174 @@ export const isKnown = Effect.fnUntraced(function*<E>(
   if (snapshot.queued > 0 && (yield* peekQueued(inbox)).some((item) => item.message.id === id)) return true
   return yield* logged(id)
 })
+
+// -------------------------------------------------------------------------------------------------------------
+// Changing a pending item in place (`edit`, `move`, `promote`, `demote`, ADR 0050). Each runs holding the lock,
+// finds the item by id and answers `None` when no pending item has it. The Queue is rebuilt by `takeAll` and
+// `offerAll` (as `withdraw` does): these are rare operations, never on a send's path.
+
+/** A steering item of the outbox. */
+type Steering = Extract<OutboxItem, { readonly _tag: "steering" }>
+
+/** What `promote` or `demote` did: moved the item, or found it in the other FIFO (`where`). */
+export type Placed =
+  | { readonly moved: true; readonly item: InboxT.InboxItem }
+  | { readonly moved: false; readonly where: "queued" | "steering" }
+
+/** Where a pending item is. */
+type Found =
+  | { readonly _tag: "queued"; readonly items: ReadonlyArray<QueuedItem>; readonly index: number }
+  | { readonly _tag: "steering"; readonly index: number }
+
+/** Finds a pending item; a queued lookup leaves the Queue's items out (the caller offers them back). */
+const find = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId) {
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  const index = Chunk.findFirstIndex(
+    snapshot.outbox,
+    (item) => item._tag === "steering" && item.message.id === id
+  )
+  if (Option.isSome(index)) return Option.some<Found>({ _tag: "steering", index: index.value })
+  if (snapshot.queued === 0) return Option.none<Found>()
+  const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const at = items.findIndex((item) => item.message.id === id)
+  if (at < 0) {
+    yield* Queue.offerAll(inbox.queue, items)
+    return Option.none<Found>()
+  }
+  return Option.some<Found>({ _tag: "queued", items, index: at })
+})
+
+const queuedView = (item: QueuedItem): InboxT.InboxItem => ({
+  ...item.message,
+  placement: "queued",
+  order: item.order,
+  waking: item.wakeup
+})
+
+const steeringView = (message: Message.AgentMessage, order: number, waking: boolean): InboxT.InboxItem => ({
+  ...message,
+  placement: "steering",
+  order,
+  waking
+})
+
+/** `items` in their new sequence, each given the acceptance orders of the old one, smallest first. */
+const renumber = <A extends { readonly order: number }>(items: ReadonlyArray<A>): Array<A> => {
+  const orders = items.map((item) => item.order).sort((a, b) => a - b)
+  return items.map((item, index) => ({ ...item, order: orders[index]! }))
+}
+
+/** Replaces a pending item's content and source; its id, placement, waking and position stay. */
+export const edit = Effect.fnUntraced(
+  function*(inbox: Inbox, id: Ids.AgentMessageId, data: Message.UserMessageData, steeringWakes: boolean) {
+    const found = yield* find(inbox, id)
+    if (Option.isNone(found)) return Option.none<InboxT.InboxItem>()
+    const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+    if (found.value._tag === "queued") {
+      const { index, items } = found.value
+      const item: QueuedItem = { ...items[index]!, message }
+      yield* Queue.offerAll(inbox.queue, items.map((old, at) => at === index ? item : old))
+      return Option.some(queuedView(item))
+    }
+    const { index } = found.value
+    const snapshot = yield* Ref.get(inbox.snapshot)
+    const old = Chunk.unsafeGet(snapshot.outbox, index)
+    const order = old._tag === "steering" ? old.order : 0
+    yield* Ref.set(inbox.snapshot, {
+      ...snapshot,
+      outbox: Chunk.replace(snapshot.outbox, index, { _tag: "steering" as const, message, order })
+    })
+    return Option.some(steeringView(message, order, steeringWakes))
+  }
+)
+
+/**
+ * Moves a pending item to `position` within its FIFO (clamped to the last place). Answers the item, its index
+ * afterwards, and the id of the item of its FIFO now right after it (none when it is last): the durable record.
+ */
+export const move = Effect.fnUntraced(
+  function*(inbox: Inbox, id: Ids.AgentMessageId, position: number, steeringWakes: boolean) {
+    const found = yield* find(inbox, id)
+    if (Option.isNone(found)) return Option.none()
+    if (found.value._tag === "queued") {
+      const { index, items } = found.value
+      const rest = items.filter((_, at) => at !== index)
+      const to = Math.min(position, rest.length)
+      const sequence = renumber([...rest.slice(0, to), items[index]!, ...rest.slice(to)])
+      yield* Queue.offerAll(inbox.queue, sequence)
+      const moved = sequence[to]!
+      return Option.some({ item: queuedView(moved), position: to, before: sequence[to + 1]?.message.id })
+    }
+    const snapshot = yield* Ref.get(inbox.snapshot)
+    const outbox = Chunk.toReadonlyArray(snapshot.outbox)
+    const steering = outbox.filter((item): item is Steering => item._tag === "steering")
+    const self = outbox[found.value.index] as Steering // `find` found steering at this index
+    const others = steering.filter((item) => item !== self)
+    const to = Math.min(position, others.length)
+    const sequence = renumber([...others.slice(0, to), self, ...others.slice(to)])
+    // The steering items take their new sequence in the slots steering held; staged context keeps its places, except
+    // that a steering item moved last follows everything staged.
+    const withoutSelf = outbox.filter((item) => item !== self)
+    const rebuilt: Array<OutboxItem> = []
+    let next = 0
+    for (const item of withoutSelf) {
+      if (item._tag === "steering") {
+        if (next === to) rebuilt.push(sequence[next++]!)
+        rebuilt.push(sequence[next++]!)
+      } else rebuilt.push(item)
+    }
+    if (next < sequence.length) rebuilt.push(sequence[next]!)
+    yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.unsafeFromArray(rebuilt) })
+    const moved = sequence[to]!
+    const after = sequence[to + 1]
+    return Option.some({
+      item: steeringView(moved.message, moved.order, steeringWakes),
+      position: to,
+      before: after === undefined ? undefined : after.message.id
+    })
+  }
+)
+
+/** A queued turn becomes steering, last in the outbox (its acceptance order stays). */
+export const promote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId) {
+  const found = yield* find(inbox, id)
+  if (Option.isNone(found)) return Option.none<Placed>()
+  if (found.value._tag !== "queued") return Option.some<Placed>({ moved: false, where: found.value._tag })
+  const { index, items } = found.value
+  const item = items[index]!
+  yield* Queue.offerAll(inbox.queue, items.filter((_, at) => at !== index))
+  yield* Ref.update(inbox.snapshot, (s) => ({
+    ...dequeued(s, [item]),
+    outbox: Chunk.append(s.outbox, { _tag: "steering" as const, message: item.message, order: item.order })
+  }))
+  return Option.some<Placed>({ moved: true, item: steeringView(item.message, item.order, true) })
+})
+
+/** Steering not yet drained becomes a waking queued turn, last in the FIFO. */
+export const demote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId) {
+  const found = yield* find(inbox, id)
+  if (Option.isNone(found)) return Option.none<Placed>()
+  if (found.value._tag === "queued") {
+    yield* Queue.offerAll(inbox.queue, found.value.items)
+    return Option.some<Placed>({ moved: false, where: "queued" })
+  }
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  const old = Chunk.unsafeGet(snapshot.outbox, found.value.index)
+  if (old._tag !== "steering") return Option.none<Placed>()
+  const item: QueuedItem = { message: old.message, wakeup: true, order: snapshot.next }
+  yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.remove(snapshot.outbox, found.value.index) })
+  yield* offer(inbox, item)
+  return Option.some<Placed>({ moved: true, item: queuedView(item) })
+})
+
+/**
+ * Offers a queued turn at the head of the FIFO (a send with `whenBusy: "interrupt"`): it runs next. The queued items
+ * exchange their `order` ranks so that `inbox` lists it first. Answers the id of the item that was at the head.
+ */
+export const offerFirst = Effect.fnUntraced(function*(inbox: Inbox, item: QueuedItem) {
+  const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const sequence = renumber([item, ...rest])
+  yield* Queue.offerAll(inbox.queue, sequence)
+  yield* Ref.update(inbox.snapshot, (s) => enqueued(s, item))
+  return rest[0]?.message.id
+})

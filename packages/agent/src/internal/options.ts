@@ -85,6 +85,19 @@ const DataOptions = Schema.Struct({
     Schema.String.pipe(Schema.minLength(1), Schema.annotations(message(() => "model must be a non-empty route label")))
   ),
   provider: Schema.optional(Schema.String),
+  maxPending: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isSafeInteger(n) && n >= 1),
+      Schema.annotations(message((actual) => `maxPending must be a positive integer, got ${String(actual)}`))
+    )
+  ),
+  overflow: Schema.optional(
+    Schema.Literal("reject", "dropOldest", "dropNewest").annotations(
+      message((actual) =>
+        `overflow must be "reject", "dropOldest" or "dropNewest", got ${JSON.stringify(actual) ?? String(actual)}`
+      )
+    )
+  ),
   restoredInbox: Schema.optional(
     Schema.Literal("wake", "park").annotations(
       message((actual) => `restoredInbox must be "wake" or "park", got ${JSON.stringify(actual) ?? String(actual)}`)
@@ -125,6 +138,8 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     maxToolResultChars: options.maxToolResultChars,
     model: options.model,
     provider: options.provider,
+    maxPending: options.maxPending,
+    overflow: options.overflow,
     restoredInbox: options.restoredInbox,
     tools: (options.tools ?? []).map((tool) => tool.name)
   })
@@ -137,5 +152,8 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     : new Map(options.tools.map((tool) => [tool.name, tool]))
   const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
   if (advertised instanceof AgentConfigError) return yield* advertised
-  return { maxParallel, maxToolResult, tools, advertised }
+  const bound = decoded.right.maxPending === undefined
+    ? undefined
+    : { limit: decoded.right.maxPending, overflow: decoded.right.overflow ?? "reject" }
+  return { maxParallel, maxToolResult, tools, advertised, bound }
 })

@@ -153,6 +153,16 @@ export const describe = (
       const text = accepted.get(record.id)
       return `inbox: ${record.fate} ${text === undefined ? record.id : `“${oneLine(text, 60)}”`}`
     }
+    case "inbox/revised": {
+      const text = accepted.get(record.id)
+      const what = text === undefined ? record.id : `“${oneLine(text, 60)}”`
+      const change = record.change
+      return change._tag === "edit"
+        ? `inbox: edited ${what} to “${oneLine(textOf(change.content), 60)}”`
+        : change._tag === "move"
+        ? `inbox: moved ${what}${change.before === undefined ? " to the end" : ` before ${change.before}`}`
+        : `inbox: ${change.placement === "steering" ? "promoted" : "demoted"} ${what}`
+    }
   }
 }
 
@@ -172,6 +182,9 @@ export const render = (
       continue
     }
     const text = describe(record, accepted)
+    if (record.type === "inbox/revised" && record.change._tag === "edit") {
+      accepted.set(record.id, textOf(record.change.content))
+    }
     if (text === undefined) continue
     if (record.type === "turn/end" || record.type === "step/end") {
       open[record.type === "turn/end" ? "turn" : "step"] = false

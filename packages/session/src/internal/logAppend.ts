@@ -12,6 +12,7 @@ import type { Service as Store } from "../SessionStore.js"
 import * as AppendOnly from "./appendOnly.js"
 import type { CommitNow } from "./leasedStore.js"
 import * as logCheck from "./logCheck.js"
+import { storedInbox } from "./logReads.js"
 import {
   advance,
   encode,
@@ -49,7 +50,7 @@ export interface AppendParts {
 export type Appender =
   & Pick<
     Service,
-    "append" | "appendAll" | "appendTrusted" | "transaction" | "recordInbox" | "hasMessage"
+    "append" | "appendAll" | "appendTrusted" | "transaction" | "recordInbox" | "hasMessage" | "inboxRecords"
   >
   & {
     readonly flush: () => Effect.Effect<void, SessionLogError>
@@ -245,6 +246,13 @@ export const makeAppender = (parts: AppendParts): Appender => {
       )
     })
 
+  // The unwritten records are read before the store: a commit in between can only repeat a record (harmless to a
+  // fold of fates), never lose one.
+  const inboxRecords: Effect.Effect<ReadonlyArray<StoreRecords.InboxRecord>, SessionLogError> = Effect.flatMap(
+    Ref.get(shared),
+    (s) => Effect.map(storedInbox(id, store), (stored) => stored.concat(Chunk.toReadonlyArray(s.writer.inbox)))
+  )
+
   // Under the lock an append waits on nothing but the store (write-through) or on nothing at all (write-behind).
   const appendBatch = (inputs: ReadonlyArray<SessionEvent.SessionEventInput>, trusted: boolean) => {
     const locked = holding(lock, appendLocked(inputs, trusted))
@@ -318,6 +326,7 @@ export const makeAppender = (parts: AppendParts): Appender => {
     transaction: (body) => transaction(lock, appendIn, body),
     recordInbox,
     hasMessage,
+    inboxRecords,
     flush
   }
 }

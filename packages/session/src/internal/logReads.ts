@@ -21,6 +21,35 @@ import type { Shared } from "./writeBehind.js"
  * a snapshot let `open` skip). A store failure or a record that is not what the log said is a defect: the
  * accessors that need this cannot fail (ADR 0022).
  */
+/** Every inbox record the store holds for the session, in commit order (ADR 0050). */
+export const storedInbox = (
+  id: Ids.SessionId,
+  store: Store
+): Effect.Effect<ReadonlyArray<StoreRecords.InboxRecord>, SessionLogError> =>
+  Effect.suspend(() => {
+    const out: Array<StoreRecords.InboxRecord> = []
+    return store.load(id).pipe(
+      Stream.runForEachChunk((chunk) =>
+        Effect.suspend(() => {
+          for (const record of chunk) {
+            // Only inbox records are decoded: an event's text never holds an inbox record's type key.
+            if (!record.text.includes("\"type\":\"inbox/")) continue
+            const decoded = decodeRecord(record.text)
+            if (Either.isLeft(decoded)) {
+              return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
+            }
+            if (StoreRecords.isInboxRecord(decoded.right)) out.push(decoded.right)
+          }
+          return Effect.void
+        })
+      ),
+      Effect.mapError((error) =>
+        error instanceof SessionLogError ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
+      ),
+      Effect.as(out)
+    )
+  })
+
 export const storedEvents = (
   id: Ids.SessionId,
   store: Store,

@@ -51,11 +51,7 @@ export const trackPending = (
   pending: Map<string, StoreRecords.InboxAccepted>,
   value: StoreRecords.InboxRecord | SessionEvent.SessionEvent
 ): void => {
-  if (StoreRecords.isInboxRecord(value)) {
-    if (value.type === "inbox/accepted") pending.set(value.message.id, value)
-    else pending.delete(value.id)
-    return
-  }
+  if (StoreRecords.isInboxRecord(value)) return StoreRecords.foldPending(pending, value)
   const logged = StoreRecords.messageIdOf(value)
   if (logged !== undefined) pending.delete(logged)
 }
@@ -111,7 +107,11 @@ export const stamp = (input: SessionEvent.SessionEventInput, seq: number, time: 
 export const stampInbox = (input: InboxRecordInput, time: number): StoreRecords.InboxRecord =>
   input.type === "inbox/accepted"
     ? { type: input.type, time, message: input.message, placement: input.placement, wakeup: input.wakeup }
-    : { type: input.type, time, id: input.id, fate: input.fate }
+    : input.type === "inbox/settled"
+    ? input.cause === undefined
+      ? { type: input.type, time, id: input.id, fate: input.fate }
+      : { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause }
+    : { type: input.type, time, id: input.id, change: input.change }
 
 /** The log right after its latest `turn/end`: where the writer may take a snapshot (ADR 0022). */
 export interface Checkpoint {

@@ -109,6 +109,7 @@ export const makeService: (
       recordInbox: appender.recordInbox,
       pendingInbox,
       hasMessage: appender.hasMessage,
+      inboxRecords: appender.inboxRecords,
       close
     } satisfies Omit<Service, keyof LogReads>
   )

@@ -141,7 +141,11 @@ export const steeringJoinsTurn = (): Check<Invariant> => {
     events: {
       live: (event, { index }) => {
         if (event.type === "agent/inbox/enqueue" && event.placement === "steering") staged.set(event.message.id, index)
-        else if (event.type === "agent/inbox/discard") { for (const m of event.messages) staged.delete(m.id) }
+        else if (event.type === "agent/inbox/place") {
+          // A promoted item is steering from now on; a demoted one is a queued turn.
+          if (event.placement === "steering") staged.set(event.message.id, index)
+          else staged.delete(event.message.id)
+        } else if (event.type === "agent/inbox/discard") { for (const m of event.messages) staged.delete(m.id) }
       },
       durable: (event, { index }) => {
         if (event.type === "steering/message") staged.delete(event.data.messageId)
@@ -198,6 +202,7 @@ export const trails = () => {
     events: {
       live: (event, { index }) => {
         if (event.type === "agent/inbox/enqueue") trail(event.message.id).placement ??= event.placement
+        else if (event.type === "agent/inbox/place") trail(event.message.id).placement = event.placement
         else if (event.type === "agent/inbox/dequeue") trail(event.message.id).dequeued.push(index)
         else if (event.type === "agent/inbox/discard") {
           for (const m of event.messages) trail(m.id).discarded.push(index)
@@ -321,7 +326,10 @@ export const oneSendOneTurn = (): Check<Invariant> => {
   return {
     events: {
       live: (event) => {
-        if (event.type === "agent/inbox/enqueue" && event.placement === "queued") queued.add(event.message.id)
+        if (
+          (event.type === "agent/inbox/enqueue" || event.type === "agent/inbox/place") && event.placement === "queued"
+        ) queued.add(event.message.id)
+        else if (event.type === "agent/inbox/place") queued.delete(event.message.id)
       }
     },
     log: {
@@ -394,8 +402,9 @@ export const admissionCancel = (): Check<Invariant> => {
   return {
     events: {
       live: (event, { index }) => {
-        if (event.type === "agent/inbox/enqueue") {
+        if (event.type === "agent/inbox/enqueue" || event.type === "agent/inbox/place") {
           if (event.placement === "queued") queued.add(event.message.id)
+          else queued.delete(event.message.id)
         } else if (event.type === "agent/inbox/dequeue") {
           if (queued.has(event.message.id)) admitting = { id: event.message.id, cancelled: undefined }
         } else if (event.type === "agent/cancel-requested") {
@@ -443,6 +452,9 @@ export const admissionOrder = (): Check<Invariant> => {
       live: (event, { index }) => {
         if (event.type === "agent/inbox/enqueue") {
           if (!enqueued.has(event.message.id)) enqueued.set(event.message.id, { index, placement: event.placement })
+        } else if (event.type === "agent/inbox/place") {
+          // A changed placement counts from the change, as an acceptance would.
+          enqueued.set(event.message.id, { index, placement: event.placement })
         } else if (event.type === "agent/inbox/dequeue") {
           if (enqueued.get(event.message.id)?.placement === "queued") claimed.set(event.message.id, index)
         }
