@@ -125,7 +125,10 @@ const statuses: Record<string, number> = {
   AgentBusyError: 409,
   AgentDisposedError: 409,
   SessionLogError: 500,
-  BatchError: 500
+  BatchError: 500,
+  InboxChangeError: 409,
+  TurnRunningError: 409,
+  InboxFullError: 429
 }
 
 const tagOf = (ast: AST.AST): string | undefined => {
@@ -180,7 +183,7 @@ const operation = <
 
 /**
  * Every agent operation, one route each, derived from `Operations`. `inbox` is `GET /sessions/:id/inbox`; `retry`
- * takes no body.
+ * takes no body. `awaitReceipt` has no route: a client waits on the event stream and asks `receipt` again.
  *
  * @since 0.0.0
  * @category groups
@@ -193,6 +196,11 @@ export class AgentGroup extends HttpApiGroup.make("agent")
   .add(operation("batch", Operations.Batch))
   .add(operation("cancel", Operations.Cancel))
   .add(operation("withdraw", Operations.Withdraw))
+  .add(operation("edit", Operations.Edit))
+  .add(operation("move", Operations.Move))
+  .add(operation("promote", Operations.Promote))
+  .add(operation("demote", Operations.Demote))
+  .add(operation("receipt", Operations.Receipt))
   .add(
     HttpApiEndpoint.post("retry", "/sessions/:id/retry")
       .setPath(SessionPath)

@@ -199,7 +199,7 @@ const SessionsLive = (subscriberBuffer: number) =>
 const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
   Effect.gen(function*() {
     const pool = yield* AgentPool
-    /** Runs one operation on the session's agent: the route's scope is `send`, `read` for the inbox. */
+    /** Runs one operation on the session's agent: the route's scope is `send`, `read` for the inbox and receipts. */
     const run = <O extends Operations.Operation>(id: Ids.SessionId, operation: O, needed: Scope = "send") =>
       requireScope(needed).pipe(
         Effect.zipRight(pool.get(id)),
@@ -213,6 +213,11 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
       .handle("batch", ({ path, payload }) => run(path.id, new Operations.Batch(payload, true)))
       .handle("cancel", ({ path, payload }) => run(path.id, new Operations.Cancel(payload, true)))
       .handle("withdraw", ({ path, payload }) => run(path.id, new Operations.Withdraw(payload, true)))
+      .handle("edit", ({ path, payload }) => run(path.id, new Operations.Edit(payload, true)))
+      .handle("move", ({ path, payload }) => run(path.id, new Operations.Move(payload, true)))
+      .handle("promote", ({ path, payload }) => run(path.id, new Operations.Promote(payload, true)))
+      .handle("demote", ({ path, payload }) => run(path.id, new Operations.Demote(payload, true)))
+      .handle("receipt", ({ path, payload }) => run(path.id, new Operations.Receipt(payload, true), "read"))
       .handle("retry", ({ path }) => run(path.id, new Operations.Retry({}, true)))
       .handle("inbox", ({ path }) => run(path.id, new Operations.ListInbox({}, true), "read"))
   }))

@@ -90,6 +90,47 @@ describe("routes", () => {
       assert.deepStrictEqual(yield* client.agent.inbox({ path }), [])
     }).pipe(Effect.scoped))
 
+  it.live("edit, move, promote and demote change the pending inbox; receipt says what became of each", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [
+        ScriptedModel.hanging(ScriptedModel.text("working")),
+        ScriptedModel.textResponse("after")
+      ])
+      const client = yield* server.client()
+      const reader = yield* server.client("read-secret")
+      const { id } = yield* client.sessions.create({ payload: {} })
+      const path = { id }
+      const first = yield* client.agent.followup({ path, payload: { message: Message.make("first") } })
+      yield* until(server.baseUrl, id, (events) => events.some((e) => e.type === "assistant/chunk"))
+      const a = yield* client.agent.followup({ path, payload: { message: Message.make("a") } })
+      const b = yield* client.agent.followup({ path, payload: { message: Message.make("b") } })
+      const c = yield* client.agent.followup({ path, payload: { message: Message.make("c") } })
+      yield* client.agent.edit({ path, payload: { id: a, message: Message.make("a, edited") } })
+      yield* client.agent.move({ path, payload: { id: c, position: 0 } })
+      yield* client.agent.promote({ path, payload: { id: b } })
+      const inbox = yield* reader.agent.inbox({ path })
+      assert.deepStrictEqual(inbox.map((item) => [item.id, item.placement]), [[c, "queued"], [a, "queued"], [
+        b,
+        "steering"
+      ]])
+      yield* client.agent.demote({ path, payload: { id: b } })
+      const refused = yield* Effect.flip(
+        client.agent.edit({ path, payload: { id: first, message: Message.make("x") } })
+      )
+      assert.strictEqual(refused._tag, "InboxChangeError")
+      assert.deepStrictEqual(yield* reader.agent.receipt({ path, payload: { id: first } }), { _tag: "ran", turn: 1 })
+      yield* client.agent.withdraw({ path, payload: { id: c } })
+      assert.strictEqual((yield* reader.agent.receipt({ path, payload: { id: c } }))._tag, "withdrawn")
+      yield* client.agent.cancel({ path, payload: { cause: "user", options: { keepInbox: true } } })
+      const events = yield* until(server.baseUrl, id, turnsEnded(3))
+      const prompts = events.flatMap((e) => e.type === "user/message" ? [e.data.messageId] : [])
+      assert.deepStrictEqual(prompts.slice(0, 2), [first, a])
+      const edited = events.find((e) => e.type === "user/message" && e.data.messageId === a)
+      assert.ok(edited?.type === "user/message")
+      assert.deepStrictEqual(edited.data.content, [{ type: "text", text: "a, edited" }])
+      assert.deepStrictEqual(yield* reader.agent.receipt({ path, payload: { id: a } }), { _tag: "ran", turn: 2 })
+    }).pipe(Effect.scoped))
+
   it.live("send, steer, inject, batch and retry answer their schemas", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory, [
