@@ -52,13 +52,15 @@ const statusBecomes = (client: Client, wanted: string) =>
 describe("harness mcp", { timeout: 180_000 }, () => {
   it.scoped("an MCP client sends, steers while the turn runs, reads the inbox and the events, and cancels", () =>
     Effect.gen(function*() {
-      const client = yield* connect(["--expose", "status,events,inbox,followup,steer,cancel"])
+      const client = yield* connect(["--expose", "status,events,inbox,followup,steer,cancel,edit,receipt"])
       const { tools } = yield* Effect.promise(() => client.listTools())
       assert.deepStrictEqual(tools.map((t) => t.name).sort(), [
         "cancel",
+        "edit",
         "events",
         "followup",
         "inbox",
+        "receipt",
         "status",
         "steer"
       ])
@@ -81,6 +83,9 @@ describe("harness mcp", { timeout: 180_000 }, () => {
         ]),
         [[steered.value as string, "steering"]]
       )
+      const edited = yield* call(client, "edit", { id: steered.value, message: message("only to five") })
+      assert.isFalse(edited.isError)
+      assert.deepStrictEqual((yield* call(client, "receipt", { id: first.value })).value, { _tag: "ran", turn: 1 })
 
       assert.isFalse((yield* call(client, "cancel", { cause: "user" })).isError)
       yield* statusBecomes(client, "idle")
@@ -91,6 +96,10 @@ describe("harness mcp", { timeout: 180_000 }, () => {
       const types = events.map((e) => e.type)
       assert.include(types, "user/message")
       assert.strictEqual(events.findLast((e) => e.type === "turn/end")?.data.reason?.kind, "aborted")
+      assert.deepStrictEqual((yield* call(client, "receipt", { id: steered.value })).value, {
+        _tag: "discarded",
+        cause: "user"
+      })
     }))
 
   it.scoped("only the exposed operations exist; bad arguments are an error result naming the problem", () =>

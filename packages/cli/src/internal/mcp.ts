@@ -94,6 +94,14 @@ export const operations: Readonly<Record<string, Exposed>> = {
   ),
   inbox: operation(Operations.ListInbox, "The pending messages (queued turns and steering), in acceptance order."),
   withdraw: operation(Operations.Withdraw, "Withdraw one pending message by id: it never runs."),
+  edit: operation(Operations.Edit, "Replace a pending message's content, keeping its id and its place in the inbox."),
+  move: operation(Operations.Move, "Move a pending message to a position (0 is first) among the pending ones."),
+  promote: operation(Operations.Promote, "Turn a queued message into steering of the running turn."),
+  demote: operation(Operations.Demote, "Turn steering not yet taken back into a queued turn of its own, last."),
+  receipt: operation(
+    Operations.Receipt,
+    "What became of a message, from the session log: pending, ran, joined, applied, withdrawn, discarded, rejected."
+  ),
   cancel: operation(
     Operations.Cancel,
     "Cancel the running turn. Pending messages are discarded unless options.keepInbox is true."
