@@ -248,8 +248,8 @@ const chat = Command.make(
     })
 ).pipe(Command.withDescription(
   "Talk to the agent while it works. Enter steers a running turn; `/queue text` (or `+text`) queues a follow-up; " +
-    "`/inject text` adds context; `/inbox` lists pending items, `/drop N` withdraws one, Up on an empty prompt takes " +
-    "the last queued item back for editing; `/goal set|show|pause|resume|clear`; Esc or Ctrl-C cancels the turn " +
+    "`/inject text` adds context; `/inbox` lists pending items, `/drop N` withdraws one, `/promote N` turns one into " +
+    "steering, `/move N M` reorders; Up on an empty prompt edits the last queued item in place; `/goal set|show|pause|resume|clear`; Esc or Ctrl-C cancels the turn " +
     "keeping the inbox; a second Ctrl-C within a second discards it (or exits when idle). `/help` lists every command. " +
     "On a stored session (--session, --continue) it shows the conversation so far and the restored inbox, which " +
     "waits until you press Enter.\nExamples:\n  harness chat --workspace .\n  harness chat --continue"

@@ -135,16 +135,16 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(name, "withdrew 4. queued what is a cat (it will not run)")
       yield* waitFor(name, "2 queued · 1 steering")
 
-      // Up on an empty prompt takes the last queued item back for editing; Enter queues the edited text again.
+      // Up on an empty prompt edits the last queued item in place (agent.edit): it stays in the inbox meanwhile,
+      // and Enter saves the new text where the item was.
       yield* press(name, "Up")
-      yield* waitFor(name, "took back “write notes.txt: hello from chat” for editing")
-      yield* waitFor(name, "1 queued · 1 steering")
+      yield* waitFor(name, "editing “write notes.txt: hello from chat” (Enter saves it in place")
       yield* press(name, "BSpace", "BSpace", "BSpace", "BSpace")
       yield* type(name, "term")
-      yield* waitFor(name, "› write notes.txt: hello from term")
+      const whileEditing = yield* waitFor(name, "› write notes.txt: hello from term")
+      assert.include(whileEditing, "2 queued · 1 steering")
       yield* press(name, "Enter")
-      yield* waitFor(name, "+ write notes.txt: hello from term (queued)")
-      yield* waitFor(name, "2 queued · 1 steering")
+      yield* waitFor(name, "✎ write notes.txt: hello from term (edited in place: it keeps its place in the inbox)")
       yield* type(name, "/inbox")
       yield* press(name, "Enter")
       yield* waitFor(name, "3. queued   write notes.txt: hello from term")
@@ -222,6 +222,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.include(show.stdout, "steering (user): keep it short")
       assert.include(show.stdout, "tool result write_file: ok")
       assert.include(show.stdout, "goal round 2: list the files")
+      assert.include(show.stdout, "inbox: edited")
       // The withdrawn item is in the log only as inbox records (accepted, then withdrawn), never as a message.
       const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
       assert.isTrue(cat.some((line) => line.includes("inbox: withdrawn")), cat.join("\n"))
@@ -238,8 +239,8 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       )
       yield* waitFor(name, "idle · 0 tokens · /help")
 
-      // Ctrl-D while an item taken back with Up is being edited (its text erased) does not leave: the item is
-      // not in the inbox while it is edited, and leaving would lose it (#46).
+      // Ctrl-D while a queued item is being edited with Up (its text erased) does not leave: leaving would lose
+      // the edit (#46).
       yield* type(name, "tell me a long story")
       yield* press(name, "Enter")
       yield* waitFor(name, "Once upon a time")
@@ -247,13 +248,13 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Enter")
       yield* waitFor(name, "1 queued")
       yield* press(name, "Up")
-      yield* waitFor(name, "took back “abc” for editing")
+      yield* waitFor(name, "editing “abc”")
       yield* press(name, "BSpace", "BSpace", "BSpace")
       yield* press(name, "C-d")
       yield* type(name, "abd")
       yield* press(name, "Enter")
-      const afterCtrlD = yield* waitFor(name, /\+ abd \(queued\)|bye — session/)
-      assert.include(afterCtrlD, "+ abd (queued)")
+      const afterCtrlD = yield* waitFor(name, /✎ abd \(edited in place|bye — session/)
+      assert.include(afterCtrlD, "✎ abd (edited in place")
       assert.notInclude(afterCtrlD, "bye — session")
       // Esc cancels keeping the inbox (and records no Ctrl-C); the queued item runs.
       yield* press(name, "Escape")
@@ -517,5 +518,172 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* type(name, "/drop 3")
       yield* press(name, "Enter")
       yield* waitFor(name, "no item 3: /drop takes a number from 1 to 1 (/inbox lists them)")
+    }).pipe(Effect.scoped))
+})
+
+describe("harness chat edits queued items in place", { timeout: 300_000 }, () => {
+  it.live("Up edits a queued item where it is (R136): it runs first still, with the new text; Esc leaves it as it was and cancels nothing; an item the agent took meanwhile is queued anew with the edited text", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+      yield* story.text("Once upon a time")
+      yield* waitFor(name, "Once upon a time")
+      yield* type(name, "+what is a dog")
+      yield* press(name, "Enter")
+      yield* type(name, "+what is a cat")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "2 queued")
+
+      // Up edits the last queued item, Up again the one before it; Esc abandons the edit and cancels nothing.
+      yield* press(name, "Up")
+      yield* waitFor(name, "editing “what is a cat”")
+      yield* press(name, "Up")
+      yield* waitFor(name, "editing “what is a dog”")
+      yield* press(name, "Escape")
+      const abandoned = yield* waitFor(name, "edit abandoned: “what is a dog” stays as it was")
+      assert.notInclude(abandoned, "cancelling the turn")
+
+      // Edit the first one: it keeps its place, before the second.
+      yield* press(name, "Up", "Up")
+      yield* waitFor(name, /editing “what is a dog”[\s\S]*editing “what is a dog”/)
+      yield* press(name, "BSpace", "BSpace", "BSpace")
+      yield* type(name, "cow")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "✎ what is a cow (edited in place: it keeps its place in the inbox)")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      const listed = yield* waitFor(name, "2. queued   what is a cat")
+      assert.include(listed, "1. queued   what is a cow")
+
+      // The story ends: the edited item runs first, with its new text.
+      yield* story.text(", the end.\n")
+      yield* story.end
+      const cow = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a cow")
+
+      // Edit the next one, but the agent takes it before Enter: the edit is refused (taken), said so, and the
+      // edited text is queued as a new follow-up.
+      yield* press(name, "Up")
+      yield* waitFor(name, /▸ what is a cow[\s\S]*editing “what is a cat”/)
+      yield* cow.text("Cows moo.\n")
+      yield* cow.end
+      const cat = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a cat")
+      yield* press(name, "BSpace", "BSpace", "BSpace")
+      yield* type(name, "cub")
+      yield* press(name, "Enter")
+      yield* waitFor(
+        name,
+        "could not edit “what is a cat”: the agent already took it (or it left the inbox); queuing your edited text as a new follow-up"
+      )
+      yield* waitFor(name, "+ what is a cub (queued)")
+      yield* cat.text("Cats purr.\n")
+      yield* cat.end
+      const cub = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a cub")
+      yield* cub.text("Cubs grow.\n")
+      yield* cub.end
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/exit")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "bye — session")
+
+      // The session log: the turns ran cow, cat, cub in that order; the dog text never reached the model.
+      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
+      assert.isDefined(id)
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      const asked = show.stdout.split("\n").flatMap((line) => {
+        const match = /user: (what is a \w+)$/.exec(line.trim())
+        return match === null ? [] : [match[1]]
+      })
+      assert.deepStrictEqual(asked, ["what is a cow", "what is a cat", "what is a cub"], show.stdout)
+      assert.include(show.stdout, "inbox: edited")
+      assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
+
+  it.live("/move N M reorders the queued items, /promote N turns one into steering of the running turn; refusals are said in words", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+      yield* story.text("Once upon a time")
+      yield* waitFor(name, "Once upon a time")
+      for (const animal of ["dog", "cat", "fox"]) {
+        yield* type(name, `+what is a ${animal}`)
+        yield* press(name, "Enter")
+      }
+      yield* waitFor(name, "3 queued")
+
+      // /move: the fox goes first among the queued items.
+      yield* type(name, "/move 3")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "usage: /move N M puts item N at place M (1 is first) among the queued items")
+      yield* type(name, "/move 3 1")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "moved 3. what is a fox (now place 1 of the queued items)")
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      const listed = yield* waitFor(name, "3. queued   what is a cat")
+      assert.include(listed, "1. queued   what is a fox")
+      assert.include(listed, "2. queued   what is a dog")
+
+      // /promote: the cat becomes steering of the running turn; promoting it again is refused.
+      yield* type(name, "/promote 3")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "promoted 3. what is a cat (steering: it joins the running turn at its next step)")
+      yield* waitFor(name, "2 queued · 1 steering")
+      yield* type(name, "/promote 3")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "could not promote item 3 (what is a cat): it is steering already")
+      yield* type(name, "/promote 9")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "no item 9: /promote N takes a number from 1 to 3 (/inbox lists them)")
+
+      // The story's step ends: the steering joins turn 1; then the queued turns run, fox before dog.
+      yield* story.text(", the end.\n")
+      yield* story.end
+      const steered = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "↪ steering joined turn 1: what is a cat")
+      yield* steered.text("Cats purr.\n")
+      yield* steered.end
+      const fox = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a fox")
+      yield* fox.text("Foxes hunt.\n")
+      yield* fox.end
+      const dog = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a dog")
+      yield* dog.text("Dogs bark.\n")
+      yield* dog.end
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
+      yield* type(name, "/inbox")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "the inbox is empty")
+      yield* type(name, "/exit")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "bye — session")
+
+      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
+      assert.isDefined(id)
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      const asked = show.stdout.split("\n").flatMap((line) => {
+        const match = /(user|steering \(user\)): (what is a \w+)$/.exec(line.trim())
+        return match === null ? [] : [`${match[1]}: ${match[2]}`]
+      })
+      assert.deepStrictEqual(
+        asked,
+        ["steering (user): what is a cat", "user: what is a fox", "user: what is a dog"],
+        show.stdout
+      )
+      assert.include(show.stdout, "the log checks clean")
     }).pipe(Effect.scoped))
 })

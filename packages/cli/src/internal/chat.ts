@@ -36,11 +36,14 @@ export const help = (window: number): ReadonlyArray<string> => [
   "/queue text, +text  queue a follow-up turn (runs after the current one)",
   "/inject text     add context the model sees at its next step (does not run the model)",
   "/inbox           list pending items with numbers      /drop N   withdraw item N",
+  "/promote N       turn queued item N into steering of the running turn",
+  "/move N M        put item N at place M (1 is first) among the items queued (or steering) like it",
   "/goal set <objective> | show | pause | resume | clear    keep working toward an objective over rounds",
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
   `Ctrl-C Ctrl-C    (within ${Keys.windowWords(window)}) discard the inbox; on an idle prompt, exit; after one`,
   "                 Ctrl-C the next queued item waits until that time is up, so a second one can still stop it",
-  "Up               on an empty prompt: take the last queued item back for editing (Enter queues it again)",
+  "Up               on an empty prompt: edit the last queued item in place (Up again: the one before; Enter saves,",
+  "                 Esc leaves it as it was; if the agent took it meanwhile, the text is queued as a new follow-up)",
   "/expand [N]      the full arguments and output of tool call N (default: the last one)",
   "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
   "Approvals: y = allow once, n = deny, a = always allow this exact shell command, or writes to files in this folder"
@@ -86,8 +89,11 @@ interface State {
   readonly approval: Pending | undefined
   /** When Ctrl-C was last pressed (`Clock` millis); Esc never sets it. */
   readonly lastCtrlC: number | undefined
-  /** The buffer holds a queued item taken back with Up: Enter queues it again (even while a turn runs). */
-  readonly editing: boolean
+  /**
+   * The queued item being edited in the prompt (Up): it stays in the inbox, where it was, until Enter saves the
+   * text in place (`agent.edit`); Esc or Ctrl-C leaves it as it was.
+   */
+  readonly editing: Inbox.Item | undefined
   /** The items as `/inbox` last numbered them: `/drop N` means the N-th of these, even if the inbox moved since. */
   readonly listed: ReadonlyArray<Inbox.Item>
   /** How many lines the bottom area (partial, status, prompt) took when last drawn; 0 before the first draw. */
@@ -155,7 +161,7 @@ export const chat = (
       spin: 0,
       approval: undefined,
       lastCtrlC: undefined,
-      editing: false,
+      editing: undefined,
       listed: [],
       drawn: 0,
       waiting: false
@@ -557,6 +563,52 @@ export const chat = (
             const result = yield* Inbox.drop(agent, fates, item.id)
             return yield* emit([result._tag === "Withdrawn" ? withdrew : gone(result.fate)])
           }
+          case "/promote":
+          case "/move": {
+            // The numbers are those `/inbox` showed, as for `/drop`.
+            const items = st.listed.length > 0 ? st.listed : yield* inboxItems
+            const n = Number(rest[0])
+            const item = Number.isInteger(n) ? items[n - 1] : undefined
+            const usage = command === "/promote" ? "/promote N" : "/move N M"
+            if (item === undefined) {
+              return yield* emit([
+                items.length === 0
+                  ? `the inbox is empty: nothing to ${command!.slice(1)}`
+                  : `no item ${rest[0] ?? ""}: ${usage} takes a number from 1 to ${items.length} (/inbox lists them)`
+              ])
+            }
+            const m = Number(rest[1])
+            if (command === "/move" && !(Number.isInteger(m) && m >= 1)) {
+              return yield* emit([
+                `usage: /move N M puts item N at place M (1 is first) among the ${item.placement} items`
+              ])
+            }
+            const result = yield* (command === "/promote"
+              ? Inbox.promote(agent, item.id)
+              : Inbox.move(agent, item.id, m - 1)).pipe(Effect.mapError(sendError))
+            if (result._tag === "Refused") {
+              return yield* emit([
+                s.yellow(
+                  `could not ${command!.slice(1)} item ${n} (${visible(item.text)}): ${
+                    Inbox.refusalWords(result.reason)
+                  }`
+                )
+              ])
+            }
+            const after = (yield* inboxItems).filter((other) => other.placement === result.item.placement)
+            const place = after.findIndex((other) => other.id === item.id) + 1
+            return yield* emit([
+              command === "/promote"
+                ? `promoted ${n}. ${visible(item.text)} ${
+                  s.dim("(steering: it joins the running turn at its next step)")
+                }`
+                : `moved ${n}. ${visible(item.text)} ${
+                  s.dim(
+                    `(now ${place > 0 ? `place ${place}` : "no longer pending"} of the ${result.item.placement} items)`
+                  )
+                }`
+            ])
+          }
           case "/expand": {
             const all = yield* Ref.get(calls)
             const n = rest[0] === undefined ? all.length : Number(rest[0])
@@ -601,9 +653,9 @@ export const chat = (
           default:
             if (command!.startsWith("/")) return yield* emit([`unknown command ${command}: /help lists the commands`])
         }
-        if (st.editing) {
-          yield* update((x) => ({ ...x, editing: false }))
-          return yield* queue(text)
+        if (st.editing !== undefined) {
+          yield* update((x) => ({ ...x, editing: undefined }))
+          return yield* saveEdit(st.editing, text)
         }
         if (st.running) {
           yield* agent.steer(Message.make(text)).pipe(Effect.mapError(sendError))
@@ -614,6 +666,25 @@ export const chat = (
           yield* Ref.set(echoed, id)
           yield* emit([`${s.bold("›")} ${text}`])
         }))
+      })
+    /**
+     * Saves an edited item in place; when the agent took it meanwhile, says so and queues the edited text as a new
+     * follow-up, so nothing typed is lost.
+     */
+    const saveEdit = (item: Inbox.Item, text: string) =>
+      Effect.gen(function*() {
+        const result = yield* Inbox.edit(agent, item.id, text).pipe(Effect.mapError(sendError))
+        if (result._tag === "Changed") {
+          return yield* emit([`${s.bold("✎")} ${text} ${s.dim("(edited in place: it keeps its place in the inbox)")}`])
+        }
+        yield* emit([
+          s.yellow(
+            `could not edit “${visible(item.text)}”: ${Inbox.refusalWords(result.reason)}; ${
+              result.reason === "taken" ? "queuing your edited text as a new follow-up" : "queuing your text anew"
+            }`
+          )
+        ])
+        return yield* queue(text)
       })
     const queue = (text: string) =>
       text === ""
@@ -636,10 +707,7 @@ export const chat = (
           window
         )
         // The press is recorded before the agent is told: a prompt it claims from now on waits for the window.
-        yield* update((x) => ({ ...x, lastCtrlC: decided.lastCtrlC, buffer: "", editing: false }))
-        if (st.editing && st.buffer.trim() !== "") {
-          yield* emit([s.dim(`  (the item you were editing was dropped: ${visible(st.buffer.trim())})`)])
-        }
+        yield* update((x) => ({ ...x, lastCtrlC: decided.lastCtrlC, buffer: "" }))
         if (st.approval !== undefined) {
           yield* Deferred.succeed(st.approval.answer, { kind: "deny", reason: "the user cancelled" })
         }
@@ -689,10 +757,17 @@ export const chat = (
       Effect.gen(function*() {
         const { key } = input
         const st = yield* Ref.get(state)
+        // Esc or Ctrl-C while editing abandons the edit (the item stays as it was); it cancels nothing.
+        if (st.editing !== undefined && (key.name === "escape" || (key.ctrl && key.name === "c"))) {
+          yield* update((x) => ({ ...x, buffer: "", editing: undefined }))
+          return yield* emit([s.dim(`  edit abandoned: “${visible(st.editing.text)}” stays as it was`)])
+        }
         if (key.ctrl && key.name === "c") return yield* interrupt("ctrl-c")
         if (key.name === "escape") return yield* interrupt("esc")
         if (key.ctrl && key.name === "d") {
-          return Keys.ctrlDLeaves(st) ? yield* Deferred.succeed(quit, undefined) : undefined
+          return Keys.ctrlDLeaves({ buffer: st.buffer, editing: st.editing !== undefined })
+            ? yield* Deferred.succeed(quit, undefined)
+            : undefined
         }
         if (st.approval !== undefined) {
           const char = Option.getOrElse(input.input, () => "")
@@ -707,16 +782,20 @@ export const chat = (
           yield* update((x) => ({ ...x, buffer: x.buffer.slice(0, -1) }))
           return yield* redraw
         }
-        if (key.name === "up" && st.buffer === "") {
-          const last = (yield* inboxItems).filter((item) => item.placement === "queued" && item.source === "user")
-            .at(-1)
-          if (last === undefined) return yield* emit([s.dim("nothing queued to edit")])
-          const result = yield* Inbox.drop(agent, fates, last.id)
-          if (result._tag === "NotPending") {
-            return yield* emit([s.yellow(`too late to edit “${visible(last.text)}”: ${Inbox.fateWords(result.fate)}`)])
+        // Up on an empty prompt edits the last queued item of yours; Up again (text unchanged), the one before it.
+        const editing = st.editing
+        if (key.name === "up" && (st.buffer === "" || (editing !== undefined && st.buffer === editing.text))) {
+          const mine = (yield* inboxItems).filter((item) => item.placement === "queued" && item.source === "user")
+          // The item before the one being edited; the last one when nothing (or an item no longer pending) is.
+          const at = editing === undefined ? -1 : mine.findIndex((item) => item.id === editing.id)
+          const item = at === -1 ? mine.at(-1) : mine[at - 1]
+          if (item === undefined) {
+            return yield* emit([s.dim(editing === undefined ? "nothing queued to edit" : "no earlier queued item")])
           }
-          yield* update((x) => ({ ...x, buffer: result.item.text, editing: true }))
-          return yield* emit([s.dim(`  took back “${visible(result.item.text)}” for editing (Enter queues it again)`)])
+          yield* update((x) => ({ ...x, buffer: item.text, editing: item }))
+          return yield* emit([
+            s.dim(`  editing “${visible(item.text)}” (Enter saves it in place; Esc leaves it as it was; Up: earlier)`)
+          ])
         }
         const char = Option.getOrUndefined(input.input)
         if (char !== undefined && !key.ctrl && !key.meta && printable(char)) {
@@ -804,7 +883,7 @@ const opening = (summary: Resume.Summary): ReadonlyArray<string> => {
       ...summary.pending.map((item, i) =>
         `${i + 1}. ${item.placement.padEnd(8)} ${visible(item.label.replace(/\s+/g, " "))}`
       ),
-      s.dim("Enter runs them · /drop N drops one · Up takes the last one back for editing · /inbox lists them")
+      s.dim("Enter runs them · /drop N drops one · Up edits the last one · /inbox lists them")
     ])
   ]
 }

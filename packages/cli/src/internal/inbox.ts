@@ -2,11 +2,12 @@
  * The CLI's view of the agent's inbox: the pending items as the agent reports them (`agent.inbox`, no counters
  * kept here), the badge `2 queued · 1 steering`, and withdrawing one item (`agent.withdraw`, ADR 0009) with a
  * typed answer the chat can print — for an item that is no longer pending, what became of it (its fate, read from
- * the agent's live events).
+ * the agent's live events) — and changing one in place (`agent.edit`, `move`, `promote`, ADR 0050), with the agent's
+ * refusal in words.
  */
 import type { Agent } from "@harness/agent"
-import type { AgentEvent, Ids, Inbox, Message, MessageSource } from "@harness/domain"
-import { Content } from "@harness/domain"
+import type { AgentEvent, Ids, Inbox, MessageSource, Operations } from "@harness/domain"
+import { Content, Message } from "@harness/domain"
 import { Duration, Effect, Option, Queue, type Scope, Stream, SubscriptionRef } from "effect"
 import * as Timeline from "./timeline.js"
 
@@ -156,3 +157,51 @@ export const badge = (pending: ReadonlyArray<Item>): string => {
     .filter((part) => part !== "")
     .join(" · ")
 }
+
+/**
+ * What changing an item did (`agent.edit`, `move`, `promote`): `Changed` with the item as it is now, or `Refused`
+ * with the agent's reason (`InboxChangeError`, R139) — nothing changed then.
+ */
+export type Change =
+  | { readonly _tag: "Changed"; readonly item: Item }
+  | { readonly _tag: "Refused"; readonly reason: InboxChangeReason }
+
+/** Why the agent refused to change an item (R139). */
+export type InboxChangeReason = Operations.InboxChangeReason
+
+const changed = (
+  effect: Effect.Effect<Inbox.InboxItem, Message.InvalidMessageError | Operations.InboxChangeError>
+): Effect.Effect<Change, Message.InvalidMessageError> =>
+  effect.pipe(
+    Effect.map((item): Change => ({ _tag: "Changed", item: itemOf(item) })),
+    Effect.catchTag("InboxChangeError", (e) => Effect.succeed<Change>({ _tag: "Refused", reason: e.reason }))
+  )
+
+/**
+ * Replaces a pending item's text in place (`agent.edit`, R136): it keeps its id, placement and position. Contract:
+ * decided by the agent under its acceptance lock, so an item the driver claims at the same instant is either
+ * edited (and runs with the new text) or `Refused` `taken` (and runs as it was). An invalid message fails.
+ */
+export const edit = (agent: Agent.Service, id: Ids.AgentMessageId, text: string) =>
+  changed(agent.edit(id, Message.make(text)))
+
+/** Moves a pending item to `position` (0 first) among the items of its placement (`agent.move`, R137). */
+export const move = (agent: Agent.Service, id: Ids.AgentMessageId, position: number) =>
+  changed(agent.move(id, position))
+
+/** Turns a queued item into steering of the running turn (`agent.promote`, R138). */
+export const promote = (agent: Agent.Service, id: Ids.AgentMessageId) => changed(agent.promote(id))
+
+/** Why the agent refused a change, in words: `the agent already took it`, `no turn is running`, …. */
+export const refusalWords = (reason: InboxChangeReason): string =>
+  reason === "taken"
+    ? "the agent already took it (or it left the inbox)"
+    : reason === "unknown"
+    ? "the agent does not know it"
+    : reason === "not-queued"
+    ? "it is steering already"
+    : reason === "not-steering"
+    ? "it is a queued turn, not steering"
+    : reason === "no-open-turn"
+    ? "no turn is running to steer (it stays queued)"
+    : "the session is closed"
