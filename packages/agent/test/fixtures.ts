@@ -4,7 +4,7 @@
  * exact point, compact views of the log, the live events and the model's requests for exact assertions, and
  * sessions whose store can be made to fail or observed as it is written.
  */
-import { Tool } from "@effect/ai"
+import { LanguageModel, Tool } from "@effect/ai"
 import type { Prompt } from "@effect/ai"
 import { assert } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
@@ -254,6 +254,38 @@ export const durableStore: Effect.Effect<SessionStore.Service> = Effect.map(
   SessionStore.makeMemory,
   (memory): SessionStore.Service => ({ ...memory, commitMode: "write-behind", volatile: false })
 )
+
+/**
+ * Runs `during` on an agent over a durable store whose first turn (prompt `p`) never ends, ends that process, and runs
+ * `after` on an agent reopened over the same session with its restored inbox parked: what each answered.
+ */
+export const acrossRestart = <A, B>(
+  session: Ids.SessionId,
+  during: (agent: Agent.Service) => Effect.Effect<A, unknown>,
+  after: (agent: Agent.Service, reopened: SessionLog.Service) => Effect.Effect<B, unknown>
+): Effect.Effect<{ readonly before: A; readonly after: B }, unknown> =>
+  Effect.gen(function*() {
+    const store = yield* durableStore
+    return yield* Effect.gen(function*() {
+      const before = yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* SessionLog.make({ id: session })
+        const [model] = yield* S.make([S.hanging(S.text("…"))])
+        const agent = yield* Agent.make({ model: "m", session: log }).pipe(
+          Effect.provideService(LanguageModel.LanguageModel, model)
+        )
+        const rec = yield* EventRecorder.make(agent)
+        yield* agent.followup(prompt("p"), { id: mid("p") })
+        yield* rec.waitFor(isDurable("step/start"))
+        return yield* during(agent)
+      }))
+      const reopened = yield* SessionLog.open(session)
+      const [model] = yield* S.make([])
+      const agent = yield* Agent.make({ model: "m", session: reopened, restoredInbox: "park" }).pipe(
+        Effect.provideService(LanguageModel.LanguageModel, model)
+      )
+      return { before, after: yield* after(agent, reopened) }
+    }).pipe(Effect.scoped, Effect.provideService(SessionStore.SessionStore, store))
+  })
 
 const decodeStored = Schema.decodeSync(
   Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))

@@ -4,18 +4,15 @@
  * typed `InboxChangeError` naming why once the item is no longer pending. A resume after each change restores the
  * same pending FIFO. Time is the `TestClock`; turns are held by delayed or hanging scripted replies.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
+import type { Agent } from "@harness/agent"
 import { Ids } from "@harness/domain"
-import { SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, TestClock } from "effect"
 import {
+  acrossRestart as restarted,
   assertWellFormed,
   awaitSleeper,
-  durableStore,
-  isDurable,
   logTrace,
   mid,
   prompt,
@@ -217,35 +214,18 @@ describe("the durable inbox honours changes", () => {
     sends: (agent: Agent.Service) => Effect.Effect<unknown, unknown>,
     change: (agent: Agent.Service) => Effect.Effect<unknown, unknown>
   ) =>
-    Effect.gen(function*() {
-      const store = yield* durableStore
-      return yield* Effect.gen(function*() {
-        const before = yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* SessionLog.make({ id: sid })
-          const [model] = yield* S.make([S.hanging(S.text("…"))])
-          const agent = yield* Agent.make({ model: "m", session: log }).pipe(
-            Effect.provideService(LanguageModel.LanguageModel, model)
-          )
-          const rec = yield* EventRecorder.make(agent)
-          yield* agent.followup(prompt("p"), { id: mid("p") })
-          yield* rec.waitFor(isDurable("step/start"))
-          yield* sends(agent)
-          yield* change(agent)
-          return yield* agent.inbox
-        }))
-        const reopened = yield* SessionLog.open(sid)
-        const [model] = yield* S.make([])
-        const agent = yield* Agent.make({ model: "m", session: reopened, restoredInbox: "park" }).pipe(
-          Effect.provideService(LanguageModel.LanguageModel, model)
-        )
-        const after = yield* agent.inbox
-        return {
-          before: before.map((i) => `${i.id}:${i.content[0].text}`),
-          after: after.map((i) => `${i.id}:${i.content[0].text}`),
-          records: reopened.pendingInbox.map((r) => `${r.placement}:${r.message.id}`)
-        }
-      }).pipe(Effect.scoped, Effect.provideService(SessionStore.SessionStore, store))
-    })
+    Effect.map(
+      restarted(
+        sid,
+        (agent) => Effect.zipRight(Effect.zipRight(sends(agent), change(agent)), agent.inbox),
+        (agent, reopened) => Effect.map(agent.inbox, (after) => ({ after, reopened }))
+      ),
+      ({ after: { after, reopened }, before }) => ({
+        before: before.map((i) => `${i.id}:${i.content[0].text}`),
+        after: after.map((i) => `${i.id}:${i.content[0].text}`),
+        records: reopened.pendingInbox.map((r) => `${r.placement}:${r.message.id}`)
+      })
+    )
 
   const three = (agent: Agent.Service) =>
     Effect.all(["a", "b", "c"].map((name) => agent.followup(prompt(name), { id: mid(name) })))

@@ -3,14 +3,12 @@
  * after a restart of the agent over the same store — and `awaitReceipt`, which waits for the final one. Time is the
  * `TestClock`; turns are held by delayed or hanging scripted replies.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
+import type { Agent } from "@harness/agent"
 import { Ids, type Inbox } from "@harness/domain"
-import { SessionLog, SessionStore } from "@harness/session"
-import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
+import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, Fiber, TestClock } from "effect"
-import { awaitSleeper, context, durableStore, isDurable, mid, prompt, routes, setup } from "./fixtures.js"
+import { acrossRestart, awaitSleeper, context, mid, prompt, routes, setup } from "./fixtures.js"
 
 const receipts = (agent: Agent.Service, ids: ReadonlyArray<string>) =>
   Effect.forEach(ids, (id) => Effect.map(agent.receipt(mid(id)), (r): readonly [string, Inbox.Receipt] => [id, r]))
@@ -76,44 +74,34 @@ describe("receipts", () => {
 
   it.effect("are the same after a restart over the same store, pending ones included", () =>
     Effect.gen(function*() {
-      const store = yield* durableStore
-      const sid = Ids.SessionId.make("receipts")
       const ids = ["p", "q", "s", "w", "c"]
-      yield* Effect.gen(function*() {
-        const before = yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* SessionLog.make({ id: sid })
-          const [model] = yield* S.make([S.hanging(S.text("…"))])
-          const agent = yield* Agent.make({ model: "m", session: log }).pipe(
-            Effect.provideService(LanguageModel.LanguageModel, model)
-          )
-          const rec = yield* EventRecorder.make(agent)
-          yield* agent.followup(prompt("p"), { id: mid("p") })
-          yield* rec.waitFor(isDurable("step/start"))
-          yield* agent.followup(prompt("q"), { id: mid("q") })
-          yield* agent.steer(prompt("s"), { id: mid("s") })
-          yield* agent.followup(prompt("w"), { id: mid("w") })
-          yield* agent.withdraw(mid("w"))
-          yield* agent.inject(context("c"), { id: mid("c") })
-          return yield* receipts(agent, ids)
-        }))
-        assert.deepStrictEqual(before, [
-          ["p", { _tag: "ran", turn: 1 }],
-          ["q", { _tag: "pending", placement: "queued" }],
-          ["s", { _tag: "pending", placement: "steering" }],
-          ["w", { _tag: "withdrawn" }],
-          ["c", { _tag: "staged" }]
-        ])
-        // Disposal logged the staged context in the turn it closed (R77), and the pending items wait for the resume.
-        const [model] = yield* S.make([])
-        const agent = yield* Agent.make({ model: "m", session: yield* SessionLog.open(sid), restoredInbox: "park" })
-          .pipe(Effect.provideService(LanguageModel.LanguageModel, model))
-        assert.deepStrictEqual(yield* receipts(agent, ids), [
-          ["p", { _tag: "ran", turn: 1 }],
-          ["q", { _tag: "pending", placement: "queued" }],
-          ["s", { _tag: "pending", placement: "steering" }],
-          ["w", { _tag: "withdrawn" }],
-          ["c", { _tag: "applied", turn: 1 }]
-        ])
-      }).pipe(Effect.scoped, Effect.provideService(SessionStore.SessionStore, store))
+      const { after, before } = yield* acrossRestart(
+        Ids.SessionId.make("receipts"),
+        (agent) =>
+          Effect.gen(function*() {
+            yield* agent.followup(prompt("q"), { id: mid("q") })
+            yield* agent.steer(prompt("s"), { id: mid("s") })
+            yield* agent.followup(prompt("w"), { id: mid("w") })
+            yield* agent.withdraw(mid("w"))
+            yield* agent.inject(context("c"), { id: mid("c") })
+            return yield* receipts(agent, ids)
+          }),
+        (agent) => receipts(agent, ids)
+      )
+      assert.deepStrictEqual(before, [
+        ["p", { _tag: "ran", turn: 1 }],
+        ["q", { _tag: "pending", placement: "queued" }],
+        ["s", { _tag: "pending", placement: "steering" }],
+        ["w", { _tag: "withdrawn" }],
+        ["c", { _tag: "staged" }]
+      ])
+      // Disposal logged the staged context in the turn it closed (R77), and the pending items wait for the resume.
+      assert.deepStrictEqual(after, [
+        ["p", { _tag: "ran", turn: 1 }],
+        ["q", { _tag: "pending", placement: "queued" }],
+        ["s", { _tag: "pending", placement: "steering" }],
+        ["w", { _tag: "withdrawn" }],
+        ["c", { _tag: "applied", turn: 1 }]
+      ])
     }).pipe(Effect.orDie))
 })
