@@ -74,6 +74,22 @@ export const outcome = <A>(
 export const isOutcome = (u: unknown): u is Outcome<unknown> => Predicate.hasProperty(u, OutcomeTypeId)
 
 /**
+ * Bounds a tool's text result: text longer than `max` characters is cut, ending with `marker(cut)` (which says how
+ * many characters were cut), so that the result with its marker is at most `max` characters — or the marker alone,
+ * if `max` is smaller than it. A tool that cannot cut earlier with a better hint uses it as its last guard.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const capText = (text: string, max: number, marker: (cut: number) => string): string => {
+  if (text.length <= max) return text
+  // The marker's length depends on the count it shows; two rounds settle it (the count only shrinks in digits).
+  let keep = Math.max(0, max - marker(text.length).length)
+  keep = Math.max(0, max - marker(text.length - keep).length)
+  return `${text.slice(0, keep)}${marker(text.length - keep)}`
+}
+
+/**
  * What a cancel does to a running call: `interrupt` (the handler fiber is interrupted at once and the call gets an
  * `ABORTED` result) or `finish` (the call completes and keeps its real result, then the turn ends).
  *

@@ -3,6 +3,7 @@
  * structured content as JSON when there is no text; bounded to the most characters a result may have, with a
  * marker that says how much was cut.
  */
+import { AgentTool } from "@harness/agent"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 
 const block = (content: CallToolResult["content"][number]): string => {
@@ -29,15 +30,6 @@ export const text = (result: CallToolResult): string => {
   return parts.join("\n")
 }
 
-/**
- * Text longer than `max` characters is cut, with a marker, so that the result with its marker is at most `max`
- * characters (or the marker alone, if `max` is smaller than it).
- */
-export const cap = (value: string, max: number): string => {
-  if (value.length <= max) return value
-  const marker = (cut: number) => `\n… [truncated: ${cut} more characters of the MCP tool's result]`
-  // The marker's length depends on the count it shows; two rounds settle it (the count only shrinks in digits).
-  let keep = Math.max(0, max - marker(value.length).length)
-  keep = Math.max(0, max - marker(value.length - keep).length)
-  return `${value.slice(0, keep)}${marker(value.length - keep)}`
-}
+/** The result's text bounded to `max` characters, marker included (`AgentTool.capText`). */
+export const cap = (value: string, max: number): string =>
+  AgentTool.capText(value, max, (cut) => `\n… [truncated: ${cut} more characters of the MCP tool's result]`)

@@ -2,6 +2,7 @@
  * Rendering tool results as model-friendly text, and the truncation markers. Every cut is announced in the text
  * itself with `… [truncated: ...]` (or `[line truncated: ...]`) and says how to get the rest.
  */
+import { AgentTool } from "@harness/agent"
 
 const decoder = new TextDecoder("utf-8", { fatal: false })
 
@@ -30,18 +31,11 @@ export const cutLine = (line: string, max: number): string =>
   line.length <= max ? line : `${line.slice(0, max)} … [line truncated: ${line.length - max} more characters]`
 
 /**
- * The last guard on any result: text longer than `max` characters is cut, with a marker, so that the result
- * with its marker is at most `max` characters (or the marker alone, if `max` is smaller than it). Tools cut
- * earlier with better hints; this catches whatever they let through.
+ * The last guard on any result (`AgentTool.capText`): at most `max` characters, marker included. Tools cut earlier
+ * with better hints; this catches whatever they let through.
  */
-export const capOutput = (text: string, max: number): string => {
-  if (text.length <= max) return text
-  const marker = (cut: number) => `\n… [truncated: ${cut} more characters of output; ask for less]`
-  // The marker's length depends on the count it shows; two rounds settle it (the count only shrinks in digits).
-  let keep = Math.max(0, max - marker(text.length).length)
-  keep = Math.max(0, max - marker(text.length - keep).length)
-  return `${text.slice(0, keep)}${marker(text.length - keep)}`
-}
+export const capOutput = (text: string, max: number): string =>
+  AgentTool.capText(text, max, (cut) => `\n… [truncated: ${cut} more characters of output; ask for less]`)
 
 /** How many of `rows` (joined by newlines) fit in `budget` characters; at least one when there is one. */
 export const fittingRows = (rows: ReadonlyArray<string>, budget: number): number => {
