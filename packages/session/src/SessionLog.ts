@@ -14,6 +14,7 @@ import { Context, Effect, Layer } from "effect"
 import type { History } from "./History.js"
 import * as opening from "./internal/openLog.js"
 import * as internal from "./internal/sessionLog.js"
+import * as section from "./internal/transaction.js"
 import type { LogState } from "./LogCheck.js"
 import type { SessionLogError } from "./SessionLogError.js"
 import * as SessionStore from "./SessionStore.js"
@@ -409,3 +410,14 @@ export const memory = (options?: MakeOptions): Effect.Effect<Service, SessionLog
  */
 export const layerMemory = (options?: MakeOptions): Layer.Layer<SessionLog, SessionLogError> =>
   Layer.effect(SessionLog, memory(options))
+
+/**
+ * Runs `effect` holding one permit of `semaphore`, released on every exit; uninterruptible, the wait for the permit
+ * included (a plain `withPermits` interrupted as the permit is handed over leaks it). The log's own transactions
+ * take their permit this way; it serves any semaphore a writer keeps beside the log (the goal package's).
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const holding: <A, E, R>(semaphore: Effect.Semaphore, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =
+  section.holding

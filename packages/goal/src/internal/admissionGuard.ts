@@ -6,10 +6,11 @@
 import type { Hooks } from "@harness/agent"
 import type { Message } from "@harness/domain"
 import { Message as MessageSchema } from "@harness/domain"
+import { SessionLog } from "@harness/session"
 import { Deferred, Effect, Ref, Schema } from "effect"
 import { sync } from "./observer.js"
 import type { Runtime, State } from "./runtime.js"
-import { armedActive, enqueue, holding, requestDrive } from "./runtime.js"
+import { armedActive, enqueue, requestDrive } from "./runtime.js"
 
 const sameContent = Schema.equivalence(MessageSchema.AgentMessage.fields.content)
 
@@ -42,7 +43,7 @@ export const guard = (
       s.attempt !== undefined && s.attempt.messageId === message.id ? { ...s, attempt: undefined } : s
     const abandon = Effect.uninterruptible(Effect.zipRight(Ref.update(rt.state, forget), requestDrive(rt)))
     const reject = Effect.as(abandon, { kind: "block", reason: STALE } as const)
-    const check = holding(
+    const check = SessionLog.holding(
       rt.lock,
       Effect.zipRight(sync(rt), Effect.map(Ref.get(rt.state), (s) => reservationValid(s, message)))
     )
@@ -69,7 +70,7 @@ export const guard = (
       }))
     }
     // The inner hooks may have let a mutation or human work in: checked again, then the gate closes.
-    const admitted = yield* holding(
+    const admitted = yield* SessionLog.holding(
       rt.lock,
       Effect.gen(function*() {
         yield* sync(rt)

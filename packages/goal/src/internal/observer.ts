@@ -3,11 +3,12 @@
  * attempt, R126's fences). It never calls the agent: what it decides becomes an action for the driver.
  */
 import type { AgentEvent, SessionEvent, Turn } from "@harness/domain"
+import { SessionLog } from "@harness/session"
 import { Deferred, Effect, Either, Queue, Ref, Schema } from "effect"
 import { decodeGoalEvent, GoalReplayError, stepGoal } from "../GoalReplay.js"
 import { GoalChange } from "../GoalState.js"
 import type { Action, Attempt, Core, State } from "./runtime.js"
-import { armedActive, enqueue, holding, requestDrive } from "./runtime.js"
+import { armedActive, enqueue, requestDrive } from "./runtime.js"
 
 type Step = readonly [State, ReadonlyArray<Action>, Deferred.Deferred<void> | undefined]
 
@@ -201,7 +202,7 @@ const observe = (
 
 /** Catches the observer up: handles every event published so far, in order. */
 export const sync = (rt: Core): Effect.Effect<void> =>
-  holding(
+  SessionLog.holding(
     rt.events,
     Effect.flatMap(Queue.takeAll(rt.subscription), (events) => Effect.forEach(events, (e) => handle(rt, e)))
   ).pipe(Effect.asVoid)

@@ -51,7 +51,7 @@ export interface Core {
   readonly agent: AgentNs.Service
   readonly state: Ref.Ref<State>
   /**
-   * Serialises mutations and the guard's checks. Taken, like `events`, only with {@link holding}: a plain
+   * Serialises mutations and the guard's checks. Taken, like `events`, only with `SessionLog.holding`: a plain
    * `withPermits` interrupted (by a cancel, in the guard) as the permit is handed over leaks it for good.
    */
   readonly lock: Effect.Semaphore
@@ -98,23 +98,3 @@ export const armedActive = (s: State, goalId: string, revision: number): boolean
   return goal !== undefined && goal.id === goalId && goal.revision === revision && goal.phase === "active" &&
     s.activation === "armed"
 }
-
-/**
- * Runs `effect` holding one permit of `semaphore`. Uninterruptible, the wait included: `take` counts a permit taken
- * while its waiter is still interruptible, so an interruption then would leak it (ADR 0041).
- */
-export const holding = <A, E, R>(
-  semaphore: Effect.Semaphore,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.uninterruptible(Effect.flatMap(
-    semaphore.withPermitsIfAvailable(1)(effect),
-    (held) =>
-      held._tag === "Some" ? Effect.succeed(held.value) : Effect.zipRight(
-        semaphore.take(1),
-        Effect.matchCauseEffect(effect, {
-          onFailure: (cause) => Effect.zipRight(semaphore.release(1), Effect.failCause(cause)),
-          onSuccess: (a) => Effect.as(semaphore.release(1), a)
-        })
-      )
-  ))

@@ -2,6 +2,7 @@
  * The service: compare-and-set mutations under the mutation lock, each change checked with replay's own decode and
  * fold before it is injected (R120–R121).
  */
+import { SessionLog } from "@harness/session"
 import { Clock, Deferred, Effect, Either, PubSub, Random, Ref, Schema, Stream } from "effect"
 import { GoalError } from "../GoalError.js"
 import { applyChange, checkChange } from "../GoalReplay.js"
@@ -13,7 +14,7 @@ import { invalid, validInput, validReason, validTimeBudget } from "./input.js"
 import { sync } from "./observer.js"
 import type { Settings } from "./options.js"
 import type { Core, State } from "./runtime.js"
-import { changeMessage, holding, requestDrive } from "./runtime.js"
+import { changeMessage, requestDrive } from "./runtime.js"
 
 const mintId: Effect.Effect<string> = Effect.map(
   Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]),
@@ -52,7 +53,7 @@ const checkRef = (current: GoalState, ref: GoalRef): Either.Either<Goal, GoalErr
 const underLock = <A, E>(rt: Core, body: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.gen(function*() {
     while (true) {
-      const outcome = yield* holding(
+      const outcome = yield* SessionLog.holding(
         rt.lock,
         Effect.gen(function*() {
           const gate = (yield* Ref.get(rt.state)).gate
