@@ -104,7 +104,9 @@ export interface Service {
    * Contract: returns without waiting for the turn to unwind (a hook or tool may cancel its own agent; use
    * {@link whenIdle} to wait). The first cause wins for the activity it cancels. Without `keepInbox`, pending
    * queued and steering items are discarded with one `agent/inbox/discard`; staged context is never dropped (it
-   * is logged). With `keepInbox`, nothing pending is touched and the next waking item runs next. Cancel on an idle
+   * is logged). With `keepInbox`, nothing pending is touched and the next waking item runs next. With `ifTurn: n`, the cancel
+   * applies only while turn `n` is the open one (checked under the same lock): a cancel of a turn that is over does
+   * nothing, so a redelivered cancel cannot hit a later turn or discard later work (R185). Cancel on an idle
    * agent with nothing pending, or after disposal, does nothing. A cause or options that are not valid (a caller
    * can pass anything) fail with `InvalidMessageError` and change nothing.
    */

@@ -516,4 +516,28 @@ describe("cancel", () => {
       assert.deepStrictEqual(logTrace(log).slice(7, 10), ["turn/start", "user/message:ctx", "user/message:p2"])
       assertWellFormed(log)
     }).pipe(Effect.provide(layerWithFaults())))
+
+  it.scoped("R185: a cancel with ifTurn of a turn that is over interrupts nothing and discards nothing", () =>
+    Effect.gen(function*() {
+      const { agent, rec } = yield* midStream("first", S.hanging(S.text("second")), S.textResponse("third"))
+      yield* agent.cancel("user", { ifTurn: 1 })
+      yield* agent.whenIdle
+      // Turn 2 is running with a follow-up queued behind it: the late `ifTurn: 1` (alone, and in a batch) misses.
+      yield* agent.followup(prompt("two"))
+      yield* rec.waitFor(isDurable("assistant/chunk", (e) => e.data.turn === 2))
+      const queued = yield* agent.followup(prompt("three"))
+      yield* agent.cancel("user", { ifTurn: 1 })
+      yield* agent.batch([{ cancel: ["user", { ifTurn: 1 }] }])
+      assert.deepStrictEqual((yield* agent.inbox).map((item) => item.id), [queued])
+      assert.strictEqual(yield* agent.status, "running")
+      // Aimed at the open turn it cancels as a plain cancel does.
+      yield* agent.cancel("user", { ifTurn: 2, keepInbox: true })
+      const log = yield* idleLog(agent)
+      assert.deepStrictEqual(logTrace(log).filter((t) => t.startsWith("turn/end")), [
+        "turn/end:aborted",
+        "turn/end:aborted",
+        "turn/end:completed"
+      ])
+      assertWellFormed(log)
+    }).pipe(Effect.provide(S.layer())))
 })

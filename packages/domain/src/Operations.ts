@@ -11,7 +11,7 @@ import { Schema } from "effect"
 import { CancelCause } from "./AgentEvent.js"
 import { AgentMessageId } from "./Ids.js"
 import { InboxItem, Receipt as ReceiptSchema, WithdrawResult } from "./Inbox.js"
-import { NonNegativeInt } from "./Json.js"
+import { NonNegativeInt, PositiveInt } from "./Json.js"
 import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
 import { SessionLogError } from "./SessionLogError.js"
 
@@ -129,12 +129,17 @@ export const PresetOptions = Schema.Struct({ id: Schema.optional(AgentMessageId)
 export type PresetOptions = typeof PresetOptions.Type
 
 /**
- * The options of a cancel: `keepInbox` keeps pending work (it runs next).
+ * The options of a cancel: `keepInbox` keeps pending work (it runs next); `ifTurn` makes the cancel conditional on
+ * that turn being the open one (a cancel redelivered after its turn closed, or aimed at a turn that is over, does
+ * nothing: no interrupt, no discard).
  *
  * @since 0.0.0
  * @category schemas
  */
-export const CancelOptions = Schema.Struct({ keepInbox: Schema.optional(Schema.Boolean) }).annotations({
+export const CancelOptions = Schema.Struct({
+  keepInbox: Schema.optional(Schema.Boolean),
+  ifTurn: Schema.optional(PositiveInt)
+}).annotations({
   identifier: "CancelOptions"
 })
 /**
@@ -157,7 +162,11 @@ export const BatchOperation = Schema.Union(
       // JSON carries no `undefined`: on the wire the element is absent or an object (what the OpenAPI document says).
       Schema.optionalElement(
         Schema.UndefinedOr(CancelOptions).annotations({
-          jsonSchema: { type: "object", properties: { keepInbox: { type: "boolean" } }, additionalProperties: false }
+          jsonSchema: {
+            type: "object",
+            properties: { keepInbox: { type: "boolean" }, ifTurn: { type: "integer", minimum: 1 } },
+            additionalProperties: false
+          }
         })
       )
     )

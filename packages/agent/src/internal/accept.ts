@@ -224,11 +224,21 @@ export const cancelLocked: (
   env: Env,
   tx: SessionLog.Transaction,
   reason: AgentEvent.InterruptReason,
-  keepInbox: boolean
+  keepInbox: boolean,
+  ifTurn?: number | undefined
 ) => Effect.Effect<void> = Effect.fnUntraced(
-  function*(env: Env, tx: SessionLog.Transaction, reason: AgentEvent.InterruptReason, keepInbox: boolean) {
+  function*(
+    env: Env,
+    tx: SessionLog.Transaction,
+    reason: AgentEvent.InterruptReason,
+    keepInbox: boolean,
+    ifTurn?: number | undefined
+  ) {
     const { lifecycle } = yield* read(env)
     if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return
+    // `ifTurn` (R185): only while that turn is the open one. The driver opens and closes turns through the log's
+    // transaction, which this section holds, so the open turn cannot change under the test.
+    if (ifTurn !== undefined && (yield* env.log.state).openTurn !== ifTurn) return
     const inbox = yield* Inbox.get(env.inbox)
     const activity = Lifecycle.activity(lifecycle)
     const effective = activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
@@ -376,7 +386,12 @@ const applyBatch = Effect.fnUntraced(function*(env: Env, checked: ReadonlyArray<
         options: yield* Effect.mapError(checkOptions(op.send[1]), inOperation(index))
       })
     } else {
-      decoded.push({ _tag: "cancel", cause: op.cancel[0], keepInbox: op.cancel[1]?.keepInbox === true })
+      decoded.push({
+        _tag: "cancel",
+        cause: op.cancel[0],
+        keepInbox: op.cancel[1]?.keepInbox === true,
+        ifTurn: op.cancel[1]?.ifTurn
+      })
     }
   }
   const outcome = yield* Effect.either(locked(env, (tx) => batchLocked(env, tx, decoded)))
@@ -386,7 +401,12 @@ const applyBatch = Effect.fnUntraced(function*(env: Env, checked: ReadonlyArray<
 
 type DecodedOp =
   | { readonly _tag: "send"; readonly data: Message.UserMessageData; readonly options: Message.SendOptions }
-  | { readonly _tag: "cancel"; readonly cause: AgentEvent.CancelCause; readonly keepInbox: boolean }
+  | {
+    readonly _tag: "cancel"
+    readonly cause: AgentEvent.CancelCause
+    readonly keepInbox: boolean
+    readonly ifTurn: number | undefined
+  }
 
 /** A decoded batch applied in order, in one transaction `tx`; it stops at the first send refused. */
 const batchLocked = Effect.fnUntraced(
@@ -398,7 +418,7 @@ const batchLocked = Effect.fnUntraced(
     const applied: Array<IdsT.AgentMessageId | undefined> = []
     for (const op of decoded) {
       if (op._tag === "cancel") {
-        yield* cancelLocked(env, tx, op.cause, op.keepInbox)
+        yield* cancelLocked(env, tx, op.cause, op.keepInbox, op.ifTurn)
         applied.push(undefined)
         continue
       }
@@ -443,7 +463,7 @@ export const cancel = Effect.fnUntraced(function*(
 ) {
   const checkedCause = yield* checkCause(cause)
   const checked = yield* checkCancelOptions(options)
-  return yield* locked(env, (tx) => cancelLocked(env, tx, checkedCause, checked?.keepInbox === true))
+  return yield* locked(env, (tx) => cancelLocked(env, tx, checkedCause, checked?.keepInbox === true, checked?.ifTurn))
 })
 
 /** `retry`: a turn over the current log without a new prompt; refused while busy or after disposal. */
