@@ -1,0 +1,261 @@
+/**
+ * The agent as an `@effect/cluster` entity: one entity per session (its entity id is the session id) whose protocol is
+ * the agent's operations. The entity builds the ordinary `Agent` over the session's log from the `SessionStore` when it
+ * is activated, keeps itself alive while the agent has work and is passivated when idle. Mutating operations are
+ * persisted messages keyed by their `AgentMessageId`; the session log is what makes their redelivery safe (R184).
+ *
+ * @since 0.0.0
+ */
+import type { LanguageModel } from "@effect/ai"
+import type { Sharding } from "@effect/cluster"
+import { Entity } from "@effect/cluster"
+import { Rpc, RpcGroup } from "@effect/rpc"
+import { AgentEvent, Ids, Operations } from "@harness/domain"
+import type { SessionStore } from "@harness/session"
+import type { Duration, Layer } from "effect"
+import { Effect, Schema } from "effect"
+import * as internal from "./internal/entity.js"
+import { persisted } from "./internal/protocol.js"
+
+/**
+ * `send` as a persisted message: `{ id, operation }`, `id` the message's id and the primary key.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Send = persisted(Operations.Send)
+/**
+ * `followup`, persisted; `id` is the message's id.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Followup = persisted(Operations.Followup)
+/**
+ * `steer`, persisted; `id` is the message's id.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Steer = persisted(Operations.Steer)
+/**
+ * `inject`, persisted; `id` is the message's id.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Inject = persisted(Operations.Inject)
+/**
+ * `batch`, persisted; a send without an id takes `<id>/<index>`.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Batch = persisted(Operations.Batch)
+/**
+ * `cancel`, persisted; give `ifTurn` so that a redelivery cannot hit a later turn (R185).
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Cancel = persisted(Operations.Cancel)
+/**
+ * `retry`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Retry = persisted(Operations.Retry)
+/**
+ * `withdraw`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Withdraw = persisted(Operations.Withdraw)
+/**
+ * `edit`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Edit = persisted(Operations.Edit)
+/**
+ * `move`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Move = persisted(Operations.Move)
+/**
+ * `promote`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Promote = persisted(Operations.Promote)
+/**
+ * `demote`, persisted.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Demote = persisted(Operations.Demote)
+/**
+ * `inbox`: a read, volatile, beside the mailbox.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const ListInbox = Rpc.fromTaggedRequest(Operations.ListInbox)
+/**
+ * `receipt(id)`: a read, volatile, beside the mailbox.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Receipt = Rpc.fromTaggedRequest(Operations.Receipt)
+/**
+ * `awaitReceipt(id)`: volatile, beside the mailbox (it may wait for a whole turn).
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const AwaitReceipt = Rpc.fromTaggedRequest(Operations.AwaitReceipt)
+/**
+ * The agent's status now: volatile, beside the mailbox.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Status = Rpc.make("Status", { success: AgentEvent.AgentStatus })
+/**
+ * Answers once the agent is quiescent: volatile, beside the mailbox.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const WhenIdle = Rpc.make("WhenIdle")
+/**
+ * The agent's live events from the moment the entity runs the request, opening with an `agent/status` event (the
+ * status at that instant: the client is subscribed once it has it): volatile, beside the mailbox, so an open
+ * subscription never holds a send back (R187).
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Events = Rpc.make("Events", { success: AgentEvent.AgentEvent, stream: true })
+
+/**
+ * The entity's protocol: every operation of the agent, plus `Status`, `WhenIdle` and `Events`.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const protocol = RpcGroup.make(
+  Send,
+  Followup,
+  Steer,
+  Inject,
+  Batch,
+  Cancel,
+  Retry,
+  Withdraw,
+  Edit,
+  Move,
+  Promote,
+  Demote,
+  ListInbox,
+  Receipt,
+  AwaitReceipt,
+  Status,
+  WhenIdle,
+  Events
+)
+
+/**
+ * The RPCs of the protocol.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type Rpcs = RpcGroup.Rpcs<typeof protocol>
+
+/**
+ * The entity type: `harness/Agent`, one entity per session id.
+ *
+ * @since 0.0.0
+ * @category entities
+ */
+export const AgentEntity = Entity.fromRpcGroup("harness/Agent", protocol)
+
+/**
+ * How the entity builds its agent over the session's opened log (in the entity's scope: passivation disposes it).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type MakeAgent<R> = internal.MakeAgent<R>
+
+/**
+ * How the entity runs.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Options<R> {
+  /** Builds the agent over the log; a plain `Agent.make({ session: log })` when absent. */
+  readonly makeAgent?: MakeAgent<R> | undefined
+  /** How long an idle entity stays activated after its last message (the cluster's default when absent). */
+  readonly maxIdleTime?: Duration.DurationInput | undefined
+}
+
+/**
+ * Registers the entity with the `Sharding` service of the context.
+ *
+ * Contract: on activation the entity opens the session's log from the `SessionStore` (creating the session when it
+ * does not exist) and builds the agent over it, which restores and wakes the durable inbox; it keeps itself alive
+ * (`Entity.keepAlive`) from the agent's first `running` status to the next `idle`, so a runner that dies mid-turn
+ * leaves a persisted keep-alive that activates the entity elsewhere, and the turn's work resumes with no new message
+ * (R190). Mutating messages run one at a time in arrival order through the entity's mailbox; each send runs with the
+ * envelope's id as its message id, so a redelivered one finds itself accepted and answers the same id (R184). `Events`,
+ * `Status`, `WhenIdle` and the reads run beside the mailbox (`Rpc.fork`). A store that cannot be opened is a defect:
+ * the cluster logs it and retries the activation.
+ *
+ * @since 0.0.0
+ * @category layers
+ */
+export const layer = <R = LanguageModel.LanguageModel>(
+  options: Options<R> = {}
+): Layer.Layer<never, never, Sharding.Sharding | SessionStore.SessionStore | LanguageModel.LanguageModel | R> =>
+  AgentEntity.toLayer(
+    Effect.gen(function*() {
+      const address = yield* Entity.CurrentAddress
+      const id = yield* Schema.decodeUnknown(Ids.SessionId)(address.entityId)
+      const log = yield* internal.openSession(id)
+      const agent = yield* (options.makeAgent ?? internal.defaultAgent)(log)
+      yield* internal.keepAliveWhileBusy(agent)
+      const handle = internal.run(agent)
+      return AgentEntity.of({
+        Send: handle,
+        Followup: handle,
+        Steer: handle,
+        Inject: handle,
+        Batch: handle,
+        Cancel: handle,
+        Retry: handle,
+        Withdraw: handle,
+        Edit: handle,
+        Move: handle,
+        Promote: handle,
+        Demote: handle,
+        ListInbox: (request) => Rpc.fork(handle(request)),
+        Receipt: (request) => Rpc.fork(handle(request)),
+        AwaitReceipt: (request) => Rpc.fork(handle(request)),
+        Status: () => Rpc.fork(agent.status),
+        WhenIdle: () => Rpc.fork(agent.whenIdle),
+        Events: () => Rpc.fork(internal.liveEvents(agent))
+      })
+    }).pipe(Effect.orDie),
+    options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime }
+  )

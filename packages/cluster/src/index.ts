@@ -1,0 +1,4 @@
+/**
+ * @since 0.0.0
+ */
+export * as AgentEntity from "./AgentEntity.js"
