@@ -2,3 +2,4 @@
  * @since 0.0.0
  */
 export * as AgentEntity from "./AgentEntity.js"
+export * as RemoteAgent from "./RemoteAgent.js"

@@ -49,9 +49,12 @@ export const roundTrip = (
       failure: any.errorSchema as Schema.Schema<unknown, unknown>,
       defect: Schema.Defect
     })
-    for (const [schema, value] of [[payloadSchema, payload], [exitSchema, exit]] as const) {
-      const json = JSON.stringify(yield* Schema.encodeUnknown(schema)(value))
-      const decoded = yield* Schema.decodeUnknown(schema)(JSON.parse(json))
-      assert.strictEqual(JSON.stringify(yield* Schema.encodeUnknown(schema)(decoded)), json, `${any._tag}`)
-    }
+    const through = <A, I>(schema: Schema.Schema<A, I>, value: unknown) =>
+      Effect.gen(function*() {
+        const json = JSON.stringify(yield* Schema.encodeUnknown(schema)(value))
+        const decoded = yield* Schema.decodeUnknown(schema)(JSON.parse(json))
+        assert.strictEqual(JSON.stringify(yield* Schema.encodeUnknown(schema)(decoded)), json, any._tag)
+      })
+    yield* through(payloadSchema, payload)
+    yield* through(exitSchema, exit)
   })
