@@ -6,7 +6,7 @@ import { Entity, ShardingConfig } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Effect, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Ref, Stream, TestClock } from "effect"
 import { AgentEntity, RemoteAgent } from "../src/index.js"
 import { prompt, sessionId, storedEvents } from "./fixtures.js"
 
@@ -19,7 +19,53 @@ const setup = Effect.gen(function*() {
 })
 
 describe("RemoteAgent", () => {
-  it.scoped("R184/R191: ids are minted on the client; concurrent sends are accepted in call order", () =>
+  it.scoped("R191: a mutating call is not sent before the one before it was answered", () =>
+    Effect.gen(function*() {
+      const makeClient = yield* Entity.makeTestClient(AgentEntity.AgentEntity, AgentEntity.layer())
+      const client = yield* makeClient(sessionId)
+      const trace = yield* Ref.make<ReadonlyArray<string>>([])
+      const gate = yield* Deferred.make<void>()
+      const firstSent = yield* Deferred.make<void>()
+      const note = (line: string) => Ref.update(trace, (lines) => [...lines, line])
+      // The first send is held on the wire until the gate opens; every send notes when it leaves and is answered.
+      const held = {
+        ...client,
+        Send: (input: Parameters<typeof client.Send>[0]) =>
+          Effect.gen(function*() {
+            const text = input.operation.message.content[0].text
+            yield* note(`sent ${text}`)
+            if (text === "one") {
+              yield* Deferred.succeed(firstSent, undefined)
+              yield* Deferred.await(gate)
+            }
+            const id = yield* client.Send(input)
+            yield* note(`answered ${text}`)
+            return id
+          })
+      } as unknown as RemoteAgent.Client // the test client with its Send wrapped: the same call shape
+      const agent = yield* RemoteAgent.fromClient(sessionId, held)
+      const parked = { target: "next-turn", wakeup: false } as const
+      const sends = yield* Effect.fork(Effect.all(
+        ["one", "two", "three"].map((text) => agent.send(prompt(text), parked)),
+        { concurrency: "unbounded" }
+      ))
+      yield* Deferred.await(firstSent)
+      yield* TestClock.adjust(0)
+      assert.deepStrictEqual(yield* Ref.get(trace), ["sent one"])
+      yield* Deferred.succeed(gate, undefined)
+      const ids = yield* Fiber.join(sends)
+      assert.deepStrictEqual(yield* Ref.get(trace), [
+        "sent one",
+        "answered one",
+        "sent two",
+        "answered two",
+        "sent three",
+        "answered three"
+      ])
+      assert.deepStrictEqual((yield* agent.inbox).map((item) => item.id), ids)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.scoped("R184: ids are minted on the client; the live events open with the status", () =>
     Effect.gen(function*() {
       const { agent, model, store } = yield* setup
       const [first] = yield* agent.events.pipe(Stream.take(1), Stream.runCollect)
