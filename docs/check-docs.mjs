@@ -35,6 +35,7 @@ const categories = {
   "store-postgres": ["constructors", "layers", "models"],
   goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
   server: ["api", "constructors", "errors", "groups", "layers", "models", "schemas", "services"],
+  cluster: ["constructors", "entities", "errors", "layers", "models", "rpcs"],
   cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]
 }
 

@@ -29,6 +29,7 @@ export const products = [
   "store-jsonl",
   "store-postgres",
   "server",
+  "cluster",
   "cli"
 ]
 

@@ -131,28 +131,37 @@ const mint = Ids.randomUuid(Ids.AgentMessageId)
  */
 export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Service> =>
   Effect.map(Effect.makeSemaphore(1), (order) => {
-    const ordered = <A, E>(effect: Effect.Effect<A, E>) =>
-      order.withPermits(1)(remote(effect))
+    const ordered = <A, E>(effect: Effect.Effect<A, E>) => order.withPermits(1)(remote(effect))
     const envelope = (id: Ids.AgentMessageId | undefined) => id === undefined ? mint : Effect.succeed(id)
     return {
       id,
       send: (message, options) =>
-        Effect.flatMap(envelope(options.id), (id) =>
-          ordered(client.Send({ id, operation: new Operations.Send({ message, options: { ...options, id } }) }))),
+        Effect.flatMap(
+          envelope(options.id),
+          (id) => ordered(client.Send({ id, operation: new Operations.Send({ message, options: { ...options, id } }) }))
+        ),
       followup: (message, options) =>
-        Effect.flatMap(envelope(options?.id), (id) =>
-          ordered(client.Followup({ id, operation: new Operations.Followup({ message, options: { id } }) }))),
+        Effect.flatMap(
+          envelope(options?.id),
+          (id) => ordered(client.Followup({ id, operation: new Operations.Followup({ message, options: { id } }) }))
+        ),
       steer: (message, options) =>
-        Effect.flatMap(envelope(options?.id), (id) =>
-          ordered(client.Steer({ id, operation: new Operations.Steer({ message, options: { id } }) }))),
+        Effect.flatMap(
+          envelope(options?.id),
+          (id) => ordered(client.Steer({ id, operation: new Operations.Steer({ message, options: { id } }) }))
+        ),
       inject: (message, options) =>
-        Effect.flatMap(envelope(options?.id), (id) =>
-          ordered(client.Inject({ id, operation: new Operations.Inject({ message, options: { id } }) }))),
+        Effect.flatMap(
+          envelope(options?.id),
+          (id) => ordered(client.Inject({ id, operation: new Operations.Inject({ message, options: { id } }) }))
+        ),
       batch: (operations) =>
         Effect.gen(function*() {
           const stamped: Array<Operations.BatchOperation> = []
           for (const op of operations) {
-            stamped.push("send" in op ? { send: [op.send[0], { ...op.send[1], id: yield* envelope(op.send[1].id) }] } : op)
+            stamped.push(
+              "send" in op ? { send: [op.send[0], { ...op.send[1], id: yield* envelope(op.send[1].id) }] } : op
+            )
           }
           const id = yield* mint
           return yield* ordered(client.Batch({ id, operation: new Operations.Batch({ operations: stamped }) }))
@@ -165,16 +174,25 @@ export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Ser
           }))),
       retry: Effect.flatMap(mint, (id) => ordered(client.Retry({ id, operation: new Operations.Retry({}) }))),
       withdraw: (target) =>
-        Effect.flatMap(mint, (id) =>
-          ordered(client.Withdraw({ id, operation: new Operations.Withdraw({ id: target }) }))),
+        Effect.flatMap(
+          mint,
+          (id) => ordered(client.Withdraw({ id, operation: new Operations.Withdraw({ id: target }) }))
+        ),
       edit: (target, message) =>
-        Effect.flatMap(mint, (id) =>
-          ordered(client.Edit({ id, operation: new Operations.Edit({ id: target, message }) }))),
+        Effect.flatMap(
+          mint,
+          (id) => ordered(client.Edit({ id, operation: new Operations.Edit({ id: target, message }) }))
+        ),
       move: (target, position) =>
-        Effect.flatMap(mint, (id) =>
-          ordered(client.Move({ id, operation: new Operations.Move({ id: target, position }) }))),
+        Effect.flatMap(
+          mint,
+          (id) => ordered(client.Move({ id, operation: new Operations.Move({ id: target, position }) }))
+        ),
       promote: (target) =>
-        Effect.flatMap(mint, (id) => ordered(client.Promote({ id, operation: new Operations.Promote({ id: target }) }))),
+        Effect.flatMap(
+          mint,
+          (id) => ordered(client.Promote({ id, operation: new Operations.Promote({ id: target }) }))
+        ),
       demote: (target) =>
         Effect.flatMap(mint, (id) => ordered(client.Demote({ id, operation: new Operations.Demote({ id: target }) }))),
       inbox: remote(client.ListInbox({})),

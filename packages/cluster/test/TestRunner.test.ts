@@ -58,7 +58,9 @@ describe("AgentEntity on TestRunner", () => {
       assert.strictEqual(yield* driven(client.Followup(first)), mid("m-1"))
       assert.deepStrictEqual(yield* driven(client.ListInbox(new Operations.ListInbox({}))), [])
 
-      yield* driven(client.Cancel({ id: mid("c-1"), operation: new Operations.Cancel({ cause: "user", options: { ifTurn: 1 } }) }))
+      yield* driven(
+        client.Cancel({ id: mid("c-1"), operation: new Operations.Cancel({ cause: "user", options: { ifTurn: 1 } }) })
+      )
       yield* driven(client.WhenIdle(undefined))
       yield* minutesPass(5)
       assert.strictEqual(yield* Ref.get(disposals), 1)
