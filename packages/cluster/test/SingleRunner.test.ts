@@ -34,37 +34,43 @@ const turnEnds = (store: SessionStore.Service) =>
   Effect.map(storedEvents(store), (events) => events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : []))
 
 describe("AgentEntity on SingleRunner over SQLite", () => {
-  it.live("R188/R190: a graceful stop closes the turn; the next runner resumes the inbox in order with no new message", () =>
-    Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "harness-cluster-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  it.live(
+    "R188/R190: a graceful stop closes the turn; the next runner resumes the inbox in order with no new message",
+    () =>
+      Effect.gen(function*() {
+        const dir = mkdtempSync(join(tmpdir(), "harness-cluster-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
 
-      yield* Effect.scoped(Effect.gen(function*() {
-        const context = yield* Layer.build(runner(dir, [S.hanging(S.text("one"))]))
-        const agent = yield* RemoteAgent.make(sessionId).pipe(Effect.provide(context))
-        yield* agent.followup(prompt("one"), { id: mid("m-1") })
-        yield* agent.followup(prompt("two"), { id: mid("m-2") })
-        yield* agent.followup(prompt("three"), { id: mid("m-3") })
-        assert.strictEqual((yield* agent.awaitReceipt(mid("m-1")))._tag, "ran")
-      }))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const context = yield* Layer.build(runner(dir, [S.hanging(S.text("one"))]))
+          const agent = yield* RemoteAgent.make(sessionId).pipe(Effect.provide(context))
+          yield* agent.followup(prompt("one"), { id: mid("m-1") })
+          yield* agent.followup(prompt("two"), { id: mid("m-2") })
+          yield* agent.followup(prompt("three"), { id: mid("m-3") })
+          assert.strictEqual((yield* agent.awaitReceipt(mid("m-1")))._tag, "ran")
+        }))
 
-      yield* Effect.scoped(Effect.gen(function*() {
-        const context = yield* Layer.build(runner(dir, [S.textResponse("two"), S.textResponse("three")]))
-        const store = yield* Effect.provide(SessionStore.SessionStore, context)
-        // Nothing is sent to this runner: it is done when the stored log shows the two resumed turns completed.
-        const ends = yield* turnEnds(store).pipe(
-          Effect.filterOrFail((ends) => ends.length >= 3),
-          // Polled: the outcome is the log's; the deadline only bounds a failure.
-          Effect.retry(Schedule.spaced("50 millis")),
-          Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the inbox was not resumed") })
-        )
-        assert.deepStrictEqual(ends, ["disposed", "completed", "completed"])
-        const events = yield* storedEvents(store)
-        assert.deepStrictEqual(
-          events.flatMap((e) => e.type === "user/message" && e.data.messageId !== undefined ? [e.data.messageId] : []),
-          [mid("m-1"), mid("m-2"), mid("m-3")]
-        )
-        assert.deepStrictEqual(LogCheck.checkLog(events), [])
-      }))
-    }).pipe(Effect.scoped), 90_000)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const context = yield* Layer.build(runner(dir, [S.textResponse("two"), S.textResponse("three")]))
+          const store = yield* Effect.provide(SessionStore.SessionStore, context)
+          // Nothing is sent to this runner: it is done when the stored log shows the two resumed turns completed.
+          const ends = yield* turnEnds(store).pipe(
+            Effect.filterOrFail((ends) => ends.length >= 3),
+            // Polled: the outcome is the log's; the deadline only bounds a failure.
+            Effect.retry(Schedule.spaced("50 millis")),
+            Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the inbox was not resumed") })
+          )
+          assert.deepStrictEqual(ends, ["disposed", "completed", "completed"])
+          const events = yield* storedEvents(store)
+          assert.deepStrictEqual(
+            events.flatMap((e) =>
+              e.type === "user/message" && e.data.messageId !== undefined ? [e.data.messageId] : []
+            ),
+            [mid("m-1"), mid("m-2"), mid("m-3")]
+          )
+          assert.deepStrictEqual(LogCheck.checkLog(events), [])
+        }))
+      }).pipe(Effect.scoped),
+    90_000
+  )
 })
