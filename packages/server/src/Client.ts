@@ -9,7 +9,7 @@ import { Sse } from "@effect/experimental"
 import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { HttpClientError } from "@effect/platform"
 import { AgentEvent, type Ids, SessionEvent } from "@harness/domain"
-import { Effect, Redacted, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Redacted, Ref, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
 import { Api } from "./HarnessApi.js"
 
@@ -120,3 +120,64 @@ export const events = (
       Stream.mapEffect(decodeFrame)
     )
   }))
+
+/**
+ * A session's events as {@link events} gives them, followed across dropped connections: when a connection ends
+ * before `agent/disposed` (the server was killed, the network went away, the subscriber overflowed), it reconnects
+ * with `Last-Event-ID` set to the last durable seq received, waiting 100 ms doubling up to 2 s between attempts (on
+ * `Clock`), at most `reconnects` times in a row (default 20; a connection that delivered a frame resets the count).
+ *
+ * Contract: the durable events come in seq order with no gap and no duplicate across reconnections (the server
+ * resumes after the given seq); each connection starts with its own `Ready`. Live-only events sent while no
+ * connection was open are not resent (they are not in the log). Ends after `agent/disposed`; fails with the last
+ * connection's failure once the attempts run out.
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const follow = (
+  options: Options & {
+    readonly session: Ids.SessionId
+    readonly lastEventId?: number | undefined
+    readonly reconnects?: number | undefined
+  }
+): Stream.Stream<
+  StreamEvent,
+  HttpClientError.HttpClientError | ParseResult.ParseError | Sse.SseError,
+  HttpClient.HttpClient
+> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const last = yield* Ref.make(options.lastEventId)
+    const disposed = yield* Ref.make(false)
+    const limit = options.reconnects ?? 20
+    const record = (event: StreamEvent) =>
+      event._tag === "Durable"
+        ? Ref.set(last, event.event.seq)
+        : event._tag === "Live" && event.event.type === "agent/disposed"
+        ? Ref.set(disposed, true)
+        : Effect.void
+    /** One connection, then (unless the agent was disposed) the next, `attempt` counting those that gave nothing. */
+    const connect = (attempt: number): Stream.Stream<StreamEvent, FollowError, HttpClient.HttpClient> =>
+      Stream.unwrap(Effect.gen(function*() {
+        const lastEventId = yield* Ref.get(last)
+        const failure = yield* Ref.make<Option.Option<FollowError>>(Option.none())
+        const received = yield* Ref.make(false)
+        const one = events({ ...options, lastEventId }).pipe(
+          Stream.tap((event) => Effect.zipRight(Ref.set(received, true), record(event))),
+          Stream.catchAll((e) => Stream.drain(Stream.fromEffect(Ref.set(failure, Option.some(e)))))
+        )
+        const next = Stream.unwrap(Effect.gen(function*() {
+          if (yield* Ref.get(disposed)) return Stream.empty
+          const tries = (yield* Ref.get(received)) ? 1 : attempt + 1
+          if (tries > limit) {
+            return Option.match(yield* Ref.get(failure), { onNone: () => Stream.empty, onSome: Stream.fail })
+          }
+          yield* Effect.sleep(Duration.min(Duration.millis(100 * 2 ** (tries - 1)), Duration.seconds(2)))
+          return connect(tries)
+        }))
+        return Stream.concat(one, next)
+      }))
+    return connect(0)
+  }))
+
+type FollowError = HttpClientError.HttpClientError | ParseResult.ParseError | Sse.SseError
