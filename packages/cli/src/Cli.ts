@@ -7,8 +7,8 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { ValidationError } from "@effect/cli"
-import type { ConfigError } from "effect"
-import { Effect, Layer, Option } from "effect"
+import type { ConfigError, Redacted } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 import { createRequire } from "node:module"
 import { CommandError, SettingsError } from "./CliError.js"
 import type * as CommandsModule from "./internal/commands.js"
@@ -96,12 +96,71 @@ const modelLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
 const withStore = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(commands, (loaded) => Effect.provide(f(loaded), storeLayer(loaded, settings)))
 
-/** `withStore` with the model too: what a command that runs the agent needs. */
+/** `withStore` with the model too, and the agent in this process as `Runtime.Backend`: what runs the agent here. */
 const withAgent = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(
     commands,
-    (loaded) => Effect.provide(Effect.provide(f(loaded), storeLayer(loaded, settings)), modelLayer(loaded, settings))
+    (loaded) =>
+      f(loaded).pipe(
+        Effect.provide(loaded.Runtime.layerLocal),
+        Effect.provide(storeLayer(loaded, settings)),
+        Effect.provide(modelLayer(loaded, settings))
+      )
   )
+
+/** `--remote` and `--remote-token`: the agent of a Harness server instead of one in this process. */
+const remoteOptions = {
+  remote: Options.text("remote").pipe(
+    Options.withDescription(
+      "Talk to the agent on a Harness server (harness serve) at this URL instead of running it here; the store, " +
+        "model and tools are the server's."
+    ),
+    Options.optional
+  ),
+  remoteToken: Options.redacted("remote-token").pipe(
+    Options.withDescription("The server's bearer token with --remote (default: HARNESS_REMOTE_TOKEN)."),
+    Options.optional
+  )
+}
+
+/** The server `--remote` names and its token (the flag, else `HARNESS_REMOTE_TOKEN`), or none. */
+const remoteOf = (config: {
+  readonly remote: Option.Option<string>
+  readonly remoteToken: Option.Option<Redacted.Redacted>
+}) =>
+  Effect.gen(function*() {
+    if (Option.isNone(config.remote)) return undefined
+    const url = config.remote.value.replace(/\/+$/, "")
+    if (!/^https?:\/\/[^/]+$/.test(url)) {
+      return yield* new SettingsError({
+        setting: "--remote",
+        message: `--remote takes a server's origin, e.g. http://127.0.0.1:8787 (not ${JSON.stringify(url)})`
+      })
+    }
+    const token = Option.isSome(config.remoteToken)
+      ? config.remoteToken.value
+      : yield* Config.option(Config.redacted("HARNESS_REMOTE_TOKEN")).pipe(Effect.map(Option.getOrUndefined))
+    if (token === undefined) {
+      return yield* new SettingsError({
+        setting: "--remote-token",
+        message: "--remote needs the server's token: set HARNESS_REMOTE_TOKEN or pass --remote-token"
+      })
+    }
+    return { url, token }
+  })
+
+/**
+ * Runs what `f` makes with the agent where `remote` says: on that server, or (none) here, as `withAgent` does.
+ */
+const withBackend = <A, E>(
+  settings: Settings.Settings,
+  remote: { readonly url: string; readonly token: Redacted.Redacted } | undefined,
+  f: (loaded: Commands) => Effect.Effect<A, E, CommandsModule.Runtime.Backend>
+) =>
+  remote === undefined
+    ? withAgent(settings, f)
+    : Effect.flatMap(commands, (loaded) =>
+      Effect.provide(f(loaded), loaded.Runtime.layerRemote(remote.url, remote.token)))
 
 /** `--session`: continue a stored session. */
 const sessionOption = Options.text("session").pipe(
@@ -109,9 +168,12 @@ const sessionOption = Options.text("session").pipe(
   Options.optional
 )
 
-/** The session `--session` names (a unique prefix resolved in the store), or none for a new one. */
-const sessionOf = ({ Sessions }: Commands, session: Option.Option<string>) =>
-  Option.match(session, { onNone: () => Effect.succeed(undefined), onSome: Sessions.resolveId })
+/** The session `--session` names (a unique prefix resolved where the agent lives), or none for a new one. */
+const sessionOf = ({ Runtime }: Commands, session: Option.Option<string>) =>
+  Option.match(session, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (text) => Effect.flatMap(Runtime.Backend, (backend) => backend.resolveId(text))
+  })
 
 /** The prompt, as the words after the options. */
 const promptArg = (description: string) =>
@@ -149,6 +211,7 @@ const run = Command.make(
           "paused; exit code 1 unless it is complete."
       )
     ),
+    ...remoteOptions,
     maxRounds: Options.integer("max-rounds").pipe(
       Options.withDescription("With --goal: the most rounds the goal may run (default 256)."),
       Options.optional
@@ -181,8 +244,10 @@ const run = Command.make(
           message: "the prompt is empty: harness run \"your question\""
         })
       }
-      yield* withAgent(
+      const remote = yield* remoteOf(config)
+      yield* withBackend(
         settings,
+        remote,
         (loaded) =>
           Effect.flatMap(sessionOf(loaded, config.session), (session) =>
             loaded.Run.run(settings, {
@@ -201,7 +266,8 @@ const run = Command.make(
     "  harness run \"list the files\"\n" +
     "  echo \"grep TODO\" | harness run -\n" +
     "  harness run --json \"read README.md\" > events.ndjson\n" +
-    "  harness run --goal --max-rounds 5 \"list the files, then summarise the README\""
+    "  harness run --goal --max-rounds 5 \"list the files, then summarise the README\"\n" +
+    "  HARNESS_REMOTE_TOKEN=… harness run --remote http://127.0.0.1:8787 \"list the files\""
 ))
 
 // --- demo --------------------------------------------------------------------------------------------------------
@@ -225,8 +291,9 @@ const chat = Command.make(
     session: sessionOption,
     continue: Options.boolean("continue").pipe(
       Options.withAlias("c"),
-      Options.withDescription("Continue the session of this store that was active last.")
-    )
+      Options.withDescription("Continue the session of this store (or server) that was active last.")
+    ),
+    ...remoteOptions
   },
   (config) =>
     Effect.gen(function*() {
@@ -237,8 +304,10 @@ const chat = Command.make(
           message: "--continue and --session both name the session: give one of them"
         })
       }
-      yield* withAgent(
+      const remote = yield* remoteOf(config)
+      yield* withBackend(
         settings,
+        remote,
         (loaded) =>
           Effect.flatMap(
             config.continue ? loaded.Chat.latest : sessionOf(loaded, config.session),
@@ -252,18 +321,27 @@ const chat = Command.make(
     "steering, `/move N M` reorders; Up on an empty prompt edits the last queued item in place; `/goal set|show|pause|resume|clear`; Esc or Ctrl-C cancels the turn " +
     "keeping the inbox; a second Ctrl-C within a second discards it (or exits when idle). `/help` lists every command. " +
     "On a stored session (--session, --continue) it shows the conversation so far and the restored inbox, which " +
-    "waits until you press Enter.\nExamples:\n  harness chat --workspace .\n  harness chat --continue"
+    "waits until you press Enter.\nExamples:\n  harness chat --workspace .\n  harness chat --continue\n" +
+    "  HARNESS_REMOTE_TOKEN=… harness chat --remote http://127.0.0.1:8787"
 ))
 
 // --- sessions ----------------------------------------------------------------------------------------------------
 
 const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id, or a unique prefix of one."))
 
-const sessionsList = Command.make("list", global, (config) =>
+const sessionsList = Command.make("list", { ...global, ...remoteOptions }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    yield* lines(yield* withStore(settings, ({ Sessions }) => Sessions.list))
-  })).pipe(Command.withDescription("List the stored sessions.\nExample:\n  harness sessions list"))
+    const remote = yield* remoteOf(config)
+    yield* lines(
+      remote === undefined
+        ? yield* withStore(settings, ({ Sessions }) => Sessions.list)
+        : yield* withBackend(settings, remote, ({ Runtime }) => Effect.flatMap(Runtime.Backend, (b) => b.list))
+    )
+  })).pipe(Command.withDescription(
+    "List the stored sessions (with --remote, a server's).\nExamples:\n  harness sessions list\n" +
+      "  harness sessions list --remote http://127.0.0.1:8787"
+  ))
 
 const sessionsShow = Command.make("show", { ...global, id: idArg }, (config) =>
   Effect.gen(function*() {
@@ -333,6 +411,7 @@ const sessionsResume = Command.make(
   {
     ...global,
     // The id comes first: positional arguments are read in this order, and the prompt takes all the rest.
+    ...remoteOptions,
     id: idArg,
     prompt: promptArg("Run this prompt in the session (as `run`); without it, open a chat on the session.")
   },
@@ -340,10 +419,12 @@ const sessionsResume = Command.make(
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
       const prompt = config.prompt.join(" ").trim()
-      yield* withAgent(
+      const remote = yield* remoteOf(config)
+      yield* withBackend(
         settings,
-        ({ Chat, Run, Sessions }) =>
-          Effect.flatMap(Sessions.resolveId(config.id), (session) =>
+        remote,
+        ({ Chat, Run, Runtime }) =>
+          Effect.flatMap(Effect.flatMap(Runtime.Backend, (backend) => backend.resolveId(config.id)), (session) =>
             prompt === ""
               ? Chat.chat(settings, session)
               : Run.run(settings, { prompt, json: false, yes: false, session }).pipe(

@@ -26,7 +26,7 @@ export class SettingsError extends Schema.TaggedError<SettingsError>("@harness/c
  * @category errors
  */
 export class CommandError extends Schema.TaggedError<CommandError>("@harness/cli/CommandError")("CommandError", {
-  reason: Schema.Literal("TurnFailed", "GoalNotDone", "SessionNotFound", "Store", "Model", "Input", "Denied"),
+  reason: Schema.Literal("TurnFailed", "GoalNotDone", "SessionNotFound", "Store", "Model", "Input", "Denied", "Remote"),
   message: Schema.String
 }) {}
 

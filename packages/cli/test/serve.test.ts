@@ -4,42 +4,9 @@
  * session it served is in the store afterwards for `harness sessions show`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { bin, cleanEnv, harness, tempDir } from "./support.js"
-
-/** Starts `harness serve` in `cwd`; resolves with its URL (its first line of output) and a way to stop it. */
-const serve = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string> = []) =>
-  new Promise<{ readonly url: string; readonly stderr: () => string; readonly stop: () => Promise<number | null> }>(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], { cwd, env: cleanEnv(env) })
-      let stdout = ""
-      let stderr = ""
-      // Ready once it printed its URL (standard output) and its banner (standard error), in either order.
-      const ready = () => {
-        if (!stdout.includes("\n") || !stderr.includes("Ctrl-C stops the server")) return
-        resolve({
-          url: stdout.split("\n")[0]!,
-          stderr: () => stderr,
-          stop: () =>
-            new Promise((done) => {
-              child.once("exit", (code) => done(code))
-              child.kill("SIGINT")
-            })
-        })
-      }
-      child.stderr.setEncoding("utf8").on("data", (text: string) => {
-        stderr += text
-        ready()
-      })
-      child.stdout.setEncoding("utf8").on("data", (text: string) => {
-        stdout += text
-        ready()
-      })
-      child.on("exit", (code) => reject(new Error(`harness serve exited with ${code}: ${stderr}`)))
-    }
-  )
+import { harness, serve, tempDir } from "./support.js"
 
 const call = async (url: string, token: string, method: string, body?: unknown) => {
   const response = await fetch(url, {

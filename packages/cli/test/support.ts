@@ -60,3 +60,47 @@ export const chatChunk = (model: string, delta: object, finish: string | null = 
       choices: [{ index: 0, delta, finish_reason: finish }]
     })
   }\n\n`
+
+/** Starts `harness serve` in `cwd`; resolves with its URL (its first line of output) and a way to stop it. */
+export const serve = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string> = []) =>
+  new Promise<
+    {
+      readonly url: string
+      readonly stderr: () => string
+      readonly stop: () => Promise<number | null>
+      readonly kill: () => Promise<void>
+    }
+  >(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], { cwd, env: cleanEnv(env) })
+      let stdout = ""
+      let stderr = ""
+      // Ready once it printed its URL (standard output) and its banner (standard error), in either order.
+      const ready = () => {
+        if (!stdout.includes("\n") || !stderr.includes("Ctrl-C stops the server")) return
+        resolve({
+          url: stdout.split("\n")[0]!,
+          stderr: () => stderr,
+          stop: () =>
+            new Promise((done) => {
+              child.once("exit", (code) => done(code))
+              child.kill("SIGINT")
+            }),
+          kill: () =>
+            new Promise((done) => {
+              child.once("exit", () => done())
+              child.kill("SIGKILL")
+            })
+        })
+      }
+      child.stderr.setEncoding("utf8").on("data", (text: string) => {
+        stderr += text
+        ready()
+      })
+      child.stdout.setEncoding("utf8").on("data", (text: string) => {
+        stdout += text
+        ready()
+      })
+      child.on("exit", (code) => reject(new Error(`harness serve exited with ${code}: ${stderr}`)))
+    }
+  )

@@ -7,13 +7,10 @@
  * on its own goes through one function (`emit`) that never splits a line of the answer; a queued turn starts with
  * a `▸ prompt` line. When standard output is not a terminal it prints plain lines and reads plain lines.
  */
-import type { LanguageModel } from "@effect/ai"
 import type { Terminal } from "@effect/platform"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Hooks } from "@harness/agent"
 import { type AgentEvent, Content, type Ids, Message, MessageSource } from "@harness/domain"
-import { SessionStore } from "@harness/session"
 import { Clock, Deferred, Duration, Effect, Exit, FiberRef, Logger, Mailbox, Option, Ref, Schedule } from "effect"
 import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
@@ -24,10 +21,8 @@ import * as Inbox from "./inbox.js"
 import * as Keys from "./keys.js"
 import { replacePrinters, safe, styles, visible } from "./output.js"
 import * as Resume from "./resume.js"
-import { codeOf, deltaOf, hintFor, openSession } from "./run.js"
+import { codeOf, deltaOf, hintFor } from "./run.js"
 import * as Runtime from "./runtime.js"
-import * as Sessions from "./sessions.js"
-import { showStore, storeFlags } from "./settings.js"
 import * as Timeline from "./timeline.js"
 
 /** The chat's commands, as `/help` lists them (`window`: the double-press window, in milliseconds). */
@@ -128,25 +123,14 @@ const rowsOf = (text: string, width: number): Array<string> => {
   }
 }
 
-/** The session of this store that was active last (`chat --continue`). */
-export const latest: Effect.Effect<Ids.SessionId, CommandError, SessionStore.SessionStore> = Effect.gen(function*() {
-  const store = yield* SessionStore.SessionStore
-  const all = yield* Effect.mapError(store.list, (e) => new CommandError({ reason: "Store", message: e.message }))
-  const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
-  if (last === undefined) {
-    return yield* new CommandError({
-      reason: "SessionNotFound",
-      message: "no session to continue in this store: harness chat starts a new one"
-    })
-  }
-  return last.header.id
-})
+/** The session active last (`chat --continue`), where the agent lives. */
+export const latest = Effect.flatMap(Runtime.Backend, (backend) => backend.latest)
 
-/** Runs the chat on the store and model in context until the user leaves. */
+/** Runs the chat on the agent of `Runtime.Backend` (here, or on a server) until the user leaves. */
 export const chat = (
   settings: Settings,
   sessionId: Ids.SessionId | undefined
-): Effect.Effect<void, CommandError, SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor> =>
+): Effect.Effect<void, CommandError, Runtime.Backend> =>
   Effect.scoped(Effect.gen(function*() {
     const tty = process.stdout.isTTY === true && process.stdin.isTTY === true
     const s = styles(process.stdout)
@@ -175,10 +159,11 @@ export const chat = (
     const held = yield* Ref.make<{ readonly id: Ids.AgentMessageId; readonly text: string } | undefined>(undefined)
     // A stored session's restored items wait for the user (Enter runs them, /drop N drops one): the gate opens on
     // the first thing submitted. `dropped` holds the ids dropped while the agent held them at the gate.
-    const log = yield* openSession(sessionId)
+    const backend = yield* Runtime.Backend
+    const opened = yield* backend.open(settings, sessionId)
     // Read once the session is open: crash repair has closed an interrupted turn, and `pendingInbox` is what the
     // agent restores.
-    const summary = sessionId === undefined ? undefined : Resume.summarise(yield* log.events, log.pendingInbox)
+    const summary = sessionId === undefined ? undefined : Resume.summarise(opened.events, opened.pendingInbox)
     const gate = yield* Deferred.make<void>()
     if (summary === undefined || summary.pending.length === 0) yield* Deferred.succeed(gate, undefined)
     const gated = Effect.map(Deferred.isDone(gate), (done) => !done)
@@ -326,7 +311,7 @@ export const chat = (
     yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(safe(line))]))).pipe(
       Effect.forkScoped
     )
-    const { agent, goals } = yield* Runtime.makeAgent(settings, log, hooks)
+    const { agent, goals } = yield* opened.start(hooks)
     yield* Ref.set(inboxOf, Inbox.items(agent))
     const fates = yield* Inbox.track(agent)
     /**
@@ -491,7 +476,7 @@ export const chat = (
       }
       return Effect.void
     }
-    const submit = (line: string): Effect.Effect<void, CommandError, SessionStore.SessionStore> =>
+    const submit = (line: string): Effect.Effect<void, CommandError> =>
       Effect.gen(function*() {
         const st = yield* Ref.get(state)
         if (st.approval !== undefined) return yield* answerApproval(st.approval, line)
@@ -630,7 +615,7 @@ export const chat = (
                 ? [
                   s.dim(
                     `  … ${output.length - shown.length} more lines${
-                      Option.match(Option.fromNullable(storeFlags(settings, process.cwd())), {
+                      Option.match(Option.fromNullable(backend.flags(settings)), {
                         onNone: () => "",
                         onSome: (flags) => ` (harness sessions export --format md${flags} ${agent.id})`
                       })
@@ -642,11 +627,11 @@ export const chat = (
           }
           case "/sessions":
             return yield* emit(
-              (yield* Sessions.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message])))).map(visible)
+              (yield* backend.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message])))).map(visible)
             )
           case "/goal":
             return yield* emit(
-              (yield* Goal.command(goals, argument).pipe(
+              (yield* (goals === undefined ? Effect.succeed(Goal.remote) : Goal.command(goals, argument)).pipe(
                 Effect.catchAll((e) => Effect.succeed(e.message))
               )).split("\n").map((line) => s.magenta(visible(line)))
             )
@@ -753,7 +738,7 @@ export const chat = (
             return
         }
       })
-    const onKey = (input: Terminal.UserInput): Effect.Effect<void, CommandError, SessionStore.SessionStore> =>
+    const onKey = (input: Terminal.UserInput): Effect.Effect<void, CommandError> =>
       Effect.gen(function*() {
         const { key } = input
         const st = yield* Ref.get(state)
@@ -814,7 +799,7 @@ export const chat = (
       `${s.bold("harness chat")} — ${label}`,
       s.dim(
         `${sessionId === undefined ? "new session" : "continuing session"} ${agent.id} · ${
-          showStore(settings.store.value)
+          backend.where(settings)
         } · workspace ${settings.workspace.value}`
       ),
       ...(summary === undefined ? [] : opening(summary)),
@@ -855,7 +840,7 @@ export const chat = (
       yield* write(`${tty ? clearBottom(st) : ""}${rest.map((line) => `${line}\n`).join("")}`)
       yield* update((x) => ({ ...x, drawn: 0 }))
     }))
-    const flags = storeFlags(settings, process.cwd())
+    const flags = backend.flags(settings)
     yield* write(
       flags === undefined
         ? `bye — session ${agent.id} was in memory: it is gone\n`

@@ -2,18 +2,15 @@
  * `harness run`: one prompt, printed as it streams (or every live and durable event as NDJSON), until the agent is
  * idle again. The answer goes to standard output; tool calls, the session and failures to standard error.
  */
-import type { LanguageModel } from "@effect/ai"
-import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import type { Hooks } from "@harness/agent"
 import { AgentEvent, Message, type Turn } from "@harness/domain"
 import type { Ids, Json } from "@harness/domain"
-import { SessionLog, type SessionStore } from "@harness/session"
+
 import { Effect, Fiber, Option, Queue, Ref, Schema } from "effect"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
 import { err, out, safe, styles, visible } from "./output.js"
 import * as Runtime from "./runtime.js"
-import { showStore, storeFlags } from "./settings.js"
 import * as Timeline from "./timeline.js"
 
 const encodeEvent = Schema.encodeSync(AgentEvent.AgentEvent)
@@ -87,24 +84,8 @@ export const consume = (
     }
   })
 
-/**
- * Opens (or creates) the session a command works on, holding its writer lease for the command's scope: another
- * process on the session is told who holds it (ADR 0044).
- */
-export const openSession = (id: Ids.SessionId | undefined) =>
-  Effect.acquireRelease(
-    (id === undefined ? SessionLog.make() : SessionLog.open(id)).pipe(
-      Effect.mapError((e) =>
-        new CommandError({
-          reason: "Store",
-          message: id === undefined
-            ? `cannot create a session: ${e.message}`
-            : `cannot open session ${id}: ${e.message}`
-        })
-      )
-    ),
-    (log) => Effect.ignore(log.close)
-  )
+/** Opens (or creates) the session a command works on, holding its writer lease (see `Runtime.openSession`). */
+export const openSession = Runtime.openSession
 
 /**
  * Runs one prompt to idle — or, with `goal`, makes the prompt a goal's objective and runs its rounds until the goal
@@ -120,18 +101,15 @@ export const run = (
     readonly session?: Ids.SessionId | undefined
     readonly goal?: { readonly maxRounds: number | undefined } | undefined
   }
-): Effect.Effect<
-  void,
-  CommandError,
-  SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor
-> =>
+): Effect.Effect<void, CommandError, Runtime.Backend> =>
   Effect.scoped(Effect.gen(function*() {
-    const log = yield* openSession(options.session)
+    const backend = yield* Runtime.Backend
+    const opened = yield* backend.open(settings, options.session)
     const denied = yield* Ref.make<ReadonlyArray<string>>([])
-    const { agent, goals } = yield* Runtime.makeAgent(settings, log, approvals(options.yes, denied))
+    const { agent, goals } = yield* opened.start(approvals(options.yes, denied))
     const events = yield* agent.subscribe
     if (options.json) {
-      const store = showStore(settings.store.value)
+      const store = backend.where(settings)
       yield* out(`${JSON.stringify({ type: "run/session", session: agent.id, store })}\n`)
     }
     const print = options.json
@@ -144,6 +122,9 @@ export const run = (
       yield* agent.followup(Message.make(options.prompt)).pipe(Effect.mapError(inputError))
       settled = yield* consume(events, print)
     } else {
+      if (goals === undefined) {
+        return yield* new CommandError({ reason: "Input", message: "--goal is not available with --remote yet" })
+      }
       const goal = yield* goals.create({ objective: options.prompt, maxGoalRounds: options.goal.maxRounds }).pipe(
         Effect.mapError((e) => new CommandError({ reason: "Input", message: `cannot create the goal: ${e.message}` }))
       )
@@ -152,16 +133,16 @@ export const run = (
       }
       settled = yield* consumeUntil(events, print, goals.settled)
     }
-    const flags = storeFlags(settings, process.cwd())
+    const flags = backend.flags(settings)
     if (!options.json) {
       yield* err(e.dim(
         flags === undefined
           ? `session ${agent.id} · memory (gone when this command ends)\n`
-          : `session ${agent.id} · ${showStore(settings.store.value)} · harness sessions show${flags} ${agent.id}\n`
+          : `session ${agent.id} · ${backend.where(settings)} · harness sessions show${flags} ${agent.id}\n`
       ))
     }
     const failed = settled.find((reason) => reason.kind !== "completed")
-    if (options.goal !== undefined) {
+    if (options.goal !== undefined && goals !== undefined) {
       const view = yield* goals.get.pipe(Effect.mapError(inputError))
       const goal = view.goal
       if (!options.json) {

@@ -7,18 +7,21 @@ import type { LanguageModel } from "@effect/ai"
 import { FileSystem, Path } from "@effect/platform"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { Agent, Hooks } from "@harness/agent"
+import type { Ids, SessionEvent, Store } from "@harness/domain"
 import { Goals } from "@harness/goal"
 import type { ChatCompletions } from "@harness/llm"
-import { type SessionLog, SessionStore } from "@harness/session"
+import { SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
 import { SqliteStore } from "@harness/store-sqlite"
 import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
-import type { ConfigError, Scope } from "effect"
-import { Config, Duration, Effect, Layer } from "effect"
+import type { ConfigError, Redacted, Scope } from "effect"
+import { Config, Context, Duration, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
 import * as OfflineModel from "../OfflineModel.js"
 import type { Settings, StoreLocation } from "../Settings.js"
 import * as McpServers from "./mcpServers.js"
+import * as Sessions from "./sessions.js"
+import { showStore, storeFlags } from "./settings.js"
 
 /** The system prompt of every CLI agent. */
 export const system = "You are Harness, a terse assistant working in the user's workspace. Use the workspace " +
@@ -114,3 +117,168 @@ export const makeAgent = (
     )
     return { agent, goals }
   })
+
+/** A session's agent as `run` and `chat` use it; `goals` is absent on a server (no goal routes are used yet). */
+export interface Started {
+  readonly agent: Agent.Service
+  readonly goals: Goals.Service | undefined
+}
+
+/** A session opened for a command: what it held when opened (for chat's summary), and how to start its agent. */
+export interface Opened {
+  /** The session's events when opened (after crash repair). */
+  readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+  /** The items the agent restores (`SessionLog.pendingInbox`); none on a server, whose agent runs them already. */
+  readonly pendingInbox: ReadonlyArray<Store.InboxAccepted>
+  /** The agent, in the current scope; `hooks` (approvals) apply here only: a server's agent has its own. */
+  readonly start: (hooks: Hooks.Hooks) => Effect.Effect<Started, CommandError, Scope.Scope>
+}
+
+/**
+ * Where the agent of `run`, `chat` and `sessions resume` lives: in this process over the store and the model in
+ * context ({@link layerLocal}), or on a server (`--remote`, {@link layerRemote}). The commands' code is the same for
+ * both: it sees an `Agent.Service` (ADR 0058).
+ */
+export class Backend extends Context.Tag("@harness/cli/Backend")<Backend, {
+  /** Opens `session` (a new one when absent) for the current scope. */
+  readonly open: (
+    settings: Settings,
+    session: Ids.SessionId | undefined
+  ) => Effect.Effect<Opened, CommandError, Scope.Scope>
+  /** The session whose id is `text` or starts with it. */
+  readonly resolveId: (text: string) => Effect.Effect<Ids.SessionId, CommandError>
+  /** The session active last (`chat --continue`). */
+  readonly latest: Effect.Effect<Ids.SessionId, CommandError>
+  /** `sessions list`'s lines. */
+  readonly list: Effect.Effect<ReadonlyArray<string>, CommandError>
+  /** Where the sessions are, as the commands print it (the store, or the server's URL). */
+  readonly where: (settings: Settings) => string
+  /** The flags that name this place again in a printed command (`undefined`: a memory store, gone at exit). */
+  readonly flags: (settings: Settings) => string | undefined
+}>() {}
+
+/** The agent in this process, over the store and the model in context. */
+export const layerLocal: Layer.Layer<
+  Backend,
+  never,
+  SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor
+> = Layer.effect(
+  Backend,
+  Effect.gen(function*() {
+    const context = yield* Effect.context<SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor>()
+    return {
+      open: (settings, session) =>
+        Effect.gen(function*() {
+          const log = yield* openSession(session)
+          return {
+            events: yield* log.events,
+            pendingInbox: log.pendingInbox,
+            start: (hooks: Hooks.Hooks) => Effect.provide(makeAgent(settings, log, hooks), context)
+          }
+        }).pipe(Effect.provide(context)),
+      resolveId: (text) => Effect.provide(Sessions.resolveId(text), context),
+      latest: Effect.provide(latestSession, context),
+      list: Effect.provide(Sessions.list, context),
+      where: (settings) => showStore(settings.store.value),
+      flags: (settings) => storeFlags(settings, process.cwd())
+    }
+  })
+)
+
+/**
+ * The agent of a session on the server at `url`, reached with `token` (`RemoteAgent`, over Node's HTTP client). A
+ * server that cannot be reached, a token it refuses and a session it does not have are `CommandError`s naming the
+ * URL (never the token).
+ */
+export const layerRemote = (url: string, token: Redacted.Redacted): Layer.Layer<Backend> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const [{ Client, RemoteAgent }, { NodeHttpClient }] = yield* Effect.promise(() =>
+      Promise.all([import("@harness/server"), import("@effect/platform-node")])
+    )
+    const http = yield* Layer.build(NodeHttpClient.layer)
+    const failed = (e: { readonly message: string }) =>
+      new CommandError({ reason: "Remote", message: `${url}: ${e.message}` })
+    const client = yield* Client.make({ baseUrl: url, token }).pipe(Effect.provide(http))
+    const sessions = client.sessions.list().pipe(Effect.mapError(failed))
+    const resolveId = (text: string) =>
+      Effect.flatMap(sessions, (all) => {
+        const exact = all.find((s) => s.id === text)
+        const matches = exact !== undefined ? [exact] : all.filter((s) => s.id.startsWith(text))
+        return matches.length === 1
+          ? Effect.succeed(matches[0]!.id)
+          : new CommandError({
+            reason: "SessionNotFound",
+            message: matches.length === 0
+              ? `no session ${JSON.stringify(text)} on ${url} (harness sessions list --remote ${url} shows them)`
+              : `${JSON.stringify(text)} matches ${matches.length} sessions on ${url}: give more of the id`
+          })
+      })
+    return Layer.succeed(Backend, {
+      open: (_settings, session) =>
+        Effect.gen(function*() {
+          const agent = yield* RemoteAgent.make({ baseUrl: url, token, session }).pipe(
+            Effect.provide(http),
+            Effect.mapError(failed)
+          )
+          return {
+            events: session === undefined ? [] : yield* agent.log,
+            pendingInbox: [],
+            start: () => Effect.succeed({ agent, goals: undefined })
+          }
+        }),
+      resolveId,
+      latest: Effect.flatMap(sessions, (all) => {
+        const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
+        return last === undefined
+          ? new CommandError({ reason: "SessionNotFound", message: `no session to continue on ${url}` })
+          : Effect.succeed(last.id)
+      }),
+      list: Effect.map(sessions, (all) =>
+        all.length === 0
+          ? [`No sessions on ${url} yet: harness run --remote ${url} "hello" creates one.`]
+          : [
+            `${all.length} session${all.length === 1 ? "" : "s"} (last active last):`,
+            ...[...all].sort((a, b) => a.lastActivity - b.lastActivity).map((s) =>
+              [s.id, Sessions.when(s.lastActivity), `${s.turns} turn${s.turns === 1 ? "" : "s"}`, `${s.events} events`]
+                .concat(s.title === undefined ? [] : [JSON.stringify(s.title)]).join("  ")
+            )
+          ]),
+      where: () => url,
+      flags: () => ` --remote ${url}`
+    })
+  }))
+
+/**
+ * Opens (or creates) the session a command works on, holding its writer lease for the command's scope: another
+ * process on the session is told who holds it (ADR 0044).
+ */
+export const openSession = (id: Ids.SessionId | undefined) =>
+  Effect.acquireRelease(
+    (id === undefined ? SessionLog.make() : SessionLog.open(id)).pipe(
+      Effect.mapError((e) =>
+        new CommandError({
+          reason: "Store",
+          message: id === undefined
+            ? `cannot create a session: ${e.message}`
+            : `cannot open session ${id}: ${e.message}`
+        })
+      )
+    ),
+    (log) => Effect.ignore(log.close)
+  )
+
+/** The session of this store that was active last (`chat --continue`). */
+export const latestSession: Effect.Effect<Ids.SessionId, CommandError, SessionStore.SessionStore> = Effect.gen(
+  function*() {
+    const store = yield* SessionStore.SessionStore
+    const all = yield* Effect.mapError(store.list, (e) => new CommandError({ reason: "Store", message: e.message }))
+    const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
+    if (last === undefined) {
+      return yield* new CommandError({
+        reason: "SessionNotFound",
+        message: "no session to continue in this store: harness chat starts a new one"
+      })
+    }
+    return last.header.id
+  }
+)

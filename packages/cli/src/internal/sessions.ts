@@ -30,7 +30,8 @@ export const resolveId = (text: string) =>
     })
   })
 
-const when = (millis: number): string => new Date(millis).toISOString().replace("T", " ").slice(0, 19)
+/** A time as `sessions list` shows it (UTC, to the second). */
+export const when = (millis: number): string => new Date(millis).toISOString().replace("T", " ").slice(0, 19)
 
 /** `sessions list`: newest last, one line each. */
 export const list = Effect.gen(function*() {
