@@ -6,7 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Message } from "@harness/domain"
 import type { SessionEvent } from "@harness/domain"
-import { Effect, Option, Stream } from "effect"
+import { LogCheck } from "@harness/session"
+import { Effect, Option, Queue, Stream } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,13 +18,16 @@ import { httpClient } from "./support.js"
 
 const child = fileURLToPath(new URL("fixtures/child.ts", import.meta.url))
 
-/** Starts a server process over `filename`; its URL once it listens. Killed with SIGKILL when the scope ends. */
-const start = (filename: string, mode: "hang" | "answer") =>
+/**
+ * Starts a server process over `filename` (on `port`, default any free one); its URL once it listens. Killed with
+ * SIGKILL when the scope ends.
+ */
+const start = (filename: string, mode: "hang" | "answer", port?: number) =>
   Effect.acquireRelease(
     Effect.async<{ readonly url: string; readonly process: ChildProcess }>((resume) => {
       const proc = spawn(
         process.execPath,
-        ["--conditions=@harness/source", "--import", "tsx", child, filename, mode],
+        ["--conditions=@harness/source", "--import", "tsx", child, filename, mode, ...(port === undefined ? [] : [String(port)])],
         { stdio: ["ignore", "pipe", "inherit"] }
       )
       let out = ""
@@ -121,6 +125,69 @@ describe("restart", () => {
         const ends = events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
         assert.deepStrictEqual(ends, ["interrupted", "completed"])
         assert.deepStrictEqual(yield* client2.agent.inbox({ path }), [])
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
+  it.live(
+    "SSE resume with Last-Event-ID after a SIGKILL of the server: every durable event once, in seq order, no gap (R194)",
+    () =>
+      Effect.gen(function*() {
+        const dir = mkdtempSync(join(tmpdir(), "harness-server-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+        const filename = join(dir, "sessions.db")
+        const id = Ids.SessionId.make("followed")
+        const path = { id }
+
+        const before = yield* start(filename, "hang")
+        const port = Number(new URL(before.url).port)
+        const client1 = yield* Client.make({ baseUrl: before.url, token: "send-secret" }).pipe(
+          Effect.provide(httpClient)
+        )
+        yield* client1.sessions.create({ payload: { id } })
+        yield* client1.agent.followup({ path, payload: { message: Message.make("one") } })
+
+        // One follower for the whole test, from the start of the log, across the kill.
+        const frames = yield* Queue.unbounded<Client.StreamEvent>()
+        yield* Client.follow({ baseUrl: before.url, token: "read-secret", session: id }).pipe(
+          Stream.runForEach((frame) => Queue.offer(frames, frame)),
+          Effect.provide(httpClient),
+          Effect.forkScoped
+        )
+        const seen: Array<Client.StreamEvent> = []
+        const takeUntil = (done: (frame: Client.StreamEvent) => boolean) =>
+          Effect.gen(function*() {
+            while (true) {
+              const frame = yield* Queue.take(frames)
+              seen.push(frame)
+              if (done(frame)) return
+            }
+          })
+        yield* takeUntil((f) => f._tag === "Durable" && f.event.type === "assistant/chunk")
+        yield* client1.agent.followup({ path, payload: { message: Message.make("two") } })
+        yield* takeUntil((f) => f._tag === "Live" && f.event.type === "agent/inbox/enqueue")
+        yield* kill(before.process)
+
+        // The same address again: the follower reconnects on its own, with the last seq it received.
+        const after = yield* start(filename, "answer", port)
+        assert.strictEqual(after.url, before.url)
+        yield* takeUntil((f) => f._tag === "Durable" && f.event.type === "turn/end" && f.event.data.turn === 2)
+
+        const durable = seen.flatMap((f) => f._tag === "Durable" ? [f.event] : [])
+        assert.deepStrictEqual(durable.map((e) => e.seq), durable.map((_, i) => i))
+        assert.deepStrictEqual(LogCheck.checkLog(durable), [])
+        const readies = seen.flatMap((f) => f._tag === "Ready" ? [f.after] : [])
+        assert.strictEqual(readies.length, 2)
+        assert.deepStrictEqual(readies[0], -1)
+        // The second connection resumed after the last seq the first one delivered.
+        const lastBefore = seen.slice(0, seen.findIndex((f, i) => i > 0 && f._tag === "Ready"))
+          .flatMap((f) => f._tag === "Durable" ? [f.event.seq] : []).at(-1)
+        assert.strictEqual(readies[1], lastBefore)
+        // And what it saw is the log as the restarted server has it.
+        const fresh = yield* durableUntil(after.url, id, (events) => events.length >= durable.length)
+        assert.deepStrictEqual(fresh, durable)
+        const ends = durable.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
+        assert.deepStrictEqual(ends, ["interrupted", "completed"])
       }).pipe(Effect.scoped),
     120_000
   )
