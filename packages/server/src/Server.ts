@@ -16,7 +16,7 @@ import type { Ids } from "@harness/domain"
 import { Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Sessions, SessionStore } from "@harness/session"
-import { Config, ConfigError, Context, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { Scope as EffectScope } from "effect"
 import { createServer } from "node:http"
 import { Api, Authentication, Principal, type SessionInfo } from "./HarnessApi.js"
@@ -70,6 +70,8 @@ export type MakeAgent<R> = (log: SessionLog.Service) => Effect.Effect<Agent.Serv
  * - `subscriberBuffer`: how many live events an event stream may hold for a slow subscriber before it is ended
  *   with `event: overflow` (default 4096).
  * - `cors`: the origins allowed to call the API from a browser; off (no CORS headers) by default.
+ * - `heartbeat`: how often an event stream sends a comment frame (`: heartbeat`) so that a quiet stream is not
+ *   closed by a proxy or an idle timer (default 15 seconds, on `Clock`); `false` sends none.
  *
  * @since 0.0.0
  * @category models
@@ -81,6 +83,7 @@ export interface Options<R = never> {
   readonly rateLimit?: RateLimit | false | undefined
   readonly subscriberBuffer?: number | undefined
   readonly cors?: ReadonlyArray<string> | undefined
+  readonly heartbeat?: Duration.DurationInput | false | undefined
 }
 
 /**
@@ -152,7 +155,7 @@ const infoOf = (id: Ids.SessionId) =>
     })
   )
 
-const SessionsLive = (subscriberBuffer: number) =>
+const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | undefined) =>
   HttpApiBuilder.group(Api, "sessions", (handlers) =>
     Effect.gen(function*() {
       const pool = yield* AgentPool
@@ -189,7 +192,7 @@ const SessionsLive = (subscriberBuffer: number) =>
             yield* requireScope("read")
             const agent = yield* pool.get(path.id)
             const after = headers["last-event-id"] ?? urlParams.lastEventId ?? -1
-            return HttpServerResponse.stream(Events.stream(agent, after, subscriberBuffer), {
+            return HttpServerResponse.stream(Events.stream(agent, after, subscriberBuffer, heartbeat), {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
             })
@@ -297,7 +300,13 @@ export const layer = <R = never>(
   const makeAgent: Pool.MakeAgent<R | LanguageModel.LanguageModel> = options.makeAgent ?? Pool.defaultAgent
   const pool = Layer.scoped(AgentPool, Pool.make(makeAgent))
   const api = HttpApiBuilder.api(Api).pipe(
-    Layer.provide([SessionsLive(options.subscriberBuffer ?? 4096), AgentLive]),
+    Layer.provide([
+      SessionsLive(
+        options.subscriberBuffer ?? 4096,
+        options.heartbeat === false ? undefined : Duration.decode(options.heartbeat ?? "15 seconds")
+      ),
+      AgentLive
+    ]),
     Layer.provide(AuthenticationLive({
       tokens: options.tokens,
       maxBodyBytes,

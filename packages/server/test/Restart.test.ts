@@ -27,7 +27,15 @@ const start = (filename: string, mode: "hang" | "answer", port?: number) =>
     Effect.async<{ readonly url: string; readonly process: ChildProcess }>((resume) => {
       const proc = spawn(
         process.execPath,
-        ["--conditions=@harness/source", "--import", "tsx", child, filename, mode, ...(port === undefined ? [] : [String(port)])],
+        [
+          "--conditions=@harness/source",
+          "--import",
+          "tsx",
+          child,
+          filename,
+          mode,
+          ...(port === undefined ? [] : [String(port)])
+        ],
         { stdio: ["ignore", "pipe", "inherit"] }
       )
       let out = ""

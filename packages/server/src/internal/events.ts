@@ -6,7 +6,7 @@
 import { Sse } from "@effect/experimental"
 import type { Agent } from "@harness/agent"
 import { AgentEvent, SessionEvent } from "@harness/domain"
-import { Deferred, Effect, Option, Queue, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Option, Queue, Schedule, Schema, Stream } from "effect"
 
 const encodeDurable = Schema.encodeSync(SessionEvent.SessionEvent)
 const encodeLive = Schema.encodeSync(AgentEvent.AgentEvent)
@@ -29,6 +29,9 @@ export const liveFrame = (event: AgentEvent.AgentEvent): string =>
 const controlFrame = (event: "ready" | "overflow", data: object): string =>
   Sse.encoder.write({ _tag: "Event", event, id: undefined, data: JSON.stringify(data) })
 
+/** A comment line: clients ignore it; it keeps proxies and idle timers from closing a quiet stream. */
+export const heartbeatFrame = ": heartbeat\n\n"
+
 /** A live event's frame; a durable one's only when its seq is after `last` (the log gave the others). */
 const frameOf = (last: number) => (event: AgentEvent.AgentEvent): Option.Option<string> => {
   if (event.type !== "session/event") return Option.some(liveFrame(event))
@@ -44,12 +47,14 @@ const frameOf = (last: number) => (event: AgentEvent.AgentEvent): Option.Option<
  * after), sent once the subscription exists. Live events wait in a buffer of `capacity` events; when it is full the
  * subscription is dropped at once (the agent never waits for a subscriber), the events already buffered are sent,
  * then `event: overflow` (`{ reason: "slow-subscriber", capacity }`), and the stream ends. It also ends after
- * `agent/disposed`.
+ * `agent/disposed`. With a `heartbeat`, a comment frame (`: heartbeat`) is sent after every `heartbeat` of time on
+ * `Clock` (the first one a `heartbeat` after the stream opened) for as long as the stream lasts.
  */
 export const stream = (
   agent: Agent.Service,
   after: number,
-  capacity: number
+  capacity: number,
+  heartbeat?: Duration.Duration | undefined
 ): Stream.Stream<Uint8Array> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const live = yield* agent.subscribe
@@ -86,10 +91,17 @@ export const stream = (
       const rest = Array.from(held).flatMap((event) => Option.toArray(frameOf(last)(event)))
       return Stream.fromIterable([...rest, controlFrame("overflow", { reason: "slow-subscriber", capacity })])
     }))
-    return Stream.make(controlFrame("ready", { after })).pipe(
+    const frames_ = Stream.make(controlFrame("ready", { after })).pipe(
       Stream.concat(Stream.fromIterable(past.map(durableFrame))),
       Stream.concat(untilOverflow),
-      Stream.concat(tail),
-      Stream.map((text) => utf8.encode(text))
+      Stream.concat(tail)
     )
+    const beating = heartbeat === undefined || Duration.toMillis(heartbeat) <= 0
+      ? frames_
+      : Stream.merge(
+        frames_,
+        Stream.fromSchedule(Schedule.spaced(heartbeat)).pipe(Stream.as(heartbeatFrame)),
+        { haltStrategy: "left" }
+      )
+    return Stream.map(beating, (text) => utf8.encode(text))
   }))
