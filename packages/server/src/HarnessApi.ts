@@ -22,6 +22,7 @@ import * as AST from "effect/SchemaAST"
 import type { Scope } from "./ServerError.js"
 import {
   Forbidden,
+  ForkRefused,
   PayloadTooLarge,
   SessionConflict,
   SessionNotFound,
@@ -67,6 +68,24 @@ export const CreateSession = Schema.Struct({
  * @category models
  */
 export type CreateSession = typeof CreateSession.Type
+
+/**
+ * The body of `POST /sessions/:id/fork`: `Sessions.fork`'s options — the `seq` of the source's `turn/end` to fork at
+ * (default: its last), the new session's id (default: a random UUID) and title.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const ForkSession = Schema.Struct({
+  at: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { exact: true }),
+  id: Schema.optionalWith(Ids.SessionId, { exact: true }),
+  title: Schema.optionalWith(Schema.String, { exact: true })
+}).annotations({ identifier: "ForkSession" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type ForkSession = typeof ForkSession.Type
 
 /**
  * What a reconnecting client needs in one request: the last durable events (`tail` of them), the pending inbox,
@@ -222,7 +241,7 @@ export class AgentGroup extends HttpApiGroup.make("agent")
 const LastEventId = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(-1))
 
 /**
- * The sessions: create, list, show, remove, and a session's snapshot and event stream.
+ * The sessions: create, list, show, remove, fork, and a session's snapshot and event stream.
  *
  * @since 0.0.0
  * @category groups
@@ -236,6 +255,13 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(SessionInfo)))
   .add(HttpApiEndpoint.get("show", "/sessions/:id").setPath(SessionPath).addSuccess(SessionInfo))
   .add(HttpApiEndpoint.del("remove", "/sessions/:id").setPath(SessionPath))
+  .add(
+    HttpApiEndpoint.post("fork", "/sessions/:id/fork")
+      .setPath(SessionPath)
+      .setPayload(ForkSession)
+      .addSuccess(SessionInfo, { status: 201 })
+      .addError(ForkRefused)
+  )
   .add(
     HttpApiEndpoint.get("snapshot", "/sessions/:id/snapshot")
       .setPath(SessionPath)

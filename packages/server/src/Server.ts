@@ -26,8 +26,10 @@ import * as Page from "./internal/page.js"
 import * as Pool from "./internal/pool.js"
 import {
   Forbidden,
+  ForkRefused,
   PayloadTooLarge,
   type Scope,
+  SessionConflict,
   SessionNotFound,
   StoreUnavailable,
   TooManyRequests,
@@ -174,6 +176,25 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
           ))
         .handle("show", ({ path }) => requireScope("read").pipe(Effect.zipRight(withStore(infoOf(path.id)))))
         .handle("remove", ({ path }) => requireScope("admin").pipe(Effect.zipRight(pool.remove(path.id))))
+        .handle("fork", ({ path, payload }) =>
+          Effect.gen(function*() {
+            yield* requireScope("send")
+            yield* withStore(infoOf(path.id))
+            const child = yield* withStore(Sessions.fork(path.id, payload)).pipe(
+              Effect.mapError((e) =>
+                e.reason === "fork-boundary"
+                  ? new ForkRefused({ id: path.id, message: e.message })
+                  : /AlreadyExists|exists/.test(e.message) && payload.id !== undefined
+                  ? new SessionConflict({
+                    id: payload.id,
+                    reason: "exists",
+                    message: `session ${payload.id} exists already`
+                  })
+                  : new StoreUnavailable({ message: `cannot fork session ${path.id}: ${e.message}` })
+              )
+            )
+            return yield* withStore(infoOf(child))
+          }))
         .handle("snapshot", ({ path, urlParams }) =>
           Effect.gen(function*() {
             yield* requireScope("read")

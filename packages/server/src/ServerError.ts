@@ -123,3 +123,15 @@ export type ServerError =
   | SessionNotFound
   | SessionConflict
   | StoreUnavailable
+
+/**
+ * 400: a fork the source cannot give: `at` is not a turn boundary (or the source has none), so nothing was created.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/server/ForkRefused")(
+  "ForkRefused",
+  { id: Ids.SessionId, message: Schema.String },
+  HttpApiSchema.annotations({ status: 400, description: "The fork point is not a turn boundary of the source." })
+) {}

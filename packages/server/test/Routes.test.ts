@@ -199,4 +199,38 @@ describe("routes", () => {
       assert.strictEqual(response.status, 400)
       yield* client.agent.cancel({ path, payload: { cause: "user" } })
     }).pipe(Effect.scoped))
+
+  it.live("fork: a new session seeded up to a turn boundary, its parent named; not a boundary is ForkRefused (400); the fork runs on", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [
+        ScriptedModel.textResponse("first answer"),
+        ScriptedModel.textResponse("answer in the fork")
+      ])
+      const client = yield* server.client()
+      const { id } = yield* client.sessions.create({ payload: {} })
+      yield* client.agent.followup({ path: { id }, payload: { message: Message.make("first") } })
+      const events = yield* until(server.baseUrl, id, turnsEnded(1))
+      const end = events.find((e) => e.type === "turn/end")!
+      const child = Ids.SessionId.make("child")
+      const forked = yield* client.sessions.fork({ path: { id }, payload: { at: end.seq, id: child, title: "a fork" } })
+      assert.deepStrictEqual(
+        [forked.id, forked.title, forked.parent, forked.events, forked.turns],
+        [child, "a fork", { id, seq: end.seq }, end.seq + 1, 1]
+      )
+      const inside = yield* Effect.flip(client.sessions.fork({ path: { id }, payload: { at: 1 } }))
+      assert.strictEqual(inside._tag, "ForkRefused")
+      const taken = yield* Effect.flip(client.sessions.fork({ path: { id }, payload: { id: child } }))
+      assert.strictEqual(taken._tag, "SessionConflict")
+      const missing = yield* Effect.flip(
+        client.sessions.fork({ path: { id: Ids.SessionId.make("nope") }, payload: {} })
+      )
+      assert.strictEqual(missing._tag, "SessionNotFound")
+      // The fork is a session of its own: its turns continue the source's numbering.
+      yield* client.agent.followup({ path: { id: child }, payload: { message: Message.make("in the fork") } })
+      const forkEvents = yield* until(server.baseUrl, child, turnsEnded(2))
+      assert.deepStrictEqual(
+        forkEvents.filter((e) => e.type === "turn/end").map((e) => e.type === "turn/end" ? e.data.turn : -1),
+        [1, 2]
+      )
+    }).pipe(Effect.scoped))
 })
