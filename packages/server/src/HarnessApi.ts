@@ -17,12 +17,14 @@ import {
   OpenApi
 } from "@effect/platform"
 import { AgentEvent, Ids, Inbox, Operations, SessionEvent, Store } from "@harness/domain"
+import { GoalError, GoalReplay, GoalState } from "@harness/goal"
 import { Context, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
 import type { Scope } from "./ServerError.js"
 import {
   Forbidden,
   ForkRefused,
+  GoalsUnavailable,
   PayloadTooLarge,
   SessionConflict,
   SessionNotFound,
@@ -289,6 +291,80 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
 {}
 
 /**
+ * A session's goal as `GET /sessions/:id/goal` shows it: the goal (absent when there is none or it was cleared),
+ * the rounds started, and whether its rounds run (`armed`) or wait for a human's resume (`disarmed`).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const GoalStatus = Schema.Struct({
+  goal: Schema.optionalWith(GoalState.Goal, { exact: true }),
+  roundsStarted: Schema.Int,
+  activation: Schema.Literal("armed", "disarmed")
+}).annotations({ identifier: "GoalStatus" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type GoalStatus = typeof GoalStatus.Type
+
+/**
+ * The body of `PUT /sessions/:id/goal`: the objective, and optionally the round cap and token budget of a new goal.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const SetGoal = Schema.Struct({
+  objective: Schema.String,
+  maxGoalRounds: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  maxTokens: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
+}).annotations({ identifier: "SetGoal" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type SetGoal = typeof SetGoal.Type
+
+/** The goal service's failures: a refused change is 400 (`GoalError`), a log it cannot fold 500. */
+const goalFailure = Schema.Union(
+  GoalError.GoalError.annotations(HttpApiSchema.annotations({ status: 400 })),
+  GoalReplay.GoalReplayError.annotations(HttpApiSchema.annotations({ status: 500 })),
+  GoalsUnavailable
+)
+
+/**
+ * A session's goal (`@harness/goal`'s service): its status, set (create, or change the objective of the unfinished
+ * goal there is), pause, resume and clear — what the chat's `/goal` does.
+ *
+ * @since 0.0.0
+ * @category groups
+ */
+export class GoalGroup extends HttpApiGroup.make("goal")
+  .add(
+    HttpApiEndpoint.get("status", "/sessions/:id/goal").setPath(SessionPath).addSuccess(GoalStatus).addError(
+      goalFailure
+    )
+  )
+  .add(
+    HttpApiEndpoint.put("set", "/sessions/:id/goal")
+      .setPath(SessionPath)
+      .setPayload(SetGoal)
+      .addSuccess(GoalState.Goal)
+      .addError(goalFailure)
+  )
+  .add(
+    HttpApiEndpoint.post("pause", "/sessions/:id/goal/pause").setPath(SessionPath).addSuccess(GoalState.Goal)
+      .addError(goalFailure)
+  )
+  .add(
+    HttpApiEndpoint.post("resume", "/sessions/:id/goal/resume").setPath(SessionPath).addSuccess(GoalState.Goal)
+      .addError(goalFailure)
+  )
+  .add(HttpApiEndpoint.del("clear", "/sessions/:id/goal").setPath(SessionPath).addError(goalFailure))
+  .middleware(Authentication)
+{}
+
+/**
  * The whole API: sessions and agent operations behind `Authentication`, with the refusals every route can answer
  * (401, 403, 404, 409, 413, 429, 503).
  *
@@ -298,6 +374,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
 export class Api extends HttpApi.make("harness")
   .add(SessionsGroup)
   .add(AgentGroup)
+  .add(GoalGroup)
   .addError(Forbidden)
   .addError(SessionNotFound)
   .addError(SessionConflict)

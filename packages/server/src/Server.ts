@@ -14,6 +14,8 @@ import type { Agent } from "@harness/agent"
 import { Agent as AgentModule } from "@harness/agent"
 import type { Ids } from "@harness/domain"
 import { Operations } from "@harness/domain"
+import type { Goals } from "@harness/goal"
+import { GoalError } from "@harness/goal"
 import type { SessionLog } from "@harness/session"
 import { Sessions, SessionStore } from "@harness/session"
 import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
@@ -27,6 +29,7 @@ import * as Pool from "./internal/pool.js"
 import {
   Forbidden,
   ForkRefused,
+  GoalsUnavailable,
   PayloadTooLarge,
   type Scope,
   SessionConflict,
@@ -54,13 +57,24 @@ export interface Token extends Auth.Token {}
 export interface RateLimit extends Auth.RateLimit {}
 
 /**
- * How the server builds the agent of a session it opens (in the session's own scope, closed when the server stops
- * or the session is removed).
+ * An agent with its goal service: what `makeAgent` answers for the goal routes to act on the session's goal.
  *
  * @since 0.0.0
  * @category models
  */
-export type MakeAgent<R> = (log: SessionLog.Service) => Effect.Effect<Agent.Service, unknown, R | EffectScope.Scope>
+export interface Hosted extends Pool.Hosted {}
+
+/**
+ * How the server builds the agent of a session it opens (in the session's own scope, closed when the server stops
+ * or the session is removed): the agent, or a {@link Hosted} agent with its goals (without them the goal routes
+ * answer `GoalsUnavailable`).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type MakeAgent<R> = (
+  log: SessionLog.Service
+) => Effect.Effect<Agent.Service | Hosted, unknown, R | EffectScope.Scope>
 
 /**
  * The server's options.
@@ -246,6 +260,55 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
       .handle("inbox", ({ path }) => run(path.id, new Operations.ListInbox({}, true), "read"))
   }))
 
+const GoalLive = HttpApiBuilder.group(Api, "goal", (handlers) =>
+  Effect.gen(function*() {
+    const pool = yield* AgentPool
+    /** The session's goal service, after the route's scope (`read` for the status, `send` for changes). */
+    const goalsOf = (id: Ids.SessionId, needed: Scope) =>
+      requireScope(needed).pipe(
+        Effect.zipRight(pool.goals(id)),
+        Effect.flatMap((goals) =>
+          goals === undefined
+            ? Effect.fail(
+              new GoalsUnavailable({ id, message: `the agent of session ${id} has no goal system on this server` })
+            )
+            : Effect.succeed(goals)
+        )
+      )
+    /** The current goal's ref, or `GOAL_NOT_FOUND`. */
+    const current = (goals: Goals.Service) =>
+      Effect.flatMap(goals.get, (view) =>
+        view.goal === undefined
+          ? Effect.fail(new GoalError.GoalError({ code: "GOAL_NOT_FOUND", message: "there is no goal" }))
+          : Effect.succeed({ id: view.goal.id, revision: view.goal.revision }))
+    return handlers
+      .handle("status", ({ path }) =>
+        Effect.flatMap(goalsOf(path.id, "read"), (goals) =>
+          Effect.map(goals.get, (view) => ({
+            ...(view.goal === undefined ? {} : { goal: view.goal }),
+            roundsStarted: view.roundsStarted,
+            activation: view.activation
+          }))))
+      .handle("set", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const goals = yield* goalsOf(path.id, "send")
+          const view = yield* goals.get
+          if (view.goal === undefined || view.goal.phase === "complete") {
+            return yield* goals.create(payload)
+          }
+          return yield* goals.edit({ id: view.goal.id, revision: view.goal.revision }, payload)
+        }))
+      .handle("pause", ({ path }) =>
+        Effect.flatMap(goalsOf(path.id, "send"), (goals) =>
+          Effect.flatMap(current(goals), goals.pause)))
+      .handle("resume", ({ path }) =>
+        Effect.flatMap(goalsOf(path.id, "send"), (goals) =>
+          Effect.flatMap(current(goals), goals.resume)))
+      .handle("clear", ({ path }) =>
+        Effect.flatMap(goalsOf(path.id, "send"), (goals) =>
+          Effect.flatMap(current(goals), goals.clear)))
+  }))
+
 const AuthenticationLive = (options: {
   readonly tokens: ReadonlyArray<Token>
   readonly maxBodyBytes: number
@@ -326,7 +389,8 @@ export const layer = <R = never>(
         options.subscriberBuffer ?? 4096,
         options.heartbeat === false ? undefined : Duration.decode(options.heartbeat ?? "15 seconds")
       ),
-      AgentLive
+      AgentLive,
+      GoalLive
     ]),
     Layer.provide(AuthenticationLive({
       tokens: options.tokens,

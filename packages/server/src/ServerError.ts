@@ -135,3 +135,16 @@ export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/serve
   { id: Ids.SessionId, message: Schema.String },
   HttpApiSchema.annotations({ status: 400, description: "The fork point is not a turn boundary of the source." })
 ) {}
+
+/**
+ * 404: the session's agent has no goal system (the server was made without one), so the goal routes have nothing
+ * to act on.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export class GoalsUnavailable extends Schema.TaggedError<GoalsUnavailable>("@harness/server/GoalsUnavailable")(
+  "GoalsUnavailable",
+  { id: Ids.SessionId, message: Schema.String },
+  HttpApiSchema.annotations({ status: 404, description: "This server's agents have no goal system." })
+) {}

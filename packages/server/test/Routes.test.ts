@@ -2,9 +2,11 @@
  * Every route over real HTTP on loopback, through the typed client: what goes in and what comes out are the
  * operation's own schemas, and the agent behind it did what the route says (read back from its log and inbox).
  */
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Message } from "@harness/domain"
 import type { SessionEvent } from "@harness/domain"
+import { Goals } from "@harness/goal"
 import { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
 import { Effect, Option, Stream } from "effect"
@@ -232,5 +234,48 @@ describe("routes", () => {
         forkEvents.filter((e) => e.type === "turn/end").map((e) => e.type === "turn/end" ? e.data.turn : -1),
         [1, 2]
       )
+    }).pipe(Effect.scoped))
+
+  it.live("goal: status, set (create, then change the objective), pause, resume, clear — the goal service's own answers and refusals", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(
+        SessionStore.layerMemory,
+        Array.from({ length: 4 }, () => ScriptedModel.hanging(ScriptedModel.text("working"))),
+        { makeAgent: (log) => Goals.makeAgent({ session: log }).pipe(Effect.provide(NodeContext.layer)) }
+      )
+      const client = yield* server.client()
+      const reader = yield* server.client("read-secret")
+      const { id } = yield* client.sessions.create({ payload: {} })
+      const path = { id }
+      assert.deepStrictEqual(yield* reader.goal.status({ path }), { roundsStarted: 0, activation: "disarmed" })
+      const created = yield* client.goal.set({ path, payload: { objective: "make the tests pass", maxGoalRounds: 3 } })
+      assert.deepStrictEqual([created.objective, created.phase, created.maxGoalRounds], [
+        "make the tests pass",
+        "active",
+        3
+      ])
+      const edited = yield* client.goal.set({ path, payload: { objective: "make every test pass" } })
+      assert.deepStrictEqual([edited.id, edited.revision, edited.objective], [
+        created.id,
+        created.revision + 1,
+        "make every test pass"
+      ])
+      assert.strictEqual((yield* client.goal.pause({ path })).phase, "paused")
+      assert.strictEqual((yield* reader.goal.status({ path })).goal?.phase, "paused")
+      assert.strictEqual((yield* client.goal.resume({ path })).phase, "active")
+      yield* client.goal.clear({ path })
+      assert.strictEqual((yield* reader.goal.status({ path })).goal, undefined)
+      const none = yield* Effect.flip(client.goal.clear({ path }))
+      assert.deepStrictEqual([none._tag, none._tag === "GoalError" ? none.code : ""], ["GoalError", "GOAL_NOT_FOUND"])
+      const invalid = yield* Effect.flip(client.goal.set({ path, payload: { objective: "" } }))
+      assert.strictEqual(invalid._tag, "GoalError")
+      const refused = yield* Effect.flip(reader.goal.set({ path, payload: { objective: "not allowed" } }))
+      assert.strictEqual(refused._tag, "Forbidden")
+      // A server whose agents have no goal system says so.
+      const plain = yield* serve(SessionStore.layerMemory)
+      const other = yield* plain.client()
+      const session = yield* other.sessions.create({ payload: {} })
+      const unavailable = yield* Effect.flip(other.goal.status({ path: { id: session.id } }))
+      assert.strictEqual(unavailable._tag, "GoalsUnavailable")
     }).pipe(Effect.scoped))
 })

@@ -2,6 +2,7 @@
  * A server on loopback for the tests: `Server.layer` over Node's HTTP server on port 0, a session store, a
  * scripted model, and typed clients for the tokens below.
  */
+import type { LanguageModel } from "@effect/ai"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import type { Agent } from "@harness/agent"
@@ -35,7 +36,7 @@ export const httpClient = NodeHttpClient.layer
 export const serve = (
   store: Layer.Layer<SessionStore.SessionStore, unknown>,
   replies: ReadonlyArray<ScriptedModel.Reply> = [],
-  options: Partial<Server.Options<never>> = {}
+  options: Partial<Server.Options<LanguageModel.LanguageModel>> = {}
 ): Effect.Effect<Running, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Layer.build(

@@ -86,7 +86,7 @@ const run = (
     const context = yield* Layer.build(
       Server.layer({
         tokens,
-        makeAgent: (log) => Effect.map(Runtime.makeAgent(settings, log, Run.approvals(options.yes)), (r) => r.agent)
+        makeAgent: (log) => Runtime.makeAgent(settings, log, Run.approvals(options.yes))
       }).pipe(
         Layer.provideMerge(Server.layerNode({ port: options.port, host: options.host }))
       )

@@ -6,21 +6,29 @@
 import type { LanguageModel } from "@effect/ai"
 import { Agent } from "@harness/agent"
 import { Ids } from "@harness/domain"
+import type { Goals } from "@harness/goal"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { SessionLogError } from "@harness/session"
 import { Effect, ExecutionStrategy, Exit, Option, Scope, SynchronizedRef } from "effect"
 import { SessionConflict, SessionNotFound, StoreUnavailable } from "../ServerError.js"
 
-/** How the server builds an agent over an opened session log. */
+/** An agent and, when it has one, its goal service (the goal routes need it). */
+export interface Hosted {
+  readonly agent: Agent.Service
+  readonly goals?: Goals.Service | undefined
+}
+
+/** How the server builds an agent over an opened session log: the agent, or the agent with its goals. */
 export type MakeAgent<R> = (
   log: SessionLog.Service
-) => Effect.Effect<Agent.Service, unknown, R | Scope.Scope>
+) => Effect.Effect<Agent.Service | Hosted, unknown, R | Scope.Scope>
 
 /** The default: a plain agent over the log (the model comes from the context). */
 export const defaultAgent: MakeAgent<LanguageModel.LanguageModel> = (log) => Agent.make({ session: log })
 
 interface Entry {
   readonly agent: Agent.Service
+  readonly goals: Goals.Service | undefined
   readonly scope: Scope.CloseableScope
 }
 
@@ -30,6 +38,8 @@ export type PoolError = SessionNotFound | SessionConflict | StoreUnavailable
 export interface Pool {
   /** The session's live agent, opened from the store on first use. */
   readonly get: (id: Ids.SessionId) => Effect.Effect<Agent.Service, PoolError>
+  /** The goal service of the session's agent (`undefined` when this server's agents have none). */
+  readonly goals: (id: Ids.SessionId) => Effect.Effect<Goals.Service | undefined, PoolError>
   /** Creates a session (and its agent); `exists` when the id is taken. */
   readonly create: (
     options: { readonly id?: Ids.SessionId | undefined; readonly title?: string | undefined }
@@ -79,7 +89,7 @@ export const make = <R>(
     ): Effect.Effect<Entry, PoolError> =>
       Effect.gen(function*() {
         const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-        const agent = yield* Effect.gen(function*() {
+        const hosted = yield* Effect.gen(function*() {
           const opened = yield* Effect.acquireRelease(log, (l) => Effect.ignore(l.close))
           return yield* makeAgent(opened).pipe(
             Effect.mapError((e) =>
@@ -90,23 +100,27 @@ export const make = <R>(
           Scope.extend(child),
           Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(child, exit) : Effect.void)
         )
-        return { agent, scope: child }
+        return "agent" in hosted
+          ? { agent: hosted.agent, goals: hosted.goals, scope: child }
+          : { agent: hosted, goals: undefined, scope: child }
       }).pipe(Effect.provide(context))
 
-    const get = (id: Ids.SessionId): Effect.Effect<Agent.Service, PoolError> =>
+    const entry = (id: Ids.SessionId): Effect.Effect<Entry, PoolError> =>
       Effect.flatMap(SynchronizedRef.get(entries), (map) => {
         const found = map.get(id)
-        if (found !== undefined) return Effect.succeed(found.agent)
+        if (found !== undefined) return Effect.succeed(found)
         return SynchronizedRef.modifyEffect(entries, (map) => {
           const again = map.get(id)
-          if (again !== undefined) return Effect.succeed([again.agent, map] as const)
+          if (again !== undefined) return Effect.succeed([again, map] as const)
           return store.header(id).pipe(
             Effect.mapError(storeError(id, "open")),
             Effect.zipRight(start(id, Effect.mapError(SessionLog.open(id), logError(id, "open")))),
-            Effect.map((entry) => [entry.agent, new Map(map).set(id, entry)] as const)
+            Effect.map((entry) => [entry, new Map(map).set(id, entry)] as const)
           )
         })
       })
+    const get = (id: Ids.SessionId) => Effect.map(entry(id), (e) => e.agent)
+    const goals = (id: Ids.SessionId) => Effect.map(entry(id), (e) => e.goals)
 
     const create: Pool["create"] = (options) =>
       SynchronizedRef.modifyEffect(entries, (map) =>
@@ -134,5 +148,5 @@ export const make = <R>(
           return next
         }))
 
-    return { get, create, remove }
+    return { get, goals, create, remove }
   })
