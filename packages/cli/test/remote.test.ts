@@ -80,7 +80,7 @@ const runScenario = async (dir: string, mode: Mode) => {
 }
 
 describe("--remote", { timeout: 240_000 }, () => {
-  it.live("chat --remote passes the line-mode chat scenario local mode passes: steer, queue, inject, tools, /sessions", () =>
+  it.live("chat --remote passes the line-mode chat scenario local mode passes: steer, queue, inject, tools, /sessions (R197)", () =>
     withServer(async (dir, url) => {
       await chatScenario(dir, local)
       const id = await chatScenario(dir, remote(url))
@@ -91,7 +91,7 @@ describe("--remote", { timeout: 240_000 }, () => {
       assert.include(listed.stdout, id)
     }))
 
-  it.live("run --remote answers as run does, the tools run on the server's workspace, and the session is listed there", () =>
+  it.live("run --remote answers as run does, the tools run on the server's workspace, and the session is listed there (R197)", () =>
     withServer(async (dir, url) => {
       await runScenario(dir, local)
       const id = await runScenario(dir, remote(url))
@@ -108,7 +108,7 @@ describe("--remote", { timeout: 240_000 }, () => {
       assert.include(resumed.stdout, "notes.txt:2: TODO: write the tests")
     }))
 
-  it.live("refusals are said in words: no token, a wrong token, a server that is not there (exit codes 2, 1, 1)", () =>
+  it.live("refusals are said in words: no token, a wrong token, a server that is not there (exit codes 2, 1, 1) (R197)", () =>
     withServer(async (dir, url) => {
       const none = await harness(["run", "--remote", url, "hello"], { cwd: dir })
       assert.strictEqual(none.code, 2)

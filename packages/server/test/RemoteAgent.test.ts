@@ -31,7 +31,7 @@ const connect = (baseUrl: string, session?: Ids.SessionId) =>
   RemoteAgent.make({ baseUrl, token: Redacted.make("send-secret"), session }).pipe(Effect.provide(httpClient))
 
 describe("RemoteAgent", () => {
-  it.live("drives a server's agent through the Agent interface: followup, steer, queue, withdraw, cancel keeping the inbox, whenIdle, receipts, log", () =>
+  it.live("drives a server's agent through the Agent interface: followup, steer, queue, withdraw, cancel keeping the inbox, whenIdle, receipts, log (R196)", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory, [
         ScriptedModel.hanging(ScriptedModel.text("working")),
@@ -70,7 +70,7 @@ describe("RemoteAgent", () => {
       assert.deepStrictEqual(prompts, ["first", "q1"])
     }).pipe(Effect.scoped))
 
-  it.live("a session that is not there, or a token the server refuses, is a RemoteError before anything runs", () =>
+  it.live("a session that is not there, or a token the server refuses, is a RemoteError before anything runs (R196)", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory)
       const missing = yield* Effect.flip(connect(server.baseUrl, Ids.SessionId.make("nope")))

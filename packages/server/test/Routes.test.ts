@@ -202,7 +202,7 @@ describe("routes", () => {
       yield* client.agent.cancel({ path, payload: { cause: "user" } })
     }).pipe(Effect.scoped))
 
-  it.live("fork: a new session seeded up to a turn boundary, its parent named; not a boundary is ForkRefused (400); the fork runs on", () =>
+  it.live("fork: a new session seeded up to a turn boundary, its parent named; not a boundary is ForkRefused (400); the fork runs on (R198)", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory, [
         ScriptedModel.textResponse("first answer"),
@@ -236,7 +236,7 @@ describe("routes", () => {
       )
     }).pipe(Effect.scoped))
 
-  it.live("goal: status, set (create, then change the objective), pause, resume, clear — the goal service's own answers and refusals", () =>
+  it.live("goal: status, set (create, then change the objective), pause, resume, clear — the goal service's own answers and refusals (R199)", () =>
     Effect.gen(function*() {
       const server = yield* serve(
         SessionStore.layerMemory,
