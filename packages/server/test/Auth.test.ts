@@ -126,9 +126,11 @@ describe("auth and limits", () => {
       ).sort()
       assert.deepStrictEqual(routes, [
         "DELETE /sessions/{id}",
+        "DELETE /sessions/{id}/goal",
         "GET /sessions",
         "GET /sessions/{id}",
         "GET /sessions/{id}/events",
+        "GET /sessions/{id}/goal",
         "GET /sessions/{id}/inbox",
         "GET /sessions/{id}/snapshot",
         "POST /sessions",
@@ -137,6 +139,9 @@ describe("auth and limits", () => {
         "POST /sessions/{id}/demote",
         "POST /sessions/{id}/edit",
         "POST /sessions/{id}/followup",
+        "POST /sessions/{id}/fork",
+        "POST /sessions/{id}/goal/pause",
+        "POST /sessions/{id}/goal/resume",
         "POST /sessions/{id}/inject",
         "POST /sessions/{id}/move",
         "POST /sessions/{id}/promote",
@@ -144,7 +149,8 @@ describe("auth and limits", () => {
         "POST /sessions/{id}/retry",
         "POST /sessions/{id}/send",
         "POST /sessions/{id}/steer",
-        "POST /sessions/{id}/withdraw"
+        "POST /sessions/{id}/withdraw",
+        "PUT /sessions/{id}/goal"
       ])
       const followup = spec.paths["/sessions/{id}/followup"].post
       for (const status of ["200", "400", "401", "403", "404", "409", "413", "429", "500", "503"]) {

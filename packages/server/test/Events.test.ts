@@ -54,9 +54,9 @@ const readAll = (response: IncomingMessage) =>
     response.resume()
   })
 
-/** The frames of an event-stream text: each frame's fields. */
+/** The frames of an event-stream text: each frame's fields (comments, as the heartbeat, are not frames). */
 const frames = (text: string) =>
-  text.split("\n\n").filter((frame) => frame.trim() !== "").map((frame) => {
+  text.split("\n\n").filter((frame) => frame.trim() !== "" && !frame.startsWith(":")).map((frame) => {
     const fields: Record<string, string> = {}
     for (const line of frame.split("\n")) {
       const colon = line.indexOf(": ")

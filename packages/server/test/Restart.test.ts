@@ -197,6 +197,6 @@ describe("restart", () => {
         const ends = durable.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
         assert.deepStrictEqual(ends, ["interrupted", "completed"])
       }).pipe(Effect.scoped),
-    120_000
+    240_000
   )
 })
