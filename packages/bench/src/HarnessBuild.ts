@@ -14,8 +14,49 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-/** `bundle` (default) or `source`. */
-export const harnessBuild: "bundle" | "source" = process.env["BENCH_HARNESS_BUILD"] === "source" ? "source" : "bundle"
+/** `bundle` (default) or `source` (`BENCH_BUILD`, or its older name `BENCH_HARNESS_BUILD`). */
+export const harnessBuild: "bundle" | "source" =
+  (process.env["BENCH_BUILD"] ?? process.env["BENCH_HARNESS_BUILD"]) === "source" ? "source" : "bundle"
+
+/**
+ * Where the worker's bundle is written: `Worker.ts` with every runtime's adapter and everything they import, split
+ * into one chunk per adapter so a worker loads only the runtime it boots (ADR 0057).
+ */
+export const workerBundleDir = fileURLToPath(new URL("../.bundle/worker/", import.meta.url))
+
+/** Set to `1` in the environment of a worker that runs from the worker bundle. */
+export const workerBundled = "BENCH_WORKER_BUNDLED"
+
+let workerBuilt: Promise<string> | undefined
+
+/**
+ * Bundles `Worker.ts` — the workloads and all the runtimes' adapters, each peer's packages and Harness's sources
+ * alike — once per process; resolves with the entry's path. Every runtime then runs as compiled JavaScript without a
+ * loader, built the same way.
+ */
+export const ensureWorkerBundle = (): Promise<string> =>
+  (workerBuilt ??= (async () => {
+    const { build } = await import("esbuild")
+    await build({
+      entryPoints: [fileURLToPath(new URL("./Worker.ts", import.meta.url))],
+      outdir: workerBundleDir,
+      bundle: true,
+      splitting: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      logLevel: "warning",
+      // The reference's packages read their own `../package.json` at run time: they load from node_modules as
+      // published (compiled JavaScript already); its adapter is bundled like every other.
+      external: ["better-sqlite3", "pg-native", "esbuild", "@deepseek-ai/*"],
+      conditions: ["@harness/source"],
+      banner: {
+        js:
+          "import { createRequire as __benchRequire } from \"node:module\"; const require = __benchRequire(import.meta.url);"
+      }
+    })
+    return join(workerBundleDir, "Worker.js")
+  })())
 
 /** Set to `1` in the environment of a worker whose runner built the bundle. */
 export const bundleReady = "BENCH_HARNESS_BUNDLE_READY"

@@ -5,10 +5,16 @@
  */
 import { setImmediate as nextMacrotask } from "node:timers/promises"
 import type { AgentOptions, BenchAgent, BenchRuntime, Reply } from "./Runtime.js"
-import { fiveTokens, tokens } from "./Runtime.js"
+import { servedText, tokens } from "./Runtime.js"
 
 /** The current time in microseconds (monotonic, sub-microsecond resolution). */
 export const nowUs = (): number => performance.now() * 1000
+
+/** The CPU time this process has used so far (user + system), in microseconds. */
+export const cpuUs = (): number => {
+  const { system, user } = process.cpuUsage()
+  return user + system
+}
 
 /**
  * Collects garbage until the heap stops shrinking (at most 6 rounds), letting pending callbacks run in between.
@@ -98,7 +104,7 @@ export const prompts = (prefix: string, n: number): ReadonlyArray<string> =>
  */
 export const warmUp = async (
   runtime: BenchRuntime,
-  options: AgentOptions = { script: () => fiveTokens },
+  options: AgentOptions = servedText,
   n = 300
 ): Promise<void> => {
   const agent = await runtime.createAgent(options)

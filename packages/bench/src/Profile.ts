@@ -11,7 +11,7 @@
 import { Session } from "node:inspector/promises"
 import { collectGarbage, nowUs, prompts, sequentialTurns } from "./Measure.js"
 import type { BenchRuntime } from "./Runtime.js"
-import { fiveTokens } from "./Runtime.js"
+import { servedText } from "./Runtime.js"
 
 /** The CPU sampling interval: finer sampling slows the turns it measures. */
 const samplingUs = 250
@@ -56,6 +56,7 @@ const causes = [
   "session append / validation / history",
   "agent: turn, driver, lock, publish",
   "domain schemas and constructors",
+  "provider: HTTP client, SSE and chunk decoding",
   "model script and bench driver",
   "Effect data structures and utilities",
   "Node / V8 builtins and promises",
@@ -75,6 +76,10 @@ const areaOf = (frame: CallFrame): Cause | "interpreter" | "pass" => {
   if (url.includes("/packages/session/")) return "session append / validation / history"
   if (url.includes("/packages/agent/")) return "agent: turn, driver, lock, publish"
   if (url.includes("/packages/domain/")) return "domain schemas and constructors"
+  if (
+    url.includes("/packages/llm/") || url.includes("/@effect/platform") || url.includes("/@effect/experimental/") ||
+    url.includes("/undici/")
+  ) return "provider: HTTP client, SSE and chunk decoding"
   if (url.includes("/packages/bench/") || url.includes("/packages/testkit/")) return "model script and bench driver"
   if (url.includes("/@effect/ai/")) {
     return /\/LanguageModel\.js$/.test(url)
@@ -285,10 +290,9 @@ export const profile = async (
 ): Promise<{ readonly result: ProfileResult; readonly cpuProfile: CpuProfile }> => {
   const session = new Session()
   session.connect()
-  const script = () => fiveTokens
 
   options.log(`cpu: ${options.turns} turns`)
-  const cpuAgent = await runtime.createAgent({ script })
+  const cpuAgent = await runtime.createAgent(servedText)
   await session.post("Profiler.enable")
   await session.post("Profiler.setSamplingInterval", { interval: samplingUs })
   await collectGarbage()
@@ -302,7 +306,7 @@ export const profile = async (
 
   const allocationTurns = Math.max(1, Math.floor(options.turns / 4))
   options.log(`allocation: ${allocationTurns} turns`)
-  const allocAgent = await runtime.createAgent({ script })
+  const allocAgent = await runtime.createAgent(servedText)
   await collectGarbage()
   await session.post("HeapProfiler.enable")
   await session.post("HeapProfiler.startSampling", {
@@ -320,7 +324,7 @@ export const profile = async (
   const knownUpTo = maxId(await takeSnapshot(session))
   const agents = []
   for (let i = 0; i < options.agents; i++) {
-    const agent = await runtime.createAgent({ script })
+    const agent = await runtime.createAgent(servedText)
     await agent.followUp(`agent ${i}`)
     await agent.waitIdle()
     agents.push(agent)

@@ -8,8 +8,17 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { dirname, join, relative } from "node:path"
 import * as Chart from "./Chart.js"
-import type { RuntimeName } from "./Runtime.js"
-import { checksOf, columns, failuresMarkdown, renderMarkdown, type Run, seriesOf, tableRows } from "./Summary.js"
+import type { HarnessPath, RuntimeName } from "./Runtime.js"
+import {
+  checksOf,
+  columns,
+  failuresMarkdown,
+  loadWarning,
+  renderMarkdown,
+  type Run,
+  seriesOf,
+  tableRows
+} from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 
 /** Where and on what the bench ran. */
@@ -86,11 +95,19 @@ export const writeFile = (path: string, content: string): void => {
   writeFileSync(path, content)
 }
 
-const colors: Record<RuntimeName, string> = { reference: "#7f7f7f", pi: "#2b83ba", harness: "#d7191c" }
-const labels: Record<RuntimeName, string> = {
+const colors: Record<RuntimeName | HarnessPath, string> = {
+  reference: "#7f7f7f",
+  pi: "#2b83ba",
+  harness: "#d7191c",
+  "harness-standard": "#fdae61",
+  "harness-pull": "#abdda4"
+}
+const labels: Record<RuntimeName | HarnessPath, string> = {
   reference: "reference loop",
-  pi: "pi-agent-core",
-  harness: "Harness"
+  pi: "pi-agent-core (provider path)",
+  harness: "Harness (provider path)",
+  "harness-standard": "Harness (standard LanguageModel)",
+  "harness-pull": "Harness (pulled, secondary)"
 }
 
 /** Renders W1's chart from the runs, or nothing when W1 did not run. */
@@ -123,6 +140,7 @@ export const resultsRegion = (
   const m = results.machine
   const selected = workloads.filter((w) => results.runs.some((r) => r.workload === w.id))
   const failures = selected.flatMap((w) => checksOf(results.runs, w.id).failures)
+  const warning = loadWarning(results.runs, m.cores)
   const lines = [
     `Run ${results.startedAt} → ${results.finishedAt} (${results.size} size, ${results.reps} repetitions, medians; each run a fresh process).`,
     "",
@@ -138,7 +156,11 @@ export const resultsRegion = (
     "",
     "Ratios are Harness ÷ peer for the figure in that row: for a `higher ↑` row a ratio above 1 means Harness is better,",
     "for a `lower ↓` row a ratio below 1 means Harness is better. `checks` counts the correctness checks of every run.",
+    "`Harness` is the provider's streaming path (`@harness/llm` over loopback SSE on W1–W4 and Mem; the same typed",
+    "parts streamed in process elsewhere), `Harness std` the same provider through the standard `LanguageModel`",
+    "(`std ÷ Harness`), `Harness pulled` the scripted `pullText` path only a replayed model offers (ADR 0057).",
     "",
+    ...(warning === undefined ? [] : [`> **${warning}**`, ""]),
     renderMarkdown(tableRows(results.runs, selected, { headlineOnly: false })),
     "",
     failuresMarkdown(failures)

@@ -1,14 +1,16 @@
 /**
- * Runs the benchmark: every (runtime, workload, repetition) in a fresh `node --expose-gc --import tsx` process,
+ * Runs the benchmark: every (runtime, workload, repetition) in a fresh `node --expose-gc` process (the worker bundle),
  * repetitions interleaving the runtimes (the order rotates each repetition), and collects the results. Harness is
  * built into one bundle first (`HarnessBuild.ts`).
  */
 import { spawn } from "node:child_process"
+import * as os from "node:os"
 import { fileURLToPath } from "node:url"
-import { bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
+import { bundleReady, ensureWorkerBundle, harnessBuild, workerBundled } from "./HarnessBuild.js"
 import { nowUs } from "./Measure.js"
 import type { BootName } from "./Runtime.js"
-import { runtimeNames } from "./Runtime.js"
+import { harnessPaths, runtimeNames } from "./Runtime.js"
+import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import { checkLine, type Run } from "./Summary.js"
 import { resultPrefix } from "./Worker.js"
 import type { Result, Size, Workload } from "./Workload.js"
@@ -17,25 +19,40 @@ import type { Result, Size, Workload } from "./Workload.js"
 export const packageDir = fileURLToPath(new URL("..", import.meta.url))
 const workerPath = fileURLToPath(new URL("./Worker.ts", import.meta.url))
 
-/** Runs one workload on one runtime in a fresh process and returns its result. */
-export const runInProcess = (
+/**
+ * Runs one workload on one runtime in a fresh process and returns its result. Every runtime runs from the worker
+ * bundle (`HarnessBuild.ts`; with `BENCH_BUILD=source`, every runtime from source under tsx). `sseUrl` is the loopback
+ * server the provider path talks to; without it the worker starts its own.
+ */
+export const runInProcess = async (
   runtime: BootName,
   workload: string,
-  size: Size
-): Promise<Result & { readonly n: number; readonly version: string }> =>
-  (runtime === "harness" && harnessBuild === "bundle" ? ensureBundle() : Promise.resolve()).then(() =>
-    spawnWorker(runtime, workload, size)
-  )
+  size: Size,
+  sseUrl?: string
+): Promise<Result & { readonly n: number; readonly version: string }> => {
+  if (harnessBuild === "source") {
+    return spawnWorker(["--import", "tsx", workerPath], { [sseUrlEnv]: sseUrl }, runtime, workload, size)
+  }
+  const entry = await ensureWorkerBundle()
+  return spawnWorker([entry], { [sseUrlEnv]: sseUrl, [workerBundled]: "1", [bundleReady]: "1" }, runtime, workload, size)
+}
 
 const spawnWorker = (
+  entry: ReadonlyArray<string>,
+  extraEnv: Readonly<Record<string, string | undefined>>,
   runtime: BootName,
   workload: string,
   size: Size
 ): Promise<Result & { readonly n: number; readonly version: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", workerPath, runtime, workload, size], {
+    const env: Record<string, string | undefined> = { ...process.env }
+    for (const [key, value] of Object.entries(extraEnv)) {
+      if (value === undefined) delete env[key]
+      else env[key] = value
+    }
+    const child = spawn(process.execPath, ["--expose-gc", ...entry, runtime, workload, size], {
       cwd: packageDir,
-      env: { ...process.env, [bundleReady]: "1" },
+      env,
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""
@@ -74,18 +91,23 @@ export const runAll = async (options: {
   readonly log: (line: string) => void
   readonly runtimes?: ReadonlyArray<BootName>
 }): Promise<ReadonlyArray<Run>> => {
-  const runtimes = options.runtimes ?? runtimeNames
+  const runtimes = options.runtimes ?? [...runtimeNames, ...harnessPaths]
   const runs: Array<Run> = []
+  // One loopback model server for the whole run, in this process: the workers' CPU time is the runtime's alone.
+  const server = await startSseServer()
+  try {
   const total = options.reps * options.workloads.length * runtimes.length
   for (let rep = 0; rep < options.reps; rep++) {
     for (const workload of options.workloads) {
       for (const runtime of orderFor(rep, runtimes)) {
         const start = nowUs()
+        const loadBefore = os.loadavg()[0] ?? 0
         const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`
         try {
-          const { n, version, ...result } = await runInProcess(runtime, workload.id, options.size)
+          const { n, version, ...result } = await runInProcess(runtime, workload.id, options.size, server.url)
           const seconds = (nowUs() - start) / 1e6
-          runs.push({ runtime, workload: workload.id, rep, n, version, seconds, result })
+          const load = [loadBefore, os.loadavg()[0] ?? 0] as const
+          runs.push({ runtime, workload: workload.id, rep, n, version, seconds, load, result })
           options.log(`${prefix}: ${seconds.toFixed(1)} s, ${checkLine(result.checks)}`)
         } catch (error) {
           const seconds = (nowUs() - start) / 1e6
@@ -97,12 +119,16 @@ export const runAll = async (options: {
             n: workload.sizes[options.size],
             version: "?",
             seconds,
+            load: [loadBefore, os.loadavg()[0] ?? 0],
             error: message
           })
           options.log(`${prefix}: FAILED after ${seconds.toFixed(1)} s: ${message}`)
         }
       }
     }
+  }
+  } finally {
+    await server.close()
   }
   return runs
 }

@@ -21,8 +21,23 @@ export const floorName = "floor"
 /** Harness at another commit (`npm run bench -- --baseline <rev>`, `Baseline.ts`). */
 export const baselineName = "baseline"
 
+/**
+ * Harness on its secondary model paths (ADR 0057): `harness-standard` through `LanguageModel.streamText` (the
+ * provider's `LanguageModel` alone, as any other `@effect/ai` provider), `harness-pull` the scripted `ModelStream`
+ * with `pullText` (only a replayed or cached model offers it). `harness` itself is the provider's streaming path.
+ */
+export const harnessPaths = ["harness-standard", "harness-pull"] as const
+export type HarnessPath = (typeof harnessPaths)[number]
+
+/** The `BENCH_HARNESS_MODEL` of each Harness boot name. */
+export const harnessModelOf: Readonly<Record<"harness" | HarnessPath, string>> = {
+  harness: "provider",
+  "harness-standard": "standard",
+  "harness-pull": "pull"
+}
+
 /** Every runtime a worker can boot. */
-export type BootName = RuntimeName | typeof floorName | typeof baselineName
+export type BootName = RuntimeName | HarnessPath | typeof floorName | typeof baselineName
 
 /** What the model sees in one request, computed only when a script asks. */
 interface RequestView {
@@ -138,6 +153,12 @@ export interface AgentOptions {
   readonly script: Script
   /** Registers the no-op tool `noop` (no parameters, returns "ok"). */
   readonly tools?: boolean | undefined
+  /**
+   * The script is the loopback server's fixed one (`SseServer.answerFor`: five tokens, or with tools a `noop` call
+   * then five tokens), so an adapter with an OpenAI-compatible client takes the replies from the server as SSE
+   * (the provider path, ADR 0057) instead of from `script`.
+   */
+  readonly served?: boolean | undefined
 }
 
 /** One runtime, booted in this process. */
@@ -157,6 +178,9 @@ export const tokens = (n: number): ReadonlyArray<string> => Array.from({ length:
 
 /** The standard instant reply: 5 streamed tokens. */
 export const fiveTokens: Reply = { _tag: "text", tokens: tokens(5) }
+
+/** The instant text script, served by the loopback server on the provider path (`AgentOptions.served`). */
+export const servedText: AgentOptions = { script: () => fiveTokens, served: true }
 
 /** Waits for `promise`, or rejects with an abort error as soon as `signal` aborts. */
 export const raceAbort = (promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> => {

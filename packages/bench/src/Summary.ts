@@ -3,7 +3,7 @@
  * Harness ÷ peer ratios, the checks of every run, and the table rendered as aligned text or Markdown.
  */
 import { median } from "./Measure.js"
-import type { BootName, RuntimeName } from "./Runtime.js"
+import type { BootName, HarnessPath, RuntimeName } from "./Runtime.js"
 import type { Check, Metric, Result, Workload } from "./Workload.js"
 
 /** One process's result, as the runner stored it. */
@@ -14,15 +14,32 @@ export interface Run {
   readonly n: number
   readonly version: string
   readonly seconds: number
+  /** The machine's 1-minute load average when the process started and when it ended (absent in older results). */
+  readonly load?: readonly [number, number] | undefined
   /** Absent when the process failed; `error` then says why. */
   readonly result?: Result | undefined
   readonly error?: string | undefined
 }
 
-/** The runtimes as table columns, in order. */
-export const columns: ReadonlyArray<RuntimeName> = ["reference", "pi", "harness"]
+/**
+ * The runtimes as table columns, in order: the peers, Harness on its provider's streaming path (the headline), then
+ * Harness through a standard `LanguageModel` and on the pulled path (secondary, ADR 0057).
+ */
+export const columns: ReadonlyArray<RuntimeName | HarnessPath> = [
+  "reference",
+  "pi",
+  "harness",
+  "harness-standard",
+  "harness-pull"
+]
 
-const columnTitle: Record<RuntimeName, string> = { reference: "reference", pi: "pi", harness: "Harness" }
+const columnTitle: Record<RuntimeName | HarnessPath, string> = {
+  reference: "reference",
+  pi: "pi",
+  harness: "Harness",
+  "harness-standard": "Harness std",
+  "harness-pull": "Harness pulled"
+}
 
 /** The median of a metric over a runtime's runs of a workload (NaN when no run produced it). */
 export const medianOf = (runs: ReadonlyArray<Run>, workload: string, runtime: BootName, metric: string): number =>
@@ -36,7 +53,7 @@ export const medianOf = (runs: ReadonlyArray<Run>, workload: string, runtime: Bo
   )
 
 /** Per-bucket medians of W1's per-turn series, per runtime. */
-export const seriesOf = (runs: ReadonlyArray<Run>, workload: string, runtime: RuntimeName): ReadonlyArray<number> => {
+export const seriesOf = (runs: ReadonlyArray<Run>, workload: string, runtime: BootName): ReadonlyArray<number> => {
   const all = runs.flatMap((run) =>
     run.workload === workload && run.runtime === runtime && run.result?.series !== undefined ? [run.result.series] : []
   )
@@ -66,6 +83,22 @@ export const checksOf = (
     }
   }
   return { passed, total, failures }
+}
+
+/** The load above which a run counts as taken on a busy machine: 70 % of the cores. */
+export const busyLoad = (cores: number): number => cores * 0.7
+
+/**
+ * The warning a table carries when the machine was busy during any of its runs (a 1-minute load average above
+ * {@link busyLoad}), naming the highest load seen and how many runs saw such a load; `undefined` when it was not.
+ */
+export const loadWarning = (runs: ReadonlyArray<Run>, cores: number): string | undefined => {
+  const loads = runs.flatMap((run) => (run.load === undefined ? [] : [Math.max(...run.load)]))
+  const busy = loads.filter((load) => load > busyLoad(cores))
+  if (busy.length === 0) return undefined
+  return `WARNING: the machine was busy: 1-min load up to ${Math.max(...busy).toFixed(1)} on ${cores} cores ` +
+    `(above ${busyLoad(cores).toFixed(1)}) during ${busy.length} of ${loads.length} runs. Absolute times are ` +
+    `inflated; ratios within this run (repetitions interleaved) still compare, CPU time per turn least affected.`
 }
 
 /** The checks of one run, for progress lines. */
@@ -118,6 +151,7 @@ export const tableRows = (
     ...columns.map((name) => columnTitle[name]),
     "Harness ÷ pi",
     "Harness ÷ ref",
+    "std ÷ Harness",
     "better",
     "checks"
   ]
@@ -127,7 +161,7 @@ export const tableRows = (
     const checks = checksOf(runs, workload.id)
     const metrics = workload.metrics.filter((metric) => !options.headlineOnly || metric.headline === true)
     metrics.forEach((metric, i) => {
-      const value = (runtime: RuntimeName) => medianOf(runs, workload.id, runtime, metric.id)
+      const value = (runtime: RuntimeName | HarnessPath) => medianOf(runs, workload.id, runtime, metric.id)
       const harness = value("harness")
       rows.push([
         i === 0 ? `${workload.id} ${workload.title}` : "",
@@ -139,6 +173,7 @@ export const tableRows = (
         ...columns.map((runtime) => formatFigure(value(runtime), metric)),
         formatRatio(harness / value("pi")),
         formatRatio(harness / value("reference")),
+        formatRatio(value("harness-standard") / harness),
         metric.better === "lower" ? "lower ↓" : "higher ↑",
         i === 0
           ? (checks.failures.length === 0 ? `✓ ${checks.passed}/${checks.total}` : `✗ ${checks.passed}/${checks.total}`)
@@ -152,7 +187,7 @@ export const tableRows = (
 /** Renders rows as space-aligned text. */
 export const renderText = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => [...(row[c] ?? "")].length)))
-  const numeric = (c: number) => c >= 2 && c <= 6
+  const numeric = (c: number) => c >= 2 && c < rows[0]!.length - 2
   return rows.map((row, r) =>
     row.map((cell, c) => {
       const pad = " ".repeat(widths[c]! - [...cell].length)
@@ -164,7 +199,7 @@ export const renderText = (rows: ReadonlyArray<ReadonlyArray<string>>): string =
 /** Renders rows as a Markdown table. */
 export const renderMarkdown = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const line = (row: ReadonlyArray<string>) => `| ${row.map((cell) => cell.replace(/\|/g, "\\|")).join(" | ")} |`
-  const align = rows[0]!.map((_, c) => (c >= 2 && c <= 6 ? "---:" : "---"))
+  const align = rows[0]!.map((_, c) => (c >= 2 && c < rows[0]!.length - 2 ? "---:" : "---"))
   return [line(rows[0]!), line(align), ...rows.slice(1).map(line)].join("\n")
 }
 

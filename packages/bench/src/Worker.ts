@@ -1,14 +1,16 @@
 /**
- * One measurement in a fresh process: `node --expose-gc --import tsx src/Worker.ts <runtime> <workload> <size>`.
+ * One measurement in a fresh process: `node --expose-gc .bundle/worker/Worker.js <runtime> <workload> <size>` (the
+ * worker bundle, `HarnessBuild.ts`), or `node --expose-gc --import tsx src/Worker.ts …` with `BENCH_BUILD=source`.
  * Boots only the named runtime, so the reference's polyfill and the peers' modules stay out of the others'
  * processes (Harness from the runner's bundle unless `BENCH_HARNESS_BUILD=source`: `HarnessBuild.ts`), runs the
  * workload once and prints its result as one `RESULT <json>` line on stdout.
  */
 import { pathToFileURL } from "node:url"
 import { baselineBundleEnv } from "./Baseline.js"
-import { bundlePath, bundleReady, ensureBundle, harnessBuild } from "./HarnessBuild.js"
+import { bundlePath, bundleReady, ensureBundle, harnessBuild, workerBundled } from "./HarnessBuild.js"
 import type { BenchRuntime, BootName } from "./Runtime.js"
-import { baselineName, floorName, runtimeNames } from "./Runtime.js"
+import { baselineName, floorName, harnessModelOf, harnessPaths, runtimeNames } from "./Runtime.js"
+import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import type * as HarnessSource from "./runtimes/harness.js"
 import type { Result, Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
@@ -22,7 +24,18 @@ export const resultPrefix = "RESULT "
  */
 export const boot = async (name: BootName, build: typeof harnessBuild = harnessBuild): Promise<BenchRuntime> => {
   switch (name) {
+    case "harness-standard":
+    case "harness-pull": {
+      // The adapter reads its model path when its module loads: set it first (a worker boots one runtime).
+      process.env["BENCH_HARNESS_MODEL"] = harnessModelOf[name]
+      return { ...(await boot("harness", build)), name }
+    }
     case "harness": {
+      process.env["BENCH_HARNESS_MODEL"] ??= harnessModelOf.harness
+      // Inside the worker bundle the adapter is one of its chunks, compiled like the peers'.
+      if (process.env[workerBundled] === "1") {
+        return withBuild(await (await import("./runtimes/harness.js")).make(), "bundled with the worker")
+      }
       if (build === "source") return withBuild(await (await import("./runtimes/harness.js")).make(), "from source")
       // A worker the runner started finds the bundle built; any other caller (cpuProbe) builds it now.
       if (process.env[bundleReady] !== "1") await ensureBundle()
@@ -57,21 +70,29 @@ export const measure = async (
 ): Promise<Result & { readonly n: number; readonly version: string }> => {
   const workload = workloads.find((w) => w.id === workloadId)
   if (workload === undefined) throw new Error(`unknown workload ${workloadId}`)
+  // Without the runner's server (smoke tests, probes) the worker serves itself, and its CPU figures include it.
+  const own = process.env[sseUrlEnv] === undefined ? await startSseServer() : undefined
+  if (own !== undefined) process.env[sseUrlEnv] = own.url
   const runtime = await boot(name)
   const n = workload.sizes[size]
   const result = await workload.run(runtime, n, size)
   await runtime.close()
+  if (own !== undefined) {
+    await own.close()
+    delete process.env[sseUrlEnv]
+  }
   return { ...result, n, version: runtime.version }
 }
 
 const isRuntime = (value: string | undefined): value is BootName =>
-  value === floorName || value === baselineName || runtimeNames.some((name) => name === value)
+  value === floorName || value === baselineName || runtimeNames.some((name) => name === value) ||
+  harnessPaths.some((name) => name === value)
 const isSize = (value: string | undefined): value is Size => value === "full" || value === "quick" || value === "smoke"
 
 const main = async () => {
   const [name, workloadId, size = "full"] = process.argv.slice(2)
   if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
-    throw new Error("usage: Worker.ts <reference|pi|harness|floor|baseline> <workload> [full|quick|smoke]")
+    throw new Error("usage: Worker.ts <reference|pi|harness|harness-standard|harness-pull|floor|baseline> <workload> [full|quick|smoke]")
   }
   const result = await measure(name, workloadId, size)
   process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)

@@ -25,7 +25,7 @@ import {
   writeFile
 } from "./Report.js"
 import { packageDir, runAll, runMain } from "./Runner.js"
-import { baselineRows, checksOf, failuresText, renderText, tableRows } from "./Summary.js"
+import { baselineRows, checksOf, failuresText, loadWarning, renderText, tableRows } from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
@@ -59,7 +59,9 @@ const main = async (): Promise<number> => {
     const size: Size = values.quick ? "quick" : "full"
     const startedAt = new Date().toISOString()
     const loadAtStart = os.loadavg()[0] ?? 0
-    console.error(`bench: ${selected.map((w) => w.id).join(" ")} × reference, pi, Harness × ${reps} (${size})`)
+    console.error(
+      `bench: ${selected.map((w) => w.id).join(" ")} × reference, pi, Harness (provider, standard, pulled) × ${reps} (${size})`
+    )
     const runs = await runAll({ workloads: selected, reps, size, log: (line) => console.error(line) })
     results = {
       startedAt,
@@ -82,6 +84,8 @@ const main = async (): Promise<number> => {
     "\nHarness ÷ peer: on `higher ↑` rows above 1 is better for Harness, on `lower ↓` rows below 1 is better."
   )
   console.log("pi is driven with prompt() when idle: its followUp() does not wake an idle agent.")
+  const warning = loadWarning(results.runs, results.machine.cores)
+  if (warning !== undefined) console.log(`\n${warning}`)
   const failures = shown.flatMap((w) => checksOf(results.runs, w.id).failures)
   if (failures.length > 0) console.log(failuresText(failures))
 
@@ -121,6 +125,8 @@ const compareWithBaseline = async (
   const stamp = new Date().toISOString().replace(/[:.]/g, "-")
   writeFile(join(packageDir, "results", `baseline-${stamp}.json`), `${JSON.stringify({ baseline, runs }, null, 1)}\n`)
   console.log(renderText(baselineRows(runs, selected)))
+  const warning = loadWarning(runs, os.cpus().length)
+  if (warning !== undefined) console.log(`\n${warning}`)
   console.log(
     `\nbaseline: ${baseline.title}; 1-min load ${loadAtStart.toFixed(1)} at start, ${
       (os.loadavg()[0] ?? 0).toFixed(1)

@@ -16,6 +16,7 @@ import { profile, type ProfileResult } from "./Profile.js"
 import { readOr, replaceRegion, repoRoot, template, writeFile } from "./Report.js"
 import { packageDir } from "./Runner.js"
 import { runtimeNames } from "./Runtime.js"
+import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import { boot } from "./Worker.js"
 
 const us = (value: number) => `${value.toFixed(1)} µs`
@@ -88,12 +89,16 @@ const main = async () => {
   const turns = Number(values.turns)
   const agents = Number(values.agents)
   // From source: samples are charged to packages by their frames' files, which a bundle would merge into one.
+  // The provider path's loopback server in this process (its frames are charged to the bench).
+  const server = await startSseServer()
+  process.env[sseUrlEnv] = server.url
   const runtime = await boot(name, "source")
   const log = (line: string) => console.error(`profile ${name}: ${line}`)
   log("warming up")
   await warmUp(runtime)
   const { cpuProfile, result } = await profile(runtime, { turns, agents, log })
   await runtime.close()
+  await server.close()
   const date = new Date().toISOString().slice(0, 10)
   const text = markdown(result, values.label, date)
   console.log(text)

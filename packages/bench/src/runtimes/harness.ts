@@ -13,11 +13,14 @@
  * caller of Harness pays.
  */
 import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Agent, AgentTool } from "@harness/agent"
 import { type AgentEvent, Message, ModelStream, type SessionEvent } from "@harness/domain"
-import { Chunk, Context, Effect, Either, Exit, Fiber, Option, Queue, Schema, Scope, Stream } from "effect"
+import { ChatCompletions } from "@harness/llm"
+import { Chunk, Context, Effect, Either, Exit, Fiber, Layer, Option, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName, tally, textOf } from "../Runtime.js"
+import { sseUrlEnv } from "../SseServer.js"
 
 const finish = (reason: Response.FinishReason, outputTokens: number): Response.StreamPartEncoded => ({
   type: "finish",
@@ -117,15 +120,29 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
   )
 
 /**
- * Which model interface the agent gets: `pull` (default) offers the `ModelStream` with `pullText` next to the
- * `LanguageModel`, as a model whose reply is at hand can (ADR 0033); `stream` the `ModelStream` without it, as
- * Harness's network provider does; `standard` only the `LanguageModel` (any third-party provider's path). Set by
- * `BENCH_HARNESS_MODEL` to measure one against the other.
+ * Which model interface the agent gets (`BENCH_HARNESS_MODEL`, ADR 0057):
+ *
+ * - `provider` (default): Harness's chat-completions provider (`@harness/llm`, its `LanguageModel` and `ModelStream`)
+ *   against the runner's loopback SSE server, for every agent whose script is the server's (`AgentOptions.served`);
+ *   other agents (paced or waiting replies) get the same typed parts from the script, streamed (`stream`);
+ * - `standard`: the same provider's `LanguageModel` only, so the agent goes through `LanguageModel.streamText` as with
+ *   any other `@effect/ai` provider (a script's replies likewise, as encoded parts);
+ * - `stream`: the scripted `ModelStream` without `pullText`, in process;
+ * - `pull`: the scripted `ModelStream` with `pullText`, as a replayed or cached model can offer (ADR 0033).
  */
-const modelInterface = ((): "pull" | "stream" | "standard" => {
+export type ModelInterface = "provider" | "standard" | "stream" | "pull"
+
+const modelInterface = ((): ModelInterface => {
   const chosen = process.env["BENCH_HARNESS_MODEL"]
-  return chosen === "standard" || chosen === "stream" ? chosen : "pull"
+  return chosen === "standard" || chosen === "stream" || chosen === "pull" ? chosen : "provider"
 })()
+
+/** The provider's services against the loopback server at `url`, built once per process in `scope`. */
+const providerContext = (url: string, scope: Scope.Scope) =>
+  Layer.buildWithScope(
+    ChatCompletions.layer({ baseUrl: url, model: "bench" }).pipe(Layer.provide(NodeHttpClient.layerUndici)),
+    scope
+  )
 
 const typedOf = (part: Response.StreamPartEncoded): ModelStream.Part =>
   Either.getOrThrowWith(ModelStream.typed(part), (error) => new Error(`bench model built a bad part: ${error.message}`))
@@ -159,10 +176,11 @@ const scriptedModel = (script: Script): Effect.Effect<Context.Context<LanguageMo
       (model) => {
         const context = Context.make(LanguageModel.LanguageModel, model)
         if (modelInterface === "standard") return context
+        // `provider` falls back to the streamed path for a script the server does not serve.
         return Context.add(context, ModelStream.ModelStream, {
           model,
           streamText: (options) => streamOf(options, typedOf),
-          pullText: modelInterface === "stream" ? undefined : (options) =>
+          pullText: modelInterface !== "pull" ? undefined : (options) =>
             Effect.sync(() => {
               const next = reply(options, typedOf)
               return replyPull(next.reply, next.parts)
@@ -222,10 +240,24 @@ export const make = (
   around: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E> = (effect) => effect
 ): Promise<BenchRuntime> => {
   const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(around(effect))
+  const url = process.env[sseUrlEnv]
+  const runtimeScope = Effect.runSync(Scope.make())
+  // The provider is built once, as an application builds its model layer once for all its agents.
+  let provider: Promise<Context.Context<LanguageModel.LanguageModel | ModelStream.ModelStream>> | undefined
+  const served = (): Effect.Effect<Context.Context<LanguageModel.LanguageModel>> => {
+    if (url === undefined) return Effect.dieMessage(`${sseUrlEnv} is not set: the worker starts the loopback server`)
+    provider ??= Effect.runPromise(providerContext(url, runtimeScope))
+    return Effect.map(Effect.promise(() => provider!), (context) =>
+      modelInterface === "standard"
+        ? Context.make(LanguageModel.LanguageModel, Context.get(context, LanguageModel.LanguageModel))
+        : context)
+  }
+  const usesServer = (options: AgentOptions) =>
+    options.served === true && (modelInterface === "provider" || modelInterface === "standard")
   const createAgent = (options: AgentOptions): Promise<BenchAgent> =>
     run(Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const model = yield* scriptedModel(options.script)
+      const model = yield* (usesServer(options) ? served() : scriptedModel(options.script))
       const agent = yield* Agent.make({ tools: options.tools === true ? [noopTool] : [] }).pipe(
         Effect.provide(model),
         Scope.extend(scope)
@@ -265,6 +297,6 @@ export const make = (
     name: "harness",
     version: `@harness/agent (this checkout; model interface: ${modelInterface})`,
     createAgent,
-    close: () => Promise.resolve()
+    close: () => Effect.runPromise(Scope.close(runtimeScope, Exit.void))
   })
 }

@@ -22,6 +22,7 @@ import {
 import { createRequire } from "node:module"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName, raceAbort, tally, textOf } from "../Runtime.js"
+import { sseUrlEnv } from "../SseServer.js"
 
 const model: Model<"scripted"> = {
   id: "scripted-1",
@@ -35,6 +36,20 @@ const model: Model<"scripted"> = {
   contextWindow: 1_000_000,
   maxTokens: 100_000
 }
+
+/** pi-ai's own OpenAI-compatible client (`openai-completions`) against the loopback server (ADR 0057). */
+const servedModel = (baseUrl: string): Model<"openai-completions"> => ({
+  id: "bench",
+  name: "Bench (loopback SSE)",
+  api: "openai-completions",
+  provider: "bench",
+  baseUrl,
+  reasoning: false,
+  input: ["text"],
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  contextWindow: 1_000_000,
+  maxTokens: 100_000
+})
 
 const usage = (output: number): Usage => ({
   input: 0,
@@ -154,11 +169,13 @@ const version = (): string => {
 
 /** pi needs no process-wide boot: each agent is a plain object. */
 export const make = (): Promise<BenchRuntime> => {
+  const url = process.env[sseUrlEnv]
   const createAgent = (options: AgentOptions): Promise<BenchAgent> => {
-    const agent = new Agent({
-      initialState: { systemPrompt: "", model, tools: options.tools === true ? [noopTool] : [] },
-      streamFn: streamFnOf(options.script)
-    })
+    const tools = options.tools === true ? [noopTool] : []
+    // A served script goes through pi's default stream function (pi-ai's client for the model's `api`).
+    const agent = options.served === true && url !== undefined
+      ? new Agent({ initialState: { systemPrompt: "", model: servedModel(url), tools }, getApiKey: () => "bench" })
+      : new Agent({ initialState: { systemPrompt: "", model, tools }, streamFn: streamFnOf(options.script) })
     const failures: Array<unknown> = []
     const message = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp })
     const followUp = (text: string) => {
@@ -206,5 +223,8 @@ export const make = (): Promise<BenchRuntime> => {
       }
     })
   }
-  return Promise.resolve({ name: "pi", version: version(), createAgent, close: () => Promise.resolve() })
+  return Promise.resolve({
+    name: "pi",
+    version: `${version()} (${url === undefined ? "scripted streamFn only" : "openai-completions over loopback SSE"})`,
+    createAgent, close: () => Promise.resolve() })
 }

@@ -190,7 +190,7 @@ export const make = async (): Promise<BenchRuntime> => {
 
   return {
     name: "reference",
-    version: version(),
+    version: `${version()} (scripted LlmAdapter in process: its packages have no OpenAI-compatible client)`,
     createAgent,
     close: () => root.fiber.dispose().then(() => undefined)
   }

@@ -5,7 +5,7 @@
  * (a runtime that copies its whole history per turn pays for it once the copy is a large object, ≥ 16 K elements).
  */
 import { memoryAfterGc, prompts, sequentialTurns, tenths, warmUp } from "../Measure.js"
-import { fiveTokens } from "../Runtime.js"
+import { servedText } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
 import { checkEqual, checkOrder } from "../Workload.js"
 
@@ -25,7 +25,7 @@ export const Memory: Workload = {
   run: async (runtime, n, size) => {
     if (size !== "smoke") await warmUp(runtime)
     const before = await memoryAfterGc()
-    const agent = await runtime.createAgent({ script: () => fiveTokens })
+    const agent = await runtime.createAgent(servedText)
     const texts = prompts("mem-", n)
     const durations = await sequentialTurns(agent, texts)
     const after = await memoryAfterGc()

@@ -5,7 +5,7 @@
  */
 import { mean, memoryAfterGc, nowUs, prompts, sequentialTurns, warmUp } from "../Measure.js"
 import type { BenchAgent } from "../Runtime.js"
-import { fiveTokens } from "../Runtime.js"
+import { servedText } from "../Runtime.js"
 import type { Check, Workload } from "../Workload.js"
 import { check } from "../Workload.js"
 
@@ -28,7 +28,7 @@ export const W3: Workload = {
   run: async (runtime, n, size) => {
     if (size !== "smoke") await warmUp(runtime)
     const probe = async (label: string) => {
-      const agent = await runtime.createAgent({ script: () => fiveTokens })
+      const agent = await runtime.createAgent(servedText)
       const durations = await sequentialTurns(agent, prompts(label, probeTurns(n)))
       await agent.dispose()
       return mean(durations)
@@ -39,7 +39,7 @@ export const W3: Workload = {
     let creating = 0
     for (let i = 0; i < n; i++) {
       const start = nowUs()
-      const agent = await runtime.createAgent({ script: () => fiveTokens })
+      const agent = await runtime.createAgent(servedText)
       creating += nowUs() - start
       await agent.followUp(`agent ${i}`)
       await agent.waitIdle()
