@@ -13,10 +13,11 @@ export const runtimeNames = ["reference", "pi", "harness"] as const
 export type RuntimeName = (typeof runtimeNames)[number]
 
 /**
- * The shape floor (`src/runtimes/floor.ts`, ADR 0039): Harness's fixed shape with nothing of Harness in it. Not a
- * peer, so not in `runtimeNames`: `npm run floor` measures it beside pi and Harness.
+ * The shape's ceiling (`src/runtimes/ceiling.ts`, ADR 0057): the leanest implementation of Harness's fixed shape,
+ * with nothing of Harness in it. Not a peer, so not in `runtimeNames`: `npm run ceiling` measures it beside pi and
+ * Harness.
  */
-export const floorName = "floor"
+export const ceilingName = "ceiling"
 
 /** Harness at another commit (`npm run bench -- --baseline <rev>`, `Baseline.ts`). */
 export const baselineName = "baseline"
@@ -37,7 +38,7 @@ export const harnessModelOf: Readonly<Record<"harness" | HarnessPath, string>> =
 }
 
 /** Every runtime a worker can boot. */
-export type BootName = RuntimeName | HarnessPath | typeof floorName | typeof baselineName
+export type BootName = RuntimeName | HarnessPath | typeof ceilingName | typeof baselineName
 
 /** What the model sees in one request, computed only when a script asks. */
 interface RequestView {
@@ -96,6 +97,8 @@ export interface Transcript {
   readonly toolResults: number
   /** Entries retained in the log or state (Harness/reference: durable events; pi: messages). */
   readonly entries: number
+  /** Harness and the ceiling: the type of every log entry, in order (what the ceiling's test compares). */
+  readonly types?: ReadonlyArray<string> | undefined
 }
 
 /** A transcript being read from a runtime's log or state: each runtime's reader counts into one, entry by entry. */

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url"
 import { baselineBundleEnv } from "./Baseline.js"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild, workerBundled } from "./HarnessBuild.js"
 import type { BenchRuntime, BootName } from "./Runtime.js"
-import { baselineName, floorName, harnessModelOf, harnessPaths, runtimeNames } from "./Runtime.js"
+import { baselineName, ceilingName, harnessModelOf, harnessPaths, runtimeNames } from "./Runtime.js"
 import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import type * as HarnessSource from "./runtimes/harness.js"
 import type { Result, Size } from "./Workload.js"
@@ -46,8 +46,8 @@ export const boot = async (name: BootName, build: typeof harnessBuild = harnessB
       return (await import("./runtimes/pi.js")).make()
     case "reference":
       return (await import("./runtimes/reference.js")).make()
-    case "floor":
-      return (await import("./runtimes/floor.js")).make()
+    case "ceiling":
+      return (await import("./runtimes/ceiling.js")).make()
     case "baseline": {
       const baseline = process.env[baselineBundleEnv]
       if (baseline === undefined) throw new Error(`${baselineBundleEnv} is not set: the runner prepares the baseline`)
@@ -85,14 +85,14 @@ export const measure = async (
 }
 
 const isRuntime = (value: string | undefined): value is BootName =>
-  value === floorName || value === baselineName || runtimeNames.some((name) => name === value) ||
+  value === ceilingName || value === baselineName || runtimeNames.some((name) => name === value) ||
   harnessPaths.some((name) => name === value)
 const isSize = (value: string | undefined): value is Size => value === "full" || value === "quick" || value === "smoke"
 
 const main = async () => {
   const [name, workloadId, size = "full"] = process.argv.slice(2)
   if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
-    throw new Error("usage: Worker.ts <reference|pi|harness|harness-standard|harness-pull|floor|baseline> <workload> [full|quick|smoke]")
+    throw new Error("usage: Worker.ts <reference|pi|harness|harness-standard|harness-pull|ceiling|baseline> <workload> [full|quick|smoke]")
   }
   const result = await measure(name, workloadId, size)
   process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)

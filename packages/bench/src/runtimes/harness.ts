@@ -221,7 +221,7 @@ const transcriptOf = (log: ReadonlyArray<SessionEvent.SessionEvent>): Transcript
         break
     }
   }
-  return { ...t, entries: log.length }
+  return { ...t, entries: log.length, types: log.map((event) => event.type) }
 }
 
 const observed = (event: AgentEvent.AgentEvent): Observed | undefined => {

@@ -1,13 +1,13 @@
 /**
- * `npm run floor [-- options]`: the shape floor (ADR 0039) beside pi and Harness on W1–W4 — every (runtime,
- * workload, repetition) a fresh process, repetitions rotating the order, medians — and one table: the floor ÷ pi
- * says what the fixed shape alone allows against the target, Harness ÷ floor how much of a turn is
- * Harness's own work.
+ * `npm run ceiling [-- options]`: the shape's ceiling (ADR 0057) beside pi and Harness (its provider path and its
+ * pulled path) on W1–W4 — every (runtime, workload, repetition) a fresh process, repetitions rotating the order,
+ * medians — and one table: ceiling ÷ pi says what the fixed shape alone allows, Harness ÷ ceiling how much of a turn
+ * is Harness's own work (with the provider's HTTP and SSE on the provider path, without on the pulled one).
  *
  *   --quick        smaller sizes
  *   --only W1,W3   a subset of W1 W2 W3 W4
  *   --reps N       repetitions, default 3
- *   --write        also rewrite the `floor` region of BENCHMARKS.md
+ *   --write        also rewrite the `ceiling` region of BENCHMARKS.md
  */
 import * as os from "node:os"
 import { join } from "node:path"
@@ -21,6 +21,7 @@ import {
   failuresText,
   formatFigure,
   formatRatio,
+  loadWarning,
   medianOf,
   renderMarkdown,
   renderText,
@@ -29,19 +30,21 @@ import {
 import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
-/** The workloads the floor implements. */
-const floorWorkloads = ["W1", "W2", "W3", "W4"]
-const runtimes: ReadonlyArray<BootName> = ["floor", "pi", "harness"]
+/** The workloads the ceiling implements. */
+const ceilingWorkloads = ["W1", "W2", "W3", "W4"]
+const runtimes: ReadonlyArray<BootName> = ["ceiling", "pi", "harness", "harness-pull"]
 
 const rowsOf = (runs: ReadonlyArray<Run>, selected: ReadonlyArray<Workload>): Array<ReadonlyArray<string>> => {
   const rows: Array<ReadonlyArray<string>> = [[
     "workload",
     "metric",
-    "floor",
+    "ceiling",
     "pi",
     "Harness",
-    "floor ÷ pi",
-    "Harness ÷ floor",
+    "Harness pulled",
+    "ceiling ÷ pi",
+    "Harness ÷ ceiling",
+    "pulled ÷ ceiling",
     "better",
     "checks"
   ]]
@@ -53,8 +56,9 @@ const rowsOf = (runs: ReadonlyArray<Run>, selected: ReadonlyArray<Workload>): Ar
         i === 0 ? `${workload.id} ${workload.title}` : "",
         metric.label.includes(metric.unit) || metric.unit === "×" ? metric.label : `${metric.label} (${metric.unit})`,
         ...runtimes.map((runtime) => formatFigure(value(runtime), metric)),
-        formatRatio(value("floor") / value("pi")),
-        formatRatio(value("harness") / value("floor")),
+        formatRatio(value("ceiling") / value("pi")),
+        formatRatio(value("harness") / value("ceiling")),
+        formatRatio(value("harness-pull") / value("ceiling")),
         metric.better === "lower" ? "lower ↓" : "higher ↑",
         i === 0 ? `${checks.failures.length === 0 ? "✓" : "✗"} ${checks.passed}/${checks.total}` : ""
       ])
@@ -72,9 +76,9 @@ const main = async (): Promise<number> => {
       write: { type: "boolean", default: false }
     }
   })
-  const only = values.only?.split(",").map((id) => id.trim().toUpperCase()) ?? floorWorkloads
-  const selected = workloads.filter((w) => floorWorkloads.includes(w.id) && only.includes(w.id))
-  if (selected.length === 0) throw new Error(`--only matched no workload; the floor runs ${floorWorkloads.join(" ")}`)
+  const only = values.only?.split(",").map((id) => id.trim().toUpperCase()) ?? ceilingWorkloads
+  const selected = workloads.filter((w) => ceilingWorkloads.includes(w.id) && only.includes(w.id))
+  if (selected.length === 0) throw new Error(`--only matched no workload; the ceiling runs ${ceilingWorkloads.join(" ")}`)
   const reps = Number(values.reps)
   if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
   const size: Size = values.quick ? "quick" : "full"
@@ -87,24 +91,27 @@ const main = async (): Promise<number> => {
   console.log(renderText(rows))
   const failures = selected.flatMap((w) => checksOf(runs, w.id).failures)
   if (failures.length > 0) console.log(failuresText(failures))
+  const warning = loadWarning(runs, os.cpus().length)
+  if (warning !== undefined) console.log(`\n${warning}`)
 
   if (values.write) {
     const m = machine(packageDir, loadAtStart)
     const region = [
       `Run ${startedAt} → ${new Date().toISOString()} (${size} size, ${reps} repetitions, medians; each run a fresh ` +
-      `process): \`npm run floor -w @harness/bench -- --write\`.`,
+      `process): \`npm run ceiling -w @harness/bench -- --write\`.`,
       "",
       `- Machine: ${m.os}, ${m.cpu} × ${m.cores}, Node ${m.node}; 1-min load ${m.load[0].toFixed(1)} at start, ${
         m.load[1].toFixed(1)
       } at end. Harness: commit ${m.harnessCommit}.`,
       "",
+      ...(warning === undefined ? [] : [`> **${warning}**`, ""]),
       renderMarkdown(rows),
       "",
       failuresMarkdown(failures)
     ].join("\n")
     const docPath = join(repoRoot(packageDir), "BENCHMARKS.md")
-    writeFile(docPath, replaceRegion(readOr(docPath, ""), "floor", region))
-    console.error("wrote the floor region of BENCHMARKS.md")
+    writeFile(docPath, replaceRegion(readOr(docPath, ""), "ceiling", region))
+    console.error("wrote the ceiling region of BENCHMARKS.md")
   }
   return failures.length > 0 ? 1 : 0
 }
