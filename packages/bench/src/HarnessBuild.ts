@@ -34,29 +34,28 @@ let workerBuilt: Promise<string> | undefined
  * alike — once per process; resolves with the entry's path. Every runtime then runs as compiled JavaScript without a
  * loader, built the same way.
  */
-export const ensureWorkerBundle = (): Promise<string> =>
-  (workerBuilt ??= (async () => {
-    const { build } = await import("esbuild")
-    await build({
-      entryPoints: [fileURLToPath(new URL("./Worker.ts", import.meta.url))],
-      outdir: workerBundleDir,
-      bundle: true,
-      splitting: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      logLevel: "warning",
-      // The reference's packages read their own `../package.json` at run time: they load from node_modules as
-      // published (compiled JavaScript already); its adapter is bundled like every other.
-      external: ["better-sqlite3", "pg-native", "esbuild", "@deepseek-ai/*"],
-      conditions: ["@harness/source"],
-      banner: {
-        js:
-          "import { createRequire as __benchRequire } from \"node:module\"; const require = __benchRequire(import.meta.url);"
-      }
-    })
-    return join(workerBundleDir, "Worker.js")
-  })())
+export const ensureWorkerBundle = (): Promise<string> => (workerBuilt ??= (async () => {
+  const { build } = await import("esbuild")
+  await build({
+    entryPoints: [fileURLToPath(new URL("./Worker.ts", import.meta.url))],
+    outdir: workerBundleDir,
+    bundle: true,
+    splitting: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "warning",
+    // The reference's packages read their own `../package.json` at run time: they load from node_modules as
+    // published (compiled JavaScript already); its adapter is bundled like every other.
+    external: ["better-sqlite3", "pg-native", "esbuild", "@deepseek-ai/*"],
+    conditions: ["@harness/source"],
+    banner: {
+      js:
+        "import { createRequire as __benchRequire } from \"node:module\"; const require = __benchRequire(import.meta.url);"
+    }
+  })
+  return join(workerBundleDir, "Worker.js")
+})())
 
 /** Set to `1` in the environment of a worker whose runner built the bundle. */
 export const bundleReady = "BENCH_HARNESS_BUNDLE_READY"

@@ -34,7 +34,13 @@ export const runInProcess = async (
     return spawnWorker(["--import", "tsx", workerPath], { [sseUrlEnv]: sseUrl }, runtime, workload, size)
   }
   const entry = await ensureWorkerBundle()
-  return spawnWorker([entry], { [sseUrlEnv]: sseUrl, [workerBundled]: "1", [bundleReady]: "1" }, runtime, workload, size)
+  return spawnWorker(
+    [entry],
+    { [sseUrlEnv]: sseUrl, [workerBundled]: "1", [bundleReady]: "1" },
+    runtime,
+    workload,
+    size
+  )
 }
 
 const spawnWorker = (
@@ -96,37 +102,37 @@ export const runAll = async (options: {
   // One loopback model server for the whole run, in this process: the workers' CPU time is the runtime's alone.
   const server = await startSseServer()
   try {
-  const total = options.reps * options.workloads.length * runtimes.length
-  for (let rep = 0; rep < options.reps; rep++) {
-    for (const workload of options.workloads) {
-      for (const runtime of orderFor(rep, runtimes)) {
-        const start = nowUs()
-        const loadBefore = os.loadavg()[0] ?? 0
-        const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`
-        try {
-          const { n, version, ...result } = await runInProcess(runtime, workload.id, options.size, server.url)
-          const seconds = (nowUs() - start) / 1e6
-          const load = [loadBefore, os.loadavg()[0] ?? 0] as const
-          runs.push({ runtime, workload: workload.id, rep, n, version, seconds, load, result })
-          options.log(`${prefix}: ${seconds.toFixed(1)} s, ${checkLine(result.checks)}`)
-        } catch (error) {
-          const seconds = (nowUs() - start) / 1e6
-          const message = error instanceof Error ? error.message : String(error)
-          runs.push({
-            runtime,
-            workload: workload.id,
-            rep,
-            n: workload.sizes[options.size],
-            version: "?",
-            seconds,
-            load: [loadBefore, os.loadavg()[0] ?? 0],
-            error: message
-          })
-          options.log(`${prefix}: FAILED after ${seconds.toFixed(1)} s: ${message}`)
+    const total = options.reps * options.workloads.length * runtimes.length
+    for (let rep = 0; rep < options.reps; rep++) {
+      for (const workload of options.workloads) {
+        for (const runtime of orderFor(rep, runtimes)) {
+          const start = nowUs()
+          const loadBefore = os.loadavg()[0] ?? 0
+          const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`
+          try {
+            const { n, version, ...result } = await runInProcess(runtime, workload.id, options.size, server.url)
+            const seconds = (nowUs() - start) / 1e6
+            const load = [loadBefore, os.loadavg()[0] ?? 0] as const
+            runs.push({ runtime, workload: workload.id, rep, n, version, seconds, load, result })
+            options.log(`${prefix}: ${seconds.toFixed(1)} s, ${checkLine(result.checks)}`)
+          } catch (error) {
+            const seconds = (nowUs() - start) / 1e6
+            const message = error instanceof Error ? error.message : String(error)
+            runs.push({
+              runtime,
+              workload: workload.id,
+              rep,
+              n: workload.sizes[options.size],
+              version: "?",
+              seconds,
+              load: [loadBefore, os.loadavg()[0] ?? 0],
+              error: message
+            })
+            options.log(`${prefix}: FAILED after ${seconds.toFixed(1)} s: ${message}`)
+          }
         }
       }
     }
-  }
   } finally {
     await server.close()
   }

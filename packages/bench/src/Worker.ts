@@ -10,8 +10,8 @@ import { baselineBundleEnv } from "./Baseline.js"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild, workerBundled } from "./HarnessBuild.js"
 import type { BenchRuntime, BootName } from "./Runtime.js"
 import { baselineName, ceilingName, harnessModelOf, harnessPaths, runtimeNames } from "./Runtime.js"
-import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import type * as HarnessSource from "./runtimes/harness.js"
+import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import type { Result, Size } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
@@ -92,7 +92,9 @@ const isSize = (value: string | undefined): value is Size => value === "full" ||
 const main = async () => {
   const [name, workloadId, size = "full"] = process.argv.slice(2)
   if (!isRuntime(name) || workloadId === undefined || !isSize(size)) {
-    throw new Error("usage: Worker.ts <reference|pi|harness|harness-standard|harness-pull|ceiling|baseline> <workload> [full|quick|smoke]")
+    throw new Error(
+      "usage: Worker.ts <reference|pi|harness|harness-standard|harness-pull|ceiling|baseline> <workload> [full|quick|smoke]"
+    )
   }
   const result = await measure(name, workloadId, size)
   process.stdout.write(`${resultPrefix}${JSON.stringify(result)}\n`)

@@ -60,7 +60,9 @@ const main = async (): Promise<number> => {
     const startedAt = new Date().toISOString()
     const loadAtStart = os.loadavg()[0] ?? 0
     console.error(
-      `bench: ${selected.map((w) => w.id).join(" ")} × reference, pi, Harness (provider, standard, pulled) × ${reps} (${size})`
+      `bench: ${
+        selected.map((w) => w.id).join(" ")
+      } × reference, pi, Harness (provider, standard, pulled) × ${reps} (${size})`
     )
     const runs = await runAll({ workloads: selected, reps, size, log: (line) => console.error(line) })
     results = {

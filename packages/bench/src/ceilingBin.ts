@@ -78,7 +78,9 @@ const main = async (): Promise<number> => {
   })
   const only = values.only?.split(",").map((id) => id.trim().toUpperCase()) ?? ceilingWorkloads
   const selected = workloads.filter((w) => ceilingWorkloads.includes(w.id) && only.includes(w.id))
-  if (selected.length === 0) throw new Error(`--only matched no workload; the ceiling runs ${ceilingWorkloads.join(" ")}`)
+  if (selected.length === 0) {
+    throw new Error(`--only matched no workload; the ceiling runs ${ceilingWorkloads.join(" ")}`)
+  }
   const reps = Number(values.reps)
   if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
   const size: Size = values.quick ? "quick" : "full"

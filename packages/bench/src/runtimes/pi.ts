@@ -226,5 +226,7 @@ export const make = (): Promise<BenchRuntime> => {
   return Promise.resolve({
     name: "pi",
     version: `${version()} (${url === undefined ? "scripted streamFn only" : "openai-completions over loopback SSE"})`,
-    createAgent, close: () => Promise.resolve() })
+    createAgent,
+    close: () => Promise.resolve()
+  })
 }
