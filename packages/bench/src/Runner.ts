@@ -95,6 +95,8 @@ export const runAll = async (options: {
   readonly reps: number
   readonly size: Size
   readonly log: (line: string) => void
+  /** Called with the runs so far after each one, so an interrupted run keeps what it measured. */
+  readonly onRun?: ((runs: ReadonlyArray<Run>) => void) | undefined
   readonly runtimes?: ReadonlyArray<BootName>
 }): Promise<ReadonlyArray<Run>> => {
   const runtimes = options.runtimes ?? [...runtimeNames, ...harnessPaths]
@@ -130,6 +132,7 @@ export const runAll = async (options: {
             })
             options.log(`${prefix}: FAILED after ${seconds.toFixed(1)} s: ${message}`)
           }
+          options.onRun?.(runs)
         }
       }
     }

@@ -41,7 +41,10 @@ const main = async (): Promise<number> => {
     }
   })
   const only = values.only?.split(",").map((id) => id.trim().toLowerCase())
-  const selected = only === undefined ? workloads : workloads.filter((w) => only.includes(w.id.toLowerCase()))
+  // In the order `--only` names them, so the workloads that matter most can run first.
+  const selected = only === undefined
+    ? workloads
+    : only.flatMap((id) => workloads.filter((w) => w.id.toLowerCase() === id))
   if (selected.length === 0) throw new Error(`--only matched no workload; ids: ${workloads.map((w) => w.id).join(" ")}`)
   const reps = Number(values.reps)
   if (!Number.isInteger(reps) || reps < 1) throw new Error("--reps must be a positive integer")
@@ -64,7 +67,31 @@ const main = async (): Promise<number> => {
         selected.map((w) => w.id).join(" ")
       } × reference, pi, Harness (provider, standard, pulled) × ${reps} (${size})`
     )
-    const runs = await runAll({ workloads: selected, reps, size, log: (line) => console.error(line) })
+    const partial = join(packageDir, "results", "partial.json")
+    const runs = await runAll({
+      workloads: selected,
+      reps,
+      size,
+      log: (line) => console.error(line),
+      onRun: (sofar) =>
+        writeFile(
+          partial,
+          `${
+            JSON.stringify(
+              {
+                startedAt,
+                finishedAt: new Date().toISOString(),
+                size,
+                reps,
+                machine: machine(packageDir, loadAtStart),
+                runs: sofar
+              },
+              null,
+              1
+            )
+          }\n`
+        )
+    })
     results = {
       startedAt,
       finishedAt: new Date().toISOString(),
