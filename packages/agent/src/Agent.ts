@@ -108,7 +108,8 @@ export interface Service {
    * applies only while turn `n` is the open one (checked under the same lock): a cancel of a turn that is over does
    * nothing, so a redelivered cancel cannot hit a later turn or discard later work (R185). Cancel on an idle
    * agent with nothing pending, or after disposal, does nothing. A cause or options that are not valid (a caller
-   * can pass anything) fail with `InvalidMessageError` and change nothing.
+   * can pass anything) fail with `InvalidMessageError` and change nothing. Answers what it did to the inbox: the ids
+   * it discarded and the ids it kept pending (ADR 0059; both empty when it did nothing).
    */
   readonly cancel: (
     cause: Operations.Cancel["cause"],

@@ -157,6 +157,8 @@ const receiptFate: Record<Inbox.Receipt["_tag"], Invariants.Fate | undefined> = 
   applied: "logged",
   discarded: "discarded",
   withdrawn: "discarded",
+  expired: "discarded",
+  superseded: "discarded",
   rejected: "dropped",
   unknown: undefined
 }

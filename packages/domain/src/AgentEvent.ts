@@ -65,10 +65,11 @@ export const AgentEvent = Schema.Union(
   event("agent/inbox/discard", {
     messages: Schema.NonEmptyArray(AgentMessage),
     /**
-     * `withdraw` for one withdrawn item, `overflow` for one item a bounded inbox dropped; absent for a cancel's (or
+     * `withdraw` for one withdrawn item, `overflow` for one item a bounded inbox dropped, `expired` for items whose
+     * `ttl` ran out, `superseded` for items a later send with the same key replaced; absent for a cancel's (or
      * disposal's) discard.
      */
-    reason: Schema.optionalWith(Schema.Literal("withdraw", "overflow"), { exact: true })
+    reason: Schema.optionalWith(Schema.Literal("withdraw", "overflow", "expired", "superseded"), { exact: true })
   }),
   /** A pending item's content was replaced (`edit`): the new message, same id, same position. */
   event("agent/inbox/edit", { message: AgentMessage }),

@@ -50,6 +50,23 @@ export const WithdrawResult = Schema.Union(
 export type WithdrawResult = typeof WithdrawResult.Type
 
 /**
+ * What `cancel` did to the inbox (ADR 0059): the ids it discarded (queued turns, then steering, R84) and the ids of
+ * the pending items it kept (`keepInbox`), in acceptance order. Staged context is neither: it is logged.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const CancelResult = Schema.Struct({
+  discarded: Schema.Array(AgentMessageId),
+  kept: Schema.Array(AgentMessageId)
+}).annotations({ identifier: "CancelResult" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type CancelResult = typeof CancelResult.Type
+
+/**
  * A message's fate as the session's records tell it (ADR 0050): computed from the log and the inbox records, never
  * held in memory, so it is the same after a restart.
  *
@@ -60,6 +77,8 @@ export type WithdrawResult = typeof WithdrawResult.Type
  * - `applied { turn? }`: injected context logged (in that turn, or outside any turn);
  * - `discarded { cause? }`: dropped by a cancel (`user`, `parent`);
  * - `withdrawn`: its sender took it back;
+ * - `expired`: its `ttl` (or `expiresAt`) passed before a turn took it (ADR 0059);
+ * - `superseded { by }`: a later send with the same `supersedes` key (`by`) replaced it (ADR 0059);
  * - `rejected { reason }`: claimed, but its admission opened no turn (`refused`: blocked or failed; `user`,
  *   `parent`: a cancel stopped it);
  * - `unknown`: no message with this id was accepted in this session.
@@ -75,6 +94,8 @@ export const Receipt = Schema.Union(
   Schema.TaggedStruct("applied", { turn: Schema.optionalWith(NonNegativeInt, { exact: true }) }),
   Schema.TaggedStruct("discarded", { cause: Schema.optionalWith(InboxSettleCause, { exact: true }) }),
   Schema.TaggedStruct("withdrawn", {}),
+  Schema.TaggedStruct("expired", {}),
+  Schema.TaggedStruct("superseded", { by: AgentMessageId }),
   Schema.TaggedStruct("rejected", { reason: InboxSettleCause }),
   Schema.TaggedStruct("unknown", {})
 ).annotations({ identifier: "Receipt" })
@@ -117,6 +138,10 @@ export const receiptOf = (
     } else if (settled === undefined) {
       settled = record.fate === "withdrawn"
         ? { _tag: "withdrawn" }
+        : record.fate === "discarded" && record.cause === "expired"
+        ? { _tag: "expired" }
+        : record.fate === "discarded" && record.cause === "superseded" && record.by !== undefined
+        ? { _tag: "superseded", by: record.by }
         : record.fate === "discarded"
         ? record.cause === undefined ? { _tag: "discarded" } : { _tag: "discarded", cause: record.cause }
         : record.fate === "claimed"

@@ -87,6 +87,11 @@ export type WhenBusy = typeof WhenBusy.Type
  * already accepted returns that id again and changes nothing; `whenBusy` (optional) decides what happens when a turn
  * is running (see {@link WhenBusy}).
  *
+ * Stale input (ADR 0059), for a message that waits in the inbox (not an injection): `ttl` (milliseconds) or
+ * `expiresAt` (epoch milliseconds, on the agent's `Clock`) — the earlier of the two wins — discards the message with
+ * cause `expired` if no turn took it by then; `supersedes` names a key: the send discards every pending message sent
+ * with the same key (cause `superseded`, naming this message's id), so the latest one wins.
+ *
  * @since 0.0.0
  * @category schemas
  */
@@ -94,7 +99,10 @@ export const SendOptions = Schema.Struct({
   target: SendTarget,
   wakeup: Schema.Boolean,
   id: Schema.optionalWith(AgentMessageId, { exact: true }),
-  whenBusy: Schema.optionalWith(WhenBusy, { exact: true })
+  whenBusy: Schema.optionalWith(WhenBusy, { exact: true }),
+  ttl: Schema.optionalWith(Schema.NonNegativeInt, { exact: true }),
+  expiresAt: Schema.optionalWith(Schema.NonNegativeInt, { exact: true }),
+  supersedes: Schema.optionalWith(Schema.NonEmptyString, { exact: true })
 }).annotations({ identifier: "SendOptions" })
 /**
  * @since 0.0.0

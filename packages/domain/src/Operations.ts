@@ -10,7 +10,7 @@
 import { Schema } from "effect"
 import { CancelCause } from "./AgentEvent.js"
 import { AgentMessageId } from "./Ids.js"
-import { InboxItem, Receipt as ReceiptSchema, WithdrawResult } from "./Inbox.js"
+import { CancelResult, InboxItem, Receipt as ReceiptSchema, WithdrawResult } from "./Inbox.js"
 import { NonNegativeInt, PositiveInt } from "./Json.js"
 import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
 import { SessionLogError } from "./SessionLogError.js"
@@ -247,14 +247,15 @@ export class Batch extends Schema.TaggedRequest<Batch>()("Batch", {
 }) {}
 
 /**
- * `cancel(cause, options?)`: cancels the running admission or turn; answers at once.
+ * `cancel(cause, options?)`: cancels the running admission or turn; answers at once, with the ids it discarded and
+ * the ids it kept pending.
  *
  * @since 0.0.0
  * @category schemas
  */
 export class Cancel extends Schema.TaggedRequest<Cancel>()("Cancel", {
   failure: InvalidMessageError,
-  success: Schema.Void,
+  success: CancelResult,
   payload: { cause: CancelCause, options: Schema.optional(CancelOptions) }
 }) {}
 

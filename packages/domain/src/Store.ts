@@ -153,7 +153,8 @@ export const InboxFate = Schema.Literal("claimed", "drained", "logged", "discard
 export type InboxFate = typeof InboxFate.Type
 
 /**
- * A message was accepted: the frozen message, where it went, and whether it was a waking send.
+ * A message was accepted: the frozen message, where it went, and whether it was a waking send; since ADR 0059 also
+ * when it expires (`expiresAt`, epoch milliseconds) and the key it was sent under (`supersedes`), when the send said so.
  *
  * @since 0.0.0
  * @category schemas
@@ -163,7 +164,9 @@ export const InboxAccepted = Schema.Struct({
   time: NonNegativeInt,
   message: AgentMessage,
   placement: InboxRecordPlacement,
-  wakeup: Schema.Boolean
+  wakeup: Schema.Boolean,
+  expiresAt: optional(NonNegativeInt),
+  supersedes: optional(Schema.NonEmptyString)
 }).annotations({ identifier: "inbox/accepted" })
 /**
  * @since 0.0.0
@@ -174,12 +177,14 @@ export type InboxAccepted = typeof InboxAccepted.Type
 /**
  * Why an accepted message left the inbox without reaching the log, where that is known: the cancel's cause (`user`,
  * `parent`) for a discard or a cancelled admission, `refused` for an admission that opened no turn (blocked by the
- * `promptSubmit` hook, or the hook failed), `overflow` for a discard by a bounded inbox (`maxPending`).
+ * `promptSubmit` hook, or the hook failed), `overflow` for a discard by a bounded inbox (`maxPending`), `expired`
+ * for a message whose `ttl` ran out before a turn took it, `superseded` for one a later send with the same key
+ * replaced (ADR 0059).
  *
  * @since 0.0.0
  * @category schemas
  */
-export const InboxSettleCause = Schema.Literal("user", "parent", "refused", "overflow")
+export const InboxSettleCause = Schema.Literal("user", "parent", "refused", "overflow", "expired", "superseded")
 /**
  * @since 0.0.0
  * @category models
@@ -187,7 +192,8 @@ export const InboxSettleCause = Schema.Literal("user", "parent", "refused", "ove
 export type InboxSettleCause = typeof InboxSettleCause.Type
 
 /**
- * An accepted message left the inbox, and how (and, since ADR 0050, why: `cause`; absent in older records).
+ * An accepted message left the inbox, and how (and, since ADR 0050, why: `cause`; absent in older records). `by`
+ * names the message that superseded it (cause `superseded`, ADR 0059).
  *
  * @since 0.0.0
  * @category schemas
@@ -197,7 +203,8 @@ export const InboxSettled = Schema.Struct({
   time: NonNegativeInt,
   id: AgentMessageId,
   fate: InboxFate,
-  cause: optional(InboxSettleCause)
+  cause: optional(InboxSettleCause),
+  by: optional(AgentMessageId)
 }).annotations({ identifier: "inbox/settled" })
 /**
  * @since 0.0.0

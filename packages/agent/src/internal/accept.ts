@@ -6,7 +6,7 @@
 import type { Ids as IdsT, Inbox as InboxT, SessionLogError as LogErrorT, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Effect, Equal, Fiber, Option, Schema } from "effect"
+import { Clock, Effect, Equal, Fiber, Option, Schema } from "effect"
 import type { BatchOp, PresetOptions } from "../Agent.js"
 import {
   AgentBusyError,
@@ -22,6 +22,7 @@ import type { Env, State } from "./env.js"
 import { appendOwn, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import * as Stale from "./stale.js"
 
 /** A message id: a random UUID from the agent's `Random`. */
 const mintId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId)
@@ -53,7 +54,19 @@ const batchLimits: Input.Limits = {
 
 // Every caller value is decoded from a plain, bounded copy (`Message.decodeInput`): nothing a caller passes can
 // throw through an operation (ADR 0018).
-const checkOptions = Message.decodeInput(Message.SendOptions, "send options")
+const checkOptionsShape = Message.decodeInput(Message.SendOptions, "send options")
+/** Send options, decoded; stale input (ADR 0059) is for messages that wait in the inbox, never an injection. */
+const checkOptions = (input: unknown) =>
+  Effect.flatMap(checkOptionsShape(input), (options) =>
+    options.target === "next-step" && !options.wakeup && Stale.isStale(options)
+      ? Effect.fail(
+        new Message.InvalidMessageError({
+          reason: "schema",
+          message: "invalid send options: ttl, expiresAt and supersedes are for messages that wait in the inbox, not " +
+            "for an injection (next-step without wakeup)"
+        })
+      )
+      : Effect.succeed(options))
 const checkPreset = Message.decodeInput(PresetOptions, "preset options")
 const checkBatch = Message.decodeInput(Schema.Array(BatchOperation), "batch", batchLimits)
 const checkItems = Message.decodeInput(
@@ -118,22 +131,52 @@ const sendLocked: (
     return id
   }
   const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+  // Stale input (ADR 0059) is looked at only when the send said so: a plain send pays one test.
+  const stale = Stale.isStale(options) ? yield* staleLocked(env, options, message) : plain
+  if (stale === undefined) return id
   // A bounded inbox (ADR 0050) is checked only when `maxPending` is set: an unbounded one pays one test.
   if (env.bound !== undefined && !(yield* makeRoom(env, env.bound, message))) return id
   const order = (yield* Inbox.get(env.inbox)).next
   if (options.target === "next-step" && Lifecycle.windowOpen(lifecycle)) {
-    yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order }))
-    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true }])
+    yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "steering", message, order, ...stale }))
+    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "steering", wakeup: true, ...stale }])
     yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "steering" })
+    if (stale.expiresAt !== undefined) yield* Stale.armExpiry(env, stale.expiresAt)
     return id
   }
-  yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order })
-  yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup }])
+  yield* Inbox.offer(env.inbox, { message, wakeup: options.wakeup, order, ...stale })
+  yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: options.wakeup, ...stale }])
+  if (stale.expiresAt !== undefined) yield* Stale.armExpiry(env, stale.expiresAt)
   // The driver may claim only once this critical section ends, so every send in it sees the same
   // pre-admission state (R30).
   if (options.wakeup) yield* ensureDriver(env)
   yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
   return id
+})
+
+/** The staleness of a plain send: none. */
+const plain: Inbox.Stale = {}
+
+/**
+ * The staleness of a send that asked for some (ADR 0059), after superseding the pending items sent under its key.
+ * Must run holding the lock. A message already expired at acceptance is accepted and discarded at once (its
+ * `enqueue` then its `discard { reason: "expired" }`), supersedes nothing, and answers `undefined`.
+ */
+const staleLocked = Effect.fnUntraced(function*(
+  env: Env,
+  options: Message.SendOptions,
+  message: Message.AgentMessage
+) {
+  const stale = yield* Stale.staleOf(options)
+  if (yield* Stale.hasExpired(stale)) {
+    yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, message.id))
+    yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "queued", wakeup: false, ...stale }])
+    yield* publish(env, { type: "agent/inbox/enqueue", message, placement: "queued" })
+    yield* Stale.expiredLocked(env, message)
+    return undefined
+  }
+  if (stale.supersedes !== undefined) yield* Stale.supersedeLocked(env, stale.supersedes, message.id)
+  return stale
 })
 
 /**
@@ -191,17 +234,20 @@ const busyLocked = Effect.fnUntraced(function*(
     case "reject":
       return yield* new TurnRunningError({ message: "a turn is running and the send said whenBusy: \"reject\"" })
     case "steer":
-      return yield* sendLocked(env, tx, data, { target: "next-step", wakeup: true, id })
+      return yield* sendLocked(env, tx, data, { ...options, target: "next-step", wakeup: true, id, whenBusy: "enqueue" })
     default: {
       // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
       // the queued FIFO, so the driver claims it next.
       yield* cancelLocked(env, tx, "user", true)
       const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+      const stale = Stale.isStale(options) ? yield* staleLocked(env, options, message) : plain
+      if (stale === undefined) return id
       if (env.bound !== undefined && !(yield* makeRoom(env, env.bound, message))) return id
       const order = (yield* Inbox.get(env.inbox)).next
-      const head = yield* Inbox.offerFirst(env.inbox, { message, wakeup: true, order })
+      const head = yield* Inbox.offerFirst(env.inbox, { message, wakeup: true, order, ...stale })
+      if (stale.expiresAt !== undefined) yield* Stale.armExpiry(env, stale.expiresAt)
       yield* recordInbox(env, [
-        { type: "inbox/accepted", message, placement: "queued", wakeup: true },
+        { type: "inbox/accepted", message, placement: "queued", wakeup: true, ...stale },
         ...(head === undefined
           ? []
           : [{ type: "inbox/revised" as const, id, change: { _tag: "move" as const, before: head } }])
@@ -218,7 +264,8 @@ export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
   Lifecycle.activity(state.lifecycle) !== undefined || inbox.stranded
 
 /**
- * One `cancel` (R77–R85; departures R73, R81, R82, R133), inside the section's transaction `tx`.
+ * One `cancel` (R77–R85; departures R73, R81, R82, R133), inside the section's transaction `tx`. Answers the ids it
+ * discarded and the ids it kept pending (ADR 0059).
  */
 export const cancelLocked: (
   env: Env,
@@ -226,7 +273,7 @@ export const cancelLocked: (
   reason: AgentEvent.InterruptReason,
   keepInbox: boolean,
   ifTurn?: number | undefined
-) => Effect.Effect<void> = Effect.fnUntraced(
+) => Effect.Effect<InboxT.CancelResult> = Effect.fnUntraced(
   function*(
     env: Env,
     tx: SessionLog.Transaction,
@@ -235,17 +282,20 @@ export const cancelLocked: (
     ifTurn?: number | undefined
   ) {
     const { lifecycle } = yield* read(env)
-    if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return
+    if (Lifecycle.isDisposed(lifecycle) && reason !== "disposed") return nothing
     // `ifTurn` (R185): only while that turn is the open one. The driver opens and closes turns through the log's
     // transaction, which this section holds, so the open turn cannot change under the test.
-    if (ifTurn !== undefined && (yield* env.log.state).openTurn !== ifTurn) return
+    if (ifTurn !== undefined && (yield* env.log.state).openTurn !== ifTurn) return nothing
     const inbox = yield* Inbox.get(env.inbox)
     const activity = Lifecycle.activity(lifecycle)
     const effective = activity !== undefined || (!keepInbox && (inbox.queued > 0 || inbox.outbox.length > 0))
-    if (!effective) return
+    if (!effective) return nothing
     if (reason !== "disposed") yield* publish(env, { type: "agent/cancel-requested", cause: reason })
-    if (!keepInbox) {
+    let result = nothing
+    if (keepInbox) result = { discarded: [], kept: yield* Inbox.pendingIds(env.inbox) }
+    else {
       const discarded = yield* Inbox.discardAll(env.inbox)
+      result = { discarded: discarded.map((message) => message.id), kept: [] }
       if (discarded.length > 0) {
         // Disposal settles nothing durably: what it drops here comes back when the session is resumed (ADR 0017).
         if (reason !== "disposed") {
@@ -268,8 +318,12 @@ export const cancelLocked: (
       // Outside any turn, staged context is logged rather than dropped.
       yield* flushContext(env, tx)
     }
+    return result
   }
 )
+
+/** What a cancel that changed nothing answers. */
+const nothing: InboxT.CancelResult = { discarded: [], kept: [] }
 
 /**
  * Withdraws one pending item (ADR 0009). Must run holding the lock.
@@ -287,6 +341,13 @@ const withdrawLocked: (env: Env, id: IdsT.AgentMessageId) => Effect.Effect<Inbox
     return { _tag: "Withdrawn", item: withdrawn.value }
   }
 )
+
+/** The staleness a stored `inbox/accepted` record carries (none for a plain one). */
+const restoredStale = (record: StoreT.InboxAccepted): Inbox.Stale =>
+  record.expiresAt === undefined && record.supersedes === undefined ? plain : {
+    ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    ...(record.supersedes === undefined ? {} : { supersedes: record.supersedes })
+  }
 
 /**
  * Restores the inbox a stored session left (ADR 0017), in acceptance order, inside the section's transaction `tx`, before the
@@ -309,6 +370,13 @@ export const restoreLocked = Effect.fnUntraced(
         id: record.message.id,
         source: record.message.source
       })
+      // Stale input (ADR 0059): an item that expired while the session was down is discarded now, never run; the
+      // others keep their deadline and key.
+      const stale = restoredStale(record)
+      if (stale.expiresAt !== undefined && stale.expiresAt <= (yield* Clock.currentTimeMillis)) {
+        yield* recordInbox(env, [{ type: "inbox/settled", id: message.id, fate: "discarded", cause: "expired" }])
+        continue
+      }
       if (record.placement === "context") {
         const data = { content: message.content, source: message.source }
         yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id: message.id }))
@@ -317,7 +385,8 @@ export const restoreLocked = Effect.fnUntraced(
       }
       const wakeup = mode === "wake" && (record.placement === "steering" || record.wakeup)
       const order = (yield* Inbox.get(env.inbox)).next
-      yield* Inbox.offer(env.inbox, { message, wakeup, order })
+      yield* Inbox.offer(env.inbox, { message, wakeup, order, ...stale })
+      if (stale.expiresAt !== undefined) yield* Stale.armExpiry(env, stale.expiresAt)
       waking = waking || wakeup
     }
     if (context) yield* flushContext(env, tx)

@@ -27,6 +27,7 @@ import {
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import * as Spans from "./spans.js"
+import * as Stale from "./stale.js"
 import { runActivity } from "./turn.js"
 import { describeCause, TurnFailure } from "./turnFailure.js"
 
@@ -106,7 +107,13 @@ const nextActivity = Effect.fnUntraced(function*(env: Env) {
   const current = Lifecycle.activity(lifecycle)
   if (current !== undefined) return current
   if (!Lifecycle.isDisposed(lifecycle)) {
-    const claimed = yield* Inbox.claim(env.inbox)
+    let claimed = yield* Inbox.claim(env.inbox)
+    // An item whose `expiresAt` passed is never taken, even when the driver gets the lock before its expiry fiber
+    // does (ADR 0059): it is discarded as expired and the next one claimed. A plain item pays one test.
+    while (Option.isSome(claimed) && claimed.value.expiresAt !== undefined && (yield* Stale.hasExpired(claimed.value))) {
+      yield* Stale.expiredLocked(env, claimed.value.message)
+      claimed = yield* Inbox.claim(env.inbox)
+    }
     const inbox = yield* Inbox.get(env.inbox)
     if (Option.isSome(claimed)) {
       return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: new Set(inbox.outbox) })

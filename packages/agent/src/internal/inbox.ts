@@ -9,16 +9,32 @@
 import type { Ids, Inbox as InboxT, Message } from "@harness/domain"
 import { Chunk, Effect, HashSet, Option, Queue, Ref } from "effect"
 
+/**
+ * What a send said about staleness (ADR 0059): when the item expires (epoch milliseconds on the `Clock`) and the key
+ * a later send supersedes it by. Absent on every item whose send said neither, so a plain item carries nothing.
+ */
+export interface Stale {
+  readonly expiresAt?: number
+  readonly supersedes?: string
+}
+
 /** An item of the queued FIFO: a whole turn, waking or parked. `order` is its acceptance order. */
-export interface QueuedItem {
+export interface QueuedItem extends Stale {
   readonly message: Message.AgentMessage
   readonly wakeup: boolean
   readonly order: number
 }
 
-/** An item of the one ordered outbox: steering (with its inbox id and acceptance order) or staged context. */
+/** A steering item of the outbox (with its inbox id and acceptance order). */
+export interface SteeringItem extends Stale {
+  readonly _tag: "steering"
+  readonly message: Message.AgentMessage
+  readonly order: number
+}
+
+/** An item of the one ordered outbox: steering or staged context. */
 export type OutboxItem =
-  | { readonly _tag: "steering"; readonly message: Message.AgentMessage; readonly order: number }
+  | SteeringItem
   | { readonly _tag: "context"; readonly data: Message.UserMessageData; readonly id: Ids.AgentMessageId | undefined }
 
 /**
@@ -256,8 +272,7 @@ export const isKnown = Effect.fnUntraced(function*<E>(
 // finds the item by id and answers `None` when no pending item has it. The Queue is rebuilt by `takeAll` and
 // `offerAll` (as `withdraw` does): these are rare operations, never on a send's path.
 
-/** A steering item of the outbox. */
-type Steering = Extract<OutboxItem, { readonly _tag: "steering" }>
+type Steering = SteeringItem
 
 /** What `promote` or `demote` did: moved the item, or found it in the other FIFO (`where`). */
 export type Placed =
@@ -301,6 +316,16 @@ const steeringView = (message: Message.AgentMessage, order: number, waking: bool
   waking
 })
 
+/** `item` with the staleness of `from`, if it has any (a plain item stays plain). */
+const staleOf = <A extends object>(item: A, from: Stale): A & Stale =>
+  from.expiresAt === undefined && from.supersedes === undefined
+    ? item
+    : {
+      ...item,
+      ...(from.expiresAt === undefined ? {} : { expiresAt: from.expiresAt }),
+      ...(from.supersedes === undefined ? {} : { supersedes: from.supersedes })
+    }
+
 /** `items` in their new sequence, each given the acceptance orders of the old one, smallest first. */
 const renumber = <A extends { readonly order: number }>(items: ReadonlyArray<A>): Array<A> => {
   const orders = items.map((item) => item.order).sort((a, b) => a - b)
@@ -322,10 +347,11 @@ export const edit = Effect.fnUntraced(
     const { index } = found.value
     const snapshot = yield* Ref.get(inbox.snapshot)
     const old = Chunk.unsafeGet(snapshot.outbox, index)
-    const order = old._tag === "steering" ? old.order : 0
+    if (old._tag !== "steering") return Option.none<InboxT.InboxItem>()
+    const order = old.order
     yield* Ref.set(inbox.snapshot, {
       ...snapshot,
-      outbox: Chunk.replace(snapshot.outbox, index, { _tag: "steering" as const, message, order })
+      outbox: Chunk.replace(snapshot.outbox, index, { ...old, message })
     })
     return Option.some(steeringView(message, order, steeringWakes))
   }
@@ -388,7 +414,7 @@ export const promote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMe
   yield* Queue.offerAll(inbox.queue, items.filter((_, at) => at !== index))
   yield* Ref.update(inbox.snapshot, (s) => ({
     ...dequeued(s, [item]),
-    outbox: Chunk.append(s.outbox, { _tag: "steering" as const, message: item.message, order: item.order })
+    outbox: Chunk.append(s.outbox, staleOf({ _tag: "steering" as const, message: item.message, order: item.order }, item))
   }))
   return Option.some<Placed>({ moved: true, item: steeringView(item.message, item.order, true) })
 })
@@ -404,7 +430,7 @@ export const demote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMes
   const snapshot = yield* Ref.get(inbox.snapshot)
   const old = Chunk.unsafeGet(snapshot.outbox, found.value.index)
   if (old._tag !== "steering") return Option.none<Placed>()
-  const item: QueuedItem = { message: old.message, wakeup: true, order: snapshot.next }
+  const item: QueuedItem = staleOf({ message: old.message, wakeup: true, order: snapshot.next }, old)
   yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.remove(snapshot.outbox, found.value.index) })
   yield* offer(inbox, item)
   return Option.some<Placed>({ moved: true, item: queuedView(item) })
@@ -420,4 +446,42 @@ export const offerFirst = Effect.fnUntraced(function*(inbox: Inbox, item: Queued
   yield* Queue.offerAll(inbox.queue, sequence)
   yield* Ref.update(inbox.snapshot, (s) => enqueued(s, item))
   return rest[0]?.message.id
+})
+
+// -------------------------------------------------------------------------------------------------------------
+// Stale input (ADR 0059): only a send that said `ttl`, `expiresAt` or `supersedes` reaches these.
+
+/** The pending items (queued turns, then steering) a send with key `key` supersedes. */
+export const withKey = Effect.fnUntraced(function*(inbox: Inbox, key: string) {
+  const ids: Array<Ids.AgentMessageId> = []
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  if (snapshot.queued > 0) {
+    for (const item of yield* peekQueued(inbox)) if (item.supersedes === key) ids.push(item.message.id)
+  }
+  for (const item of snapshot.outbox) {
+    if (item._tag === "steering" && item.supersedes === key) ids.push(item.message.id)
+  }
+  return ids
+})
+
+/** The pending items whose `expiresAt` is at or before `now`, in acceptance order. */
+export const expiredAt = Effect.fnUntraced(function*(inbox: Inbox, now: number) {
+  const ids: Array<{ readonly id: Ids.AgentMessageId; readonly order: number }> = []
+  const snapshot = yield* Ref.get(inbox.snapshot)
+  if (snapshot.queued > 0) {
+    for (const item of yield* peekQueued(inbox)) {
+      if (item.expiresAt !== undefined && item.expiresAt <= now) ids.push({ id: item.message.id, order: item.order })
+    }
+  }
+  for (const item of snapshot.outbox) {
+    if (item._tag === "steering" && item.expiresAt !== undefined && item.expiresAt <= now) {
+      ids.push({ id: item.message.id, order: item.order })
+    }
+  }
+  return ids.sort((a, b) => a.order - b.order).map((entry) => entry.id)
+})
+
+/** The ids of every pending item (queued turns and steering), in acceptance order: what a `keepInbox` cancel kept. */
+export const pendingIds = Effect.fnUntraced(function*(inbox: Inbox) {
+  return (yield* list(inbox, false)).map((item) => item.id)
 })

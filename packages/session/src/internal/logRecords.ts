@@ -106,12 +106,30 @@ export const stamp = (input: SessionEvent.SessionEventInput, seq: number, time: 
 /** An inbox record stamped with `time`, one object literal in the schema's key order (see {@link stamp}). */
 export const stampInbox = (input: InboxRecordInput, time: number): StoreRecords.InboxRecord =>
   input.type === "inbox/accepted"
-    ? { type: input.type, time, message: input.message, placement: input.placement, wakeup: input.wakeup }
+    ? input.expiresAt === undefined && input.supersedes === undefined
+      ? { type: input.type, time, message: input.message, placement: input.placement, wakeup: input.wakeup }
+      : staleAccepted(input, time)
     : input.type === "inbox/settled"
     ? input.cause === undefined
       ? { type: input.type, time, id: input.id, fate: input.fate }
-      : { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause }
+      : input.by === undefined
+      ? { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause }
+      : { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause, by: input.by }
     : { type: input.type, time, id: input.id, change: input.change }
+
+/** An `inbox/accepted` of a send that said `ttl`, `expiresAt` or `supersedes` (ADR 0059): rare, so built by spreads. */
+const staleAccepted = (
+  input: Extract<InboxRecordInput, { readonly type: "inbox/accepted" }>,
+  time: number
+): StoreRecords.InboxAccepted => ({
+  type: input.type,
+  time,
+  message: input.message,
+  placement: input.placement,
+  wakeup: input.wakeup,
+  ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
+  ...(input.supersedes === undefined ? {} : { supersedes: input.supersedes })
+})
 
 /** The log right after its latest `turn/end`: where the writer may take a snapshot (ADR 0022). */
 export interface Checkpoint {
