@@ -48,6 +48,16 @@ export type Op =
     readonly pick: number
     readonly position: number
   }
+  /**
+   * A send of stale input (ADR 0059): with a `ttl` (ms on the `TestClock`), a `supersedes` key, or both; at least one
+   * is set. Keys are few, so later sends supersede earlier ones often.
+   */
+  | {
+    readonly _tag: "stale"
+    readonly kind: "followup" | "steer" | "park"
+    readonly ttl: number | undefined
+    readonly key: "a" | "b" | undefined
+  }
   /** Let the agent run (advancing the clock) until it is idle, or nothing is left to wake it (bounded). */
   | { readonly _tag: "settle" }
   /** Append these replies to the model's script (an episode's own replies, pushed as it starts). */
@@ -159,6 +169,13 @@ const takeBack: fc.Arbitrary<TakeBack> = fc.constantFrom<TakeBack["kind"]>("park
   kind
 }))
 
+/** A stale send: a ttl among the clock steps the programs take, a key of two, or both. */
+const stale: fc.Arbitrary<Op> = fc.record({
+  kind: fc.constantFrom("followup" as const, "steer" as const, "park" as const, "park" as const),
+  ttl: fc.option(fc.constantFrom(0, 10, 100, 1000, 3000), { nil: undefined }),
+  key: fc.option(fc.constantFrom("a" as const, "b" as const), { nil: undefined })
+}).map(({ key, kind, ttl }): Op => ({ _tag: "stale", kind, ttl: ttl ?? (key === undefined ? 100 : undefined), key }))
+
 /**
  * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
  * instead: see {@link episode}.)
@@ -194,6 +211,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<
       }).map((change): Op => ({ _tag: "change", ...change })),
       weight: 2
     },
+    { arbitrary: stale, weight: 2 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: 4

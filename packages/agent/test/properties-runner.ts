@@ -244,9 +244,18 @@ const restart = (
     if (!(yield* driveUntilDone(closing, DISPOSAL_ROUNDS))) out.push("restart: disposal did not finish")
 
     const after = loggedIds(log).filter((item) => !logged.has(item))
+    // A restored item whose ttl ran out (at the resume, or while the resumed agent ran) never runs (ADR 0059).
+    const expired = new Set<string>()
+    for (const record of pending) {
+      if (record.expiresAt === undefined) continue
+      const receipt = yield* agent.receipt(record.message.id).pipe(Effect.orDie)
+      if (receipt._tag === "expired") expired.add(record.message.id)
+    }
     const expected = [
       ...pending.filter((record) => record.placement === "context").map((record) => record.message.id),
-      ...pending.filter((record) => record.placement !== "context").map((record) => record.message.id),
+      ...pending.filter((record) => record.placement !== "context" && !expired.has(record.message.id)).map((
+        record
+      ) => record.message.id),
       wake
     ]
     if (JSON.stringify(after) !== JSON.stringify(expected)) {
@@ -452,6 +461,19 @@ export const run = (scenario: Scenario) =>
         return id
       })
 
+    /** A stale send (ADR 0059): `ttl` and `supersedes` on top of the kind's options. */
+    const sendStale = (op: Extract<Op, { readonly _tag: "stale" }>) =>
+      Effect.gen(function*() {
+        const data = yield* message(op.kind)
+        const options: Message.SendOptions = {
+          ...sendOptions(op.kind),
+          ...(op.ttl === undefined ? {} : { ttl: op.ttl }),
+          ...(op.key === undefined ? {} : { supersedes: op.key })
+        }
+        const id = yield* guarded(op, accepted(agent.send(data, options)))
+        if (id !== undefined) yield* record(id, op.kind)
+      })
+
     /** Withdrawing a pending item removes exactly it; any other id is `NotPending` and changes nothing. */
     const withdraw = (op: Op, id: DomainIds.AgentMessageId) =>
       Effect.gen(function*() {
@@ -552,6 +574,8 @@ export const run = (scenario: Scenario) =>
             }
             return
           }
+          case "stale":
+            return yield* sendStale(op)
           case "script":
             return yield* model.push(...op.replies.map(toReply))
           case "settle": {

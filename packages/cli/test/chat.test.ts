@@ -686,4 +686,60 @@ describe("harness chat edits queued items in place", { timeout: 300_000 }, () =>
       )
       assert.include(show.stdout, "the log checks clean")
     }).pipe(Effect.scoped))
+
+  it.live("R142 in the chat: /ifidle is refused in words while a turn runs (nothing sent); /now stops the turn and runs next, ahead of the queue", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+      yield* story.text("Once upon a time")
+      yield* waitFor(name, "Once upon a time")
+      yield* type(name, "+what is a dog")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1 queued")
+
+      yield* type(name, "/ifidle what is a cow")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "not sent: a turn is running (/ifidle sends only to an idle agent)")
+      yield* type(name, "/now what is a cat")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "+ what is a cat (runs next)")
+      const cat = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a cat")
+      yield* cat.text("Cats purr.\n")
+      yield* cat.end
+      const dog = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a dog")
+      yield* dog.text("Dogs bark.\n")
+      yield* dog.end
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      // Idle: /ifidle sends.
+      yield* type(name, "/ifidle what is a cow")
+      yield* press(name, "Enter")
+      const cow = yield* Queue.take(provider.replies)
+      yield* waitFor(name, "▸ what is a cow")
+      yield* cow.text("Cows moo.\n")
+      yield* cow.end
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/exit")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "bye — session")
+
+      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
+      assert.isDefined(id)
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      const asked = show.stdout.split("\n").flatMap((line) => {
+        const match = /user: (tell me a story|what is a \w+)$/.exec(line.trim())
+        return match === null ? [] : [match[1]]
+      })
+      // The story was cut (aborted); the cat ran before the dog queued ahead of it; the refused cow of the first
+      // /ifidle never reached the model, the second did.
+      assert.deepStrictEqual(asked, ["tell me a story", "what is a cat", "what is a dog", "what is a cow"], show.stdout)
+      assert.include(show.stdout, "aborted")
+      assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
 })

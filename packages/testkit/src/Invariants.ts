@@ -32,7 +32,8 @@ import * as scan from "./internal/scan.js"
  * - `admission-cancel` (R80): a prompt whose admission saw an effective cancel is dropped: its turn never opens.
  * - `admission-order` (R45): at a turn's opening, steering staged before its prompt was claimed precedes the prompt,
  *   steering accepted during its admission follows it.
- * - `no-discard`: no `agent/inbox/discard` but a `withdraw`'s (the run cancelled only with `keepInbox`).
+ * - `no-discard`: no `agent/inbox/discard` of a cancel (one without a `reason`; the run cancelled only with
+ *   `keepInbox`).
  * - `disposed-last`: `agent/disposed` is published once, as the last event.
  *
  * The log's own rules (R100, every turn closed included) are `LogCheck.Rule`s: {@link logWellFormed} reports them

@@ -57,16 +57,20 @@ const batchLimits: Input.Limits = {
 const checkOptionsShape = Message.decodeInput(Message.SendOptions, "send options")
 /** Send options, decoded; stale input (ADR 0059) is for messages that wait in the inbox, never an injection. */
 const checkOptions = (input: unknown) =>
-  Effect.flatMap(checkOptionsShape(input), (options) =>
-    options.target === "next-step" && !options.wakeup && Stale.isStale(options)
-      ? Effect.fail(
-        new Message.InvalidMessageError({
-          reason: "schema",
-          message: "invalid send options: ttl, expiresAt and supersedes are for messages that wait in the inbox, not " +
-            "for an injection (next-step without wakeup)"
-        })
-      )
-      : Effect.succeed(options))
+  Effect.flatMap(
+    checkOptionsShape(input),
+    (options) =>
+      options.target === "next-step" && !options.wakeup && Stale.isStale(options)
+        ? Effect.fail(
+          new Message.InvalidMessageError({
+            reason: "schema",
+            message:
+              "invalid send options: ttl, expiresAt and supersedes are for messages that wait in the inbox, not " +
+              "for an injection (next-step without wakeup)"
+          })
+        )
+        : Effect.succeed(options)
+  )
 const checkPreset = Message.decodeInput(PresetOptions, "preset options")
 const checkBatch = Message.decodeInput(Schema.Array(BatchOperation), "batch", batchLimits)
 const checkItems = Message.decodeInput(
@@ -234,7 +238,13 @@ const busyLocked = Effect.fnUntraced(function*(
     case "reject":
       return yield* new TurnRunningError({ message: "a turn is running and the send said whenBusy: \"reject\"" })
     case "steer":
-      return yield* sendLocked(env, tx, data, { ...options, target: "next-step", wakeup: true, id, whenBusy: "enqueue" })
+      return yield* sendLocked(env, tx, data, {
+        ...options,
+        target: "next-step",
+        wakeup: true,
+        id,
+        whenBusy: "enqueue"
+      })
     default: {
       // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
       // the queued FIFO, so the driver claims it next.

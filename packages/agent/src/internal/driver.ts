@@ -110,7 +110,9 @@ const nextActivity = Effect.fnUntraced(function*(env: Env) {
     let claimed = yield* Inbox.claim(env.inbox)
     // An item whose `expiresAt` passed is never taken, even when the driver gets the lock before its expiry fiber
     // does (ADR 0059): it is discarded as expired and the next one claimed. A plain item pays one test.
-    while (Option.isSome(claimed) && claimed.value.expiresAt !== undefined && (yield* Stale.hasExpired(claimed.value))) {
+    while (
+      Option.isSome(claimed) && claimed.value.expiresAt !== undefined && (yield* Stale.hasExpired(claimed.value))
+    ) {
       yield* Stale.expiredLocked(env, claimed.value.message)
       claimed = yield* Inbox.claim(env.inbox)
     }

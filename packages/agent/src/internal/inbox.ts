@@ -414,7 +414,10 @@ export const promote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMe
   yield* Queue.offerAll(inbox.queue, items.filter((_, at) => at !== index))
   yield* Ref.update(inbox.snapshot, (s) => ({
     ...dequeued(s, [item]),
-    outbox: Chunk.append(s.outbox, staleOf({ _tag: "steering" as const, message: item.message, order: item.order }, item))
+    outbox: Chunk.append(
+      s.outbox,
+      staleOf({ _tag: "steering" as const, message: item.message, order: item.order }, item)
+    )
   }))
   return Option.some<Placed>({ moved: true, item: steeringView(item.message, item.order, true) })
 })

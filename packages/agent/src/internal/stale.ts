@@ -101,7 +101,8 @@ export const armExpiry = (env: Env, at: number): Effect.Effect<unknown> =>
     // (which closes the agent's fibers) would wait for the deadline.
     Effect.interruptible(Effect.flatMap(
       Clock.currentTimeMillis,
-      (now) => Effect.zipRight(Effect.sleep(Duration.millis(Math.max(0, at - now))), locked(env, () => expireLocked(env)))
+      (now) =>
+        Effect.zipRight(Effect.sleep(Duration.millis(Math.max(0, at - now))), locked(env, () => expireLocked(env)))
     )),
     env.fibers
   )

@@ -32,6 +32,8 @@ export const help = (window: number): ReadonlyArray<string> => [
   "/inject text     add context the model sees at its next step (does not run the model)",
   "/inbox           list pending items with numbers      /drop N   withdraw item N",
   "/promote N       turn queued item N into steering of the running turn",
+  "/now text        stop the running turn (keeping the inbox) and run this next, ahead of everything queued",
+  "/ifidle text     start a turn only if none is running; refused (nothing sent) while one runs",
   "/move N M        put item N at place M (1 is first) among the items queued (or steering) like it",
   "/goal set <objective> | show | pause | resume | clear    keep working toward an objective over rounds",
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
@@ -499,6 +501,27 @@ export const chat = (
             return yield* emit(help(window).map((l) => s.dim(l)))
           case "/queue":
             return yield* queue(argument)
+          case "/now":
+          case "/ifidle": {
+            if (argument === "") return yield* emit([`usage: ${command} your request`])
+            // `whenBusy` (R142): decided in the agent's own critical section, so there is no race with a turn's end.
+            const sent = yield* Effect.either(
+              agent.send(Message.make(argument), {
+                target: "next-turn",
+                wakeup: true,
+                whenBusy: command === "/now" ? "interrupt" : "reject"
+              })
+            )
+            if (sent._tag === "Right") {
+              return yield* emit([
+                `${s.bold("+")} ${argument} ${s.dim(command === "/now" ? "(runs next)" : "(sent)")}`
+              ])
+            }
+            if (sent.left._tag === "TurnRunningError") {
+              return yield* emit([s.yellow(`not sent: a turn is running (/ifidle sends only to an idle agent)`)])
+            }
+            return yield* sendError(sent.left)
+          }
           case "/inject": {
             if (argument === "") return yield* emit(["usage: /inject some context"])
             yield* agent.inject(Message.make(argument, MessageSource.plugin("chat"))).pipe(Effect.mapError(sendError))

@@ -504,7 +504,9 @@ export const noDiscard = (options: { readonly before: number }): Check<Invariant
   return {
     events: {
       live: (event, { index }) => {
-        if (index < options.before && event.type === "agent/inbox/discard" && event.reason !== "withdraw") {
+        // Only a cancel's discard (no reason) counts: a withdrawal, a bounded inbox's drop and stale input's
+        // (`expired`, `superseded`, ADR 0059) are asked for by their senders, not by a cancel.
+        if (index < options.before && event.type === "agent/inbox/discard" && event.reason === undefined) {
           add("events", index, `discarded ${event.messages.map((m) => m.id).join(", ")}`)
         }
       }
