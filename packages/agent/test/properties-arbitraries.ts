@@ -171,9 +171,9 @@ const takeBack: fc.Arbitrary<TakeBack> = fc.constantFrom<TakeBack["kind"]>("park
 
 /** A stale send: a ttl among the clock steps the programs take, a key of two, or both. */
 const stale: fc.Arbitrary<Op> = fc.record({
-  kind: fc.constantFrom("followup" as const, "steer" as const, "park" as const, "park" as const),
+  kind: fc.constantFrom("followup" as const, "steer" as const, "park" as const, "park" as const, "park" as const),
   ttl: fc.option(fc.constantFrom(0, 10, 100, 1000, 3000), { nil: undefined }),
-  key: fc.option(fc.constantFrom("a" as const, "b" as const), { nil: undefined })
+  key: fc.option(fc.constantFrom("a" as const, "a" as const, "b" as const), { nil: undefined })
 }).map(({ key, kind, ttl }): Op => ({ _tag: "stale", kind, ttl: ttl ?? (key === undefined ? 100 : undefined), key }))
 
 /**
@@ -211,7 +211,7 @@ export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<
       }).map((change): Op => ({ _tag: "change", ...change })),
       weight: 2
     },
-    { arbitrary: stale, weight: 2 },
+    { arbitrary: stale, weight: 4 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: 4

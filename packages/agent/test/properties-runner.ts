@@ -691,6 +691,9 @@ export interface Tally {
   readonly withdrew: boolean
   /** On a durable store: the restart restored at least one pending item. */
   readonly restored: boolean
+  /** A pending item expired, and one was superseded (ADR 0059). */
+  readonly expired: boolean
+  readonly superseded: boolean
 }
 
 /** What a run reached (see {@link Tally}). */
@@ -738,7 +741,9 @@ export const tally = (outcome: Outcome): Tally => {
     reactions: outcome.reactions,
     refused: outcome.refused,
     withdrew: outcome.ids.withdrawn.length > 0,
-    restored: (outcome.restart?.restored ?? 0) > 0
+    restored: (outcome.restart?.restored ?? 0) > 0,
+    expired: outcome.events.some((event) => event.type === "agent/inbox/discard" && event.reason === "expired"),
+    superseded: outcome.events.some((event) => event.type === "agent/inbox/discard" && event.reason === "superseded")
   }
 }
 

@@ -149,6 +149,8 @@ describe("properties: the generators reach the interleavings that broke before",
         refused: share((t) => t.refused > 0),
         withdrew: share((t) => t.withdrew),
         restored: share((t) => t.restored),
+        expired: share((t) => t.expired),
+        superseded: share((t) => t.superseded),
         fired: fired + missed === 0 ? 0 : fired / (fired + missed)
       }
     })
@@ -171,7 +173,7 @@ describe("properties: the generators reach the interleavings that broke before",
   )
 
   it.effect(
-    "durable runs: withdrawals find their item pending, restarts restore pending items",
+    "durable runs: withdrawals find their item pending, restarts restore pending items, stale sends expire and supersede",
     () =>
       Effect.gen(function*() {
         // Before `withdraw` drew pending items and take-backs existed: 4 % of the main property's runs withdrew an
@@ -179,6 +181,9 @@ describe("properties: the generators reach the interleavings that broke before",
         const shares = yield* reached(fc.sample(scenario({ durable: true }), { numRuns: 40, seed: 7 }))
         assert.isAtLeast(shares.withdrew, 0.2, JSON.stringify(shares))
         assert.isAtLeast(shares.restored, 0.2, JSON.stringify(shares))
+        // Stale sends (ADR 0059) expire and supersede in a fair share of the runs, restarts included.
+        assert.isAtLeast(shares.expired, 0.1, JSON.stringify(shares))
+        assert.isAtLeast(shares.superseded, 0.05, JSON.stringify(shares))
       }),
     { timeout: slow }
   )
