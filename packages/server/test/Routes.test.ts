@@ -60,7 +60,7 @@ describe("routes", () => {
       assert.strictEqual(missing._tag, "SessionNotFound")
     }).pipe(Effect.scoped))
 
-  it.live("followup, queue two, withdraw one, cancel keeping the inbox: the queued one runs next", () =>
+  it.live("followup, queue two, withdraw one, cancel keeping the inbox (it answers what it kept): the queued one runs next", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory, [
         ScriptedModel.hanging(ScriptedModel.text("working")),
@@ -80,7 +80,9 @@ describe("routes", () => {
       assert.strictEqual(withdrawn._tag, "Withdrawn")
       const notPending = yield* client.agent.withdraw({ path, payload: { id: q2 } })
       assert.deepStrictEqual(notPending, { _tag: "NotPending", id: q2 })
-      yield* client.agent.cancel({ path, payload: { cause: "user", options: { keepInbox: true } } })
+      // The cancel answers over HTTP what it kept pending (R205).
+      const cancelled = yield* client.agent.cancel({ path, payload: { cause: "user", options: { keepInbox: true } } })
+      assert.deepStrictEqual(cancelled, { discarded: [], kept: [q1] })
       const events = yield* until(server.baseUrl, id, turnsEnded(2))
       const ends = events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
       assert.deepStrictEqual(ends, ["aborted", "completed"])
