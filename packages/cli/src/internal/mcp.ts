@@ -100,11 +100,13 @@ export const operations: Readonly<Record<string, Exposed>> = {
   demote: operation(Operations.Demote, "Turn steering not yet taken back into a queued turn of its own, last."),
   receipt: operation(
     Operations.Receipt,
-    "What became of a message, from the session log: pending, ran, joined, applied, withdrawn, discarded, rejected."
+    "What became of a message, from the session log: pending, ran, joined, applied, withdrawn, discarded, expired, " +
+      "superseded, rejected."
   ),
   cancel: operation(
     Operations.Cancel,
-    "Cancel the running turn. Pending messages are discarded unless options.keepInbox is true."
+    "Cancel the running turn. Pending messages are discarded unless options.keepInbox is true; answers the ids it " +
+      "discarded and the ids it kept."
   ),
   status: {
     description: "Whether the agent is idle or running, whether a steer would join the running turn now, and the " +
