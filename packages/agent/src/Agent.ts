@@ -14,6 +14,7 @@ import type { Queue, Scope, Stream } from "effect"
 import { Context, Effect, Layer } from "effect"
 import type { AgentConfigError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
+import type { Budget } from "./Budget.js"
 import type { Hooks } from "./Hooks.js"
 import * as internal from "./internal/agent.js"
 
@@ -259,6 +260,11 @@ export interface Options<R = never> {
    * so).
    */
   readonly overflow?: "reject" | "dropOldest" | "dropNewest" | undefined
+  /**
+   * The turn's and the session's budgets (R154–R163): a step cap (default 50), token budgets, a cost budget priced
+   * per model, a deadline per turn. A turn that reaches one ends with `turn/end { kind: "budget" }`.
+   */
+  readonly budget?: Budget | undefined
 }
 
 /**

@@ -14,6 +14,7 @@ import type { AiError } from "@effect/ai"
 import type { Ids, Json, LlmFailure, Message, Turn } from "@harness/domain"
 import { Effect } from "effect"
 import type { Service } from "./Agent.js"
+import type { TurnLimits } from "./Budget.js"
 
 /**
  * The route of one model request, recorded in `request/header`. `model` and `provider` are labels (the
@@ -126,6 +127,18 @@ export type ToolApproval<R> = (
 ) => Effect.Effect<ApprovalDecision, unknown, R>
 
 /**
+ * Sets limits for one turn on top of the agent's own budgets (R160), once the turn has opened and before its first
+ * step: `undefined` adds none. Composed hooks both apply (the tighter limit wins). A failure fails the turn. The goal
+ * system uses it to hold a goal's token budget and deadline within a round.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type TurnBudget<R> = (
+  input: { readonly agent: Service; readonly turn: number; readonly trigger: Turn.TurnTrigger }
+) => Effect.Effect<TurnLimits | undefined, unknown, R>
+
+/**
  * The seams, every field optional. (Hooks are declared as methods so that hooks needing less context fit where
  * more is available: a `Hooks<never>` is a `Hooks<R>`.)
  *
@@ -139,6 +152,7 @@ export interface Hooks<R = never> {
   turnStopping?(...args: Parameters<TurnStopping<R>>): ReturnType<TurnStopping<R>>
   requestError?(...args: Parameters<RequestError<R>>): ReturnType<RequestError<R>>
   toolApproval?(...args: Parameters<ToolApproval<R>>): ReturnType<ToolApproval<R>>
+  turnBudget?(...args: Parameters<TurnBudget<R>>): ReturnType<TurnBudget<R>>
 }
 
 type Waterfall<I, A, R> = (input: I, next: Effect.Effect<A, unknown, R>) => Effect.Effect<A, unknown, R>
@@ -158,9 +172,24 @@ const serial = <I, R>(outer: Serial<I, R> | undefined, inner: Serial<I, R> | und
     ? outer ?? inner
     : (input) => Effect.zipRight(outer(input), inner(input))
 
+const tighter = (a: number | undefined, b: number | undefined): number | undefined =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b)
+
+const bothLimits = <R>(outer: TurnBudget<R> | undefined, inner: TurnBudget<R> | undefined): TurnBudget<R> | undefined =>
+  outer === undefined || inner === undefined
+    ? outer ?? inner
+    : (input) =>
+      Effect.zipWith(outer(input), inner(input), (a, b) =>
+        a === undefined || b === undefined ? a ?? b : {
+          maxSteps: tighter(a.maxSteps, b.maxSteps),
+          maxTokens: tighter(a.maxTokens, b.maxTokens),
+          maxCost: tighter(a.maxCost, b.maxCost),
+          deadline: tighter(a.deadline, b.deadline)
+        })
+
 /**
  * Combines two records: for waterfall hooks `outer` runs first and its `next` is `inner`; serial hooks run
- * `outer` then `inner`.
+ * `outer` then `inner`; `turnBudget` runs both and keeps the tighter of each limit.
  *
  * @since 0.0.0
  * @category utils
@@ -177,5 +206,6 @@ export const compose = <R>(outer: Hooks<R>, inner: Hooks<R>): Hooks<R> => {
   set("turnStopping", serial(outer.turnStopping, inner.turnStopping))
   set("requestError", waterfall(outer.requestError, inner.requestError))
   set("toolApproval", waterfall(outer.toolApproval, inner.toolApproval))
+  set("turnBudget", bothLimits(outer.turnBudget, inner.turnBudget))
   return hooks
 }

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { TextBlock } from "./Content.js"
-import { NonNegativeInt } from "./Json.js"
+import { JsonNumber, NonNegativeInt } from "./Json.js"
 import { LlmFailure } from "./LlmFailure.js"
 import { UserMessageData } from "./Message.js"
 import { MessageSource } from "./MessageSource.js"
@@ -57,7 +57,44 @@ export const TurnErrorReason = Schema.Struct({
 }).annotations({ identifier: "TurnErrorReason" })
 
 /**
- * How a turn ended. `interrupted` is only written by crash repair, never by the loop.
+ * Which budget stopped a turn (R154–R163): its step cap, a token budget, a cost budget or its deadline.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const BudgetKind = Schema.Literal("steps", "tokens", "cost", "deadline").annotations({ identifier: "BudgetKind" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type BudgetKind = typeof BudgetKind.Type
+
+/**
+ * A turn the agent stopped because a budget was reached (R154). `budget` names it, `scope` says whether it bounds the
+ * turn or the whole session, `limit` is the budget and `used` what had been used when the turn stopped (steps,
+ * tokens, cost in the price table's unit, or milliseconds since the turn started for a deadline). `step` is the
+ * last step that ran (0 when a session budget was already spent before the first step).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const BudgetReason = Schema.Struct({
+  kind: Schema.Literal("budget"),
+  budget: BudgetKind,
+  scope: Schema.Literal("turn", "session"),
+  step: NonNegativeInt,
+  limit: JsonNumber,
+  used: JsonNumber
+}).annotations({ identifier: "BudgetReason" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type BudgetReason = typeof BudgetReason.Type
+
+/**
+ * How a turn ended. `interrupted` is only written by crash repair, never by the loop. `budget` is newer than the
+ * others: logs written before it simply never contain it.
  *
  * @since 0.0.0
  * @category schemas
@@ -69,7 +106,8 @@ export const TurnEndReason = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("max-tokens") }),
   Schema.Struct({ kind: Schema.Literal("interrupted") }),
   RequestErrorReason,
-  TurnErrorReason
+  TurnErrorReason,
+  BudgetReason
 ).annotations({ identifier: "TurnEndReason" })
 /**
  * @since 0.0.0
@@ -78,8 +116,8 @@ export const TurnEndReason = Schema.Union(
 export type TurnEndReason = typeof TurnEndReason.Type
 
 /**
- * How a turn settled, for live observers of `agent/settled`: `max-tokens` settles as `completed`, `disposed` as
- * `aborted` (R58).
+ * How a turn settled, for live observers of `agent/settled`: `max-tokens` and `budget` settle as `completed`,
+ * `disposed` as `aborted` (R58, R154).
  *
  * @since 0.0.0
  * @category schemas
@@ -121,7 +159,7 @@ export const PromptDecision = Schema.Union(
 export type PromptDecision = typeof PromptDecision.Type
 
 /**
- * The settle reason a turn end maps to (R58).
+ * The settle reason a turn end maps to (R58; a budget stop settles as `completed`, like `max-tokens`, R154).
  *
  * @since 0.0.0
  * @category utils
@@ -130,6 +168,7 @@ export const settleReasonOf = (reason: TurnEndReason): SettleReason => {
   switch (reason.kind) {
     case "completed":
     case "max-tokens":
+    case "budget":
       return { kind: "completed" }
     case "aborted":
     case "disposed":

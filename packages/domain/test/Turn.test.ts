@@ -17,6 +17,10 @@ const endReasons: Record<Turn.TurnEndReason["kind"], ReadonlyArray<Turn.TurnEndR
   error: [
     { kind: "error", step: 1, message: "hook `before-step` failed", code: "HOOK_FAILED" },
     { kind: "error", step: 1, message: "no model configured" }
+  ],
+  budget: [
+    { kind: "budget", budget: "steps", scope: "turn", step: 50, limit: 50, used: 50 },
+    { kind: "budget", budget: "cost", scope: "session", step: 0, limit: 0.5, used: 0.5012 }
   ]
 }
 

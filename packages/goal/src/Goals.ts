@@ -199,7 +199,10 @@ export interface Options {
  * @category models
  */
 export interface Plugin {
-  /** The admission guard (R125): put it outermost (`Hooks.compose(plugin.hooks, yours)`). */
+  /**
+   * The admission guard (R125) and the rounds' budget (`turnBudget`, R161): put them outermost
+   * (`Hooks.compose(plugin.hooks, yours)`).
+   */
   readonly hooks: Hooks.Hooks<never>
   /** `get_goal`, `create_goal`, `update_goal` (R127). */
   readonly tools: ReadonlyArray<AgentTool.AgentTool<never>>

@@ -1,13 +1,20 @@
 /**
  * Budgets at their boundaries: the token budget and the deadline block a goal exactly when they are
  * reached — at the budget, not one past it — and a retry turn's usage is charged to its round. Each property runs
- * the real driver over the scripted model (under `TestClock`), at the boundary, one below it and one above it.
+ * the real driver over the scripted model (under `TestClock`), at the boundary, one below it and one above it. Within a
+ * round, the agent enforces the goal's budgets after every step (R161): a model that keeps spending or working is
+ * stopped within one step of the token budget, and at the deadline.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { SessionEvent } from "@harness/domain"
+import { LogCheck } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, FastCheck as fc, Fiber, TestClock } from "effect"
 import { exhausted } from "../src/internal/budget.js"
-import { assertFoldMatches, env, goalAgent } from "./support.js"
+import { assertFoldMatches, call, env, goalAgent } from "./support.js"
+
+const assertWellFormed = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
+  assert.deepStrictEqual(LogCheck.checkLog(log), [])
 
 /** A budget one below, at, or one above what `rounds` rounds use. */
 const offset = fc.constantFrom(-1, 0, 1)
@@ -92,4 +99,40 @@ describe("budgets", () => {
       { ...S.textResponse("done after a retry"), usage: { inputTokens: 70, outputTokens: 30 } },
       S.textResponse("never")
     ]))))
+
+  it.scoped("R161: a round whose model keeps spending stops within one step of the goal's token budget", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "spend", maxTokens: 1000, maxGoalRounds: 5 })
+      yield* goals.settled
+      const log = yield* agent.log
+      assertWellFormed(log)
+      const state = yield* assertFoldMatches(agent, goals)
+      // 300 tokens a step: 900 after step 3, 1200 after step 4 — the round stops there, not at the step cap.
+      const ends = log.flatMap((e) => e.type === "turn/end" ? [e.data.reason] : [])
+      assert.deepStrictEqual(ends, [{ kind: "budget", budget: "tokens", scope: "turn", step: 4, limit: 1000, used: 1200 }])
+      assert.strictEqual(yield* goals.tokensUsed, 1200)
+      assert.strictEqual(state.goal?.blockedReason?.code, "token-budget")
+      assert.strictEqual(state.roundsStarted, 1)
+    }).pipe(Effect.provide(env(
+      Array.from({ length: 60 }, () => ({ ...call("get_goal"), usage: { inputTokens: 250, outputTokens: 50 } }))
+    ))))
+
+  it.scoped("R161: a round whose model keeps working stops at the goal's deadline, interrupted on the clock", () =>
+    Effect.gen(function*() {
+      const { agent, goals } = yield* goalAgent()
+      yield* goals.create({ objective: "slow", timeBudget: 25_000, maxGoalRounds: 5 })
+      const settled = yield* Effect.fork(goals.settled)
+      for (let i = 0; i < 8; i++) yield* TestClock.adjust("5 seconds")
+      yield* Fiber.join(settled)
+      const log = yield* agent.log
+      assertWellFormed(log)
+      const ends = log.flatMap((e) => e.type === "turn/end" ? [e.data.reason] : [])
+      assert.deepStrictEqual(ends.map((r) => r.kind === "budget" ? `${r.budget}:${r.step}` : r.kind), ["deadline:3"])
+      const state = yield* assertFoldMatches(agent, goals)
+      assert.strictEqual(state.goal?.blockedReason?.code, "deadline")
+      assert.strictEqual(state.roundsStarted, 1)
+    }).pipe(Effect.provide(env(
+      Array.from({ length: 60 }, () => S.delayed(10_000, call("get_goal")))
+    ))))
 })

@@ -134,7 +134,7 @@ export const make: <R>(
 ) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = Effect.fnUntraced(
   function*<R>(options: Options<R> = {}) {
     const erased: Options<unknown> = options
-    const { advertised, bound, maxParallel, maxToolResult, tools } = yield* validate(erased)
+    const { advertised, bound, budget, maxParallel, maxToolResult, tools } = yield* validate(erased)
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
@@ -196,6 +196,7 @@ export const make: <R>(
         : { model: options.model ?? "default", provider: options.provider },
       maxParallel,
       maxToolResult,
+      budget,
       bound
     }
 

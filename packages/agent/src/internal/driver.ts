@@ -29,7 +29,7 @@ import * as Lifecycle from "./lifecycle.js"
 import * as Spans from "./spans.js"
 import * as Stale from "./stale.js"
 import { runActivity } from "./turn.js"
-import { describeCause, TurnFailure } from "./turnFailure.js"
+import { BudgetStop, describeCause, TurnFailure } from "./turnFailure.js"
 
 const statusRunning: AgentEvent.AgentEvent = Object.freeze({ type: "agent/status", status: "running" })
 
@@ -304,8 +304,12 @@ const close = Effect.fnUntraced(function*(
   const cause = Lifecycle.cause((yield* read(env)).lifecycle)
   const progress = yield* Ref.get(activity.progress)
   let reason: TurnT.TurnEndReason
+  const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
   if (cause !== undefined) {
     reason = cause === "disposed" ? { kind: "disposed" } : { kind: "aborted" }
+  } else if (Option.isSome(failure) && failure.value instanceof BudgetStop) {
+    // The deadline interrupted a step (R158): closed like a cancel, ended as a budget stop, no `agent/error`.
+    reason = failure.value.reason
   } else {
     const error = errorMessage(exit)
     reason = error.code === undefined

@@ -16,6 +16,7 @@ import type { RequestConfig } from "../Hooks.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem, QueuedItem } from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import type { Budgets } from "./options.js"
 
 /** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
 export interface Progress {
@@ -148,6 +149,8 @@ export interface Env {
   readonly bound: { readonly limit: number; readonly overflow: "reject" | "dropOldest" | "dropNewest" } | undefined
   /** The most characters a tool result's text may have (`maxToolResultChars`). */
   readonly maxToolResult: number
+  /** The agent's budgets, validated (`budget.ts`, R154–R163). */
+  readonly budget: Budgets
   /**
    * Whether the agent was created under a `Tracer` of the program's own (e.g. `@effect/opentelemetry`): only then
    * does it record its spans (ADR 0024, ADR 0028). Under Effect's default tracer nobody reads them.

@@ -5,9 +5,10 @@
 import { Tool, type Toolkit } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json } from "@harness/domain"
-import { Effect, ParseResult, Schema } from "effect"
+import { Duration, Effect, Option, ParseResult, Schema } from "effect"
 import type { Options } from "../Agent.js"
 import { AgentConfigError } from "../AgentError.js"
+import * as Budget from "../Budget.js"
 import type { AgentTool } from "../AgentTool.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
@@ -118,6 +119,95 @@ const DataOptions = Schema.Struct({
   )
 })
 
+const positiveInt = (name: string) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => Number.isSafeInteger(n) && n >= 1),
+    Schema.annotations(message((actual) => `budget.${name} must be a positive integer, got ${String(actual)}`))
+  )
+
+const nonNegative = (name: string) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => Number.isFinite(n) && n >= 0),
+    Schema.annotations(message((actual) => `${name} must be a finite number ≥ 0, got ${String(actual)}`))
+  )
+
+const Price = Schema.Struct({
+  inputPerMillion: nonNegative("a price's inputPerMillion"),
+  outputPerMillion: nonNegative("a price's outputPerMillion"),
+  cachedInputPerMillion: Schema.optional(nonNegative("a price's cachedInputPerMillion"))
+})
+
+/** `budget` (R154–R163): every count a positive integer, the cost finite and positive, the timeout a duration. */
+const BudgetOptions = Schema.Struct({
+  maxSteps: Schema.optional(positiveInt("maxSteps")),
+  maxTurnTokens: Schema.optional(positiveInt("maxTurnTokens")),
+  maxSessionTokens: Schema.optional(positiveInt("maxSessionTokens")),
+  maxSessionCost: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isFinite(n) && n > 0),
+      Schema.annotations(
+        message((actual) => `budget.maxSessionCost must be a finite number > 0, got ${String(actual)}`)
+      )
+    )
+  ),
+  prices: Schema.optional(Schema.Record({ key: Schema.String, value: Price })),
+  turnTimeout: Schema.optional(
+    Schema.Unknown.pipe(
+      Schema.filter((input) => {
+        const duration = Duration.decodeUnknown(input)
+        return Option.isSome(duration) && Duration.greaterThan(duration.value, Duration.zero) &&
+          Duration.isFinite(duration.value)
+      }),
+      Schema.annotations(
+        message((actual) => `budget.turnTimeout must be a finite, positive duration, got ${String(actual)}`)
+      )
+    )
+  ),
+  warn: Schema.optional(Schema.Boolean)
+})
+
+const decodeBudget = Schema.decodeUnknownEither(BudgetOptions, { errors: "first" })
+
+/** The agent's budgets, validated: the step cap defaulted, the timeout in milliseconds. */
+export interface Budgets {
+  readonly maxSteps: number
+  readonly maxTurnTokens: number | undefined
+  readonly maxSessionTokens: number | undefined
+  readonly maxSessionCost: number | undefined
+  readonly prices: Readonly<Record<string, Budget.Price>> | undefined
+  readonly turnTimeoutMs: number | undefined
+  readonly warn: boolean
+}
+
+const budgets = (options: Options<unknown>): Budgets | AgentConfigError => {
+  const given = options.budget ?? {}
+  const decoded = decodeBudget(given)
+  if (decoded._tag === "Left") {
+    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+    return new AgentConfigError({ option: "budget", message: issue?.message ?? decoded.left.message })
+  }
+  const budget = decoded.right
+  if (budget.maxSessionCost !== undefined) {
+    const model = options.model ?? "default"
+    if (Budget.priceOf(budget.prices, model) === undefined) {
+      return new AgentConfigError({
+        option: "budget",
+        message: `budget.maxSessionCost needs a price for the model "${model}": add it to budget.prices`
+      })
+    }
+  }
+  const timeout = given.turnTimeout === undefined ? undefined : Duration.toMillis(Duration.decode(given.turnTimeout))
+  return {
+    maxSteps: budget.maxSteps ?? Budget.defaultMaxSteps,
+    maxTurnTokens: budget.maxTurnTokens,
+    maxSessionTokens: budget.maxSessionTokens,
+    maxSessionCost: budget.maxSessionCost,
+    prices: budget.prices,
+    turnTimeoutMs: timeout,
+    warn: budget.warn ?? true
+  }
+}
+
 const decodeOptions = Schema.decodeUnknownEither(DataOptions, { errors: "first" })
 
 /** The first issue of a refusal, as an `AgentConfigError` naming the option. */
@@ -152,8 +242,10 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     : new Map(options.tools.map((tool) => [tool.name, tool]))
   const advertised = tools.size === 0 ? undefined : transport([...tools.values()])
   if (advertised instanceof AgentConfigError) return yield* advertised
+  const budget = budgets(options)
+  if (budget instanceof AgentConfigError) return yield* budget
   const bound = decoded.right.maxPending === undefined
     ? undefined
     : { limit: decoded.right.maxPending, overflow: decoded.right.overflow ?? "reject" }
-  return { maxParallel, maxToolResult, tools, advertised, bound }
+  return { maxParallel, maxToolResult, tools, advertised, bound, budget }
 })

@@ -27,6 +27,7 @@ import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { admit, type Admitted } from "./admission.js"
 import { repairLocked } from "./close.js"
+import * as Budgets from "./budget.js"
 import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 
@@ -64,7 +65,7 @@ import {
 import * as Spans from "./spans.js"
 import { runToolCalls } from "./toolCalls.js"
 import type { TurnFailure } from "./turnFailure.js"
-import { failTurn, logFailure } from "./turnFailure.js"
+import { BudgetStop, failTurn, logFailure } from "./turnFailure.js"
 
 /** Runs one activity to its end. */
 export const runActivity = (
@@ -72,7 +73,7 @@ export const runActivity = (
   job: Job,
   progress: Ref.Ref<Progress>,
   tools: ToolRuntime
-): Effect.Effect<ActivityResult, TurnFailure> =>
+): Effect.Effect<ActivityResult, TurnFailure | BudgetStop> =>
   job._tag === "retry"
     ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: none, admitted: [] })
     : job._tag === "steering"
@@ -155,15 +156,19 @@ const runTurn = Effect.fnUntraced(function*(
   if (opened === undefined) return noTurn
   const turn = opened.turn
   if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
+  // The turn's budgets (R154–R160): checked after every step, here or in the section that closes a tool step.
+  const gauge = yield* Budgets.open(env, turn, opening.trigger)
   let step = 0
   // The history of a step the section before it already opened.
   let next: History.History | undefined = opened.history
   while (true) {
+    if (next === undefined && (yield* budgetBefore(env, progress, gauge, turn, step))) return turnEnded
     step += 1
     const n = step
     // The turn's opening section counted a first step it opened.
     if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
-    const run = runStep(env, progress, tools, turn, n, next)
+    const stepRun = runStep(env, progress, tools, turn, n, next, gauge)
+    const run = Budgets.timed(gauge) ? withDeadline(gauge, n, stepRun) : stepRun
     const outcome = yield* (env.traced
       ? run.pipe(
         Effect.tap((o) => Spans.annotate(env, Spans.attr.stepOutcome, stepOutcome(o))),
@@ -191,6 +196,51 @@ const runTurn = Effect.fnUntraced(function*(
     if (ended) return turnEnded
   }
 })
+
+/**
+ * The budget check before a step the previous section did not open (R155, R159): at the turn's start (a session
+ * budget already spent) and after a step that goes on without a tool step's close (steering). Takes the lock only
+ * to write: the warning, or `turn/end` with the budget reached. Returns whether the turn ended.
+ */
+const budgetBefore = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  gauge: Budgets.Gauge,
+  turn: number,
+  step: number
+) {
+  const now = Budgets.timed(gauge) ? yield* Clock.currentTimeMillis : 0
+  const stop = Budgets.reached(gauge, step, now)
+  if (stop !== undefined) {
+    yield* locked(env, (tx) => endTurnLocked(env, tx, progress, turn, stop))
+    return true
+  }
+  const warning = Budgets.warning(gauge, step)
+  if (warning !== undefined) {
+    yield* locked(env, (tx) => appendWarning(env, tx, warning)).pipe(Effect.mapError(logFailure(step)))
+  }
+  return false
+})
+
+/** The warning one step before a hard stop (R159): a `user/message` from the `budget` plugin, in the open turn. */
+const appendWarning = (env: Env, tx: SessionLog.Transaction, text: string) =>
+  appendOwn(env, tx, [{
+    type: "user/message",
+    data: { content: [{ type: "text", text }], source: Budgets.warningSource }
+  }])
+
+/**
+ * Runs a step under the turn's deadline (R158): when it passes, the step is interrupted on the `Clock` (its model
+ * stream, its tool calls) and the activity fails with `BudgetStop`, which the driver closes like a cancel.
+ */
+const withDeadline = <A, E>(gauge: Budgets.Gauge, step: number, run: Effect.Effect<A, E>) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const deadline = gauge.deadline ?? now
+    return Effect.timeoutFail(run, {
+      duration: Math.max(0, deadline - now),
+      onTimeout: () => new BudgetStop({ reason: Budgets.deadlineReason(gauge, step, deadline) })
+    })
+  })
 
 /** How a turn opens: its trigger, the staged input it retains and the admitted prompts (R45). */
 interface Opening {
@@ -363,7 +413,10 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
  */
 const opensInline = (env: Env): boolean => {
   const system = env.options.system
-  return env.options.hooks?.step === undefined && (system === undefined || typeof system === "string")
+  // A `turnBudget` hook and a session budget are read after the turn opens, before its first step (R156, R160).
+  return env.options.hooks?.step === undefined && (system === undefined || typeof system === "string") &&
+    env.options.hooks?.turnBudget === undefined && env.budget.maxSessionTokens === undefined &&
+    env.budget.maxSessionCost === undefined
 }
 
 /**
@@ -405,7 +458,8 @@ const runStep = Effect.fnUntraced(function*(
   tools: ToolRuntime,
   turn: number,
   step: number,
-  opened: History.History | undefined
+  opened: History.History | undefined,
+  gauge: Budgets.Gauge
 ) {
   let history = opened
   if (history === undefined) {
@@ -542,6 +596,7 @@ const runStep = Effect.fnUntraced(function*(
   }
   if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
   if (assembled.usage !== undefined) data.usage = assembled.usage
+  Budgets.charge(gauge, assembled.usage, config.model)
   // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
   const trustMessage = Assembly.isValidMessage(data)
   const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
@@ -566,7 +621,8 @@ const runStep = Effect.fnUntraced(function*(
   const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
     Effect.mapError(logFailure(step))
   )
-  return yield* locked(env, (tx) => endToolStepLocked(env, tx, progress, turn, step, concluded))
+  const now = Budgets.timed(gauge) ? yield* Clock.currentTimeMillis : 0
+  return yield* locked(env, (tx) => endToolStepLocked(env, tx, progress, turn, step, concluded, gauge, now))
 })
 
 /**
@@ -606,7 +662,9 @@ const endToolStepLocked = Effect.fnUntraced(function*(
   progress: Ref.Ref<Progress>,
   turn: number,
   step: number,
-  concluded: boolean
+  concluded: boolean,
+  gauge: Budgets.Gauge,
+  now: number
 ) {
   yield* Effect.zipRight(
     drain(env, tx, { turn }),
@@ -619,6 +677,16 @@ const endToolStepLocked = Effect.fnUntraced(function*(
     const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
     return outcome
   }
+  // The budgets after the step (R155): a budget reached ends the turn here, instead of opening the next step; the
+  // last step before a hard stop is preceded by the warning (R159).
+  const stop = Budgets.reached(gauge, step, now)
+  if (stop !== undefined) {
+    yield* endTurnLocked(env, tx, progress, turn, stop)
+    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
+    return outcome
+  }
+  const warning = Budgets.warning(gauge, step)
+  if (warning !== undefined) yield* appendWarning(env, tx, warning).pipe(Effect.mapError(logFailure(step)))
   const next = yield* openNext(env, tx, progress, turn, step)
   const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens: false, ended: false, next }
   return outcome

@@ -2,6 +2,7 @@
  * A turn's own failure (R59) — a hook, the system prompt, a log append — as opposed to a model-request failure
  * (R74–R75): the activity fails with it, and the driver closes the turn with `turn/end { kind: "error" }`.
  */
+import type { Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Cause, Chunk, Data, Predicate } from "effect"
 
@@ -13,6 +14,12 @@ export class TurnFailure extends Data.TaggedError("TurnFailure")<{
   readonly message: string
   readonly code?: string | undefined
 }> {}
+
+/**
+ * A turn stopped by its deadline (R158): the running step was interrupted on the `Clock`, and the driver closes the
+ * turn with this `budget` reason (owed calls answered, like a cancel) instead of an error.
+ */
+export class BudgetStop extends Data.TaggedError("BudgetStop")<{ readonly reason: Turn.BudgetReason }> {}
 
 /** A `TurnFailure` for a failed step hook, request hook, system prompt or turn-stopping hook. */
 export const failTurn = (step: number, what: string) => (cause: Cause.Cause<unknown>) =>

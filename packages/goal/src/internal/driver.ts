@@ -33,6 +33,16 @@ export const classify = (reason: Turn.TurnEndReason): Outcome => {
     case "disposed":
     case "interrupted":
       return { _tag: "disarm" }
+    case "budget":
+      // A round stopped by a budget of its own (the goal's tokens or deadline, the agent's step cap): the next drive
+      // pass blocks the goal if the goal's budget is spent, else the next round goes on (R161). A session budget
+      // would stop every round: it blocks the goal.
+      return reason.scope === "session"
+        ? {
+          _tag: "block",
+          reason: { code: "budget", message: `The session reached its ${reason.budget} budget (${reason.limit}).` }
+        }
+        : { _tag: "continue" }
     case "request-error":
     case "error": {
       const code = reason.kind === "request-error" ? reason.failure.code : reason.code

@@ -12,6 +12,7 @@ import { foldGoal } from "../GoalReplay.js"
 import type * as Goals from "../Goals.js"
 import { empty } from "../GoalState.js"
 import { guard } from "./admissionGuard.js"
+import { roundBudget } from "./budget.js"
 import { driverLoop } from "./driver.js"
 import { sync } from "./observer.js"
 import { settings as validSettings } from "./options.js"
@@ -72,7 +73,7 @@ export const make = (options?: Goals.Options): Effect.Effect<Goals.Plugin, GoalE
         return rt.service
       })
     return {
-      hooks: { promptSubmit: guard(slot) },
+      hooks: { promptSubmit: guard(slot), turnBudget: roundBudget(slot) },
       tools: makeTools(slot, settings, executor),
       attach
     }
