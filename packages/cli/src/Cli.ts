@@ -46,6 +46,26 @@ const global = {
         "repeatable; added to .harness/mcp.json's."
     ),
     Options.repeated
+  ),
+  maxSteps: Options.integer("max-steps").pipe(
+    Options.withDescription("The most steps one turn may take (default 50): a turn that reaches it ends (budget)."),
+    Options.optional
+  ),
+  maxTurnTokens: Options.integer("max-turn-tokens").pipe(
+    Options.withDescription("The most tokens one turn may use."),
+    Options.optional
+  ),
+  maxSessionTokens: Options.integer("max-session-tokens").pipe(
+    Options.withDescription("The most tokens the session may use, counted from its log (across resumes)."),
+    Options.optional
+  ),
+  maxSessionCost: Options.float("max-session-cost").pipe(
+    Options.withDescription("The most the session may cost, priced by HARNESS_PRICES (JSON per model)."),
+    Options.optional
+  ),
+  turnTimeout: Options.float("turn-timeout").pipe(
+    Options.withDescription("The most seconds one turn may take; a running step is interrupted when it passes."),
+    Options.optional
   )
 }
 

@@ -6,6 +6,7 @@
  * @since 0.0.0
  */
 import type { FileSystem, Path } from "@effect/platform"
+import type { Budget } from "@harness/agent"
 import type { McpSettings } from "@harness/mcp"
 import type { Effect, Option, Redacted } from "effect"
 import type { SettingsError } from "./CliError.js"
@@ -71,6 +72,33 @@ export interface Flags {
   readonly offline: boolean
   /** `--mcp <name>=<command line>` or `<name>=<url>`, repeatable: MCP servers whose tools the agent gets. */
   readonly mcp?: ReadonlyArray<string> | undefined
+  /** `--max-steps`: the most steps one turn may take (default 50). */
+  readonly maxSteps?: Option.Option<number> | undefined
+  /** `--max-turn-tokens`: the most tokens one turn may use. */
+  readonly maxTurnTokens?: Option.Option<number> | undefined
+  /** `--max-session-tokens`: the most tokens the session may use, across resumes. */
+  readonly maxSessionTokens?: Option.Option<number> | undefined
+  /** `--max-session-cost`: the most the session may cost, priced by `HARNESS_PRICES`. */
+  readonly maxSessionCost?: Option.Option<number> | undefined
+  /** `--turn-timeout`: the most seconds one turn may take. */
+  readonly turnTimeout?: Option.Option<number> | undefined
+}
+
+/**
+ * The budgets (R154–R163): flags, else `HARNESS_MAX_STEPS`, `HARNESS_MAX_TURN_TOKENS`, `HARNESS_MAX_SESSION_TOKENS`,
+ * `HARNESS_MAX_SESSION_COST`, `HARNESS_TURN_TIMEOUT_S` and the price table `HARNESS_PRICES` (JSON).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface BudgetSettings {
+  readonly maxSteps: Setting<number>
+  readonly maxTurnTokens: Setting<number | undefined>
+  readonly maxSessionTokens: Setting<number | undefined>
+  readonly maxSessionCost: Setting<number | undefined>
+  /** Seconds. */
+  readonly turnTimeout: Setting<number | undefined>
+  readonly prices: Setting<Readonly<Record<string, Budget.Price>> | undefined>
 }
 
 /**
@@ -103,6 +131,8 @@ export interface Settings {
   readonly pace: Setting<number>
   /** Chat: how soon a second Ctrl-C counts as a double press, in milliseconds (200 to 600 000; default 1 000). */
   readonly doublePress: Setting<number>
+  /** The turn's and the session's budgets. */
+  readonly budget: BudgetSettings
   /**
    * The provider's own `LLM_*` settings (`ChatCompletions.configSettings`) but the three above that stand for them
    * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.

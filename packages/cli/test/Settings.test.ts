@@ -170,3 +170,40 @@ describe("settings: values the CLI cannot use exit with code 2 (#37.8)", () => {
       assert.strictEqual(yield* exitOf({}, "config", "--workspace", "/"), 2)
     }))
 })
+
+describe("settings: budgets (R162)", () => {
+  it.effect("R162: budgets come from flags, else the environment; the step limit defaults to 50; config shows them", () =>
+    Effect.gen(function*() {
+      const defaults = yield* resolve({})
+      assert.deepStrictEqual(defaults.budget.maxSteps, { value: 50, origin: "default" })
+      assert.strictEqual(defaults.budget.maxSessionTokens.value, undefined)
+      const env = {
+        HARNESS_MAX_STEPS: "8",
+        HARNESS_MAX_SESSION_TOKENS: "20000",
+        HARNESS_MAX_SESSION_COST: "0.5",
+        HARNESS_TURN_TIMEOUT_S: "90",
+        HARNESS_PRICES: JSON.stringify({ offline: { inputPerMillion: 1, outputPerMillion: 2 } })
+      }
+      const fromEnv = yield* resolve(env)
+      assert.deepStrictEqual(fromEnv.budget.maxSteps, { value: 8, origin: "env HARNESS_MAX_STEPS" })
+      assert.strictEqual(fromEnv.budget.maxSessionCost.value, 0.5)
+      assert.deepStrictEqual(Object.keys(fromEnv.budget.prices.value ?? {}), ["offline"])
+      const flagged = yield* resolve(env, { maxSteps: Option.some(3), maxTurnTokens: Option.some(4000) })
+      assert.deepStrictEqual(flagged.budget.maxSteps, { value: 3, origin: "flag --max-steps" })
+      assert.deepStrictEqual(flagged.budget.maxTurnTokens, { value: 4000, origin: "flag --max-turn-tokens" })
+      const lines = shown(flagged)
+      assert.match(lines, /max-steps\s+3\s+\(flag --max-steps\)/)
+      assert.match(lines, /turn-timeout\s+90 s\s+\(env HARNESS_TURN_TIMEOUT_S\)/)
+    }))
+
+  it.effect("R162: a bad budget, or a cost budget without a price for the model, is refused with exit code 2", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* exitOf({ HARNESS_MAX_STEPS: "0" }, "config"), 2)
+      assert.strictEqual(yield* exitOf({ HARNESS_PRICES: "{not json" }, "config"), 2)
+      assert.strictEqual(yield* exitOf({}, "config", "--max-steps", "-1"), 2)
+      const unpriced = yield* Effect.either(resolve({ HARNESS_MAX_SESSION_COST: "1" }))
+      assert.isTrue(Either.isLeft(unpriced))
+      if (Either.isLeft(unpriced)) assert.include(unpriced.left.message, "needs a price for the model \"offline\"")
+      assert.strictEqual(yield* exitOf({ HARNESS_MAX_SESSION_COST: "1" }, "config"), 2)
+    }))
+})

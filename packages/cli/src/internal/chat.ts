@@ -416,9 +416,16 @@ export const chat = (
             yield* update((st) => ({ ...st, tokens: st.tokens + tokens }))
             return yield* lock.withPermits(1)(Effect.flatMap(endLine(), paint))
           }
-          case "turn/end":
+          case "turn/end": {
             // An aborted stream leaves its partial line: close it where it stopped.
-            return yield* lock.withPermits(1)(Effect.flatMap(endLine(" …"), paint))
+            yield* lock.withPermits(1)(Effect.flatMap(endLine(" …"), paint))
+            // A budget stop settles as completed: say which budget ended the turn (R163).
+            const reason = durable.data.reason
+            if (reason.kind === "budget") {
+              return yield* emit([s.yellow(`turn ${durable.data.turn} ${Timeline.budgetWords(reason)}`)])
+            }
+            return
+          }
           case "tool/call": {
             const { arguments: args, callId, name } = durable.data
             const n = (yield* Ref.updateAndGet(calls, (all) => [...all, { callId, name, args, result: undefined }]))

@@ -21,7 +21,7 @@ import * as OfflineModel from "../OfflineModel.js"
 import type { Settings, StoreLocation } from "../Settings.js"
 import * as McpServers from "./mcpServers.js"
 import * as Sessions from "./sessions.js"
-import { showStore, storeFlags } from "./settings.js"
+import { agentBudget, showStore, storeFlags } from "./settings.js"
 
 /** The system prompt of every CLI agent. */
 export const system = "You are Harness, a terse assistant working in the user's workspace. Use the workspace " +
@@ -107,7 +107,8 @@ export const makeAgent = (
         tools: [...plugin.tools, ...tools, ...mcp],
         hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
-        provider: settings.provider.value
+        provider: settings.provider.value,
+        budget: agentBudget(settings)
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
     )

@@ -3,7 +3,8 @@
  */
 import { FileSystem, Path } from "@effect/platform"
 import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
-import { Config, Effect, Option, Redacted } from "effect"
+import { Budget } from "@harness/agent"
+import { Config, Duration, Effect, Either, Option, Redacted, Schema } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, McpServer, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
 import { redactText, redactUrl } from "./redact.js"
@@ -17,7 +18,13 @@ export const environment = {
   apiKey: ["DEEPSEEK_API_KEY", "HARNESS_API_KEY", "LLM_API_KEY"],
   offline: ["HARNESS_OFFLINE"],
   pace: ["HARNESS_OFFLINE_PACE_MS"],
-  doublePress: ["HARNESS_DOUBLE_PRESS_MS"]
+  doublePress: ["HARNESS_DOUBLE_PRESS_MS"],
+  maxSteps: ["HARNESS_MAX_STEPS"],
+  maxTurnTokens: ["HARNESS_MAX_TURN_TOKENS"],
+  maxSessionTokens: ["HARNESS_MAX_SESSION_TOKENS"],
+  maxSessionCost: ["HARNESS_MAX_SESSION_COST"],
+  turnTimeout: ["HARNESS_TURN_TIMEOUT_S"],
+  prices: ["HARNESS_PRICES"]
 } as const
 
 /** What each setting means: the description every `Config` the CLI reads for it carries. */
@@ -29,7 +36,13 @@ export const descriptions: { readonly [K in keyof typeof environment]: string } 
   apiKey: "The model provider's API key.",
   offline: "Use the offline model even when an API key is configured.",
   pace: "The offline model's pause per word, in milliseconds.",
-  doublePress: "Chat: how soon a second Ctrl-C counts as a double press (discard the inbox, or exit), in milliseconds."
+  doublePress: "Chat: how soon a second Ctrl-C counts as a double press (discard the inbox, or exit), in milliseconds.",
+  maxSteps: "The most steps one turn may take before it ends with a budget stop.",
+  maxTurnTokens: "The most tokens one turn may use.",
+  maxSessionTokens: "The most tokens the whole session may use (counted from its log, across resumes).",
+  maxSessionCost: "The most the whole session may cost, priced by the price table.",
+  turnTimeout: "The most wall-clock time one turn may take, in seconds.",
+  prices: "The price table: JSON {\"<model>\": {\"inputPerMillion\": n, \"outputPerMillion\": n}}."
 }
 
 /** The largest offline pace, in milliseconds per word. */
@@ -87,6 +100,55 @@ const millisText = (min: number, max: number) => (text: string) => {
     ? { ok: n }
     : { expected: `a whole number of milliseconds from ${min} to ${max}` }
 }
+
+const positiveIntText = (text: string) => {
+  const trimmed = text.trim()
+  const n = /^\d+$/.test(trimmed) ? Number(trimmed) : Number.NaN
+  return Number.isSafeInteger(n) && n >= 1 ? { ok: n } : { expected: "a whole number ≥ 1" }
+}
+
+const positiveText = (text: string) => {
+  const n = text.trim() === "" ? Number.NaN : Number(text.trim())
+  return Number.isFinite(n) && n > 0 ? { ok: n } : { expected: "a number > 0" }
+}
+
+const PricesJson = Schema.parseJson(Schema.Record({
+  key: Schema.String,
+  value: Schema.Struct({
+    inputPerMillion: Schema.NonNegative,
+    outputPerMillion: Schema.NonNegative,
+    cachedInputPerMillion: Schema.optional(Schema.NonNegative)
+  })
+}))
+
+const pricesText = (text: string) =>
+  Either.match(Schema.decodeUnknownEither(PricesJson)(text), {
+    onLeft: () => ({
+      expected: "a JSON object of prices, e.g. {\"deepseek-v4-flash\": {\"inputPerMillion\": 0.27, \"outputPerMillion\": 1.1}}"
+    }),
+    onRight: (ok) => ({ ok })
+  })
+
+/** A budget setting: the flag, else the environment, else `fallback`; a flag is checked like the environment. */
+const budgetSetting = <A>(
+  flag: Option.Option<A> | undefined,
+  flagName: string,
+  setting: keyof typeof environment,
+  parse: (text: string) => { readonly ok: A } | { readonly expected: string },
+  fallback: Setting<A | undefined>
+) =>
+  Effect.gen(function*() {
+    if (flag !== undefined && Option.isSome(flag)) {
+      const checked = parse(String(flag.value))
+      if (!("ok" in checked)) {
+        return yield* new SettingsError({ setting: flagName, message: `${flagName} ${flag.value} is not ${checked.expected}` })
+      }
+      const given: Setting<A | undefined> = { value: checked.ok, origin: `flag ${flagName}` }
+      return given
+    }
+    const found: Setting<A | undefined> = Option.getOrElse(yield* parsedEnv(setting, parse), () => fallback)
+    return found
+  })
 
 const pick = <A, E>(
   flag: Option.Option<A>,
@@ -226,6 +288,49 @@ export const resolve = (flags: Flags) =>
       yield* parsedEnv("doublePress", millisText(doublePressBounds.min, doublePressBounds.max)),
       (): Setting<number> => ({ value: 1000, origin: "default" })
     )
+    const unset = { value: undefined, origin: "default: none" }
+    const maxSteps = yield* budgetSetting(flags.maxSteps, "--max-steps", "maxSteps", positiveIntText, {
+      value: Budget.defaultMaxSteps,
+      origin: "default"
+    })
+    const maxTurnTokens = yield* budgetSetting(
+      flags.maxTurnTokens,
+      "--max-turn-tokens",
+      "maxTurnTokens",
+      positiveIntText,
+      unset
+    )
+    const maxSessionTokens = yield* budgetSetting(
+      flags.maxSessionTokens,
+      "--max-session-tokens",
+      "maxSessionTokens",
+      positiveIntText,
+      unset
+    )
+    const maxSessionCost = yield* budgetSetting(
+      flags.maxSessionCost,
+      "--max-session-cost",
+      "maxSessionCost",
+      positiveText,
+      unset
+    )
+    const turnTimeout = yield* budgetSetting(flags.turnTimeout, "--turn-timeout", "turnTimeout", positiveText, unset)
+    const prices = yield* budgetSetting(undefined, "HARNESS_PRICES", "prices", pricesText, unset)
+    if (maxSessionCost.value !== undefined && Budget.priceOf(prices.value, model.value) === undefined) {
+      return yield* new SettingsError({
+        setting: maxSessionCost.origin.replace(/^(flag|env) /, ""),
+        message: `a session cost budget needs a price for the model ${JSON.stringify(model.value)}: ` +
+          `set HARNESS_PRICES, e.g. {"${model.value}": {"inputPerMillion": 0.27, "outputPerMillion": 1.1}}`
+      })
+    }
+    const budget = {
+      maxSteps: { value: maxSteps.value ?? Budget.defaultMaxSteps, origin: maxSteps.origin },
+      maxTurnTokens,
+      maxSessionTokens,
+      maxSessionCost,
+      turnTimeout,
+      prices
+    }
     const llm = yield* Effect.forEach(
       ChatCompletionsSettings.configSettings.filter((setting) => !cliOwned.has(setting.option)),
       (setting) =>
@@ -256,7 +361,19 @@ export const resolve = (flags: Flags) =>
         Effect.promise(() => import("./mcpServers.js")),
         (McpServers) => McpServers.resolve(mcpFile, mcpFlags)
       )
-    return { workspace, store, provider, model, baseUrl, apiKey, pace, doublePress, llm, mcp } satisfies Settings
+    return {
+      workspace,
+      store,
+      provider,
+      model,
+      baseUrl,
+      apiKey,
+      pace,
+      doublePress,
+      budget,
+      llm,
+      mcp
+    } satisfies Settings
   })
 
 /** How an MCP server is shown: its command line, or its URL with any credential redacted. */
@@ -294,6 +411,7 @@ export const render = (
     ],
     ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
     ["double-press", `${settings.doublePress.value} ms`, settings.doublePress.origin, descriptions.doublePress],
+    ...budgetRows(settings.budget),
     ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const),
     ...settings.mcp.map((server) =>
       [
@@ -310,6 +428,32 @@ export const render = (
     const line = `${name.padEnd(width)}  ${value.padEnd(valueWidth)}  (${origin})`
     return options.describe === true ? [line, `${" ".repeat(width + 2)}${description}`] : [line]
   })
+}
+
+const budgetRows = (budget: Settings["budget"]) => {
+  const row = <A>(name: string, setting: Setting<A | undefined>, show: (value: A) => string, description: string) =>
+    [name, setting.value === undefined ? "-" : show(setting.value), setting.origin, description] as const
+  return [
+    row("max-steps", budget.maxSteps, String, descriptions.maxSteps),
+    row("max-turn-tokens", budget.maxTurnTokens, String, descriptions.maxTurnTokens),
+    row("max-session-tokens", budget.maxSessionTokens, String, descriptions.maxSessionTokens),
+    row("max-session-cost", budget.maxSessionCost, String, descriptions.maxSessionCost),
+    row("turn-timeout", budget.turnTimeout, (s) => `${s} s`, descriptions.turnTimeout),
+    row("prices", budget.prices, (p) => Object.keys(p).join(", "), descriptions.prices)
+  ]
+}
+
+/** The agent's budgets (`Agent.Options.budget`) from the settings. */
+export const agentBudget = (settings: Settings): Budget.Budget => {
+  const { maxSessionCost, maxSessionTokens, maxSteps, maxTurnTokens, prices, turnTimeout } = settings.budget
+  return {
+    maxSteps: maxSteps.value,
+    maxTurnTokens: maxTurnTokens.value,
+    maxSessionTokens: maxSessionTokens.value,
+    maxSessionCost: maxSessionCost.value,
+    prices: prices.value,
+    turnTimeout: turnTimeout.value === undefined ? undefined : Duration.seconds(turnTimeout.value)
+  }
 }
 
 /** A word as a POSIX shell reads it back: as is when it is safe, single-quoted otherwise. */

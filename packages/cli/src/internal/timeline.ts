@@ -2,7 +2,7 @@
  * Readable renderings of events: one line per durable event or inbox record (for `sessions show` and the demo),
  * a Markdown transcript (for `sessions export --format md`), and short forms of tool calls and results.
  */
-import type { Json, Message } from "@harness/domain"
+import type { Json, Message, Turn } from "@harness/domain"
 import { SessionEvent, Store } from "@harness/domain"
 import { Schema } from "effect"
 import { visible } from "./output.js"
@@ -92,6 +92,23 @@ const depthOf = (event: SessionEvent.SessionEvent | Store.InboxRecord, open: { t
   }
 }
 
+/** A budget stop in words (R163): which budget, what was used of it, after which step. */
+export const budgetWords = (reason: Turn.BudgetReason): string => {
+  const after = reason.step === 0 ? "before its first step" : `after step ${reason.step}`
+  switch (reason.budget) {
+    case "steps":
+      return `stopped at its step limit (${reason.limit} steps)`
+    case "tokens":
+      return `stopped ${after}: the ${reason.scope} used ${reason.used} tokens of its ${reason.limit}-token budget`
+    case "cost":
+      return `stopped ${after}: the ${reason.scope} cost ${
+        Number(reason.used.toPrecision(4))
+      } of its budget of ${reason.limit}`
+    case "deadline":
+      return `stopped in step ${reason.step}: the turn reached its deadline (${reason.limit / 1000} s)`
+  }
+}
+
 /**
  * One durable event or inbox record in words; `undefined` for streamed chunks. `accepted` maps message ids to their
  * text, so a settled inbox record can say which message it was.
@@ -111,6 +128,8 @@ export const describe = (
         ? `: ${reason.message}`
         : reason.kind === "request-error"
         ? `: ${reason.failure.message}`
+        : reason.kind === "budget"
+        ? `: ${budgetWords(reason)}`
         : ""
       return `turn ${record.data.turn} ends: ${reason.kind}${detail}`
     }
@@ -243,7 +262,11 @@ export const markdown = (id: string, events: ReadonlyArray<SessionEvent.SessionE
         break
       case "turn/end":
         if (event.data.reason.kind !== "completed") {
-          out.push(`_Turn ${event.data.turn} ended: ${event.data.reason.kind}._`, "")
+          const reason = event.data.reason
+          out.push(
+            `_Turn ${event.data.turn} ended: ${reason.kind}${reason.kind === "budget" ? ` (${budgetWords(reason)})` : ""}._`,
+            ""
+          )
         }
         break
       default:
