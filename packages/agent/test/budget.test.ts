@@ -52,7 +52,14 @@ describe("budgets", () => {
     Effect.gen(function*() {
       const { agent, model, rec } = yield* setup({ tools: [noop] })
       const log = yield* oneTurn(agent)
-      assert.deepStrictEqual(turnEnds(log), [{ kind: "budget", budget: "steps", scope: "turn", step: 50, limit: 50, used: 50 }])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "steps",
+        scope: "turn",
+        step: 50,
+        limit: 50,
+        used: 50
+      }])
       assert.strictEqual(steps(log, 1), 50)
       assert.strictEqual(yield* model.requestCount, 50)
       // Every call of the last step was answered by its handler, not by a synthetic result.
@@ -70,7 +77,14 @@ describe("budgets", () => {
     Effect.gen(function*() {
       const { agent } = yield* setup({ tools: [noop], budget: { maxSteps: 3, warn: false } })
       const log = yield* oneTurn(agent)
-      assert.deepStrictEqual(turnEnds(log), [{ kind: "budget", budget: "steps", scope: "turn", step: 3, limit: 3, used: 3 }])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "steps",
+        scope: "turn",
+        step: 3,
+        limit: 3,
+        used: 3
+      }])
       assert.deepStrictEqual(warnings(log), [])
     }).pipe(Effect.provide(S.layer(loop(10)))))
 
@@ -79,7 +93,14 @@ describe("budgets", () => {
       const { agent, model } = yield* setup({ tools: [noop], budget: { maxTurnTokens: 1000 } })
       const log = yield* oneTurn(agent)
       // 300 tokens a step: 900 after step 3 is under the budget, 1200 after step 4 reaches it.
-      assert.deepStrictEqual(turnEnds(log), [{ kind: "budget", budget: "tokens", scope: "turn", step: 4, limit: 1000, used: 1200 }])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "tokens",
+        scope: "turn",
+        step: 4,
+        limit: 1000,
+        used: 1200
+      }])
       assert.strictEqual(yield* model.requestCount, 4)
     }).pipe(Effect.provide(S.layer(loop(10, { inputTokens: 250, outputTokens: 50 })))))
 
@@ -99,7 +120,12 @@ describe("budgets", () => {
 
   it.scoped("R156: a cost budget without a price for the agent's model is refused at creation", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(Agent.make({ model: "m", budget: { maxSessionCost: 1, prices: { other: { inputPerMillion: 1, outputPerMillion: 1 } } } }))
+      const exit = yield* Effect.exit(
+        Agent.make({
+          model: "m",
+          budget: { maxSessionCost: 1, prices: { other: { inputPerMillion: 1, outputPerMillion: 1 } } }
+        })
+      )
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) assert.include(String(exit.cause), "needs a price for the model \"m\"")
       const zero = yield* Effect.exit(Agent.make({ model: "m", budget: { maxSteps: 0 } }))
@@ -122,11 +148,20 @@ describe("budgets", () => {
       yield* Fiber.join(idle)
       const log = yield* agent.log
       assertWellFormed(log)
-      assert.deepStrictEqual(turnEnds(log), [{ kind: "budget", budget: "deadline", scope: "turn", step: 3, limit: 25_000, used: 25_000 }])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "deadline",
+        scope: "turn",
+        step: 3,
+        limit: 25_000,
+        used: 25_000
+      }])
       const last = log.filter((e) => e.type === "tool/result").at(-1)
       assert.strictEqual(last?.type === "tool/result" ? last.data.error?.code : undefined, "ABORTED")
       assert.deepStrictEqual((yield* rec.events).filter((e) => e.type === "agent/error"), [])
-    }).pipe(Effect.provide(S.layer(Array.from({ length: 10 }, () => S.toolCallResponse(S.toolCall("sleep", { ms: 10_000 })))))))
+    }).pipe(
+      Effect.provide(S.layer(Array.from({ length: 10 }, () => S.toolCallResponse(S.toolCall("sleep", { ms: 10_000 })))))
+    ))
 
   it.scoped("R159: the model is warned one step before the step cap, and the warning is in its last request", () =>
     Effect.gen(function*() {
@@ -174,23 +209,41 @@ describe("budgets", () => {
       const usage = { inputTokens: 250, outputTokens: 50 }
       // The first process: two steps of 300 tokens, then a reply: 900 tokens, under the budget.
       yield* Effect.scoped(Effect.gen(function*() {
-        const log = yield* run(yield* SessionLog.make({ id }), [looping(usage), looping(usage), { ...S.textResponse("done"), usage }])
+        const log = yield* run(yield* SessionLog.make({ id }), [looping(usage), looping(usage), {
+          ...S.textResponse("done"),
+          usage
+        }])
         assert.deepStrictEqual(turnEnds(log), [{ kind: "completed" }])
       })).pipe(Effect.provide(store))
       // The second process counts those 900: its first step reaches 1200 and ends the turn.
       const reopened = yield* Effect.scoped(Effect.gen(function*() {
         const log = yield* run(yield* SessionLog.open(id), loop(5, usage))
-        assert.deepStrictEqual(turnEnds(log).at(-1), { kind: "budget", budget: "tokens", scope: "session", step: 1, limit: 1000, used: 1200 })
+        assert.deepStrictEqual(turnEnds(log).at(-1), {
+          kind: "budget",
+          budget: "tokens",
+          scope: "session",
+          step: 1,
+          limit: 1000,
+          used: 1200
+        })
         return log
       })).pipe(Effect.provide(store))
       // A third process finds the budget spent: its turn ends before any step, and the model is never asked.
       yield* Effect.scoped(Effect.gen(function*() {
         const [model, controls] = yield* S.make(loop(5, usage))
-        const agent = yield* Agent.make({ model: "m", session: yield* SessionLog.open(id), tools: [noop], budget }).pipe(
-          Effect.provideService(LanguageModel.LanguageModel, model)
-        )
+        const agent = yield* Agent.make({ model: "m", session: yield* SessionLog.open(id), tools: [noop], budget })
+          .pipe(
+            Effect.provideService(LanguageModel.LanguageModel, model)
+          )
         const log = yield* oneTurn(agent)
-        assert.deepStrictEqual(turnEnds(log).at(-1), { kind: "budget", budget: "tokens", scope: "session", step: 0, limit: 1000, used: 1200 })
+        assert.deepStrictEqual(turnEnds(log).at(-1), {
+          kind: "budget",
+          budget: "tokens",
+          scope: "session",
+          step: 0,
+          limit: 1000,
+          used: 1200
+        })
         assert.strictEqual(yield* controls.requestCount, 0)
         assert.strictEqual(log.length > reopened.length, true)
         assert.deepStrictEqual(LogCheck.checkLog(log), [])
@@ -209,6 +262,13 @@ describe("budgets", () => {
         )
       })
       const log = yield* oneTurn(agent)
-      assert.deepStrictEqual(turnEnds(log), [{ kind: "budget", budget: "tokens", scope: "turn", step: 3, limit: 700, used: 900 }])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "tokens",
+        scope: "turn",
+        step: 3,
+        limit: 700,
+        used: 900
+      }])
     }).pipe(Effect.provide(S.layer(loop(10, { inputTokens: 250, outputTokens: 50 })))))
 })

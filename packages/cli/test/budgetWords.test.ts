@@ -7,7 +7,12 @@ import type { SessionEvent } from "@harness/domain"
 import * as Timeline from "../src/internal/timeline.js"
 
 const end = (reason: SessionEvent.SessionEventOf<"turn/end">["data"]["reason"]) => {
-  const event: SessionEvent.SessionEventOf<"turn/end"> = { type: "turn/end", seq: 9, time: 0, data: { turn: 2, reason } }
+  const event: SessionEvent.SessionEventOf<"turn/end"> = {
+    type: "turn/end",
+    seq: 9,
+    time: 0,
+    data: { turn: 2, reason }
+  }
   return Timeline.describe(event)
 }
 

@@ -62,7 +62,9 @@ export const TurnErrorReason = Schema.Struct({
  * @since 0.0.0
  * @category schemas
  */
-export const BudgetKind = Schema.Literal("steps", "tokens", "cost", "deadline").annotations({ identifier: "BudgetKind" })
+export const BudgetKind = Schema.Literal("steps", "tokens", "cost", "deadline").annotations({
+  identifier: "BudgetKind"
+})
 /**
  * @since 0.0.0
  * @category models

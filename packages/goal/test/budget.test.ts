@@ -110,7 +110,14 @@ describe("budgets", () => {
       const state = yield* assertFoldMatches(agent, goals)
       // 300 tokens a step: 900 after step 3, 1200 after step 4 — the round stops there, not at the step cap.
       const ends = log.flatMap((e) => e.type === "turn/end" ? [e.data.reason] : [])
-      assert.deepStrictEqual(ends, [{ kind: "budget", budget: "tokens", scope: "turn", step: 4, limit: 1000, used: 1200 }])
+      assert.deepStrictEqual(ends, [{
+        kind: "budget",
+        budget: "tokens",
+        scope: "turn",
+        step: 4,
+        limit: 1000,
+        used: 1200
+      }])
       assert.strictEqual(yield* goals.tokensUsed, 1200)
       assert.strictEqual(state.goal?.blockedReason?.code, "token-budget")
       assert.strictEqual(state.roundsStarted, 1)

@@ -52,7 +52,9 @@ export const open = Effect.fnUntraced(function*(env: Env, turn: number, trigger:
   if (options.maxTurnTokens !== undefined) {
     limits.push({ budget: "tokens", scope: "turn", limit: options.maxTurnTokens, before: 0 })
   }
-  if (extra?.maxTokens !== undefined) limits.push({ budget: "tokens", scope: "turn", limit: extra.maxTokens, before: 0 })
+  if (extra?.maxTokens !== undefined) {
+    limits.push({ budget: "tokens", scope: "turn", limit: extra.maxTokens, before: 0 })
+  }
   if (options.maxSessionTokens !== undefined || options.maxSessionCost !== undefined) {
     const used = Budget.usedBy(yield* env.log.events, options.prices)
     if (options.maxSessionTokens !== undefined) {
@@ -69,7 +71,11 @@ export const open = Effect.fnUntraced(function*(env: Env, turn: number, trigger:
   const needsClock = options.turnTimeoutMs !== undefined || extra?.deadline !== undefined
   const startedAt = needsClock ? yield* Clock.currentTimeMillis : 0
   const own = options.turnTimeoutMs === undefined ? undefined : startedAt + options.turnTimeoutMs
-  const deadline = own === undefined ? extra?.deadline : extra?.deadline === undefined ? own : Math.min(own, extra.deadline)
+  const deadline = own === undefined
+    ? extra?.deadline
+    : extra?.deadline === undefined
+    ? own
+    : Math.min(own, extra.deadline)
   const gauge: Gauge = {
     limits,
     prices: options.prices,

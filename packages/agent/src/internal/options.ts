@@ -8,8 +8,8 @@ import { Json } from "@harness/domain"
 import { Duration, Effect, Option, ParseResult, Schema } from "effect"
 import type { Options } from "../Agent.js"
 import { AgentConfigError } from "../AgentError.js"
-import * as Budget from "../Budget.js"
 import type { AgentTool } from "../AgentTool.js"
+import * as Budget from "../Budget.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
 

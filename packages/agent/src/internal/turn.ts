@@ -26,8 +26,8 @@ import {
 import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import { admit, type Admitted } from "./admission.js"
-import { repairLocked } from "./close.js"
 import * as Budgets from "./budget.js"
+import { repairLocked } from "./close.js"
 import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 

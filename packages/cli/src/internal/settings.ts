@@ -2,8 +2,8 @@
  * Resolution of the effective configuration: flags, then environment (through `Config`), then defaults.
  */
 import { FileSystem, Path } from "@effect/platform"
-import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Budget } from "@harness/agent"
+import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Duration, Effect, Either, Option, Redacted, Schema } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, McpServer, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
@@ -124,7 +124,8 @@ const PricesJson = Schema.parseJson(Schema.Record({
 const pricesText = (text: string) =>
   Either.match(Schema.decodeUnknownEither(PricesJson)(text), {
     onLeft: () => ({
-      expected: "a JSON object of prices, e.g. {\"deepseek-v4-flash\": {\"inputPerMillion\": 0.27, \"outputPerMillion\": 1.1}}"
+      expected:
+        "a JSON object of prices, e.g. {\"deepseek-v4-flash\": {\"inputPerMillion\": 0.27, \"outputPerMillion\": 1.1}}"
     }),
     onRight: (ok) => ({ ok })
   })
@@ -141,7 +142,10 @@ const budgetSetting = <A>(
     if (flag !== undefined && Option.isSome(flag)) {
       const checked = parse(String(flag.value))
       if (!("ok" in checked)) {
-        return yield* new SettingsError({ setting: flagName, message: `${flagName} ${flag.value} is not ${checked.expected}` })
+        return yield* new SettingsError({
+          setting: flagName,
+          message: `${flagName} ${flag.value} is not ${checked.expected}`
+        })
       }
       const given: Setting<A | undefined> = { value: checked.ok, origin: `flag ${flagName}` }
       return given

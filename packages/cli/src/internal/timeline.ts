@@ -264,7 +264,9 @@ export const markdown = (id: string, events: ReadonlyArray<SessionEvent.SessionE
         if (event.data.reason.kind !== "completed") {
           const reason = event.data.reason
           out.push(
-            `_Turn ${event.data.turn} ended: ${reason.kind}${reason.kind === "budget" ? ` (${budgetWords(reason)})` : ""}._`,
+            `_Turn ${event.data.turn} ended: ${reason.kind}${
+              reason.kind === "budget" ? ` (${budgetWords(reason)})` : ""
+            }._`,
             ""
           )
         }

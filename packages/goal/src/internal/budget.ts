@@ -40,22 +40,22 @@ export const tokensUsed = (log: ReadonlyArray<SessionEvent.SessionEvent>, goalId
  * the goal's token budget and its deadline as limits, so the agent stops the round within one step of them instead
  * of the driver noticing between rounds.
  */
-export const roundBudget = (slot: Ref.Ref<Runtime | undefined>): NonNullable<Hooks.Hooks<never>["turnBudget"]> =>
-(input) =>
-  Effect.gen(function*() {
-    const rt = yield* Ref.get(slot)
-    if (rt === undefined || rt.agent !== input.agent) return undefined
-    const goal = (yield* Ref.get(rt.state)).current.goal
-    if (goal === undefined || goal.phase !== "active") return undefined
-    if (goal.maxTokens === undefined && goal.deadline === undefined) return undefined
-    // The turn has opened: its `turn/start` is the log's last, and says whether it is one of this goal's rounds.
-    const usage = roundsUsage(yield* rt.agent.log, goal.id)
-    if (!usage.counting) return undefined
-    return {
-      maxTokens: goal.maxTokens === undefined ? undefined : Math.max(0, goal.maxTokens - usage.total),
-      deadline: goal.deadline
-    }
-  })
+export const roundBudget =
+  (slot: Ref.Ref<Runtime | undefined>): NonNullable<Hooks.Hooks<never>["turnBudget"]> => (input) =>
+    Effect.gen(function*() {
+      const rt = yield* Ref.get(slot)
+      if (rt === undefined || rt.agent !== input.agent) return undefined
+      const goal = (yield* Ref.get(rt.state)).current.goal
+      if (goal === undefined || goal.phase !== "active") return undefined
+      if (goal.maxTokens === undefined && goal.deadline === undefined) return undefined
+      // The turn has opened: its `turn/start` is the log's last, and says whether it is one of this goal's rounds.
+      const usage = roundsUsage(yield* rt.agent.log, goal.id)
+      if (!usage.counting) return undefined
+      return {
+        maxTokens: goal.maxTokens === undefined ? undefined : Math.max(0, goal.maxTokens - usage.total),
+        deadline: goal.deadline
+      }
+    })
 
 /** The budget the goal has reached, if any: rounds, then tokens, then the deadline. */
 export const exhausted = (
