@@ -180,6 +180,21 @@ describe("budgets", () => {
       assert.notInclude(JSON.stringify(requests[1]?.prompt), "your next step is the last one")
     }).pipe(Effect.provide(S.layer(loop(10)))))
 
+  it.scoped("R159: no warning before the first step: a cap of one step runs that step unwarned", () =>
+    Effect.gen(function*() {
+      const { agent } = yield* setup({ tools: [noop], budget: { maxSteps: 1 } })
+      const log = yield* oneTurn(agent)
+      assert.deepStrictEqual(warnings(log), [])
+      assert.deepStrictEqual(turnEnds(log), [{
+        kind: "budget",
+        budget: "steps",
+        scope: "turn",
+        step: 1,
+        limit: 1,
+        used: 1
+      }])
+    }).pipe(Effect.provide(S.layer(loop(3)))))
+
   it.scoped("R159: a token budget warns when one more step like the last would reach it", () =>
     Effect.gen(function*() {
       const { agent } = yield* setup({ tools: [noop], budget: { maxTurnTokens: 1000 } })

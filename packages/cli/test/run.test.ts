@@ -48,6 +48,20 @@ describe("harness run (offline model)", { timeout: 180_000 }, () => {
       assert.include(listed.stdout, "\"list the files\"")
     }))
 
+  it.live("R162, R163: --max-steps stops a turn at its step limit; run and sessions show say so in words", () =>
+    live(async (dir) => {
+      const result = await harness(["run", "--max-steps", "1", "list", "the", "files"], { cwd: dir })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stderr, "→ list_dir()")
+      assert.include(result.stderr, "turn 1 ends: budget: stopped at its step limit (1 step)")
+      // The tool ran, but the model never got a second step to answer with its result.
+      assert.notInclude(result.stdout, "notes.txt")
+      const id = /session ([0-9a-f-]{36})/.exec(result.stderr)?.[1]
+      const shown = await harness(["sessions", "show", id!], { cwd: dir })
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.include(shown.stdout, "turn 1 ends: budget: stopped at its step limit (1 step)")
+    }))
+
   it.live("reads the prompt from standard input with -, and --json prints every event as decodable NDJSON", () =>
     live(async (dir) => {
       const result = await harness(["run", "--json", "-"], { cwd: dir, input: "grep TODO\n" })

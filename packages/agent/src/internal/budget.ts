@@ -129,10 +129,11 @@ export const reached = (gauge: Gauge, steps: number, now: number): Turn.BudgetRe
 
 /**
  * The warning for the model when its next step will be its last (R159): the step cap is one away, or another step
- * using what the last one used reaches a token or cost budget. Given once per turn.
+ * using what the last one used reaches a token or cost budget. Given once per turn, never before its first step.
  */
 export const warning = (gauge: Gauge, steps: number): string | undefined => {
-  if (!gauge.warn || gauge.warned) return undefined
+  // Before the first step there is no step before the stop to warn in (a cap of 1 step is no reason to talk).
+  if (!gauge.warn || gauge.warned || steps === 0) return undefined
   for (const limit of gauge.limits) {
     const next = limit.budget === "steps" ? 1 : limit.budget === "tokens" ? gauge.lastTokens : gauge.lastCost
     if (usedOf(gauge, limit, steps) + next >= limit.limit) {

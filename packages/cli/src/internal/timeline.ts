@@ -97,7 +97,7 @@ export const budgetWords = (reason: Turn.BudgetReason): string => {
   const after = reason.step === 0 ? "before its first step" : `after step ${reason.step}`
   switch (reason.budget) {
     case "steps":
-      return `stopped at its step limit (${reason.limit} steps)`
+      return `stopped at its step limit (${reason.limit} step${reason.limit === 1 ? "" : "s"})`
     case "tokens":
       return `stopped ${after}: the ${reason.scope} used ${reason.used} tokens of its ${reason.limit}-token budget`
     case "cost":
