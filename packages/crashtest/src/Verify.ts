@@ -144,6 +144,7 @@ export const verify = (
       if (Store.isInboxRecord(value)) {
         inboxRecords++
         if (value.type === "inbox/accepted") inbox.set(value.message.id, true)
+        else if (value.type === "approval/requested" || value.type === "approval/answered") continue
         else {
           settled.add(value.id)
           inbox.delete(value.id)

@@ -5,6 +5,8 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
+import { PendingApproval } from "./Approval.js"
+import { ToolCallId } from "./Ids.js"
 import { NonNegativeInt } from "./Json.js"
 import { AgentMessage, InboxPlacement } from "./Message.js"
 import { SessionEvent } from "./SessionEvent.js"
@@ -77,6 +79,14 @@ export const AgentEvent = Schema.Union(
   event("agent/inbox/move", { message: AgentMessage, position: NonNegativeInt }),
   /** A pending item changed FIFO (`promote`: to `steering`; `demote`: to `queued`, last). */
   event("agent/inbox/place", { message: AgentMessage, placement: InboxPlacement }),
+  /** A tool call waits for a person (ADR 0054); also published for the pending approvals a resume restores. */
+  event("agent/approval/requested", { approval: PendingApproval }),
+  /** A pending approval was answered, by a person or by the timeout policy. */
+  event("agent/approval/answered", {
+    callId: ToolCallId,
+    decision: Schema.Literal("allow", "deny"),
+    by: Schema.Literal("person", "timeout")
+  }),
   event("agent/cancel-requested", { cause: CancelCause }),
   event("agent/settled", { turn: NonNegativeInt, reason: SettleReason }),
   event("agent/error", {

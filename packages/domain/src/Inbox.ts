@@ -132,7 +132,8 @@ export const receiptOf = (
   for (const record of records) {
     if (record.type === "inbox/accepted") {
       if (record.message.id === id && placement === undefined) placement = record.placement
-    } else if (record.id !== id) continue
+    } else if (record.type === "approval/requested" || record.type === "approval/answered") continue
+    else if (record.id !== id) continue
     else if (record.type === "inbox/revised") {
       if (record.change._tag === "place") placement = record.change.placement
     } else if (settled === undefined) {

@@ -9,7 +9,8 @@
  */
 import { Schema } from "effect"
 import { CancelCause } from "./AgentEvent.js"
-import { AgentMessageId } from "./Ids.js"
+import { ApprovalAnswer, ApprovalError, PendingApproval } from "./Approval.js"
+import { AgentMessageId, ToolCallId } from "./Ids.js"
 import { CancelResult, InboxItem, Receipt as ReceiptSchema, WithdrawResult } from "./Inbox.js"
 import { NonNegativeInt, PositiveInt } from "./Json.js"
 import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
@@ -409,6 +410,30 @@ export class AwaitReceipt extends Schema.TaggedRequest<AwaitReceipt>()("AwaitRec
 }) {}
 
 /**
+ * `approvals`: the tool calls waiting for a person now, in request order (ADR 0054).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class ListApprovals extends Schema.TaggedRequest<ListApprovals>()("ListApprovals", {
+  failure: Schema.Never,
+  success: Schema.Array(PendingApproval),
+  payload: {}
+}) {}
+
+/**
+ * `approve(callId, answer)`: answers a pending approval; returns once the answer is durable (ADR 0054).
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Approve extends Schema.TaggedRequest<Approve>()("Approve", {
+  failure: Schema.Union(ApprovalError, SessionLogError),
+  success: Schema.Void,
+  payload: { callId: ToolCallId, answer: ApprovalAnswer }
+}) {}
+
+/**
  * Every operation, keyed by `_tag`.
  *
  * @since 0.0.0
@@ -429,7 +454,9 @@ export const Operation = Schema.Union(
   Promote,
   Demote,
   Receipt,
-  AwaitReceipt
+  AwaitReceipt,
+  ListApprovals,
+  Approve
 )
 /**
  * @since 0.0.0

@@ -139,7 +139,8 @@ export const ToolCall = Schema.Struct({
  *   `TOOL_FAILED` (the tool's typed failure), `TOOL_DEFECT`, `RESULT_TOO_LARGE` (a result above the agent's
  *   `maxToolResultChars`), `DENIED` (approval): the call was answered, with an error;
  * - `ABORTED`: a cancel interrupted the running call; `ABORTED_BEFORE_DISPATCH`: the call never started;
- * - `TOOL_OUTCOME_UNKNOWN` / `TOOL_NOT_STARTED`: written by crash repair for calls a crash left unanswered.
+ * - `TOOL_OUTCOME_UNKNOWN` / `TOOL_NOT_STARTED`: written by crash repair for calls a crash left unanswered;
+ *   `APPROVAL_PENDING`: crash repair's answer to a call that waited for approval (it has not run, ADR 0054).
  * The field stays an open string: tools and plugins may use codes of their own.
  *
  * @since 0.0.0
@@ -156,7 +157,8 @@ export const ToolErrorCode = Schema.Literal(
   "ABORTED",
   "ABORTED_BEFORE_DISPATCH",
   "TOOL_OUTCOME_UNKNOWN",
-  "TOOL_NOT_STARTED"
+  "TOOL_NOT_STARTED",
+  "APPROVAL_PENDING"
 )
 /**
  * @since 0.0.0

@@ -11,8 +11,8 @@
  */
 import { Schema } from "effect"
 import { joinText } from "./Content.js"
-import { AgentMessageId, SessionId } from "./Ids.js"
-import { NonNegativeInt } from "./Json.js"
+import { AgentMessageId, SessionId, ToolCallId } from "./Ids.js"
+import { NonNegativeInt, PositiveInt } from "./Json.js"
 import { AgentMessage, InboxPlacement, UserMessageData } from "./Message.js"
 import type { SessionEvent } from "./SessionEvent.js"
 
@@ -302,14 +302,79 @@ export const foldPending = (pending: Map<string, InboxAccepted>, record: InboxRe
 }
 
 /**
- * A durable inbox record. The agent writes them (in the same commits as the events they go with); a store only
- * stores them, in commit order among the events. Their `type`s never collide with an event's: inbox records are
- * `inbox/*`, events are not.
+ * A tool call waits for a person's approval (ADR 0054): the call (its id, turn, step, tool name and the model's raw
+ * argument text) and, when the agent has a timeout policy, the time (`Clock` epoch milliseconds) at which it is
+ * denied unless answered. Written durably before anyone is asked, so a restart finds the call still pending.
  *
  * @since 0.0.0
  * @category schemas
  */
-export const InboxRecord = Schema.Union(InboxAccepted, InboxSettled, InboxRevised).annotations({
+export const ApprovalRequested = Schema.Struct({
+  type: Schema.Literal("approval/requested"),
+  time: NonNegativeInt,
+  callId: ToolCallId,
+  turn: PositiveInt,
+  step: PositiveInt,
+  name: Schema.String,
+  arguments: Schema.String,
+  deadline: optional(NonNegativeInt)
+}).annotations({ identifier: "approval/requested" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type ApprovalRequested = typeof ApprovalRequested.Type
+
+/**
+ * A pending approval was answered (ADR 0054): `allow` or `deny` (with the reason given), by a person (`by:
+ * "person"`) or by the agent's timeout policy (`by: "timeout"`). Written durably before the call runs, so a call is
+ * answered once and runs at most once per answer.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const ApprovalAnswered = Schema.Struct({
+  type: Schema.Literal("approval/answered"),
+  time: NonNegativeInt,
+  callId: ToolCallId,
+  decision: Schema.Literal("allow", "deny"),
+  reason: optional(Schema.String),
+  by: Schema.Literal("person", "timeout")
+}).annotations({ identifier: "approval/answered" })
+/**
+ * @since 0.0.0
+ * @category models
+ */
+export type ApprovalAnswered = typeof ApprovalAnswered.Type
+
+/**
+ * The approvals still pending after a sequence of records, in request order (ADR 0054): an `approval/requested`
+ * adds its call, an `approval/answered` removes it; other records change nothing. In place, like {@link foldPending}.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const foldApprovals = (pending: Map<string, ApprovalRequested>, record: InboxRecord): void => {
+  if (record.type === "approval/requested") pending.set(record.callId, record)
+  else if (record.type === "approval/answered") pending.delete(record.callId)
+}
+
+/**
+ * A durable inbox record. The agent writes them (in the same commits as the events they go with); a store only
+ * stores them, in commit order among the events. Their `type`s never collide with an event's: inbox records are
+ * `inbox/*` and, since ADR 0054, the approval records `approval/*` (a pending approval outlives the turn that asked,
+ * which an event could not); events are neither.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const InboxRecord = Schema.Union(
+  InboxAccepted,
+  InboxSettled,
+  InboxRevised,
+  ApprovalRequested,
+  ApprovalAnswered
+).annotations({
   identifier: "InboxRecord"
 })
 /**
@@ -333,7 +398,8 @@ export type StoreRecord = SessionEvent | InboxRecord
  * @category guards
  */
 export const isInboxRecord = (record: StoreRecord): record is InboxRecord =>
-  record.type === "inbox/accepted" || record.type === "inbox/settled" || record.type === "inbox/revised"
+  record.type === "inbox/accepted" || record.type === "inbox/settled" || record.type === "inbox/revised" ||
+  record.type === "approval/requested" || record.type === "approval/answered"
 
 /**
  * The accepted message id a record proves: an `inbox/accepted`'s message id, or the `messageId` of a

@@ -2,6 +2,7 @@
  * @since 0.0.0
  */
 export * as AgentEvent from "./AgentEvent.js"
+export * as Approval from "./Approval.js"
 export * as Content from "./Content.js"
 export * as Ids from "./Ids.js"
 export * as Inbox from "./Inbox.js"

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentEvent from "../src/AgentEvent.js"
+import * as Ids from "../src/Ids.js"
 import type { AgentMessage } from "../src/Message.js"
 import {
   agentMessage,
@@ -26,6 +27,25 @@ const agentEvents: ReadonlyArray<readonly [string, AgentEvent.AgentEvent]> = [
   ["agent/inbox/enqueue steering", { type: "agent/inbox/enqueue", message: steering, placement: "steering" }],
   ["agent/inbox/dequeue", { type: "agent/inbox/dequeue", message: agentMessage }],
   ["agent/inbox/discard", { type: "agent/inbox/discard", messages: [agentMessage, steering] }],
+  ["agent/approval/requested", {
+    type: "agent/approval/requested",
+    approval: {
+      callId: Ids.ToolCallId.make("call-1"),
+      turn: 1,
+      step: 1,
+      name: "write",
+      arguments: "{}",
+      requestedAt: 5,
+      deadline: 60_005,
+      live: true
+    }
+  }],
+  ["agent/approval/answered", {
+    type: "agent/approval/answered",
+    callId: Ids.ToolCallId.make("call-1"),
+    decision: "deny",
+    by: "timeout"
+  }],
   ["agent/cancel-requested user", { type: "agent/cancel-requested", cause: "user" }],
   ["agent/cancel-requested parent", { type: "agent/cancel-requested", cause: "parent" }],
   ["agent/settled completed", { type: "agent/settled", turn: 1, reason: { kind: "completed" } }],
@@ -71,6 +91,8 @@ const liveNames: Record<AgentEvent.AgentEvent["type"], true> = {
   "agent/inbox/edit": true,
   "agent/inbox/move": true,
   "agent/inbox/place": true,
+  "agent/approval/requested": true,
+  "agent/approval/answered": true,
   "agent/cancel-requested": true,
   "agent/settled": true,
   "agent/error": true,

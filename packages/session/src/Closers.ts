@@ -77,6 +77,23 @@ export const outcomeUnknownText: string = internal.outcomeUnknownText
 export const notStartedText: string = internal.notStartedText
 
 /**
+ * The text of crash repair's `APPROVAL_PENDING` result (ADR 0054): the call waited for approval when the session was
+ * cut, so it has not run, and its approval stays pending.
+ *
+ * @since 0.0.0
+ * @category constants
+ */
+export const approvalPendingText: string = internal.approvalPendingText
+
+/**
+ * Crash repair's answer to a recorded call whose approval was still pending (ADR 0054): `APPROVAL_PENDING`.
+ *
+ * @since 0.0.0
+ * @category constructors
+ */
+export const approvalPendingAnswer: Answer = internal.approvalPendingAnswer
+
+/**
  * An error answer with one text block `Error: <message>` and `error: { name, code }` (`name` defaults to
  * `ToolError`), the shape the agent writes for its own error results.
  *

@@ -251,6 +251,8 @@ export type InboxRecordInput =
   | Omit<Store.InboxAccepted, "time">
   | Omit<Store.InboxSettled, "time">
   | Omit<Store.InboxRevised, "time">
+  | Omit<Store.ApprovalRequested, "time">
+  | Omit<Store.ApprovalAnswered, "time">
 
 /**
  * How a log commits to its store (ADR 0008).

@@ -31,7 +31,9 @@ const storedShape = (store: SessionStore.Service) =>
       const value: { readonly type: string } = JSON.parse(record.text)
       if (value.type === "inbox/accepted" || value.type === "inbox/settled") {
         const inbox = decodeRecord(record.text)
-        return `${inbox.type}:${inbox.type === "inbox/accepted" ? inbox.message.id : inbox.id}`
+        return `${inbox.type}:${
+          inbox.type === "inbox/accepted" ? inbox.message.id : "id" in inbox ? inbox.id : inbox.callId
+        }`
       }
       return value.type
     }),

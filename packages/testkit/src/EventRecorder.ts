@@ -34,7 +34,7 @@ export interface Recorder {
 
 /**
  * The compact name of one event: live events by their short name (`status:running`, `enqueue:queued`,
- * `dequeue`, `discard:2`, `edit`, `move:0`, `place:steering`, `cancel-requested:user`, `settled:completed`, `error`, `disposed`), durable events by
+ * `dequeue`, `discard:2`, `edit`, `move:0`, `place:steering`, `approval-requested:<callId>`, `approval-answered:allow`, `cancel-requested:user`, `settled:completed`, `error`, `disposed`), durable events by
  * their wire name, with the turn/end reason (`turn/end:aborted`) and the tool result's error code
  * (`tool/result:ABORTED`).
  *
@@ -57,6 +57,10 @@ export const describe = (event: AgentEvent.AgentEvent): string => {
       return `move:${event.position}`
     case "agent/inbox/place":
       return `place:${event.placement}`
+    case "agent/approval/requested":
+      return `approval-requested:${event.approval.callId}`
+    case "agent/approval/answered":
+      return `approval-answered:${event.decision}`
     case "agent/cancel-requested":
       return `cancel-requested:${event.cause}`
     case "agent/settled":

@@ -12,6 +12,16 @@ export const outcomeUnknownText =
 export const notStartedText =
   "Error: the session was interrupted before this tool call started, so it never ran. It may be retried."
 
+export const approvalPendingText =
+  "Error: the session was interrupted while this tool call waited for approval, so it has not run. Its approval " +
+  "is still pending: if it is allowed, the call runs then and its result arrives as a message."
+
+export const approvalPendingAnswer: Answer = {
+  content: [{ type: "text", text: approvalPendingText }],
+  isError: true,
+  error: { name: "ToolError", code: "APPROVAL_PENDING" }
+}
+
 export const errorAnswer = (
   code: string,
   message: string,

@@ -115,7 +115,27 @@ export const stampInbox = (input: InboxRecordInput, time: number): StoreRecords.
       : input.by === undefined
       ? { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause }
       : { type: input.type, time, id: input.id, fate: input.fate, cause: input.cause, by: input.by }
-    : { type: input.type, time, id: input.id, change: input.change }
+    : input.type === "inbox/revised"
+    ? { type: input.type, time, id: input.id, change: input.change }
+    : input.type === "approval/requested"
+    ? {
+      type: input.type,
+      time,
+      callId: input.callId,
+      turn: input.turn,
+      step: input.step,
+      name: input.name,
+      arguments: input.arguments,
+      ...(input.deadline === undefined ? {} : { deadline: input.deadline })
+    }
+    : {
+      type: input.type,
+      time,
+      callId: input.callId,
+      decision: input.decision,
+      ...(input.reason === undefined ? {} : { reason: input.reason }),
+      by: input.by
+    }
 
 /** An `inbox/accepted` of a send that said `ttl`, `expiresAt` or `supersedes` (ADR 0059): rare, so built by spreads. */
 const staleAccepted = (

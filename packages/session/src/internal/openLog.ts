@@ -56,6 +56,11 @@ interface Scan {
   readonly inbox: Map<string, StoreRecords.InboxAccepted>
   /** The stored text of the last kept record. */
   readonly lastText: string | undefined
+  /**
+   * The approvals still pending among the kept records (ADR 0054), by call id; a scan from a snapshot sees only those
+   * after it (a pending approval of the open turn always is). Mutated by the fold.
+   */
+  readonly approvals: Map<string, StoreRecords.ApprovalRequested>
 }
 
 /** A scan from a snapshot (ADR 0022): the log at the snapshot, and the record the store must hold where it ends. */
@@ -97,7 +102,8 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
       committedAfterBad: false,
       violation: undefined,
       inbox: from?.inbox ?? new Map(),
-      lastText: from?.text
+      lastText: from?.text,
+      approvals: new Map()
     }
     let check = from
     let disagrees: Disagrees | undefined
@@ -126,6 +132,7 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
       const value = decoded.right
       if (StoreRecords.isInboxRecord(value)) {
         trackPending(acc.inbox, value)
+        StoreRecords.foldApprovals(acc.approvals, value)
         acc = { ...acc, kept: acc.kept + 1, lastText: record.text }
         return
       }
@@ -294,7 +301,12 @@ const openLeased = Effect.fnUntraced(function*(
     )
   }
   let data = found.data
-  const repair = closers.repair(data.state)
+  // A call cut while it waited for approval never started, and its approval stays pending (ADR 0054, R168).
+  const approvals = found.approvals
+  const repair = closers.close(data.state, {
+    reason: { kind: "interrupted" },
+    answer: (call) => approvals.has(call.callId) ? closers.approvalPendingAnswer : closers.repairAnswer(call)
+  })
   if (repair.length > 0) {
     // The closers continue the log's numbering, stamped with the last real event's time (R106), made durable.
     const time = AppendOnly.last(data.events)?.time ?? 0
