@@ -10,7 +10,7 @@ import type { LanguageModel } from "@effect/ai"
 import type { AgentEvent, Ids, SessionEvent } from "@harness/domain"
 import type { Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Queue, Scope, Stream } from "effect"
+import type { Duration, Queue, Scope, Stream } from "effect"
 import { Context, Effect, Layer } from "effect"
 import type { AgentConfigError } from "./AgentError.js"
 import type { AgentTool } from "./AgentTool.js"
@@ -180,6 +180,23 @@ export interface Service {
    * answers the receipt as it is (a pending item waits for a resume).
    */
   readonly awaitReceipt: (id: Operations.AwaitReceipt["id"]) => Result<Operations.AwaitReceipt>
+  /**
+   * The tool calls waiting for a person now, in request order (ADR 0054): asked by the `toolApproval` hook answering
+   * `{ kind: "ask" }`, or restored by a resume (`live: false`). Live changes are published as
+   * `agent/approval/requested` and `agent/approval/answered`.
+   */
+  readonly approvals: Result<Operations.ListApprovals>
+  /**
+   * Answers a pending approval by call id (ADR 0054, R168). Contract: the answer is recorded durably
+   * (`approval/answered`) before the call acts on it, and exactly one answer wins (a person's or the timeout's); a
+   * call that is not pending fails with `ApprovalError` naming it and changes nothing. A call of the open turn then
+   * runs (or is denied) in its turn; a call a restart cut runs now, once, and its result (or the denial) is sent to
+   * the model as a message: a waking followup for a result, an injection for a denial. It returns once that is done.
+   */
+  readonly approve: (
+    callId: Operations.Approve["callId"],
+    answer: Operations.Approve["answer"]
+  ) => Result<Operations.Approve>
   /** Waits until the agent is quiescent: no activity and no waking item queued (parked items do not count). */
   readonly whenIdle: Effect.Effect<void>
   /** `running` from the first claim of work until nothing waking is left. */
@@ -265,6 +282,11 @@ export interface Options<R = never> {
    * per model, a deadline per turn. A turn that reaches one ends with `turn/end { kind: "budget" }`.
    */
   readonly budget?: Budget | undefined
+  /**
+   * The timeout policy of durable approvals (ADR 0054): a call still waiting for a person this long after it was
+   * asked is denied (`approval/answered { by: "timeout" }`), on the `Clock`. Absent: keep waiting.
+   */
+  readonly approvalTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -369,6 +391,10 @@ export const execute = (agent: Service) => <O extends Operations.Operation>(oper
         return agent.receipt(op.id)
       case "AwaitReceipt":
         return agent.awaitReceipt(op.id)
+      case "ListApprovals":
+        return agent.approvals
+      case "Approve":
+        return agent.approve(op.callId, op.answer)
     }
   }
   return Effect.suspend(run) as Result<O>

@@ -96,12 +96,17 @@ export type RequestError<R> = (
 ) => Effect.Effect<"retry" | "fail", unknown, R>
 
 /**
- * The answer to an approval request.
+ * The answer to an approval request: `allow`, `deny`, or `ask` — a person decides: the call becomes a durable
+ * pending approval (ADR 0054), listed by `Agent.Service.approvals` and answered by `approve` (or the agent's
+ * `approvalTimeout`); it survives a restart.
  *
  * @since 0.0.0
  * @category models
  */
-export type ApprovalDecision = { readonly kind: "allow" } | { readonly kind: "deny"; readonly reason: string }
+export type ApprovalDecision =
+  | { readonly kind: "allow" }
+  | { readonly kind: "deny"; readonly reason: string }
+  | { readonly kind: "ask" }
 
 /**
  * Decides whether a call of a tool that requires approval may run. It may suspend while it asks a person; a

@@ -85,7 +85,7 @@ export const AgentEvent = Schema.Union(
   event("agent/approval/answered", {
     callId: ToolCallId,
     decision: Schema.Literal("allow", "deny"),
-    by: Schema.Literal("person", "timeout")
+    by: Schema.Literal("person", "timeout", "cancel")
   }),
   event("agent/cancel-requested", { cause: CancelCause }),
   event("agent/settled", { turn: NonNegativeInt, reason: SettleReason }),

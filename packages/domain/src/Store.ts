@@ -327,7 +327,7 @@ export type ApprovalRequested = typeof ApprovalRequested.Type
 
 /**
  * A pending approval was answered (ADR 0054): `allow` or `deny` (with the reason given), by a person (`by:
- * "person"`) or by the agent's timeout policy (`by: "timeout"`). Written durably before the call runs, so a call is
+ * "person"`), by the agent's timeout policy (`by: "timeout"`), or closed by a cancel of its turn (`by: "cancel"`, a denial). Written durably before the call runs, so a call is
  * answered once and runs at most once per answer.
  *
  * @since 0.0.0
@@ -339,7 +339,7 @@ export const ApprovalAnswered = Schema.Struct({
   callId: ToolCallId,
   decision: Schema.Literal("allow", "deny"),
   reason: optional(Schema.String),
-  by: Schema.Literal("person", "timeout")
+  by: Schema.Literal("person", "timeout", "cancel")
 }).annotations({ identifier: "approval/answered" })
 /**
  * @since 0.0.0

@@ -21,6 +21,7 @@ import {
 import type { Options, Service } from "../Agent.js"
 import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
+import * as Approvals from "./approvals.js"
 import { flushContext } from "./driver.js"
 import type { Env, State } from "./env.js"
 import { livePubSub, locked, publish, read, transition } from "./env.js"
@@ -29,6 +30,7 @@ import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
 import * as Receipts from "./receipt.js"
 import * as Spans from "./spans.js"
+import * as ToolCalls from "./toolCalls.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
   Stream.runForEach(Stream.fromQueue(faults), (error) => reportFault(env, error))
@@ -93,7 +95,7 @@ const disposeLocked = Effect.fnUntraced(function*(env: Env, tx: SessionLog.Trans
 class AgentReads implements
   Pick<
     Service,
-    "retry" | "whenIdle" | "inbox" | "status" | "acceptsNextStep" | "subscribe" | "events" | "log"
+    "retry" | "whenIdle" | "inbox" | "approvals" | "status" | "acceptsNextStep" | "subscribe" | "events" | "log"
   >
 {
   readonly #env: () => Env
@@ -108,6 +110,9 @@ class AgentReads implements
   }
   get inbox() {
     return Accept.inbox(this.#env())
+  }
+  get approvals() {
+    return Approvals.list(this.#env())
   }
   get status() {
     return Effect.map(Ref.get(this.#env().state), (s) => Lifecycle.status(s.lifecycle))
@@ -171,7 +176,8 @@ export const make: <R>(
         promote: (id) => Accept.promote(env, id),
         demote: (id) => Accept.demote(env, id),
         receipt: (id) => Receipts.receipt(env, id),
-        awaitReceipt: (id) => Receipts.awaitReceipt(env, id)
+        awaitReceipt: (id) => Receipts.awaitReceipt(env, id),
+        approve: (callId, answer) => ToolCalls.approve(env, callId, answer)
       } satisfies Omit<Service, keyof AgentReads>
     )
 
@@ -187,6 +193,7 @@ export const make: <R>(
       handlers,
       state,
       inbox,
+      approvals: yield* Approvals.make,
       live: undefined,
       tools,
       toolkit: advertised?.toolkit,
@@ -204,6 +211,12 @@ export const make: <R>(
       // Subscribed here, before the agent is used, so no fault is missed; reported by a fiber of the agent's own.
       const faults = yield* Scope.extend(log.subscribeFaults, fibers)
       yield* Effect.forkIn(reportFaults(env, faults), fibers)
+    }
+    // Approvals a restart left pending (ADR 0054); a session with no turn yet has none.
+    if ((yield* log.state).lastTurn > 0) {
+      yield* Approvals.restore(env, (pending, answered) => ToolCalls.resolveCut(env, pending, answered)).pipe(
+        Effect.catchAll((error) => Effect.logError("the pending approvals could not be read", error))
+      )
     }
     if (log.pendingInbox.length > 0) {
       yield* locked(env, (tx) => Accept.restoreLocked(env, tx, log.pendingInbox, options.restoredInbox ?? "wake"))

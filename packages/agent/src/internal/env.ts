@@ -6,9 +6,9 @@
  * live events in one true order.
  */
 import type { LanguageModel, Tool, Toolkit } from "@effect/ai"
-import type { AgentEvent, Ids, Message, SessionEvent, Turn } from "@harness/domain"
+import type { AgentEvent, Approval, Ids, Message, SessionEvent, Turn } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import type { Fiber, FiberMap, Scope, Tracer } from "effect"
+import type { Deferred, Fiber, FiberMap, Scope, Tracer } from "effect"
 import { Cause, Chunk, Context, Effect, FiberRef, Option, PubSub, Ref } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
@@ -122,6 +122,22 @@ export interface State {
 }
 
 /** Everything the agent's parts share. */
+/** How a pending approval was answered (ADR 0054). */
+export interface ApprovalAnswered {
+  readonly decision: "allow" | "deny"
+  readonly reason?: string | undefined
+  readonly by: "person" | "timeout" | "cancel"
+}
+
+/** One pending approval: what is listed, and the wait of a call whose turn is open (absent after a restart). */
+export interface ApprovalEntry {
+  readonly pending: Approval.PendingApproval
+  readonly waiting: Deferred.Deferred<ApprovalAnswered> | undefined
+}
+
+/** The pending approvals by call id, in request order (a `Map` keeps insertion order); see `approvals.ts`. */
+export type Approvals = Ref.Ref<ReadonlyMap<string, ApprovalEntry>>
+
 export interface Env {
   readonly options: Options<unknown>
   readonly service: Service
@@ -135,6 +151,8 @@ export interface Env {
   readonly state: Ref.Ref<State>
   /** The inbox: the queued FIFO and the snapshot of everything pending (see `inbox.ts`). */
   readonly inbox: Inbox.Inbox
+  /** The pending approvals (see `approvals.ts`, ADR 0054). */
+  readonly approvals: Approvals
   /**
    * The live events' PubSub, made by the first subscriber (ADR 0038): until then nobody can receive an event, so
    * none is built or published. Set once, in one synchronous step.

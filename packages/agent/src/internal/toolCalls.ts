@@ -4,13 +4,14 @@
  * in model order as soon as the finished prefix allows. Handler fibers live outside the turn fiber so that a cancel
  * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
  */
-import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
-import { Message, ToolArguments } from "@harness/domain"
+import type { Approval, Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
+import { Approval as ApprovalSchemas, Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
-import type { Env, FinishedCall, ToolRuntime } from "./env.js"
+import * as Approvals from "./approvals.js"
+import type { ApprovalAnswered, Env, FinishedCall, ToolRuntime } from "./env.js"
 import { append, barrier, locked, provide, provideFiber, stageContexts } from "./env.js"
 import * as Spans from "./spans.js"
 import { describeCause } from "./turnFailure.js"
@@ -141,11 +142,11 @@ const denyWithoutHook = (name: string): ApprovalDecision => ({
  * Asks for approval of a call whose tool requires it (R67): the `toolApproval` hook decides, and a missing or
  * failing hook denies. A denial is the call's result.
  */
-const approve = (
+const decideApproval = (
   env: Env,
   call: StepCall,
   decoded: Extract<Decoded, { readonly _tag: "run" }>
-): Effect.Effect<Decoded> => {
+): Effect.Effect<Decoded, SessionLog.SessionLogError> => {
   const { block, step, turn } = call
   const hook = env.options.hooks?.toolApproval
   const decision = hook === undefined
@@ -166,11 +167,28 @@ const approve = (
         Effect.succeed<ApprovalDecision>({ kind: "deny", reason: `the approval hook failed: ${describeCause(cause)}` })
       )
     )
-  return Effect.map(decision, (decided): Decoded =>
+  const denied = (reason: string) =>
+    final(errorResult(resultBase(call), "DENIED", `the call was denied: ${reason}`), decoded.parallel)
+  return Effect.flatMap(decision, (decided): Effect.Effect<Decoded, SessionLog.SessionLogError> =>
     decided.kind === "deny"
-      ? final(errorResult(resultBase(call), "DENIED", `the call was denied: ${decided.reason}`), decoded.parallel)
-      : decoded)
+      ? Effect.succeed(denied(decided.reason))
+      : decided.kind === "allow"
+      ? Effect.succeed(decoded)
+      // A person decides: a durable pending approval (ADR 0054).
+      : Effect.map(
+        Approvals.ask(env, { turn, step, callId: block.id, name: block.name, arguments: block.arguments }),
+        (answered) =>
+          answered.decision === "allow" ? decoded : denied(answerReason(answered))
+      ))
 }
+
+/** The words of a denial the model reads. */
+const answerReason = (answered: ApprovalAnswered): string =>
+  answered.by === "timeout"
+    ? "nobody answered its approval in time"
+    : answered.reason === undefined || answered.reason === ""
+    ? "a person denied it"
+    : `a person denied it: ${answered.reason}`
 
 const render = (value: unknown): string =>
   typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value) ?? String(value)
@@ -417,7 +435,7 @@ export const runToolCalls = Effect.fnUntraced(function*(
     opening = undefined
     progress.callSeqs.set(block.id, called.seq)
     const prepared = decoded._tag === "run" && decoded.tool.approval === "required"
-      ? yield* releasing(permits, approve(env, { turn, step, block }, decoded), "interrupt")
+      ? yield* releasing(permits, decideApproval(env, { turn, step, block }, decoded), "error")
       : decoded
     if (prepared._tag === "final") {
       if (pool !== undefined) yield* pool.release(permits)
@@ -470,4 +488,81 @@ export const runToolCalls = Effect.fnUntraced(function*(
   const outcome = progress.outcome
   if (typeof outcome !== "string") return yield* Effect.fail(outcome)
   return { concluded: progress.concluded }
+})
+
+/** The source of the messages that carry the outcome of a call a restart cut (ADR 0054). */
+const approvalSource = { kind: "plugin", plugin: "harness/approval" } as const
+
+const say = (text: string): MessageT.UserMessageData => ({
+  content: [{ type: "text", text }],
+  source: approvalSource
+})
+
+/**
+ * Acts on the answer to a call whose turn a restart cut (R169): a denial is injected as context (the model was told
+ * the call is pending, and nothing needs to run); an allowed call is decoded and run now, once, and its result is
+ * sent as a waking followup. Failures to send are logged: the answer is recorded already.
+ */
+export const resolveCut = (
+  env: Env,
+  pending: Approval.PendingApproval,
+  answered: ApprovalAnswered
+): Effect.Effect<void> => {
+  const what = `The tool call ${pending.name} (${pending.callId}) of turn ${pending.turn}, which was waiting for ` +
+    "approval when the session restarted,"
+  const sent = (effect: Effect.Effect<unknown, unknown>) =>
+    Effect.catchAllCause(Effect.asVoid(effect), (cause) =>
+      Effect.logError("the outcome of an approved call could not be sent", cause))
+  if (answered.decision === "deny") {
+    return sent(env.service.inject(say(`${what} was denied (${answerReason(answered)}). It did not run.`)))
+  }
+  const call: StepCall = {
+    turn: pending.turn,
+    step: pending.step,
+    block: { type: "tool-call", id: pending.callId, name: pending.name, arguments: pending.arguments }
+  }
+  const decoded = decodeCall(env, call)
+  const base = resultBase(call)
+  const run: Effect.Effect<FinishedCall> = decoded._tag === "final"
+    ? Effect.succeed(decoded.result)
+    : Effect.flatMap(
+      Effect.exit(provide(env, decoded.tool.handler(decoded.params, { callId: pending.callId, agent: env.service }))),
+      (exit) => resultOf(base, decoded.tool, exit, env.maxToolResult)
+    )
+  return Effect.flatMap(run, (finished) => {
+    const text = finished.data.content.map((block) => block.text).join("\n")
+    return sent(env.service.followup(say(
+      `${what} was allowed and has now run. ${finished.data.isError ? "It failed" : "Its result"}:\n${
+        text === "" ? "(empty)" : text
+      }`
+    )))
+  })
+}
+
+/**
+ * `approve(callId, answer)` (R168): takes the pending entry (one taker wins), records the answer durably, then
+ * hands it to the waiting call of the open turn, or acts on it for a call a restart cut.
+ */
+export const approve = Effect.fnUntraced(function*(
+  env: Env,
+  callId: Ids.ToolCallId,
+  answer: Approval.ApprovalAnswer
+) {
+  const entry = yield* Approvals.take(env, callId)
+  if (entry === undefined) {
+    return yield* Effect.fail(
+      new ApprovalSchemas.ApprovalError({
+        callId,
+        reason: "not-pending",
+        message: `no approval of tool call ${JSON.stringify(callId)} is pending in this session: it was never asked ` +
+          "here, or it was answered already"
+      })
+    )
+  }
+  const answered: ApprovalAnswered = answer.kind === "allow"
+    ? { decision: "allow", by: "person" }
+    : { decision: "deny", reason: answer.reason, by: "person" }
+  yield* Approvals.record(env, callId, answered).pipe(Effect.tapError(() => Approvals.put(env, entry)))
+  if (entry.waiting !== undefined) yield* Deferred.succeed(entry.waiting, answered)
+  else yield* resolveCut(env, entry.pending, answered)
 })
