@@ -32,8 +32,9 @@ export const storedInbox = (
       Stream.runForEachChunk((chunk) =>
         Effect.suspend(() => {
           for (const record of chunk) {
-            // Only inbox records are decoded: an event's text never holds an inbox record's type key.
-            if (!record.text.includes("\"type\":\"inbox/")) continue
+            // Only inbox and approval records are decoded (an event's text rarely holds their type key, and one that
+            // does decodes as an event and is skipped).
+            if (!record.text.includes("\"type\":\"inbox/") && !record.text.includes("\"type\":\"approval/")) continue
             const decoded = decodeRecord(record.text)
             if (Either.isLeft(decoded)) {
               return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
