@@ -58,24 +58,35 @@ export const record = (
  * Denies the call when its deadline passes, if it is still pending then (the timeout policy, on the `Clock`). A call
  * whose turn a restart cut is handed to `cut`.
  */
-const expireAt = (
+const expireAt = Effect.fnUntraced(function*(
   env: Env,
   pending: Approval.PendingApproval,
   cut: (pending: Approval.PendingApproval, answered: Answered) => Effect.Effect<void>
-): Effect.Effect<void> =>
-  pending.deadline === undefined ? Effect.void : Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    yield* Effect.sleep(Duration.millis(Math.max(0, pending.deadline! - now)))
-    const entry = yield* take(env, pending.callId)
-    if (entry === undefined) return
-    const answered: Answered = { decision: "deny", reason: "nobody answered in time", by: "timeout" }
-    const written = yield* Effect.either(record(env, pending.callId, answered))
-    if (written._tag === "Left") {
-      yield* Effect.logError("the session log refused an approval's timeout", written.left)
-    }
-    if (entry.waiting !== undefined) yield* Deferred.succeed(entry.waiting, answered)
-    else yield* cut(pending, answered)
-  })
+) {
+  if (pending.deadline === undefined) return
+  const now = yield* Clock.currentTimeMillis
+  yield* Effect.sleep(Duration.millis(Math.max(0, pending.deadline - now)))
+  const entry = yield* take(env, pending.callId)
+  if (entry === undefined) return
+  const answered: Answered = { decision: "deny", reason: "nobody answered in time", by: "timeout" }
+  const written = yield* Effect.either(record(env, pending.callId, answered))
+  if (written._tag === "Left") {
+    yield* Effect.logError("the session log refused an approval's timeout", written.left)
+  }
+  if (entry.waiting !== undefined) yield* Deferred.succeed(entry.waiting, answered)
+  else yield* cut(pending, answered)
+})
+
+/**
+ * Closes the approval of a call whose wait ended without an answer (a cancel interrupted it): the call is never run,
+ * so its approval is closed too; the record rides with the close's commit (a cancel has no barrier, R105).
+ */
+const closeUnanswered = Effect.fnUntraced(function*(env: Env, callId: Ids.ToolCallId) {
+  if ((yield* take(env, callId)) === undefined) return
+  yield* env.log.recordInbox([{ type: "approval/answered", callId, decision: "deny", by: "cancel" }])
+    .pipe(Effect.catchAll((error) => Effect.logError("the session log refused an approval's close", error)))
+  yield* publish(env, { type: "agent/approval/answered", callId, decision: "deny", by: "cancel" })
+})
 
 /**
  * Asks a person about a call of the open turn (R164, R165): records `approval/requested` durably, lists and
@@ -121,17 +132,7 @@ export const ask = Effect.fnUntraced(function*(
   yield* publish(env, { type: "agent/approval/requested", approval: pending })
   const timer = yield* Effect.forkIn(expireAt(env, pending, () => Effect.void), env.fibers)
   return yield* Deferred.await(waiting).pipe(
-    Effect.onExit(() =>
-      Effect.gen(function*() {
-        yield* Fiber.interrupt(timer)
-        // Still pending: the wait was interrupted (a cancel). The call is never run, so its approval is closed
-        // too; the record rides with the close's commit (a cancel has no barrier, R105).
-        if ((yield* take(env, call.callId)) === undefined) return
-        yield* env.log.recordInbox([{ type: "approval/answered", callId: call.callId, decision: "deny", by: "cancel" }])
-          .pipe(Effect.catchAll((error) => Effect.logError("the session log refused an approval's close", error)))
-        yield* publish(env, { type: "agent/approval/answered", callId: call.callId, decision: "deny", by: "cancel" })
-      })
-    )
+    Effect.onExit(() => Effect.zipRight(Fiber.interrupt(timer), closeUnanswered(env, call.callId)))
   )
 })
 

@@ -169,17 +169,19 @@ const decideApproval = (
     )
   const denied = (reason: string) =>
     final(errorResult(resultBase(call), "DENIED", `the call was denied: ${reason}`), decoded.parallel)
-  return Effect.flatMap(decision, (decided): Effect.Effect<Decoded, SessionLog.SessionLogError> =>
-    decided.kind === "deny"
-      ? Effect.succeed(denied(decided.reason))
-      : decided.kind === "allow"
-      ? Effect.succeed(decoded)
-      // A person decides: a durable pending approval (ADR 0054).
-      : Effect.map(
-        Approvals.ask(env, { turn, step, callId: block.id, name: block.name, arguments: block.arguments }),
-        (answered) =>
-          answered.decision === "allow" ? decoded : denied(answerReason(answered))
-      ))
+  return Effect.flatMap(
+    decision,
+    (decided): Effect.Effect<Decoded, SessionLog.SessionLogError> =>
+      decided.kind === "deny"
+        ? Effect.succeed(denied(decided.reason))
+        : decided.kind === "allow"
+        ? Effect.succeed(decoded)
+        // A person decides: a durable pending approval (ADR 0054).
+        : Effect.map(
+          Approvals.ask(env, { turn, step, callId: block.id, name: block.name, arguments: block.arguments }),
+          (answered) => answered.decision === "allow" ? decoded : denied(answerReason(answered))
+        )
+  )
 }
 
 /** The words of a denial the model reads. */
@@ -511,8 +513,10 @@ export const resolveCut = (
   const what = `The tool call ${pending.name} (${pending.callId}) of turn ${pending.turn}, which was waiting for ` +
     "approval when the session restarted,"
   const sent = (effect: Effect.Effect<unknown, unknown>) =>
-    Effect.catchAllCause(Effect.asVoid(effect), (cause) =>
-      Effect.logError("the outcome of an approved call could not be sent", cause))
+    Effect.catchAllCause(
+      Effect.asVoid(effect),
+      (cause) => Effect.logError("the outcome of an approved call could not be sent", cause)
+    )
   if (answered.decision === "deny") {
     return sent(env.service.inject(say(`${what} was denied (${answerReason(answered)}). It did not run.`)))
   }
