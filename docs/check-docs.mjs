@@ -34,6 +34,7 @@ const categories = {
   "store-jsonl": ["constructors", "layers", "models"],
   "store-postgres": ["constructors", "layers", "models"],
   goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
+  subagents: ["constructors", "errors", "layers", "models", "schemas", "services", "utils"],
   server: ["api", "constructors", "errors", "groups", "layers", "models", "schemas", "services"],
   cluster: ["constructors", "entities", "errors", "layers", "models", "rpcs"],
   cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]

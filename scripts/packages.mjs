@@ -24,6 +24,7 @@ export const products = [
   "mcp",
   "llm",
   "goal",
+  "subagents",
   "store-sql",
   "store-sqlite",
   "store-jsonl",

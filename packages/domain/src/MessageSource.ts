@@ -5,6 +5,7 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
+import { SessionId, ToolCallId } from "./Ids.js"
 import { JsonObject, NonNegativeInt, PositiveInt } from "./Json.js"
 
 /**
@@ -57,12 +58,26 @@ export const GoalSource = Schema.Struct({
 )
 
 /**
+ * A parent agent's subagent tool (`@harness/subagents`): the child session's prompt carries it, so the child's own
+ * log names its parent durably — the parent's session, the tool call that spawned it and the subagent's name.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const SubagentSource = Schema.Struct({
+  kind: Schema.Literal("subagent"),
+  parent: SessionId,
+  callId: ToolCallId,
+  agent: Schema.String
+}).annotations({ identifier: "SubagentSource" })
+
+/**
  * Every source kind. Add a kind here and everything that decodes sources accepts it.
  *
  * @since 0.0.0
  * @category constants
  */
-export const kinds = [UserSource, PluginSource, GoalSource] as const
+export const kinds = [UserSource, PluginSource, GoalSource, SubagentSource] as const
 
 /**
  * A message source, keyed by `kind`.

@@ -27,6 +27,8 @@ export const sourceOf = (source: Message.AgentMessage["source"]): string => {
       return `context from ${source.plugin}`
     case "goal":
       return "goal"
+    case "subagent":
+      return `parent ${source.parent} (${source.agent})`
   }
 }
 

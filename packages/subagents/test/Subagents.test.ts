@@ -1,0 +1,142 @@
+/**
+ * Subagents in one process over a memory store: a parent whose scripted model spawns two children at once; the test
+ * steers one mid-turn and cancels the other through `Subagents`, and checks all three logs.
+ */
+import { Tool } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
+import type { SessionEvent } from "@harness/domain"
+import { Ids, Message } from "@harness/domain"
+import { LogCheck, SessionLog, SessionStore } from "@harness/session"
+import { ScriptedModel as S } from "@harness/testkit"
+import { Deferred, Effect, Schema } from "effect"
+import * as Subagents from "../src/Subagents.js"
+import * as SubagentTool from "../src/SubagentTool.js"
+
+/** A tool that says it started, then waits for `release` (never, when absent). */
+const gate = (name: string, started: Deferred.Deferred<void>, release?: Deferred.Deferred<void>) =>
+  AgentTool.make(Tool.make(name, { success: Schema.String }), {
+    handler: () =>
+      Deferred.succeed(started, undefined).pipe(
+        Effect.zipRight(release === undefined ? Effect.never : Deferred.await(release)),
+        Effect.as("released")
+      )
+  })
+
+const textOf = (event: SessionEvent.SessionEvent): string =>
+  event.type === "user/message" || event.type === "steering/message" || event.type === "tool/result"
+    ? event.data.content.map((block) => block.text).join("")
+    : ""
+
+/** A stored session's events, read without disturbing anything. */
+export const stored = (id: Ids.SessionId) =>
+  Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
+
+const outcomeOf = (events: ReadonlyArray<SessionEvent.SessionEvent>, callId: string) => {
+  const result = events.find((event) => event.type === "tool/result" && event.data.callId === callId)
+  assert.isDefined(result)
+  return Schema.decodeUnknownSync(Schema.parseJson(Subagents.Outcome))(textOf(result!))
+}
+
+describe("Subagents", () => {
+  it.scoped(
+    "R175, R176, R177, R178: two children at once; one steered mid-turn, one cancelled; three well-formed logs",
+    () =>
+      Effect.gen(function*() {
+        const aStarted = yield* Deferred.make<void>()
+        const aRelease = yield* Deferred.make<void>()
+        const bStarted = yield* Deferred.make<void>()
+        const [modelA, scriptA] = yield* S.make([
+          S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
+          S.textResponse("A: done, tests checked too")
+        ])
+        const [modelB] = yield* S.make([S.toolCallResponse(S.toolCall("block", {}, { id: "k" }))])
+        const researcher = SubagentTool.make({
+          name: "researcher",
+          description: "researches",
+          system: "You research.",
+          model: "child-a",
+          languageModel: modelA,
+          tools: [gate("wait", aStarted, aRelease)]
+        })
+        const reviewer = SubagentTool.make({
+          name: "reviewer",
+          description: "reviews",
+          languageModel: modelB,
+          tools: [gate("block", bStarted)]
+        })
+        const subagents = yield* Subagents.make()
+        const parent = yield* Agent.make({ tools: [researcher, reviewer], session: yield* SessionLog.make() }).pipe(
+          Effect.provideService(Subagents.Subagents, subagents)
+        )
+        yield* parent.followup(Message.make("split the work"))
+        yield* Deferred.await(aStarted)
+        yield* Deferred.await(bStarted)
+
+        const a = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("a"))
+        const b = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("b"))
+        assert.deepStrictEqual(
+          (yield* subagents.list).map((child) => [child.id, child.agent, child.state]).sort(),
+          [[a, "researcher", "running"], [b, "reviewer", "running"]]
+        )
+        // Steer A while its first step's tool runs; cancel B while its tool blocks.
+        const childA = yield* subagents.get(a)
+        yield* childA.steer(Message.make("also check the tests"))
+        yield* Deferred.succeed(aRelease, undefined)
+        const childB = yield* subagents.get(b)
+        yield* childB.cancel("user")
+        yield* parent.whenIdle
+
+        const parentLog = yield* parent.log
+        assert.deepStrictEqual(outcomeOf(parentLog, "a"), {
+          session: a,
+          agent: "researcher",
+          status: "completed",
+          answer: "A: done, tests checked too"
+        })
+        assert.deepStrictEqual(outcomeOf(parentLog, "b"), {
+          session: b,
+          agent: "reviewer",
+          status: "cancelled",
+          answer: "",
+          reason: "its turn was aborted"
+        })
+
+        // The steering landed in A's log in its turn, before its next step, and that step's request carried it.
+        const aLog = yield* stored(a)
+        const steering = aLog.findIndex((event) => event.type === "steering/message")
+        assert.strictEqual(textOf(aLog[steering]!), "also check the tests")
+        const nextStep = aLog.findIndex((event, i) => i > steering && event.type === "step/start")
+        assert.isAbove(nextStep, steering)
+        assert.deepStrictEqual(aLog[nextStep]!.type === "step/start" && aLog[nextStep]!.data, { turn: 1, step: 2 })
+        const requests = yield* scriptA.requests
+        assert.include(JSON.stringify(requests[1]!.prompt.content), "also check the tests")
+        assert.notInclude(JSON.stringify(requests[0]!.prompt.content), "also check the tests")
+
+        // The child's prompt carries its durable link to the parent.
+        const prompt = aLog.find((event) => event.type === "user/message")
+        assert.deepStrictEqual(prompt?.type === "user/message" && prompt.data.source, {
+          kind: "subagent",
+          parent: parent.id,
+          callId: "a",
+          agent: "researcher"
+        })
+        const bLog = yield* stored(b)
+        assert.deepStrictEqual(
+          bLog.filter((event) => event.type === "turn/end").map((event) => event.type === "turn/end" && event.data.reason),
+          [{ kind: "aborted" }]
+        )
+        for (const log of [parentLog, aLog, bLog]) assert.deepStrictEqual(LogCheck.checkLog(log), [])
+        // Both runs are over: the handles are gone, the list keeps their outcomes.
+        assert.deepStrictEqual((yield* subagents.list).map((child) => child.state).sort(), ["cancelled", "completed"])
+        const gone = yield* Effect.flip(subagents.get(a))
+        assert.strictEqual(gone.reason, "finished")
+      }).pipe(Effect.provide(S.layer([
+        S.toolCallResponse(
+          S.toolCall("researcher", { task: "research it" }, { id: "a" }),
+          S.toolCall("reviewer", { task: "review it" }, { id: "b" })
+        ),
+        S.textResponse("both back")
+      ])), Effect.provide(SessionStore.layerMemory))
+  )
+})
