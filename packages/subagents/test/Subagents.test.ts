@@ -118,7 +118,7 @@ describe("Subagents", () => {
         assert.deepStrictEqual(prompt?.type === "user/message" && prompt.data.source, {
           kind: "subagent",
           parent: parent.id,
-          callId: "a",
+          callId: Ids.ToolCallId.make("a"),
           agent: "researcher"
         })
         const bLog = yield* stored(b)
