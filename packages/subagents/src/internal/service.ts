@@ -222,7 +222,8 @@ export const make = (options?: Options) =>
     return { spawn, list, get, resume } satisfies Service
   })
 
-const decodeOutcome = Schema.decodeUnknownOption(Schema.parseJson(OutcomeSchema))
+// Built when called: this module is loaded by `Subagents.ts` before its `Outcome` schema exists.
+const decodeOutcome = (text: string) => Schema.decodeUnknownOption(Schema.parseJson(OutcomeSchema))(text)
 
 /**
  * The children a parent's log owes an answer: a spawn call cut by a crash (answered `TOOL_OUTCOME_UNKNOWN`) or a
