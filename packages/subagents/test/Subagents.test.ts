@@ -2,14 +2,14 @@
  * Subagents in one process over a memory store: a parent whose scripted model spawns two children at once; the test
  * steers one mid-turn and cancels the other through `Subagents`, and checks all three logs.
  */
-import { Tool } from "@effect/ai"
+import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
 import type { SessionEvent } from "@harness/domain"
 import { Ids, Message } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Deferred, Effect, Schema } from "effect"
+import { Deferred, Effect, Ref, Schema, Stream } from "effect"
 import * as Subagents from "../src/Subagents.js"
 import * as SubagentTool from "../src/SubagentTool.js"
 
@@ -139,4 +139,151 @@ describe("Subagents", () => {
         S.textResponse("both back")
       ])), Effect.provide(SessionStore.layerMemory))
   )
+
+  it.scoped("R179: the parent's cancel cancels a child under `interrupt` and lets it finish under `finish`", () =>
+    Effect.gen(function*() {
+      const run = (onCancel: "interrupt" | "finish") =>
+        Effect.gen(function*() {
+          const started = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const [model] = yield* S.make([
+            S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
+            S.textResponse("finished anyway")
+          ])
+          const tool = SubagentTool.make({
+            name: "worker",
+            description: "works",
+            languageModel: model,
+            tools: [gate("wait", started, release)],
+            onCancel
+          })
+          const subagents = yield* Subagents.make()
+          const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+            Effect.provideService(Subagents.Subagents, subagents),
+            Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
+          )
+          yield* parent.followup(Message.make("go"))
+          yield* Deferred.await(started)
+          yield* parent.cancel("user")
+          if (onCancel === "finish") yield* Deferred.succeed(release, undefined)
+          yield* parent.whenIdle
+          const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+          // A `finish` call ends with its real result once the child is done: wait for the child's run to end.
+          const childLog = yield* stored(child)
+          const parentLog = yield* parent.log
+          for (const log of [parentLog, childLog]) assert.deepStrictEqual(LogCheck.checkLog(log), [])
+          return { parentLog, childLog, children: yield* subagents.list }
+        })
+
+      const interrupted = yield* run("interrupt")
+      const result = interrupted.parentLog.find((event) => event.type === "tool/result")
+      assert.strictEqual(result?.type === "tool/result" && result.data.error?.code, "ABORTED")
+      assert.deepStrictEqual(
+        interrupted.childLog.flatMap((event) => event.type === "turn/end" ? [event.data.reason] : []),
+        [{ kind: "aborted" }]
+      )
+      assert.deepStrictEqual(interrupted.children.map((child) => child.state), ["cancelled"])
+
+      const finished = yield* run("finish")
+      assert.deepStrictEqual(outcomeOf(finished.parentLog, "c").status, "completed")
+      assert.deepStrictEqual(outcomeOf(finished.parentLog, "c").answer, "finished anyway")
+      assert.deepStrictEqual(
+        finished.childLog.flatMap((event) => event.type === "turn/end" ? [event.data.reason] : []),
+        [{ kind: "completed" }]
+      )
+    }).pipe(Effect.provide(SessionStore.layerMemory)))
+
+  it.scoped("R180: a child's tool approvals go to the parent's approval hook, which sees the child's agent", () =>
+    Effect.gen(function*() {
+      const asked: Array<[string, string]> = []
+      const [model] = yield* S.make([
+        S.toolCallResponse(S.toolCall("danger", {}, { id: "d1" })),
+        S.toolCallResponse(S.toolCall("danger", {}, { id: "d2" })),
+        S.textResponse("done")
+      ])
+      const danger = AgentTool.make(Tool.make("danger", { success: Schema.String }), {
+        handler: () => Effect.succeed("did it"),
+        approval: "required"
+      })
+      const allowed = yield* Ref.make(1)
+      const subagents = yield* Subagents.make({
+        approval: ({ agent, callId }) => {
+          asked.push([agent.id, callId])
+          return Ref.getAndUpdate(allowed, (n) => n - 1).pipe(
+            Effect.map((n) => n > 0 ? { kind: "allow" as const } : { kind: "deny" as const, reason: "not twice" })
+          )
+        }
+      })
+      const tool = SubagentTool.make({ name: "worker", description: "works", languageModel: model, tools: [danger] })
+      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+        Effect.provideService(Subagents.Subagents, subagents),
+        Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
+      )
+      yield* parent.followup(Message.make("go"))
+      yield* parent.whenIdle
+      const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+      assert.deepStrictEqual(asked, [[child, "d1"], [child, "d2"]])
+      const results = (yield* stored(child)).flatMap((event) =>
+        event.type === "tool/result" ? [[event.data.callId, event.data.error?.code ?? textOf(event)]] : []
+      )
+      assert.deepStrictEqual(results, [["d1", "did it"], ["d2", "DENIED"]])
+    }).pipe(Effect.provide(SessionStore.layerMemory)))
+
+  it.scoped("R182: a background child answers `started` at once; its outcome arrives in the parent as context", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const [model] = yield* S.make([
+        S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
+        S.textResponse("background answer")
+      ])
+      const tool = SubagentTool.make({
+        name: "scout",
+        description: "scouts",
+        languageModel: model,
+        tools: [gate("wait", started, release)],
+        background: true
+      })
+      const subagents = yield* Subagents.make()
+      const [parentModel, parentScript] = yield* S.make([
+        S.toolCallResponse(S.toolCall("scout", { task: "look around" }, { id: "s" })),
+        S.textResponse("I will wait for the scout")
+      ])
+      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+        Effect.provideService(Subagents.Subagents, subagents),
+        Effect.provideService(LanguageModel.LanguageModel, parentModel)
+      )
+      yield* parent.followup(Message.make("go"))
+      yield* Deferred.await(started)
+      yield* parent.whenIdle
+      const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("s"))
+      // The parent's turn is over while the child still works.
+      assert.deepStrictEqual(outcomeOf(yield* parent.log, "s"), {
+        session: child,
+        agent: "scout",
+        status: "started",
+        answer: ""
+      })
+      assert.deepStrictEqual((yield* subagents.list).map((c) => c.state), ["running"])
+      const events = yield* parent.subscribe
+      yield* Deferred.succeed(release, undefined)
+      yield* Stream.fromQueue(events).pipe(
+        Stream.filter((event) =>
+          event.type === "session/event" && event.event.type === "user/message" &&
+          event.event.data.source.kind === "plugin"
+        ),
+        Stream.runHead
+      )
+      const log = yield* parent.log
+      const context = log.at(-1)
+      assert.deepStrictEqual(context?.type === "user/message" && { ...context.data, messageId: undefined }, {
+        messageId: undefined,
+        content: [{ type: "text", text: `[subagent scout · session ${child} · completed]\nbackground answer` }],
+        source: { kind: "plugin", plugin: `subagent:${child}` }
+      })
+      // Injected context never runs the parent's model.
+      assert.strictEqual(yield* parentScript.requestCount, 2)
+      assert.deepStrictEqual(LogCheck.checkLog(log), [])
+      assert.deepStrictEqual(LogCheck.checkLog(yield* stored(child)), [])
+    }).pipe(Effect.provide(SessionStore.layerMemory)))
 })
