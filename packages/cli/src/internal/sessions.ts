@@ -5,6 +5,7 @@
 import type { SessionEvent, Store } from "@harness/domain"
 import type { Ids } from "@harness/domain"
 import { LogCheck, SessionLog, SessionStore } from "@harness/session"
+import { Subagents } from "@harness/subagents"
 import { Chunk, Effect, Either, Schema, Stream } from "effect"
 import { CommandError } from "../CliError.js"
 import * as Timeline from "./timeline.js"
@@ -82,7 +83,21 @@ export const records = (id: Ids.SessionId) =>
 const eventsOf = (all: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>) =>
   all.filter((r): r is SessionEvent.SessionEvent => "seq" in r)
 
-/** `sessions show`: a header, the timeline, and the log check. */
+/** A session's subagents as an indented tree: each child with its name and how its last turn ended. */
+export const renderTree = (tree: Subagents.Tree): Array<string> => {
+  const lines: Array<string> = []
+  const visit = (node: Subagents.Tree, indent: string) => {
+    node.children.forEach((child, i) => {
+      const last = i === node.children.length - 1
+      lines.push(`${indent}${last ? "└─" : "├─"} ${child.id} (${child.agent ?? "?"}): ${child.last}`)
+      visit(child, `${indent}${last ? "   " : "│  "}`)
+    })
+  }
+  visit(tree, "  ")
+  return lines
+}
+
+/** `sessions show`: a header, the subagent tree, the timeline, and the log check. */
 export const show = (text: string) =>
   Effect.gen(function*() {
     const id = yield* resolveId(text)
@@ -91,10 +106,18 @@ export const show = (text: string) =>
     const all = yield* records(id)
     const events = eventsOf(all)
     const violations = LogCheck.checkLog(events)
+    // A log the tree cannot read (the timeline below says why) shows no tree rather than no session.
+    const tree = yield* Subagents.tree(id).pipe(
+      Effect.orElseSucceed((): Subagents.Tree => ({ id, last: "none", children: [] }))
+    )
     return [
       `session ${id}, created ${when(header.createdAt)}${
         header.parent ? `, forked from ${header.parent.id} at #${header.parent.seq}` : ""
       }`,
+      ...(tree.spawnedBy === undefined
+        ? []
+        : [`subagent ${tree.agent} of session ${tree.spawnedBy.parent} (call ${tree.spawnedBy.callId})`]),
+      ...(tree.children.length === 0 ? [] : [`subagents of ${id}:`, ...renderTree(tree)]),
       ...Timeline.render(all),
       violations.length === 0
         ? `${events.length} events; the log checks clean.`
