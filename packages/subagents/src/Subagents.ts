@@ -200,5 +200,6 @@ export const childIdOf: (parent: Ids.SessionId, callId: Ids.ToolCallId) => Ids.S
  * @since 0.0.0
  * @category utils
  */
-export const tree: (id: Ids.SessionId) => Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> =
-  internal.tree
+export const tree: (
+  id: Ids.SessionId
+) => Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> = internal.tree

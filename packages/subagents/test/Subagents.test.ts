@@ -123,7 +123,9 @@ describe("Subagents", () => {
         })
         const bLog = yield* stored(b)
         assert.deepStrictEqual(
-          bLog.filter((event) => event.type === "turn/end").map((event) => event.type === "turn/end" && event.data.reason),
+          bLog.filter((event) => event.type === "turn/end").map((event) =>
+            event.type === "turn/end" && event.data.reason
+          ),
           [{ kind: "aborted" }]
         )
         for (const log of [parentLog, aLog, bLog]) assert.deepStrictEqual(LogCheck.checkLog(log), [])
@@ -131,13 +133,16 @@ describe("Subagents", () => {
         assert.deepStrictEqual((yield* subagents.list).map((child) => child.state).sort(), ["cancelled", "completed"])
         const gone = yield* Effect.flip(subagents.get(a))
         assert.strictEqual(gone.reason, "finished")
-      }).pipe(Effect.provide(S.layer([
-        S.toolCallResponse(
-          S.toolCall("researcher", { task: "research it" }, { id: "a" }),
-          S.toolCall("reviewer", { task: "review it" }, { id: "b" })
-        ),
-        S.textResponse("both back")
-      ])), Effect.provide(SessionStore.layerMemory))
+      }).pipe(
+        Effect.provide(S.layer([
+          S.toolCallResponse(
+            S.toolCall("researcher", { task: "research it" }, { id: "a" }),
+            S.toolCall("reviewer", { task: "review it" }, { id: "b" })
+          ),
+          S.textResponse("both back")
+        ])),
+        Effect.provide(SessionStore.layerMemory)
+      )
   )
 
   it.scoped("R179: the parent's cancel cancels a child under `interrupt` and lets it finish under `finish`", () =>

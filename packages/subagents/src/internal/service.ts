@@ -4,11 +4,12 @@
 import { LanguageModel } from "@effect/ai"
 import { Agent } from "@harness/agent"
 import type { Ids, Inbox, Message, SessionEvent, SessionLogError } from "@harness/domain"
-import { Sessions, SessionLog, SessionStore } from "@harness/session"
-import { Effect, Option, Ref, Schema, Scope } from "effect"
+import { SessionLog, Sessions, SessionStore } from "@harness/session"
+import type { Scope } from "effect"
+import { Effect, Option, Ref, Schema } from "effect"
+import { SubagentError } from "../SubagentError.js"
 import type { Child, Options, Outcome, Service, Spec, Tree } from "../Subagents.js"
 import { Outcome as OutcomeSchema } from "../Subagents.js"
-import { SubagentError } from "../SubagentError.js"
 
 export const childIdOf = (parent: Ids.SessionId, callId: Ids.ToolCallId): Ids.SessionId =>
   `${parent}~${callId}` as Ids.SessionId // a SessionId is any non-empty string; both parts are non-empty
@@ -156,7 +157,9 @@ export const make = (options?: Options) =>
             agent.cancel("parent").pipe(
               Effect.ignore,
               Effect.zipRight(agent.whenIdle),
-              Effect.zipRight(finish(outcomeOf(id, spec.name, { status: "cancelled", reason: "its parent cancelled" }, "")))
+              Effect.zipRight(
+                finish(outcomeOf(id, spec.name, { status: "cancelled", reason: "its parent cancelled" }, ""))
+              )
             )
           )
         )
@@ -261,10 +264,14 @@ const lastOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): Tree["last"] 
   return "none"
 }
 
-export const tree = (id: Ids.SessionId): Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> =>
+export const tree = (
+  id: Ids.SessionId
+): Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> =>
   Effect.gen(function*() {
     const stored = new Set((yield* Sessions.list).map((info) => info.id))
-    const visit = (id: Ids.SessionId): Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> =>
+    const visit = (
+      id: Ids.SessionId
+    ): Effect.Effect<Tree, SessionLogError.SessionLogError, SessionStore.SessionStore> =>
       Effect.gen(function*() {
         const log = yield* SessionLog.open(id, { readOnly: true })
         const events = yield* log.events
