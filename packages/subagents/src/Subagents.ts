@@ -11,11 +11,12 @@
  */
 import type { LanguageModel } from "@effect/ai"
 import type { Agent, AgentTool, Hooks } from "@harness/agent"
-import { Ids } from "@harness/domain"
+import type { Ids } from "@harness/domain"
 import type { SessionLogError, Turn } from "@harness/domain"
 import type { SessionStore } from "@harness/session"
 import type { Effect, Scope } from "effect"
-import { Context, Layer, Schema } from "effect"
+import { Context, Layer } from "effect"
+import * as outcome from "./internal/outcome.js"
 import * as internal from "./internal/service.js"
 import type { SubagentError } from "./SubagentError.js"
 
@@ -32,13 +33,7 @@ import type { SubagentError } from "./SubagentError.js"
  * @since 0.0.0
  * @category schemas
  */
-export const Outcome = Schema.Struct({
-  session: Ids.SessionId,
-  agent: Schema.String,
-  status: Schema.Literal("completed", "cancelled", "failed", "interrupted", "started"),
-  answer: Schema.String,
-  reason: Schema.optionalWith(Schema.String, { exact: true })
-}).annotations({ identifier: "SubagentOutcome" })
+export const Outcome: typeof outcome.Outcome = outcome.Outcome
 /**
  * @since 0.0.0
  * @category models

@@ -9,7 +9,7 @@ import type { Scope } from "effect"
 import { Effect, Option, Ref, Schema } from "effect"
 import { SubagentError } from "../SubagentError.js"
 import type { Child, Options, Outcome, Service, Spec, Tree } from "../Subagents.js"
-import { Outcome as OutcomeSchema } from "../Subagents.js"
+import { Outcome as OutcomeSchema } from "./outcome.js"
 
 export const childIdOf = (parent: Ids.SessionId, callId: Ids.ToolCallId): Ids.SessionId =>
   `${parent}~${callId}` as Ids.SessionId // a SessionId is any non-empty string; both parts are non-empty
@@ -225,8 +225,7 @@ export const make = (options?: Options) =>
     return { spawn, list, get, resume } satisfies Service
   })
 
-// Built when called: this module is loaded by `Subagents.ts` before its `Outcome` schema exists.
-const decodeOutcome = (text: string) => Schema.decodeUnknownOption(Schema.parseJson(OutcomeSchema))(text)
+const decodeOutcome = Schema.decodeUnknownOption(Schema.parseJson(OutcomeSchema))
 
 /**
  * The children a parent's log owes an answer: a spawn call cut by a crash (answered `TOOL_OUTCOME_UNKNOWN`) or a
