@@ -291,4 +291,52 @@ describe("Subagents", () => {
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
       assert.deepStrictEqual(LogCheck.checkLog(yield* stored(child)), [])
     }).pipe(Effect.provide(SessionStore.layerMemory)))
+
+  it.scoped("R176, R177: a followup sent to a running child is part of its work; an item withdrawn from its inbox never runs", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const [model, script] = yield* S.make([
+        S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
+        S.textResponse("first part done"),
+        S.textResponse("summary: all done")
+      ])
+      const tool = SubagentTool.make({
+        name: "worker",
+        description: "works",
+        languageModel: model,
+        tools: [gate("wait", started, release)]
+      })
+      const subagents = yield* Subagents.make()
+      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+        Effect.provideService(Subagents.Subagents, subagents),
+        Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
+      )
+      yield* parent.followup(Message.make("go"))
+      yield* Deferred.await(started)
+      const id = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+      const child = yield* subagents.get(id)
+      yield* child.followup(Message.make("then summarise"))
+      const dropped = yield* child.followup(Message.make("and translate it"))
+      const withdrawn = yield* child.withdraw(dropped)
+      assert.strictEqual(withdrawn._tag, "Withdrawn")
+      yield* Deferred.succeed(release, undefined)
+      yield* parent.whenIdle
+
+      assert.deepStrictEqual(outcomeOf(yield* parent.log, "c"), {
+        session: id,
+        agent: "worker",
+        status: "completed",
+        answer: "summary: all done"
+      })
+      const childLog = yield* stored(id)
+      assert.deepStrictEqual(
+        childLog.flatMap((event) => event.type === "user/message" ? [textOf(event)] : []),
+        ["work", "then summarise"]
+      )
+      assert.strictEqual(yield* script.requestCount, 3)
+      assert.deepStrictEqual(LogCheck.checkLog(childLog), [])
+      const unknown = yield* Effect.flip(subagents.get(Ids.SessionId.make("nobody")))
+      assert.strictEqual(unknown.reason, "unknown")
+    }).pipe(Effect.provide(SessionStore.layerMemory)))
 })
