@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
-import { Ids, Message } from "@harness/domain"
+import { Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Subagents, SubagentTool } from "@harness/subagents"
@@ -29,8 +29,9 @@ const writeTree = (filename: string) =>
     }).pipe(Effect.provideService(Subagents.Subagents, subagents))
     yield* parent.followup(Message.make("split the work"))
     yield* parent.whenIdle
+    const calls = (yield* parent.log).flatMap((event) => event.type === "tool/call" ? [event.seq] : [])
     yield* log.close
-    return log.id
+    return { id: log.id, children: calls.map((seq) => Subagents.childIdOf(log.id, seq)) }
   }).pipe(
     Effect.scoped,
     Effect.provide(S.layer([
@@ -49,9 +50,10 @@ describe("harness sessions show with subagents", { timeout: 300_000 }, () => {
       const [dir, cleanup] = tempDir()
       yield* Effect.addFinalizer(() => Effect.sync(cleanup))
       const db = join(dir, "s.db")
-      const id = yield* writeTree(db)
-      const a = Subagents.childIdOf(id, Ids.ToolCallId.make("a"))
-      const b = Subagents.childIdOf(id, Ids.ToolCallId.make("b"))
+      const { children, id } = yield* writeTree(db)
+      assert.strictEqual(children.length, 2)
+      const a = children[0]!
+      const b = children[1]!
       const cli = (...args: ReadonlyArray<string>) =>
         Effect.promise(() => harness([...args, "--store", `sqlite:${db}`], { cwd: dir }))
 

@@ -4,7 +4,7 @@
  * id and steers it, queues a followup, withdraws from its inbox or cancels it, with the ordinary `Agent.Service`.
  *
  * The link is durable on both sides (ADR 0055): the child's session id is derived from the parent's session id and
- * the spawning call's id ({@link childIdOf}), so the parent's `tool/call` names its child before the child exists,
+ * the spawning `tool/call` ({@link childIdOf}), so the parent's `tool/call` names its child before the child exists,
  * and the child's prompt carries a `subagent` source naming its parent and that call.
  *
  * @since 0.0.0
@@ -106,7 +106,8 @@ export interface Tree {
  */
 export interface Service {
   /**
-   * Runs a child for a parent's call: creates its session (id {@link childIdOf}), makes its agent, sends `task` as
+   * Runs a child for a parent's call (whose `tool/call` must be in the parent's log, else it dies): creates its
+   * session (id {@link childIdOf}), makes its agent, sends `task` as
    * a `followup` with a `subagent` source, and — in the foreground — answers once the child is idle, with how its
    * last turn ended and its last assistant text.
    *
@@ -181,13 +182,14 @@ export const layer = (options?: Options): Layer.Layer<Subagents, never, SessionS
   Layer.scoped(Subagents, make(options))
 
 /**
- * The session id of the child a parent's call spawns: `<parent>~<callId>`. Contract: a pure function of the two,
- * so the parent's `tool/call` names its child durably before the child exists.
+ * The session id of the child a parent's call spawns: `<parent>~<seq>`, where `seq` is the parent's `tool/call` event
+ * for that call. Contract: a pure function of the two, so the parent's `tool/call` names its child durably before the
+ * child exists (the call's `seq`, unlike its id, is unique in the log even when a provider reuses call ids).
  *
  * @since 0.0.0
  * @category utils
  */
-export const childIdOf: (parent: Ids.SessionId, callId: Ids.ToolCallId) => Ids.SessionId = internal.childIdOf
+export const childIdOf: (parent: Ids.SessionId, callSeq: number) => Ids.SessionId = internal.childIdOf
 
 /**
  * The tree of a stored session and its children (and theirs), read from the store without disturbing a writer.

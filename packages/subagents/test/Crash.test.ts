@@ -46,6 +46,14 @@ const kill = (proc: ChildProcess) =>
 
 const stored = (id: Ids.SessionId) => Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
 
+/** The session id of the child the parent's call `callId` spawned (its `tool/call` is in the parent's log). */
+const childOf = (parent: Agent.Service, callId: string) =>
+  Effect.map(parent.log, (events) => {
+    const call = events.findLast((event) => event.type === "tool/call" && event.data.callId === callId)
+    assert.isDefined(call, `no tool/call ${callId}`)
+    return Subagents.childIdOf(parent.id, call!.seq)
+  })
+
 const toolResults = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
   events.flatMap((event) => event.type === "tool/result" ? [[event.data.callId, event.data.error?.code]] : [])
 
@@ -63,8 +71,6 @@ describe("Subagents across a crash", () => {
 
         yield* Effect.gen(function*() {
           const p = Ids.SessionId.make("p")
-          const a = Subagents.childIdOf(p, Ids.ToolCallId.make("a"))
-          const b = Subagents.childIdOf(p, Ids.ToolCallId.make("b"))
           const [modelA] = yield* S.make([])
           const [modelB] = yield* S.make([])
           const never = yield* Deferred.make<void>()
@@ -73,6 +79,8 @@ describe("Subagents across a crash", () => {
             session: yield* SessionLog.open(p),
             tools: subagentTools({ researcher: [modelA, blocking(never)], reviewer: [modelB, blocking(never)] })
           }).pipe(Effect.provideService(Subagents.Subagents, subagents))
+          const a = yield* childOf(parent, "a")
+          const b = yield* childOf(parent, "b")
           // Crash repair answered both cut spawn calls.
           assert.deepStrictEqual(toolResults(yield* parent.log), [
             ["a", "TOOL_OUTCOME_UNKNOWN"],

@@ -32,6 +32,14 @@ const textOf = (event: SessionEvent.SessionEvent): string =>
 export const stored = (id: Ids.SessionId) =>
   Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
 
+/** The session id of the child the parent's call `callId` spawned (its `tool/call` is in the parent's log). */
+const childOf = (parent: Agent.Service, callId: string) =>
+  Effect.map(parent.log, (events) => {
+    const call = events.findLast((event) => event.type === "tool/call" && event.data.callId === callId)
+    assert.isDefined(call, `no tool/call ${callId}`)
+    return Subagents.childIdOf(parent.id, call!.seq)
+  })
+
 const outcomeOf = (events: ReadonlyArray<SessionEvent.SessionEvent>, callId: string) => {
   const result = events.find((event) => event.type === "tool/result" && event.data.callId === callId)
   assert.isDefined(result)
@@ -73,8 +81,8 @@ describe("Subagents", () => {
         yield* Deferred.await(aStarted)
         yield* Deferred.await(bStarted)
 
-        const a = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("a"))
-        const b = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("b"))
+        const a = yield* childOf(parent, "a")
+        const b = yield* childOf(parent, "b")
         assert.deepStrictEqual(
           (yield* subagents.list).map((child) => [child.id, child.agent, child.state]).sort(),
           [[a, "researcher", "running"], [b, "reviewer", "running"]]
@@ -172,7 +180,7 @@ describe("Subagents", () => {
           yield* parent.cancel("user")
           if (onCancel === "finish") yield* Deferred.succeed(release, undefined)
           yield* parent.whenIdle
-          const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+          const child = yield* childOf(parent, "c")
           // A `finish` call ends with its real result once the child is done: wait for the child's run to end.
           const childLog = yield* stored(child)
           const parentLog = yield* parent.log
@@ -226,7 +234,7 @@ describe("Subagents", () => {
       )
       yield* parent.followup(Message.make("go"))
       yield* parent.whenIdle
-      const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+      const child = yield* childOf(parent, "c")
       assert.deepStrictEqual(asked, [[child, "d1"], [child, "d2"]])
       const results = (yield* stored(child)).flatMap((event) =>
         event.type === "tool/result" ? [[event.data.callId, event.data.error?.code ?? textOf(event)]] : []
@@ -261,7 +269,7 @@ describe("Subagents", () => {
       yield* parent.followup(Message.make("go"))
       yield* Deferred.await(started)
       yield* parent.whenIdle
-      const child = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("s"))
+      const child = yield* childOf(parent, "s")
       // The parent's turn is over while the child still works.
       assert.deepStrictEqual(outcomeOf(yield* parent.log, "s"), {
         session: child,
@@ -314,7 +322,7 @@ describe("Subagents", () => {
       )
       yield* parent.followup(Message.make("go"))
       yield* Deferred.await(started)
-      const id = Subagents.childIdOf(parent.id, Ids.ToolCallId.make("c"))
+      const id = yield* childOf(parent, "c")
       const child = yield* subagents.get(id)
       yield* child.followup(Message.make("then summarise"))
       const dropped = yield* child.followup(Message.make("and translate it"))
@@ -338,5 +346,37 @@ describe("Subagents", () => {
       assert.deepStrictEqual(LogCheck.checkLog(childLog), [])
       const unknown = yield* Effect.flip(subagents.get(Ids.SessionId.make("nobody")))
       assert.strictEqual(unknown.reason, "unknown")
+    }).pipe(Effect.provide(SessionStore.layerMemory)))
+
+  it.scoped("R175: a provider that reuses a call id across steps still gets one child per call", () =>
+    Effect.gen(function*() {
+      const [model] = yield* S.make([S.textResponse("first"), S.textResponse("second")])
+      const tool = SubagentTool.make({ name: "worker", description: "works", languageModel: model })
+      const subagents = yield* Subagents.make()
+      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+        Effect.provideService(Subagents.Subagents, subagents),
+        Effect.provide(S.layer([
+          S.toolCallResponse(S.toolCall("worker", { task: "one" }, { id: "same" })),
+          S.toolCallResponse(S.toolCall("worker", { task: "two" }, { id: "same" })),
+          S.textResponse("done")
+        ]))
+      )
+      yield* parent.followup(Message.make("go"))
+      yield* parent.whenIdle
+      const log = yield* parent.log
+      const outcomes = log.flatMap((event) =>
+        event.type === "tool/result"
+          ? [Schema.decodeUnknownSync(Schema.parseJson(Subagents.Outcome))(textOf(event))]
+          : []
+      )
+      assert.deepStrictEqual(outcomes.map((outcome) => [outcome.status, outcome.answer]), [
+        ["completed", "first"],
+        ["completed", "second"]
+      ])
+      assert.notStrictEqual(outcomes[0]!.session, outcomes[1]!.session)
+      assert.deepStrictEqual(
+        (yield* Subagents.tree(parent.id)).children.map((child) => child.id),
+        outcomes.map((outcome) => outcome.session)
+      )
     }).pipe(Effect.provide(SessionStore.layerMemory)))
 })

@@ -11,8 +11,24 @@ import { SubagentError } from "../SubagentError.js"
 import type { Child, Options, Outcome, Service, Spec, Tree } from "../Subagents.js"
 import { Outcome as OutcomeSchema } from "./outcome.js"
 
-export const childIdOf = (parent: Ids.SessionId, callId: Ids.ToolCallId): Ids.SessionId =>
-  `${parent}~${callId}` as Ids.SessionId // a SessionId is any non-empty string; both parts are non-empty
+export const childIdOf = (parent: Ids.SessionId, callSeq: number): Ids.SessionId =>
+  `${parent}~${callSeq}` as Ids.SessionId // a SessionId is any non-empty string
+
+/**
+ * The `seq` of the parent's newest `tool/call` with `callId` before position `before` (a provider may reuse call ids
+ * across steps: the newest is the one being answered).
+ */
+const callSeqOf = (
+  events: ReadonlyArray<SessionEvent.SessionEvent>,
+  callId: Ids.ToolCallId,
+  before = events.length
+): number | undefined => {
+  for (let i = before - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === "tool/call" && event.data.callId === callId) return event.seq
+  }
+  return undefined
+}
 
 /** The source of an outcome injected into a parent: it names the child, so a resume knows it was reported. */
 const reportSource = (child: Ids.SessionId): Message.UserMessageData["source"] => ({
@@ -104,10 +120,10 @@ export const make = (options?: Options) =>
       spec: Spec,
       task: string,
       link: { readonly parent: Agent.Service; readonly callId: Ids.ToolCallId },
+      id: Ids.SessionId,
       background: boolean
     ): Effect.Effect<Outcome, never, Scope.Scope | LanguageModel.LanguageModel> =>
       Effect.gen(function*() {
-        const id = childIdOf(link.parent.id, link.callId)
         const model = spec.languageModel ?? (yield* LanguageModel.LanguageModel)
         const started = yield* Effect.gen(function*() {
           const log = yield* Effect.acquireRelease(
@@ -171,13 +187,21 @@ export const make = (options?: Options) =>
         return outcome
       })
 
-    const spawn: Service["spawn"] = (spec, task, link) => {
-      if (spec.background !== true) return Effect.scoped(run(spec, task, link, false))
-      const id = childIdOf(link.parent.id, link.callId)
-      return Effect.gen(function*() {
+    const spawn: Service["spawn"] = (spec, task, link) =>
+      Effect.gen(function*() {
+        // The call was logged (and flushed) before its handler started.
+        const seq = callSeqOf(yield* link.parent.log, link.callId)
+        if (seq === undefined) {
+          return yield* Effect.dieMessage(
+            `Subagents.spawn: the parent's log has no tool/call ${JSON.stringify(link.callId)}: spawn is what a ` +
+              `subagent tool's handler calls, with its own call id`
+          )
+        }
+        const id = childIdOf(link.parent.id, seq)
+        if (spec.background !== true) return yield* Effect.scoped(run(spec, task, link, id, false))
         const model = spec.languageModel ?? (yield* LanguageModel.LanguageModel)
         yield* Effect.scoped(
-          run(spec, task, link, true).pipe(
+          run(spec, task, link, id, true).pipe(
             Effect.flatMap((outcome) =>
               link.parent.inject({ content: [{ type: "text", text: reportText(outcome) }], source: reportSource(id) })
             ),
@@ -189,7 +213,6 @@ export const make = (options?: Options) =>
         )
         return { session: id, agent: spec.name, status: "started", answer: "" } satisfies Outcome
       })
-    }
 
     const list = Effect.map(Ref.get(entries), (all) => all.map((entry) => entry.child))
 
@@ -233,9 +256,11 @@ const decodeOutcome = Schema.decodeUnknownOption(Schema.parseJson(OutcomeSchema)
  */
 const unanswered = (parent: Ids.SessionId, events: ReadonlyArray<SessionEvent.SessionEvent>) => {
   const owed: Array<Ids.SessionId> = []
-  for (const event of events) {
+  for (const [i, event] of events.entries()) {
     if (event.type !== "tool/result") continue
-    const id = childIdOf(parent, event.data.callId)
+    const seq = callSeqOf(events, event.data.callId, i)
+    if (seq === undefined) continue
+    const id = childIdOf(parent, seq)
     const cut = event.data.error?.code === "TOOL_OUTCOME_UNKNOWN"
     const started = !event.data.isError && Option.exists(
       decodeOutcome(event.data.content.map((block) => block.text).join("")),
@@ -278,7 +303,7 @@ export const tree = (
         const children: Array<Tree> = []
         for (const event of events) {
           if (event.type !== "tool/call") continue
-          const child = childIdOf(id, event.data.callId)
+          const child = childIdOf(id, event.seq)
           if (stored.has(child)) children.push(yield* visit(child))
         }
         return {
