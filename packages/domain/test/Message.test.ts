@@ -217,7 +217,7 @@ describe("Message.decodeUserMessageData", () => {
       const unknown = yield* refusal({ content: text, source: { kind: "tool" } })
       assert.include(unknown, "[\"source\"]")
       assert.include(unknown, "[\"kind\"]")
-      assert.include(unknown, "Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
+      assert.include(unknown, "Expected \"user\" | \"plugin\" | \"goal\" | \"subagent\", actual \"tool\"")
     }))
 
   it.effect("refuses goal round 0 without change", () =>

@@ -28,7 +28,7 @@ describe("MessageSource", () => {
     Effect.gen(function*() {
       const message = yield* decodeError(MessageSource.MessageSource, { kind: "tool" })
       assert.include(message, "[\"kind\"]")
-      assert.include(message, "Expected \"user\" | \"plugin\" | \"goal\", actual \"tool\"")
+      assert.include(message, "Expected \"user\" | \"plugin\" | \"goal\" | \"subagent\", actual \"tool\"")
     }))
 
   it.effect("goal round 0 must carry a change", () =>
