@@ -4,8 +4,8 @@
  * contract's wire name and `sourceEventSeqs` cites earlier events (an assistant message its chunks, a tool result
  * its call). Only `user/message` may stand outside a turn.
  *
- * Room for compaction: a later "replace" marker will be one more optional envelope field (absent meaning
- * "append"), so logs written today decode unchanged.
+ * Compaction appends too: a `compaction` record (ADR 0052) says which prefix of the history its summary stands
+ * for; nothing is rewritten, so logs written before it decode unchanged.
  *
  * @since 0.0.0
  */
@@ -226,6 +226,30 @@ export const RequestHeader = Schema.Struct({
  */
 export type RequestHeader = typeof RequestHeader.Type
 
+/**
+ * A compaction (ADR 0052): the model's summary of the history derived from seqs `0..through`, which stood for the
+ * first `messages` messages folded from the log. From this record on, a request's history is the summary (one
+ * user-role message) followed by the messages folded after those (R144). It lies in the compaction step that
+ * asked for it (after that step's `assistant/chunk` records, before its `step/end`) and is written in one append
+ * with that `step/end`, so a cancelled or crashed compaction leaves no record (R148). `reason` says whether a
+ * caller asked for it (`manual`) or the context estimate passed the threshold (`automatic`); `estimate` is the
+ * token estimate that was measured when it started; `model` and `usage` are the summary request's.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const Compaction = Schema.Struct({
+  turn: PositiveInt,
+  step: PositiveInt,
+  summary: Schema.String,
+  through: NonNegativeInt,
+  messages: NonNegativeInt,
+  reason: Schema.Literal("manual", "automatic"),
+  estimate: NonNegativeInt,
+  model: Schema.String,
+  usage: optional(Usage)
+})
+
 const envelope = <T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
   Schema.Struct({
     seq: NonNegativeInt,
@@ -252,7 +276,8 @@ export const SessionEvent = Schema.Union(
   envelope("assistant/message", AssistantMessage),
   envelope("tool/call", ToolCall),
   envelope("tool/result", ToolResult),
-  envelope("request/header", RequestHeader)
+  envelope("request/header", RequestHeader),
+  envelope("compaction", Compaction)
 ).annotations({ identifier: "SessionEvent" })
 /**
  * @since 0.0.0

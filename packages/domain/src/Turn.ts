@@ -13,14 +13,15 @@ import { MessageSource } from "./MessageSource.js"
 
 /**
  * Why a turn started: an admitted queued prompt (with its original source, even if admission rewrote the
- * content), or a retry over the current log.
+ * content), a retry over the current log, or a compaction asked for while idle (`agent.compact`, ADR 0052).
  *
  * @since 0.0.0
  * @category schemas
  */
 export const TurnTrigger = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("message"), source: MessageSource }),
-  Schema.Struct({ kind: Schema.Literal("retry") })
+  Schema.Struct({ kind: Schema.Literal("retry") }),
+  Schema.Struct({ kind: Schema.Literal("compaction") })
 ).annotations({ identifier: "TurnTrigger" })
 /**
  * @since 0.0.0

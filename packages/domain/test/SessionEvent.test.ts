@@ -15,7 +15,8 @@ const wireNames: Record<SessionEvent.SessionEventType, true> = {
   "assistant/message": true,
   "tool/call": true,
   "tool/result": true,
-  "request/header": true
+  "request/header": true,
+  "compaction": true
 }
 
 const envelope = (type: string, data: unknown) => ({ seq: 0, time: 0, type, data })

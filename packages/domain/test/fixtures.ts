@@ -287,5 +287,21 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
     time: 1,
     type: "request/header",
     data: { header: { config: { model: "m2" }, tools: [] }, reason: "change" }
+  }],
+  ["compaction", {
+    seq: 9,
+    time: 1,
+    type: "compaction",
+    data: {
+      turn: 2,
+      step: 3,
+      summary: "The user asked for a plan; the plan is written.",
+      through: 7,
+      messages: 4,
+      reason: "automatic",
+      estimate: 812,
+      model: "m",
+      usage: { inputTokens: 800, outputTokens: 12 }
+    }
   }]
 ]

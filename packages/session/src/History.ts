@@ -11,6 +11,10 @@
  * byte for byte (prefix stability, R103). An assistant message carries its logged `provenance` (route and
  * provider replay state) as `options.harness.provenance`. Consecutive user messages are not merged.
  *
+ * Compaction (ADR 0052, R144): a `compaction` record replaces the first `messages` folded messages by its summary,
+ * one user message with the summary text verbatim; the messages folded after them follow it. The latest compaction
+ * wins (its summary already covers any earlier one). The log keeps every event; only the derivation changes.
+ *
  * @since 0.0.0
  */
 import type { Prompt } from "@effect/ai"
@@ -51,8 +55,16 @@ export type TypeId = typeof TypeId
  * @category models
  */
 export interface History {
-  /** The number of derived messages. */
+  /**
+   * The number of messages folded from the log (a compaction shows a prefix of them as its summary in
+   * {@link messages}; they are still counted here).
+   */
   readonly length: number
+  /** The prefix the latest compaction replaced: its first `count` folded messages shown as `messages`. */
+  readonly replaced?: {
+    readonly count: number
+    readonly messages: ReadonlyArray<Prompt.Message>
+  } | undefined
   /** The derived messages, in an array successive histories share (an implementation detail; use {@link messages}). */
   readonly [TypeId]: AppendOnly<Prompt.Message>
 }
@@ -78,7 +90,20 @@ export const empty: History = internal.empty
 export const fold: (history: History, event: SessionEvent.SessionEvent) => History = internal.fold
 
 /**
- * The messages of a history, in log order.
+ * A history whose first `count` folded messages are shown as `messages`: the one mechanism by which a record
+ * replaces part of the history (a compaction's summary). The folded messages are kept, so a later record may
+ * replace a different prefix.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const replacePrefix: (
+  history: History,
+  replaced: { readonly count: number; readonly messages: ReadonlyArray<Prompt.Message> }
+) => History = internal.replacePrefix
+
+/**
+ * The messages of a history, in log order (after the latest compaction: its summary, then what followed it).
  *
  * Contract: cheap to call once per request: no re-derivation, one copy of the message references per call (an array
  * of the caller's own, kept by nothing else: a cached copy held by a history that outlived a scavenge kept every

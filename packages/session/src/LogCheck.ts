@@ -106,6 +106,11 @@ export interface LogState {
   /** The header of the last `request/header` event, if any (R51). */
   readonly header: SessionEvent.RequestHeader["header"] | undefined
   /**
+   * The latest `compaction`, if any (ADR 0052): the number of folded history messages its summary replaces and the
+   * summary. A snapshot keeps it beside the header, so a log opened from one derives its history past it.
+   */
+  readonly compaction: { readonly messages: number; readonly summary: string } | undefined
+  /**
    * Every tool call of the open step in model order: the `tool-call` blocks of its assistant messages in content
    * order, then the calls known only from `tool/call` events, in log order. Empty when no step is open.
    */

@@ -230,6 +230,7 @@ describe("LogCheck.step", () => {
         lastStep: 1,
         openStep: 1,
         header: { config: { model: "test-model" }, system: "You are a test." },
+        compaction: undefined,
         calls: [],
         owed: []
       })

@@ -122,7 +122,9 @@ export const describe = (
   switch (record.type) {
     case "turn/start":
       return `turn ${record.data.turn} starts (${
-        record.data.trigger.kind === "retry" ? "retry" : `message from ${sourceOf(record.data.trigger.source)}`
+        record.data.trigger.kind === "message"
+          ? `message from ${sourceOf(record.data.trigger.source)}`
+          : record.data.trigger.kind
       })`
     case "turn/end": {
       const reason = record.data.reason
@@ -165,6 +167,10 @@ export const describe = (
       return `tool result ${record.data.name}: ${resultLine(record.data)}`
     case "request/header":
       return `request to ${record.data.header.config.model} (${record.data.reason})`
+    case "compaction":
+      return `compaction (${record.data.reason}): seqs 0–${record.data.through} (${record.data.messages} messages, ~${record.data.estimate} tokens) summarised by ${record.data.model}: ${
+        oneLine(record.data.summary)
+      }`
     case "inbox/accepted": {
       const text = textOf(record.message.content)
       const what = goalLine(record.message.source, text) ?? `“${oneLine(text, 60)}”`

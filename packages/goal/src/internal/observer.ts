@@ -135,6 +135,8 @@ const observe = (
     case "turn/start": {
       const trigger = event.data.trigger
       if (attempt === undefined) return stateOnly(seen)
+      // A compaction turn (ADR 0052) is no round's: it neither starts nor settles one.
+      if (trigger.kind === "compaction") return stateOnly(seen)
       if (trigger.kind === "retry") {
         // A retry continues the round after a failed turn: its own end settles the round, which counts once.
         return attempt.reason !== undefined && failedTurn(attempt.reason)

@@ -13,10 +13,30 @@ export type TypeId = typeof TypeId
 
 export const optionsKey = ToolArguments.harnessKey
 
-const make = (messages: AppendOnly.AppendOnly<Prompt.Message>): History =>
-  Object.freeze({ [TypeId]: messages, length: messages.length })
+/**
+ * A replaced prefix: the first `count` folded messages are shown as `messages` (a compaction's summary, ADR 0052).
+ * `count` is absolute (it counts from the log's first message), so a history folded from a snapshot's tail and
+ * concatenated to its prefix keeps it.
+ */
+export interface Replaced {
+  readonly count: number
+  readonly messages: ReadonlyArray<Prompt.Message>
+}
+
+const make = (messages: AppendOnly.AppendOnly<Prompt.Message>, replaced?: Replaced | undefined): History =>
+  Object.freeze(
+    replaced === undefined
+      ? { [TypeId]: messages, length: messages.length }
+      : { [TypeId]: messages, length: messages.length, replaced }
+  )
 
 export const empty: History = make(AppendOnly.empty())
+
+/** The prefix the latest compaction replaced, if any. */
+export const replacedOf = (history: History): Replaced | undefined => history.replaced
+
+/** `history` with its first `count` folded messages shown as `messages` (the folded ones are kept). */
+export const replacePrefix = (history: History, replaced: Replaced): History => make(history[TypeId], replaced)
 
 /**
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
@@ -141,17 +161,26 @@ export const unsafeOfMessages = (messages: Array<Prompt.Message>): History =>
   make({ array: messages, length: messages.length })
 
 /** The messages of `first` then those of `second`. */
-export const concat = (first: History, second: History): History =>
-  first.length === 0 ? second : second.length === 0 ? first : make(
-    AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0))
-  )
-
-export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
-  const message = messageOf(event)
-  return message === undefined ? history : make(AppendOnly.append(history[TypeId], message))
+export const concat = (first: History, second: History): History => {
+  const replaced = second.replaced ?? first.replaced
+  if (second.length === 0) return replaced === first.replaced ? first : make(first[TypeId], replaced)
+  if (first.length === 0 && replaced === second.replaced) return second
+  return make(AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0)), replaced)
 }
 
-export const messages = (history: History): ReadonlyArray<Prompt.Message> => AppendOnly.slice(history[TypeId], 0)
+export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
+  if (event.type === "compaction") {
+    return make(history[TypeId], { count: event.data.messages, messages: [userMessageOf([event.data.summary])] })
+  }
+  const message = messageOf(event)
+  return message === undefined ? history : make(AppendOnly.append(history[TypeId], message), history.replaced)
+}
+
+export const messages = (history: History): ReadonlyArray<Prompt.Message> => {
+  const replaced = history.replaced
+  if (replaced === undefined) return AppendOnly.slice(history[TypeId], 0)
+  return replaced.messages.concat(AppendOnly.slice(history[TypeId], replaced.count))
+}
 
 export const deriveMessages = (events: Iterable<SessionEvent.SessionEvent>): ReadonlyArray<Prompt.Message> => {
   let history = empty

@@ -17,6 +17,7 @@ export const initial: LogState = Object.freeze({
   lastStep: 0,
   openStep: undefined,
   header: undefined,
+  compaction: undefined,
   calls: noCalls,
   owed: noCalls
 })
@@ -26,6 +27,7 @@ interface StateChanges {
   readonly open?: { readonly turn: number | undefined; readonly step: number | undefined }
   readonly lastStep?: number
   readonly header?: LogState["header"]
+  readonly compaction?: LogState["compaction"]
   readonly calls?: ReadonlyArray<StepCall>
 }
 
@@ -45,6 +47,7 @@ const stateOf = (state: LogState, nextSeq: number, changes: StateChanges = noCha
     lastStep: changes.lastStep ?? state.lastStep,
     openStep: changes.open === undefined ? state.openStep : changes.open.step,
     header: changes.header ?? state.header,
+    compaction: changes.compaction ?? state.compaction,
     calls,
     owed: changes.calls === undefined ? state.owed : calls.length === 0 ? noCalls : owedOf(calls)
   }
@@ -263,6 +266,11 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
     }
     case "assistant/chunk":
       return enclosure(state, event, event.data.turn, event.data.step) ?? accept(same(state, event))
+    case "compaction": {
+      const { messages, summary } = event.data
+      return enclosure(state, event, event.data.turn, event.data.step) ??
+        accept(stateOf(state, nextSeq, { compaction: { messages, summary } }))
+    }
     case "assistant/message": {
       const misplaced = enclosure(state, event, event.data.turn, event.data.step)
       if (misplaced !== undefined) return misplaced

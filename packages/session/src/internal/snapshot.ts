@@ -29,6 +29,11 @@ const Head = Schema.Struct({
   lastTurn: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
   lastStep: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
   header: Schema.optional(SessionEvent.RequestHeader.fields.header),
+  /** The latest compaction before `seq` (ADR 0052): absent in snapshots of logs that have none. */
+  compaction: Schema.optional(Schema.Struct({
+    messages: SessionEvent.Compaction.fields.messages,
+    summary: SessionEvent.Compaction.fields.summary
+  })),
   /** The pending inbox at `position`, in acceptance order. */
   inbox: Schema.Array(StoreRecords.InboxAccepted),
   /** The number of history messages (the body's events each give one). */
@@ -144,6 +149,7 @@ export const encode = (input: Input): { readonly head: string; readonly body: st
     lastTurn: input.state.lastTurn,
     lastStep: input.state.lastStep,
     ...(input.state.header === undefined ? {} : { header: input.state.header }),
+    ...(input.state.compaction === undefined ? {} : { compaction: input.state.compaction }),
     inbox: input.inbox,
     messages: input.messages,
     bodyLength: body.length
@@ -179,7 +185,8 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
       nextSeq: head.seq + 1,
       lastTurn: head.lastTurn,
       lastStep: head.lastStep,
-      header: head.header
+      header: head.header,
+      compaction: head.compaction
     },
     inbox: head.inbox,
     messages: head.messages,
@@ -199,7 +206,7 @@ export interface Body {
  */
 export const decodeBody = (
   body: string,
-  start: Pick<Start, "messages" | "bodyLength">
+  start: Pick<Start, "messages" | "bodyLength"> & { readonly state?: Pick<LogState, "compaction"> }
 ): Either.Either<Body, string> => {
   if (body.length !== start.bodyLength) {
     return Either.left(`its body is ${body.length} characters long, its head says ${start.bodyLength}`)
@@ -222,7 +229,15 @@ export const decodeBody = (
   if (messages.length !== start.messages) {
     return Either.left(`its body holds ${messages.length} messages, its head says ${start.messages}`)
   }
-  return Either.right({ history: history.unsafeOfMessages(messages), historyText: body.slice(1, -1) })
+  const folded = history.unsafeOfMessages(messages)
+  const compaction = start.state?.compaction
+  return Either.right({
+    history: compaction === undefined ? folded : history.replacePrefix(folded, {
+      count: compaction.messages,
+      messages: [history.userMessageOf([compaction.summary])]
+    }),
+    historyText: body.slice(1, -1)
+  })
 }
 /** Appends the entries of the history events among `events` to a history text; returns the text and the count. */
 export const appendHistoryText = (
