@@ -122,6 +122,14 @@ export interface Service {
    */
   readonly retry: Result<Operations.Retry>
   /**
+   * Starts a compaction (ADR 0052, R149): unless `beforeCompact` blocks it, a turn with trigger `compaction` whose
+   * first step summarises the history and logs the `compaction` record; later requests see the summary in place of
+   * what it replaced. Steering sent meanwhile lands after the record, followups run after the turn (R151). Fails
+   * with `AgentBusyError` while an admission or turn is active, with `AgentDisposedError` after disposal; use
+   * {@link whenIdle} to wait for it.
+   */
+  readonly compact: (options?: Operations.Compact["options"]) => Result<Operations.Compact>
+  /**
    * The pending items now, in acceptance order: queued turns (waking or parked) and steering staged for the open
    * turn (waking, or parked when a blocked admission retained it). Staged context is not listed: it is logged at the
    * next drain and cannot be withdrawn.
@@ -287,6 +295,20 @@ export interface Options<R = never> {
    * asked is denied (`approval/answered { by: "timeout" }`), on the `Clock`. Absent: keep waiting.
    */
   readonly approvalTimeout?: Duration.DurationInput | undefined
+  /**
+   * Compaction (ADR 0052, R144–R153). With a `contextWindow` (the model's, in tokens), a step whose estimated
+   * prompt passes `threshold` × `contextWindow` (default 0.8) compacts first: a compaction step asks the model
+   * (or `model`, recorded as `modelLabel`) for a summary with `instruction`, and the `compaction` record makes the
+   * summary stand for the history before it. Without a window nothing compacts by itself; {@link Service.compact}
+   * works either way.
+   */
+  readonly compaction?: {
+    readonly contextWindow?: number | undefined
+    readonly threshold?: number | undefined
+    readonly instruction?: string | undefined
+    readonly model?: LanguageModel.Service | undefined
+    readonly modelLabel?: string | undefined
+  } | undefined
 }
 
 /**
@@ -375,6 +397,8 @@ export const execute = (agent: Service) => <O extends Operations.Operation>(oper
         return agent.cancel(op.cause, op.options)
       case "Retry":
         return agent.retry
+      case "Compact":
+        return agent.compact(op.options)
       case "Withdraw":
         return agent.withdraw(op.id)
       case "ListInbox":

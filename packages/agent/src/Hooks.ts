@@ -144,6 +144,35 @@ export type TurnBudget<R> = (
 ) => Effect.Effect<TurnLimits | undefined, unknown, R>
 
 /**
+ * What `beforeCompact` decides (ADR 0052): `allow` the compaction (the model writes the summary), `replace` — compact
+ * with this summary instead of asking the model — or `block` it (nothing is logged; an automatic compaction's turn
+ * goes on with its request as it is).
+ * @since 0.0.0
+ * @category models
+ */
+export type CompactDecision =
+  | { readonly kind: "allow" }
+  | { readonly kind: "replace"; readonly summary: string }
+  | { readonly kind: "block"; readonly reason: string }
+
+/**
+ * Runs before a compaction (R150), manual or automatic, with the token estimate that started it; `turn` is the
+ * running turn of an automatic one (`undefined` for `agent.compact`, whose turn opens only if it is allowed). A
+ * failure blocks the compaction (and is logged as a warning).
+ * @since 0.0.0
+ * @category models
+ */
+export type BeforeCompact<R> = (
+  input: {
+    readonly agent: Service
+    readonly turn: number | undefined
+    readonly reason: "manual" | "automatic"
+    readonly estimate: number
+  },
+  next: Effect.Effect<CompactDecision, unknown, R>
+) => Effect.Effect<CompactDecision, unknown, R>
+
+/**
  * The seams, every field optional. (Hooks are declared as methods so that hooks needing less context fit where
  * more is available: a `Hooks<never>` is a `Hooks<R>`.)
  *
@@ -158,6 +187,7 @@ export interface Hooks<R = never> {
   requestError?(...args: Parameters<RequestError<R>>): ReturnType<RequestError<R>>
   toolApproval?(...args: Parameters<ToolApproval<R>>): ReturnType<ToolApproval<R>>
   turnBudget?(...args: Parameters<TurnBudget<R>>): ReturnType<TurnBudget<R>>
+  beforeCompact?(...args: Parameters<BeforeCompact<R>>): ReturnType<BeforeCompact<R>>
 }
 
 type Waterfall<I, A, R> = (input: I, next: Effect.Effect<A, unknown, R>) => Effect.Effect<A, unknown, R>
@@ -212,5 +242,6 @@ export const compose = <R>(outer: Hooks<R>, inner: Hooks<R>): Hooks<R> => {
   set("requestError", waterfall(outer.requestError, inner.requestError))
   set("toolApproval", waterfall(outer.toolApproval, inner.toolApproval))
   set("turnBudget", bothLimits(outer.turnBudget, inner.turnBudget))
+  set("beforeCompact", waterfall(outer.beforeCompact, inner.beforeCompact))
   return hooks
 }

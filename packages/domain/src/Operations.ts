@@ -273,6 +273,25 @@ export class Retry extends Schema.TaggedRequest<Retry>()("Retry", {
 }) {}
 
 /**
+ * `compact(options?)`: starts a compaction of the history (ADR 0052): a turn with trigger `compaction` whose step asks
+ * the model for a summary (with `instruction`, if given, instead of the configured one) and logs the `compaction`
+ * record. Like `retry`, refused while busy.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export class Compact extends Schema.TaggedRequest<Compact>()("Compact", {
+  failure: Schema.Union(AgentBusyError, AgentDisposedError),
+  success: Schema.Void,
+  payload: {
+    options: Schema.optionalWith(
+      Schema.Struct({ instruction: Schema.optionalWith(Schema.NonEmptyString, { exact: true }) }),
+      { exact: true }
+    )
+  }
+}) {}
+
+/**
  * `withdraw(id)`: removes one pending item without stopping the turn.
  *
  * @since 0.0.0
@@ -447,6 +466,7 @@ export const Operation = Schema.Union(
   Batch,
   Cancel,
   Retry,
+  Compact,
   Withdraw,
   ListInbox,
   Edit,

@@ -559,6 +559,21 @@ const retryLocked = Effect.fnUntraced(function*(env: Env) {
   yield* startActivity(env, { _tag: "retry" })
 })
 
+/** `compact`: a compaction turn over the current log; refused while busy or after disposal (like `retry`). */
+export const compact = (env: Env, options: Operations.Compact["options"] | undefined) =>
+  locked(env, () => compactLocked(env, options?.instruction))
+
+const compactLocked = Effect.fnUntraced(function*(env: Env, instruction: string | undefined) {
+  const { lifecycle } = yield* read(env)
+  if (Lifecycle.isDisposed(lifecycle)) {
+    return yield* new AgentDisposedError({ message: "the agent was disposed: it compacts no more" })
+  }
+  if (Lifecycle.activity(lifecycle) !== undefined) {
+    return yield* new AgentBusyError({ message: "cannot compact while an admission or a turn is active" })
+  }
+  yield* startActivity(env, { _tag: "compaction", instruction })
+})
+
 /** `inbox`: the pending items now, read under the lock. */
 export const inbox = (env: Env) => locked(env, () => inboxLocked(env))
 

@@ -139,7 +139,7 @@ export const make: <R>(
 ) => Effect.Effect<Service, AgentConfigError, Scope.Scope | LanguageModel.LanguageModel | R> = Effect.fnUntraced(
   function*<R>(options: Options<R> = {}) {
     const erased: Options<unknown> = options
-    const { advertised, bound, budget, maxParallel, maxToolResult, tools } = yield* validate(erased)
+    const { advertised, bound, budget, compaction, maxParallel, maxToolResult, tools } = yield* validate(erased)
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
@@ -149,7 +149,7 @@ export const make: <R>(
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
     // the driver to close the turn) and the fibers are interrupted only after it.
     const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-    const initial: State = { lifecycle: Lifecycle.initial, unclosed: undefined, header: undefined }
+    const initial: State = { lifecycle: Lifecycle.initial, unclosed: undefined, header: undefined, usage: undefined }
     // Only an agent with tools runs handlers. Each map's finalizer keeps the creating fiber's `FiberRefs`: for an
     // agent without tools that was ≈ 2 KB of its idle heap for nothing.
     const handlers = tools.size === 0 ? undefined : {
@@ -170,6 +170,7 @@ export const make: <R>(
         batch: (ops) => Accept.batch(env, ops),
         sendAll: (items) => Accept.sendAll(env, items),
         cancel: (cause, cancelOptions) => Accept.cancel(env, cause, cancelOptions),
+        compact: (compactOptions) => Accept.compact(env, compactOptions),
         withdraw: (id) => Accept.withdraw(env, id),
         edit: (id, message) => Accept.edit(env, id, message),
         move: (id, position) => Accept.move(env, id, position),
@@ -204,7 +205,8 @@ export const make: <R>(
       maxParallel,
       maxToolResult,
       budget,
-      bound
+      bound,
+      compaction
     }
 
     if (log.commitMode === "write-behind") {

@@ -240,7 +240,7 @@ export const isValidMessage = (data: MessageData): boolean => {
 }
 
 /** A stream part as the agent receives it: typed by `ModelStream`, or decoded by `LanguageModel.streamText`. */
-type AnyStreamPart = Response.StreamPart<Record<string, never>> | Response.AnyPart
+export type AnyStreamPart = Response.StreamPart<Record<string, never>> | Response.AnyPart
 
 // `@effect/ai`'s own schema of the stream parts, built once; used for the parts without a fast path below.
 const encodeWithSchema = Schema.encodeUnknownEither(Response.StreamPart(Toolkit.empty))

@@ -13,6 +13,7 @@ import { Cause, Chunk, Context, Effect, FiberRef, Option, PubSub, Ref } from "ef
 import type { Options, Service } from "../Agent.js"
 import type * as AgentTool from "../AgentTool.js"
 import type { RequestConfig } from "../Hooks.js"
+import type * as Compaction from "./compaction.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem, QueuedItem } from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
@@ -80,6 +81,8 @@ export type Job =
    * steering item's source; the opening drain logs the outbox.
    */
   | { readonly _tag: "steering"; readonly source: Message.AgentMessage["source"] }
+  /** `agent.compact` (ADR 0052): a compaction turn, if `beforeCompact` allows it. */
+  | { readonly _tag: "compaction"; readonly instruction: string | undefined }
   | {
     readonly _tag: "retry"
     /**
@@ -119,6 +122,8 @@ export interface State {
   readonly unclosed: Turn.TurnEndReason | undefined
   /** The header this agent last logged (`undefined` before its first request). */
   readonly header: SessionEvent.RequestHeader["header"] | undefined
+  /** The last request's reported input tokens, since the latest compaction (the context estimate's base, R146). */
+  readonly usage: Compaction.UsageMark | undefined
 }
 
 /** Everything the agent's parts share. */
@@ -169,6 +174,8 @@ export interface Env {
   readonly maxToolResult: number
   /** The agent's budgets, validated (`budget.ts`, R154–R163). */
   readonly budget: Budgets
+  /** `Options.compaction`, validated (`undefined`: no automatic compaction; `compact` uses the defaults). */
+  readonly compaction: Compaction.Settings | undefined
   /**
    * Whether the agent was created under a `Tracer` of the program's own (e.g. `@effect/opentelemetry`): only then
    * does it record its spans (ADR 0024, ADR 0028). Under Effect's default tracer nobody reads them.

@@ -2,6 +2,7 @@
  * The agent's options: validated once at creation (a typed `AgentConfigError` naming the bad option), and the
  * transport definition of its tools — what `@effect/ai` is told about them, and what `request/header` records.
  */
+import * as Compaction from "./compaction.js"
 import { Tool, type Toolkit } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json } from "@harness/domain"
@@ -102,6 +103,22 @@ const DataOptions = Schema.Struct({
   restoredInbox: Schema.optional(
     Schema.Literal("wake", "park").annotations(
       message((actual) => `restoredInbox must be "wake" or "park", got ${JSON.stringify(actual) ?? String(actual)}`)
+    )
+  ),
+  contextWindow: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => Number.isSafeInteger(n) && n >= 1),
+      Schema.annotations(
+        message((actual) => `compaction.contextWindow must be a positive integer (tokens), got ${String(actual)}`)
+      )
+    )
+  ),
+  threshold: Schema.optional(
+    Schema.Number.pipe(
+      Schema.filter((n) => n > 0 && n <= 1),
+      Schema.annotations(
+        message((actual) => `compaction.threshold must be a number in (0, 1], got ${String(actual)}`)
+      )
     )
   ),
   tools: Schema.Array(
@@ -231,6 +248,8 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     maxPending: options.maxPending,
     overflow: options.overflow,
     restoredInbox: options.restoredInbox,
+    contextWindow: options.compaction?.contextWindow,
+    threshold: options.compaction?.threshold,
     tools: (options.tools ?? []).map((tool) => tool.name)
   })
   if (decoded._tag === "Left") return yield* configError(decoded.left)
@@ -247,5 +266,13 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
   const bound = decoded.right.maxPending === undefined
     ? undefined
     : { limit: decoded.right.maxPending, overflow: decoded.right.overflow ?? "reject" }
-  return { maxParallel, maxToolResult, tools, advertised, bound, budget }
+  const given = options.compaction
+  const compaction: Compaction.Settings | undefined = given === undefined ? undefined : {
+    contextWindow: decoded.right.contextWindow,
+    threshold: decoded.right.threshold ?? Compaction.defaultThreshold,
+    instruction: given.instruction ?? Compaction.defaultInstruction,
+    model: given.model,
+    modelLabel: given.modelLabel
+  }
+  return { maxParallel, maxToolResult, tools, advertised, bound, budget, compaction }
 })

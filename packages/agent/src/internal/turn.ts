@@ -24,10 +24,11 @@ import {
   Stream
 } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
-import type { RequestConfig } from "../Hooks.js"
+import type { CompactDecision, RequestConfig } from "../Hooks.js"
 import { admit, type Admitted } from "./admission.js"
 import * as Budgets from "./budget.js"
 import { repairLocked } from "./close.js"
+import * as Compaction from "./compaction.js"
 import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 
@@ -76,6 +77,8 @@ export const runActivity = (
 ): Effect.Effect<ActivityResult, TurnFailure | BudgetStop> =>
   job._tag === "retry"
     ? runTurn(env, progress, tools, { trigger: { kind: "retry" }, retained: none, admitted: [] })
+    : job._tag === "compaction"
+    ? compactionActivity(env, progress, tools, job.instruction)
     : job._tag === "steering"
     ? runTurn(
       env,
@@ -97,6 +100,44 @@ export const runActivity = (
           })
       )
     )
+
+/**
+ * A compaction asked for by `agent.compact` (R149): the `beforeCompact` hook first (a block opens no turn), then a
+ * turn with trigger `compaction` whose first step is the compaction step; steering sent meanwhile makes it go on
+ * with ordinary steps after the record, like any turn (R151).
+ */
+const compactionActivity = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime,
+  instruction: string | undefined
+) {
+  const system = fixedSystem(env)
+  const estimate = yield* Compaction.currentEstimate(env, system)
+  const decision = yield* Compaction.decide(env, { turn: undefined, reason: "manual", estimate })
+  if (decision.kind === "block") return noTurn
+  return yield* runTurn(env, progress, tools, { trigger: { kind: "compaction" }, retained: none, admitted: [] }, {
+    compaction: { decision, estimate, instruction }
+  })
+})
+
+/** The system prompt when it is a fixed string (what a compaction's estimate and request carry). */
+const fixedSystem = (env: Env): string | undefined =>
+  typeof env.options.system === "string" ? env.options.system : undefined
+
+/**
+ * Before a step the turn has not opened yet: an automatic compaction when the estimate passes the threshold (R146)
+ * and `beforeCompact` does not block it, as step `step`. Returns whether a compaction step ran.
+ */
+const compactIfDue = Effect.fnUntraced(function*(env: Env, turn: number, step: number) {
+  const system = fixedSystem(env)
+  if (!(yield* Compaction.due(env, system))) return false
+  const estimate = yield* Compaction.currentEstimate(env, system)
+  const decision = yield* Compaction.decide(env, { turn, reason: "automatic", estimate })
+  if (decision.kind === "block") return false
+  yield* Compaction.runStep(env, turn, step, { reason: "automatic", estimate, decision, system, instruction: undefined })
+  return true
+})
 
 /**
  * Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`).
@@ -151,7 +192,8 @@ const runTurn = Effect.fnUntraced(function*(
 ) {
   // The first step opens in the turn's opening section when nothing runs before its `step/start`: its D1 would
   // find the outbox this section just drained (ADR 0033).
-  const opensStep = opensInline(env)
+  const manual = options.compaction
+  const opensStep = opensInline(env) && manual === undefined
   const opened = yield* locked(env, (tx) => openTurnLocked(env, tx, progress, opening, options, opensStep))
   if (opened === undefined) return noTurn
   const turn = opened.turn
@@ -161,12 +203,31 @@ const runTurn = Effect.fnUntraced(function*(
   let step = 0
   // The history of a step the section before it already opened.
   let next: History.History | undefined = opened.history
+  // A compaction step was just run: the next step is the turn's own (one compaction per boundary).
+  let compacted = false
   while (true) {
     if (next === undefined && (yield* budgetBefore(env, progress, gauge, turn, step))) return turnEnded
     step += 1
     const n = step
     // The turn's opening section counted a first step it opened.
     if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
+    if (manual !== undefined && n === 1) {
+      yield* Compaction.runStep(env, turn, n, { reason: "manual", system: fixedSystem(env), ...manual })
+      // Nothing more to do unless steering arrived meanwhile (R151): then the turn goes on with it.
+      if (!(yield* hasSteering(env))) {
+        const ended = yield* locked(env, (tx) => endUnlessSteeringLocked(env, tx, progress, turn)).pipe(
+          Effect.mapError(logFailure(n))
+        )
+        if (ended) return turnEnded
+      }
+      compacted = true
+      continue
+    }
+    if (next === undefined && !compacted && (yield* compactIfDue(env, turn, n))) {
+      compacted = true
+      continue
+    }
+    compacted = false
     const stepRun = runStep(env, progress, tools, turn, n, next, gauge)
     const run = Budgets.timed(gauge) ? withDeadline(gauge, n, stepRun) : stepRun
     const outcome = yield* (env.traced
@@ -252,6 +313,12 @@ interface Opening {
 interface OpenOptions {
   /** A turn for stranded steering: it opens only if steering is still staged (it may have been withdrawn). */
   readonly steeringOnly?: boolean
+  /** A compaction turn (`agent.compact`): its first step compacts, with this decision and instruction. */
+  readonly compaction?: {
+    readonly decision: CompactDecision
+    readonly estimate: number
+    readonly instruction: string | undefined
+  }
 }
 
 /**
@@ -285,8 +352,10 @@ const openTurnLocked = Effect.fnUntraced(function*(
     if (!opening.retained.has(item)) break
     leading++
   }
-  const retained = drainPlan(snapshot, { turn, limit: leading })
-  const later = drainPlan({ ...snapshot, outbox: retained.rest }, { turn })
+  // A compaction turn drains nothing before its compaction step: what was staged lands after the record (R151).
+  const drains = options.compaction === undefined
+  const retained = drainPlan(snapshot, { turn, limit: drains ? leading : 0 })
+  const later = drainPlan({ ...snapshot, outbox: retained.rest }, drains ? { turn } : { turn, limit: 0 })
   const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
     type: "user/message",
     data: userMessageData(input.data, input.id)
@@ -413,10 +482,11 @@ const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
  */
 const opensInline = (env: Env): boolean => {
   const system = env.options.system
-  // A `turnBudget` hook and a session budget are read after the turn opens, before its first step (R156, R160).
+  // A `turnBudget` hook and a session budget are read after the turn opens, before its first step (R156, R160); an
+  // agent that may compact before a step decides so before opening it (R146).
   return env.options.hooks?.step === undefined && (system === undefined || typeof system === "string") &&
     env.options.hooks?.turnBudget === undefined && env.budget.maxSessionTokens === undefined &&
-    env.budget.maxSessionCost === undefined
+    env.budget.maxSessionCost === undefined && env.compaction?.contextWindow === undefined
 }
 
 /**
@@ -495,6 +565,7 @@ const runStep = Effect.fnUntraced(function*(
   }
 
   const messages = History.messages(history)
+  const requestMessages = messages.length
   const prompt = Prompt.fromMessages(
     system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
   )
@@ -561,6 +632,12 @@ const runStep = Effect.fnUntraced(function*(
     return yield* finishingFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
   }
   const assembled = streamed.right
+  // The context estimate's base (R146): this request's reported prompt size.
+  const inputTokens = assembled.usage?.inputTokens
+  // A reported 0 is taken as not reported: a request always carries some input.
+  if (inputTokens !== undefined && inputTokens > 0) {
+    yield* update(env, (s) => ({ ...s, usage: { inputTokens, messages: requestMessages } }))
+  }
   if (assembled.hasError) {
     const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
     return yield* finishingFirst(requestFailure(Option.getOrElse(carried, () => ({
