@@ -30,6 +30,7 @@ export const help = (window: number): ReadonlyArray<string> => [
   "Enter            send: steers the running turn, or starts a turn when idle",
   "/queue text, +text  queue a follow-up turn (runs after the current one)",
   "/inject text     add context the model sees at its next step (does not run the model)",
+  "/compact [focus] summarise the conversation so far; later requests carry the summary instead",
   "/inbox           list pending items with numbers      /drop N   withdraw item N",
   "/promote N       turn queued item N into steering of the running turn",
   "/now text        stop the running turn (keeping the inbox) and run this next, ahead of everything queued",
@@ -654,6 +655,14 @@ export const chat = (
                 ]
                 : [])
             ])
+          }
+          case "/compact": {
+            const started = yield* agent.compact(argument === "" ? undefined : { instruction: argument }).pipe(
+              Effect.as(true),
+              Effect.catchAll((e) => Effect.as(emit([`cannot compact now: ${e.message}`]), false))
+            )
+            if (started) yield* emit([s.dim("  compacting: the next requests carry a summary of the conversation")])
+            return
           }
           case "/sessions":
             return yield* emit(
