@@ -234,6 +234,8 @@ const closeWithout = (
   step: number,
   parts: ReadonlyArray<Assembly.AnyStreamPart> = []
 ) =>
-  locked(env, (tx) => appendAll(env, tx, [...chunkEvents(turn, step, parts), { type: "step/end", data: { turn, step } }]))
+  locked(
+    env,
+    (tx) => appendAll(env, tx, [...chunkEvents(turn, step, parts), { type: "step/end", data: { turn, step } }])
+  )
     .pipe(Effect.mapError(logFailure(step)))
-

@@ -2,7 +2,6 @@
  * The agent's options: validated once at creation (a typed `AgentConfigError` naming the bad option), and the
  * transport definition of its tools — what `@effect/ai` is told about them, and what `request/header` records.
  */
-import * as Compaction from "./compaction.js"
 import { Tool, type Toolkit } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { Json } from "@harness/domain"
@@ -11,6 +10,7 @@ import type { Options } from "../Agent.js"
 import { AgentConfigError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
 import * as Budget from "../Budget.js"
+import * as Compaction from "./compaction.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
 

@@ -135,7 +135,13 @@ const compactIfDue = Effect.fnUntraced(function*(env: Env, turn: number, step: n
   const estimate = yield* Compaction.currentEstimate(env, system)
   const decision = yield* Compaction.decide(env, { turn, reason: "automatic", estimate })
   if (decision.kind === "block") return false
-  yield* Compaction.runStep(env, turn, step, { reason: "automatic", estimate, decision, system, instruction: undefined })
+  yield* Compaction.runStep(env, turn, step, {
+    reason: "automatic",
+    estimate,
+    decision,
+    system,
+    instruction: undefined
+  })
   return true
 })
 
