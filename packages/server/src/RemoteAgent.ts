@@ -202,6 +202,10 @@ export const make = (
           own(Ops.Cancel.failure)
         ),
       retry: client.agent.retry({ path }).pipe(own(Ops.Retry.failure)),
+      compact: (compactOptions) =>
+        client.agent.compact({ path, payload: compactOptions === undefined ? {} : { options: compactOptions } }).pipe(
+          own(Ops.Compact.failure)
+        ),
       inbox: client.agent.inbox({ path }).pipe(Effect.orDieWith(remoteError)),
       withdraw: (message) => client.agent.withdraw({ path, payload: { id: message } }).pipe(own(Ops.Withdraw.failure)),
       edit: (message, content) =>

@@ -250,6 +250,7 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
       .handle("inject", ({ path, payload }) => run(path.id, new Operations.Inject(payload, true)))
       .handle("batch", ({ path, payload }) => run(path.id, new Operations.Batch(payload, true)))
       .handle("cancel", ({ path, payload }) => run(path.id, new Operations.Cancel(payload, true)))
+      .handle("compact", ({ path, payload }) => run(path.id, new Operations.Compact(payload, true)))
       .handle("withdraw", ({ path, payload }) => run(path.id, new Operations.Withdraw(payload, true)))
       .handle("edit", ({ path, payload }) => run(path.id, new Operations.Edit(payload, true)))
       .handle("move", ({ path, payload }) => run(path.id, new Operations.Move(payload, true)))

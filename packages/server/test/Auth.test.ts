@@ -136,6 +136,7 @@ describe("auth and limits", () => {
         "POST /sessions",
         "POST /sessions/{id}/batch",
         "POST /sessions/{id}/cancel",
+        "POST /sessions/{id}/compact",
         "POST /sessions/{id}/demote",
         "POST /sessions/{id}/edit",
         "POST /sessions/{id}/followup",
