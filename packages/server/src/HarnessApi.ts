@@ -149,7 +149,8 @@ const statuses: Record<string, number> = {
   BatchError: 500,
   InboxChangeError: 409,
   TurnRunningError: 409,
-  InboxFullError: 429
+  InboxFullError: 429,
+  ApprovalError: 409
 }
 
 const tagOf = (ast: AST.AST): string | undefined => {
@@ -203,8 +204,8 @@ const operation = <
     .addError(withStatus(op.failure))
 
 /**
- * Every agent operation, one route each, derived from `Operations`. `inbox` is `GET /sessions/:id/inbox`; `retry`
- * takes no body. `awaitReceipt` has no route: a client waits on the event stream and asks `receipt` again.
+ * Every agent operation, one route each, derived from `Operations`. `inbox` is `GET /sessions/:id/inbox` and
+ * `approvals` `GET /sessions/:id/approvals`; `retry` takes no body. `awaitReceipt` has no route: a client waits on the event stream and asks `receipt` again.
  *
  * @since 0.0.0
  * @category groups
@@ -223,6 +224,7 @@ export class AgentGroup extends HttpApiGroup.make("agent")
   .add(operation("promote", Operations.Promote))
   .add(operation("demote", Operations.Demote))
   .add(operation("receipt", Operations.Receipt))
+  .add(operation("approve", Operations.Approve))
   .add(
     HttpApiEndpoint.post("retry", "/sessions/:id/retry")
       .setPath(SessionPath)
@@ -233,6 +235,11 @@ export class AgentGroup extends HttpApiGroup.make("agent")
     HttpApiEndpoint.get("inbox", "/sessions/:id/inbox")
       .setPath(SessionPath)
       .addSuccess(Operations.ListInbox.success)
+  )
+  .add(
+    HttpApiEndpoint.get("approvals", "/sessions/:id/approvals")
+      .setPath(SessionPath)
+      .addSuccess(Operations.ListApprovals.success)
   )
   .middleware(Authentication)
 {}

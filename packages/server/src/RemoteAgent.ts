@@ -216,6 +216,9 @@ export const make = (
       demote: (message) => client.agent.demote({ path, payload: { id: message } }).pipe(own(Ops.Demote.failure)),
       receipt,
       awaitReceipt,
+      approvals: client.agent.approvals({ path }).pipe(Effect.orDieWith(remoteError)),
+      approve: (callId, answer) =>
+        client.agent.approve({ path, payload: { callId, answer } }).pipe(own(Ops.Approve.failure)),
       whenIdle,
       status,
       acceptsNextStep: Effect.map(status, (now) => now === "running"),

@@ -259,6 +259,8 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
       .handle("receipt", ({ path, payload }) => run(path.id, new Operations.Receipt(payload, true), "read"))
       .handle("retry", ({ path }) => run(path.id, new Operations.Retry({}, true)))
       .handle("inbox", ({ path }) => run(path.id, new Operations.ListInbox({}, true), "read"))
+      .handle("approvals", ({ path }) => run(path.id, new Operations.ListApprovals({}, true), "read"))
+      .handle("approve", ({ path, payload }) => run(path.id, new Operations.Approve(payload, true)))
   }))
 
 const GoalLive = HttpApiBuilder.group(Api, "goal", (handlers) =>

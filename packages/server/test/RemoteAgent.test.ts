@@ -4,12 +4,13 @@
  * await a receipt — it does the same way here, and the session log on the server is what the in-process agent
  * would have written.
  */
+import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import type { Agent } from "@harness/agent"
+import { Agent, AgentTool } from "@harness/agent"
 import { type AgentEvent, Ids, Message } from "@harness/domain"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
-import { Effect, Exit, Queue, Redacted } from "effect"
+import { Effect, Exit, Queue, Redacted, Ref, Schema } from "effect"
 import { RemoteAgent } from "../src/index.js"
 import { httpClient, serve } from "./support.js"
 
@@ -82,5 +83,43 @@ describe("RemoteAgent", () => {
       assert.notInclude(refused.message, "wrong")
       const exit = yield* Effect.exit(connect("http://127.0.0.1:1"))
       assert.isTrue(Exit.isFailure(exit))
+    }).pipe(Effect.scoped))
+
+  it.live("a pending approval is listed and answered over HTTP; the call runs once, a second answer is the typed ApprovalError (R168)", () =>
+    Effect.gen(function*() {
+      const runs = yield* Ref.make(0)
+      const deploy = AgentTool.make(
+        Tool.make("deploy", { parameters: { target: Schema.String }, success: Schema.String }),
+        { approval: "required", handler: () => Effect.as(Ref.update(runs, (n) => n + 1), "deployed") }
+      )
+      const server = yield* serve(
+        SessionStore.layerMemory,
+        [
+          ScriptedModel.toolCallResponse(ScriptedModel.toolCall("deploy", { target: "prod" }, { id: "call-1" })),
+          ScriptedModel.textResponse("done")
+        ],
+        {
+          makeAgent: (log) =>
+            Agent.make({
+              session: log,
+              tools: [deploy],
+              hooks: { toolApproval: () => Effect.succeed({ kind: "ask" as const }) }
+            })
+        }
+      )
+      const agent = yield* connect(server.baseUrl)
+      const events = yield* agent.subscribe
+      yield* agent.followup(Message.make("Deploy"))
+      yield* takeUntil(events, (e) => e.type === "agent/approval/requested")
+      const pending = yield* agent.approvals
+      assert.deepStrictEqual(pending.map((p) => [p.callId, p.name]), [["call-1", "deploy"]])
+      assert.strictEqual(yield* Ref.get(runs), 0, "nothing runs while the approval is pending")
+      yield* agent.approve(Ids.ToolCallId.make("call-1"), { kind: "allow" })
+      yield* agent.whenIdle
+      assert.strictEqual(yield* Ref.get(runs), 1)
+      assert.deepStrictEqual(yield* agent.approvals, [])
+      const again = yield* Effect.flip(agent.approve(Ids.ToolCallId.make("call-1"), { kind: "deny" }))
+      assert.strictEqual(again._tag, "ApprovalError")
+      assert.deepStrictEqual(LogCheck.checkLog(yield* agent.log), [])
     }).pipe(Effect.scoped))
 })
