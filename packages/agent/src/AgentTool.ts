@@ -107,6 +107,17 @@ export type CancelPolicy = "interrupt" | "finish"
 export type Approval = "required" | "none"
 
 /**
+ * What a resumed session does with a call of this tool that a crash cut while it ran (R172):
+ * - `"never"`: nothing; crash repair answers it `TOOL_OUTCOME_UNKNOWN` (it may or may not have taken effect);
+ * - `"safe"`: the tool is safe to repeat (idempotent, e.g. a read): crash repair answers it `TOOL_REPLAY_PENDING`,
+ *   and the agent made over the resumed session runs it again and sends its result as a waking followup.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type Replay = "never" | "safe"
+
+/**
  * A tool ready for an agent. Build it with {@link make}.
  *
  * @since 0.0.0
@@ -122,12 +133,13 @@ export interface AgentTool<R = never> {
   readonly parallel: boolean | ((params: unknown) => boolean)
   readonly onCancel: CancelPolicy
   readonly approval: Approval
+  readonly replay: Replay
 }
 
 /**
  * Makes a tool from an `@effect/ai` `Tool` and its handler.
  *
- * Defaults: `parallel: false` (exclusive), `onCancel: "interrupt"`, `approval: "none"`.
+ * Defaults: `parallel: false` (exclusive), `onCancel: "interrupt"`, `approval: "none"`, `replay: "never"`.
  *
  * @since 0.0.0
  * @category constructors
@@ -142,6 +154,7 @@ export const make = <T extends Tool.Any, R = never>(
     readonly parallel?: boolean | ((params: Tool.Parameters<T>) => boolean) | undefined
     readonly onCancel?: CancelPolicy | undefined
     readonly approval?: Approval | undefined
+    readonly replay?: Replay | undefined
   }
 ): AgentTool<R> => ({
   name: tool.name,
@@ -150,5 +163,6 @@ export const make = <T extends Tool.Any, R = never>(
   handler: options.handler as AgentTool<R>["handler"],
   parallel: (options.parallel ?? false) as AgentTool<R>["parallel"],
   onCancel: options.onCancel ?? "interrupt",
-  approval: options.approval ?? "none"
+  approval: options.approval ?? "none",
+  replay: options.replay ?? "never"
 })

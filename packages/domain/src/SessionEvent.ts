@@ -120,7 +120,9 @@ export const AssistantMessage = Schema.Struct({
 })
 
 /**
- * A tool call the loop is about to answer. `arguments` is the model's raw text, verbatim.
+ * A tool call the loop is about to answer. `arguments` is the model's raw text, verbatim. `replay: "safe"` says
+ * the tool is safe to repeat: crash repair answers the call `TOOL_REPLAY_PENDING` and the resumed agent runs it
+ * again (R172, ADR 0054); absent (older logs, `replay: "never"` tools), a cut call stays `TOOL_OUTCOME_UNKNOWN`.
  *
  * @since 0.0.0
  * @category schemas
@@ -130,7 +132,8 @@ export const ToolCall = Schema.Struct({
   step: PositiveInt,
   callId: ToolCallId,
   name: Schema.String,
-  arguments: Schema.String
+  arguments: Schema.String,
+  replay: Schema.optional(Schema.Literal("safe"))
 })
 
 /**
@@ -140,7 +143,9 @@ export const ToolCall = Schema.Struct({
  *   `maxToolResultChars`), `DENIED` (approval): the call was answered, with an error;
  * - `ABORTED`: a cancel interrupted the running call; `ABORTED_BEFORE_DISPATCH`: the call never started;
  * - `TOOL_OUTCOME_UNKNOWN` / `TOOL_NOT_STARTED`: written by crash repair for calls a crash left unanswered;
- *   `APPROVAL_PENDING`: crash repair's answer to a call that waited for approval (it has not run, ADR 0054).
+ *   `APPROVAL_PENDING`: crash repair's answer to a call that waited for approval (it has not run, ADR 0054);
+ *   `TOOL_REPLAY_PENDING`: crash repair's answer to a cut call of a tool that is safe to repeat (R172): the resumed
+ *   agent runs it again and sends its result as a message.
  * The field stays an open string: tools and plugins may use codes of their own.
  *
  * @since 0.0.0
@@ -158,7 +163,8 @@ export const ToolErrorCode = Schema.Literal(
   "ABORTED_BEFORE_DISPATCH",
   "TOOL_OUTCOME_UNKNOWN",
   "TOOL_NOT_STARTED",
-  "APPROVAL_PENDING"
+  "APPROVAL_PENDING",
+  "TOOL_REPLAY_PENDING"
 )
 /**
  * @since 0.0.0

@@ -86,6 +86,15 @@ export const notStartedText: string = internal.notStartedText
 export const approvalPendingText: string = internal.approvalPendingText
 
 /**
+ * The text of crash repair's `TOOL_REPLAY_PENDING` result (R172): the call was running when the session was cut,
+ * its tool is safe to repeat, so the resumed agent runs it again and sends its result as a message.
+ *
+ * @since 0.0.0
+ * @category constants
+ */
+export const replayPendingText: string = internal.replayPendingText
+
+/**
  * Crash repair's answer to a recorded call whose approval was still pending (ADR 0054): `APPROVAL_PENDING`.
  *
  * @since 0.0.0
@@ -108,7 +117,8 @@ export const errorAnswer: (
 
 /**
  * Crash repair's answer (R106): `TOOL_OUTCOME_UNKNOWN` for a recorded call (it may have run), `TOOL_NOT_STARTED`
- * for a call that was never recorded (it cannot have run), without a synthetic `tool/call`.
+ * for a call that was never recorded (it cannot have run), without a synthetic `tool/call`; `TOOL_REPLAY_PENDING`
+ * for a recorded call whose `tool/call` says `replay: "safe"` (R172: the resumed agent runs it again).
  *
  * @since 0.0.0
  * @category constructors

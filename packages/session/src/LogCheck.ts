@@ -71,6 +71,9 @@ export interface OwedCall {
   /** The `seq` of the call's `tool/call` event, or `undefined` when the call was never recorded (only its block in
    * the assistant message exists: crash repair answers it `TOOL_NOT_STARTED`, not `TOOL_OUTCOME_UNKNOWN`). */
   readonly callSeq: number | undefined
+  /** `"safe"` when the call's `tool/call` says its tool is safe to repeat (R172): crash repair answers it
+   * `TOOL_REPLAY_PENDING`. */
+  readonly replay?: "safe" | undefined
 }
 
 /**

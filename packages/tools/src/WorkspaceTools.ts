@@ -301,7 +301,8 @@ export const Shell = Tool.make("shell", {
 
 /**
  * How a tool runs among others: `parallel` (`false`: each call is a barrier), whether the agent asks for
- * `approval`, and what a cancel does to a running call (`onCancel`).
+ * `approval`, what a cancel does to a running call (`onCancel`), and whether a call a crash cut is run again when
+ * the session resumes (`replay`, R172: only the reading tools, which are safe to repeat).
  *
  * @public
  * @since 0.0.0
@@ -311,6 +312,7 @@ export interface Policy {
   readonly parallel: boolean
   readonly approval: AgentTool.Approval
   readonly onCancel: AgentTool.CancelPolicy
+  readonly replay: AgentTool.Replay
 }
 
 /**
@@ -330,15 +332,15 @@ export interface Row<R> {
   readonly handler: (workspace: Workspace.Workspace, limits: Limits) => AgentTool.AgentTool<R>
 }
 
-/** Reads run in parallel, need no approval and are interrupted on cancel. */
-const reading: Policy = { parallel: true, approval: "none", onCancel: "interrupt" }
+/** Reads run in parallel, need no approval, are interrupted on cancel and are safe to repeat after a crash. */
+const reading: Policy = { parallel: true, approval: "none", onCancel: "interrupt", replay: "safe" }
 
 /** Writes are exclusive, need approval and finish on cancel: the write is atomic and short, so finishing keeps the
  * logged result true to the disk. */
-const writing: Policy = { parallel: false, approval: "required", onCancel: "finish" }
+const writing: Policy = { parallel: false, approval: "required", onCancel: "finish", replay: "never" }
 
 /** `shell` is exclusive, needs approval and is interrupted on cancel, which kills its whole process tree. */
-const running: Policy = { parallel: false, approval: "required", onCancel: "interrupt" }
+const running: Policy = { parallel: false, approval: "required", onCancel: "interrupt", replay: "never" }
 
 /** The last guard on every result: at most `maxOutputChars` characters, marker included. */
 const guard = <R>(tool: AgentTool.AgentTool<R>, limits: Limits): AgentTool.AgentTool<R> => ({

@@ -9,19 +9,19 @@ import { setup } from "./fixtures.js"
 
 // Real file system, real clock: the test services are left out.
 layer(NodeContext.layer, { excludeTestServices: true })("WorkspaceTools", (it) => {
-  it.scoped("builds the seven tools with the default policies", () =>
+  it.scoped("builds the seven tools with the default policies; only the reads are replayed after a crash (R172)", () =>
     Effect.gen(function*() {
       const { tools } = yield* setup()
       assert.deepStrictEqual(
-        tools.map((tool) => [tool.name, tool.parallel, tool.approval, tool.onCancel]),
+        tools.map((tool) => [tool.name, tool.parallel, tool.approval, tool.onCancel, tool.replay]),
         [
-          ["read_file", true, "none", "interrupt"],
-          ["list_dir", true, "none", "interrupt"],
-          ["find_files", true, "none", "interrupt"],
-          ["grep", true, "none", "interrupt"],
-          ["write_file", false, "required", "finish"],
-          ["edit_file", false, "required", "finish"],
-          ["shell", false, "required", "interrupt"]
+          ["read_file", true, "none", "interrupt", "safe"],
+          ["list_dir", true, "none", "interrupt", "safe"],
+          ["find_files", true, "none", "interrupt", "safe"],
+          ["grep", true, "none", "interrupt", "safe"],
+          ["write_file", false, "required", "finish", "never"],
+          ["edit_file", false, "required", "finish", "never"],
+          ["shell", false, "required", "interrupt", "never"]
         ]
       )
       // What the model is shown: a JSON Schema per tool.

@@ -219,6 +219,13 @@ export const make: <R>(
       yield* Approvals.restore(env, (pending, answered) => ToolCalls.resolveCut(env, pending, answered)).pipe(
         Effect.catchAll((error) => Effect.logError("the pending approvals could not be read", error))
       )
+      // Calls a crash cut whose tools are safe to repeat run again, on the agent's own fibers (R172).
+      yield* Effect.forkIn(
+        ToolCalls.replayCut(env).pipe(
+          Effect.catchAllCause((cause) => Effect.logError("the calls a crash cut could not be replayed", cause))
+        ),
+        fibers
+      )
     }
     if (log.pendingInbox.length > 0) {
       yield* locked(env, (tx) => Accept.restoreLocked(env, tx, log.pendingInbox, options.restoredInbox ?? "wake"))

@@ -16,6 +16,10 @@ export const approvalPendingText =
   "Error: the session was interrupted while this tool call waited for approval, so it has not run. Its approval " +
   "is still pending: if it is allowed, the call runs then and its result arrives as a message."
 
+export const replayPendingText =
+  "Error: the session was interrupted while this tool call was running. The tool is safe to repeat, so it runs " +
+  "again when the session resumes, and its result arrives as a message."
+
 export const approvalPendingAnswer: Answer = {
   content: [{ type: "text", text: approvalPendingText }],
   isError: true,
@@ -39,6 +43,12 @@ export const repairAnswer = (call: OwedCall): Answer =>
       content: [{ type: "text", text: notStartedText }],
       isError: true,
       error: { name: "ToolError", code: "TOOL_NOT_STARTED" }
+    }
+    : call.replay === "safe"
+    ? {
+      content: [{ type: "text", text: replayPendingText }],
+      isError: true,
+      error: { name: "ToolError", code: "TOOL_REPLAY_PENDING" }
     }
     : {
       content: [{ type: "text", text: outcomeUnknownText }],

@@ -74,7 +74,13 @@ const owedOf = (calls: ReadonlyArray<StepCall>): ReadonlyArray<OwedCall> => {
   const owed: Array<OwedCall> = []
   for (const call of calls) {
     if (call.resultSeq === undefined) {
-      owed.push({ callId: call.callId, name: call.name, arguments: call.arguments, callSeq: call.callSeq })
+      owed.push({
+        callId: call.callId,
+        name: call.name,
+        arguments: call.arguments,
+        callSeq: call.callSeq,
+        ...(call.replay === undefined ? {} : { replay: call.replay })
+      })
     }
   }
   return owed.length === 0 ? noCalls : owed
@@ -289,6 +295,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
             name,
             arguments: args,
             callSeq: seq,
+            ...(event.data.replay === undefined ? {} : { replay: event.data.replay }),
             resultSeq: undefined,
             inMessage: false
           }])
@@ -303,7 +310,11 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
           `tool/call ${callId} was already called at seq ${known.callSeq}`
         )
       }
-      return accept(withCalls(state, nextSeq, replaceCall(state.calls, index, { ...known, callSeq: seq })))
+      return accept(withCalls(state, nextSeq, replaceCall(state.calls, index, {
+            ...known,
+            callSeq: seq,
+            ...(event.data.replay === undefined ? {} : { replay: event.data.replay })
+          })))
     }
     case "tool/result": {
       const { callId, error, name, step, turn } = event.data
