@@ -42,14 +42,20 @@ const runUntilKilled = (dir: string, until: ReadonlyArray<string>) =>
 
 const id = Ids.SessionId.make("replay-session")
 
+const results = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+  events.filter((e): e is SessionEvent.SessionEventOf<"tool/result"> => e.type === "tool/result")
+    .map((r) => [r.data.callId, r.data.error?.code])
+
 /** Resumes the session in this process with the latch open; waits for the turn the replay starts to end. */
 const resume = (dir: string, replies: ReadonlyArray<S.Reply>, waitTurn: boolean) =>
   Effect.scoped(Effect.gen(function*() {
     const log = yield* SessionLog.open(id)
     const changes = yield* log.subscribe
     const before = (yield* log.state).lastTurn
+    // What crash repair wrote decides whether a replay is due (a wrong repair fails the assertions, not a wait).
+    const due = results(yield* log.events).some(([, code]) => code === "TOOL_REPLAY_PENDING")
     const agent = yield* Agent.make({ session: log, model: "scripted", tools: tools(dir) })
-    if (waitTurn) {
+    if (waitTurn && due) {
       // The replay runs on the agent's own fiber: its followup wakes a turn; wait for that turn's end.
       while (true) {
         const event = yield* Queue.take(changes)
@@ -61,10 +67,6 @@ const resume = (dir: string, replies: ReadonlyArray<S.Reply>, waitTurn: boolean)
     const requests = yield* (yield* S.ScriptedModel).requests
     return { events: yield* log.events, requests }
   })).pipe(Effect.provide(S.layer(replies)))
-
-const results = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
-  events.filter((e): e is SessionEvent.SessionEventOf<"tool/result"> => e.type === "tool/result")
-    .map((r) => [r.data.callId, r.data.error?.code])
 
 describe("tool replay across a SIGKILL", () => {
   it.live(
@@ -105,6 +107,6 @@ describe("tool replay across a SIGKILL", () => {
         assert.deepStrictEqual(Invariants.logWellFormed(second.events), [])
         fs.rmSync(dir, { recursive: true, force: true })
       }),
-    120_000
+    60_000
   )
 })
