@@ -310,11 +310,15 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
           `tool/call ${callId} was already called at seq ${known.callSeq}`
         )
       }
-      return accept(withCalls(state, nextSeq, replaceCall(state.calls, index, {
-            ...known,
-            callSeq: seq,
-            ...(event.data.replay === undefined ? {} : { replay: event.data.replay })
-          })))
+      return accept(withCalls(
+        state,
+        nextSeq,
+        replaceCall(state.calls, index, {
+          ...known,
+          callSeq: seq,
+          ...(event.data.replay === undefined ? {} : { replay: event.data.replay })
+        })
+      ))
     }
     case "tool/result": {
       const { callId, error, name, step, turn } = event.data
