@@ -90,6 +90,23 @@ describe("Closers", () => {
       assert.deepStrictEqual(foldState(closed).openTurn, undefined)
     }))
 
+  it.effect("R172: a recorded call whose tool/call says replay: \"safe\" is TOOL_REPLAY_PENDING (a plain one stays TOOL_OUTCOME_UNKNOWN)", () =>
+    Effect.sync(() => {
+      const safe = midTools.map((input) =>
+        input.type === "tool/call" && input.data.callId === "b"
+          ? { ...input, data: { ...input.data, replay: "safe" as const } }
+          : input
+      )
+      const { closed, closers, state } = closeAfter(safe)
+      const [b, c] = closers as ReadonlyArray<SessionEvent.SessionEventInputOf<"tool/result">>
+      assert.deepStrictEqual(state.owed.map((o) => [o.callId, o.replay]), [["b", "safe"], ["c", undefined]])
+      assert.deepStrictEqual(b!.data.error, { name: "ToolError", code: "TOOL_REPLAY_PENDING" })
+      assert.strictEqual(b!.data.content[0]!.text, Closers.replayPendingText)
+      assert.deepStrictEqual(b!.sourceEventSeqs, [6])
+      assert.deepStrictEqual(c!.data.error, { name: "ToolError", code: "TOOL_NOT_STARTED" })
+      assert.deepStrictEqual(LogCheck.checkLog(closed), [])
+    }))
+
   it.effect("R72: the agent's answers — ABORTED for a started call, a synthetic pair for an unstarted one, staged context before step/end", () =>
     Effect.sync(() => {
       const context = ev.user("Context: staged", MessageSource.plugin("p"))
