@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -386,6 +386,67 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.include(show.stdout, "user: what is a dog")
       const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
       assert.isTrue(cat.length > 0 && cat.every((line) => /inbox: /.test(line)), cat.join("\n"))
+    }).pipe(Effect.scoped))
+
+  it.live("R173: a chat killed while it asked to approve a shell command; chat --continue shows the approval, `y` runs the command once and the model hears its result (R166, R169)", () =>
+    Effect.gen(function*() {
+      const { dir, store, term: first } = yield* startChat("HARNESS_OFFLINE_PACE_MS=1", "")
+      const opened = yield* waitFor(first, "idle · 0 tokens · /help")
+      const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
+      assert.isDefined(id, opened)
+      yield* type(first, "run `echo ran >> ran.txt`")
+      yield* press(first, "Enter")
+      yield* waitFor(first, "allow shell({\"command\":\"echo ran >> ran.txt\"})? [y]es / [n]o / [a]lways")
+      // kill -9 while the question shows: the approval is durable, the command has not run.
+      process.kill(first.pid, "SIGKILL")
+      assert.isFalse(existsSync(join(dir, "ran.txt")))
+
+      const { term: second } = yield* startChat("HARNESS_OFFLINE_PACE_MS=1", "--continue", dir)
+      const resumed = yield* waitFor(second, "[a]lways this exact command:")
+      assert.include(resumed, `continuing session ${id}`)
+      assert.include(resumed, "1 tool call(s) wait for your approval:")
+      assert.include(
+        resumed,
+        "shell({\"command\":\"echo ran >> ran.txt\"}) waited for your approval when the session stopped"
+      )
+      assert.include(resumed, "allow shell({\"command\":\"echo ran >> ran.txt\"})? [y]es / [n]o")
+      assert.isFalse(existsSync(join(dir, "ran.txt")))
+      yield* type(second, "y")
+      yield* waitFor(second, "allowed shell")
+      // The result reaches the model as a message, and it answers in a new turn.
+      yield* waitFor(second, "+ context from harness/approval: The tool call shell (")
+      yield* waitFor(second, /idle · \d+ tokens · \/help/)
+      yield* press(second, "C-c", "C-c")
+      yield* waitFor(second, "bye — session")
+      assert.strictEqual(readFileSync(join(dir, "ran.txt"), "utf8"), "ran\n")
+
+      // The log checks clean; the cut call's result says it has not run, and its one run after the approval
+      // reached the model once.
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      assert.include(show.stdout, "the log checks clean")
+      const exported = yield* Effect.promise(() => harness(["sessions", "export", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(exported.code, 0, exported.stderr)
+      const events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }> = exported.stdout
+        .split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+      const textOf = (data: Record<string, unknown>) => JSON.stringify(data.content)
+      const results = events.filter((event) => event.type === "tool/result")
+      assert.strictEqual(results.length, 1, exported.stdout)
+      assert.include(textOf(results[0]!.data), "waited for approval, so it has not run")
+      const heard = events.filter((event) =>
+        event.type === "user/message" && JSON.stringify(event.data.source).includes("harness/approval")
+      )
+      assert.strictEqual(heard.length, 1, exported.stdout)
+      assert.include(textOf(heard[0]!.data), "was allowed and has now run")
+
+      // Nothing is pending any more: a third chat asks nothing.
+      const { term: third } = yield* startChat("HARNESS_OFFLINE_PACE_MS=1", "--continue", dir)
+      // Keys are read after the restored approvals are shown: the answer to /inbox comes after them.
+      yield* type(third, "/inbox")
+      yield* press(third, "Enter")
+      const again = yield* waitFor(third, "the inbox is empty")
+      assert.notInclude(again, "wait for your approval")
+      assert.notInclude(again, "[y]es / [n]o")
     }).pipe(Effect.scoped))
 
   it.live("a notice never splits a line of the streamed answer: above the live region, or after the line when it outgrew it; a queued turn starts with a line naming its prompt", () =>

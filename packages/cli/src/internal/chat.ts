@@ -3,14 +3,15 @@
  * turn (or starts one when idle), `/queue` or `+` queues a follow-up, `/inject` adds context, Esc or the first
  * Ctrl-C cancels the running turn keeping the inbox, a second Ctrl-C within a second discards the inbox (or, on an
  * idle prompt with nothing pending, exits). A badge shows the inbox; approvals for writes and `shell` are asked
- * inline. The answer's current line streams in a live region above the status line, and everything the chat says
+ * inline and are durable (ADR 0054): the hook answers `ask`, the chat shows each pending approval (those a resumed
+ * session restores too) and answers it with `agent.approve`. The answer's current line streams in a live region above the status line, and everything the chat says
  * on its own goes through one function (`emit`) that never splits a line of the answer; a queued turn starts with
  * a `▸ prompt` line. When standard output is not a terminal it prints plain lines and reads plain lines.
  */
 import type { Terminal } from "@effect/platform"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import type { Hooks } from "@harness/agent"
-import { type AgentEvent, Content, type Ids, Message, MessageSource } from "@harness/domain"
+import { type AgentEvent, type Approval as Durable, Content, type Ids, Message, MessageSource } from "@harness/domain"
 import { Clock, Deferred, Duration, Effect, Exit, FiberRef, Logger, Mailbox, Option, Ref, Schedule } from "effect"
 import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
@@ -47,12 +48,37 @@ export const help = (window: number): ReadonlyArray<string> => [
   "Approvals: y = allow once, n = deny, a = always allow this exact shell command, or writes to files in this folder"
 ]
 
+/** A tool call waiting for the person's answer: a durable pending approval (`agent.approvals`). */
 interface Pending {
+  readonly callId: Ids.ToolCallId
   readonly name: string
   readonly args: string
+  /** The arguments as JSON (`undefined` when they do not parse), for the scope and the preview. */
+  readonly params: unknown
   /** What `a` (always) allows from then on. */
   readonly scope: Approval.Scope
-  readonly answer: Deferred.Deferred<Hooks.ApprovalDecision>
+  /** `false` for a call a restart cut: allowed, it runs now and the model hears its result in a new turn. */
+  readonly live: boolean
+}
+
+const pendingOf = (approval: Durable.PendingApproval): Pending => {
+  const params = parseArguments(approval.arguments)
+  return {
+    callId: approval.callId,
+    name: approval.name,
+    args: approval.arguments,
+    params,
+    scope: Approval.scopeOf(approval.name, params),
+    live: approval.live
+  }
+}
+
+const parseArguments = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
 }
 
 /** A tool call as the chat shows it, numbered from 1 in the order the calls were made. */
@@ -84,7 +110,8 @@ interface State {
   readonly turnStartedAt: number
   readonly tokens: number
   readonly spin: number
-  readonly approval: Pending | undefined
+  /** The pending approvals in request order; the prompt asks about the first. */
+  readonly approvals: ReadonlyArray<Pending>
   /** When Ctrl-C was last pressed (`Clock` millis); Esc never sets it. */
   readonly lastCtrlC: number | undefined
   /**
@@ -146,7 +173,7 @@ export const chat = (
       turnStartedAt: 0,
       tokens: 0,
       spin: 0,
-      approval: undefined,
+      approvals: [],
       lastCtrlC: undefined,
       editing: undefined,
       listed: [],
@@ -154,6 +181,7 @@ export const chat = (
       waiting: false
     })
     const lock = yield* Effect.makeSemaphore(1)
+    const scope = yield* Effect.scope
     const quit = yield* Deferred.make<void>()
     const window = settings.doublePress.value
     /** The scopes (`Approval.scopeOf` keys) the user answered `a` for. */
@@ -213,10 +241,11 @@ export const chat = (
         : `${st.later.length} line${st.later.length === 1 ? "" : "s"} held until this line ends`
       const parts = [status, `${st.tokens} tokens`, badge, held, hint]
       lines.push(s.dim(fit(parts.filter((p) => p !== "").join(" · "), width)))
-      const prompt = st.approval !== undefined
+      const asking = st.approvals[0]
+      const prompt = asking !== undefined
         ? `${
-          s.yellow(`allow ${Timeline.callLine(st.approval.name, st.approval.args)}?`)
-        } [y]es / [n]o / [a]lways ${st.approval.scope.words}: `
+          s.yellow(`allow ${Timeline.callLine(asking.name, asking.args)}?`)
+        } [y]es / [n]o / [a]lways ${asking.scope.words}: `
         : `› ${st.buffer.length > width - 3 ? st.buffer.slice(st.buffer.length - (width - 3)) : st.buffer}`
       lines.push(prompt)
       return lines
@@ -281,24 +310,13 @@ export const chat = (
           }
           return yield* next
         }).pipe(Effect.ensuring(Ref.set(held, undefined))),
-      toolApproval: ({ arguments: args, name, params }) =>
-        Effect.gen(function*() {
-          const scope = Approval.scopeOf(name, params)
-          if ((yield* Ref.get(always)).has(scope.key)) return { kind: "allow" } as const
-          const answer = yield* Deferred.make<Hooks.ApprovalDecision>()
-          yield* update((st) => ({ ...st, approval: { name, args, scope, answer } }))
-          const diff = Approval.preview(name, params).map((line) =>
-            line.startsWith("  + ") ? s.green(line) : line.startsWith("  - ") ? s.red(line) : s.dim(line)
-          )
-          yield* emit([
-            ...diff,
-            ...(tty ? [] : [`allow ${Timeline.callLine(name, args)}? [y]es / [n]o / [a]lways ${scope.words}`])
-          ])
-          const decision = yield* Deferred.await(answer)
-          yield* update((st) => ({ ...st, approval: undefined }))
-          yield* emit([s.dim(`  ${decision.kind === "allow" ? "allowed" : "denied"} ${name}`)])
-          return decision
-        })
+      // A call in a scope the user answered `a` for runs; any other waits for the person as a durable approval.
+      toolApproval: ({ name, params }) =>
+        Effect.map(
+          Ref.get(always),
+          (keys): Hooks.ApprovalDecision =>
+            keys.has(Approval.scopeOf(name, params).key) ? { kind: "allow" } : { kind: "ask" }
+        )
     }
     // Diagnostics (a provider retrying a request, …) are printed above the prompt like any other line, never over
     // the screen; the agent's fibers, forked from here on, inherit this logger.
@@ -398,6 +416,18 @@ export const chat = (
           }
           case "agent/error":
             return
+          case "agent/approval/requested":
+            return yield* requested(event.approval)
+          case "agent/approval/answered":
+            // Answers given here were shown then (and are no longer pending here); other answers are shown now.
+            return yield* settled(
+              event.callId,
+              event.by === "timeout"
+                ? "nobody answered in time: denied"
+                : event.by === "cancel"
+                ? "cancelled: denied"
+                : `answered elsewhere: ${event.decision === "allow" ? "allowed" : "denied"}`
+            )
           case "session/event":
             break
           default:
@@ -472,24 +502,75 @@ export const chat = (
       })
 
     // --- input ------------------------------------------------------------------------------------------------
-    const answerApproval = (pending: Pending, key: string) => {
-      const choice = key.trim().toLowerCase()
-      if (choice === "y" || choice === "yes") return Deferred.succeed(pending.answer, { kind: "allow" as const })
-      if (choice === "a" || choice === "always") {
-        return Effect.zipRight(
-          Ref.update(always, (keys) => new Set([...keys, pending.scope.key])),
-          Deferred.succeed(pending.answer, { kind: "allow" as const })
+    /**
+     * Shows the approval the prompt asks about now: what a write would change, and (without a terminal, where there
+     * is no prompt line) the question.
+     */
+    const showApproval = (pending: Pending) =>
+      emit([
+        ...(pending.live ? [] : [
+          s.yellow(
+            `${Timeline.callLine(pending.name, pending.args)} waited for your approval when the session stopped: ` +
+              "allowed, it runs now and the model hears its result"
+          )
+        ]),
+        ...Approval.preview(pending.name, pending.params).map((line) =>
+          line.startsWith("  + ") ? s.green(line) : line.startsWith("  - ") ? s.red(line) : s.dim(line)
+        ),
+        ...(tty ? [] : [
+          `allow ${Timeline.callLine(pending.name, pending.args)}? [y]es / [n]o / [a]lways ${pending.scope.words}`
+        ])
+      ])
+    /** Adds a pending approval (once per call), and shows it when the prompt asks about it. */
+    const requested = (approval: Durable.PendingApproval) =>
+      Effect.gen(function*() {
+        const pending = pendingOf(approval)
+        const first = yield* Ref.modify(state, (st) =>
+          st.approvals.some((other) => other.callId === pending.callId)
+            ? [false, st]
+            : [st.approvals.length === 0, { ...st, approvals: [...st.approvals, pending] }])
+        if (first) yield* showApproval(pending)
+        else yield* redraw
+      })
+    /** Removes an answered approval; `words` say how it was answered; the next one, if any, is shown. */
+    const settled = (callId: string, words: string) =>
+      Effect.gen(function*() {
+        const [gone, next] = yield* Ref.modify(state, (st) => {
+          const gone = st.approvals.find((other) => other.callId === callId)
+          const rest = st.approvals.filter((other) => other.callId !== callId)
+          return [[gone, gone === st.approvals[0] ? rest[0] : undefined] as const, { ...st, approvals: rest }]
+        })
+        if (gone === undefined) return
+        yield* emit([s.dim(`  ${words} ${gone.name}`)])
+        if (next !== undefined) yield* showApproval(next)
+      })
+    /** Answers an approval through the agent (`agent.approve`, durable); a call a restart cut runs meanwhile. */
+    const approve = (pending: Pending, answer: Durable.ApprovalAnswer) =>
+      Effect.zipRight(
+        settled(pending.callId, answer.kind === "allow" ? "allowed" : "denied"),
+        agent.approve(pending.callId, answer).pipe(
+          Effect.catchAll((e) => emit([s.yellow(`could not answer ${pending.name}: ${safe(e.message)}`)])),
+          Effect.forkIn(scope)
         )
+      )
+    const answerApproval = (pending: Pending, key: string): Effect.Effect<void> => {
+      const choice = key.trim().toLowerCase()
+      if (choice === "y" || choice === "yes") return approve(pending, { kind: "allow" })
+      if (choice === "a" || choice === "always") {
+        // The other calls waiting in the same scope are allowed with it.
+        return Effect.gen(function*() {
+          yield* Ref.update(always, (keys) => new Set([...keys, pending.scope.key]))
+          const same = (yield* Ref.get(state)).approvals.filter((other) => other.scope.key === pending.scope.key)
+          yield* Effect.forEach(same, (other) => approve(other, { kind: "allow" }), { discard: true })
+        })
       }
-      if (choice === "n" || choice === "no") {
-        return Deferred.succeed(pending.answer, { kind: "deny" as const, reason: "the user said no" })
-      }
+      if (choice === "n" || choice === "no") return approve(pending, { kind: "deny", reason: "the user said no" })
       return Effect.void
     }
     const submit = (line: string): Effect.Effect<void, CommandError> =>
       Effect.gen(function*() {
         const st = yield* Ref.get(state)
-        if (st.approval !== undefined) return yield* answerApproval(st.approval, line)
+        if (st.approvals[0] !== undefined) return yield* answerApproval(st.approvals[0], line)
         const text = line.trim()
         // Restored items wait until Enter on an empty prompt or a request; commands and `+` queueing keep them waiting.
         if ((yield* gated) && !text.startsWith("/") && !text.startsWith("+")) {
@@ -732,9 +813,6 @@ export const chat = (
         )
         // The press is recorded before the agent is told: a prompt it claims from now on waits for the window.
         yield* update((x) => ({ ...x, lastCtrlC: decided.lastCtrlC, buffer: "" }))
-        if (st.approval !== undefined) {
-          yield* Deferred.succeed(st.approval.answer, { kind: "deny", reason: "the user cancelled" })
-        }
         const within = Keys.windowWords(window)
         switch (decided.action) {
           case "exit":
@@ -793,9 +871,9 @@ export const chat = (
             ? yield* Deferred.succeed(quit, undefined)
             : undefined
         }
-        if (st.approval !== undefined) {
+        if (st.approvals[0] !== undefined) {
           const char = Option.getOrElse(input.input, () => "")
-          return yield* answerApproval(st.approval, char)
+          return yield* answerApproval(st.approvals[0], char)
         }
         if (key.name === "return" || key.name === "enter") {
           yield* update((x) => ({ ...x, buffer: "" }))
@@ -846,6 +924,12 @@ export const chat = (
     ])
     if (summary !== undefined && summary.pending.length > 0) {
       yield* update((st) => ({ ...st, listed: summary.pending, waiting: true }))
+    }
+    // The approvals a resumed session restores (R173), read after subscribing: none is missed, none shown twice.
+    const restored = yield* agent.approvals
+    if (restored.length > 0) {
+      yield* emit([s.yellow(`${restored.length} tool call(s) wait for your approval:`)])
+      yield* Effect.forEach(restored, requested, { discard: true })
     }
     if (tty) {
       yield* redraw.pipe(
