@@ -36,7 +36,6 @@ const workspacePackages = (files: Iterable<string>): Set<string> => {
 
 /** The workspace packages only a running command needs. */
 const onDemand = [
-  "agent",
   "session",
   "domain",
   "tools",
@@ -49,7 +48,7 @@ const onDemand = [
 ]
 
 describe("start-up", () => {
-  it("loads the command definitions and the settings, none of the agent, the stores, the tools or the model", () => {
+  it("loads the command definitions and the settings, none of the agent (but its budgets' model), the stores, the tools or the model", () => {
     const eager = staticallyLoaded(join(dist, "harness.mjs"))
     const packages = workspacePackages(eager)
     assert.isTrue(packages.has("cli"), "the CLI's own definitions are loaded")
@@ -63,5 +62,10 @@ describe("start-up", () => {
       )
     )
     assert.deepStrictEqual([...llm].sort(), ["ChatCompletionsSettings.ts", "internal/configSettings.ts"])
+    // Of the agent, only its budgets' model (the step cap's default, the price lookup): a module that imports nothing.
+    const agent = [...eager].flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/^\/\/ packages\/agent\/src\/(.+)$/gm)].map(([, path]) => path)
+    )
+    assert.deepStrictEqual(agent, ["Budget.ts"])
   })
 })

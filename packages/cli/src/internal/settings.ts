@@ -2,7 +2,7 @@
  * Resolution of the effective configuration: flags, then environment (through `Config`), then defaults.
  */
 import { FileSystem, Path } from "@effect/platform"
-import { Budget } from "@harness/agent"
+import * as Budget from "@harness/agent/Budget"
 import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
 import { Config, Duration, Effect, Either, Option, Redacted, Schema } from "effect"
 import { SettingsError } from "../CliError.js"
