@@ -457,9 +457,51 @@ const sessionsResume = Command.make(
     "  harness sessions resume 3f2a \"and now grep TODO\""
 ))
 
+const sessionsCompact = Command.make(
+  "compact",
+  {
+    ...global,
+    ...remoteOptions,
+    instruction: Options.text("instruction").pipe(
+      Options.withDescription("What the summary should keep or focus on, instead of the default instruction."),
+      Options.optional
+    ),
+    id: idArg
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      const remote = yield* remoteOf(config)
+      const instruction = Option.getOrUndefined(config.instruction)?.trim()
+      const done = yield* withBackend(
+        settings,
+        remote,
+        ({ Compact }) => Compact.compact(config.id, settings, instruction === "" ? undefined : instruction)
+      )
+      const r = done.record
+      yield* out(
+        `compacted session ${done.id}: seqs 0–${r.through} (${r.messages} message${r.messages === 1 ? "" : "s"}, ` +
+          `~${r.estimate} tokens) are now a summary of ${r.summary.length} characters by ${r.model} ` +
+          `(the compaction record is #${done.seq})\n`
+      )
+    })
+).pipe(Command.withDescription(
+  "Summarise a stored session's history now (a manual compaction): later requests carry the summary instead of " +
+    "what it replaced; the log keeps everything.\nExamples:\n  harness sessions compact 3f2a\n" +
+    "  harness sessions compact 3f2a --instruction \"keep the file names\""
+))
+
 const sessions = Command.make("sessions").pipe(
-  Command.withDescription("Stored sessions: list, show, export, fork, resume, rm."),
-  Command.withSubcommands([sessionsList, sessionsShow, sessionsExport, sessionsFork, sessionsResume, sessionsRm])
+  Command.withDescription("Stored sessions: list, show, export, fork, resume, compact, rm."),
+  Command.withSubcommands([
+    sessionsList,
+    sessionsShow,
+    sessionsExport,
+    sessionsFork,
+    sessionsResume,
+    sessionsCompact,
+    sessionsRm
+  ])
 )
 
 // --- config ------------------------------------------------------------------------------------------------------

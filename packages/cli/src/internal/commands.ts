@@ -3,6 +3,7 @@
  * only when a command needs it, so `--help`, `--version` and `config` start without loading any of it.
  */
 export * as Chat from "./chat.js"
+export * as Compact from "./compact.js"
 export * as Demo from "./demo.js"
 export * as Run from "./run.js"
 export * as Runtime from "./runtime.js"

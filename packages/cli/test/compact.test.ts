@@ -1,0 +1,104 @@
+/**
+ * `harness sessions compact` over a SQLite file written by a real agent, run as the real executable: it logs one
+ * `compaction` record after the history it summarises (which stays as it was), says what it replaced, and refuses
+ * a session that does not exist or that another live process writes.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent } from "@harness/agent"
+import { type Ids, Message } from "@harness/domain"
+import { History, LogCheck, SessionLog } from "@harness/session"
+import { SqliteStore } from "@harness/store-sqlite"
+import { Effect, Layer } from "effect"
+import { join } from "node:path"
+import * as OfflineModel from "../src/OfflineModel.js"
+import { harness, tempDir } from "./support.js"
+
+/** Writes a two-turn session with the offline model; returns its id. */
+const writeSession = (filename: string) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog.make()
+    const agent = yield* Agent.make({ session: log })
+    yield* agent.followup(Message.make("hello there"))
+    yield* agent.whenIdle
+    yield* agent.followup(Message.make("what is a cat"))
+    yield* agent.whenIdle
+    yield* log.close
+    return log.id
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(Layer.mergeAll(SqliteStore.layer({ filename }), OfflineModel.layer({ pace: 0 }), NodeContext.layer))
+  )
+
+const reload = (filename: string, id: Ids.SessionId) =>
+  Effect.gen(function*() {
+    const log = yield* SessionLog.open(id, { readOnly: true })
+    return yield* log.events
+  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
+
+describe("harness sessions compact", { timeout: 300_000 }, () => {
+  it.live("logs a manual compaction after the history it summarises and says what it replaced (R144, R148, R149)", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const db = join(dir, "s.db")
+      const store = `sqlite:${db}`
+      const id = yield* writeSession(db)
+      const before = yield* reload(db, id)
+      const cli = (...args: ReadonlyArray<string>) =>
+        Effect.promise(() => harness([...args.slice(0, 2), "--store", store, ...args.slice(2)], { cwd: dir }))
+
+      const done = yield* cli("sessions", "compact", id.slice(0, 6))
+      assert.strictEqual(done.code, 0, done.stderr)
+      const after = yield* reload(db, id)
+      assert.deepStrictEqual(LogCheck.checkLog(after), [])
+      assert.deepStrictEqual(after.slice(0, before.length), before, "the log before the compaction is unchanged")
+      const records = after.flatMap((e) => (e.type === "compaction" ? [e] : []))
+      assert.strictEqual(records.length, 1)
+      const record = records[0]!
+      assert.strictEqual(record.data.reason, "manual")
+      // It summarises everything logged before its turn (and that turn's opening).
+      assert.isAtLeast(record.data.through, before.length - 1)
+      assert.isBelow(record.data.through, record.seq)
+      assert.isAbove(record.data.messages, 0)
+      assert.include(
+        done.stdout,
+        `compacted session ${id}: seqs 0–${record.data.through} (${record.data.messages} messages, ` +
+          `~${record.data.estimate} tokens) are now a summary of ${record.data.summary.length} characters by offline`
+      )
+      assert.include(done.stdout, `(the compaction record is #${record.seq})`)
+      // What a later request sees: the summary first, in place of the messages it replaced.
+      const derived = History.deriveMessages(after)
+      assert.strictEqual(derived.length, 1)
+      assert.include(JSON.stringify(derived[0]), JSON.stringify(record.data.summary).slice(1, -1))
+
+      const show = yield* cli("sessions", "show", id)
+      assert.include(show.stdout, "compaction (manual)")
+      assert.include(show.stdout, "the log checks clean")
+
+      const missing = yield* cli("sessions", "compact", "ffffffff")
+      assert.strictEqual(missing.code, 1)
+      assert.include(missing.stderr, "no session \"ffffffff\" in this store")
+    }).pipe(Effect.scoped))
+
+  it.live("refuses a session another live process writes, naming the lease, and changes nothing (R149)", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const db = join(dir, "s.db")
+      const id = yield* writeSession(db)
+      const before = yield* reload(db, id)
+      // This test process takes the session's writer lease and holds it while the CLI runs.
+      const busy = yield* Effect.scoped(Effect.gen(function*() {
+        const held = yield* SessionLog.open(id)
+        yield* Effect.addFinalizer(() => Effect.ignore(held.close))
+        return yield* Effect.promise(() =>
+          harness(["sessions", "compact", "--store", `sqlite:${db}`, id], { cwd: dir })
+        )
+      })).pipe(Effect.provide(SqliteStore.layer({ filename: db })))
+      assert.strictEqual(busy.code, 1)
+      assert.include(busy.stderr, `cannot open session ${id}`)
+      assert.include(busy.stderr, `is being written by process ${process.pid}`)
+      assert.deepStrictEqual(yield* reload(db, id), before)
+    }).pipe(Effect.scoped))
+})
