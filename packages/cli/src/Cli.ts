@@ -66,6 +66,13 @@ const global = {
   turnTimeout: Options.float("turn-timeout").pipe(
     Options.withDescription("The most seconds one turn may take; a running step is interrupted when it passes."),
     Options.optional
+  ),
+  contextWindow: Options.integer("context-window").pipe(
+    Options.withDescription(
+      "The model's context window in tokens: a request estimated past 80% of it first compacts the history " +
+        "(summarises it; the log keeps everything). Default: none, nothing compacts by itself."
+    ),
+    Options.optional
   )
 }
 

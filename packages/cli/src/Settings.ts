@@ -82,6 +82,8 @@ export interface Flags {
   readonly maxSessionCost?: Option.Option<number> | undefined
   /** `--turn-timeout`: the most seconds one turn may take. */
   readonly turnTimeout?: Option.Option<number> | undefined
+  /** `--context-window`: the model's context window in tokens; past 80% of it the history is compacted. */
+  readonly contextWindow?: Option.Option<number> | undefined
 }
 
 /**
@@ -133,6 +135,12 @@ export interface Settings {
   readonly doublePress: Setting<number>
   /** The turn's and the session's budgets. */
   readonly budget: BudgetSettings
+  /**
+   * `--context-window` or `HARNESS_CONTEXT_WINDOW`: the model's context window in tokens. With one, a step whose
+   * estimated request passes 80% of it compacts the history first (ADR 0052, R144–R153); without, nothing compacts
+   * by itself (`/compact` and `harness sessions compact` still do).
+   */
+  readonly contextWindow: Setting<number | undefined>
   /**
    * The provider's own `LLM_*` settings (`ChatCompletions.configSettings`) but the three above that stand for them
    * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.

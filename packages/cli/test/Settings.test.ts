@@ -207,3 +207,28 @@ describe("settings: budgets (R162)", () => {
       assert.strictEqual(yield* exitOf({ HARNESS_MAX_SESSION_COST: "1" }, "config"), 2)
     }))
 })
+
+describe("settings: context window (R146)", () => {
+  it.effect("R146: --context-window, else HARNESS_CONTEXT_WINDOW, else none; config shows it; a bad one exits 2", () =>
+    Effect.gen(function*() {
+      const defaults = yield* resolve({})
+      assert.deepStrictEqual(defaults.contextWindow, {
+        value: undefined,
+        origin: "default: none (no automatic compaction)"
+      })
+      assert.match(shown(defaults), /context-window\s+-\s+\(default: none \(no automatic compaction\)\)/)
+      const env = { HARNESS_CONTEXT_WINDOW: "128000" }
+      const fromEnv = yield* resolve(env)
+      assert.deepStrictEqual(fromEnv.contextWindow, { value: 128000, origin: "env HARNESS_CONTEXT_WINDOW" })
+      assert.match(shown(fromEnv), /context-window\s+128000 tokens\s+\(env HARNESS_CONTEXT_WINDOW\)/)
+      const flagged = yield* resolve(env, { contextWindow: Option.some(64000) })
+      assert.deepStrictEqual(flagged.contextWindow, { value: 64000, origin: "flag --context-window" })
+      assert.strictEqual(yield* exitOf({}, "config", "--context-window", "64000"), 0)
+      assert.strictEqual(yield* exitOf({ HARNESS_CONTEXT_WINDOW: "0" }, "config"), 2)
+      assert.strictEqual(yield* exitOf({ HARNESS_CONTEXT_WINDOW: "lots" }, "config"), 2)
+      assert.strictEqual(yield* exitOf({}, "config", "--context-window", "-5"), 2)
+      const bad = yield* Effect.either(resolve({}, { contextWindow: Option.some(0) }))
+      assert.isTrue(Either.isLeft(bad))
+      if (Either.isLeft(bad)) assert.include(bad.left.message, "--context-window 0 is not")
+    }))
+})

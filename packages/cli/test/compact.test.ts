@@ -101,4 +101,35 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
       assert.include(busy.stderr, `is being written by process ${process.pid}`)
       assert.deepStrictEqual(yield* reload(db, id), before)
     }).pipe(Effect.scoped))
+
+  it.live("with --context-window, a resumed prompt compacts the history on its own first (R146, R147)", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const db = join(dir, "s.db")
+      const id = yield* writeSession(db)
+      const before = yield* reload(db, id)
+      const plain = yield* Effect.promise(() =>
+        harness(["sessions", "resume", "--store", `sqlite:${db}`, id, "and a dog?"], { cwd: dir })
+      )
+      assert.strictEqual(plain.code, 0, plain.stderr)
+      const unwindowed = yield* reload(db, id)
+      assert.isFalse(unwindowed.some((e) => e.type === "compaction"), "without a window nothing compacts by itself")
+
+      const resumed = yield* Effect.promise(() =>
+        harness(["sessions", "resume", "--store", `sqlite:${db}`, "--context-window", "200", id, "and a bird?"], {
+          cwd: dir
+        })
+      )
+      assert.strictEqual(resumed.code, 0, resumed.stderr)
+      const after = yield* reload(db, id)
+      assert.deepStrictEqual(LogCheck.checkLog(after), [])
+      assert.deepStrictEqual(after.slice(0, unwindowed.length), unwindowed)
+      const automatic = after.filter((e) => e.type === "compaction" && e.data.reason === "automatic")
+      assert.isAtLeast(automatic.length, 1, "the resumed turn compacted before its request")
+      assert.isAbove(after.length, before.length)
+      // The turn still answered the prompt after compacting.
+      const last = after.findLast((e) => e.type === "turn/end")
+      assert.strictEqual(last?.type === "turn/end" ? last.data.reason.kind : undefined, "completed")
+    }).pipe(Effect.scoped))
 })

@@ -108,7 +108,10 @@ export const makeAgent = (
         hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
         provider: settings.provider.value,
-        budget: agentBudget(settings)
+        budget: agentBudget(settings),
+        compaction: settings.contextWindow.value === undefined
+          ? undefined
+          : { contextWindow: settings.contextWindow.value }
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
     )

@@ -24,7 +24,8 @@ export const environment = {
   maxSessionTokens: ["HARNESS_MAX_SESSION_TOKENS"],
   maxSessionCost: ["HARNESS_MAX_SESSION_COST"],
   turnTimeout: ["HARNESS_TURN_TIMEOUT_S"],
-  prices: ["HARNESS_PRICES"]
+  prices: ["HARNESS_PRICES"],
+  contextWindow: ["HARNESS_CONTEXT_WINDOW"]
 } as const
 
 /** What each setting means: the description every `Config` the CLI reads for it carries. */
@@ -42,7 +43,8 @@ export const descriptions: { readonly [K in keyof typeof environment]: string } 
   maxSessionTokens: "The most tokens the whole session may use (counted from its log, across resumes).",
   maxSessionCost: "The most the whole session may cost, priced by the price table.",
   turnTimeout: "The most wall-clock time one turn may take, in seconds.",
-  prices: "The price table: JSON {\"<model>\": {\"inputPerMillion\": n, \"outputPerMillion\": n}}."
+  prices: "The price table: JSON {\"<model>\": {\"inputPerMillion\": n, \"outputPerMillion\": n}}.",
+  contextWindow: "The model's context window in tokens: a request estimated past 80% of it compacts the history first."
 }
 
 /** The largest offline pace, in milliseconds per word. */
@@ -320,6 +322,13 @@ export const resolve = (flags: Flags) =>
     )
     const turnTimeout = yield* budgetSetting(flags.turnTimeout, "--turn-timeout", "turnTimeout", positiveText, unset)
     const prices = yield* budgetSetting(undefined, "HARNESS_PRICES", "prices", pricesText, unset)
+    const contextWindow = yield* budgetSetting(
+      flags.contextWindow,
+      "--context-window",
+      "contextWindow",
+      positiveIntText,
+      { value: undefined, origin: "default: none (no automatic compaction)" }
+    )
     if (maxSessionCost.value !== undefined && Budget.priceOf(prices.value, model.value) === undefined) {
       return yield* new SettingsError({
         setting: maxSessionCost.origin.replace(/^(flag|env) /, ""),
@@ -375,6 +384,7 @@ export const resolve = (flags: Flags) =>
       pace,
       doublePress,
       budget,
+      contextWindow,
       llm,
       mcp
     } satisfies Settings
@@ -416,6 +426,12 @@ export const render = (
     ["offline-pace", `${settings.pace.value} ms per word`, settings.pace.origin, descriptions.pace],
     ["double-press", `${settings.doublePress.value} ms`, settings.doublePress.origin, descriptions.doublePress],
     ...budgetRows(settings.budget),
+    [
+      "context-window",
+      settings.contextWindow.value === undefined ? "-" : `${settings.contextWindow.value} tokens`,
+      settings.contextWindow.origin,
+      descriptions.contextWindow
+    ],
     ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const),
     ...settings.mcp.map((server) =>
       [
