@@ -12,7 +12,7 @@ import { SqliteStore } from "@harness/store-sqlite"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import * as OfflineModel from "../src/OfflineModel.js"
-import { harness, tempDir } from "./support.js"
+import { harness, serve, tempDir } from "./support.js"
 
 /** Writes a two-turn session with the offline model; returns its id. */
 const writeSession = (filename: string) =>
@@ -132,4 +132,27 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
       const last = after.findLast((e) => e.type === "turn/end")
       assert.strictEqual(last?.type === "turn/end" ? last.data.reason.kind : undefined, "completed")
     }).pipe(Effect.scoped))
+
+  it.live("--remote compacts a session on a Harness server (R149)", () =>
+    Effect.acquireUseRelease(
+      Effect.promise(async () => {
+        const [dir, cleanup] = tempDir()
+        const server = await serve(dir, { HARNESS_SERVER_TOKENS: "cli:send:remote-secret" }, ["--store", "memory"])
+        return { dir, cleanup, server }
+      }),
+      ({ dir, server }) =>
+        Effect.promise(async () => {
+          const env = { HARNESS_REMOTE_TOKEN: "remote-secret" }
+          const ran = await harness(["run", "--remote", server.url, "hello"], { cwd: dir, env })
+          assert.strictEqual(ran.code, 0, ran.stderr)
+          const id = /session ([0-9a-f-]{36}) · /.exec(ran.stderr)![1]!
+          const done = await harness(["sessions", "compact", "--remote", server.url, id.slice(0, 8)], { cwd: dir, env })
+          assert.strictEqual(done.code, 0, done.stderr)
+          assert.match(done.stdout, new RegExp(`compacted session ${id}: seqs 0–\\d+ \\(2 messages, ~\\d+ tokens\\)`))
+          const missing = await harness(["sessions", "compact", "--remote", server.url, "ffffffff"], { cwd: dir, env })
+          assert.strictEqual(missing.code, 1)
+          assert.include(missing.stderr, `no session "ffffffff" on ${server.url}`)
+        }),
+      ({ cleanup, server }) => Effect.promise(() => server.stop().then(cleanup))
+    ))
 })
