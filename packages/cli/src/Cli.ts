@@ -540,7 +540,8 @@ const mcp = Command.make(
     expose: Options.text("expose").pipe(
       Options.withDescription(
         "The operations served as MCP tools, comma-separated, from send, followup, steer, inject, inbox, withdraw, " +
-          "cancel, status, events (default: status,events,inbox,followup)."
+          "edit, move, promote, demote, receipt, compact, approvals, approve, cancel, status, events (default: " +
+          "status,events,inbox,followup). With approve, a tool call that needs approval waits for the client's answer."
       ),
       Options.optional
     )

@@ -7,13 +7,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Effect } from "effect"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { bin, cleanEnv, tempDir } from "./support.js"
 
-const connect = (args: ReadonlyArray<string>) =>
+const connectIn = (args: ReadonlyArray<string>, pace = "60000") =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const [dir, cleanup] = tempDir()
-      const env = cleanEnv({ HARNESS_OFFLINE_PACE_MS: "60000" })
+      const env = cleanEnv({ HARNESS_OFFLINE_PACE_MS: pace })
       const client = new Client({ name: "test", version: "1.0.0" })
       await client.connect(
         new StdioClientTransport({
@@ -24,10 +26,12 @@ const connect = (args: ReadonlyArray<string>) =>
           stderr: "inherit"
         })
       )
-      return { client, cleanup }
+      return { client, cleanup, dir }
     }),
     ({ cleanup, client }) => Effect.promise(() => client.close().finally(cleanup))
-  ).pipe(Effect.map(({ client }) => client))
+  )
+
+const connect = (args: ReadonlyArray<string>) => Effect.map(connectIn(args), ({ client }) => client)
 
 /** Calls a tool and parses its JSON answer; `isError` comes back beside it. */
 const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
@@ -115,5 +119,62 @@ describe("harness mcp", { timeout: 180_000 }, () => {
         Effect.tryPromise(() => client.callTool({ name: "cancel", arguments: { cause: "user" } }))
       )
       assert.include(String(refused.cause), "not found")
+    }))
+
+  it.scoped("with approve exposed, a write waits for the client's answer: approvals lists it, approve allows or denies it once", () =>
+    Effect.gen(function*() {
+      const { client, dir } = yield* connectIn(["--expose", "status,events,followup,approvals,approve"], "1")
+      const pendingCall = Effect.gen(function*() {
+        for (let attempt = 0; attempt < 2000; attempt++) {
+          const { value } = yield* call(client, "approvals")
+          const pending = value as ReadonlyArray<{ readonly callId: string; readonly name: string }>
+          if (pending.length > 0) return pending
+        }
+        return assert.fail("no approval was ever pending")
+      })
+
+      assert.isFalse((yield* call(client, "followup", { message: message("write notes.txt: hello from mcp") })).isError)
+      const [asked] = yield* pendingCall
+      assert.strictEqual(asked!.name, "write_file")
+      // Nothing is written before the answer.
+      assert.isFalse(existsSync(join(dir, "notes.txt")))
+      const allowed = yield* call(client, "approve", { callId: asked!.callId, answer: { kind: "allow" } })
+      assert.isFalse(allowed.isError)
+      const again = yield* call(client, "approve", { callId: asked!.callId, answer: { kind: "deny" } })
+      assert.isTrue(again.isError)
+      assert.strictEqual((again.value as { readonly _tag: string })._tag, "ApprovalError")
+      yield* statusBecomes(client, "idle")
+      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from mcp\n")
+      assert.deepStrictEqual((yield* call(client, "approvals")).value, [])
+
+      assert.isFalse((yield* call(client, "followup", { message: message("write other.txt: never") })).isError)
+      const [denied] = yield* pendingCall
+      const refused = yield* call(client, "approve", {
+        callId: denied!.callId,
+        answer: { kind: "deny", reason: "not in this folder" }
+      })
+      assert.isFalse(refused.isError)
+      yield* statusBecomes(client, "idle")
+      assert.isFalse(existsSync(join(dir, "other.txt")))
+      const events = (yield* call(client, "events", { since: 0, limit: 1000 })).value as ReadonlyArray<
+        { readonly type: string }
+      >
+      assert.strictEqual(events.filter((e) => e.type === "tool/result").length, 2)
+      assert.include(JSON.stringify(events.filter((e) => e.type === "tool/result")), "not in this folder")
+    }))
+
+  it.scoped("compact runs a compaction turn that logs a compaction record", () =>
+    Effect.gen(function*() {
+      const { client } = yield* connectIn(["--expose", "status,events,followup,compact"], "1")
+      assert.isFalse((yield* call(client, "followup", { message: message("hello there") })).isError)
+      yield* statusBecomes(client, "idle")
+      const compacted = yield* call(client, "compact", { options: { instruction: "Keep it short." } })
+      assert.isFalse(compacted.isError)
+      yield* statusBecomes(client, "idle")
+      const events = (yield* call(client, "events", { since: 0, limit: 1000 })).value as ReadonlyArray<
+        { readonly type: string; readonly data: { readonly trigger?: { readonly kind: string } } }
+      >
+      assert.strictEqual(events.filter((e) => e.type === "compaction").length, 1)
+      assert.include(events.filter((e) => e.type === "turn/start").map((e) => e.data.trigger?.kind), "compaction")
     }))
 })

@@ -8,7 +8,7 @@ import type { LanguageModel } from "@effect/ai"
 import { McpSchema, McpServer, Tool } from "@effect/ai"
 import { NodeSink, NodeStream } from "@effect/platform-node"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import type { Agent } from "@harness/agent"
+import type { Agent, Hooks } from "@harness/agent"
 import { Agent as AgentModule } from "@harness/agent"
 import type { Ids } from "@harness/domain"
 import { AgentEvent, Operations, SessionEvent } from "@harness/domain"
@@ -102,6 +102,20 @@ export const operations: Readonly<Record<string, Exposed>> = {
     Operations.Receipt,
     "What became of a message, from the session log: pending, ran, joined, applied, withdrawn, discarded, expired, " +
       "superseded, rejected."
+  ),
+  compact: operation(
+    Operations.Compact,
+    "Compact the history: a turn asks the model for a summary that stands for the conversation so far (with " +
+      "options.instruction instead of the configured one, if given). Refused while the agent is busy."
+  ),
+  approvals: operation(
+    Operations.ListApprovals,
+    "The tool calls waiting for an approval now, in request order: call id, tool name, its arguments, turn and step."
+  ),
+  approve: operation(
+    Operations.Approve,
+    "Answer a pending approval by call id: answer { kind: allow } runs the call, { kind: deny, reason } refuses it " +
+      "(the model reads the reason). A call is answered once; answering it again is an ApprovalError."
   ),
   cancel: operation(
     Operations.Cancel,
@@ -203,6 +217,13 @@ const register = (agent: Agent.Service, expose: ReadonlyArray<string>) =>
   })
 
 /**
+ * The agent's hooks: with `approve` exposed, a call that needs approval waits for the MCP client's answer (a durable
+ * pending approval, ADR 0054); without it nobody could answer, so such calls are denied as with no hook.
+ */
+export const hooksFor = (expose: ReadonlyArray<string>): Hooks.Hooks =>
+  expose.includes("approve") ? { toolApproval: () => Effect.succeed({ kind: "ask" }) } : {}
+
+/**
  * Serves the agent of a new session (or of `session`) over stdio until standard input ends.
  *
  * Contract: nothing but MCP messages is written to standard output; the agent is disposed, and its session closed,
@@ -218,7 +239,7 @@ export const serve = (
 > =>
   Effect.gen(function*() {
     const log = yield* openSession(options.session)
-    const { agent } = yield* Runtime.makeAgent(settings, log)
+    const { agent } = yield* Runtime.makeAgent(settings, log, hooksFor(options.expose))
     const ended = yield* Deferred.make<void>()
     const stdin = NodeStream.stdin.pipe(Stream.ensuring(Deferred.succeed(ended, undefined)))
     yield* Layer.build(
