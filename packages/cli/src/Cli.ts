@@ -7,8 +7,8 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { ValidationError } from "@effect/cli"
-import type { ConfigError, Redacted } from "effect"
-import { Config, Effect, Layer, Option } from "effect"
+import type { ConfigError } from "effect"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { createRequire } from "node:module"
 import { CommandError, SettingsError } from "./CliError.js"
 import type * as CommandsModule from "./internal/commands.js"
@@ -544,6 +544,17 @@ const mcp = Command.make(
           "status,events,inbox,followup). With approve, a tool call that needs approval waits for the client's answer."
       ),
       Options.optional
+    ),
+    http: Options.integer("http").pipe(
+      Options.withDescription(
+        "Serve over Streamable HTTP at http://<host>:<port>/mcp instead of stdio (0 picks a free port); every " +
+          "request needs Authorization: Bearer $HARNESS_MCP_TOKEN."
+      ),
+      Options.optional
+    ),
+    host: Options.text("host").pipe(
+      Options.withDescription("The address --http listens on (default 127.0.0.1, this machine only)."),
+      Options.withDefault("127.0.0.1")
     )
   },
   (config) =>
@@ -552,16 +563,30 @@ const mcp = Command.make(
       const Mcp = yield* Effect.promise(() => import("./internal/mcp.js"))
       const expose = Option.match(config.expose, { onNone: () => Mcp.defaultExpose, onSome: Mcp.parseExpose })
       if (typeof expose === "string") return yield* new SettingsError({ setting: "--expose", message: expose })
+      const port = Option.getOrUndefined(config.http)
+      const http = port === undefined ? undefined : yield* Effect.gen(function*() {
+        const token = yield* Config.option(Config.redacted(Mcp.tokenVariable))
+        if (Option.isNone(token) || Redacted.value(token.value).trim() === "") {
+          return yield* new SettingsError({
+            setting: Mcp.tokenVariable,
+            message: `--http needs a bearer token: set ${Mcp.tokenVariable} (e.g. to $(openssl rand -hex 16)); ` +
+              "every request must carry Authorization: Bearer <it>"
+          })
+        }
+        return { port, host: config.host, token: token.value }
+      })
       yield* withAgent(settings, (loaded) =>
         Effect.flatMap(
           sessionOf(loaded, config.session),
-          (session) => Mcp.serve(settings, { expose, session })
+          (session) => Mcp.serve(settings, { expose, session, http })
         ))
     })
 ).pipe(Command.withDescription(
-  "Serve an agent's operations (send, steer, inbox, cancel, …) as MCP tools over stdio, for another agent or an MCP " +
-    "client; the workspace tools stay the agent's own.\nExamples:\n  harness mcp\n" +
-    "  harness mcp --expose status,events,inbox,followup,steer,cancel --session 3f2a"
+  "Serve an agent's operations (send, steer, inbox, cancel, approve, …) as MCP tools over stdio, or over " +
+    "Streamable HTTP with --http (bearer token in HARNESS_MCP_TOKEN), for another agent or an MCP client; the " +
+    "workspace tools stay the agent's own.\nExamples:\n  harness mcp\n" +
+    "  harness mcp --expose status,events,inbox,followup,steer,cancel --session 3f2a\n" +
+    "  HARNESS_MCP_TOKEN=$(openssl rand -hex 16) harness mcp --http 8788"
 ))
 
 // --- root --------------------------------------------------------------------------------------------------------

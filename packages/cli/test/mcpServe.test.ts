@@ -4,9 +4,11 @@
  * turn), the inbox shows it, and a cancel ends the turn and discards it — all visible in the session's events.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { SessionEvent } from "@harness/domain"
+import { LogCheck } from "@harness/session"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { bin, cleanEnv, tempDir } from "./support.js"
@@ -40,6 +42,10 @@ const call = (client: Client, name: string, args: Record<string, unknown> = {}) 
     const content = result.content as ReadonlyArray<{ readonly type: string; readonly text: string }>
     return { isError: result.isError === true, value: JSON.parse(content[0]!.text) as unknown }
   })
+
+/** The violations of the session-log rules in the events the `events` tool answered (from the start). */
+const wellFormed = (events: unknown) =>
+  LogCheck.checkLog(Schema.decodeUnknownSync(Schema.Array(SessionEvent.SessionEvent))(events))
 
 const message = (text: string) => ({ content: [{ type: "text", text }], source: { kind: "user" } })
 
@@ -156,11 +162,12 @@ describe("harness mcp", { timeout: 180_000 }, () => {
       assert.isFalse(refused.isError)
       yield* statusBecomes(client, "idle")
       assert.isFalse(existsSync(join(dir, "other.txt")))
-      const events = (yield* call(client, "events", { since: 0, limit: 1000 })).value as ReadonlyArray<
+      const events = (yield* call(client, "events", { limit: 1000 })).value as ReadonlyArray<
         { readonly type: string }
       >
       assert.strictEqual(events.filter((e) => e.type === "tool/result").length, 2)
       assert.include(JSON.stringify(events.filter((e) => e.type === "tool/result")), "not in this folder")
+      assert.deepStrictEqual(wellFormed(events), [])
     }))
 
   it.scoped("compact runs a compaction turn that logs a compaction record", () =>
@@ -171,7 +178,7 @@ describe("harness mcp", { timeout: 180_000 }, () => {
       const compacted = yield* call(client, "compact", { options: { instruction: "Keep it short." } })
       assert.isFalse(compacted.isError)
       yield* statusBecomes(client, "idle")
-      const events = (yield* call(client, "events", { since: 0, limit: 1000 })).value as ReadonlyArray<
+      const events = (yield* call(client, "events", { limit: 1000 })).value as ReadonlyArray<
         { readonly type: string; readonly data: { readonly trigger?: { readonly kind: string } } }
       >
       assert.strictEqual(events.filter((e) => e.type === "compaction").length, 1)

@@ -6,14 +6,18 @@
  */
 import type { LanguageModel } from "@effect/ai"
 import { McpSchema, McpServer, Tool } from "@effect/ai"
-import { NodeSink, NodeStream } from "@effect/platform-node"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer, NodeSink, NodeStream } from "@effect/platform-node"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import type { ServeError } from "@effect/platform/HttpServerError"
 import type { Agent, Hooks } from "@harness/agent"
 import { Agent as AgentModule } from "@harness/agent"
 import type { Ids } from "@harness/domain"
 import { AgentEvent, Operations, SessionEvent } from "@harness/domain"
 import type { SessionStore } from "@harness/session"
-import { Deferred, Effect, Layer, ParseResult, Schema, SchemaAST as AST, Stream } from "effect"
+import { Deferred, Effect, Layer, ParseResult, Redacted, Schema, SchemaAST as AST, Stream } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
 import { openSession } from "./run.js"
@@ -139,7 +143,8 @@ export const operations: Readonly<Record<string, Exposed>> = {
     payload: EventsPayload.ast,
     run: (agent, payload) =>
       Effect.map(Effect.zip(agent.log, decodeEvents(payload)), ([log, payload]) => {
-        const since = payload.since ?? 0
+        // Seqs start at 0: without `since`, the first event is in.
+        const since = payload.since ?? -1
         const limit = Math.max(1, Math.min(1000, Math.floor(payload.limit ?? 100)))
         return log.filter((event) => event.seq > since).slice(0, limit)
       }),
@@ -223,6 +228,60 @@ const register = (agent: Agent.Service, expose: ReadonlyArray<string>) =>
 export const hooksFor = (expose: ReadonlyArray<string>): Hooks.Hooks =>
   expose.includes("approve") ? { toolApproval: () => Effect.succeed({ kind: "ask" }) } : {}
 
+/** Where `--http` serves: the port (0 picks a free one), the host, and the bearer token every request needs. */
+export interface HttpOptions {
+  readonly port: number
+  readonly host: string
+  readonly token: Redacted.Redacted<string>
+}
+
+/** The environment variable holding the bearer token `--http` requires. */
+export const tokenVariable = "HARNESS_MCP_TOKEN"
+
+/** Compares the `Authorization` header with `Bearer <token>` in constant time (digests of equal length). */
+const authorized = (header: string | undefined, token: Redacted.Redacted<string>): boolean => {
+  const digest = (text: string) => createHash("sha256").update(text).digest()
+  return header !== undefined && timingSafeEqual(digest(header), digest(`Bearer ${Redacted.value(token)}`))
+}
+
+/**
+ * The server with `tools` registered, on its transport: stdio until standard input ends (then `ended`), or
+ * Streamable HTTP at `/mcp` (`McpServer.layerHttp`) behind the bearer-token check, until the process is interrupted;
+ * `started` learns the URL it listens on.
+ */
+const served = (
+  tools: Layer.Layer<never, never, McpServer.McpServer>,
+  http: HttpOptions | undefined,
+  ended: Deferred.Deferred<void>,
+  started: (url: string) => Effect.Effect<void>
+): Layer.Layer<never, ServeError> => {
+  const info = { name: "harness", version: "0.0.0" }
+  if (http === undefined) {
+    const stdin = NodeStream.stdin.pipe(Stream.ensuring(Deferred.succeed(ended, undefined)))
+    return tools.pipe(Layer.provide(McpServer.layerStdio({ ...info, stdin, stdout: NodeSink.stdout })))
+  }
+  const unauthorized = HttpServerResponse.unsafeJson(
+    { error: `the bearer token is missing or wrong: send Authorization: Bearer <the value of ${tokenVariable}>` },
+    { status: 401, headers: { "www-authenticate": "Bearer" } }
+  )
+  const serving = HttpRouter.Default.serve((app) =>
+    Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) => authorized(request.headers.authorization, http.token) ? app : Effect.succeed(unauthorized)
+    )
+  )
+  const announce = Layer.effectDiscard(
+    Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
+      started(
+        address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}/mcp` : `unix:${address.path}`
+      ))
+  )
+  return Layer.mergeAll(tools, serving, announce).pipe(
+    Layer.provide(McpServer.layerHttp({ ...info, path: "/mcp" })),
+    Layer.provide(NodeHttpServer.layer(createServer, { port: http.port, host: http.host }))
+  )
+}
+
 /**
  * Serves the agent of a new session (or of `session`) over stdio until standard input ends.
  *
@@ -231,7 +290,11 @@ export const hooksFor = (expose: ReadonlyArray<string>): Hooks.Hooks =>
  */
 export const serve = (
   settings: Settings,
-  options: { readonly expose: ReadonlyArray<string>; readonly session: Ids.SessionId | undefined }
+  options: {
+    readonly expose: ReadonlyArray<string>
+    readonly session: Ids.SessionId | undefined
+    readonly http?: HttpOptions | undefined
+  }
 ): Effect.Effect<
   void,
   CommandError,
@@ -241,13 +304,19 @@ export const serve = (
     const log = yield* openSession(options.session)
     const { agent } = yield* Runtime.makeAgent(settings, log, hooksFor(options.expose))
     const ended = yield* Deferred.make<void>()
-    const stdin = NodeStream.stdin.pipe(Stream.ensuring(Deferred.succeed(ended, undefined)))
     yield* Layer.build(
-      Layer.effectDiscard(register(agent, options.expose)).pipe(
-        Layer.provide(
-          McpServer.layerStdio({ name: "harness", version: "0.0.0", stdin, stdout: NodeSink.stdout })
-        )
+      served(
+        Layer.effectDiscard(register(agent, options.expose)),
+        options.http,
+        ended,
+        (url) => Effect.sync(() => process.stderr.write(`harness mcp: serving on ${url}\n`))
       )
+    ).pipe(
+      Effect.catchTag("ServeError", (e) =>
+        new CommandError({
+          reason: "Input",
+          message: `cannot listen on ${options.http?.host}:${options.http?.port}: ${String(e.cause)} (try another port)`
+        }))
     )
     yield* Deferred.await(ended)
   }).pipe(
