@@ -9,6 +9,7 @@ import { Effect, ParseResult, Schema } from "effect"
 import { TextBlock } from "./Content.js"
 import { AgentMessageId } from "./Ids.js"
 import * as Input from "./Input.js"
+import { slowPath } from "./internal/slowPath.js"
 import { deepFreeze } from "./Json.js"
 import { MessageSource } from "./MessageSource.js"
 
@@ -203,7 +204,7 @@ const decodeCopy = <A, I>(
     Effect.suspend(() => {
       const copied = Input.copy(input, limits)
       if ("issue" in copied) return Effect.fail(refusal(what, copied.issue.reason, copied.issue.message))
-      const known = exact(copied.value)
+      const known = slowPath ? undefined : exact(copied.value)
       if (known !== undefined) return Effect.succeed(known)
       const decoded = decode(copied.value)
       return decoded._tag === "Right"

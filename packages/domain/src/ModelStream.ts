@@ -12,6 +12,7 @@ import type { AiError, LanguageModel } from "@effect/ai"
 import { Response, Toolkit } from "@effect/ai"
 import type { Chunk, Effect, Scope } from "effect"
 import { Context, DateTime, Either, Option, type ParseResult, Schema, type Stream } from "effect"
+import { slowPath } from "./internal/slowPath.js"
 
 /**
  * A typed stream part, as `LanguageModel.streamText` yields it with tool-call resolution disabled. A `tool-call`
@@ -90,6 +91,8 @@ const empty = (): Record<string, never> => ({})
  * @category utils
  */
 export const typed = (part: Response.StreamPartEncoded): Either.Either<Part, ParseResult.ParseError> => {
+  // A tool call has no schema here: its parameters' schema is the toolkit's, named by the run, not by the stream.
+  if (slowPath && part.type !== "tool-call") return decodeOther(part)
   switch (part.type) {
     case "text-start":
     case "text-end":

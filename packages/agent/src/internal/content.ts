@@ -10,6 +10,7 @@ import { Response, Toolkit } from "@effect/ai"
 import type { Content, Json, SessionEvent } from "@harness/domain"
 import { Ids } from "@harness/domain"
 import { Schema } from "effect"
+import { slowPath } from "./slowPath.js"
 
 /**
  * A block being assembled. `key` addresses a block that later parts may extend (`text:<id>`, `reasoning:<id>`,
@@ -289,6 +290,7 @@ const usageJson = (usage: Response.Usage): Json.JsonObject => {
  * tool parameters — are copied as JSON); `Response.StreamPart` decodes it to the part it came from.
  */
 export const chunkJson = (part: AnyStreamPart): Json.JsonValue => {
+  if (slowPath) return chunkJsonBySchema(part)
   switch (part.type) {
     case "text-start":
     case "text-end":
@@ -325,17 +327,21 @@ export const chunkJson = (part: AnyStreamPart): Json.JsonValue => {
       )
     case "finish":
       return withMetadata({ type: part.type, reason: part.reason, usage: usageJson(part.usage) }, part.metadata)
-    default: {
-      const encoded = encodeWithSchema(part)
-      // A part the schema cannot encode (a tool result: the agent's parts never carry one) is kept as its fields.
-      const value: object = encoded._tag === "Right" ? encoded.right : part
-      return jsonOf(
-        "metadata" in value && typeof value.metadata === "object" && value.metadata !== null && isEmpty(value.metadata)
-          ? { ...value, metadata: undefined }
-          : value
-      )
-    }
+    default:
+      return chunkJsonBySchema(part)
   }
+}
+
+/** `chunkJson` by `@effect/ai`'s schema: the encoding, an empty `metadata` left out, as JSON. */
+const chunkJsonBySchema = (part: AnyStreamPart): Json.JsonValue => {
+  const encoded = encodeWithSchema(part)
+  // A part the schema cannot encode (a tool result: the agent's parts never carry one) is kept as its fields.
+  const value: object = encoded._tag === "Right" ? encoded.right : part
+  return jsonOf(
+    "metadata" in value && typeof value.metadata === "object" && value.metadata !== null && isEmpty(value.metadata)
+      ? { ...value, metadata: undefined }
+      : value
+  )
 }
 
 /**

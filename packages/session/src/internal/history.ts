@@ -7,6 +7,7 @@ import { Content, type SessionEvent, ToolArguments } from "@harness/domain"
 import { Either } from "effect"
 import type { History } from "../History.js"
 import * as AppendOnly from "./appendOnly.js"
+import { slowPath } from "./slowPath.js"
 
 export const TypeId: unique symbol = Symbol.for("@harness/session/History")
 export type TypeId = typeof TypeId
@@ -55,8 +56,7 @@ const noOptions: Prompt.ProviderOptions = Object.freeze({})
 const textPart = (text: string): Prompt.TextPart =>
   Object.freeze({ text, [PartTypeId]: PartTypeId, type: "text", options: noOptions })
 
-/** The user message of these texts (one text part each). */
-export const userMessageOf = (texts: ReadonlyArray<string>): Prompt.Message => {
+const userMessageLiteral = (texts: ReadonlyArray<string>): Prompt.Message => {
   const parts: Array<Prompt.TextPart> = new Array(texts.length)
   for (let i = 0; i < texts.length; i++) parts[i] = textPart(texts[i]!)
   return Object.freeze({
@@ -67,8 +67,7 @@ export const userMessageOf = (texts: ReadonlyArray<string>): Prompt.Message => {
   })
 }
 
-/** The assistant message of these blocks (at least one) and provenance. */
-export const assistantMessageOf = (
+const assistantMessageLiteral = (
   content: ReadonlyArray<Content.AssistantBlock>,
   provenance: Extract<SessionEvent.SessionEvent, { readonly type: "assistant/message" }>["data"]["provenance"]
 ): Prompt.Message => {
@@ -82,8 +81,7 @@ export const assistantMessageOf = (
   })
 }
 
-/** The tool message of one result (its text blocks already joined). */
-export const toolMessageOf = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
+const toolMessageLiteral = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
   Object.freeze({
     content: Object.freeze([
       Object.freeze({
@@ -101,6 +99,60 @@ export const toolMessageOf = (callId: string, name: string, isError: boolean, re
     role: "tool",
     options: noOptions
   })
+
+type AssistantProvenance = Extract<
+  SessionEvent.SessionEvent,
+  { readonly type: "assistant/message" }
+>["data"]["provenance"]
+
+// The same messages by `@effect/ai`'s own constructors, frozen like the literals: what `HARNESS_SLOW_PATH=1` uses.
+const frozenMessage = <M extends Prompt.Message>(message: M): M => {
+  for (const part of message.content as ReadonlyArray<object>) Object.freeze(part)
+  Object.freeze(message.content)
+  return Object.freeze(message)
+}
+
+const userMessageByConstructor = (texts: ReadonlyArray<string>): Prompt.Message =>
+  frozenMessage(Prompt.userMessage({ content: texts.map((text) => Prompt.makePart("text", { text })) }))
+
+const assistantMessageByConstructor = (
+  content: ReadonlyArray<Content.AssistantBlock>,
+  provenance: AssistantProvenance
+): Prompt.Message =>
+  frozenMessage(Prompt.assistantMessage({
+    content: content.map((block) =>
+      block.type === "tool-call"
+        ? Prompt.makePart("tool-call", {
+          id: block.id,
+          name: block.name,
+          params: paramsOf(block.arguments),
+          providerExecuted: false,
+          options: { [optionsKey]: { rawArguments: block.arguments } }
+        })
+        : Prompt.makePart(block.type, { text: block.text })
+    ),
+    options: { [optionsKey]: { provenance } }
+  }))
+
+const toolMessageByConstructor = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
+  frozenMessage(Prompt.toolMessage({
+    content: [Prompt.makePart("tool-result", { id: callId, name, isFailure: isError, result, providerExecuted: false })]
+  }))
+
+/** The user message of these texts (one text part each). */
+export const userMessageOf: (texts: ReadonlyArray<string>) => Prompt.Message = slowPath
+  ? userMessageByConstructor
+  : userMessageLiteral
+
+/** The assistant message of these blocks (at least one) and provenance. */
+export const assistantMessageOf: (
+  content: ReadonlyArray<Content.AssistantBlock>,
+  provenance: AssistantProvenance
+) => Prompt.Message = slowPath ? assistantMessageByConstructor : assistantMessageLiteral
+
+/** The tool message of one result (its text blocks already joined). */
+export const toolMessageOf: (callId: string, name: string, isError: boolean, result: string) => Prompt.Message =
+  slowPath ? toolMessageByConstructor : toolMessageLiteral
 
 const textsOf = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<string> => content.map((b) => b.text)
 

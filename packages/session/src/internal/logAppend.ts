@@ -25,6 +25,7 @@ import {
   storeError,
   validateInbox
 } from "./logRecords.js"
+import { slowPath } from "./slowPath.js"
 import { noSnapshots } from "./snapshotKeeper.js"
 import { holding, type LogTransaction, transaction } from "./transaction.js"
 import { type AfterCommit, brokenError, type Shared, type WriterControl } from "./writeBehind.js"
@@ -78,7 +79,7 @@ export const makeAppender = (parts: AppendParts): Appender => {
     for (const input of inputs) {
       const seq = next.state.nextSeq
       let event: SessionEvent.SessionEvent
-      if (trusted) {
+      if (trusted && !slowPath) {
         event = stamp(input, seq, time)
       } else {
         const encoded = encode({ ...input, seq, time })
@@ -208,7 +209,7 @@ export const makeAppender = (parts: AppendParts): Appender => {
       const records: Array<StoreRecords.InboxRecord> = []
       for (const input of inputs) {
         const candidate = stampInbox(input, time)
-        if (options?.trusted === true || isInboxRecord(candidate)) {
+        if (!slowPath && (options?.trusted === true || isInboxRecord(candidate))) {
           records.push(candidate)
           continue
         }
