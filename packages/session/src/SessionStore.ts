@@ -342,6 +342,13 @@ export class StoreFaults extends Context.Tag("@harness/session/StoreFaults")<Sto
 
 export {
   /**
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.addFigures`).
+   *
+   * @since 0.0.0
+   * @category utils
+   */
+  addFigures,
+  /**
    * Re-exported from `StoreCodec` for backends (see `StoreCodec.anyEvent`).
    *
    * @since 0.0.0
@@ -405,12 +412,12 @@ export {
    */
   snapshotIssue,
   /**
-   * Re-exported from `StoreCodec` for backends (see `StoreCodec.utf8Length`).
+   * Re-exported from `StoreCodec` for backends (see `StoreCodec.summaryOf`).
    *
    * @since 0.0.0
    * @category utils
    */
-  utf8Length
+  summaryOf
 } from "./StoreCodec.js"
 
 /**

@@ -52,26 +52,22 @@ export interface EncodedRecord {
   readonly preview: string | undefined
 }
 
-/**
- * For backends: one record at `position`, encoded (`text` defaults to its JSON; a backend that kept only the text
- * passes the text it kept, and the record parsed back from it).
- *
- * @since 0.0.0
- * @category utils
- */
-export const encodeRecord = (
+/** One record at `position`, encoded. */
+const encodeRecord = (
   record: Store.StoreRecord,
-  position: number,
-  text: string = JSON.stringify(record)
-): EncodedRecord => ({
-  position,
-  text,
-  bytes: utf8Length(text),
-  time: record.time,
-  kind: Store.isInboxRecord(record) ? "inbox" : record.type === "turn/start" ? "turn" : "event",
-  messageId: Store.messageIdOf(record),
-  preview: Store.promptPreviewOf(record)
-})
+  position: number
+): EncodedRecord => {
+  const text = JSON.stringify(record)
+  return {
+    position,
+    text,
+    bytes: utf8Length(text),
+    time: record.time,
+    kind: Store.isInboxRecord(record) ? "inbox" : record.type === "turn/start" ? "turn" : "event",
+    messageId: Store.messageIdOf(record),
+    preview: Store.promptPreviewOf(record)
+  }
+}
 
 /**
  * For backends: the records of `commit` in stored order, encoded, with positions from `from`.
@@ -120,6 +116,42 @@ export const figuresOf = (records: ReadonlyArray<EncodedRecord>): CommitFigures 
   }
   return { records: records.length, events, turns, bytes, lastActivity: records.at(-1)?.time, firstPrompt }
 }
+
+/**
+ * For backends: the figures of a session's records followed by a commit's (`commit`'s positions are the session's).
+ * A backend keeps its sessions' figures by adding each commit's at the append that stores it.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const addFigures = (session: CommitFigures, commit: CommitFigures): CommitFigures => ({
+  records: session.records + commit.records,
+  events: session.events + commit.events,
+  turns: session.turns + commit.turns,
+  bytes: session.bytes + commit.bytes,
+  lastActivity: commit.lastActivity ?? session.lastActivity,
+  firstPrompt: session.firstPrompt ?? commit.firstPrompt
+})
+
+/**
+ * For backends: what `list` shows of a session from its header and figures; `bytes` defaults to the figures' (the
+ * UTF-8 length of the header's and records' JSON texts, which a backend that counts its stored size passes instead).
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const summaryOf = (
+  header: Store.SessionHeader,
+  figures: CommitFigures,
+  bytes: number = utf8Length(JSON.stringify(header)) + figures.bytes
+): Store.SessionSummary => ({
+  header,
+  events: figures.events,
+  turns: figures.turns,
+  lastActivity: figures.lastActivity ?? header.createdAt,
+  bytes,
+  ...(figures.firstPrompt === undefined ? {} : { firstPrompt: figures.firstPrompt.text })
+})
 
 /**
  * For backends: the UTF-8 length of a string (what `bytes` counts).

@@ -12,7 +12,15 @@ import { Store } from "@harness/domain"
 import { Clock, Effect, Option, Ref, Stream } from "effect"
 import type { Commit, Faults, Lease, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
-import { commitRecords, contiguityIssue, positionIssue, snapshotIssue, utf8Length } from "../StoreCodec.js"
+import * as StoreCodec from "../StoreCodec.js"
+import {
+  type CommitFigures,
+  commitRecords,
+  contiguityIssue,
+  positionIssue,
+  snapshotIssue,
+  utf8Length
+} from "../StoreCodec.js"
 import * as AppendOnly from "./appendOnly.js"
 
 interface MemorySession {
@@ -33,7 +41,7 @@ interface Derived {
   /** The figures and the message ids below cover the first `folded` records (a summary, a message-id lookup). */
   folded: number
   turns: number
-  firstPrompt: string | undefined
+  firstPrompt: CommitFigures["firstPrompt"]
   /** Made with the first id met. */
   messageIds: Set<Ids.AgentMessageId> | undefined
   /** `bytes` is the UTF-8 length of the JSON texts of the first `measured` records (a summary only: costly). */
@@ -77,7 +85,10 @@ const foldedOf = (session: MemorySession): Derived => {
   for (; derived.folded < length; derived.folded++) {
     const record = array[derived.folded]!
     if (record.type === "turn/start") derived.turns++
-    if (derived.firstPrompt === undefined) derived.firstPrompt = Store.promptPreviewOf(record)
+    if (derived.firstPrompt === undefined) {
+      const text = Store.promptPreviewOf(record)
+      if (text !== undefined) derived.firstPrompt = { text, position: derived.folded }
+    }
     const messageId = Store.messageIdOf(record)
     if (messageId !== undefined) (derived.messageIds ??= new Set()).add(messageId)
   }
@@ -92,27 +103,27 @@ const emptySession = (header: Store.SessionHeader): MemorySession => ({
   snapshot: Option.none()
 })
 
-/** The UTF-8 length of the header's and the records' JSON texts (what a SQL backend counts as it writes them). */
+/** The UTF-8 length of the records' JSON texts (what a SQL backend counts as it writes them). */
 const bytesOf = (session: MemorySession): number => {
   const { array, length } = session.records
   const derived = session.derived
   for (; derived.measured < length; derived.measured++) {
     derived.bytes += utf8Length(JSON.stringify(array[derived.measured]))
   }
-  return utf8Length(JSON.stringify(session.header)) + derived.bytes
+  return derived.bytes
 }
 
 const summaryOf = (session: MemorySession): Store.SessionSummary => {
   const { firstPrompt, turns } = foldedOf(session)
   const { array, length } = session.records
-  return {
-    header: session.header,
+  return StoreCodec.summaryOf(session.header, {
+    records: length,
     events: session.events,
     turns,
-    lastActivity: length === 0 ? session.header.createdAt : array[length - 1]!.time,
     bytes: bytesOf(session),
-    ...(firstPrompt === undefined ? {} : { firstPrompt })
-  }
+    lastActivity: array[length - 1]?.time,
+    firstPrompt
+  })
 }
 
 const refusal = (id: Ids.SessionId, reason: SessionStoreError["reason"], message: string) =>

@@ -23,7 +23,7 @@ import * as SessionState from "./sessionState.js"
 import * as Snapshots from "./snapshots.js"
 import * as Writes from "./writes.js"
 
-export { fileName, type Options } from "./context.js"
+export { fileName } from "./context.js"
 
 export const make = (options: Context.Options) =>
   Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * sessions, the next creation order, and the operations on a whole session (`lease`, `remove`).
  */
 import { Ids, type Store } from "@harness/domain"
-import type { SessionStore } from "@harness/session"
+import { SessionStore } from "@harness/session"
 import { Effect, HashMap, Option, Ref, Schema } from "effect"
 import { type Context, fileName, idOfFileName } from "./context.js"
 import * as SessionState from "./sessionState.js"
@@ -123,15 +123,7 @@ export const make = (ctx: Context, sessions: SessionState.Reads, snapshots: Snap
 
     const list: Service["list"] = Effect.map(
       listStates,
-      ({ states: all }) =>
-        all.map((state): Store.SessionSummary => ({
-          header: state.header,
-          events: state.events,
-          turns: state.turns,
-          lastActivity: state.lastActivity,
-          bytes: state.bytes,
-          ...(state.firstPrompt === undefined ? {} : { firstPrompt: state.firstPrompt.text })
-        }))
+      ({ states: all }) => all.map((state) => SessionStore.summaryOf(state.header, state, state.bytes))
     )
 
     const damaged: Service["damaged"] = Effect.map(listStates, (found) => found.damaged)

@@ -20,12 +20,12 @@ type Service = SessionStore.Service
  * apart, in order. Append-only while the file only grows (entries are added in place by this process's appends; a
  * truncate or another process's write rebuilds the state and its index).
  */
-export interface Index {
+interface Index {
   readonly positions: Array<number>
   readonly offsets: Array<number>
 }
 
-export const indexEvery = 1024
+const indexEvery = 1024
 
 /** Adds a commit start to the index when it is far enough from the last one. */
 const indexCommit = (index: Index, position: number, offset: number): void => {
@@ -37,7 +37,7 @@ const indexCommit = (index: Index, position: number, offset: number): void => {
 }
 
 /** Where to start reading for the records from `position` on: the last indexed commit at or before it, if any. */
-export const seek = (
+const seek = (
   index: Index,
   position: number,
   checked: boolean
@@ -138,21 +138,22 @@ export const withFigures = (
   written: number,
   mtime: number
 ): SessionState => {
-  const figures = SessionStore.figuresOf(records)
   for (const record of records) {
     if (record.messageId !== undefined) state.messageIds.add(record.messageId)
   }
   if (records.length > 0) indexCommit(state.index, state.records, state.bytes)
+  // A state is its session's figures, `bytes` counting the file.
+  const figures = SessionStore.addFigures(state, { ...SessionStore.figuresOf(records), bytes: written })
   return {
     ...state,
-    bytes: state.bytes + written,
-    size: state.bytes + written,
+    bytes: figures.bytes,
+    size: figures.bytes,
     mtime,
-    records: state.records + figures.records,
-    events: state.events + figures.events,
-    turns: state.turns + figures.turns,
+    records: figures.records,
+    events: figures.events,
+    turns: figures.turns,
     lastActivity: figures.lastActivity ?? state.lastActivity,
-    firstPrompt: state.firstPrompt ?? figures.firstPrompt
+    firstPrompt: figures.firstPrompt
   }
 }
 

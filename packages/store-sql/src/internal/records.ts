@@ -71,6 +71,7 @@ export const make = (ctx: Context) => {
     const headerText = JSON.stringify(header)
     const records = SessionStore.encodeCommit(commit ?? empty, 0)
     const figures = SessionStore.figuresOf(records)
+    const summary = SessionStore.summaryOf(header, figures)
     return write((run) =>
       Effect.gen(function*() {
         const inserted = yield* run(sql<{ readonly key: number }>`INSERT INTO sessions ${
@@ -81,8 +82,8 @@ export const make = (ctx: Context) => {
             records: figures.records,
             events: figures.events,
             turns: figures.turns,
-            last_activity: figures.lastActivity ?? header.createdAt,
-            bytes: SessionStore.utf8Length(headerText) + figures.bytes,
+            last_activity: summary.lastActivity,
+            bytes: summary.bytes,
             first_prompt: figures.firstPrompt === undefined ? null : JSON.stringify(figures.firstPrompt.text),
             first_prompt_position: figures.firstPrompt?.position ?? null
           })

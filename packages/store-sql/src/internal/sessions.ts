@@ -3,7 +3,7 @@
  * does not decode) and `remove`.
  */
 import { Ids, type Store } from "@harness/domain"
-import type { SessionStore } from "@harness/session"
+import { SessionStore } from "@harness/session"
 import { Clock, Effect } from "effect"
 import { type Context, type Int, keyText, leaseColumns, type LeaseRow } from "./context.js"
 
@@ -37,6 +37,7 @@ interface SessionRow {
   readonly last_activity: Int
   readonly bytes: Int
   readonly first_prompt: string | null
+  readonly first_prompt_position: number | null
 }
 
 /** The listing and removal of sessions over the store's context. */
@@ -46,7 +47,7 @@ export const make = (ctx: Context) => {
   /** Every session's row, each with its header decoded or what is wrong with it. */
   const rowsOfAll = Effect.flatMap(
     sql<SessionRow & { readonly id: string }>`SELECT key, id, header, records, events, turns, last_activity, bytes,
-    first_prompt FROM sessions ORDER BY key`,
+    first_prompt, first_prompt_position FROM sessions ORDER BY key`,
     (rows) =>
       Effect.forEach(
         rows,
@@ -62,14 +63,11 @@ export const make = (ctx: Context) => {
       rows.flatMap(({ result }): Array<Store.SessionSummary> => {
         if (result._tag === "Left") return []
         const { header, row } = result.right
-        return [{
-          header,
-          events: row.events,
-          turns: row.turns,
-          lastActivity: Number(row.last_activity),
-          bytes: Number(row.bytes),
-          ...(row.first_prompt === null ? {} : { firstPrompt: decodeText(row.first_prompt) })
-        }]
+        const firstPrompt = row.first_prompt === null
+          ? undefined
+          : { text: decodeText(row.first_prompt), position: row.first_prompt_position ?? 0 }
+        const figures = { ...row, lastActivity: Number(row.last_activity), bytes: Number(row.bytes), firstPrompt }
+        return [SessionStore.summaryOf(header, figures, figures.bytes)]
       })
   ).pipe(io("list the sessions"))
 
