@@ -42,7 +42,7 @@ export const awkward =
   "quotes \" ' `, back\\slash, newline\n, cr\r, tab\t, nul \u0000, U+2028 \u2028, U+2029 \u2029, é ✓ 🚀, lone \ud800 surrogate, </script> %2F ../"
 
 /** Session ids that differ only where a careless backend would merge or mangle them. */
-export const awkwardIds: ReadonlyArray<Ids.SessionId> = [
+const awkwardIds: ReadonlyArray<Ids.SessionId> = [
   "plain",
   "CASE",
   "case",
@@ -89,7 +89,7 @@ export const accepted = (
 })
 
 /** An `inbox/settled` record. */
-export const settled = (id: string, fate: Store.InboxFate, time = 2_000): Store.InboxRecord => ({
+const settled = (id: string, fate: Store.InboxFate, time = 2_000): Store.InboxRecord => ({
   type: "inbox/settled",
   time,
   id: mid(id),

@@ -77,7 +77,7 @@ interface InboxSpec {
 }
 
 /** One operation of a run (`s`: the index of its session in {@link ids}). */
-export type Op =
+type Op =
   | {
     readonly _tag: "create"
     readonly s: number
@@ -139,7 +139,7 @@ const create = (s: fc.Arbitrary<number>): fc.Arbitrary<Op> =>
   })
 
 /** One operation; appends most often, so sessions grow. */
-export const op: fc.Arbitrary<Op> = fc.oneof(
+const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: create(session) },
   {
     weight: 8,
@@ -316,7 +316,7 @@ export const storeProperty = <E>(
 }
 
 /** Plays `ops` against a store on a fresh place, checking the invariants after each. */
-export const run = <E>(place: Effect.Effect<Layer.Layer<SessionStore, E>, E, Scope.Scope>, ops: ReadonlyArray<Op>) =>
+const run = <E>(place: Effect.Effect<Layer.Layer<SessionStore, E>, E, Scope.Scope>, ops: ReadonlyArray<Op>) =>
   Effect.gen(function*() {
     const layer = yield* place
     const outer = yield* Effect.scope

@@ -33,9 +33,6 @@ const make = (messages: AppendOnly.AppendOnly<Prompt.Message>, replaced?: Replac
 
 export const empty: History = make(AppendOnly.empty())
 
-/** The prefix the latest compaction replaced, if any. */
-export const replacedOf = (history: History): Replaced | undefined => history.replaced
-
 /** `history` with its first `count` folded messages shown as `messages` (the folded ones are kept). */
 export const replacePrefix = (history: History, replaced: Replaced): History => make(history[TypeId], replaced)
 
@@ -43,7 +40,7 @@ export const replacePrefix = (history: History, replaced: Replaced): History => 
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
  * and the raw text itself otherwise (the provider sends `rawArguments` back anyway).
  */
-export const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
+const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
 
 // The messages and parts are built as object literals of one fixed shape each, with the keys `Prompt.makePart` and
 // `Prompt.makeMessage` give them (same keys, same order, same values): the constructors' spreads cost several
@@ -176,7 +173,7 @@ const assistantPart = (block: Content.AssistantBlock): Prompt.AssistantMessagePa
 }
 
 /** The message an event contributes to the history, if any. */
-export const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | undefined => {
+const messageOf = (event: SessionEvent.SessionEvent): Prompt.Message | undefined => {
   switch (event.type) {
     case "user/message":
     case "steering/message":

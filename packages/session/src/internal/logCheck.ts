@@ -55,7 +55,7 @@ const stateOf = (state: LogState, nextSeq: number, changes: StateChanges = noCha
 
 /** The result of one transition: the next state (lenient: what the log would be if the event were let in) and the
  * append-time rule the event breaks, if any. */
-export interface Transition {
+interface Transition {
   readonly next: LogState
   readonly violation: LogViolation | undefined
 }
@@ -182,7 +182,7 @@ const enclosure = (
  * `turn/end` closes its turn even while a step is open, and every other refused event changes nothing but `seq`.
  * Runs for every append: its helpers are module-level, so a call allocates only the states and results it returns.
  */
-export const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
+const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
   const seq = event.seq
   const nextSeq = seq + 1
   const { openStep, openTurn } = state
@@ -347,7 +347,7 @@ export const transition = (state: LogState, event: SessionEvent.SessionEvent): T
 }
 
 /** The `seq-gap` violation of an event, if its `seq` is not the one the state expects. */
-export const checkSeq = (state: LogState, event: SessionEvent.SessionEvent): LogViolation | undefined =>
+const checkSeq = (state: LogState, event: SessionEvent.SessionEvent): LogViolation | undefined =>
   event.seq === state.nextSeq
     ? undefined
     : {

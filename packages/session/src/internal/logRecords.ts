@@ -222,7 +222,7 @@ export const checkContinuable = (
 /** A random (version 4) UUID from the `Random` service, so seeded tests get stable ids. */
 export const randomSessionId: Effect.Effect<Ids.SessionId> = Ids.randomUuid(Ids.SessionId)
 
-export const describeBatch = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+const describeBatch = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
   events.length === 1
     ? `${events[0]!.type} at seq ${events[0]!.seq}`
     : `${events.length} events at seqs ${events[0]!.seq}–${events.at(-1)!.seq}`

@@ -13,9 +13,9 @@ import type { LogState } from "../LogCheck.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 
-export const format = "harness/snapshot"
+const format = "harness/snapshot"
 /** 2: head and body stored apart (ADR 0027). A version-1 snapshot (one text) does not decode: the log replays. */
-export const version = 2
+const version = 2
 
 const Head = Schema.Struct({
   format: Schema.Literal(format),

@@ -13,7 +13,7 @@ import * as snapshot from "./snapshot.js"
 import type { AfterCommit, Shared } from "./writeBehind.js"
 
 /** The default number of events between snapshots on a durable store (ADR 0022). */
-export const defaultSnapshotEvery = 10_000
+const defaultSnapshotEvery = 10_000
 
 /**
  * Whether a snapshot at `seq` is due after one at `lastSeq`: at least `every` events later, and at least an eighth of

@@ -17,7 +17,7 @@ import { busyError, type Checkpoint, type LogData } from "./logRecords.js"
 const isTransient = (error: SessionStoreError): boolean => error.reason === "Io" || error.reason === "Injected"
 
 /** The default retry schedule of the writer: exponential from 10 ms, capped at 2 s between tries, forever. */
-export const defaultRetry: Schedule.Schedule<unknown, SessionStoreError> = Schedule.exponential("10 millis").pipe(
+const defaultRetry: Schedule.Schedule<unknown, SessionStoreError> = Schedule.exponential("10 millis").pipe(
   Schedule.union(Schedule.spaced("2 seconds"))
 )
 
@@ -26,7 +26,7 @@ export const defaultRetry: Schedule.Schedule<unknown, SessionStoreError> = Sched
  * apart (`inboxWritten`, `inboxSynced`, `inboxSyncTo` over the records recorded since the log was made); `inbox`
  * holds the recorded ones not yet written, in order.
  */
-export interface Writer {
+interface Writer {
   readonly durable: number
   readonly synced: number
   /** A barrier waits for `[0, syncTo)` to be synced. */
