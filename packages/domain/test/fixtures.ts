@@ -45,7 +45,7 @@ export const messageId = AgentMessageId.make("msg-1")
 export const otherMessageId = AgentMessageId.make("msg-2")
 export const callId = ToolCallId.make("call_1")
 
-export const goalStateChange: MessageSource = {
+const goalStateChange: MessageSource = {
   kind: "goal",
   goalId: "goal-1",
   revision: 1,
