@@ -11,7 +11,7 @@ import type { LogCheck } from "@harness/session"
 export type Where = "events" | "log"
 
 /** The turn an entry is in. */
-export interface OpenTurn {
+interface OpenTurn {
   readonly turn: number
   readonly trigger: SessionEvent.SessionEventOf<"turn/start">["data"]["trigger"]
   /** The index of its `turn/start` in the list being scanned. */
@@ -19,7 +19,7 @@ export interface OpenTurn {
 }
 
 /** Where an entry is, for the folds. */
-export interface Context {
+interface Context {
   readonly index: number
   /** The open turn: from its `turn/start` (included) to its `turn/end` (included). */
   readonly turn: OpenTurn | undefined
@@ -30,7 +30,7 @@ export interface Context {
 }
 
 /** What a check does at each entry of one list. */
-export interface Fold {
+interface Fold {
   /** A live event that is not a republished durable event (only when scanning the live events). */
   readonly live?: (event: AgentEvent.AgentEvent, at: Context) => void
   /** A durable event: an event of the log, or a `session/event` republication among the live events. */
@@ -41,7 +41,7 @@ export interface Fold {
 export type Found<R extends string> = Omit<LogCheck.Violation<R>, "seq">
 
 /** The lengths of the two lists, for violations of something that never happened. */
-export interface Ends {
+interface Ends {
   readonly events: number
   readonly log: number
 }
