@@ -375,10 +375,6 @@ export const isDurable = <T extends SessionEvent.SessionEventType>(
 export const isLive = (type: AgentEvent.AgentEvent["type"]) => (event: AgentEvent.AgentEvent): boolean =>
   event.type === type
 
-/** Waits for `agent/settled` of the given turn. */
-export const settledTurn = (recorder: EventRecorder.Recorder, turn: number) =>
-  recorder.waitFor((event) => event.type === "agent/settled" && event.turn === turn)
-
 /** The inbox events (enqueue, dequeue, discard) among `events`. */
 export const inboxEvents = (events: ReadonlyArray<AgentEvent.AgentEvent>) =>
   events.filter((event) =>
@@ -398,7 +394,7 @@ export const textBlocksOf = (content: ReadonlyArray<Content.ContentBlock | Conte
   content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("")
 
 /** Collapses each run of consecutive `assistant/chunk` names into one `assistant/chunk*`. */
-export const squash = (trace: ReadonlyArray<string>): ReadonlyArray<string> =>
+const squash = (trace: ReadonlyArray<string>): ReadonlyArray<string> =>
   trace.flatMap((name, i) =>
     name === "assistant/chunk"
       ? trace[i - 1] === "assistant/chunk" ? [] : ["assistant/chunk*"]
@@ -408,10 +404,6 @@ export const squash = (trace: ReadonlyArray<string>): ReadonlyArray<string> =>
 /** The squashed compact trace of events. */
 export const compact = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<string> =>
   squash(EventRecorder.trace(events))
-
-/** The squashed compact names of durable events. */
-export const durableTrace = (log: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<string> =>
-  squash(log.map(EventRecorder.describeDurable))
 
 /** The text of a `user/message` or `steering/message`, or `undefined`. */
 const messageTextOf = (event: SessionEvent.SessionEvent): string | undefined =>
@@ -470,7 +462,7 @@ export const shape = (
  * `step/start:1.2`, `step/end:1.2`, `assistant:<text>`, `tool/call:<name>`, `tool/result:<name>[:<code>]`,
  * `request/header:<reason>`.
  */
-export const describeEvent = (event: SessionEvent.SessionEvent): string => {
+const describeEvent = (event: SessionEvent.SessionEvent): string => {
   switch (event.type) {
     case "user/message":
       return `user:${textBlocksOf(event.data.content)}`
@@ -546,12 +538,6 @@ export const promptsByTurn = (
   return out
 }
 
-/** `placement@text` for every enqueue among `events`. */
-export const enqueues = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<string> =>
-  events.flatMap((event) =>
-    event.type === "agent/inbox/enqueue" ? [`${event.placement}@${textOf(event.message.content)}`] : []
-  )
-
 /** The live `agent/status` values among `events`. */
 export const statuses = (events: ReadonlyArray<AgentEvent.AgentEvent>): ReadonlyArray<string> =>
   events.flatMap((event) => (event.type === "agent/status" ? [event.status] : []))
@@ -585,7 +571,7 @@ export const conversation = (request: S.Request): ReadonlyArray<string> =>
   )
 
 /** A compact view of one prompt message: `system:<text>`, `user:<text>`, `assistant:<text>[+call:<name>]`, `tool:<name>`. */
-export const describeMessage = (message: Prompt.Message): string => {
+const describeMessage = (message: Prompt.Message): string => {
   switch (message.role) {
     case "system":
       return `system:${message.content}`

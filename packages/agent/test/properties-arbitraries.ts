@@ -13,12 +13,12 @@ import { FastCheck as fc } from "effect"
 export type SendKind = "followup" | "steer" | "inject" | "park"
 
 /** One operation of a batch. */
-export type BatchItem =
+type BatchItem =
   | { readonly _tag: "send"; readonly kind: SendKind }
   | { readonly _tag: "cancel"; readonly keepInbox: boolean }
 
 /** A sender taking back what it just sent: a send of `kind`, then `withdraw` of the id it returned. */
-export interface TakeBack {
+interface TakeBack {
   readonly _tag: "take-back"
   readonly kind: "followup" | "steer" | "park"
 }
@@ -64,7 +64,7 @@ export type Op =
   | { readonly _tag: "script"; readonly replies: ReadonlyArray<ReplySpec> }
 
 /** The durable events an `on` operation reacts to: it waits (a bounded number of yields) for the next one. */
-export type Trigger =
+type Trigger =
   | "turn/start"
   | "step/start"
   | "assistant/message"
@@ -74,7 +74,7 @@ export type Trigger =
   | "turn/end"
 
 /** A tool call a reply makes. */
-export type CallSpec =
+type CallSpec =
   | { readonly tool: "quick" }
   | { readonly tool: "slow"; readonly ms: number }
   | { readonly tool: "stubborn"; readonly ms: number }
@@ -180,7 +180,7 @@ const stale: fc.Arbitrary<Op> = fc.record({
  * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
  * instead: see {@link episode}.)
  */
-export const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<Op> =>
+const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<Op> =>
   fc.oneof(
     { arbitrary: batchItem(cancels), weight: 8 },
     {
@@ -280,7 +280,7 @@ const callSpec = (cancels: "any" | "keepInbox" | "none", toolHeavy = false): fc.
 const failureCode: fc.Arbitrary<LlmFailure.LlmFailureCode> = fc.constantFrom("RATE_LIMIT", "SERVER", "TIMEOUT", "AUTH")
 
 /** A random reply. `hang` allows replies that never finish; `toolHeavy` makes most replies call tools. */
-export const reply = (
+const reply = (
   hang = true,
   cancels: "any" | "keepInbox" | "none" = "any",
   toolHeavy = false
@@ -372,7 +372,7 @@ const pattern = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<Episode> =
  * and the events reacted to will happen), one to three reactions to that turn's events in the order the turn
  * publishes them, at most two other operations, and one to three tool-heavy replies.
  */
-export const episode = (cancels: "any" | "keepInbox" | "none" = "any", hang = true): fc.Arbitrary<Episode> =>
+const episode = (cancels: "any" | "keepInbox" | "none" = "any", hang = true): fc.Arbitrary<Episode> =>
   fc.oneof(
     { weight: 2, arbitrary: pattern(cancels) },
     {
@@ -429,7 +429,7 @@ const faultPosition: fc.Arbitrary<number> = fc.oneof(
  * of those from 16 to 32. Earlier bugs broke only under narrow budgets (23–31, 36–39, 51–54), which a few fixed values
  * never drew; the smaller the budget, the more of the agent's short sections a preemption lands in.
  */
-export const preemption: fc.Arbitrary<number> = fc.oneof(
+const preemption: fc.Arbitrary<number> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(2048) },
   { weight: 3, arbitrary: fc.integer({ min: 16, max: 96 }) },
   // Small budgets preempt a fiber within more of the agent's short sections.

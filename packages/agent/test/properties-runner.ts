@@ -25,7 +25,7 @@ const nudgeTool = Tool.make("nudge", {
 const annotateTool = Tool.make("annotate", { parameters: { conclude: Schema.Boolean }, success: Schema.String })
 
 /** The text of the context the `annotate` call `callId` attaches to its result. */
-export const annotation = (callId: string): string => `context of ${callId}`
+const annotation = (callId: string): string => `context of ${callId}`
 
 /** The ids a run's sends returned. */
 export interface Ids {

@@ -270,7 +270,7 @@ const busyLocked = Effect.fnUntraced(function*(
 })
 
 /** Whether staged steering is waking work now: it joins the open activity, or was stranded by a closed one. */
-export const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
+const steeringWakes = (state: State, inbox: Inbox.Snapshot): boolean =>
   Lifecycle.activity(state.lifecycle) !== undefined || inbox.stranded
 
 /**

@@ -39,7 +39,7 @@ export interface UsageMark {
 }
 
 /** Bytes per token of the estimate's heuristic (R146). */
-export const bytesPerToken = 4
+const bytesPerToken = 4
 
 const utf8Length = (text: string): number => {
   let bytes = 0
@@ -84,7 +84,7 @@ const bytesOf = (message: Prompt.Message): number => {
  * tokens plus ⌈bytes / 4⌉ of the messages the history gained since; with no usable mark (none reported since the
  * agent started or since the latest compaction), ⌈bytes / 4⌉ of the system prompt and every message.
  */
-export const estimate = (
+const estimate = (
   messages: ReadonlyArray<Prompt.Message>,
   system: string | undefined,
   mark: UsageMark | undefined

@@ -58,7 +58,7 @@ export const makeToolRuntime = (): ToolRuntime => ({ finished: new Map(), dispat
  * exits. The maps live as long as the agent (its fiber scope closes them, interrupting what is left); only the
  * current activity's calls are ever in them, since an activity settles only after its close.
  */
-export interface Handlers {
+interface Handlers {
   readonly interrupt: FiberMap.FiberMap<string, void, never>
   readonly finish: FiberMap.FiberMap<string, void, never>
 }
@@ -225,7 +225,7 @@ export const honourCancel = (env: Env): Effect.Effect<void> =>
   )
 
 /** The options of a record of inbox records the agent built itself (ADR 0023). */
-export const trusted = { trusted: true } as const
+const trusted = { trusted: true } as const
 
 /**
  * Publishes a live event, if anyone ever subscribed (ADR 0038). Never blocks (the PubSub is unbounded). Succeeds
@@ -427,7 +427,7 @@ export const drainedLive = (
 }
 
 /** Publishes what a drain logged (see {@link drainedLive}). Returns whether any steering was drained. */
-export const publishDrained = (
+const publishDrained = (
   env: Env,
   taken: ReadonlyArray<OutboxItem>,
   events: ReadonlyArray<SessionEvent.SessionEvent>

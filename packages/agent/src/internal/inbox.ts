@@ -26,7 +26,7 @@ export interface QueuedItem extends Stale {
 }
 
 /** A steering item of the outbox (with its inbox id and acceptance order). */
-export interface SteeringItem extends Stale {
+interface SteeringItem extends Stale {
   readonly _tag: "steering"
   readonly message: Message.AgentMessage
   readonly order: number
@@ -42,7 +42,7 @@ export type OutboxItem =
  * one is full it becomes the previous one and the oldest generation is forgotten. Older ids are recovered from the
  * pending items and then from the session log, which answers from its store's index (see {@link isKnown}).
  */
-export interface Recent {
+interface Recent {
   readonly current: HashSet.HashSet<string>
   readonly previous: HashSet.HashSet<string>
 }
@@ -93,7 +93,7 @@ export const isRecent = (snapshot: Snapshot, id: string): boolean =>
   HashSet.has(snapshot.recent.current, id) || HashSet.has(snapshot.recent.previous, id)
 
 /** A queued item was offered to the Queue. */
-export const enqueued = (snapshot: Snapshot, item: QueuedItem): Snapshot =>
+const enqueued = (snapshot: Snapshot, item: QueuedItem): Snapshot =>
   remember({
     ...snapshot,
     queued: snapshot.queued + 1,
@@ -111,7 +111,7 @@ export const staged = (snapshot: Snapshot, item: OutboxItem): Snapshot => {
 }
 
 /** Items left the Queue (claimed, discarded or withdrawn). */
-export const dequeued = (snapshot: Snapshot, items: Iterable<QueuedItem>): Snapshot => {
+const dequeued = (snapshot: Snapshot, items: Iterable<QueuedItem>): Snapshot => {
   let queued = snapshot.queued
   let waking = snapshot.waking
   for (const item of items) {
@@ -132,7 +132,7 @@ export const firstSteering = (snapshot: Snapshot): Option.Option<Message.AgentMe
   )
 
 /** The pending items a caller sees, in acceptance order. `steeringWakes`: whether staged steering is waking now. */
-export const view = (
+const view = (
   queued: Iterable<QueuedItem>,
   snapshot: Snapshot,
   steeringWakes: boolean

@@ -13,7 +13,7 @@ import { Data, Option } from "effect"
 import type { Activity } from "./env.js"
 
 /** What a driver carries while it runs (in `Running` and `Disposing`). */
-export interface Driving {
+interface Driving {
   /** The driver fiber: it claims work and awaits each activity. */
   readonly driver: Fiber.RuntimeFiber<void>
   /** Opened when the driver exits; `whenIdle` waits on it. */

@@ -76,7 +76,7 @@ const discardLocked = Effect.fnUntraced(function*(
 })
 
 /** Discards every pending item that has expired by now. Must run holding the lock; a disposed agent keeps them. */
-export const expireLocked = Effect.fnUntraced(function*(env: Env) {
+const expireLocked = Effect.fnUntraced(function*(env: Env) {
   if (Lifecycle.isDisposed((yield* read(env)).lifecycle)) return
   const ids = yield* Inbox.expiredAt(env.inbox, yield* Clock.currentTimeMillis)
   if (ids.length > 0) yield* discardLocked(env, ids, "expired")

@@ -24,7 +24,7 @@ const contextFree = (schema: Schema.Schema.All): Schema.Schema<unknown, unknown>
   schema as Schema.Schema<unknown, unknown>
 
 /** Builds an error result the model can read. */
-export const errorResult = (
+const errorResult = (
   call: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
   code: SessionEvent.ToolErrorCode | (string & {}),
   message: string,
@@ -597,7 +597,7 @@ export const approve = Effect.fnUntraced(function*(
 const replaySource = { kind: "plugin", plugin: "harness/replay" } as const
 
 /** The id of the followup that carries a replayed call's result: one per call, so it is accepted once (R172). */
-export const replayMessageId = (callId: string): Ids.AgentMessageId => `replay:${callId}` as Ids.AgentMessageId
+const replayMessageId = (callId: string): Ids.AgentMessageId => `replay:${callId}` as Ids.AgentMessageId
 
 /**
  * Replays the calls a crash cut whose tools are safe to repeat (R172): each `tool/result` of the session's last turn
