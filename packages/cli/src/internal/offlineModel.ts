@@ -53,7 +53,7 @@ const concluding: ReadonlySet<string> = new Set(["update_goal"])
 const clean = (path: string): string => path.replace(/^[`"'“]+|[`"'”.,;:!?]+$/g, "")
 
 /** The tool a request asks for, if any (and if that tool is advertised). */
-export const intent = (
+const intent = (
   text: string,
   advertised: ReadonlySet<string>
 ): { readonly name: string; readonly params: Record<string, unknown> } | undefined => {
@@ -127,7 +127,7 @@ const note = (text: string): string => {
 }
 
 /** A goal round prompt's objective and round number, if the text is one. */
-export const goalRound = (text: string): { readonly objective: string; readonly round: number } | undefined => {
+const goalRound = (text: string): { readonly objective: string; readonly round: number } | undefined => {
   if (!text.includes("<goal_round>")) return undefined
   const objective = /^Objective: (.*)$/m.exec(text)?.[1]
   const round = /^Round: (\d+)\//m.exec(text)?.[1]
@@ -214,7 +214,7 @@ export const reply = (request: Request): ReadonlyArray<Piece> => {
 }
 
 /** Splits text into word-sized deltas that concatenate back to the text. */
-export const deltas = (text: string): ReadonlyArray<string> => text.match(/\s*\S+/g) ?? []
+const deltas = (text: string): ReadonlyArray<string> => text.match(/\s*\S+/g) ?? []
 
 /** The stream parts of a request's reply. */
 export const parts = (request: Request): ReadonlyArray<Response.StreamPartEncoded> => {

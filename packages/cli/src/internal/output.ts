@@ -12,7 +12,7 @@ const colourful = (stream: NodeJS.WriteStream): boolean =>
 const sgrCodes = new RegExp(String.raw`\x1b\[[0-9;]*m`, "g")
 
 /** Removes colour codes (SGR) from text; cursor movement is kept. */
-export const uncoloured = (text: string): string => text.replace(sgrCodes, "")
+const uncoloured = (text: string): string => text.replace(sgrCodes, "")
 
 const strip = (stream: NodeJS.WriteStream) => (arg: unknown): unknown =>
   typeof arg === "string" && !colourful(stream) ? uncoloured(arg) : arg
@@ -133,7 +133,7 @@ export const diagnostics = (json: boolean): Layer.Layer<never> =>
  * `logger` in place of the loggers that print: the default one and the pretty one `NodeRuntime.runMain` installs
  * (which writes to standard output). Other loggers (the tracer's) stay.
  */
-export const onlyLogger = (logger: Logger.Logger<unknown, void>): Layer.Layer<never> =>
+const onlyLogger = (logger: Logger.Logger<unknown, void>): Layer.Layer<never> =>
   Layer.fiberRefLocallyScopedWith(FiberRef.currentLoggers, replacePrinters(logger))
 
 /** The loggers with `logger` in place of the default and the pretty one. */

@@ -5,7 +5,7 @@
  */
 
 /** What a redacted part is replaced with. */
-export const marker = "<redacted>"
+const marker = "<redacted>"
 
 /** Query keys whose values are secrets: exact names, then words that make any key a secret. */
 const secretKeys = new Set([
@@ -40,7 +40,7 @@ const secretKeys = new Set([
 const secretWords = /(key|token|secret|passw|pwd|sig|auth|credential|session)/i
 
 /** Whether a query parameter's value is a secret, by its key. */
-export const isSecretKey = (key: string): boolean => {
+const isSecretKey = (key: string): boolean => {
   const plain = safeDecode(key).toLowerCase()
   return secretKeys.has(plain) || secretWords.test(plain)
 }

@@ -19,7 +19,7 @@ import { showStore } from "./settings.js"
 type Commands = typeof CommandsModule
 
 /** The global flags every command takes (defined in `Cli.ts`). */
-export type GlobalOptions = { readonly [K in keyof Settings.Flags]: Options.Options<Settings.Flags[K]> }
+type GlobalOptions = { readonly [K in keyof Settings.Flags]: Options.Options<Settings.Flags[K]> }
 
 /**
  * What the command takes from `Cli.ts`: the global flags, how they become checked settings, and how a command runs

@@ -48,10 +48,10 @@ export const descriptions: { readonly [K in keyof typeof environment]: string } 
 }
 
 /** The largest offline pace, in milliseconds per word. */
-export const maxPace = 60_000
+const maxPace = 60_000
 
 /** The bounds of the double-press window, in milliseconds. */
-export const doublePressBounds = { min: 200, max: 600_000 } as const
+const doublePressBounds = { min: 200, max: 600_000 } as const
 
 const fromEnv = <A>(setting: keyof typeof environment, read: (key: string) => Config.Config<A>) =>
   Effect.gen(function*() {
@@ -477,7 +477,7 @@ export const agentBudget = (settings: Settings): Budget.Budget => {
 }
 
 /** A word as a POSIX shell reads it back: as is when it is safe, single-quoted otherwise. */
-export const shellWord = (word: string): string =>
+const shellWord = (word: string): string =>
   /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
 
 /**
