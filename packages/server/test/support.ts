@@ -5,7 +5,6 @@
 import type { LanguageModel } from "@effect/ai"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import type { Agent } from "@harness/agent"
 import type { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -56,6 +55,3 @@ export const serve = (
       client: (token = "send-secret") => Client.make({ baseUrl, token }).pipe(Effect.provide(httpClient))
     }
   })
-
-/** The agent type, for helpers that take one. */
-export type AgentService = Agent.Service

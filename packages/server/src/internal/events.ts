@@ -13,7 +13,7 @@ const encodeLive = Schema.encodeSync(AgentEvent.AgentEvent)
 const utf8 = new TextEncoder()
 
 /** A durable event: the default event type, `id:` its seq. */
-export const durableFrame = (event: SessionEvent.SessionEvent): string =>
+const durableFrame = (event: SessionEvent.SessionEvent): string =>
   Sse.encoder.write({
     _tag: "Event",
     event: "message",
@@ -30,7 +30,7 @@ const controlFrame = (event: "ready" | "overflow", data: object): string =>
   Sse.encoder.write({ _tag: "Event", event, id: undefined, data: JSON.stringify(data) })
 
 /** A comment line: clients ignore it; it keeps proxies and idle timers from closing a quiet stream. */
-export const heartbeatFrame = ": heartbeat\n\n"
+const heartbeatFrame = ": heartbeat\n\n"
 
 /** A live event's frame; a durable one's only when its seq is after `last` (the log gave the others). */
 const frameOf = (last: number) => (event: AgentEvent.AgentEvent): Option.Option<string> => {

@@ -33,7 +33,7 @@ interface Entry {
 }
 
 /** The pool's failures. */
-export type PoolError = SessionNotFound | SessionConflict | StoreUnavailable
+type PoolError = SessionNotFound | SessionConflict | StoreUnavailable
 
 export interface Pool {
   /** The session's live agent, opened from the store on first use. */
