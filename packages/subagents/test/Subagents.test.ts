@@ -29,8 +29,7 @@ const textOf = (event: SessionEvent.SessionEvent): string =>
     : ""
 
 /** A stored session's events, read without disturbing anything. */
-export const stored = (id: Ids.SessionId) =>
-  Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
+const stored = (id: Ids.SessionId) => Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
 
 /** The session id of the child the parent's call `callId` spawned (its `tool/call` is in the parent's log). */
 const childOf = (parent: Agent.Service, callId: string) =>
