@@ -43,7 +43,7 @@ export const persisted = <S extends OperationSchema>(schema: S): Rpc.Rpc<
  * The id a send of a batch gets when it names none: the batch's own id and the send's index, so a redelivered batch
  * finds each of its sends in the log again.
  */
-export const batchSendId = (batch: Ids.AgentMessageId, index: number): Ids.AgentMessageId =>
+const batchSendId = (batch: Ids.AgentMessageId, index: number): Ids.AgentMessageId =>
   Ids.AgentMessageId.make(`${batch}/${index}`)
 
 /**
