@@ -30,7 +30,7 @@ interface RequestBody {
 }
 
 /** The fixed script: a tool call when tools are offered and the last message is not a tool's result, else text. */
-export const answerFor = (body: RequestBody): Served => {
+const answerFor = (body: RequestBody): Served => {
   const last = body.messages?.at(-1)?.role
   const tool = body.tools?.[0]?.function?.name
   return tool !== undefined && last !== "tool"

@@ -86,7 +86,7 @@ export const checksOf = (
 }
 
 /** The load above which a run counts as taken on a busy machine: 70 % of the cores. */
-export const busyLoad = (cores: number): number => cores * 0.7
+const busyLoad = (cores: number): number => cores * 0.7
 
 /**
  * The warning a table carries when the machine was busy during any of its runs (a 1-minute load average above

@@ -63,7 +63,7 @@ const withBuild = (runtime: BenchRuntime, build: string): BenchRuntime => ({
 })
 
 /** Runs one workload on one runtime in this process. */
-export const measure = async (
+const measure = async (
   name: BootName,
   workloadId: string,
   size: Size

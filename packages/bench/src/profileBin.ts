@@ -24,7 +24,7 @@ const kb = (value: number) => `${(value / 1024).toFixed(1)} KB`
 const pct = (part: number, whole: number) => `${((100 * part) / whole).toFixed(1)} %`
 
 /** The profile as Markdown tables (per turn). */
-export const markdown = (result: ProfileResult, label: string, date: string): string => {
+const markdown = (result: ProfileResult, label: string, date: string): string => {
   const turnUs = result.cpu.totalUs / result.turns
   const allocPerTurn = result.allocation.totalBytes / result.allocation.turns
   const lines = [
