@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..")
 
 /** The published packages (folder names under packages/), in dependency order. */
-export const products = [
+const products = [
   "domain",
   "session",
   "agent",
@@ -35,12 +35,12 @@ export const products = [
 ]
 
 /** The export condition under which the workspace resolves a package to its TypeScript sources. */
-export const sourceCondition = "@harness/source"
+const sourceCondition = "@harness/source"
 
 const npm = (args, options = {}) => execFileSync("npm", args, { encoding: "utf8", ...options })
 
 /** A package's manifest as published: the workspace-only fields and conditions taken out. */
-export const publishedManifest = (manifest) => {
+const publishedManifest = (manifest) => {
   const { devDependencies: _dev, homepage: _homepage, scripts: _scripts, ...rest } = manifest
   const exports = {}
   for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
@@ -54,7 +54,7 @@ export const publishedManifest = (manifest) => {
 }
 
 /** The files npm ships for the package in `dir` (its `files` field, plus package.json, README and LICENSE). */
-export const shippedFiles = (dir) =>
+const shippedFiles = (dir) =>
   JSON.parse(npm(["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: dir }))[0].files.map((file) => file.path)
 
 /**
@@ -72,7 +72,7 @@ const checkNoStaleOutput = (dir, files) => {
 }
 
 /** Copies the package `name` as it is published into `stage` (a new folder) and returns the manifest. */
-export const stagePackage = (name, stage) => {
+const stagePackage = (name, stage) => {
   const dir = join(repo, "packages", name)
   const files = shippedFiles(dir)
   checkNoStaleOutput(dir, files)
