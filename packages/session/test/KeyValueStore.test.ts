@@ -88,6 +88,18 @@ const makeKeyValueSessionStore = Effect.gen(function*() {
         records.set(`record/${key(id)}/${record.position}`, record),
         record.messageId === undefined ? Effect.void : kv.set(`message/${key(id)}/${key(record.messageId)}`, "1")
       ), { discard: true })
+  const dropRecord = (id: Ids.SessionId, record: SessionStore.EncodedRecord) =>
+    Effect.zipRight(
+      kv.remove(`record/${key(id)}/${record.position}`),
+      record.messageId === undefined ? Effect.void : kv.remove(`message/${key(id)}/${key(record.messageId)}`)
+    )
+  /** A write of session `id`: a `Conflict` for `issue`, else `use` of the session under the fence. */
+  const fencedWrite = <A, E>(
+    id: Ids.SessionId,
+    issue: string | undefined,
+    lease: SessionStore.Lease | undefined,
+    use: (meta: Meta) => Effect.Effect<A, E>
+  ) => atomic(id, issue !== undefined ? fail(id, "Conflict", issue) : Effect.flatMap(fenced(id, lease), use))
   const sessionIds = Effect.map(ids.get("sessions"), Option.getOrElse((): ReadonlyArray<Ids.SessionId> => []))
 
   const create: SessionStore.Service["create"] = (header, commit = { events: [], inbox: [] }) =>
@@ -132,25 +144,17 @@ const makeKeyValueSessionStore = Effect.gen(function*() {
     ))
 
   const truncate: SessionStore.Service["truncate"] = (id, position, options) =>
-    atomic(
-      id,
+    fencedWrite(id, SessionStore.positionIssue(position), options?.lease, (meta) =>
       Effect.gen(function*() {
-        const issue = SessionStore.positionIssue(position)
-        if (issue !== undefined) return yield* fail(id, "Conflict", issue)
-        const meta = yield* fenced(id, options?.lease)
         const kept: Array<SessionStore.EncodedRecord> = []
         for (let at = 0; at < meta.figures.records; at++) {
           const record = yield* Effect.flatten(records.get(`record/${key(id)}/${at}`))
           if (at < position) kept.push(record)
-          else {
-            yield* kv.remove(`record/${key(id)}/${at}`)
-            if (record.messageId !== undefined) yield* kv.remove(`message/${key(id)}/${key(record.messageId)}`)
-          }
+          else yield* dropRecord(id, record)
         }
         const snapshot = meta.snapshot !== undefined && meta.snapshot.position < position ? meta.snapshot : undefined
         yield* setMeta({ ...meta, figures: SessionStore.figuresOf(kept), snapshot })
-      })
-    )
+      }))
 
   const lease: SessionStore.Service["lease"] = (id) =>
     atomic(
@@ -181,9 +185,7 @@ const makeKeyValueSessionStore = Effect.gen(function*() {
       Effect.gen(function*() {
         const meta = yield* metaOf(id)
         for (let at = 0; at < meta.figures.records; at++) {
-          const record = yield* Effect.flatten(records.get(`record/${key(id)}/${at}`))
-          yield* kv.remove(`record/${key(id)}/${at}`)
-          if (record.messageId !== undefined) yield* kv.remove(`message/${key(id)}/${key(record.messageId)}`)
+          yield* dropRecord(id, yield* Effect.flatten(records.get(`record/${key(id)}/${at}`)))
         }
         yield* kv.remove(`body/${key(id)}`)
         yield* kv.remove(`meta/${key(id)}`)
@@ -192,20 +194,13 @@ const makeKeyValueSessionStore = Effect.gen(function*() {
     )
 
   const saveSnapshot: SessionStore.Service["saveSnapshot"] = (id, snapshot, options) =>
-    atomic(
-      id,
-      Effect.gen(function*() {
-        const issue = SessionStore.snapshotIssue(snapshot)
-        if (issue !== undefined) return yield* fail(id, "Conflict", issue)
-        const meta = yield* fenced(id, options?.lease)
-        if (snapshot.position >= meta.figures.records) {
-          return yield* fail(id, "Conflict", `the session stores ${meta.figures.records} records`)
-        }
-        const { body, ...head } = snapshot
-        yield* bodies.set(`body/${key(id)}`, snapshot)
-        yield* setMeta({ ...meta, snapshot: head })
-      })
-    )
+    fencedWrite(id, SessionStore.snapshotIssue(snapshot), options?.lease, (meta) => {
+      if (snapshot.position >= meta.figures.records) {
+        return fail(id, "Conflict", `the session stores ${meta.figures.records} records`)
+      }
+      const { body: _, ...head } = snapshot
+      return Effect.zipRight(bodies.set(`body/${key(id)}`, snapshot), setMeta({ ...meta, snapshot: head }))
+    })
 
   const loadSnapshot: SessionStore.Service["loadSnapshot"] = (id) =>
     atomic(
