@@ -189,6 +189,19 @@ const withBackend = <A, E>(
     : Effect.flatMap(commands, (loaded) =>
       Effect.provide(f(loaded), loaded.Runtime.layerRemote(remote.url, remote.token)))
 
+/**
+ * Runs what `f` makes with the stored sessions where `remote` says: on that server (through its typed client), or
+ * (none) in the store the settings select.
+ */
+const withSessions = <A>(
+  settings: Settings.Settings,
+  remote: { readonly url: string; readonly token: Redacted.Redacted } | undefined,
+  f: (sessions: CommandsModule.Sessions.Place) => Effect.Effect<A, CommandError>
+) =>
+  remote === undefined
+    ? withStore(settings, ({ Sessions }) => Effect.flatMap(Sessions.local, f))
+    : Effect.flatMap(commands, ({ Remote }) => Effect.scoped(Effect.flatMap(Remote.place(remote.url, remote.token), f)))
+
 /** `--session`: continue a stored session. */
 const sessionOption = Options.text("session").pipe(
   Options.withDescription("Continue this stored session instead of starting a new one."),
@@ -359,30 +372,26 @@ const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id,
 const sessionsList = Command.make("list", { ...global, ...remoteOptions }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    const remote = yield* remoteOf(config)
-    yield* lines(
-      remote === undefined
-        ? yield* withStore(settings, ({ Sessions }) => Sessions.list)
-        : yield* withBackend(settings, remote, ({ Runtime }) => Effect.flatMap(Runtime.Backend, (b) => b.list))
-    )
+    yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.list))
   })).pipe(Command.withDescription(
     "List the stored sessions (with --remote, a server's).\nExamples:\n  harness sessions list\n" +
       "  harness sessions list --remote http://127.0.0.1:8787"
   ))
 
-const sessionsShow = Command.make("show", { ...global, id: idArg }, (config) =>
+const sessionsShow = Command.make("show", { ...global, ...remoteOptions, id: idArg }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    yield* lines(yield* withStore(settings, ({ Sessions }) => Sessions.show(config.id)))
+    yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.show(config.id)))
   })).pipe(Command.withDescription(
     "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
-      "Example:\n  harness sessions show 3f2a"
+      "Examples:\n  harness sessions show 3f2a\n  harness sessions show --remote http://127.0.0.1:8787 3f2a"
   ))
 
 const sessionsExport = Command.make(
   "export",
   {
     ...global,
+    ...remoteOptions,
     format: Options.choice("format", ["jsonl", "md"]).pipe(
       Options.withDescription("jsonl: the stored records as they are; md: a readable transcript."),
       Options.withDefault("jsonl" as const)
@@ -392,26 +401,33 @@ const sessionsExport = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      const text = yield* withStore(settings, ({ Sessions }) => Sessions.exportSession(config.id, config.format))
+      const text = yield* withSessions(
+        settings,
+        yield* remoteOf(config),
+        (sessions) => sessions.exportSession(config.id, config.format)
+      )
       // JSON Lines stay exact; the Markdown transcript is for reading, so its control characters show visibly.
       yield* out(`${config.format === "md" ? visible(text) : text}\n`)
     })
 ).pipe(Command.withDescription(
   "Export a session to standard output.\nExamples:\n  harness sessions export 3f2a > session.jsonl\n" +
-    "  harness sessions export --format md 3f2a"
+    "  harness sessions export --format md 3f2a\n  harness sessions export --remote http://127.0.0.1:8787 3f2a"
 ))
 
-const sessionsRm = Command.make("rm", { ...global, id: idArg }, (config) =>
+const sessionsRm = Command.make("rm", { ...global, ...remoteOptions, id: idArg }, (config) =>
   Effect.gen(function*() {
     const settings = yield* settingsOf(config)
-    const id = yield* withStore(settings, ({ Sessions }) => Sessions.remove(config.id))
+    const id = yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.remove(config.id))
     yield* out(`removed session ${id}\n`)
-  })).pipe(Command.withDescription("Remove a stored session.\nExample:\n  harness sessions rm 3f2a"))
+  })).pipe(Command.withDescription(
+    "Remove a stored session (with --remote, the token needs the admin scope).\nExample:\n  harness sessions rm 3f2a"
+  ))
 
 const sessionsFork = Command.make(
   "fork",
   {
     ...global,
+    ...remoteOptions,
     at: Options.integer("at").pipe(
       Options.withDescription("Fork at this seq (cut back to the last turn boundary at or before it)."),
       Options.optional
@@ -421,16 +437,21 @@ const sessionsFork = Command.make(
   (config) =>
     Effect.gen(function*() {
       const settings = yield* settingsOf(config)
-      const result = yield* withStore(settings, ({ Sessions }) =>
-        Sessions.fork(config.id, Option.getOrUndefined(config.at)))
-      const flags = storeFlags(settings, process.cwd())
+      const remote = yield* remoteOf(config)
+      const result = yield* withSessions(
+        settings,
+        remote,
+        (sessions) => sessions.fork(config.id, Option.getOrUndefined(config.at))
+      )
+      const flags = remote === undefined ? storeFlags(settings, process.cwd()) : ` --remote ${remote.url}`
       yield* out(
         `forked ${result.from} at #${result.cut} into ${result.to} (${result.events} events)\n` +
           (flags === undefined ? "" : `continue it: harness sessions resume${flags} ${result.to}\n`)
       )
     })
 ).pipe(Command.withDescription(
-  "Copy a session's log (up to a turn boundary) into a new session.\nExample:\n  harness sessions fork 3f2a --at 20"
+  "Copy a session's log (up to a turn boundary) into a new session.\nExamples:\n  harness sessions fork 3f2a --at 20\n" +
+    "  harness sessions fork --remote http://127.0.0.1:8787 3f2a"
 ))
 
 const sessionsResume = Command.make(

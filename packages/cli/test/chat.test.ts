@@ -4,12 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
+import type { Scope } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { bin, chatChunk, harness, tempDir } from "./support.js"
+import { bin, chatChunk, harness, serve, tempDir } from "./support.js"
 import * as Terminal from "./terminal.js"
 
 const screen = (term: Terminal.Terminal): string => term.screen()
@@ -96,139 +97,193 @@ const dropped = (session: Terminal.Terminal, item: string, why: string) =>
 
 const flat = (screen: string): string => screen.split("\n").map((row) => row.trimEnd()).join(" ")
 
+/**
+ * Where the chat's agent lives: in the chat's process over the SQLite store `startChat` names, or on `harness serve --ask` (a real child
+ * process on loopback, its approvals answered by the chat) with `--remote`; `show` names the session's place again
+ * for `sessions show`.
+ */
+interface Mode {
+  readonly env: string
+  readonly args: string
+  readonly show: ReadonlyArray<string>
+  readonly showEnv: Record<string, string>
+}
+
+const localMode = (dir: string) =>
+  Effect.succeed<Mode>({
+    env: "",
+    args: "", // startChat's own --store
+    show: ["--store", `sqlite:${join(dir, "chat.db")}`],
+    showEnv: {}
+  })
+
+const remoteMode = (dir: string) =>
+  Effect.gen(function*() {
+    const token = "chat-secret"
+    const server = yield* Effect.acquireRelease(
+      Effect.promise(() =>
+        serve(dir, { HARNESS_SERVER_TOKENS: `chat:send:${token}`, HARNESS_OFFLINE_PACE_MS: "200" }, [
+          "--store",
+          `sqlite:${join(dir, "serve.db")}`,
+          "--ask"
+        ])
+      ),
+      (server) => Effect.promise(() => server.stop())
+    )
+    return {
+      env: `HARNESS_REMOTE_TOKEN=${token}`,
+      args: `--remote ${server.url}`,
+      show: ["--remote", server.url],
+      showEnv: { HARNESS_REMOTE_TOKEN: token }
+    } satisfies Mode
+  })
+
+/**
+ * The core chat scenario, run the same way in a local chat and in a `--remote` one (ADR 0063): every line the
+ * person sees is asserted in both.
+ */
+const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const [dir, cleanup] = tempDir()
+    yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+    writeFileSync(join(dir, "README.md"), "# chat test\n")
+    const where = yield* mode(dir)
+    const { term: name } = yield* startChat(`HARNESS_OFFLINE_PACE_MS=200 ${where.env}`, where.args, dir)
+
+    yield* waitFor(name, "idle · 0 tokens · /help")
+    yield* type(name, "tell me a long story")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "Once upon a time")
+    // The status line: a spinner, the elapsed time, the tokens used, what cancels.
+    yield* waitFor(name, /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] working \d+\.\ds · \d+ tokens · Esc\/Ctrl-C cancels/)
+
+    // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
+    yield* type(name, "keep it short")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "› keep it short (steering the running turn)")
+    yield* type(name, "+what is a dog")
+    yield* press(name, "Enter")
+    yield* type(name, "/queue write notes.txt: hello from chat")
+    yield* press(name, "Enter")
+    yield* type(name, "+what is a cat")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "3 queued · 1 steering")
+    yield* type(name, "/inbox")
+    yield* press(name, "Enter")
+    const inbox = yield* waitFor(name, "4. queued   what is a cat")
+    assert.include(inbox, "1. steering keep it short")
+    assert.include(inbox, "2. queued   what is a dog")
+    assert.include(inbox, "3. queued   write notes.txt: hello from chat")
+
+    // /drop withdraws one item (agent.withdraw); it never runs.
+    yield* type(name, "/drop 4")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "withdrew 4. queued what is a cat (it will not run)")
+    yield* waitFor(name, "2 queued · 1 steering")
+
+    // Up on an empty prompt edits the last queued item in place (agent.edit): it stays in the inbox meanwhile,
+    // and Enter saves the new text where the item was.
+    yield* press(name, "Up")
+    yield* waitFor(name, "editing “write notes.txt: hello from chat” (Enter saves it in place")
+    yield* press(name, "BSpace", "BSpace", "BSpace", "BSpace")
+    yield* type(name, "term")
+    const whileEditing = yield* waitFor(name, "› write notes.txt: hello from term")
+    assert.include(whileEditing, "2 queued · 1 steering")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "✎ write notes.txt: hello from term (edited in place: it keeps its place in the inbox)")
+    yield* type(name, "/inbox")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "3. queued   write notes.txt: hello from term")
+
+    // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
+    // prompt, R43/R81), and the model acknowledges it there.
+    yield* press(name, "C-c")
+    yield* waitFor(name, "cancelling the turn (keeping 2 queued · 1 steering")
+    yield* waitFor(name, "turn 1 cancelled")
+    yield* waitFor(name, "↪ steering joined turn 2: keep it short")
+    yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
+
+    // Item 2 of the last listing was claimed by turn 2: dropping it now says so (NotPending) and changes nothing.
+    yield* type(name, "/drop 2")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "item 2 is no longer pending: the agent already took it (what is a dog)")
+
+    // The queued write asks for approval inline; `y` allows it and the file is on disk.
+    yield* waitFor(name, "allow write_file(")
+    yield* type(name, "y")
+    yield* waitFor(name, "Wrote 1 line")
+    assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from term\n")
+    // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
+    yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
+    yield* type(name, "/expand 1")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from term\\n\"}")
+
+    // A goal: set while idle, it runs two rounds on the offline model and completes.
+    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+    yield* type(name, "/goal set list the files")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "Created goal")
+    yield* waitFor(name, "◎ goal round 2: list the files")
+    yield* waitFor(name, "◎ goal complete → complete")
+    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+    yield* type(name, "/goal show")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "Phase: complete")
+
+    // `a` allows writes to files in that folder (the workspace root here): the second write runs without asking.
+    yield* type(name, "write a.txt: one")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
+    yield* type(name, "a")
+    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+    yield* type(name, "write b.txt: two")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
+    assert.strictEqual(readFileSync(join(dir, "b.txt"), "utf8"), "two\n")
+
+    // Ctrl-C twice within a second while a turn runs discards the inbox; twice on an idle prompt exits.
+    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+    yield* type(name, "tell me a long story")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "Once upon a time")
+    yield* type(name, "+what is a bird")
+    yield* press(name, "Enter")
+    yield* waitFor(name, "1 queued")
+    yield* press(name, "C-c", "C-c")
+    yield* waitFor(name, "cancelled; discarded 1 pending item(s)")
+    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+
+    const before = screen(name)
+    assert.notInclude(before, "what is a cat.") // the withdrawn item never ran
+    assert.notInclude(before, "You said “what is a bird”") // nor the discarded one
+    yield* press(name, "C-c", "C-c")
+    const last = yield* waitFor(name, "bye — session")
+    const id = /bye — session ([0-9a-f-]{36})/.exec(last)?.[1]
+    assert.isDefined(id)
+
+    const show = yield* Effect.promise(() =>
+      harness(["sessions", "show", ...where.show, id!], { cwd: dir, env: where.showEnv })
+    )
+    assert.strictEqual(show.code, 0, show.stderr)
+    assert.include(show.stdout, "turn 1 ends: aborted")
+    assert.include(show.stdout, "steering (user): keep it short")
+    assert.include(show.stdout, "tool result write_file: ok")
+    assert.include(show.stdout, "goal round 2: list the files")
+    assert.include(show.stdout, "inbox: edited")
+    // The withdrawn item is in the log only as inbox records (accepted, then withdrawn), never as a message.
+    const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
+    assert.isTrue(cat.some((line) => line.includes("inbox: withdrawn")), cat.join("\n"))
+    assert.isTrue(cat.every((line) => /inbox: (accepted|withdrawn)/.test(line)), cat.join("\n"))
+    assert.include(show.stdout, "the log checks clean")
+  }).pipe(Effect.scoped)
+
 describe("harness chat in a terminal", { timeout: 300_000 }, () => {
   it.live("steer while it works, queue, list, drop and Up-edit the inbox, Ctrl-C keeps the queue, approve a write (once, always), a goal, Ctrl-C twice discards then exits (R28, R81)", () =>
-    Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      writeFileSync(join(dir, "README.md"), "# chat test\n")
-      const { store, term: name } = yield* startChat("HARNESS_OFFLINE_PACE_MS=200", "", dir)
+    coreScenario(localMode))
 
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a long story")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "Once upon a time")
-      // The status line: a spinner, the elapsed time, the tokens used, what cancels.
-      yield* waitFor(name, /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] working \d+\.\ds · \d+ tokens · Esc\/Ctrl-C cancels/)
-
-      // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
-      yield* type(name, "keep it short")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "› keep it short (steering the running turn)")
-      yield* type(name, "+what is a dog")
-      yield* press(name, "Enter")
-      yield* type(name, "/queue write notes.txt: hello from chat")
-      yield* press(name, "Enter")
-      yield* type(name, "+what is a cat")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "3 queued · 1 steering")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
-      const inbox = yield* waitFor(name, "4. queued   what is a cat")
-      assert.include(inbox, "1. steering keep it short")
-      assert.include(inbox, "2. queued   what is a dog")
-      assert.include(inbox, "3. queued   write notes.txt: hello from chat")
-
-      // /drop withdraws one item (agent.withdraw); it never runs.
-      yield* type(name, "/drop 4")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "withdrew 4. queued what is a cat (it will not run)")
-      yield* waitFor(name, "2 queued · 1 steering")
-
-      // Up on an empty prompt edits the last queued item in place (agent.edit): it stays in the inbox meanwhile,
-      // and Enter saves the new text where the item was.
-      yield* press(name, "Up")
-      yield* waitFor(name, "editing “write notes.txt: hello from chat” (Enter saves it in place")
-      yield* press(name, "BSpace", "BSpace", "BSpace", "BSpace")
-      yield* type(name, "term")
-      const whileEditing = yield* waitFor(name, "› write notes.txt: hello from term")
-      assert.include(whileEditing, "2 queued · 1 steering")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "✎ write notes.txt: hello from term (edited in place: it keeps its place in the inbox)")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "3. queued   write notes.txt: hello from term")
-
-      // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
-      // prompt, R43/R81), and the model acknowledges it there.
-      yield* press(name, "C-c")
-      yield* waitFor(name, "cancelling the turn (keeping 2 queued · 1 steering")
-      yield* waitFor(name, "turn 1 cancelled")
-      yield* waitFor(name, "↪ steering joined turn 2: keep it short")
-      yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
-
-      // Item 2 of the last listing was claimed by turn 2: dropping it now says so (NotPending) and changes nothing.
-      yield* type(name, "/drop 2")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "item 2 is no longer pending: the agent already took it (what is a dog)")
-
-      // The queued write asks for approval inline; `y` allows it and the file is on disk.
-      yield* waitFor(name, "allow write_file(")
-      yield* type(name, "y")
-      yield* waitFor(name, "Wrote 1 line")
-      assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from term\n")
-      // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
-      yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
-      yield* type(name, "/expand 1")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from term\\n\"}")
-
-      // A goal: set while idle, it runs two rounds on the offline model and completes.
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/goal set list the files")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "Created goal")
-      yield* waitFor(name, "◎ goal round 2: list the files")
-      yield* waitFor(name, "◎ goal complete → complete")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/goal show")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "Phase: complete")
-
-      // `a` allows writes to files in that folder (the workspace root here): the second write runs without asking.
-      yield* type(name, "write a.txt: one")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
-      yield* type(name, "a")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "write b.txt: two")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
-      assert.strictEqual(readFileSync(join(dir, "b.txt"), "utf8"), "two\n")
-
-      // Ctrl-C twice within a second while a turn runs discards the inbox; twice on an idle prompt exits.
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "tell me a long story")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "Once upon a time")
-      yield* type(name, "+what is a bird")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "1 queued")
-      yield* press(name, "C-c", "C-c")
-      yield* waitFor(name, "cancelled; discarded 1 pending item(s)")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-
-      const before = screen(name)
-      assert.notInclude(before, "what is a cat.") // the withdrawn item never ran
-      assert.notInclude(before, "You said “what is a bird”") // nor the discarded one
-      yield* press(name, "C-c", "C-c")
-      const last = yield* waitFor(name, "bye — session")
-      const id = /bye — session ([0-9a-f-]{36})/.exec(last)?.[1]
-      assert.isDefined(id)
-
-      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
-      assert.strictEqual(show.code, 0, show.stderr)
-      assert.include(show.stdout, "turn 1 ends: aborted")
-      assert.include(show.stdout, "steering (user): keep it short")
-      assert.include(show.stdout, "tool result write_file: ok")
-      assert.include(show.stdout, "goal round 2: list the files")
-      assert.include(show.stdout, "inbox: edited")
-      // The withdrawn item is in the log only as inbox records (accepted, then withdrawn), never as a message.
-      const cat = show.stdout.split("\n").filter((line) => line.includes("what is a cat"))
-      assert.isTrue(cat.some((line) => line.includes("inbox: withdrawn")), cat.join("\n"))
-      assert.isTrue(cat.every((line) => /inbox: (accepted|withdrawn)/.test(line)), cat.join("\n"))
-      assert.include(show.stdout, "the log checks clean")
-    }).pipe(Effect.scoped))
+  it.live("--remote: the same chat against harness serve --ask — steer, queue, drop, edit, cancel keeping the queue, approvals, a goal, discard (R197, R240)", () =>
+    coreScenario(remoteMode))
 
   it.live("Ctrl-D keeps an edited item; `a` covers this exact command or this folder; two Ctrl-C never let a queued item reach the model; the bye line's command finds the session (#37.2, #37.5, #37.9, #46)", () =>
     Effect.gen(function*() {

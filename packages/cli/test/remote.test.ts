@@ -125,3 +125,105 @@ describe("--remote", { timeout: 240_000 }, () => {
       assert.include(away.stderr, "cannot be reached")
     }))
 })
+
+describe("sessions … --remote", { timeout: 240_000 }, () => {
+  const admin = "admin-secret"
+  /** `harness serve` over a SQLite file in a fresh workspace, with a send token and an admin token. */
+  const withSqliteServer = <A>(f: (dir: string, url: string, store: string) => Promise<A>) =>
+    Effect.acquireUseRelease(
+      Effect.promise(async () => {
+        const [dir, cleanup] = workspace()
+        const store = `sqlite:${dir}/serve.db`
+        const server = await serve(dir, { HARNESS_SERVER_TOKENS: `cli:send:${token},ops:admin:${admin}` }, [
+          "--store",
+          store
+        ])
+        return { dir, cleanup, server, store }
+      }),
+      ({ dir, server, store }) => Effect.promise(() => f(dir, server.url, store)),
+      ({ cleanup, server }) => Effect.promise(() => server.stop().then(cleanup))
+    )
+
+  it.live("show and export print what they print from the store; fork cuts at a turn/end and names --remote; rm needs the admin scope; unknown ids are refused in words with exit code 1, as locally (R240, R241)", () =>
+    withSqliteServer(async (dir, url, store) => {
+      const env = { HARNESS_REMOTE_TOKEN: token }
+      const ran = await harness(["run", "--remote", url, "list", "the", "files"], { cwd: dir, env })
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      const id = /session ([0-9a-f-]{36}) · /.exec(ran.stderr)![1]!
+      const prefix = id.slice(0, 8)
+
+      // The server's answers are the store's, line for line and byte for byte.
+      for (
+        const args of [["sessions", "show", prefix], ["sessions", "export", prefix], [
+          "sessions",
+          "export",
+          "--format",
+          "md",
+          prefix
+        ]]
+      ) {
+        const [remote, local] = await Promise.all([
+          harness([...args.slice(0, -1), "--remote", url, prefix], { cwd: dir, env }),
+          harness([...args.slice(0, -1), "--store", store, prefix], { cwd: dir })
+        ])
+        assert.strictEqual(remote.code, 0, remote.stderr)
+        assert.strictEqual(local.code, 0, local.stderr)
+        assert.strictEqual(remote.stdout, local.stdout, args.join(" "))
+      }
+      const shown = await harness(["sessions", "show", "--remote", url, prefix], { cwd: dir, env })
+      assert.include(shown.stdout, "tool call list_dir(")
+      assert.include(shown.stdout, "the log checks clean")
+
+      // Fork: at the last turn/end; the printed command continues it on the same server.
+      const forked = await harness(["sessions", "fork", "--remote", url, prefix], { cwd: dir, env })
+      assert.strictEqual(forked.code, 0, forked.stderr)
+      const [, from, cut, child] = /forked (\S+) at #(\d+) into (\S+) \((\d+) events\)/.exec(forked.stdout)!
+      assert.strictEqual(from, id)
+      assert.include(forked.stdout, `continue it: harness sessions resume --remote ${url} ${child}`)
+      const childShown = await harness(["sessions", "show", "--remote", url, child!], { cwd: dir, env })
+      assert.include(childShown.stdout, `forked from ${id} at #${cut}`)
+      const early = await harness(["sessions", "fork", "--remote", url, "--at", "0", prefix], { cwd: dir, env })
+      assert.strictEqual(early.code, 1)
+      assert.include(early.stderr, `session ${id} has no turn boundary at or before #0`)
+
+      // rm: a send token is refused in words; an admin token removes it; afterwards it is gone.
+      const refused = await harness(["sessions", "rm", "--remote", url, child!], { cwd: dir, env })
+      assert.strictEqual(refused.code, 1)
+      assert.include(refused.stderr, "the server refused: token cli lacks the admin scope")
+      assert.notInclude(refused.stderr, token)
+      const removed = await harness(["sessions", "rm", "--remote", url, "--remote-token", admin, child!], {
+        cwd: dir
+      })
+      assert.strictEqual(removed.code, 0, removed.stderr)
+      assert.strictEqual(removed.stdout, `removed session ${child}\n`)
+
+      // An unknown id: every command says so, with the exit code of a local one.
+      for (const command of [["show"], ["export"], ["fork"], ["rm"]]) {
+        const remote = await harness(["sessions", ...command, "--remote", url, child!], { cwd: dir, env })
+        const local = await harness(["sessions", ...command, "--store", "memory", child!], { cwd: dir })
+        assert.strictEqual(remote.code, local.code, command[0])
+        assert.strictEqual(remote.code, 1)
+        assert.include(remote.stderr, `no session "${child}" on ${url}`)
+      }
+    }))
+
+  it.live("the chat's /goal over --remote answers as a local chat: set, clear, show, a bad verb, no goal (R242)", () =>
+    withServer(async (dir, url) => {
+      const screens = []
+      for (const mode of [local, remote(url)]) {
+        const result = await harness(["chat", ...mode.args], {
+          cwd: dir,
+          env: { NO_COLOR: "", ...mode.env },
+          input: "/goal set list the files\n/goal clear\n/goal show\n/goal frobnicate\n/goal pause\n"
+        })
+        assert.strictEqual(result.code, 0, `${mode.name}: ${result.stderr}`)
+        assert.match(result.stdout, /Created goal [0-9a-f]+: list the files/, mode.name)
+        assert.include(result.stdout, "Goal cleared.", mode.name)
+        assert.include(result.stdout, "No goal.", mode.name)
+        assert.include(result.stdout, `unknown /goal command "frobnicate": /goal set <objective>`, mode.name)
+        assert.include(result.stdout, "there is no goal", mode.name)
+        screens.push(result.stdout)
+      }
+      assert.notInclude(screens[1], "not available with --remote")
+    }))
+})

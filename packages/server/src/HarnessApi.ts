@@ -251,7 +251,7 @@ export class AgentGroup extends HttpApiGroup.make("agent")
 const LastEventId = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(-1))
 
 /**
- * The sessions: create, list, show, remove, fork, and a session's snapshot and event stream.
+ * The sessions: create, list, show, remove, fork, and a session's stored records, snapshot and event stream.
  *
  * @since 0.0.0
  * @category groups
@@ -271,6 +271,16 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .setPayload(ForkSession)
       .addSuccess(SessionInfo, { status: 201 })
       .addError(ForkRefused)
+  )
+  .add(
+    HttpApiEndpoint.get("records", "/sessions/:id/records")
+      .setPath(SessionPath)
+      .addSuccess(HttpApiSchema.Text({ contentType: "application/x-ndjson" }))
+      .annotate(
+        OpenApi.Description,
+        "The session's stored records (its events and inbox records) as JSON Lines, exactly as the store holds them: " +
+          "what `harness sessions export` writes. Read without opening the session's agent or taking its lease."
+      )
   )
   .add(
     HttpApiEndpoint.get("snapshot", "/sessions/:id/snapshot")

@@ -18,7 +18,7 @@ import type { Goals } from "@harness/goal"
 import { GoalError } from "@harness/goal"
 import type { SessionLog } from "@harness/session"
 import { Sessions, SessionStore } from "@harness/session"
-import { Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Chunk, Config, ConfigError, Context, Duration, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
 import type { Scope as EffectScope } from "effect"
 import { createServer } from "node:http"
 import { Api, Authentication, Principal, type SessionInfo } from "./HarnessApi.js"
@@ -208,6 +208,19 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
               )
             )
             return yield* withStore(infoOf(child))
+          }))
+        .handle("records", ({ path }) =>
+          Effect.gen(function*() {
+            yield* requireScope("read")
+            yield* withStore(infoOf(path.id))
+            const rows = yield* Stream.runCollect(store.load(path.id)).pipe(
+              Effect.mapError((e) =>
+                e.reason === "NotFound"
+                  ? new SessionNotFound({ id: path.id, message: `no session ${path.id} is stored` })
+                  : new StoreUnavailable({ message: `cannot read session ${path.id}: ${e.message}` })
+              )
+            )
+            return Chunk.toReadonlyArray(rows).map((row) => `${row.text}\n`).join("")
           }))
         .handle("snapshot", ({ path, urlParams }) =>
           Effect.gen(function*() {

@@ -17,7 +17,6 @@ import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
 import * as Approval from "./approval.js"
-import * as Goal from "./goal.js"
 import * as Inbox from "./inbox.js"
 import * as Keys from "./keys.js"
 import { replacePrinters, safe, styles, visible } from "./output.js"
@@ -332,7 +331,7 @@ export const chat = (
     yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(safe(line))]))).pipe(
       Effect.forkScoped
     )
-    const { agent, goals } = yield* opened.start(hooks)
+    const { agent, goal } = yield* opened.start(hooks)
     yield* Ref.set(inboxOf, Inbox.items(agent))
     const fates = yield* Inbox.track(agent)
     /**
@@ -525,6 +524,10 @@ export const chat = (
     const requested = (approval: Durable.PendingApproval) =>
       Effect.gen(function*() {
         const pending = pendingOf(approval)
+        // A server's agent (--remote) asks even in a scope answered `a`: its hook is the server's, so the chat answers.
+        if ((yield* Ref.get(always)).has(pending.scope.key)) {
+          return yield* agent.approve(pending.callId, { kind: "allow" }).pipe(Effect.ignore, Effect.forkIn(scope))
+        }
         const first = yield* Ref.modify(state, (st) =>
           st.approvals.some((other) => other.callId === pending.callId)
             ? [false, st]
@@ -751,7 +754,7 @@ export const chat = (
             )
           case "/goal":
             return yield* emit(
-              (yield* (goals === undefined ? Effect.succeed(Goal.remote) : Goal.command(goals, argument)).pipe(
+              (yield* goal(argument).pipe(
                 Effect.catchAll((e) => Effect.succeed(e.message))
               )).split("\n").map((line) => s.magenta(visible(line)))
             )

@@ -5,6 +5,7 @@
 export * as Chat from "./chat.js"
 export * as Compact from "./compact.js"
 export * as Demo from "./demo.js"
+export * as Remote from "./remote.js"
 export * as Run from "./run.js"
 export * as Runtime from "./runtime.js"
 export * as Sessions from "./sessions.js"

@@ -9,10 +9,6 @@ import { Effect } from "effect"
 /** The usage line `/goal` errors print. */
 export const usage = "/goal set <objective> | /goal show | /goal pause | /goal resume | /goal clear"
 
-/** What `/goal` says in a chat on a server (`--remote`): the goal routes are not used by the CLI yet. */
-export const remote =
-  "/goal is not available with --remote yet: the server's agent keeps its goals, this chat cannot reach them"
-
 /**
  * Runs the text after `/goal`. Contract: `set` creates a goal when there is none (or the last one is complete),
  * otherwise edits the objective of the current one (its phase is kept; `/goal resume` re-arms a paused goal);

@@ -19,7 +19,9 @@ import { Config, Context, Duration, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
 import * as OfflineModel from "../OfflineModel.js"
 import type { Settings, StoreLocation } from "../Settings.js"
+import * as Goal from "./goal.js"
 import * as McpServers from "./mcpServers.js"
+import * as Remote from "./remote.js"
 import * as Sessions from "./sessions.js"
 import { agentBudget, showStore, storeFlags } from "./settings.js"
 
@@ -122,10 +124,15 @@ export const makeAgent = (
     return { agent, goals }
   })
 
-/** A session's agent as `run` and `chat` use it; `goals` is absent on a server (no goal routes are used yet). */
+/**
+ * A session's agent as `run` and `chat` use it; `goals` is absent on a server, where `goal` (the chat's `/goal`)
+ * goes through the goal routes.
+ */
 export interface Started {
   readonly agent: Agent.Service
   readonly goals: Goals.Service | undefined
+  /** Runs the text after the chat's `/goal` and answers what to print. */
+  readonly goal: (argument: string) => Effect.Effect<string, { readonly message: string }>
 }
 
 /** A session opened for a command: what it held when opened (for chat's summary), and how to start its agent. */
@@ -177,7 +184,14 @@ export const layerLocal: Layer.Layer<
           return {
             events: yield* log.events,
             pendingInbox: log.pendingInbox,
-            start: (hooks: Hooks.Hooks) => Effect.provide(makeAgent(settings, log, hooks), context)
+            start: (hooks: Hooks.Hooks) =>
+              Effect.provide(
+                Effect.map(makeAgent(settings, log, hooks), (running) => ({
+                  ...running,
+                  goal: (argument: string) => Goal.command(running.goals, argument)
+                })),
+                context
+              )
           }
         }).pipe(Effect.provide(context)),
       resolveId: (text) => Effect.provide(Sessions.resolveId(text), context),
@@ -196,57 +210,32 @@ export const layerLocal: Layer.Layer<
  */
 export const layerRemote = (url: string, token: Redacted.Redacted): Layer.Layer<Backend> =>
   Layer.unwrapScoped(Effect.gen(function*() {
-    const [{ Client, RemoteAgent }, { NodeHttpClient }] = yield* Effect.promise(() =>
+    const [{ RemoteAgent }, { NodeHttpClient }] = yield* Effect.promise(() =>
       Promise.all([import("@harness/server"), import("@effect/platform-node")])
     )
     const http = yield* Layer.build(NodeHttpClient.layer)
-    const failed = (e: { readonly message: string }) =>
-      new CommandError({ reason: "Remote", message: `${url}: ${e.message}` })
-    const client = yield* Client.make({ baseUrl: url, token }).pipe(Effect.provide(http))
-    const sessions = client.sessions.list().pipe(Effect.mapError(failed))
-    const resolveId = (text: string) =>
-      Effect.flatMap(sessions, (all) => {
-        const exact = all.find((s) => s.id === text)
-        const matches = exact !== undefined ? [exact] : all.filter((s) => s.id.startsWith(text))
-        return matches.length === 1
-          ? Effect.succeed(matches[0]!.id)
-          : new CommandError({
-            reason: "SessionNotFound",
-            message: matches.length === 0
-              ? `no session ${JSON.stringify(text)} on ${url} (harness sessions list --remote ${url} shows them)`
-              : `${JSON.stringify(text)} matches ${matches.length} sessions on ${url}: give more of the id`
-          })
-      })
+    const client = yield* Remote.connect(url, token)
     return Layer.succeed(Backend, {
       open: (_settings, session) =>
         Effect.gen(function*() {
           const agent = yield* RemoteAgent.make({ baseUrl: url, token, session }).pipe(
             Effect.provide(http),
-            Effect.mapError(failed)
+            Effect.mapError((e) => new CommandError({ reason: "Remote", message: `${url}: ${e.message}` }))
           )
           return {
             events: session === undefined ? [] : yield* agent.log,
             pendingInbox: [],
-            start: () => Effect.succeed({ agent, goals: undefined })
+            start: () => Effect.succeed({ agent, goals: undefined, goal: Remote.goal(client, url, agent.id) })
           }
         }),
-      resolveId,
-      latest: Effect.flatMap(sessions, (all) => {
+      resolveId: (text) => Remote.resolveId(client, url, text),
+      latest: Effect.flatMap(Effect.mapError(client.sessions.list(), Remote.failure(url)), (all) => {
         const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
         return last === undefined
           ? new CommandError({ reason: "SessionNotFound", message: `no session to continue on ${url}` })
           : Effect.succeed(last.id)
       }),
-      list: Effect.map(sessions, (all) =>
-        all.length === 0
-          ? [`No sessions on ${url} yet: harness run --remote ${url} "hello" creates one.`]
-          : [
-            `${all.length} session${all.length === 1 ? "" : "s"} (last active last):`,
-            ...[...all].sort((a, b) => a.lastActivity - b.lastActivity).map((s) =>
-              [s.id, Sessions.when(s.lastActivity), `${s.turns} turn${s.turns === 1 ? "" : "s"}`, `${s.events} events`]
-                .concat(s.title === undefined ? [] : [JSON.stringify(s.title)]).join("  ")
-            )
-          ]),
+      list: Remote.list(client, url),
       where: () => url,
       flags: () => ` --remote ${url}`
     })

@@ -41,7 +41,7 @@ const description = "Serve the agent over HTTP: sessions, every agent operation,
   "seq, /openapi.json and a docs page at /docs. Binds 127.0.0.1 unless --host says otherwise. Requests need a " +
   "bearer token: HARNESS_SERVER_TOKENS lists them as name:scope:secret (scope read, send or admin), comma " +
   "separated; without it a one-time admin token is made and printed. Writes and shell commands are denied unless " +
-  "--yes.\nExamples:\n  harness serve\n  HARNESS_SERVER_TOKENS=web:send:$(openssl rand -hex 16) harness serve --port 8787"
+  "--yes, or wait for a client's answer with --ask.\nExamples:\n  harness serve\n  HARNESS_SERVER_TOKENS=web:send:$(openssl rand -hex 16) harness serve --port 8787"
 
 /** The `serve` command. */
 export const serve = <E, R, E2, R2>(deps: Deps<E, R, E2, R2>) =>
@@ -60,6 +60,12 @@ export const serve = <E, R, E2, R2>(deps: Deps<E, R, E2, R2>) =>
       yes: Options.boolean("yes").pipe(
         Options.withAlias("y"),
         Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
+      ),
+      ask: Options.boolean("ask").pipe(
+        Options.withDescription(
+          "Writes and shell commands wait for a client's answer (a chat with --remote, the web page, " +
+            "POST /sessions/:id/approve) instead of being denied; the approval is durable."
+        )
       )
     },
     (config) =>
@@ -72,7 +78,7 @@ export const serve = <E, R, E2, R2>(deps: Deps<E, R, E2, R2>) =>
 const run = (
   { Run, Runtime }: Commands,
   settings: Settings.Settings,
-  options: { readonly port: number; readonly host: string; readonly yes: boolean }
+  options: { readonly port: number; readonly host: string; readonly yes: boolean; readonly ask: boolean }
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const [{ Server }, { HttpServer }] = yield* Effect.promise(() =>
@@ -86,7 +92,12 @@ const run = (
     const context = yield* Layer.build(
       Server.layer({
         tokens,
-        makeAgent: (log) => Runtime.makeAgent(settings, log, Run.approvals(options.yes))
+        makeAgent: (log) =>
+          Runtime.makeAgent(
+            settings,
+            log,
+            options.ask && !options.yes ? { toolApproval: () => Effect.succeed({ kind: "ask" as const }) } : Run.approvals(options.yes)
+          )
       }).pipe(
         Layer.provideMerge(Server.layerNode({ port: options.port, host: options.host }))
       )

@@ -80,7 +80,8 @@ export const records = (id: Ids.SessionId) =>
     return out
   })
 
-const eventsOf = (all: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>) =>
+/** A session's events among its stored records. */
+export const eventsOf = (all: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>) =>
   all.filter((r): r is SessionEvent.SessionEvent => "seq" in r)
 
 /** A session's subagents as an indented tree: each child with its name and how its last turn ended. */
@@ -97,6 +98,35 @@ export const renderTree = (tree: Subagents.Tree): Array<string> => {
   return lines
 }
 
+/**
+ * `sessions show`'s lines for a session's records: a header, the subagent tree (when there is one), the timeline,
+ * and the log check.
+ */
+export const showLines = (
+  id: Ids.SessionId,
+  header: { readonly createdAt: number; readonly parent?: { readonly id: string; readonly seq: number } | undefined },
+  all: ReadonlyArray<SessionEvent.SessionEvent | Store.InboxRecord>,
+  tree: Subagents.Tree
+): Array<string> => {
+  const events = eventsOf(all)
+  const violations = LogCheck.checkLog(events)
+  return [
+    `session ${id}, created ${when(header.createdAt)}${
+      header.parent ? `, forked from ${header.parent.id} at #${header.parent.seq}` : ""
+    }`,
+    ...(tree.spawnedBy === undefined
+      ? []
+      : [`subagent ${tree.agent} of session ${tree.spawnedBy.parent} (call ${tree.spawnedBy.callId})`]),
+    ...(tree.children.length === 0 ? [] : [`subagents of ${id}:`, ...renderTree(tree)]),
+    ...Timeline.render(all),
+    violations.length === 0
+      ? `${events.length} events; the log checks clean.`
+      : `${events.length} events; the log check found ${violations.length} problem(s): ${
+        violations.map((v) => `${v.rule} at #${v.seq}`).join(", ")
+      }`
+  ]
+}
+
 /** `sessions show`: a header, the subagent tree, the timeline, and the log check. */
 export const show = (text: string) =>
   Effect.gen(function*() {
@@ -104,27 +134,11 @@ export const show = (text: string) =>
     const store = yield* SessionStore.SessionStore
     const header = yield* Effect.mapError(store.header(id), storeError)
     const all = yield* records(id)
-    const events = eventsOf(all)
-    const violations = LogCheck.checkLog(events)
-    // A log the tree cannot read (the timeline below says why) shows no tree rather than no session.
+    // A log the tree cannot read (the timeline says why) shows no tree rather than no session.
     const tree = yield* Subagents.tree(id).pipe(
       Effect.orElseSucceed((): Subagents.Tree => ({ id, last: "none", children: [] }))
     )
-    return [
-      `session ${id}, created ${when(header.createdAt)}${
-        header.parent ? `, forked from ${header.parent.id} at #${header.parent.seq}` : ""
-      }`,
-      ...(tree.spawnedBy === undefined
-        ? []
-        : [`subagent ${tree.agent} of session ${tree.spawnedBy.parent} (call ${tree.spawnedBy.callId})`]),
-      ...(tree.children.length === 0 ? [] : [`subagents of ${id}:`, ...renderTree(tree)]),
-      ...Timeline.render(all),
-      violations.length === 0
-        ? `${events.length} events; the log checks clean.`
-        : `${events.length} events; the log check found ${violations.length} problem(s): ${
-          violations.map((v) => `${v.rule} at #${v.seq}`).join(", ")
-        }`
-    ]
+    return showLines(id, header, all, tree)
   })
 
 /** `sessions export`: JSON Lines (the stored records as they are) or a Markdown transcript. */
@@ -147,6 +161,54 @@ export const remove = (text: string) =>
   })
 
 /**
+ * The seq `sessions fork` cuts at: the last event at or before `limit` outside every turn (-1 when there is none);
+ * with `turnEnds`, the last `turn/end` (where a server's fork may cut).
+ */
+export const boundary = (
+  events: ReadonlyArray<SessionEvent.SessionEvent>,
+  limit: number,
+  turnEnds = false
+): number => {
+  let cut = -1
+  let depth = 0
+  for (const event of events) {
+    if (event.seq > limit) break
+    if (event.type === "turn/start") depth++
+    if (event.type === "turn/end") depth--
+    if (depth === 0 && (!turnEnds || event.type === "turn/end")) cut = event.seq
+  }
+  return cut
+}
+
+/** The refusal of a fork with no boundary at or before `limit`. */
+export const noBoundary = (id: Ids.SessionId, limit: number) =>
+  new CommandError({
+    reason: "Input",
+    message: `session ${id} has no turn boundary at or before #${limit}: give a later --at (harness sessions ` +
+      `show ${id} numbers the events)`
+  })
+
+/** What `sessions fork` made: the new session `to`, with `events` events of `from` up to seq `cut`. */
+export interface Forked {
+  readonly from: Ids.SessionId
+  readonly to: Ids.SessionId
+  readonly events: number
+  readonly cut: number
+}
+
+/**
+ * The stored sessions as the `sessions` commands reach them: in the store the settings select ({@link local}), or
+ * on a server (`--remote`, `remote.ts`). Ids may be a unique prefix; failures are `CommandError`s in words.
+ */
+export interface Place {
+  readonly list: Effect.Effect<ReadonlyArray<string>, CommandError>
+  readonly show: (text: string) => Effect.Effect<ReadonlyArray<string>, CommandError>
+  readonly exportSession: (text: string, format: "jsonl" | "md") => Effect.Effect<string, CommandError>
+  readonly fork: (text: string, at: number | undefined) => Effect.Effect<Forked, CommandError>
+  readonly remove: (text: string) => Effect.Effect<Ids.SessionId, CommandError>
+}
+
+/**
  * `sessions fork`: a new session seeded with the log up to `at` (default: all of it), cut back to the last turn
  * boundary at or before it (a seed may not end inside a turn, R97); its header records the parent and that seq.
  */
@@ -157,24 +219,23 @@ export const fork = (text: string, at: number | undefined) =>
     const source = yield* SessionLog.open(id, { readOnly: true }).pipe(Effect.mapError(storeError))
     const events = yield* source.events
     const limit = at ?? events.length - 1
-    let cut = -1
-    let depth = 0
-    for (const event of events) {
-      if (event.seq > limit) break
-      if (event.type === "turn/start") depth++
-      if (event.type === "turn/end") depth--
-      if (depth === 0) cut = event.seq
-    }
-    if (cut < 0) {
-      return yield* new CommandError({
-        reason: "Input",
-        message: `session ${id} has no turn boundary at or before #${limit}: give a later --at (harness sessions ` +
-          `show ${id} numbers the events)`
-      })
-    }
+    const cut = boundary(events, limit)
+    if (cut < 0) return yield* noBoundary(id, limit)
     const seed = events.slice(0, cut + 1)
     // The fork's header names its parent and the last seq it copied (R112).
     const fresh = yield* SessionLog.make({ seed, parent: { id, seq: cut } }).pipe(Effect.mapError(storeError))
     yield* Effect.mapError(fresh.close, storeError)
-    return { from: id, to: fresh.id, events: seed.length, cut }
+    return { from: id, to: fresh.id, events: seed.length, cut } satisfies Forked
   })
+
+/** The sessions of the store in context. */
+export const local: Effect.Effect<Place, never, SessionStore.SessionStore> = Effect.map(
+  Effect.context<SessionStore.SessionStore>(),
+  (context): Place => ({
+    list: Effect.provide(list, context),
+    show: (text) => Effect.provide(show(text), context),
+    exportSession: (text, format) => Effect.provide(exportSession(text, format), context),
+    fork: (text, at) => Effect.provide(fork(text, at), context),
+    remove: (text) => Effect.provide(remove(text), context)
+  })
+)
