@@ -14,8 +14,8 @@
  * Every phase checks what it measured: each sample saw the dequeue of its own message, and every subscriber received
  * every durable event once, in seq order, with no gap.
  */
-import { NodeHttpClient } from "@effect/platform-node"
 import { HttpServer } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
 import { Agent } from "@harness/agent"
 import type { AgentEvent, Ids, SessionEvent } from "@harness/domain"
 import { Message } from "@harness/domain"
@@ -154,7 +154,8 @@ const inProcess = (sizes: Sizes) =>
       event.type === "session/event" ? record(one, event.event) : Effect.void)))
     const burstStart = yield* now
     yield* agent.batch(burst(sizes.turns, "burst"))
-    yield* until(Effect.map(Ref.get(one.ends), (n) => n >= sizes.turns))
+    yield* until(Effect.map(Ref.get(one.ends), (n) =>
+      n >= sizes.turns))
     const burstSeconds = ((yield* now) - burstStart) / 1000
     yield* agent.whenIdle
     yield* Fiber.interrupt(reader)
@@ -175,8 +176,10 @@ const inProcess = (sizes: Sizes) =>
     const fanFirst = (yield* agent.log).length
     const fanStart = yield* now
     yield* agent.batch(burst(sizes.fanoutTurns, "fan-out"))
-    yield* until(Effect.map(Effect.forEach(subscribers, (s) => Ref.get(s.ends)), (all) =>
-      all.every((n) => n >= sizes.fanoutTurns)))
+    yield* until(Effect.map(
+      Effect.forEach(subscribers, (s) => Ref.get(s.ends)),
+      (all) => all.every((n) => n >= sizes.fanoutTurns)
+    ))
     const fanSeconds = ((yield* now) - fanStart) / 1000
     yield* agent.whenIdle
     const fanoutEvents = (yield* agent.log).length - fanFirst
@@ -196,7 +199,10 @@ const inProcess = (sizes: Sizes) =>
       fanoutEvents,
       failures
     }
-  }).pipe(Effect.scoped, Effect.provide(Layer.merge(SessionStore.layerMemory, ScriptedModel.layer(replies(turnsOf(sizes))))))
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(Layer.merge(SessionStore.layerMemory, ScriptedModel.layer(replies(turnsOf(sizes)))))
+  )
 
 /**
  * Opens a session's event stream after `lastEventId` in a fiber of the scope; returns that fiber once the stream's
@@ -277,8 +283,12 @@ const overHttp = (sizes: Sizes) =>
     const after = yield* heap
     const fanStart = yield* now
     yield* client.agent.batch({ path, payload: { operations: burst(sizes.fanoutTurns, "fan-out") } })
-    yield* until(Effect.map(Effect.forEach(subscribers, (s) => Ref.get(s.ends)), (all) =>
-      all.every((n) => n >= sizes.fanoutTurns)))
+    yield* until(Effect.map(
+      Effect.forEach(subscribers, (s) =>
+        Ref.get(s.ends)),
+      (all) =>
+        all.every((n) => n >= sizes.fanoutTurns)
+    ))
     const fanSeconds = ((yield* now) - fanStart) / 1000
     const fanLast = (yield* client.sessions.snapshot({ path, urlParams: { tail: 1 } })).lastSeq
     const fanoutEvents = fanLast - burstLast
@@ -369,4 +379,3 @@ export const table = (figures: Figures): string => {
     )
   ].join("\n")
 }
-

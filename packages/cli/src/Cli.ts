@@ -378,14 +378,18 @@ const sessionsList = Command.make("list", { ...global, ...remoteOptions }, (conf
       "  harness sessions list --remote http://127.0.0.1:8787"
   ))
 
-const sessionsShow = Command.make("show", { ...global, ...remoteOptions, id: idArg }, (config) =>
-  Effect.gen(function*() {
-    const settings = yield* settingsOf(config)
-    yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.show(config.id)))
-  })).pipe(Command.withDescription(
-    "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
-      "Examples:\n  harness sessions show 3f2a\n  harness sessions show --remote http://127.0.0.1:8787 3f2a"
-  ))
+const sessionsShow = Command.make(
+  "show",
+  { ...global, ...remoteOptions, id: idArg },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.show(config.id)))
+    })
+).pipe(Command.withDescription(
+  "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
+    "Examples:\n  harness sessions show 3f2a\n  harness sessions show --remote http://127.0.0.1:8787 3f2a"
+))
 
 const sessionsExport = Command.make(
   "export",

@@ -126,7 +126,7 @@ describe("--remote", { timeout: 240_000 }, () => {
     }))
 })
 
-describe("sessions … --remote", { timeout: 240_000 }, () => {
+describe("sessions … --remote", { timeout: 480_000 }, () => {
   const admin = "admin-secret"
   /** `harness serve` over a SQLite file in a fresh workspace, with a send token and an admin token. */
   const withSqliteServer = <A>(f: (dir: string, url: string, store: string) => Promise<A>) =>
@@ -152,42 +152,39 @@ describe("sessions … --remote", { timeout: 240_000 }, () => {
       const id = /session ([0-9a-f-]{36}) · /.exec(ran.stderr)![1]!
       const prefix = id.slice(0, 8)
 
-      // The server's answers are the store's, line for line and byte for byte.
-      for (
-        const args of [["sessions", "show", prefix], ["sessions", "export", prefix], [
-          "sessions",
-          "export",
-          "--format",
-          "md",
-          prefix
-        ]]
-      ) {
-        const [remote, local] = await Promise.all([
-          harness([...args.slice(0, -1), "--remote", url, prefix], { cwd: dir, env }),
-          harness([...args.slice(0, -1), "--store", store, prefix], { cwd: dir })
-        ])
+      // The server's answers are the store's, line for line and byte for byte (all at once: a child process each).
+      const views = [["show"], ["export"], ["export", "--format", "md"]]
+      const [compared, forked, early] = await Promise.all([
+        Promise.all(views.map((view) =>
+          Promise.all([
+            harness(["sessions", ...view, "--remote", url, prefix], { cwd: dir, env }),
+            harness(["sessions", ...view, "--store", store, prefix], { cwd: dir })
+          ])
+        )),
+        // Fork: at the last turn/end; the printed command continues it on the same server.
+        harness(["sessions", "fork", "--remote", url, prefix], { cwd: dir, env }),
+        harness(["sessions", "fork", "--remote", url, "--at", "0", prefix], { cwd: dir, env })
+      ])
+      for (const [i, [remote, local]] of compared.entries()) {
         assert.strictEqual(remote.code, 0, remote.stderr)
         assert.strictEqual(local.code, 0, local.stderr)
-        assert.strictEqual(remote.stdout, local.stdout, args.join(" "))
+        assert.strictEqual(remote.stdout, local.stdout, views[i]!.join(" "))
       }
-      const shown = await harness(["sessions", "show", "--remote", url, prefix], { cwd: dir, env })
-      assert.include(shown.stdout, "tool call list_dir(")
-      assert.include(shown.stdout, "the log checks clean")
-
-      // Fork: at the last turn/end; the printed command continues it on the same server.
-      const forked = await harness(["sessions", "fork", "--remote", url, prefix], { cwd: dir, env })
+      assert.include(compared[0]![0].stdout, "tool call list_dir(")
+      assert.include(compared[0]![0].stdout, "the log checks clean")
       assert.strictEqual(forked.code, 0, forked.stderr)
       const [, from, cut, child] = /forked (\S+) at #(\d+) into (\S+) \((\d+) events\)/.exec(forked.stdout)!
       assert.strictEqual(from, id)
       assert.include(forked.stdout, `continue it: harness sessions resume --remote ${url} ${child}`)
-      const childShown = await harness(["sessions", "show", "--remote", url, child!], { cwd: dir, env })
-      assert.include(childShown.stdout, `forked from ${id} at #${cut}`)
-      const early = await harness(["sessions", "fork", "--remote", url, "--at", "0", prefix], { cwd: dir, env })
       assert.strictEqual(early.code, 1)
       assert.include(early.stderr, `session ${id} has no turn boundary at or before #0`)
 
       // rm: a send token is refused in words; an admin token removes it; afterwards it is gone.
-      const refused = await harness(["sessions", "rm", "--remote", url, child!], { cwd: dir, env })
+      const [childShown, refused] = await Promise.all([
+        harness(["sessions", "show", "--remote", url, child!], { cwd: dir, env }),
+        harness(["sessions", "rm", "--remote", url, child!], { cwd: dir, env })
+      ])
+      assert.include(childShown.stdout, `forked from ${id} at #${cut}`)
       assert.strictEqual(refused.code, 1)
       assert.include(refused.stderr, "the server refused: token cli lacks the admin scope")
       assert.notInclude(refused.stderr, token)
@@ -197,12 +194,18 @@ describe("sessions … --remote", { timeout: 240_000 }, () => {
       assert.strictEqual(removed.code, 0, removed.stderr)
       assert.strictEqual(removed.stdout, `removed session ${child}\n`)
 
-      // An unknown id: every command says so, with the exit code of a local one.
-      for (const command of [["show"], ["export"], ["fork"], ["rm"]]) {
-        const remote = await harness(["sessions", ...command, "--remote", url, child!], { cwd: dir, env })
-        const local = await harness(["sessions", ...command, "--store", "memory", child!], { cwd: dir })
-        assert.strictEqual(remote.code, local.code, command[0])
-        assert.strictEqual(remote.code, 1)
+      // An unknown id: every command says so, with the exit code of a local one (1).
+      const unknown = await Promise.all(
+        ["show", "export", "fork", "rm"].map((command) =>
+          Promise.all([
+            harness(["sessions", command, "--remote", url, child!], { cwd: dir, env }),
+            harness(["sessions", command, "--store", "memory", child!], { cwd: dir })
+          ])
+        )
+      )
+      for (const [remote, local] of unknown) {
+        assert.strictEqual(remote.code, 1, remote.stderr)
+        assert.strictEqual(local.code, 1, local.stderr)
         assert.include(remote.stderr, `no session "${child}" on ${url}`)
       }
     }))

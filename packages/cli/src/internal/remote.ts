@@ -150,47 +150,52 @@ export const place = (url: string, token: Redacted.Redacted): Effect.Effect<Sess
  * objective of the unfinished goal), `show`, `pause`, `resume`, `clear`, and `create` / `edit`, answering with the
  * words the local `/goal` uses. Failures are the server's `GoalError` (or a refusal), with messages fit to print.
  */
-export const goal = (client: Client.Client, url: string, id: Ids.SessionId) =>
-(argument: string): Effect.Effect<string, { readonly message: string }> =>
-  Effect.gen(function*() {
-    const text = argument.trim()
-    const space = text.search(/\s/)
-    const verb = (space === -1 ? text : text.slice(0, space)).toLowerCase()
-    const rest = space === -1 ? "" : text.slice(space + 1).trim()
-    const path = { id }
-    const status = client.goal.status({ path })
-    switch (verb) {
-      case "":
-      case "show": {
-        const view = yield* status
-        return GoalCommand.render({ ...GoalState.empty, ...view })
-      }
-      case "set":
-      case "create":
-      case "edit": {
-        if (rest === "") return yield* Effect.fail({ message: `what is the objective? ${Goal.usage}` })
-        const before = (yield* status).goal
-        const unfinished = before !== undefined && before.phase !== "complete"
-        if (verb === "create" && unfinished) {
-          return yield* Effect.fail({
-            message: `goal ${before.id} is not finished: /goal clear it first, or /goal set a new objective`
-          })
+export const goal =
+  (client: Client.Client, url: string, id: Ids.SessionId) =>
+  (argument: string): Effect.Effect<string, { readonly message: string }> =>
+    Effect.gen(function*() {
+      const text = argument.trim()
+      const space = text.search(/\s/)
+      const verb = (space === -1 ? text : text.slice(0, space)).toLowerCase()
+      const rest = space === -1 ? "" : text.slice(space + 1).trim()
+      const path = { id }
+      const status = client.goal.status({ path })
+      switch (verb) {
+        case "":
+        case "show": {
+          const view = yield* status
+          return GoalCommand.render({ ...GoalState.empty, ...view })
         }
-        if (verb === "edit" && !unfinished) return yield* Effect.fail({ message: "there is no goal: /goal set <objective>" })
-        const goal = yield* client.goal.set({ path, payload: { objective: rest } })
-        return `${unfinished ? "Edited" : "Created"} goal ${goal.id}: ${goal.objective}`
+        case "set":
+        case "create":
+        case "edit": {
+          if (rest === "") return yield* Effect.fail({ message: `what is the objective? ${Goal.usage}` })
+          const before = (yield* status).goal
+          const unfinished = before !== undefined && before.phase !== "complete"
+          if (verb === "create" && unfinished) {
+            return yield* Effect.fail({
+              message: `goal ${before.id} is not finished: /goal clear it first, or /goal set a new objective`
+            })
+          }
+          if (verb === "edit" && !unfinished) {
+            return yield* Effect.fail({ message: "there is no goal: /goal set <objective>" })
+          }
+          const goal = yield* client.goal.set({ path, payload: { objective: rest } })
+          return `${unfinished ? "Edited" : "Created"} goal ${goal.id}: ${goal.objective}`
+        }
+        case "pause":
+        case "resume": {
+          const goal = yield* client.goal[verb]({ path })
+          return `Goal ${goal.id} is ${goal.phase}.`
+        }
+        case "clear":
+          yield* client.goal.clear({ path })
+          return "Goal cleared."
+        default:
+          return yield* Effect.fail({ message: `unknown /goal command "${verb}": ${Goal.usage}` })
       }
-      case "pause":
-      case "resume": {
-        const goal = yield* client.goal[verb]({ path })
-        return `Goal ${goal.id} is ${goal.phase}.`
-      }
-      case "clear":
-        yield* client.goal.clear({ path })
-        return "Goal cleared."
-      default:
-        return yield* Effect.fail({ message: `unknown /goal command "${verb}": ${Goal.usage}` })
-    }
-  }).pipe(Effect.mapError((e) =>
-    ["GoalError", "GoalReplayError", ""].includes(field(e, "_tag")) ? { message: field(e, "message") } : failure(url)(e)
-  ))
+    }).pipe(Effect.mapError((e) =>
+      ["GoalError", "GoalReplayError", ""].includes(field(e, "_tag"))
+        ? { message: field(e, "message") }
+        : failure(url)(e)
+    ))

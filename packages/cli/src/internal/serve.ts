@@ -96,7 +96,9 @@ const run = (
           Runtime.makeAgent(
             settings,
             log,
-            options.ask && !options.yes ? { toolApproval: () => Effect.succeed({ kind: "ask" as const }) } : Run.approvals(options.yes)
+            options.ask && !options.yes
+              ? { toolApproval: () => Effect.succeed({ kind: "ask" as const }) }
+              : Run.approvals(options.yes)
           )
       }).pipe(
         Layer.provideMerge(Server.layerNode({ port: options.port, host: options.host }))
