@@ -1,14 +1,16 @@
 /**
  * The web page at `/` in a real headless Chromium (`playwright-core` driving the Chromium that `@sparticuz/chromium`
- * ships inside its npm package): send and watch the answer stream, queue two and drop one while a turn runs, cancel
- * keeping the inbox (the kept item runs next), reload mid-turn and see every event once. A screenshot goes to
- * `test-output/` (git-ignored).
+ * ships inside its npm package): send and watch the answer stream, queue two and drop one while a turn runs, steer it,
+ * cancel keeping the inbox (the kept items run next), approve a write (the call runs once, its output expandable),
+ * reload mid-turn and see every event once. Screenshots go to `test-output/` (git-ignored; CI keeps them).
  */
+import { Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
+import { Agent, AgentTool } from "@harness/agent"
 import { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
 import chromium from "@sparticuz/chromium"
-import { Effect } from "effect"
+import { Effect, Ref, Schema } from "effect"
 import { mkdirSync } from "node:fs"
 import { chromium as playwright, type Page } from "playwright-core"
 import { serve } from "./support.js"
@@ -33,9 +35,17 @@ const rendered = (page: Page) =>
 
 describe("the web page", () => {
   it.live(
-    "send, stream, queue two and drop one, cancel keeping the inbox, reload mid-turn",
+    "send, stream, queue two and drop one, steer, cancel keeping the inbox, approve a write, reload mid-turn",
     () =>
       Effect.gen(function*() {
+        const writes = yield* Ref.make(0)
+        const write = AgentTool.make(
+          Tool.make("write_file", { parameters: { path: Schema.String }, success: Schema.String }),
+          {
+            approval: "required",
+            handler: ({ path }) => Effect.as(Ref.update(writes, (n) => n + 1), `wrote ${path}`)
+          }
+        )
         const server = yield* serve(SessionStore.layerMemory, [
           ScriptedModel.reply(
             ScriptedModel.text("Hello "),
@@ -44,8 +54,17 @@ describe("the web page", () => {
           ),
           ScriptedModel.hanging(ScriptedModel.text("working on it")),
           ScriptedModel.textResponse("first queued, done."),
+          ScriptedModel.toolCallResponse(ScriptedModel.toolCall("write_file", { path: "notes.txt" }, { id: "w1" })),
+          ScriptedModel.textResponse("written."),
           ScriptedModel.hanging(ScriptedModel.text("a long answer"))
-        ])
+        ], {
+          makeAgent: (log) =>
+            Agent.make({
+              session: log,
+              tools: [write],
+              hooks: { toolApproval: () => Effect.succeed({ kind: "ask" as const }) }
+            })
+        })
         const client = yield* server.client()
         const { id } = yield* client.sessions.create({ payload: { title: "from the browser" } })
         const b = yield* browser
@@ -75,15 +94,32 @@ describe("the web page", () => {
           await page.click("#inbox li:has-text('queued two') .drop")
           await page.waitForFunction("document.querySelectorAll('#inbox li').length === 1")
           assert.include((await texts(page, "#inbox li")).join(), "queued one")
+          // Enter while the turn streams steers it: the steering waits for the turn's next step.
+          await page.fill("#prompt", "keep it short")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector("#inbox li:has-text('steering: keep it short')")
           mkdirSync(output, { recursive: true })
           await page.screenshot({ path: new URL("page.png", output).pathname })
 
-          // Cancel keeping the inbox: the turn ends aborted and the kept item runs next.
+          // Cancel keeping the inbox: the turn ends aborted and the kept items run next (the steering first).
           await page.click("#cancel-keep")
           await page.waitForSelector(".turn:has-text('turn 2 aborted')")
+          await page.waitForSelector(".user:has-text('↪ keep it short')")
           await page.waitForSelector(".assistant:has-text('first queued, done.')")
           await page.waitForSelector(".turn:has-text('turn 3 completed')")
           await page.waitForFunction("document.querySelectorAll('#inbox li').length === 0")
+
+          // A write waits for approval; the page lists it, Approve runs it once, its output expands.
+          await page.fill("#prompt", "write the notes")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector("#approvals li:has-text('write_file')")
+          await page.screenshot({ path: new URL("approval.png", output).pathname })
+          await page.click("#approvals li:has-text('write_file') .approve")
+          await page.waitForSelector(".turn:has-text('turn 4 completed')")
+          await page.waitForFunction("document.querySelectorAll('#approvals li').length === 0")
+          await page.click("details.tool summary")
+          await page.waitForSelector("details.tool[open] .output:has-text('wrote notes.txt')")
+          assert.strictEqual(await page.textContent("details.tool summary"), "⚙ write_file ✓")
 
           // A turn running while the page reloads.
           await page.fill("#prompt", "a long one")
@@ -102,13 +138,17 @@ describe("the web page", () => {
           "› say hello",
           "› work",
           "› queued one",
+          "› write the notes",
           "› a long one"
         ])
+        assert.deepStrictEqual(shown.filter((t) => t.startsWith("↪")), ["↪ keep it short"])
         assert.deepStrictEqual(shown.filter((t) => t.startsWith("turn")), [
           "turn 1 completed",
           "turn 2 aborted",
-          "turn 3 completed"
+          "turn 3 completed",
+          "turn 4 completed"
         ])
+        assert.strictEqual(yield* Ref.get(writes), 1)
         yield* client.agent.cancel({ path: { id }, payload: { cause: "user" } })
       }).pipe(Effect.scoped),
     180_000

@@ -1,5 +1,6 @@
 /**
- * The web page served at `/`: one HTML document with a small script module, no framework and no build step, kept
+ * The web page served at `/` (sessions, a streaming chat, the inbox, pending approvals, tool calls with their
+ * arguments and output): one HTML document with a small script module, no framework and no build step, kept
  * in the package's code so the installed package serves it as it is. It talks to the API like any client: the
  * token from the page's own field (kept in `localStorage`), the events through `EventSource` (`?access_token=`,
  * which cannot set headers; the browser resends `Last-Event-ID` when it reconnects by itself).
@@ -58,6 +59,28 @@ async function refreshInbox() {
   }))
 }
 
+async function refreshApprovals() {
+  if (state.session === undefined) return
+  const pending = await api("GET", "/sessions/" + state.session + "/approvals")
+  const answer = (callId, body) =>
+    api("POST", "/sessions/" + state.session + "/approve", { callId, answer: body }).then(refreshApprovals)
+  $("approvals").replaceChildren(...pending.map((p) => {
+    const li = document.createElement("li")
+    li.dataset.id = p.callId
+    li.textContent = p.name + "(" + p.arguments + ") "
+    const allow = document.createElement("button")
+    allow.textContent = "approve"
+    allow.className = "approve"
+    allow.onclick = () => answer(p.callId, { kind: "allow" })
+    const deny = document.createElement("button")
+    deny.textContent = "deny"
+    deny.className = "deny"
+    deny.onclick = () => answer(p.callId, { kind: "deny", reason: "denied in the web page" })
+    li.append(allow, deny)
+    return li
+  }))
+}
+
 function onDurable(event) {
   if (event.seq <= state.lastSeq) { $("duplicates").textContent = String(Number($("duplicates").textContent) + 1); return }
   state.lastSeq = event.seq
@@ -76,6 +99,30 @@ function onDurable(event) {
         state.answer.textContent += event.data.chunk.delta
       }
       break
+    case "tool/call": {
+      state.answer = undefined
+      const details = document.createElement("details")
+      details.className = "tool"
+      details.dataset.call = event.data.callId
+      const summary = document.createElement("summary")
+      summary.textContent = "⚙ " + event.data.name
+      const args = document.createElement("pre")
+      args.textContent = event.data.arguments
+      details.append(summary, args)
+      $("log").append(details)
+      break
+    }
+    case "tool/result": {
+      const details = [...document.querySelectorAll("details.tool")].find((d) => d.dataset.call === event.data.callId)
+      const output = document.createElement("pre")
+      output.className = "output"
+      output.textContent = event.data.content.map((b) => b.text).join("")
+      if (details !== undefined) {
+        details.querySelector("summary").textContent += event.data.isError ? " ✗" : " ✓"
+        details.append(output)
+      }
+      break
+    }
     case "step/end":
       state.answer = undefined
       break
@@ -92,6 +139,7 @@ function onLive(event) {
     $("status").textContent = event.status
   }
   if (event.type.startsWith("agent/inbox/")) refreshInbox()
+  if (event.type.startsWith("agent/approval/")) refreshApprovals()
 }
 
 function connect(after) {
@@ -118,6 +166,7 @@ async function open(id) {
   $("status").textContent = snapshot.status
   connect(-1)
   await refreshInbox()
+  await refreshApprovals()
 }
 
 const send = (route, text, source) =>
@@ -167,6 +216,8 @@ export const html = `<!doctype html>
   .user { color: #1d4ed8; margin: .4rem 0; }
   .assistant { white-space: pre-wrap; margin: .4rem 0; }
   .turn { color: #71717a; font-size: 12px; }
+  .tool { color: #52525b; margin: .3rem 0; }
+  .tool pre { margin: .2rem 0 .2rem 1rem; white-space: pre-wrap; }
   #prompt { width: 100%; box-sizing: border-box; padding: .5rem; }
   .bar { display: flex; gap: .4rem; margin-top: .4rem; align-items: center; }
   #error { color: #b91c1c; }
@@ -198,6 +249,8 @@ export const html = `<!doctype html>
 <aside>
   <h3>Inbox</h3>
   <ul id="inbox"></ul>
+  <h3>Approvals</h3>
+  <ul id="approvals"></ul>
 </aside>
 <script type="module">${script}</script>
 </body>
