@@ -1,5 +1,5 @@
 /**
- * The HTTP scenario (issue 43, ADR 0063): what reaching one Harness agent through `@harness/server` costs against
+ * The HTTP scenario (ADR 0063): what reaching one Harness agent through `@harness/server` costs against
  * the same agent in process, each figure as a ratio HTTP ÷ in-process. One process, the server on loopback
  * (`Server.layerNode`, memory store, an instant scripted model), the typed client (`Client`) over Node's HTTP client:
  *

@@ -133,6 +133,7 @@ describe("auth and limits", () => {
         "GET /sessions/{id}/events",
         "GET /sessions/{id}/goal",
         "GET /sessions/{id}/inbox",
+        "GET /sessions/{id}/records",
         "GET /sessions/{id}/snapshot",
         "POST /sessions",
         "POST /sessions/{id}/approve",

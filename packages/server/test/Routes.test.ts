@@ -60,6 +60,23 @@ describe("routes", () => {
       assert.strictEqual(missing._tag, "SessionNotFound")
     }).pipe(Effect.scoped))
 
+  it.live("records: the stored records as JSON Lines, as the store holds them, inbox records included; an unknown session is 404 (R241)", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory, [ScriptedModel.textResponse("hi")])
+      const client = yield* server.client()
+      const reader = yield* server.client("read-secret")
+      const { id } = yield* client.sessions.create({ payload: {} })
+      yield* client.agent.followup({ path: { id }, payload: { message: Message.make("hello") } })
+      const events = yield* until(server.baseUrl, id, turnsEnded(1))
+      const text = yield* reader.sessions.records({ path: { id } })
+      assert.isTrue(text.endsWith("\n"))
+      const lines = text.split("\n").slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>)
+      assert.deepStrictEqual(lines.filter((r) => "seq" in r).map((r) => r.seq), events.map((e) => e.seq))
+      assert.isTrue(lines.some((r) => r.type === "inbox/accepted"), "the inbox records are there too")
+      const missing = yield* Effect.flip(reader.sessions.records({ path: { id: Ids.SessionId.make("nope") } }))
+      assert.strictEqual(missing._tag, "SessionNotFound")
+    }).pipe(Effect.scoped))
+
   it.live("followup, queue two, withdraw one, cancel keeping the inbox (it answers what it kept): the queued one runs next", () =>
     Effect.gen(function*() {
       const server = yield* serve(SessionStore.layerMemory, [
