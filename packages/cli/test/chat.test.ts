@@ -240,8 +240,8 @@ const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Sc
     yield* press(name, "Enter")
     yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
     yield* type(name, "a")
-    // The write's result first: a status line drawn while the answer travels may still say idle.
-    yield* waitFor(name, "↳ [4] ok, 1 line: Wrote 1 line")
+    // The turn's last answer first: after an approval the status line may say idle while the turn still runs.
+    yield* waitFor(name, /write_file returned 1 line:\s+Wrote 1 line \(4 B\) to `a\.txt`/)
     yield* waitFor(name, /idle · \d+ tokens · \/help/)
     yield* type(name, "write b.txt: two")
     yield* press(name, "Enter")
