@@ -1,5 +1,5 @@
 /**
- * The fence (R252), with two runner processes over one PostgreSQL database and this process as a client-only node:
+ * The fence (R251, R252), with two runner processes over one PostgreSQL database and this process as a client-only node:
  * the runner hosting a session is frozen (`SIGSTOP`) mid-turn past its shard-lock expiry and the session's lease time,
  * the other runner takes the shard over and resumes the session, and the frozen runner is thawed (`SIGCONT`). Its
  * late append is refused by the session's writer lease, nothing it wrote after the takeover is stored, the log stays
@@ -17,7 +17,7 @@ import { clientLayer, freePort, sharding, until } from "./runners.js"
 
 describe("AgentEntity: the fence over PostgreSQL", () => {
   it.live(
-    "R252: a runner frozen past its lock expiry is taken over; thawed, its append is refused and its entity stops",
+    "R251/R252: a runner frozen past its lock expiry is taken over; thawed, its append is refused and its entity stops",
     () =>
       Effect.gen(function*() {
         const url = yield* Postgres.database
