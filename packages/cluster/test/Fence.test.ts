@@ -1,9 +1,9 @@
 /**
- * The fence (R251, R252), with two runner processes over one PostgreSQL database and this process as a client-only node:
- * the runner hosting a session is frozen (`SIGSTOP`) mid-turn past its shard-lock expiry and the session's lease time,
- * the other runner takes the shard over and resumes the session, and the frozen runner is thawed (`SIGCONT`). Its
- * late append is refused by the session's writer lease, nothing it wrote after the takeover is stored, the log stays
- * one well-formed history, and its stale entity stops.
+ * The fence (R251, R252), with two runner processes over one PostgreSQL database and this process as a client-only
+ * node: the runner hosting a session is frozen (`SIGSTOP`) mid-turn past its shard-lock expiry and the session's lease
+ * time, the other runner takes the shard over and resumes the session, and the frozen runner is thawed (`SIGCONT`).
+ * Its late append is refused by the session's writer lease, nothing it wrote after the takeover is stored, the log
+ * stays one well-formed history, and its stale entity stops.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { LogCheck, SessionStore } from "@harness/session"
