@@ -139,12 +139,17 @@ export const WhenIdle = Rpc.make("WhenIdle")
 /**
  * The agent's live events from the moment the entity runs the request, opening with an `agent/status` event (the
  * status at that instant: the client is subscribed once it has it): volatile, beside the mailbox, so an open
- * subscription never holds a send back (R187).
+ * subscription never holds a send back (R187). With `after`, the durable events after that seq come first, from the
+ * log, then the live ones with no durable event twice (R254).
  *
  * @since 0.0.0
  * @category rpcs
  */
-export const Events = Rpc.make("Events", { success: AgentEvent.AgentEvent, stream: true })
+export const Events = Rpc.make("Events", {
+  payload: { after: Schema.optional(Schema.Int) },
+  success: AgentEvent.AgentEvent,
+  stream: true
+})
 
 /**
  * The entity's protocol: every operation of the agent, plus `Status`, `WhenIdle` and `Events`.
@@ -254,7 +259,7 @@ export const layer = <R = LanguageModel.LanguageModel>(
         AwaitReceipt: (request) => Rpc.fork(handle(request)),
         Status: () => Rpc.fork(agent.status),
         WhenIdle: () => Rpc.fork(agent.whenIdle),
-        Events: () => Rpc.fork(internal.liveEvents(agent))
+        Events: (request) => Rpc.fork(internal.liveEvents(agent, request.payload.after))
       })
     }).pipe(Effect.orDie),
     options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime }

@@ -87,6 +87,11 @@ export interface Service {
   readonly whenIdle: Effect.Effect<void, RemoteAgentError>
   /** The live events from the moment the entity subscribes; the first is the status at that instant. */
   readonly events: Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError>
+  /**
+   * Contract: the status, then every durable event after seq `after` once and in seq order (from the log, then live),
+   * then the live events: a client that lost its stream resubscribes with the last durable seq it received (R254).
+   */
+  readonly eventsAfter: (after: number) => Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError>
 }
 
 /**
@@ -200,7 +205,8 @@ export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Ser
       awaitReceipt: (target) => remote(client.AwaitReceipt({ id: target })),
       status: remote(client.Status(undefined)),
       whenIdle: remote(client.WhenIdle(undefined)),
-      events: Stream.mapError(client.Events(undefined), toRemoteError)
+      events: Stream.mapError(client.Events({}), toRemoteError),
+      eventsAfter: (after) => Stream.mapError(client.Events({ after }), toRemoteError)
     }
   })
 

@@ -1,8 +1,8 @@
 /**
  * The agent entity through `Entity.makeTestClient` (the entity's real handlers and RPC server, in memory, no message
  * storage): every RPC answers what the agent answers and round-trips its schemas; an open `Events` subscription does
- * not hold a send back; a duplicate id is accepted once; a redelivered `ifTurn` cancel of a closed turn does nothing.
- * Every test ends with the session's stored log passing `checkLog`.
+ * not hold a send back, and one opened after a seq resumes there; a duplicate id is accepted once; a redelivered
+ * `ifTurn` cancel of a closed turn does nothing. Every test ends with the session's stored log passing `checkLog`.
  */
 import { Entity, ShardingConfig } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
@@ -32,7 +32,7 @@ type Client = Effect.Effect.Success<typeof setup>["client"]
 const subscribed = (client: Client) =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
-    yield* client.Events(undefined).pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+    yield* client.Events({}).pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
     yield* takeUntil(queue, (e) => e.type === "agent/status")
     return queue
   })
@@ -160,6 +160,32 @@ describe("AgentEntity", () => {
       const seen = yield* takeUntil(queue, (e) => e.type === "agent/inbox/enqueue" && e.message.id === mid("m-1"))
       assert.isTrue(seen.length > 0)
       yield* client.WhenIdle(undefined)
+      yield* assertLogClean(store)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.scoped("R254: Events after a seq gives every later durable event once, in seq order, then the live ones", () =>
+    Effect.gen(function*() {
+      const { client, model, store } = yield* setup
+      yield* model.push(S.textResponse("first"), S.textResponse("second"))
+      yield* client.Followup({ id: mid("m-1"), operation: new Operations.Followup({ message: prompt("one") }) })
+      yield* client.WhenIdle(undefined)
+      const before = yield* storedEvents(store)
+      const after = before[Math.floor(before.length / 2)]!.seq
+
+      const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
+      yield* client.Events({ after }).pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+      const opened = yield* takeUntil(queue, (e) => e.type === "agent/status")
+      assert.strictEqual(opened.length, 1, "the status comes first")
+      yield* client.Followup({ id: mid("m-2"), operation: new Operations.Followup({ message: prompt("two") }) })
+      yield* client.WhenIdle(undefined)
+      const seen = yield* takeUntil(
+        queue,
+        (e) => e.type === "session/event" && e.event.type === "turn/end" && e.event.data.turn === 2
+      )
+
+      const stored = (yield* storedEvents(store)).map((e) => e.seq).filter((seq) => seq > after)
+      const durable = seen.flatMap((e) => e.type === "session/event" ? [e.event.seq] : [])
+      assert.deepStrictEqual(durable, stored)
       yield* assertLogClean(store)
     }).pipe(Effect.provide(TestLayer)))
 

@@ -35,8 +35,9 @@ describe("AgentEntity: the fence over PostgreSQL", () => {
           yield* Processes.start(program, runner(yield* freePort)),
           yield* Processes.start(program, runner(yield* freePort))
         ]
-        for (const node of nodes) yield* node.waitFor("ready", (l) => l._tag === "ready")
-        yield* until("both runners holding their shards", context.shardOwners, (owners) => owners === 2)
+        // Generous: a node starts in about a second alone, far slower on a machine shared with other work.
+        for (const node of nodes) yield* node.waitFor("ready", (l) => l._tag === "ready", { deadline: 120_000 })
+        yield* until("both runners holding their shards", context.shardOwners, (owners) => owners === 2, 60_000)
         const store = yield* Effect.provide(SessionStore.SessionStore, context.context)
         const agent = yield* Effect.provide(RemoteAgent.make(sessionId), context.context)
 
@@ -82,6 +83,6 @@ describe("AgentEntity: the fence over PostgreSQL", () => {
           [mid("m-1"), mid("m-2")]
         )
       }).pipe(Effect.scoped),
-    90_000
+    240_000
   )
 })

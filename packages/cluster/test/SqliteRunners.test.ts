@@ -66,7 +66,9 @@ describe("AgentEntity: runner processes over SQLite", () => {
 
         // 2. A runner starts, delivers them in order and is SIGKILLed while the first turn's model call hangs.
         const first = yield* Processes.start(program, config)
-        yield* first.waitFor("the first turn's model request", (l) => l._tag === "asked" && l.text === "one [hang]")
+        yield* first.waitFor("the first turn's model request", (l) => l._tag === "asked" && l.text === "one [hang]", {
+          deadline: 120_000
+        })
         yield* first.signal("SIGKILL")
         assert.strictEqual(yield* first.exited, "SIGKILL")
         assert.deepStrictEqual(yield* turnEnds(store), [], "the turn was cut open")
@@ -74,7 +76,9 @@ describe("AgentEntity: runner processes over SQLite", () => {
         // 3. The next runner gets no message: its stored keep-alive activates the entity, the repair closes the cut
         //    turn, and the inbox runs on; it is stopped gracefully while the second turn hangs.
         const second = yield* Processes.start(program, config)
-        yield* second.waitFor("the second turn's model request", (l) => l._tag === "asked" && l.text === "two [hang]")
+        yield* second.waitFor("the second turn's model request", (l) => l._tag === "asked" && l.text === "two [hang]", {
+          deadline: 120_000
+        })
         assert.isUndefined(
           second.lines().find((l) => l._tag === "asked" && l.text === "one [hang]"),
           "the cut turn is not run again"
@@ -86,7 +90,7 @@ describe("AgentEntity: runner processes over SQLite", () => {
 
         // 4. A third runner drains the rest in order; the waiting send was answered with its id.
         const third = yield* Processes.start(program, config)
-        const ends = yield* until("four closed turns", turnEnds(store), (ends) => ends.length >= 4)
+        const ends = yield* until("four closed turns", turnEnds(store), (ends) => ends.length >= 4, 120_000)
         assert.deepStrictEqual(ends, ["interrupted", "disposed", "completed", "completed"])
         assert.deepStrictEqual(yield* Fiber.join(fourth), mid("m-4"))
         assert.deepStrictEqual(
@@ -100,6 +104,6 @@ describe("AgentEntity: runner processes over SQLite", () => {
         )
         assert.deepStrictEqual(LogCheck.checkLog(events), [])
       }).pipe(Effect.scoped),
-    60_000
+    240_000
   )
 })

@@ -50,16 +50,26 @@ export const keepAliveWhileBusy = (agent: Agent.Service) =>
 
 /**
  * The live events for one `Events` request: subscribed first, then the status at that instant as an `agent/status`
- * event (so the client knows it is subscribed), then every event until `agent/disposed`.
+ * event (so the client knows it is subscribed), then — with `after` — the log's durable events after that seq, then
+ * every live event until `agent/disposed`, skipping the durable ones the log already gave.
  */
-export const liveEvents = (agent: Agent.Service): Stream.Stream<AgentEvent.AgentEvent> =>
+export const liveEvents = (agent: Agent.Service, after?: number): Stream.Stream<AgentEvent.AgentEvent> =>
   Stream.unwrapScoped(
     Effect.gen(function*() {
       const queue = yield* agent.subscribe
       const status = yield* agent.status
+      const past = after === undefined ? [] : (yield* agent.log).filter((event) => event.seq > after)
+      const last = past.length === 0 ? after : past[past.length - 1]!.seq
+      const head: Array<AgentEvent.AgentEvent> = [
+        { type: "agent/status", status },
+        ...past.map((event) => ({ type: "session/event" as const, event }))
+      ]
       return Stream.concat(
-        Stream.succeed<AgentEvent.AgentEvent>({ type: "agent/status", status }),
-        Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "agent/disposed"))
+        Stream.fromIterable(head),
+        Stream.fromQueue(queue).pipe(
+          Stream.takeUntil((event) => event.type === "agent/disposed"),
+          Stream.filter((event) => last === undefined || event.type !== "session/event" || event.event.seq > last)
+        )
       )
     })
   )
