@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AgentEntity, RemoteAgent } from "../src/index.js"
-import { mid, prompt, sessionId, storedEvents } from "./fixtures.js"
+import { mid, prompt, sessionId, storedEvents, turnEnds } from "./fixtures.js"
 
 /** One runner over the two files, with the scripted `replies`. */
 const runner = (dir: string, replies: ReadonlyArray<S.Reply>) =>
@@ -29,9 +29,6 @@ const runner = (dir: string, replies: ReadonlyArray<S.Reply>) =>
     Layer.provideMerge(SqliteStore.layer({ filename: join(dir, "sessions.db") })),
     Layer.provideMerge(S.layer(replies))
   )
-
-const turnEnds = (store: SessionStore.Service) =>
-  Effect.map(storedEvents(store), (events) => events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : []))
 
 describe("AgentEntity on SingleRunner over SQLite", () => {
   it.live(

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AgentEntity, RemoteAgent } from "../src/index.js"
-import { mid, prompt, sessionId, storedEvents } from "./fixtures.js"
+import { mid, prompt, sessionId, storedEvents, turnEnds } from "./fixtures.js"
 import type { NodeConfig } from "./fixtures/node.js"
 import * as Processes from "./processes.js"
 import { until } from "./runners.js"
@@ -30,9 +30,6 @@ const client = (dir: string) =>
     Layer.provideMerge(SqliteClient.layer({ filename: join(dir, "cluster.db") })),
     Layer.merge(SqliteStore.layer({ filename: join(dir, "sessions.db") }))
   )
-
-const turnEnds = (store: SessionStore.Service) =>
-  Effect.map(storedEvents(store), (events) => events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : []))
 
 describe("AgentEntity: runner processes over SQLite", () => {
   it.live(

@@ -32,6 +32,13 @@ export const storedEvents = (store: SessionStore.Service, id: Ids.SessionId = se
     (records) => records.filter((r): r is SessionEvent.SessionEvent => !Store.isInboxRecord(r))
   )
 
+/** How each of the session's stored turns ended, in order. */
+export const turnEnds = (store: SessionStore.Service, id: Ids.SessionId = sessionId) =>
+  Effect.map(
+    storedEvents(store, id),
+    (events) => events.flatMap((e) => e.type === "turn/end" ? [e.data.reason.kind] : [])
+  )
+
 /**
  * Encodes an RPC's payload and its answer (an `Exit`) to JSON text and decodes them back, asserting that encoding the
  * decoded values gives the same JSON: what a runner and a client in two processes would exchange.
