@@ -17,6 +17,7 @@ import * as readline from "node:readline"
 import { CommandError } from "../CliError.js"
 import type { Settings } from "../Settings.js"
 import * as Approval from "./approval.js"
+import * as ChatAgents from "./chatAgents.js"
 import * as Inbox from "./inbox.js"
 import * as Keys from "./keys.js"
 import { replacePrinters, safe, styles, visible } from "./output.js"
@@ -43,6 +44,7 @@ export const help = (window: number): ReadonlyArray<string> => [
   "Up               on an empty prompt: edit the last queued item in place (Up again: the one before; Enter saves,",
   "                 Esc leaves it as it was; if the agent took it meanwhile, the text is queued as a new follow-up)",
   "/expand [N]      the full arguments and output of tool call N (default: the last one)",
+  ...ChatAgents.help,
   "/sessions        list stored sessions                 /exit     leave (also Ctrl-D)",
   "Approvals: y = allow once, n = deny, a = always allow this exact shell command, or writes to files in this folder"
 ]
@@ -331,7 +333,7 @@ export const chat = (
     yield* Effect.forever(Effect.flatMap(logs.take, (line) => emit([s.yellow(safe(line))]))).pipe(
       Effect.forkScoped
     )
-    const { agent, goal } = yield* opened.start(hooks)
+    const { agent, goal, goals, subagents } = yield* opened.start(hooks)
     yield* Ref.set(inboxOf, Inbox.items(agent))
     const fates = yield* Inbox.track(agent)
     /**
@@ -748,6 +750,13 @@ export const chat = (
             if (started) yield* emit([s.dim("  compacting: the next requests carry a summary of the conversation")])
             return
           }
+          case "/agents":
+          case "/agent":
+            return yield* emit(
+              subagents === undefined
+                ? ChatAgents.unavailable(goals === undefined)
+                : yield* ChatAgents.run(subagents, agent, command, argument)
+            )
           case "/sessions":
             return yield* emit(
               (yield* backend.list.pipe(Effect.catchAll((e) => Effect.succeed([e.message])))).map(visible)

@@ -13,12 +13,14 @@ import type { ChatCompletions } from "@harness/llm"
 import { SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
 import { SqliteStore } from "@harness/store-sqlite"
+import { SubagentError, Subagents } from "@harness/subagents"
 import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
 import type { ConfigError, Redacted, Scope } from "effect"
 import { Config, Context, Duration, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
 import * as OfflineModel from "../OfflineModel.js"
 import type { Settings, StoreLocation } from "../Settings.js"
+import * as Agents from "./agents.js"
 import * as Goal from "./goal.js"
 import * as McpServers from "./mcpServers.js"
 import * as Remote from "./remote.js"
@@ -79,10 +81,11 @@ export const modelLayer = (settings: Settings): Layer.Layer<LanguageModel.Langua
         ).pipe(Layer.provide(NodeHttpClient.layerUndici))
     ))
 
-/** An agent and its goal service. */
+/** An agent, its goal service, and its subagents (when `.harness/agents.json` configures some). */
 export interface Running {
   readonly agent: Agent.Service
   readonly goals: Goals.Service
+  readonly subagents: Subagents.Service | undefined
 }
 
 /**
@@ -93,7 +96,11 @@ export const makeAgent = (
   settings: Settings,
   session: SessionLog.Service,
   hooks: Hooks.Hooks = {}
-): Effect.Effect<Running, CommandError, LanguageModel.LanguageModel | CommandExecutor | Scope.Scope> =>
+): Effect.Effect<
+  Running,
+  CommandError,
+  LanguageModel.LanguageModel | CommandExecutor | SessionStore.SessionStore | Scope.Scope
+> =>
   Effect.gen(function*() {
     const tools = yield* NodeWorkspaceTools.make({ root: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the workspace tools: ${e.message}` }))
@@ -102,11 +109,16 @@ export const makeAgent = (
     const plugin = yield* Goals.make({ workspace: settings.workspace.value }).pipe(
       Effect.mapError((e) => new CommandError({ reason: "Input", message: `the goal system: ${e.message}` }))
     )
+    const children = yield* Agents.attach(
+      settings.workspace.value,
+      tools,
+      hooks.toolApproval === undefined ? undefined : (input, next) => hooks.toolApproval!(input, next)
+    )
     const agent = yield* Effect.mapError(
       Agent.make({
         session,
         system,
-        tools: [...plugin.tools, ...tools, ...mcp],
+        tools: [...plugin.tools, ...tools, ...mcp, ...(children?.tools ?? [])],
         hooks: Hooks.compose(plugin.hooks, hooks),
         model: settings.model.value,
         provider: settings.provider.value,
@@ -116,23 +128,32 @@ export const makeAgent = (
           : { contextWindow: settings.contextWindow.value }
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
-    )
+    ).pipe(Effect.provideService(Subagents.Subagents, children?.subagents ?? unused))
     const goals = yield* Effect.mapError(
       plugin.attach(agent),
       (e) => new CommandError({ reason: "Input", message: `cannot start goals: ${e.message}` })
     )
-    return { agent, goals }
+    return { agent, goals, subagents: children?.subagents }
   })
 
+/** The subagents of an agent without any: its tools never ask for the service. */
+const unused: Subagents.Service = {
+  spawn: () => Effect.dieMessage("no subagents are configured"),
+  list: Effect.succeed([]),
+  get: (id) => new SubagentError.SubagentError({ reason: "unknown", id }),
+  resume: () => Effect.succeed([])
+}
+
 /**
- * A session's agent as `run` and `chat` use it; `goals` is absent on a server, where `goal` (the chat's `/goal`)
- * goes through the goal routes.
+ * A session's agent as `run` and `chat` use it; `goals` and `subagents` are absent on a server, where `goal` (the
+ * chat's `/goal`) goes through the goal routes and the children live on the server.
  */
 export interface Started {
   readonly agent: Agent.Service
   readonly goals: Goals.Service | undefined
   /** Runs the text after the chat's `/goal` and answers what to print. */
   readonly goal: (argument: string) => Effect.Effect<string, { readonly message: string }>
+  readonly subagents?: Subagents.Service | undefined
 }
 
 /** A session opened for a command: what it held when opened (for chat's summary), and how to start its agent. */
