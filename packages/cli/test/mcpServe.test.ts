@@ -184,4 +184,45 @@ describe("harness mcp", { timeout: 180_000 }, () => {
       assert.strictEqual(events.filter((e) => e.type === "compaction").length, 1)
       assert.include(events.filter((e) => e.type === "turn/start").map((e) => e.data.trigger?.kind), "compaction")
     }))
+
+  it.scoped("R236: a client that cancels its awaitReceipt call interrupts the wait; a call not cancelled answers once the message is final", () =>
+    Effect.gen(function*() {
+      const client = yield* connect(["--expose", "send,awaitReceipt,withdraw,receipt"])
+      const errors: Array<string> = []
+      client.onerror = (error) => void errors.push(error.message)
+      // Parked messages (next-turn, no wakeup) never run: their fate is final only once withdrawn.
+      const park = (text: string) =>
+        Effect.map(
+          call(client, "send", { message: message(text), options: { target: "next-turn", wakeup: false } }),
+          ({ value }) => value as string
+        )
+      const a = yield* park("cancelled wait")
+      const b = yield* park("answered wait")
+      const controller = new AbortController()
+      const cancelled = Effect.runPromiseExit(
+        Effect.promise(() =>
+          client.callTool({ name: "awaitReceipt", arguments: { id: a } }, undefined, { signal: controller.signal })
+        )
+      )
+      const answered = client.callTool({ name: "awaitReceipt", arguments: { id: b } })
+      // A round trip after both calls: the server has read them, so both waits are in flight.
+      assert.strictEqual(((yield* call(client, "receipt", { id: a })).value as { _tag: string })._tag, "pending")
+      controller.abort("the client stopped waiting")
+      yield* Effect.promise(() => cancelled)
+      // The server ends the cancelled wait while its message is still pending: @effect/ai's server answers the
+      // cancelled request with its interrupt (the SDK reports an answer to an id it dropped through `onerror`).
+      for (let attempt = 0; errors.length === 0 && attempt < 2000; attempt++) {
+        assert.strictEqual(((yield* call(client, "receipt", { id: a })).value as { _tag: string })._tag, "pending")
+      }
+      assert.strictEqual(errors.length, 1, "the cancelled wait did not end")
+      assert.include(errors[0], "Interrupt")
+      // Both messages become final, `a` first: a wait still running for `a` would answer before `b`'s does.
+      assert.strictEqual(((yield* call(client, "withdraw", { id: a })).value as { _tag: string })._tag, "Withdrawn")
+      assert.strictEqual(((yield* call(client, "withdraw", { id: b })).value as { _tag: string })._tag, "Withdrawn")
+      const result = yield* Effect.promise(() => answered)
+      const content = result.content as ReadonlyArray<{ readonly text: string }>
+      assert.strictEqual((JSON.parse(content[0]!.text) as { _tag: string })._tag, "withdrawn")
+      assert.deepStrictEqual((yield* call(client, "receipt", { id: a })).value, { _tag: "withdrawn" })
+      assert.strictEqual(errors.length, 1, errors.join("\n"))
+    }))
 })

@@ -107,6 +107,11 @@ export const operations: Readonly<Record<string, Exposed>> = {
     "What became of a message, from the session log: pending, ran, joined, applied, withdrawn, discarded, expired, " +
       "superseded, rejected."
   ),
+  awaitReceipt: operation(
+    Operations.AwaitReceipt,
+    "Wait until a message's fate is final (ran, joined, applied, withdrawn, discarded, …) and answer it. Cancel the " +
+      "call (notifications/cancelled) to stop waiting."
+  ),
   compact: operation(
     Operations.Compact,
     "Compact the history: a turn asks the model for a summary that stands for the conversation so far (with " +
