@@ -10,7 +10,10 @@ import { Ids, Message } from "@harness/domain"
 import { McpError, McpTools } from "@harness/mcp"
 import { LogCheck } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Duration, Effect, Either, Exit, Fiber, Schema, TestClock } from "effect"
+import { Duration, Effect, Either, Exit, Fiber, Schedule, Schema, TestClock } from "effect"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import process from "node:process"
 import { fileURLToPath } from "node:url"
 import { httpFixture } from "./fixtures/http.js"
@@ -53,7 +56,17 @@ describe("MCP tools over stdio (the official SDK's server as a child process)", 
       const tools = yield* McpTools.make({ servers: { fx: stdio("server.mjs") } })
       assert.deepStrictEqual(
         tools.map((t) => t.name),
-        ["fx__echo", "fx__add", "fx__pid", "fx__wait", "fx__cancellations", "fx__crash", "fx__big", "fx__fail"]
+        [
+          "fx__echo",
+          "fx__add",
+          "fx__pid",
+          "fx__wait",
+          "fx__waitMarked",
+          "fx__cancellations",
+          "fx__crash",
+          "fx__big",
+          "fx__fail"
+        ]
       )
       // The model sees the server's JSON Schema.
       const schema = JSON.parse(JSON.stringify(
@@ -238,6 +251,38 @@ describe("an agent turn with MCP tools", () => {
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.isString(yield* server.cancelled)
+      const log = yield* agent.log
+      assert.deepStrictEqual(LogCheck.checkLog(log), [])
+      const result = log.find((e) => e.type === "tool/result")
+      assert.isTrue(result?.type === "tool/result" && result.data.isError)
+      const end = log.findLast((e) => e.type === "turn/end")
+      assert.strictEqual(end?.type === "turn/end" ? end.data.reason.kind : undefined, "aborted")
+    }).pipe(Effect.scoped, Effect.provide([S.layer(), NodeContext.layer])))
+
+  it.live("R233: cancelling the turn mid-call of a stdio MCP tool sends notifications/cancelled; the server's call sees its abort", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "harness-mcp-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const marker = join(dir, "started")
+      const tools = yield* McpTools.make({ servers: { fx: { ...stdio("server.mjs"), approval: "none" } } })
+      const agent = yield* Agent.make({ tools })
+      const model = yield* S.ScriptedModel
+      yield* model.push(
+        S.toolCallResponse(S.toolCall("fx__waitMarked", { marker }, { id: "wait" })),
+        S.textResponse("unused")
+      )
+      yield* agent.followup(Message.make("wait for it"))
+      // The server's handler is running once it created the marker (polled; bounded).
+      yield* Effect.sync(() => existsSync(marker)).pipe(
+        Effect.repeat({ until: (started) => started, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("the server never started the call") })
+      )
+      yield* agent.cancel("user")
+      yield* agent.whenIdle
+      // The same server process (no restart) lists the cancellation it received for that call.
+      assert.strictEqual(yield* call(tools, "fx__pid"), readFileSync(marker, "utf8"))
+      const received = JSON.parse(String(yield* call(tools, "fx__cancellations"))) as ReadonlyArray<string>
+      assert.strictEqual(received.length, 1, "the server was told the call was cancelled")
       const log = yield* agent.log
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
       const result = log.find((e) => e.type === "tool/result")
