@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import * as Sessions from "../src/internal/sessions.js"
 import { bin, chatChunk, tempDir } from "./support.js"
 import * as Terminal from "./terminal.js"
 
@@ -22,7 +23,8 @@ interface Request {
   /** The system prompt of the request: which agent is asking. */
   readonly system: string
   readonly text: (content: string) => Effect.Effect<void>
-  readonly call: (name: string, args: object) => Effect.Effect<void>
+  /** Answers with calls of `name`, one per arguments object, in one step. */
+  readonly call: (name: string, ...args: ReadonlyArray<object>) => Effect.Effect<void>
   readonly end: Effect.Effect<void>
   /** Resolves when the client closed the request (a cancel aborts it). */
   readonly closed: Effect.Effect<void>
@@ -44,13 +46,15 @@ const scriptedProvider = Effect.gen(function*() {
         body,
         system: typeof system === "string" ? system : JSON.stringify(system),
         text: (content) => Effect.sync(() => void response.write(chatChunk("scripted", { content }))),
-        call: (name, args) =>
+        call: (name, ...args) =>
           Effect.sync(() => {
-            const call = { index: 0, id: `call-${name}`, type: "function", function: { name, arguments: "" } }
-            response.write(chatChunk("scripted", { tool_calls: [call] }))
-            response.write(
-              chatChunk("scripted", { tool_calls: [{ index: 0, function: { arguments: JSON.stringify(args) } }] })
-            )
+            args.forEach((value, index) => {
+              const call = { index, id: `call-${index}`, type: "function", function: { name, arguments: "" } }
+              response.write(chatChunk("scripted", { tool_calls: [call] }))
+              response.write(
+                chatChunk("scripted", { tool_calls: [{ index, function: { arguments: JSON.stringify(value) } }] })
+              )
+            })
             response.write(chatChunk("scripted", {}, "tool_calls"))
             response.end("data: [DONE]\n\n")
           }),
@@ -85,23 +89,32 @@ const readLog = (filename: string, id: Ids.SessionId) =>
 const textOf = (event: SessionEvent.SessionEvent): string =>
   "content" in event.data ? JSON.stringify(event.data.content) : ""
 
+/** A workspace configuring the `researcher` subagent, and `harness chat` over its SQLite store in a terminal. */
+const workspace = () =>
+  Effect.sync(() => {
+    const [dir, cleanup] = tempDir()
+    mkdirSync(join(dir, ".harness"))
+    writeFileSync(
+      join(dir, ".harness", "agents.json"),
+      JSON.stringify({ agents: { researcher: { description: "researches one question", system: childSystem } } })
+    )
+    return { dir, cleanup, db: join(dir, "chat.db") }
+  })
+
+const chatIn = (dir: string, db: string, args: string) =>
+  Terminal.open({
+    command:
+      `env NO_COLOR=1 'LLM_IDLE_TIMEOUT=10 minutes' ${process.execPath} ${bin} chat --store sqlite:${db} ${args}`,
+    cwd: dir
+  })
+
 describe("harness chat /agents", { timeout: 300_000 }, () => {
   it.live("R230, R231: /agents lists the running child; /agent 1 steers its turn; /agent 2 cancel cancels the other; the logs are clean", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
+      const { cleanup, db, dir } = yield* workspace()
       yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      mkdirSync(join(dir, ".harness"))
-      writeFileSync(
-        join(dir, ".harness", "agents.json"),
-        JSON.stringify({ agents: { researcher: { description: "researches one question", system: childSystem } } })
-      )
-      const db = join(dir, "chat.db")
       const provider = yield* scriptedProvider
-      const term = yield* Terminal.open({
-        command:
-          `env NO_COLOR=1 'LLM_IDLE_TIMEOUT=10 minutes' ${process.execPath} ${bin} chat --store sqlite:${db} ${provider.args}`,
-        cwd: dir
-      })
+      const term = yield* chatIn(dir, db, provider.args)
       yield* term.waitFor("idle · 0 tokens · /help")
       yield* term.type("/agents")
       yield* term.press("Enter")
@@ -190,5 +203,77 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       assert.deepStrictEqual(LogCheck.checkLog(parent), [])
       const tree = yield* Subagents.tree(parentId).pipe(Effect.provide(SqliteStore.layer({ filename: db })))
       assert.deepStrictEqual(tree.children.map((c) => [c.id, c.last]), [[childId, "completed"], [secondId, "aborted"]])
+    }).pipe(Effect.scoped))
+
+  it.live("R232: two children, one steered and one cancelled, then SIGKILL: the stored tree renders both; chat --continue reports the cut child to the parent; all three logs are clean", () =>
+    Effect.gen(function*() {
+      const { cleanup, db, dir } = yield* workspace()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const provider = yield* scriptedProvider
+      const term = yield* chatIn(dir, db, provider.args)
+      yield* term.waitFor("idle · 0 tokens · /help")
+      yield* term.type("split the work")
+      yield* term.press("Enter")
+      const first = yield* Queue.take(provider.requests)
+      yield* first.call("researcher", { task: "task one" }, { task: "task two" })
+      const children = [yield* Queue.take(provider.requests), yield* Queue.take(provider.requests)]
+      const one = children.find((r) => r.body.includes("task one"))!
+      const two = children.find((r) => r.body.includes("task two"))!
+      assert.deepStrictEqual([one.system, two.system], [childSystem, childSystem])
+      yield* one.text("Working on one.")
+      yield* two.text("Working on two.")
+      yield* term.type("/agents")
+      yield* term.press("Enter")
+      const row = (task: string) => new RegExp(` (\\d)  (\\S+~\\d+)  researcher  running  ▸ ${task}`)
+      const listed = yield* term.waitFor({
+        test: (screen) => row("task one").test(screen) && row("task two").test(screen)
+      })
+      const [, n1, id1] = row("task one").exec(listed)!
+      const [, n2, id2] = row("task two").exec(listed)!
+
+      yield* term.type(`/agent ${n1} focus on the tests`)
+      yield* term.press("Enter")
+      yield* term.waitFor(`↪ steering subagent ${n1} (researcher): focus on the tests`)
+      yield* term.type(`/agent ${n2} cancel`)
+      yield* term.press("Enter")
+      yield* term.waitFor(`✕ cancelled subagent ${n2} (researcher)'s turn`)
+      yield* two.closed
+      yield* term.type("/agents")
+      yield* term.press("Enter")
+      yield* term.waitFor(new RegExp(` ${n2}  ${id2!.replace(/[-]/g, "\\-")}  researcher  cancelled`))
+      // SIGKILL while the first child's step streams (its steering waits in its inbox).
+      process.kill(term.pid, "SIGKILL")
+
+      const parentId = id1!.slice(0, id1!.lastIndexOf("~"))
+      const again = yield* chatIn(dir, db, `${provider.args} --continue`)
+      // --continue continues the parent (the latest session a person started), not the child active after it.
+      yield* again.waitFor({ test: (screen) => new RegExp(`continuing session ${parentId}(?!~)`).test(screen) })
+      yield* again.waitFor("/help")
+      yield* again.type("/exit")
+      yield* again.press("Enter")
+      yield* again.waitFor("bye — session")
+
+      // What `harness sessions show` renders (its own test runs the command): the children in the order of the
+      // parent's calls, `task one` first.
+      const tree = yield* Subagents.tree(parentId as Ids.SessionId).pipe(
+        Effect.provide(SqliteStore.layer({ filename: db }))
+      )
+      assert.deepStrictEqual(Sessions.renderTree(tree), [
+        `  ├─ ${id1} (researcher): interrupted`,
+        `  └─ ${id2} (researcher): aborted`
+      ])
+      const parent = yield* readLog(db, parentId as Ids.SessionId)
+      const cut = yield* readLog(db, id1 as Ids.SessionId)
+      const cancelled = yield* readLog(db, id2 as Ids.SessionId)
+      for (const events of [parent, cut, cancelled]) assert.deepStrictEqual(LogCheck.checkLog(events), [])
+      const report = parent.find((e) =>
+        e.type === "user/message" && e.data.source.kind === "plugin" && e.data.source.plugin === `subagent:${id1}`
+      )
+      assert.isDefined(report, "the parent was told what became of the cut child")
+      assert.include(textOf(report!), "interrupted")
+      const end = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+        events.findLast((e) => e.type === "turn/end")?.data
+      assert.strictEqual((end(cut) as { reason: { kind: string } }).reason.kind, "interrupted")
+      assert.strictEqual((end(cancelled) as { reason: { kind: string } }).reason.kind, "aborted")
     }).pipe(Effect.scoped))
 })

@@ -192,6 +192,15 @@ export const layer = (options?: Options): Layer.Layer<Subagents, never, SessionS
 export const childIdOf: (parent: Ids.SessionId, callSeq: number) => Ids.SessionId = internal.childIdOf
 
 /**
+ * The parent of a child's session id (`<parent>~<seq>`, see {@link childIdOf}), or `undefined` for an id that is not
+ * a child's: so "the latest session" of a store can mean the latest a person started.
+ *
+ * @since 0.0.0
+ * @category utils
+ */
+export const parentOf: (id: Ids.SessionId) => Ids.SessionId | undefined = internal.parentOf
+
+/**
  * The tree of a stored session and its children (and theirs), read from the store without disturbing a writer.
  *
  * @since 0.0.0

@@ -133,6 +133,13 @@ export const makeAgent = (
       plugin.attach(agent),
       (e) => new CommandError({ reason: "Input", message: `cannot start goals: ${e.message}` })
     )
+    // A reopened parent learns what became of the children a crash cut (nothing when none was).
+    if (children !== undefined) {
+      yield* Effect.mapError(
+        children.subagents.resume(agent),
+        (e) => new CommandError({ reason: "Store", message: `cannot report the subagents: ${e.message}` })
+      )
+    }
     return { agent, goals, subagents: children?.subagents }
   })
 
@@ -251,7 +258,8 @@ export const layerRemote = (url: string, token: Redacted.Redacted): Layer.Layer<
         }),
       resolveId: (text) => Remote.resolveId(client, url, text),
       latest: Effect.flatMap(Effect.mapError(client.sessions.list(), Remote.failure(url)), (all) => {
-        const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
+        const last = all.filter((s) => Subagents.parentOf(s.id) === undefined)
+          .sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
         return last === undefined
           ? new CommandError({ reason: "SessionNotFound", message: `no session to continue on ${url}` })
           : Effect.succeed(last.id)
@@ -281,12 +289,14 @@ export const openSession = (id: Ids.SessionId | undefined) =>
     (log) => Effect.ignore(log.close)
   )
 
-/** The session of this store that was active last (`chat --continue`). */
+/** The session of this store that was active last (`chat --continue`), subagents' sessions aside. */
 export const latestSession: Effect.Effect<Ids.SessionId, CommandError, SessionStore.SessionStore> = Effect.gen(
   function*() {
     const store = yield* SessionStore.SessionStore
     const all = yield* Effect.mapError(store.list, (e) => new CommandError({ reason: "Store", message: e.message }))
-    const last = [...all].sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
+    // A subagent's session is active after its parent's: the latest is the latest a person started.
+    const last = all.filter((s) => Subagents.parentOf(s.header.id) === undefined)
+      .sort((a, b) => a.lastActivity - b.lastActivity).at(-1)
     if (last === undefined) {
       return yield* new CommandError({
         reason: "SessionNotFound",

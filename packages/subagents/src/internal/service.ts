@@ -14,6 +14,11 @@ import { Outcome as OutcomeSchema } from "./outcome.js"
 export const childIdOf = (parent: Ids.SessionId, callSeq: number): Ids.SessionId =>
   `${parent}~${callSeq}` as Ids.SessionId // a SessionId is any non-empty string
 
+export const parentOf = (id: Ids.SessionId): Ids.SessionId | undefined => {
+  const match = /^(.+)~\d+$/.exec(id)
+  return match === null ? undefined : match[1] as Ids.SessionId // the prefix of a SessionId is non-empty
+}
+
 /**
  * The `seq` of the parent's newest `tool/call` with `callId` before position `before` (a provider may reuse call ids
  * across steps: the newest is the one being answered).
