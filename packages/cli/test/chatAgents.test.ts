@@ -108,14 +108,20 @@ const chatIn = (dir: string, db: string, args: string) =>
     cwd: dir
   })
 
+/** The workspace, its scripted provider, and the chat on them, idle (all closed with the scope). */
+const started = Effect.gen(function*() {
+  const { cleanup, db, dir } = yield* workspace()
+  yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+  const provider = yield* scriptedProvider
+  const term = yield* chatIn(dir, db, provider.args)
+  yield* term.waitFor("idle · 0 tokens · /help")
+  return { db, dir, provider, term }
+})
+
 describe("harness chat /agents", { timeout: 300_000 }, () => {
   it.live("R230, R231: /agents lists the running child; /agent 1 steers its turn; /agent 2 cancel cancels the other; the logs are clean", () =>
     Effect.gen(function*() {
-      const { cleanup, db, dir } = yield* workspace()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const provider = yield* scriptedProvider
-      const term = yield* chatIn(dir, db, provider.args)
-      yield* term.waitFor("idle · 0 tokens · /help")
+      const { db, provider, term } = yield* started
       yield* term.type("/agents")
       yield* term.press("Enter")
       yield* term.waitFor("no subagents yet")
@@ -207,11 +213,7 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
 
   it.live("R232: two children, one steered and one cancelled, then SIGKILL: the stored tree renders both; chat --continue reports the cut child to the parent; all three logs are clean", () =>
     Effect.gen(function*() {
-      const { cleanup, db, dir } = yield* workspace()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const provider = yield* scriptedProvider
-      const term = yield* chatIn(dir, db, provider.args)
-      yield* term.waitFor("idle · 0 tokens · /help")
+      const { db, dir, provider, term } = yield* started
       yield* term.type("split the work")
       yield* term.press("Enter")
       const first = yield* Queue.take(provider.requests)

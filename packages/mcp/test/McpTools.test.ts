@@ -50,6 +50,16 @@ const failure = (tools: ReadonlyArray<AgentTool.AgentTool>, name: string, args: 
       error instanceof McpError.McpError ? Effect.succeed(error) : Effect.dieMessage(`not an McpError: ${error}`)
   )
 
+/** The agent's log is well-formed, its MCP call answered with an error, and its turn ended `aborted`. */
+const abortedCall = (agent: Agent.Service) =>
+  Effect.map(agent.log, (log) => {
+    assert.deepStrictEqual(LogCheck.checkLog(log), [])
+    const result = log.find((e) => e.type === "tool/result")
+    assert.isTrue(result?.type === "tool/result" && result.data.isError)
+    const end = log.findLast((e) => e.type === "turn/end")
+    assert.strictEqual(end?.type === "turn/end" ? end.data.reason.kind : undefined, "aborted")
+  })
+
 describe("MCP tools over stdio (the official SDK's server as a child process)", () => {
   it.scoped("lists the server's tools under <server>__<tool>, advertises its JSON Schema, and calls them", () =>
     Effect.gen(function*() {
@@ -251,12 +261,7 @@ describe("an agent turn with MCP tools", () => {
       yield* agent.cancel("user")
       yield* agent.whenIdle
       assert.isString(yield* server.cancelled)
-      const log = yield* agent.log
-      assert.deepStrictEqual(LogCheck.checkLog(log), [])
-      const result = log.find((e) => e.type === "tool/result")
-      assert.isTrue(result?.type === "tool/result" && result.data.isError)
-      const end = log.findLast((e) => e.type === "turn/end")
-      assert.strictEqual(end?.type === "turn/end" ? end.data.reason.kind : undefined, "aborted")
+      yield* abortedCall(agent)
     }).pipe(Effect.scoped, Effect.provide([S.layer(), NodeContext.layer])))
 
   it.live("R233: cancelling the turn mid-call of a stdio MCP tool sends notifications/cancelled; the server's call sees its abort", () =>
@@ -283,11 +288,6 @@ describe("an agent turn with MCP tools", () => {
       assert.strictEqual(yield* call(tools, "fx__pid"), readFileSync(marker, "utf8"))
       const received = JSON.parse(String(yield* call(tools, "fx__cancellations"))) as ReadonlyArray<string>
       assert.strictEqual(received.length, 1, "the server was told the call was cancelled")
-      const log = yield* agent.log
-      assert.deepStrictEqual(LogCheck.checkLog(log), [])
-      const result = log.find((e) => e.type === "tool/result")
-      assert.isTrue(result?.type === "tool/result" && result.data.isError)
-      const end = log.findLast((e) => e.type === "turn/end")
-      assert.strictEqual(end?.type === "turn/end" ? end.data.reason.kind : undefined, "aborted")
+      yield* abortedCall(agent)
     }).pipe(Effect.scoped, Effect.provide([S.layer(), NodeContext.layer])))
 })
