@@ -18,7 +18,7 @@ export const prompt = (text: string) => Message.make(text)
 const decodeRecord = Schema.decodeSync(Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord)))
 
 /** Every record the store holds for the session, decoded, in order: events and inbox records. */
-const storedRecords = (store: SessionStore.Service, id: Ids.SessionId = sessionId) =>
+export const storedRecords = (store: SessionStore.Service, id: Ids.SessionId = sessionId) =>
   store.load(id).pipe(
     Stream.map((record) => decodeRecord(record.text)),
     Stream.runCollect,

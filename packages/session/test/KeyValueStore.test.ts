@@ -194,13 +194,15 @@ const makeKeyValueSessionStore = Effect.gen(function*() {
     )
 
   const saveSnapshot: SessionStore.Service["saveSnapshot"] = (id, snapshot, options) =>
-    fencedWrite(id, SessionStore.snapshotIssue(snapshot), options?.lease, (meta) => {
-      if (snapshot.position >= meta.figures.records) {
-        return fail(id, "Conflict", `the session stores ${meta.figures.records} records`)
-      }
-      const { body: _, ...head } = snapshot
-      return Effect.zipRight(bodies.set(`body/${key(id)}`, snapshot), setMeta({ ...meta, snapshot: head }))
-    })
+    fencedWrite(id, SessionStore.snapshotIssue(snapshot), options?.lease, (meta) =>
+      Effect.gen(function*() {
+        if (snapshot.position >= meta.figures.records) {
+          return yield* fail(id, "Conflict", `the session stores ${meta.figures.records} records`)
+        }
+        const { body: _, ...head } = snapshot
+        yield* bodies.set(`body/${key(id)}`, snapshot)
+        yield* setMeta({ ...meta, snapshot: head })
+      }))
 
   const loadSnapshot: SessionStore.Service["loadSnapshot"] = (id) =>
     atomic(
