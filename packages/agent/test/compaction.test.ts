@@ -4,7 +4,7 @@
  * on demand; a cancelled compaction leaves no record and the history as it was; steering sent during a compaction
  * lands after it.
  */
-import type { Prompt } from "@effect/ai"
+import { AiError, type Prompt, Tokenizer } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Message, type SessionEvent } from "@harness/domain"
 import { History, LogCheck } from "@harness/session"
@@ -182,5 +182,46 @@ describe("compaction", () => {
       assert.strictEqual(yield* model.requestCount, 1)
       // The blocked compaction opened no turn.
       assert.strictEqual(log.filter((e) => e.type === "turn/start").length, 2)
+    }).pipe(Effect.provide(S.layer())))
+
+  /**
+   * Five turns whose replies report 100 input tokens per request message, on an 800-token threshold: before turn
+   * 5's step the last report (turn 4: 7 messages, 700 tokens) plus the two messages since decide. A toy tokenizer
+   * counting 100 per message makes that 900 (a compaction); the byte heuristic counts "A4" and "P5" as 1 token.
+   */
+  const fiveTurns = Effect.gen(function*() {
+    const [summariser] = yield* S.make([S.textResponse("summary")])
+    const { agent, model } = yield* setup({ compaction: { contextWindow: 1000, model: summariser } })
+    yield* model.push(
+      ...Array.from({ length: 5 }, (_, i) => ({ ...S.textResponse(`A${i + 1}`), usage: { inputTokens: 100 * (2 * i + 1) } }))
+    )
+    for (let i = 1; i <= 5; i++) {
+      yield* agent.followup(Message.make(`P${i}`))
+      yield* agent.whenIdle
+    }
+    const log = yield* agent.log
+    assert.deepStrictEqual(LogCheck.checkLog(log), [])
+    return compactions(log).map((r) => [r.data.turn, r.data.estimate])
+  })
+
+  const perMessage = (tokens: number) =>
+    Tokenizer.make({ tokenize: (prompt) => Effect.succeed(Array.from({ length: tokens * prompt.content.length }, () => 0)) })
+
+  it.scoped("R220: a provider's Tokenizer counts the prompt after the last reported usage, and decides the compaction", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(
+        yield* Effect.provideService(fiveTurns, Tokenizer.Tokenizer, perMessage(100)),
+        [[5, 900]],
+        "700 reported + 2 messages × 100"
+      )
+      assert.deepStrictEqual(yield* fiveTurns, [], "the byte heuristic: 700 + 1")
+      const failing = Tokenizer.make({
+        tokenize: () => Effect.fail(new AiError.UnknownError({ module: "test", method: "tokenize", description: "no" }))
+      })
+      assert.deepStrictEqual(
+        yield* Effect.provideService(fiveTurns, Tokenizer.Tokenizer, failing),
+        [],
+        "a failing tokenizer leaves the estimate to the heuristic"
+      )
     }).pipe(Effect.provide(S.layer())))
 })

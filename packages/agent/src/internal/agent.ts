@@ -3,7 +3,7 @@
  * acceptance (`accept.ts`), quiescence, status and events — onto the shared environment (`env.ts`); owns restoration
  * of a stored inbox and disposal.
  */
-import { LanguageModel } from "@effect/ai"
+import { LanguageModel, Tokenizer } from "@effect/ai"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
@@ -11,6 +11,7 @@ import {
   ExecutionStrategy,
   Fiber,
   FiberMap,
+  Option,
   PubSub,
   type Queue,
   Ref,
@@ -143,6 +144,10 @@ export const make: <R>(
     // A fresh memory session cannot be refused (its store is new and empty).
     const log = options.session ?? (yield* Effect.orDie(SessionLog.memory()))
     const model = yield* LanguageModel.LanguageModel
+    // A provider layer may give a `Tokenizer`: the compaction estimate counts with it (R220).
+    const tokenizer = compaction === undefined
+      ? undefined
+      : Option.getOrUndefined(yield* Effect.serviceOption(Tokenizer.Tokenizer))
     // Without the creator's span: tools and hooks run under the agent's own spans (ADR 0024).
     const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
     const scope = yield* Effect.scope
@@ -206,7 +211,7 @@ export const make: <R>(
       maxToolResult,
       budget,
       bound,
-      compaction
+      compaction: compaction === undefined || tokenizer === undefined ? compaction : { ...compaction, tokenizer }
     }
 
     if (log.commitMode === "write-behind") {

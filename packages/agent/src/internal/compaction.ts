@@ -3,7 +3,7 @@
  * step itself — the `beforeCompact` hook, `step/start`, the summary request, then the response's chunks, the
  * `compaction` record and `step/end` in one append, so a cancelled or crashed compaction leaves no record.
  */
-import { type LanguageModel, Prompt } from "@effect/ai"
+import { type LanguageModel, Prompt, type Tokenizer } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
 import { Cause, Chunk, Effect, Stream } from "effect"
@@ -30,6 +30,8 @@ export interface Settings {
   readonly instruction: string
   readonly model: LanguageModel.Service | undefined
   readonly modelLabel: string | undefined
+  /** The provider's `Tokenizer`, when one was in the agent's context (R220). */
+  readonly tokenizer: Tokenizer.Service | undefined
 }
 
 /** The last request's reported prompt size: its input tokens and how many history messages it carried. */
@@ -95,14 +97,44 @@ const estimate = (
   return (usable ? mark.inputTokens : 0) + Math.ceil(bytes / bytesPerToken)
 }
 
-/** Whether the next request's estimate passes the threshold (never without a configured window). */
+/**
+ * The estimate of {@link estimate} with the provider's `Tokenizer` counting what the heuristic would (R220): the
+ * last reported input tokens plus the tokens of the messages since, or of the system prompt and every message
+ * without a usable mark. A tokenizer that fails leaves the estimate to the heuristic.
+ */
+export const estimateWith = (
+  tokenizer: Tokenizer.Service | undefined,
+  messages: ReadonlyArray<Prompt.Message>,
+  system: string | undefined,
+  mark: UsageMark | undefined
+): Effect.Effect<number> => {
+  if (tokenizer === undefined) return Effect.succeed(estimate(messages, system, mark))
+  const usable = mark !== undefined && mark.messages <= messages.length
+  const counted = usable ? messages.slice(mark.messages) : messages
+  const reported = usable ? mark.inputTokens : 0
+  if (counted.length === 0 && (usable || system === undefined)) return Effect.succeed(reported)
+  const prompt = Prompt.fromMessages(
+    usable || system === undefined ? counted : [Prompt.makeMessage("system", { content: system }), ...counted]
+  )
+  return tokenizer.tokenize(prompt).pipe(
+    Effect.map((tokens) => reported + tokens.length),
+    Effect.catchAll(() => Effect.succeed(estimate(messages, system, mark)))
+  )
+}
+
+/** The estimate of the next request now (R146, R220). */
+export const currentEstimate = Effect.fnUntraced(function*(env: Env, system: string | undefined) {
+  const messages = History.messages(yield* env.log.history)
+  return yield* estimateWith(env.compaction?.tokenizer, messages, system, (yield* read(env)).usage)
+})
+
+/** The next request's estimate when it passes the threshold, else undefined (never without a configured window). */
 export const due = Effect.fnUntraced(function*(env: Env, system: string | undefined) {
   const settings = env.compaction
-  if (settings?.contextWindow === undefined) return false
-  const messages = History.messages(yield* env.log.history)
-  if (messages.length === 0) return false
-  const tokens = estimate(messages, system, (yield* read(env)).usage)
-  return tokens > settings.threshold * settings.contextWindow
+  if (settings?.contextWindow === undefined) return undefined
+  if (History.messages(yield* env.log.history).length === 0) return undefined
+  const tokens = yield* currentEstimate(env, system)
+  return tokens > settings.threshold * settings.contextWindow ? tokens : undefined
 })
 
 /** The `beforeCompact` decision for this compaction: `allow` without a hook; a hook failure blocks it. */
@@ -124,12 +156,6 @@ export const decide = (
 }
 
 const allow: CompactDecision = { kind: "allow" }
-
-/** The estimate of the next request now (the compaction's starting point). */
-export const currentEstimate = Effect.fnUntraced(function*(env: Env, system: string | undefined) {
-  const messages = History.messages(yield* env.log.history)
-  return estimate(messages, system, (yield* read(env)).usage)
-})
 
 /**
  * One compaction step (R147): `step/start`, then the summary — the hook's replacement, or the model's answer to the

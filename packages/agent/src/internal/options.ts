@@ -272,7 +272,8 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     threshold: decoded.right.threshold ?? Compaction.defaultThreshold,
     instruction: given.instruction ?? Compaction.defaultInstruction,
     model: given.model,
-    modelLabel: given.modelLabel
+    modelLabel: given.modelLabel,
+    tokenizer: undefined
   }
   return { maxParallel, maxToolResult, tools, advertised, bound, budget, compaction }
 })

@@ -131,8 +131,8 @@ const fixedSystem = (env: Env): string | undefined =>
  */
 const compactIfDue = Effect.fnUntraced(function*(env: Env, turn: number, step: number) {
   const system = fixedSystem(env)
-  if (!(yield* Compaction.due(env, system))) return false
-  const estimate = yield* Compaction.currentEstimate(env, system)
+  const estimate = yield* Compaction.due(env, system)
+  if (estimate === undefined) return false
   const decision = yield* Compaction.decide(env, { turn, reason: "automatic", estimate })
   if (decision.kind === "block") return false
   yield* Compaction.runStep(env, turn, step, {
