@@ -70,7 +70,15 @@ const global = {
   contextWindow: Options.integer("context-window").pipe(
     Options.withDescription(
       "The model's context window in tokens: a request estimated past 80% of it first compacts the history " +
-        "(summarises it; the log keeps everything). Default: none, nothing compacts by itself."
+        "(summarises it; the log keeps everything). Default: the model's entry in HARNESS_CONTEXT_WINDOWS, else " +
+        "none: nothing compacts by itself."
+    ),
+    Options.optional
+  ),
+  compactThreshold: Options.float("compact-threshold").pipe(
+    Options.withDescription(
+      "The share of the context window (0 < t ≤ 1) an estimated request may reach before the history is compacted " +
+        "(default 0.8)."
     ),
     Options.optional
   )

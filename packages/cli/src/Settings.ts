@@ -84,6 +84,8 @@ export interface Flags {
   readonly turnTimeout?: Option.Option<number> | undefined
   /** `--context-window`: the model's context window in tokens; past 80% of it the history is compacted. */
   readonly contextWindow?: Option.Option<number> | undefined
+  /** `--compact-threshold`: the share of the context window a request may reach before compaction (0 < t ≤ 1). */
+  readonly compactThreshold?: Option.Option<number> | undefined
 }
 
 /**
@@ -136,11 +138,22 @@ export interface Settings {
   /** The turn's and the session's budgets. */
   readonly budget: BudgetSettings
   /**
-   * `--context-window` or `HARNESS_CONTEXT_WINDOW`: the model's context window in tokens. With one, a step whose
-   * estimated request passes 80% of it compacts the history first (ADR 0052, R144–R153); without, nothing compacts
+   * `--context-window`, else `HARNESS_CONTEXT_WINDOW`, else the model's entry in `contextWindows`: the model's context
+   * window in tokens. With one, a step whose estimated request passes `compactThreshold` of it compacts the history
+   * first (ADR 0052, R144–R153); without, nothing compacts
    * by itself (`/compact` and `harness sessions compact` still do).
    */
   readonly contextWindow: Setting<number | undefined>
+  /**
+   * `HARNESS_CONTEXT_WINDOWS`: the context window per model (JSON `{"<model>": tokens}`, like the price table). The
+   * model's entry is the context window when neither `--context-window` nor `HARNESS_CONTEXT_WINDOW` is given.
+   */
+  readonly contextWindows: Setting<Readonly<Record<string, number>> | undefined>
+  /**
+   * `--compact-threshold` or `HARNESS_COMPACT_THRESHOLD`: the share of the context window (0 < t ≤ 1) an estimated
+   * request may reach before the history is compacted; unset, the agent's default (0.8).
+   */
+  readonly compactThreshold: Setting<number | undefined>
   /**
    * The provider's own `LLM_*` settings (`ChatCompletions.configSettings`) but the three above that stand for them
    * (`model`, `base-url`, `api-key`); they apply when the provider is `chat-completions`.

@@ -231,4 +231,52 @@ describe("settings: context window (R146)", () => {
       assert.isTrue(Either.isLeft(bad))
       if (Either.isLeft(bad)) assert.include(bad.left.message, "--context-window 0 is not")
     }))
+
+  it.effect("R221: HARNESS_CONTEXT_WINDOWS gives the model's window when neither the flag nor HARNESS_CONTEXT_WINDOW does", () =>
+    Effect.gen(function*() {
+      const table = { HARNESS_CONTEXT_WINDOWS: JSON.stringify({ "deepseek-v4-flash": 128000, offline: 4000 }) }
+      const offline = yield* resolve(table)
+      assert.deepStrictEqual(offline.contextWindow, {
+        value: 4000,
+        origin: "env HARNESS_CONTEXT_WINDOWS (\"offline\")"
+      })
+      assert.match(shown(offline), /context-window\s+4000 tokens\s+\(env HARNESS_CONTEXT_WINDOWS \("offline"\)\)/)
+      assert.match(
+        shown(offline),
+        /context-windows\s+deepseek-v4-flash=128000, offline=4000\s+\(env HARNESS_CONTEXT_WINDOWS\)/
+      )
+      const deepseek = yield* resolve(table, { model: Option.some("deepseek-v4-flash") })
+      assert.strictEqual(deepseek.contextWindow.value, 128000)
+      const unlisted = yield* resolve(table, { model: Option.some("other") })
+      assert.deepStrictEqual(unlisted.contextWindow, {
+        value: undefined,
+        origin: "default: none (HARNESS_CONTEXT_WINDOWS has no \"other\")"
+      })
+      const single = yield* resolve({ ...table, HARNESS_CONTEXT_WINDOW: "8000" })
+      assert.deepStrictEqual(single.contextWindow, { value: 8000, origin: "env HARNESS_CONTEXT_WINDOW" })
+      const flagged = yield* resolve(table, { contextWindow: Option.some(2000) })
+      assert.deepStrictEqual(flagged.contextWindow, { value: 2000, origin: "flag --context-window" })
+      assert.strictEqual(yield* exitOf({ HARNESS_CONTEXT_WINDOWS: "{\"offline\": 0}" }, "config"), 2)
+      assert.strictEqual(yield* exitOf({ HARNESS_CONTEXT_WINDOWS: "4000" }, "config"), 2)
+      const bad = yield* Effect.either(resolve({ HARNESS_CONTEXT_WINDOWS: "{\"offline\": 1.5}" }))
+      assert.isTrue(Either.isLeft(bad))
+      if (Either.isLeft(bad)) assert.include(bad.left.message, "a JSON object of context windows")
+    }))
+
+  it.effect("R222: --compact-threshold, else HARNESS_COMPACT_THRESHOLD, else the agent's 0.8; outside (0, 1] exits 2", () =>
+    Effect.gen(function*() {
+      const defaults = yield* resolve({})
+      assert.deepStrictEqual(defaults.compactThreshold, { value: undefined, origin: "default: the agent's, 0.8" })
+      assert.match(shown(defaults), /compact-threshold\s+-\s+\(default: the agent's, 0.8\)/)
+      const fromEnv = yield* resolve({ HARNESS_COMPACT_THRESHOLD: "0.5" })
+      assert.deepStrictEqual(fromEnv.compactThreshold, { value: 0.5, origin: "env HARNESS_COMPACT_THRESHOLD" })
+      assert.match(shown(fromEnv), /compact-threshold\s+0.5\s+\(env HARNESS_COMPACT_THRESHOLD\)/)
+      const flagged = yield* resolve({ HARNESS_COMPACT_THRESHOLD: "0.5" }, { compactThreshold: Option.some(1) })
+      assert.deepStrictEqual(flagged.compactThreshold, { value: 1, origin: "flag --compact-threshold" })
+      assert.strictEqual(yield* exitOf({}, "config", "--compact-threshold", "0.9"), 0)
+      for (const bad of ["0", "1.5", "-0.2", "most"]) {
+        assert.strictEqual(yield* exitOf({ HARNESS_COMPACT_THRESHOLD: bad }, "config"), 2, bad)
+      }
+      assert.strictEqual(yield* exitOf({}, "config", "--compact-threshold", "2"), 2)
+    }))
 })

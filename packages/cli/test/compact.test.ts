@@ -133,6 +133,31 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
       assert.strictEqual(last?.type === "turn/end" ? last.data.reason.kind : undefined, "completed")
     }).pipe(Effect.scoped))
 
+  it.live("R221, R222: the model's HARNESS_CONTEXT_WINDOWS entry and --compact-threshold reach the agent", () =>
+    Effect.gen(function*() {
+      const [dir, cleanup] = tempDir()
+      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const db = join(dir, "s.db")
+      const id = yield* writeSession(db)
+      const before = yield* reload(db, id)
+      // A window of 100 000 tokens compacts nothing this small at the default 0.8; at 0.0014 (140 tokens) the prompt's
+      // step does (about 160 tokens estimated), and the steps after the compaction (about 125) do not.
+      const resumed = yield* Effect.promise(() =>
+        harness(["sessions", "resume", "--store", `sqlite:${db}`, "--compact-threshold", "0.0014", id, "and a bird?"], {
+          cwd: dir,
+          env: { HARNESS_CONTEXT_WINDOWS: JSON.stringify({ offline: 100_000, other: 10 }) }
+        })
+      )
+      assert.strictEqual(resumed.code, 0, resumed.stderr)
+      const after = yield* reload(db, id)
+      assert.deepStrictEqual(LogCheck.checkLog(after), [])
+      const automatic = after.flatMap((e) => e.type === "compaction" && e.data.reason === "automatic" ? [e.data] : [])
+      assert.strictEqual(automatic.length, 1)
+      assert.isAbove(automatic[0]!.estimate, 140)
+      assert.isBelow(automatic[0]!.estimate, 0.8 * 100_000)
+      assert.deepStrictEqual(after.slice(0, before.length), before)
+    }).pipe(Effect.scoped))
+
   it.live("--remote compacts a session on a Harness server (R149)", () =>
     Effect.acquireUseRelease(
       Effect.promise(async () => {

@@ -125,7 +125,7 @@ export const makeAgent = (
         budget: agentBudget(settings),
         compaction: settings.contextWindow.value === undefined
           ? undefined
-          : { contextWindow: settings.contextWindow.value }
+          : { contextWindow: settings.contextWindow.value, threshold: settings.compactThreshold.value }
       }),
       (e) => new CommandError({ reason: "Input", message: `cannot build the agent: ${e.message}` })
     ).pipe(Effect.provideService(Subagents.Subagents, children?.subagents ?? unused))

@@ -25,7 +25,9 @@ export const environment = {
   maxSessionCost: ["HARNESS_MAX_SESSION_COST"],
   turnTimeout: ["HARNESS_TURN_TIMEOUT_S"],
   prices: ["HARNESS_PRICES"],
-  contextWindow: ["HARNESS_CONTEXT_WINDOW"]
+  contextWindow: ["HARNESS_CONTEXT_WINDOW"],
+  contextWindows: ["HARNESS_CONTEXT_WINDOWS"],
+  compactThreshold: ["HARNESS_COMPACT_THRESHOLD"]
 } as const
 
 /** What each setting means: the description every `Config` the CLI reads for it carries. */
@@ -44,7 +46,12 @@ export const descriptions: { readonly [K in keyof typeof environment]: string } 
   maxSessionCost: "The most the whole session may cost, priced by the price table.",
   turnTimeout: "The most wall-clock time one turn may take, in seconds.",
   prices: "The price table: JSON {\"<model>\": {\"inputPerMillion\": n, \"outputPerMillion\": n}}.",
-  contextWindow: "The model's context window in tokens: a request estimated past 80% of it compacts the history first."
+  contextWindow: "The model's context window in tokens: a request estimated past the compact threshold of it " +
+    "compacts the history first.",
+  contextWindows: "The context windows per model: JSON {\"<model>\": tokens}; the model's entry applies when no " +
+    "--context-window or HARNESS_CONTEXT_WINDOW is given.",
+  compactThreshold: "The share of the context window (0 < t ≤ 1) an estimated request may reach before the history " +
+    "is compacted."
 }
 
 /** The largest offline pace, in milliseconds per word. */
@@ -131,6 +138,19 @@ const pricesText = (text: string) =>
     }),
     onRight: (ok) => ({ ok })
   })
+
+const WindowsJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Int.pipe(Schema.positive()) }))
+
+const windowsText = (text: string) =>
+  Either.match(Schema.decodeUnknownEither(WindowsJson)(text), {
+    onLeft: () => ({ expected: "a JSON object of context windows in tokens, e.g. {\"deepseek-v4-flash\": 128000}" }),
+    onRight: (ok) => ({ ok })
+  })
+
+const thresholdText = (text: string) => {
+  const n = text.trim() === "" ? Number.NaN : Number(text.trim())
+  return n > 0 && n <= 1 ? { ok: n } : { expected: "a number in (0, 1], e.g. 0.8" }
+}
 
 /** A budget setting: the flag, else the environment, else `fallback`; a flag is checked like the environment. */
 const budgetSetting = <A>(
@@ -322,12 +342,31 @@ export const resolve = (flags: Flags) =>
     )
     const turnTimeout = yield* budgetSetting(flags.turnTimeout, "--turn-timeout", "turnTimeout", positiveText, unset)
     const prices = yield* budgetSetting(undefined, "HARNESS_PRICES", "prices", pricesText, unset)
+    const contextWindows = yield* budgetSetting(
+      undefined,
+      "HARNESS_CONTEXT_WINDOWS",
+      "contextWindows",
+      windowsText,
+      unset
+    )
+    const ownWindow = contextWindows.value?.[model.value]
     const contextWindow = yield* budgetSetting(
       flags.contextWindow,
       "--context-window",
       "contextWindow",
       positiveIntText,
-      { value: undefined, origin: "default: none (no automatic compaction)" }
+      ownWindow !== undefined
+        ? { value: ownWindow, origin: `env HARNESS_CONTEXT_WINDOWS (${JSON.stringify(model.value)})` }
+        : contextWindows.value !== undefined
+        ? { value: undefined, origin: `default: none (HARNESS_CONTEXT_WINDOWS has no ${JSON.stringify(model.value)})` }
+        : { value: undefined, origin: "default: none (no automatic compaction)" }
+    )
+    const compactThreshold = yield* budgetSetting(
+      flags.compactThreshold,
+      "--compact-threshold",
+      "compactThreshold",
+      thresholdText,
+      { value: undefined, origin: "default: the agent's, 0.8" }
     )
     if (maxSessionCost.value !== undefined && Budget.priceOf(prices.value, model.value) === undefined) {
       return yield* new SettingsError({
@@ -385,6 +424,8 @@ export const resolve = (flags: Flags) =>
       doublePress,
       budget,
       contextWindow,
+      contextWindows,
+      compactThreshold,
       llm,
       mcp
     } satisfies Settings
@@ -431,6 +472,20 @@ export const render = (
       settings.contextWindow.value === undefined ? "-" : `${settings.contextWindow.value} tokens`,
       settings.contextWindow.origin,
       descriptions.contextWindow
+    ],
+    [
+      "context-windows",
+      settings.contextWindows.value === undefined
+        ? "-"
+        : Object.entries(settings.contextWindows.value).map(([model, tokens]) => `${model}=${tokens}`).join(", "),
+      settings.contextWindows.origin,
+      descriptions.contextWindows
+    ],
+    [
+      "compact-threshold",
+      settings.compactThreshold.value === undefined ? "-" : String(settings.compactThreshold.value),
+      settings.compactThreshold.origin,
+      descriptions.compactThreshold
     ],
     ...settings.llm.map(({ description, name, origin, value }) => [name, value, origin, description] as const),
     ...settings.mcp.map((server) =>
