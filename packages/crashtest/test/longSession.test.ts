@@ -16,6 +16,8 @@ import * as LongSessionCampaign from "../src/LongSessionCampaign.js"
 
 const turns = Number(process.env.HARNESS_LONG_TURNS ?? "60")
 const kills = Number(process.env.HARNESS_LONG_KILLS ?? "3")
+// Real processes on a shared machine: a generous deadline that grows with the session.
+const timeout = Math.max(600_000, turns * 1_000)
 
 /** The child's Node arguments: one bundle for both campaigns. */
 class Child extends Context.Tag("longSession/Child")<Child, ReadonlyArray<string>>() {}
@@ -47,12 +49,12 @@ layer(Layer.scoped(Child, LongSessionCampaign.runner), { timeout: 120_000, exclu
     it.effect(
       "SQLite, word Tokenizer: every request within the window, notes each logged once, goals intact, checkLog clean",
       () => campaign("sqlite", true, 41),
-      600_000
+      timeout
     )
     it.effect(
       "JSONL, byte heuristic: every request within the window, notes each logged once, goals intact, checkLog clean",
       () => campaign("jsonl", false, 52),
-      600_000
+      timeout
     )
   }
 )
