@@ -1,5 +1,5 @@
 /**
- * The long-session child (issue 41's must-show, ADR 0052): one process runs a session of many turns against the
+ * The long-session child (R223, ADR 0060): one process runs a session of many turns against the
  * CLI's offline model with a small context window, on a file store, so automatic compactions happen again and
  * again; along the way a goal is created and worked to completion, and a second one is created and paused. It
  * continues whatever the store holds (a run killed earlier), reports each id a send returned, writes the size of

@@ -1,5 +1,5 @@
 /**
- * The long-session campaign's parent (issue 41's must-show, ADR 0052): runs the {@link LongSession} child on one
+ * The long-session campaign's parent (R223, ADR 0060): runs the {@link LongSession} child on one
  * store, `SIGKILL`s it at points drawn from a seed (in flight model requests, compaction summary requests in flight,
  * store appends), reopens and checks the store after every kill, lets the next child resume, and at the end checks
  * the whole session: every note accepted exactly once, every request within the window, several automatic

@@ -1,5 +1,5 @@
 /**
- * The long session (issue 41's must-show, ADR 0052, R144–R153): a session of many turns against the CLI's offline
+ * The long session (R223, ADR 0060, R144–R153): a session of many turns against the CLI's offline
  * model with a small context window, on real SQLite and JSONL files, SIGKILLed at seeded points (summary requests in
  * flight among them) and resumed each time. `HARNESS_LONG_TURNS` (default 60) and `HARNESS_LONG_KILLS` (default
  * 3) size it; a manual run: `HARNESS_LONG_TURNS=2000 HARNESS_LONG_KILLS=20 npx vitest run --project crashtest
