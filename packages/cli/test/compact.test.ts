@@ -36,6 +36,15 @@ const reload = (filename: string, id: Ids.SessionId) =>
     return yield* log.events
   }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 
+/** A two-turn session in a SQLite file of a temporary directory (removed with the scope), and its events. */
+const stored = Effect.gen(function*() {
+  const [dir, cleanup] = tempDir()
+  yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+  const db = join(dir, "s.db")
+  const id = yield* writeSession(db)
+  return { dir, db, id, before: yield* reload(db, id) }
+})
+
 describe("harness sessions compact", { timeout: 300_000 }, () => {
   it.live("logs a manual compaction after the history it summarises and says what it replaced (R144, R148, R149)", () =>
     Effect.gen(function*() {
@@ -83,11 +92,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
 
   it.live("refuses a session another live process writes, naming the lease, and changes nothing (R149)", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const db = join(dir, "s.db")
-      const id = yield* writeSession(db)
-      const before = yield* reload(db, id)
+      const { before, db, dir, id } = yield* stored
       // This test process takes the session's writer lease and holds it while the CLI runs.
       const busy = yield* Effect.scoped(Effect.gen(function*() {
         const held = yield* SessionLog.open(id)
@@ -104,11 +109,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
 
   it.live("with --context-window, a resumed prompt compacts the history on its own first (R146, R147)", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const db = join(dir, "s.db")
-      const id = yield* writeSession(db)
-      const before = yield* reload(db, id)
+      const { before, db, dir, id } = yield* stored
       const plain = yield* Effect.promise(() =>
         harness(["sessions", "resume", "--store", `sqlite:${db}`, id, "and a dog?"], { cwd: dir })
       )
@@ -135,11 +136,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
 
   it.live("R221, R222: the model's HARNESS_CONTEXT_WINDOWS entry and --compact-threshold reach the agent", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const db = join(dir, "s.db")
-      const id = yield* writeSession(db)
-      const before = yield* reload(db, id)
+      const { before, db, dir, id } = yield* stored
       // A window of 100 000 tokens compacts nothing this small at the default 0.8; at 0.0014 (140 tokens) the prompt's
       // step does (about 160 tokens estimated), and the steps after the compaction (about 125) do not.
       const resumed = yield* Effect.promise(() =>

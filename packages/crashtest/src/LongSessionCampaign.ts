@@ -12,11 +12,11 @@ import type { SessionEvent } from "@harness/domain"
 import { GoalReplay } from "@harness/goal"
 import { History, LogCheck, SessionLog } from "@harness/session"
 import { Effect, Either, Fiber, type Scope, Stream } from "effect"
-import * as esbuild from "esbuild"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as LongSession from "./LongSession.js"
+import * as Parent from "./Parent.js"
 import * as Stores from "./Stores.js"
 
 const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -33,29 +33,7 @@ const bin = path.join(packageDir, "src", "longSessionBin.ts")
 export const runner: Effect.Effect<ReadonlyArray<string>, never, Scope.Scope> =
   process.env.HARNESS_CRASH_RUNNER === "tsx"
     ? Effect.succeed(["--conditions=@harness/source", "--import", "tsx", bin])
-    : Effect.acquireRelease(
-      Effect.promise(async () => {
-        const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
-        fs.mkdirSync(cache, { recursive: true })
-        const dir = fs.mkdtempSync(path.join(cache, "long-session-"))
-        const outfile = path.join(dir, "child.mjs")
-        await esbuild.build({
-          entryPoints: [bin],
-          bundle: true,
-          platform: "node",
-          format: "esm",
-          outfile,
-          external: ["better-sqlite3"],
-          conditions: ["@harness/source"],
-          banner: {
-            js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
-          },
-          logLevel: "error"
-        })
-        return { dir, args: [outfile] }
-      }),
-      ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-    ).pipe(Effect.map(({ args }) => args))
+    : Effect.map(Parent.bundleOf(bin), (bundled) => bundled.args)
 
 /**
  * What one child run gave.
@@ -111,11 +89,7 @@ export const runChild = (
       sent,
       killed,
       done,
-      exit: Either.isRight(exit)
-        ? `exit ${exit.right}`
-        : /SIGKILL/.test(exit.left.message)
-        ? "SIGKILL"
-        : exit.left.message,
+      exit: Either.match(exit, { onLeft: (error) => error.message, onRight: (code) => `exit ${code}` }),
       stdout,
       stderr: yield* Effect.orElseSucceed(Fiber.join(stderr), () => "")
     }

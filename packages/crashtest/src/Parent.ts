@@ -43,36 +43,39 @@ export interface Runner {
 export const tsx: Runner = { name: "tsx", args: ["--import", "tsx", bin] }
 
 /**
- * Bundles `src/bin.ts` and everything it imports into one ES module (native `better-sqlite3` left external) in a
- * fresh directory under the workspace's `node_modules/.cache`, so Node resolves the native module from there;
- * deleted with the scope.
+ * Bundles the child program `entry` and everything it imports into one ES module (native `better-sqlite3` left
+ * external) in a fresh directory under the workspace's `node_modules/.cache`, so Node resolves the native module
+ * from there; deleted with the scope.
  *
  * @since 0.0.0
  * @category runners
  */
-const bundle: Effect.Effect<Runner, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
-    fs.mkdirSync(cache, { recursive: true })
-    const dir = fs.mkdtempSync(path.join(cache, "crashtest-"))
-    const outfile = path.join(dir, "child.mjs")
-    await esbuild.build({
-      entryPoints: [bin],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      outfile,
-      external: ["better-sqlite3"],
-      // The workspace packages from their sources, not their builds (ADR 0045).
-      conditions: ["@harness/source"],
-      // Bundled CommonJS dependencies call `require`, which an ES module lacks.
-      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-      logLevel: "error"
-    })
-    return { dir, runner: { name: "bundle" as const, args: [outfile] } }
-  }),
-  ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-).pipe(Effect.map(({ runner }) => runner))
+export const bundleOf = (entry: string): Effect.Effect<Runner, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
+      fs.mkdirSync(cache, { recursive: true })
+      const dir = fs.mkdtempSync(path.join(cache, "crashtest-"))
+      const outfile = path.join(dir, "child.mjs")
+      await esbuild.build({
+        entryPoints: [entry],
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        outfile,
+        external: ["better-sqlite3"],
+        // The workspace packages from their sources, not their builds (ADR 0045).
+        conditions: ["@harness/source"],
+        // Bundled CommonJS dependencies call `require`, which an ES module lacks.
+        banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+        logLevel: "error"
+      })
+      return { dir, runner: { name: "bundle" as const, args: [outfile] } }
+    }),
+    ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  ).pipe(Effect.map(({ runner }) => runner))
+
+const bundle = bundleOf(bin)
 
 /**
  * The runner `HARNESS_CRASH_RUNNER` names (`tsx` or `bundle`, the default).
