@@ -29,7 +29,7 @@ const campaign = (backend: "sqlite" | "jsonl", tokenizer: boolean, seed: number)
     const started = Date.now()
     const report = yield* LongSessionCampaign.campaign(
       yield* Child,
-      { backend, directory, turns, window: 800, threshold: 0.8, tokenizer, seed },
+      { backend, directory, turns, window: 1000, threshold: 0.7, tokenizer, seed },
       kills
     )
     console.log(`long session (${backend}): ${JSON.stringify({ ...report, seconds: (Date.now() - started) / 1000 })}`)
