@@ -193,7 +193,10 @@ describe("compaction", () => {
     const [summariser] = yield* S.make([S.textResponse("summary")])
     const { agent, model } = yield* setup({ compaction: { contextWindow: 1000, model: summariser } })
     yield* model.push(
-      ...Array.from({ length: 5 }, (_, i) => ({ ...S.textResponse(`A${i + 1}`), usage: { inputTokens: 100 * (2 * i + 1) } }))
+      ...Array.from(
+        { length: 5 },
+        (_, i) => ({ ...S.textResponse(`A${i + 1}`), usage: { inputTokens: 100 * (2 * i + 1) } })
+      )
     )
     for (let i = 1; i <= 5; i++) {
       yield* agent.followup(Message.make(`P${i}`))
@@ -205,7 +208,9 @@ describe("compaction", () => {
   })
 
   const perMessage = (tokens: number) =>
-    Tokenizer.make({ tokenize: (prompt) => Effect.succeed(Array.from({ length: tokens * prompt.content.length }, () => 0)) })
+    Tokenizer.make({
+      tokenize: (prompt) => Effect.succeed(Array.from({ length: tokens * prompt.content.length }, () => 0))
+    })
 
   it.scoped("R220: a provider's Tokenizer counts the prompt after the last reported usage, and decides the compaction", () =>
     Effect.gen(function*() {
