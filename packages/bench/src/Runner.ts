@@ -104,10 +104,11 @@ export const runAll = async (options: {
   // One loopback model server for the whole run, in this process: the workers' CPU time is the runtime's alone.
   const server = await startSseServer()
   try {
-    const total = options.reps * options.workloads.length * runtimes.length
+    const on = (workload: Workload) => runtimes.filter((r) => workload.runsOn?.includes(r) ?? true)
+    const total = options.reps * options.workloads.reduce((sum, workload) => sum + on(workload).length, 0)
     for (let rep = 0; rep < options.reps; rep++) {
       for (const workload of options.workloads) {
-        for (const runtime of orderFor(rep, runtimes)) {
+        for (const runtime of orderFor(rep, on(workload))) {
           const start = nowUs()
           const loadBefore = os.loadavg()[0] ?? 0
           const prefix = `[${runs.length + 1}/${total}] rep ${rep + 1} ${workload.id} ${runtime}`

@@ -170,7 +170,55 @@ export interface BenchRuntime {
   /** The peer's package and version, or Harness's commit, for the report. */
   readonly version: string
   readonly createAgent: (options: AgentOptions) => Promise<BenchAgent>
+  /** A durable store (SQLite) for W6 and W7: only Harness has one; a runtime without it skips those workloads. */
+  readonly store?: StoreBench | undefined
   readonly close: () => Promise<void>
+}
+
+/** What one W6 writer did: `turns` turns of {@link storeTurnEvents} events each, one durable commit per turn. */
+export interface WriteRun {
+  /** Wall µs per turn (the writes wait for the disk: wall, not CPU, is the figure). */
+  readonly usPerTurn: number
+  /** CPU µs per turn of this process over the same span. */
+  readonly cpuUsPerTurn: number
+  /** Events found in the file afterwards, read back by a fresh connection. */
+  readonly stored: number
+  /** Problems found reading the log back (`checkLog`, seq gaps), empty when none. */
+  readonly problems: ReadonlyArray<string>
+}
+
+/** The events of one W6 / W7 turn: prompt, turn start, header, a tool step and a text step, turn end. */
+export const storeTurnEvents = 14
+
+/** The W6 writers, all on one SQLite file each, in WAL mode. */
+export type Writer = "log" | "store" | "raw-normal" | "raw-full"
+
+/** What a resumed W7 agent did. */
+export interface Resumed {
+  /** µs from the start of `open` to the agent built (the session log opened from its snapshot). */
+  readonly openUs: number
+  /** µs from the follow-up's send to the model's first request arriving. */
+  readonly firstRequestUs: number
+  /** µs from the start of `open` to the model's first request. */
+  readonly totalUs: number
+  /** User texts in the first request (the whole history's prompts and the new one). */
+  readonly requestUserTexts: number
+  /** The last user text of the first request. */
+  readonly lastUserText: string
+  /** Whether the resumed turn completed. */
+  readonly completed: boolean
+  /** Whether the log was opened from a snapshot. */
+  readonly fromSnapshot: boolean
+}
+
+/** The durable-store benches (W6, W7). */
+export interface StoreBench {
+  /** Writes `turns` W6 turns through `writer` into a new file in `dir`, then reads the file back. */
+  readonly write: (writer: Writer, dir: string, turns: number) => Promise<WriteRun>
+  /** Writes a session of `events` events (whole W6 turns) to a new SQLite file and opens it once (the snapshot). */
+  readonly prepareLong: (file: string, events: number) => Promise<{ readonly turns: number }>
+  /** Opens the session in `file` with a fresh store, builds an agent on it, sends `text`; times the first request. */
+  readonly resume: (file: string, text: string) => Promise<Resumed>
 }
 
 /** The name of the tool every runtime registers when asked for tools. */

@@ -3,7 +3,7 @@
  * each described by a {@link Metric}) and the correctness checks it made. A workload that cannot verify what it
  * measured reports a failed check, so a broken setup never looks fast.
  */
-import type { BenchRuntime } from "./Runtime.js"
+import type { BenchRuntime, BootName } from "./Runtime.js"
 
 /** How big a run is: `full` for the report, `quick` for before/after checks, `smoke` for the test suite. */
 export type Size = "full" | "quick" | "smoke"
@@ -47,6 +47,8 @@ export interface Workload {
   readonly metrics: ReadonlyArray<Metric>
   /** The workload's main count at each size (turns, agents, repetitions or samples). */
   readonly sizes: Readonly<Record<Size, number>>
+  /** The runtimes it runs on, when not every one (W6, W7 need a durable store: Harness's alone). */
+  readonly runsOn?: ReadonlyArray<BootName> | undefined
   readonly run: (runtime: BenchRuntime, n: number, size: Size) => Promise<Result>
 }
 

@@ -2,7 +2,7 @@
  * `npm run bench [-- options]`: runs the workloads on the three runtimes and prints one table.
  *
  *   --quick          smaller sizes, for before/after checks while changing the core
- *   --only W1,W4     only these workloads (ids: W1 W2 W3 W4 W5 W8 Pace Fleet Mem)
+ *   --only W1,W4     only these workloads (ids: W1 W2 W3 W4 W5 W6 W7 W8 Pace Fleet Mem)
  *   --reps N         repetitions per (runtime, workload), default 3
  *   --write          also write BENCHMARKS.md (results region) and the W1 chart
  *   --report FILE    re-render the table (and with --write the report) from a saved results file, without running

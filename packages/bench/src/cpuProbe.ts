@@ -8,10 +8,17 @@
  *   --runtime harness|pi|reference   default harness
  *   --workload W1|W4                 default W1
  *   --turns N                        default 1000
+ *   --served                         the loopback server's script (W1's `servedText`, W4's tools): Harness on its
+ *                                    provider path; the server is `BENCH_SSE_URL`'s (`src/serveBin.ts`), else its own
+ *   --warm N                         warm-up turns, default 300
+ *
+ * Under `valgrind --tool=callgrind` (instruction counts, which the machine's load does not move), run two turn
+ * counts and take the difference over the turns between them: start-up and warm-up cancel.
  */
 import { parseArgs } from "node:util"
 import { collectGarbage, nowUs, prompts, warmUp } from "./Measure.js"
 import { type AgentOptions, fiveTokens, noopToolName, runtimeNames } from "./Runtime.js"
+import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import { boot } from "./Worker.js"
 
 const main = async () => {
@@ -19,7 +26,9 @@ const main = async () => {
     options: {
       runtime: { type: "string", default: "harness" },
       workload: { type: "string", default: "W1" },
-      turns: { type: "string", default: "1000" }
+      turns: { type: "string", default: "1000" },
+      served: { type: "boolean", default: false },
+      warm: { type: "string", default: "300" }
     }
   })
   const name = runtimeNames.find((n) => n === values.runtime)
@@ -30,11 +39,14 @@ const main = async () => {
   const options: AgentOptions = values.workload === "W4"
     ? {
       tools: true,
+      served: values.served,
       script: ({ index }) => (index % 2 === 0 ? { _tag: "tool-call", name: noopToolName, arguments: "{}" } : fiveTokens)
     }
-    : { script: () => fiveTokens }
+    : { script: () => fiveTokens, served: values.served }
+  const own = values.served && process.env[sseUrlEnv] === undefined ? await startSseServer() : undefined
+  if (own !== undefined) process.env[sseUrlEnv] = own.url
   const runtime = await boot(name)
-  await warmUp(runtime, options)
+  await warmUp(runtime, options, Number(values.warm))
   const agent = await runtime.createAgent(options)
   await collectGarbage()
   const cpu = process.cpuUsage()
@@ -48,6 +60,7 @@ const main = async () => {
   const transcript = await agent.transcript()
   await agent.dispose()
   await runtime.close()
+  await own?.close()
   if (transcript.completedTurns !== turns) throw new Error(`expected ${turns} turns, got ${transcript.completedTurns}`)
   process.stdout.write(
     `${

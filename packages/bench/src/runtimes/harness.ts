@@ -21,6 +21,7 @@ import { Chunk, Context, Effect, Either, Exit, Fiber, Layer, Option, Queue, Sche
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
 import { noopToolName, tally, textOf } from "../Runtime.js"
 import { sseUrlEnv } from "../SseServer.js"
+import { storeBench } from "./harnessStore.js"
 
 const finish = (reason: Response.FinishReason, outputTokens: number): Response.StreamPartEncoded => ({
   type: "finish",
@@ -297,6 +298,16 @@ export const make = (
     name: "harness",
     version: `@harness/agent (this checkout; model interface: ${modelInterface})`,
     createAgent,
+    store: storeBench((session, script, scope) =>
+      Effect.gen(function*() {
+        const model = yield* scriptedModel(script)
+        const agent = yield* Agent.make({ session }).pipe(Effect.provide(model), Scope.extend(scope))
+        return {
+          followUp: (text: string) => Effect.asVoid(agent.followup(Message.make(text))),
+          whenIdle: agent.whenIdle
+        }
+      })
+    ),
     close: () => Effect.runPromise(Scope.close(runtimeScope, Exit.void))
   })
 }
