@@ -20,9 +20,11 @@ export const harnessBuild: "bundle" | "source" =
 
 /**
  * Where the worker's bundle is written: `Worker.ts` with every runtime's adapter and everything they import, split
- * into one chunk per adapter so a worker loads only the runtime it boots (ADR 0057).
+ * into one chunk per adapter so a worker loads only the runtime it boots (ADR 0057). `BENCH_WORKER_DIR` moves it, so
+ * that a second run (a `--baseline` check beside a long run) does not rebuild the first one's workers.
  */
-const workerBundleDir = fileURLToPath(new URL("../.bundle/worker/", import.meta.url))
+const workerBundleDir = process.env["BENCH_WORKER_DIR"] ??
+  fileURLToPath(new URL("../.bundle/worker/", import.meta.url))
 
 /** Set to `1` in the environment of a worker that runs from the worker bundle. */
 export const workerBundled = "BENCH_WORKER_BUNDLED"

@@ -17,7 +17,7 @@
  */
 import { parseArgs } from "node:util"
 import { collectGarbage, nowUs, prompts, warmUp } from "./Measure.js"
-import { type AgentOptions, fiveTokens, noopToolName, runtimeNames } from "./Runtime.js"
+import { type AgentOptions, baselineName, type BootName, fiveTokens, noopToolName, runtimeNames } from "./Runtime.js"
 import { sseUrlEnv, startSseServer } from "./SseServer.js"
 import { boot } from "./Worker.js"
 
@@ -31,8 +31,9 @@ const main = async () => {
       warm: { type: "string", default: "300" }
     }
   })
-  const name = runtimeNames.find((n) => n === values.runtime)
-  if (name === undefined) throw new Error(`--runtime must be one of ${runtimeNames.join(", ")}`)
+  // `baseline`: the bundle `BENCH_BASELINE_BUNDLE` names (`Baseline.prepareBaseline`), for a before/after by hand.
+  const name = [...runtimeNames, baselineName].find((n): n is BootName => n === values.runtime)
+  if (name === undefined) throw new Error(`--runtime must be one of ${runtimeNames.join(", ")}, baseline`)
   if (values.workload !== "W1" && values.workload !== "W4") throw new Error("--workload must be W1 or W4")
   const turns = Number(values.turns)
   if (!Number.isInteger(turns) || turns < 1) throw new Error("--turns must be a positive integer")

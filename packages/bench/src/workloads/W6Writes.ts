@@ -29,7 +29,9 @@ export const W6: Workload = {
     { id: "rawFullUs", label: "raw better-sqlite3 FULL, µs/turn", unit: "µs", better: "lower" },
     { id: "logPerRaw", label: "agent's write path ÷ raw NORMAL", unit: "×", better: "lower", headline: true },
     { id: "storePerRaw", label: "store alone ÷ raw NORMAL", unit: "×", better: "lower" },
-    { id: "logCpuUs", label: "agent's write path, CPU µs/turn", unit: "µs", better: "lower" }
+    { id: "logCpuUs", label: "agent's write path, CPU µs/turn", unit: "µs", better: "lower" },
+    { id: "storeCpuUs", label: "store alone, CPU µs/turn", unit: "µs", better: "lower" },
+    { id: "rawNormalCpuUs", label: "raw better-sqlite3 NORMAL, CPU µs/turn", unit: "µs", better: "lower" }
   ],
   run: async (runtime, n, size) => {
     const store = runtime.store
@@ -59,7 +61,9 @@ export const W6: Workload = {
           rawFullUs: of("raw-full").usPerTurn,
           logPerRaw: of("log").usPerTurn / of("raw-normal").usPerTurn,
           storePerRaw: of("store").usPerTurn / of("raw-normal").usPerTurn,
-          logCpuUs: of("log").cpuUsPerTurn
+          logCpuUs: of("log").cpuUsPerTurn,
+          storeCpuUs: of("store").cpuUsPerTurn,
+          rawNormalCpuUs: of("raw-normal").cpuUsPerTurn
         },
         checks
       }
