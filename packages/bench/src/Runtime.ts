@@ -201,6 +201,9 @@ export interface Resumed {
   readonly firstRequestUs: number
   /** µs from the start of `open` to the model's first request. */
   readonly totalUs: number
+  /** CPU µs of this process over the open (and the agent's build), and from the send to the first request. */
+  readonly openCpuUs: number
+  readonly firstRequestCpuUs: number
   /** User texts in the first request (the whole history's prompts and the new one). */
   readonly requestUserTexts: number
   /** The last user text of the first request. */

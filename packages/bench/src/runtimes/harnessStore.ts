@@ -262,18 +262,22 @@ const resume = (
     const scope = yield* Scope.make()
     const store = Context.get(yield* Layer.buildWithScope(storeOf(filename), scope), SessionStore.SessionStore)
     let requested = 0
+    let requestedCpu = 0
     let userTexts: ReadonlyArray<string> = []
     const script: Script = (request) => {
       if (request.index === 0) {
         requested = nowUs()
+        requestedCpu = cpuUs()
         userTexts = request.userTexts()
       }
       return { _tag: "text", tokens: ["ok"] }
     }
     const start = nowUs()
+    const startCpu = cpuUs()
     const log = yield* SessionLog.open(sessionId).pipe(Effect.provideService(SessionStore.SessionStore, store))
     const agent = yield* agentOn(log, script, scope)
     const built = nowUs()
+    const builtCpu = cpuUs()
     yield* agent.followUp(text)
     yield* agent.whenIdle
     const ends = (yield* log.events).filter((event) => event.type === "turn/end")
@@ -284,6 +288,8 @@ const resume = (
       openUs: built - start,
       firstRequestUs: requested - built,
       totalUs: requested - start,
+      openCpuUs: builtCpu - startCpu,
+      firstRequestCpuUs: requestedCpu - builtCpu,
       requestUserTexts: userTexts.length,
       lastUserText: userTexts.at(-1) ?? "",
       completed,
