@@ -71,12 +71,13 @@ export type SendTarget = typeof SendTarget.Type
  * What a send does when a turn (or an admission) is running at the instant it is accepted: `enqueue` (what a send
  * does without it: route by target × wakeup), `steer` (join the running turn as steering), `reject` (fail with
  * `TurnRunningError`, accepting nothing), `interrupt` (cancel the running turn keeping the inbox, and run this message
- * next, ahead of everything queued).
+ * next, ahead of everything queued), `rollback` (`interrupt`, and the running turn is dropped from every later
+ * request's history by a durable `turn/rollback` record; the log keeps it).
  *
  * @since 0.0.0
  * @category schemas
  */
-export const WhenBusy = Schema.Literal("enqueue", "steer", "reject", "interrupt")
+export const WhenBusy = Schema.Literal("enqueue", "steer", "reject", "interrupt", "rollback")
 /**
  * @since 0.0.0
  * @category models

@@ -5,7 +5,8 @@
  * its call). Only `user/message` may stand outside a turn.
  *
  * Compaction appends too: a `compaction` record (ADR 0052) says which prefix of the history its summary stands
- * for; nothing is rewritten, so logs written before it decode unchanged.
+ * for, and a `turn/rollback` record (ADR 0061) which turn's messages later requests leave out; nothing is rewritten, so
+ * logs written before them decode unchanged.
  *
  * @since 0.0.0
  */
@@ -256,6 +257,23 @@ export const Compaction = Schema.Struct({
   usage: optional(Usage)
 })
 
+/**
+ * A rollback (ADR 0061): a send with `whenBusy: "rollback"` cancelled the open turn `turn` and dropped it from the
+ * model's view. From this record on, a request's history leaves out the folded messages `from..through - 1` (the
+ * turn's own, or those after a compaction inside it) and every message the turn folds after the record, until its
+ * `turn/end`. Written inside that turn, in the send's critical section, so the decision and the record are one;
+ * `by` is the message that asked for it. The turn's events stay in the log.
+ *
+ * @since 0.0.0
+ * @category schemas
+ */
+export const TurnRollback = Schema.Struct({
+  turn: PositiveInt,
+  by: AgentMessageId,
+  from: NonNegativeInt,
+  through: NonNegativeInt
+})
+
 const envelope = <T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
   Schema.Struct({
     seq: NonNegativeInt,
@@ -283,7 +301,8 @@ export const SessionEvent = Schema.Union(
   envelope("tool/call", ToolCall),
   envelope("tool/result", ToolResult),
   envelope("request/header", RequestHeader),
-  envelope("compaction", Compaction)
+  envelope("compaction", Compaction),
+  envelope("turn/rollback", TurnRollback)
 ).annotations({ identifier: "SessionEvent" })
 /**
  * @since 0.0.0

@@ -16,7 +16,8 @@ const wireNames: Record<SessionEvent.SessionEventType, true> = {
   "tool/call": true,
   "tool/result": true,
   "request/header": true,
-  "compaction": true
+  "compaction": true,
+  "turn/rollback": true
 }
 
 const envelope = (type: string, data: unknown) => ({ seq: 0, time: 0, type, data })

@@ -303,5 +303,11 @@ export const sessionEvents: ReadonlyArray<readonly [string, SessionEvent]> = [
       model: "m",
       usage: { inputTokens: 800, outputTokens: 12 }
     }
+  }],
+  ["turn/rollback", {
+    seq: 10,
+    time: 1,
+    type: "turn/rollback",
+    data: { turn: 3, by: otherMessageId, from: 5, through: 8 }
   }]
 ]

@@ -15,6 +15,9 @@
  * one user message with the summary text verbatim; the messages folded after them follow it. The latest compaction
  * wins (its summary already covers any earlier one). The log keeps every event; only the derivation changes.
  *
+ * Rollback (ADR 0061): a `turn/rollback` record leaves out the folded messages `from..through - 1` and every message
+ * folded after it until the next `turn/end` (its turn's); a compaction covers the ranges before it.
+ *
  * @since 0.0.0
  */
 import type { Prompt } from "@effect/ai"
@@ -65,6 +68,14 @@ export interface History {
     readonly count: number
     readonly messages: ReadonlyArray<Prompt.Message>
   } | undefined
+  /**
+   * The ranges of folded messages rollbacks left out since the latest compaction: absolute `[from, to)` pairs in log
+   * order; `open` while the rolled-back turn has not ended.
+   */
+  readonly dropped?: {
+    readonly ranges: ReadonlyArray<readonly [number, number]>
+    readonly open: boolean
+  } | undefined
   /** The derived messages, in an array successive histories share (an implementation detail; use {@link messages}). */
   readonly [TypeId]: AppendOnly<Prompt.Message>
 }
@@ -103,7 +114,8 @@ export const replacePrefix: (
 ) => History = internal.replacePrefix
 
 /**
- * The messages of a history, in log order (after the latest compaction: its summary, then what followed it).
+ * The messages of a history, in log order (after the latest compaction: its summary, then what followed it), without
+ * the ranges rollbacks left out.
  *
  * Contract: cheap to call once per request: no re-derivation, one copy of the message references per call (an array
  * of the caller's own, kept by nothing else: a cached copy held by a history that outlived a scavenge kept every

@@ -114,6 +114,12 @@ export interface LogState {
    */
   readonly compaction: { readonly messages: number; readonly summary: string } | undefined
   /**
+   * The ranges of folded history messages `turn/rollback` records left out since the latest compaction (ADR 0061), as
+   * `History` folds them: absolute `[from, to)` pairs, `open` while the rolled-back turn has not ended. A snapshot
+   * keeps them beside the compaction.
+   */
+  readonly dropped: { readonly ranges: ReadonlyArray<readonly [number, number]>; readonly open: boolean } | undefined
+  /**
    * Every tool call of the open step in model order: the `tool-call` blocks of its assistant messages in content
    * order, then the calls known only from `tool/call` events, in log order. Empty when no step is open.
    */

@@ -231,6 +231,7 @@ describe("LogCheck.step", () => {
         openStep: 1,
         header: { config: { model: "test-model" }, system: "You are a test." },
         compaction: undefined,
+        dropped: undefined,
         calls: [],
         owed: []
       })

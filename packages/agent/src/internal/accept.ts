@@ -22,6 +22,7 @@ import type { Env, State } from "./env.js"
 import { appendOwn, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import { rollbackLocked } from "./rollback.js"
 import * as Stale from "./stale.js"
 
 /** A message id: a random UUID from the agent's `Random`. */
@@ -247,7 +248,8 @@ const busyLocked = Effect.fnUntraced(function*(
       })
     default: {
       // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
-      // the queued FIFO, so the driver claims it next.
+      // the queued FIFO, so the driver claims it next; `rollback` first records that the turn is dropped (R207).
+      if (options.whenBusy === "rollback") yield* rollbackLocked(env, tx, id)
       yield* cancelLocked(env, tx, "user", true)
       const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
       const stale = Stale.isStale(options) ? yield* staleLocked(env, options, message) : plain

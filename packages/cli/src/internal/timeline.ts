@@ -171,6 +171,8 @@ export const describe = (
       return `compaction (${record.data.reason}): seqs 0–${record.data.through} (${record.data.messages} messages, ~${record.data.estimate} tokens) summarised by ${record.data.model}: ${
         oneLine(record.data.summary)
       }`
+    case "turn/rollback":
+      return `rolled back: turn ${record.data.turn} is left out of later requests (messages ${record.data.from}–${record.data.through} and what it adds until it ends), by ${record.data.by}`
     case "inbox/accepted": {
       const text = textOf(record.message.content)
       const what = goalLine(record.message.source, text) ?? `“${oneLine(text, 60)}”`

@@ -24,17 +24,36 @@ export interface Replaced {
   readonly messages: ReadonlyArray<Prompt.Message>
 }
 
-const make = (messages: AppendOnly.AppendOnly<Prompt.Message>, replaced?: Replaced | undefined): History =>
+/**
+ * Ranges of folded messages a rollback dropped (ADR 0061): absolute `[from, to)` pairs, in log order, all after the
+ * replaced prefix; `open` while the rolled-back turn has not ended (each message it folds meanwhile widens the last).
+ */
+export interface Dropped {
+  readonly ranges: ReadonlyArray<readonly [number, number]>
+  readonly open: boolean
+}
+
+const make = (
+  messages: AppendOnly.AppendOnly<Prompt.Message>,
+  replaced?: Replaced | undefined,
+  dropped?: Dropped | undefined
+): History =>
   Object.freeze(
-    replaced === undefined
-      ? { [TypeId]: messages, length: messages.length }
-      : { [TypeId]: messages, length: messages.length, replaced }
+    dropped === undefined
+      ? replaced === undefined
+        ? { [TypeId]: messages, length: messages.length }
+        : { [TypeId]: messages, length: messages.length, replaced }
+      : { [TypeId]: messages, length: messages.length, replaced, dropped }
   )
 
 export const empty: History = make(AppendOnly.empty())
 
 /** `history` with its first `count` folded messages shown as `messages` (the folded ones are kept). */
 export const replacePrefix = (history: History, replaced: Replaced): History => make(history[TypeId], replaced)
+
+/** `history` with these rollback ranges (a snapshot's, ADR 0061). */
+export const withDropped = (history: History, dropped: Dropped): History =>
+  make(history[TypeId], history.replaced, dropped)
 
 /**
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
@@ -212,23 +231,77 @@ export const unsafeOfMessages = (messages: Array<Prompt.Message>): History =>
 /** The messages of `first` then those of `second`. */
 export const concat = (first: History, second: History): History => {
   const replaced = second.replaced ?? first.replaced
-  if (second.length === 0) return replaced === first.replaced ? first : make(first[TypeId], replaced)
-  if (first.length === 0 && replaced === second.replaced) return second
-  return make(AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0)), replaced)
+  // Dropped ranges are absolute, like a compaction's count: a later compaction covers every earlier range.
+  const dropped = second.replaced !== undefined || first.dropped === undefined
+    ? second.dropped
+    : second.dropped === undefined
+    ? first.dropped
+    : { ranges: first.dropped.ranges.concat(second.dropped.ranges), open: second.dropped.open }
+  if (second.length === 0 && dropped === first.dropped) {
+    return replaced === first.replaced ? first : make(first[TypeId], replaced, dropped)
+  }
+  if (first.length === 0 && replaced === second.replaced && dropped === second.dropped) return second
+  return make(AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0)), replaced, dropped)
+}
+
+/** A rollback record's range, from the replaced prefix on, added (open until its turn ends). */
+const rolledBack = (history: History, from: number, through: number): History => {
+  const start = Math.max(from, history.replaced?.count ?? 0)
+  const range: readonly [number, number] = [start, Math.max(start, through)]
+  return make(history[TypeId], history.replaced, {
+    ranges: history.dropped === undefined ? [range] : history.dropped.ranges.concat([range]),
+    open: true
+  })
+}
+
+/** `history` with one more folded message; an open rollback range takes it in. */
+const appended = (history: History, message: Prompt.Message): History => {
+  const dropped = history.dropped
+  if (dropped === undefined || !dropped.open) {
+    return make(AppendOnly.append(history[TypeId], message), history.replaced, dropped)
+  }
+  const ranges = dropped.ranges.slice()
+  const [from, to] = ranges[ranges.length - 1]!
+  ranges[ranges.length - 1] = [from, to + 1]
+  return make(AppendOnly.append(history[TypeId], message), history.replaced, { ranges, open: true })
 }
 
 export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
-  if (event.type === "compaction") {
-    return make(history[TypeId], { count: event.data.messages, messages: [userMessageOf([event.data.summary])] })
+  switch (event.type) {
+    case "compaction": {
+      // A compaction covers every earlier range; one still open goes on past the summary until its turn ends.
+      const { messages: count, summary } = event.data
+      const open = history.dropped?.open === true ? { ranges: [[count, count] as const], open: true } : undefined
+      return make(history[TypeId], { count, messages: [userMessageOf([summary])] }, open)
+    }
+    case "turn/rollback":
+      return rolledBack(history, event.data.from, event.data.through)
+    case "turn/end":
+      return history.dropped?.open === true
+        ? make(history[TypeId], history.replaced, { ranges: history.dropped.ranges, open: false })
+        : history
+    default: {
+      const message = messageOf(event)
+      return message === undefined ? history : appended(history, message)
+    }
   }
-  const message = messageOf(event)
-  return message === undefined ? history : make(AppendOnly.append(history[TypeId], message), history.replaced)
 }
 
 export const messages = (history: History): ReadonlyArray<Prompt.Message> => {
   const replaced = history.replaced
-  if (replaced === undefined) return AppendOnly.slice(history[TypeId], 0)
-  return replaced.messages.concat(AppendOnly.slice(history[TypeId], replaced.count))
+  const dropped = history.dropped
+  if (dropped === undefined) {
+    if (replaced === undefined) return AppendOnly.slice(history[TypeId], 0)
+    return replaced.messages.concat(AppendOnly.slice(history[TypeId], replaced.count))
+  }
+  const out: Array<Prompt.Message> = replaced === undefined ? [] : replaced.messages.slice()
+  let at = replaced?.count ?? 0
+  for (const [from, to] of dropped.ranges) {
+    if (from > at) { for (const message of AppendOnly.slice(history[TypeId], at, from)) out.push(message) }
+    if (to > at) at = to
+  }
+  for (const message of AppendOnly.slice(history[TypeId], at)) out.push(message)
+  return out
 }
 
 export const deriveMessages = (events: Iterable<SessionEvent.SessionEvent>): ReadonlyArray<Prompt.Message> => {

@@ -4,6 +4,7 @@
  */
 import type { Ids, SessionEvent } from "@harness/domain"
 import type { LogState, LogViolation, OwedCall, Rule, StepCall } from "../LogCheck.js"
+import { contributes } from "./history.js"
 
 /** Crash repair's code for a tool result whose call was never recorded (R106); exempt from `unknown-tool-call`. */
 const TOOL_NOT_STARTED: SessionEvent.ToolErrorCode = "TOOL_NOT_STARTED"
@@ -18,6 +19,7 @@ export const initial: LogState = Object.freeze({
   openStep: undefined,
   header: undefined,
   compaction: undefined,
+  dropped: undefined,
   calls: noCalls,
   owed: noCalls
 })
@@ -28,6 +30,8 @@ interface StateChanges {
   readonly lastStep?: number
   readonly header?: LogState["header"]
   readonly compaction?: LogState["compaction"]
+  /** `null` clears them (a compaction covers every earlier range). */
+  readonly dropped?: LogState["dropped"] | null
   readonly calls?: ReadonlyArray<StepCall>
 }
 
@@ -48,6 +52,7 @@ const stateOf = (state: LogState, nextSeq: number, changes: StateChanges = noCha
     openStep: changes.open === undefined ? state.openStep : changes.open.step,
     header: changes.header ?? state.header,
     compaction: changes.compaction ?? state.compaction,
+    dropped: changes.dropped === undefined ? state.dropped : changes.dropped ?? undefined,
     calls,
     owed: changes.calls === undefined ? state.owed : calls.length === 0 ? noCalls : owedOf(calls)
   }
@@ -182,7 +187,17 @@ const enclosure = (
  * `turn/end` closes its turn even while a step is open, and every other refused event changes nothing but `seq`.
  * Runs for every append: its helpers are module-level, so a call allocates only the states and results it returns.
  */
-const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
+export const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
+  const result = transitionOf(state, event)
+  // An open rollback range (ADR 0061) takes in every message its turn folds until its `turn/end`, as `History` does.
+  if (state.dropped?.open !== true || !contributes(event)) return result
+  const ranges = state.dropped.ranges.slice()
+  const [from, to] = ranges[ranges.length - 1]!
+  ranges[ranges.length - 1] = [from, to + 1]
+  return { next: { ...result.next, dropped: { ranges, open: true } }, violation: result.violation }
+}
+
+const transitionOf = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
   const seq = event.seq
   const nextSeq = seq + 1
   const { openStep, openTurn } = state
@@ -220,7 +235,11 @@ const transition = (state: LogState, event: SessionEvent.SessionEvent): Transiti
       if (turn !== openTurn) {
         return refuse(state, event, "turn-end-mismatch", `turn/end ${turn} but the open turn is ${openTurn}`)
       }
-      const closed = stateOf(state, nextSeq, { open: { turn: undefined, step: undefined }, calls: noCalls })
+      const closed = stateOf(state, nextSeq, {
+        open: { turn: undefined, step: undefined },
+        calls: noCalls,
+        ...(state.dropped?.open === true ? { dropped: { ranges: state.dropped.ranges, open: false } } : {})
+      })
       if (openStep !== undefined) {
         return {
           next: closed,
@@ -274,8 +293,17 @@ const transition = (state: LogState, event: SessionEvent.SessionEvent): Transiti
       return enclosure(state, event, event.data.turn, event.data.step) ?? accept(same(state, event))
     case "compaction": {
       const { messages, summary } = event.data
+      const dropped = state.dropped?.open === true ? { ranges: [[messages, messages] as const], open: true } : null
       return enclosure(state, event, event.data.turn, event.data.step) ??
-        accept(stateOf(state, nextSeq, { compaction: { messages, summary } }))
+        accept(stateOf(state, nextSeq, { compaction: { messages, summary }, dropped }))
+    }
+    case "turn/rollback": {
+      const misplaced = enclosure(state, event, event.data.turn, undefined)
+      if (misplaced !== undefined) return misplaced
+      const start = Math.max(event.data.from, state.compaction?.messages ?? 0)
+      const range = [start, Math.max(start, event.data.through)] as const
+      const ranges = state.dropped === undefined ? [range] : state.dropped.ranges.concat([range])
+      return accept(stateOf(state, nextSeq, { dropped: { ranges, open: true } }))
     }
     case "assistant/message": {
       const misplaced = enclosure(state, event, event.data.turn, event.data.step)

@@ -34,6 +34,10 @@ const Head = Schema.Struct({
     messages: SessionEvent.Compaction.fields.messages,
     summary: SessionEvent.Compaction.fields.summary
   })),
+  /** The ranges rollbacks left out since that compaction (ADR 0061): absent when there are none. */
+  dropped: Schema.optional(
+    Schema.Array(Schema.Tuple(SessionEvent.TurnRollback.fields.from, SessionEvent.TurnRollback.fields.through))
+  ),
   /** The pending inbox at `position`, in acceptance order. */
   inbox: Schema.Array(StoreRecords.InboxAccepted),
   /** The number of history messages (the body's events each give one). */
@@ -150,6 +154,7 @@ export const encode = (input: Input): { readonly head: string; readonly body: st
     lastStep: input.state.lastStep,
     ...(input.state.header === undefined ? {} : { header: input.state.header }),
     ...(input.state.compaction === undefined ? {} : { compaction: input.state.compaction }),
+    ...(input.state.dropped === undefined ? {} : { dropped: input.state.dropped.ranges }),
     inbox: input.inbox,
     messages: input.messages,
     bodyLength: body.length
@@ -186,7 +191,8 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
       lastTurn: head.lastTurn,
       lastStep: head.lastStep,
       header: head.header,
-      compaction: head.compaction
+      compaction: head.compaction,
+      dropped: head.dropped === undefined ? undefined : { ranges: head.dropped, open: false }
     },
     inbox: head.inbox,
     messages: head.messages,
@@ -206,7 +212,7 @@ export interface Body {
  */
 export const decodeBody = (
   body: string,
-  start: Pick<Start, "messages" | "bodyLength"> & { readonly state?: Pick<LogState, "compaction"> }
+  start: Pick<Start, "messages" | "bodyLength"> & { readonly state?: Pick<LogState, "compaction" | "dropped"> }
 ): Either.Either<Body, string> => {
   if (body.length !== start.bodyLength) {
     return Either.left(`its body is ${body.length} characters long, its head says ${start.bodyLength}`)
@@ -231,11 +237,13 @@ export const decodeBody = (
   }
   const folded = history.unsafeOfMessages(messages)
   const compaction = start.state?.compaction
+  const dropped = start.state?.dropped
+  const replaced = compaction === undefined ? folded : history.replacePrefix(folded, {
+    count: compaction.messages,
+    messages: [history.userMessageOf([compaction.summary])]
+  })
   return Either.right({
-    history: compaction === undefined ? folded : history.replacePrefix(folded, {
-      count: compaction.messages,
-      messages: [history.userMessageOf([compaction.summary])]
-    }),
+    history: dropped === undefined ? replaced : history.withDropped(replaced, dropped),
     historyText: body.slice(1, -1)
   })
 }
