@@ -46,6 +46,8 @@ const startChat = (
 
 /** One answer of the scripted provider, streamed by the test: `text` sends a piece, `end` finishes the answer. */
 interface Reply {
+  /** The request's body (its JSON text): what the model was sent. */
+  readonly body: string
   readonly text: (content: string) => Effect.Effect<void>
   readonly end: Effect.Effect<void>
 }
@@ -58,11 +60,13 @@ interface Reply {
 const scriptedProvider = Effect.gen(function*() {
   const replies = yield* Queue.unbounded<Reply>()
   const server = createServer((request, response) => {
-    request.resume()
+    let body = ""
+    request.on("data", (chunk) => body += String(chunk))
     request.on("end", () => {
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.write(chatChunk("scripted", { role: "assistant", content: "" }))
       replies.unsafeOffer({
+        body,
         text: (content) => Effect.sync(() => void response.write(chatChunk("scripted", { content }))),
         end: Effect.sync(() => {
           response.write(chatChunk("scripted", {}, "stop"))
@@ -863,6 +867,55 @@ describe("harness chat edits queued items in place", { timeout: 300_000 }, () =>
       // The story was cut (aborted); the cat ran before the dog queued ahead of it; the refused cow of the first
       // /ifidle never reached the model, the second did.
       assert.deepStrictEqual(asked, ["tell me a story", "what is a cat", "what is a dog", "what is a cow"], show.stdout)
+      assert.include(show.stdout, "aborted")
+      assert.include(show.stdout, "the log checks clean")
+    }).pipe(Effect.scoped))
+
+  it.live("R207 in the chat: /redo stops the running turn and runs its text instead; the stopped turn is left out of the next request and stays in the log, marked", () =>
+    Effect.gen(function*() {
+      const provider = yield* scriptedProvider
+      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
+      yield* waitFor(name, "idle · 0 tokens · /help")
+      yield* type(name, "tell me a story")
+      yield* press(name, "Enter")
+      const story = yield* Queue.take(provider.replies)
+      assert.include(story.body, "tell me a story")
+      yield* story.text("Once upon a time")
+      yield* waitFor(name, "Once upon a time")
+      yield* type(name, "+what is a dog")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "1 queued")
+
+      yield* type(name, "/redo what is a cat")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "+ what is a cat (runs next, instead)")
+      const cat = yield* Queue.take(provider.replies)
+      // The rolled-back turn's prompt and the answer it was streaming are not in the request.
+      assert.include(cat.body, "what is a cat")
+      assert.notInclude(cat.body, "tell me a story")
+      assert.notInclude(cat.body, "Once upon a time")
+      yield* waitFor(name, "▸ what is a cat")
+      yield* cat.text("Cats purr.\n")
+      yield* cat.end
+      const dog = yield* Queue.take(provider.replies)
+      assert.include(dog.body, "what is a cat")
+      assert.include(dog.body, "Cats purr.")
+      assert.notInclude(dog.body, "tell me a story")
+      yield* waitFor(name, "▸ what is a dog")
+      yield* dog.text("Dogs bark.\n")
+      yield* dog.end
+      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* type(name, "/exit")
+      yield* press(name, "Enter")
+      yield* waitFor(name, "bye — session")
+
+      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
+      assert.isDefined(id)
+      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+      assert.strictEqual(show.code, 0, show.stderr)
+      // The log keeps the rolled-back turn, marked, and checks clean.
+      assert.include(show.stdout, "user: tell me a story")
+      assert.include(show.stdout, "rolled back: turn 1 is left out of later requests")
       assert.include(show.stdout, "aborted")
       assert.include(show.stdout, "the log checks clean")
     }).pipe(Effect.scoped))

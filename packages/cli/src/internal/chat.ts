@@ -36,6 +36,7 @@ export const help = (window: number): ReadonlyArray<string> => [
   "/promote N       turn queued item N into steering of the running turn",
   "/now text        stop the running turn (keeping the inbox) and run this next, ahead of everything queued",
   "/ifidle text     start a turn only if none is running; refused (nothing sent) while one runs",
+  "/redo text       as /now, and the stopped turn is left out of what the model sees from now on (it stays logged)",
   "/move N M        put item N at place M (1 is first) among the items queued (or steering) like it",
   "/goal set <objective> | show | pause | resume | clear    keep working toward an objective over rounds",
   "Esc, Ctrl-C      cancel the running turn, keeping the inbox",
@@ -596,6 +597,7 @@ export const chat = (
           case "/queue":
             return yield* queue(argument)
           case "/now":
+          case "/redo":
           case "/ifidle": {
             if (argument === "") return yield* emit([`usage: ${command} your request`])
             // `whenBusy` (R142): decided in the agent's own critical section, so there is no race with a turn's end.
@@ -603,13 +605,12 @@ export const chat = (
               agent.send(Message.make(argument), {
                 target: "next-turn",
                 wakeup: true,
-                whenBusy: command === "/now" ? "interrupt" : "reject"
+                whenBusy: command === "/now" ? "interrupt" : command === "/redo" ? "rollback" : "reject"
               })
             )
             if (sent._tag === "Right") {
-              return yield* emit([
-                `${s.bold("+")} ${argument} ${s.dim(command === "/now" ? "(runs next)" : "(sent)")}`
-              ])
+              const note = command === "/now" ? "(runs next)" : command === "/redo" ? "(runs next, instead)" : "(sent)"
+              return yield* emit([`${s.bold("+")} ${argument} ${s.dim(note)}`])
             }
             if (sent.left._tag === "TurnRunningError") {
               return yield* emit([s.yellow(`not sent: a turn is running (/ifidle sends only to an idle agent)`)])
