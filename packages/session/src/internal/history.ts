@@ -33,18 +33,22 @@ export interface Dropped {
   readonly open: boolean
 }
 
-const make = (
-  messages: AppendOnly.AppendOnly<Prompt.Message>,
-  replaced?: Replaced | undefined,
-  dropped?: Dropped | undefined
-): History =>
+const make = (messages: AppendOnly.AppendOnly<Prompt.Message>, replaced?: Replaced | undefined): History =>
   Object.freeze(
-    dropped === undefined
-      ? replaced === undefined
-        ? { [TypeId]: messages, length: messages.length }
-        : { [TypeId]: messages, length: messages.length, replaced }
-      : { [TypeId]: messages, length: messages.length, replaced, dropped }
+    replaced === undefined
+      ? { [TypeId]: messages, length: messages.length }
+      : { [TypeId]: messages, length: messages.length, replaced }
   )
+
+/** `make` with rollback ranges, when there are some (a separate literal: the common shapes stay as they were). */
+const makeDropped = (
+  messages: AppendOnly.AppendOnly<Prompt.Message>,
+  replaced: Replaced | undefined,
+  dropped: Dropped | undefined
+): History =>
+  dropped === undefined
+    ? make(messages, replaced)
+    : Object.freeze({ [TypeId]: messages, length: messages.length, replaced, dropped })
 
 export const empty: History = make(AppendOnly.empty())
 
@@ -53,7 +57,7 @@ export const replacePrefix = (history: History, replaced: Replaced): History => 
 
 /** `history` with these rollback ranges (a snapshot's, ADR 0061). */
 export const withDropped = (history: History, dropped: Dropped): History =>
-  make(history[TypeId], history.replaced, dropped)
+  makeDropped(history[TypeId], history.replaced, dropped)
 
 /**
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
@@ -238,53 +242,51 @@ export const concat = (first: History, second: History): History => {
     ? first.dropped
     : { ranges: first.dropped.ranges.concat(second.dropped.ranges), open: second.dropped.open }
   if (second.length === 0 && dropped === first.dropped) {
-    return replaced === first.replaced ? first : make(first[TypeId], replaced, dropped)
+    return replaced === first.replaced ? first : makeDropped(first[TypeId], replaced, dropped)
   }
   if (first.length === 0 && replaced === second.replaced && dropped === second.dropped) return second
-  return make(AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0)), replaced, dropped)
+  return makeDropped(AppendOnly.appendAll(first[TypeId], AppendOnly.slice(second[TypeId], 0)), replaced, dropped)
 }
 
 /** A rollback record's range, from the replaced prefix on, added (open until its turn ends). */
 const rolledBack = (history: History, from: number, through: number): History => {
   const start = Math.max(from, history.replaced?.count ?? 0)
   const range: readonly [number, number] = [start, Math.max(start, through)]
-  return make(history[TypeId], history.replaced, {
+  return makeDropped(history[TypeId], history.replaced, {
     ranges: history.dropped === undefined ? [range] : history.dropped.ranges.concat([range]),
     open: true
   })
 }
 
-/** `history` with one more folded message; an open rollback range takes it in. */
-const appended = (history: History, message: Prompt.Message): History => {
-  const dropped = history.dropped
-  if (dropped === undefined || !dropped.open) {
-    return make(AppendOnly.append(history[TypeId], message), history.replaced, dropped)
-  }
+/** `history` with one more folded message, in an open rollback range (which takes it in). */
+const appendedDropping = (history: History, dropped: Dropped, message: Prompt.Message): History => {
   const ranges = dropped.ranges.slice()
   const [from, to] = ranges[ranges.length - 1]!
   ranges[ranges.length - 1] = [from, to + 1]
-  return make(AppendOnly.append(history[TypeId], message), history.replaced, { ranges, open: true })
+  return makeDropped(AppendOnly.append(history[TypeId], message), history.replaced, { ranges, open: true })
 }
 
 export const fold = (history: History, event: SessionEvent.SessionEvent): History => {
-  switch (event.type) {
-    case "compaction": {
-      // A compaction covers every earlier range; one still open goes on past the summary until its turn ends.
-      const { messages: count, summary } = event.data
-      const open = history.dropped?.open === true ? { ranges: [[count, count] as const], open: true } : undefined
-      return make(history[TypeId], { count, messages: [userMessageOf([summary])] }, open)
-    }
-    case "turn/rollback":
-      return rolledBack(history, event.data.from, event.data.through)
-    case "turn/end":
-      return history.dropped?.open === true
-        ? make(history[TypeId], history.replaced, { ranges: history.dropped.ranges, open: false })
-        : history
-    default: {
-      const message = messageOf(event)
-      return message === undefined ? history : appended(history, message)
-    }
+  const message = messageOf(event)
+  if (message !== undefined) {
+    // The common case first, as before rollbacks existed: one append, the replaced prefix kept.
+    const dropped = history.dropped
+    if (dropped === undefined) return make(AppendOnly.append(history[TypeId], message), history.replaced)
+    return dropped.open
+      ? appendedDropping(history, dropped, message)
+      : makeDropped(AppendOnly.append(history[TypeId], message), history.replaced, dropped)
   }
+  if (event.type === "compaction") {
+    // A compaction covers every earlier range; one still open goes on past the summary until its turn ends.
+    const { messages: count, summary } = event.data
+    const open = history.dropped?.open === true ? { ranges: [[count, count] as const], open: true } : undefined
+    return makeDropped(history[TypeId], { count, messages: [userMessageOf([summary])] }, open)
+  }
+  if (event.type === "turn/rollback") return rolledBack(history, event.data.from, event.data.through)
+  if (event.type === "turn/end" && history.dropped?.open === true) {
+    return makeDropped(history[TypeId], history.replaced, { ranges: history.dropped.ranges, open: false })
+  }
+  return history
 }
 
 export const messages = (history: History): ReadonlyArray<Prompt.Message> => {
