@@ -58,6 +58,15 @@ export type Op =
     readonly ttl: number | undefined
     readonly key: "a" | "b" | undefined
   }
+  /**
+   * A send with `whenBusy` (ADR 0050, ADR 0061): a follow-up that, if a turn runs at that instant,
+   * is refused (`reject`), steers, interrupts the turn, or rolls it back. `TurnRunningError` is an expected answer.
+   */
+  | {
+    readonly _tag: "busy"
+    readonly kind: "followup"
+    readonly whenBusy: "reject" | "steer" | "interrupt" | "rollback"
+  }
   /** Let the agent run (advancing the clock) until it is idle, or nothing is left to wake it (bounded). */
   | { readonly _tag: "settle" }
   /** Append these replies to the model's script (an episode's own replies, pushed as it starts). */
@@ -176,6 +185,23 @@ const stale: fc.Arbitrary<Op> = fc.record({
   key: fc.option(fc.constantFrom("a" as const, "a" as const, "b" as const), { nil: undefined })
 }).map(({ key, kind, ttl }): Op => ({ _tag: "stale", kind, ttl: ttl ?? (key === undefined ? 100 : undefined), key }))
 
+/** A `whenBusy` send; `interrupt` and `rollback` cancel (keeping the inbox), so only where cancels are allowed. */
+const busy = (cancels: "any" | "keepInbox" | "none"): fc.Arbitrary<Op> =>
+  fc.record({
+    // A parked send that found a turn running would be routed as a waking one (steering, or the head of the queue):
+    // the checks count parked sends by how they were sent, so these are follow-ups.
+    kind: fc.constant("followup" as const),
+    whenBusy: cancels === "none"
+      ? fc.constantFrom("reject" as const, "steer" as const)
+      : fc.constantFrom(
+        "reject" as const,
+        "steer" as const,
+        "interrupt" as const,
+        "rollback" as const,
+        "rollback" as const
+      )
+  }).map((busy): Op => ({ _tag: "busy", ...busy }))
+
 /**
  * A random operation. `cancels` limits the cancels it may contain. (Reactive programs are built from episodes
  * instead: see {@link episode}.)
@@ -212,6 +238,7 @@ const op = (cancels: "any" | "keepInbox" | "none" = "any"): fc.Arbitrary<Op> =>
       weight: 2
     },
     { arbitrary: stale, weight: 4 },
+    { arbitrary: busy(cancels), weight: 3 },
     {
       arbitrary: fc.record({ event: trigger, item: batchItem(cancels) }).map((on): Op => ({ _tag: "on", ...on })),
       weight: 4

@@ -7,9 +7,10 @@ import { LanguageModel, Tool } from "@effect/ai"
 import { Agent, AgentTool } from "@harness/agent"
 import type { AgentEvent, Ids as IdsT, Inbox, SessionEvent, Turn } from "@harness/domain"
 import { Ids as DomainIds, Message, MessageSource } from "@harness/domain"
-import { SessionLog, SessionStore } from "@harness/session"
+import { History, SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, Exit, Fiber, Random, Ref, Schema, Scope, TestClock } from "effect"
+import { isDeepStrictEqual } from "node:util"
 import type { Nudge, Op, ReplySpec, Scenario, SendKind } from "./properties-arbitraries.js"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -576,6 +577,16 @@ export const run = (scenario: Scenario) =>
           }
           case "stale":
             return yield* sendStale(op)
+          case "busy": {
+            // A refusal (`reject` while a turn runs) accepts nothing: no id, no event, no record.
+            const data = yield* message(op.kind)
+            const sent = agent.send(data, { ...sendOptions(op.kind), whenBusy: op.whenBusy }).pipe(
+              Effect.catchTag("TurnRunningError", () => Effect.succeed(undefined))
+            )
+            const id = yield* guarded(op, accepted(sent))
+            if (id !== undefined) yield* record(id, op.kind)
+            return
+          }
           case "script":
             return yield* model.push(...op.replies.map(toReply))
           case "settle": {
@@ -632,6 +643,24 @@ export const run = (scenario: Scenario) =>
         }
       } else {
         yield* Fiber.interrupt(idle)
+      }
+    }
+
+    // R103: every request carried the derivation of the log before some step's `step/start`, in log order (a retried
+    // request repeats its step's) — so a rollback's record (ADR 0061) left the same turn out of both.
+    {
+      const log = yield* agent.log
+      const derived = log.flatMap((event, index) =>
+        event.type === "step/start" ? [History.deriveMessages(log.slice(0, index))] : []
+      )
+      let at = 0
+      for (const [n, request] of (yield* model.requests).entries()) {
+        const sent = request.prompt.content.filter((message) => message.role !== "system")
+        while (at < derived.length && !isDeepStrictEqual(derived[at], sent)) at++
+        if (at === derived.length) {
+          yield* anomaly(`request ${n + 1} is not the derivation of the log before a step/start`)
+          break
+        }
       }
     }
 
@@ -694,6 +723,8 @@ export interface Tally {
   /** A pending item expired, and one was superseded (ADR 0059). */
   readonly expired: boolean
   readonly superseded: boolean
+  /** A `whenBusy: "rollback"` send rolled a turn back (a `turn/rollback` record, ADR 0061). */
+  readonly rolledBack: boolean
 }
 
 /** What a run reached (see {@link Tally}). */
@@ -743,7 +774,8 @@ export const tally = (outcome: Outcome): Tally => {
     withdrew: outcome.ids.withdrawn.length > 0,
     restored: (outcome.restart?.restored ?? 0) > 0,
     expired: outcome.events.some((event) => event.type === "agent/inbox/discard" && event.reason === "expired"),
-    superseded: outcome.events.some((event) => event.type === "agent/inbox/discard" && event.reason === "superseded")
+    superseded: outcome.events.some((event) => event.type === "agent/inbox/discard" && event.reason === "superseded"),
+    rolledBack: outcome.events.some((event) => event.type === "session/event" && event.event.type === "turn/rollback")
   }
 }
 

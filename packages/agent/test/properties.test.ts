@@ -73,6 +73,8 @@ const check = (scenario: Scenario, options: CheckOptions = {}) =>
  * beside a CPU hog where a quiet machine takes a few, so vitest's clock must not decide it.
  */
 const slow = 300_000
+/** The least share of the durable sample whose run rolls a turn back (measured: see PROPERTIES.md). */
+const ROLLBACK_FLOOR = 0.025
 
 describe("properties: random interleavings", () => {
   it.scoped.prop(
@@ -151,6 +153,7 @@ describe("properties: the generators reach the interleavings that broke before",
         restored: share((t) => t.restored),
         expired: share((t) => t.expired),
         superseded: share((t) => t.superseded),
+        rolledBack: share((t) => t.rolledBack),
         fired: fired + missed === 0 ? 0 : fired / (fired + missed)
       }
     })
@@ -184,6 +187,8 @@ describe("properties: the generators reach the interleavings that broke before",
         // Stale sends (ADR 0059) expire and supersede in a fair share of the runs, restarts included.
         assert.isAtLeast(shares.expired, 0.1, JSON.stringify(shares))
         assert.isAtLeast(shares.superseded, 0.05, JSON.stringify(shares))
+        // A rollback (ADR 0061) lands on a running turn in a share of the runs, restarts included.
+        assert.isAtLeast(shares.rolledBack, ROLLBACK_FLOOR, JSON.stringify(shares))
       }),
     { timeout: slow }
   )
