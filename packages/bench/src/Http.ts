@@ -44,7 +44,7 @@ export const full: Sizes = { samples: 300, turns: 1000, subscribers: 1000, fanou
 export const quick: Sizes = { samples: 50, turns: 200, subscribers: 100, fanoutTurns: 5 }
 
 /** One side's figures (in process, or over HTTP). */
-export interface Side {
+interface Side {
   readonly latencyP50Micros: number
   readonly latencyP99Micros: number
   readonly durableEventsPerSecond: number

@@ -117,7 +117,7 @@ const filler = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf",
  * @since 0.0.0
  * @category constructors
  */
-export const noteText = (seed: number, i: number): string => {
+const noteText = (seed: number, i: number): string => {
   const words = ((seed * 7919 + i * 104_729) >>> 0) % 30
   const body = Array.from({ length: words }, (_, k) => filler[(i + k) % filler.length]!).join(" ")
   return `Note ${i} of the session: please acknowledge it. ${body}`.trim()
@@ -149,7 +149,7 @@ const wordsIn = (text: string): number => {
  * @since 0.0.0
  * @category utils
  */
-export const tokensOf = (prompt: Prompt.Prompt): number => {
+const tokensOf = (prompt: Prompt.Prompt): number => {
   let n = 0
   for (const message of prompt.content) {
     if (message.role === "system") {
@@ -173,7 +173,7 @@ export const tokensOf = (prompt: Prompt.Prompt): number => {
  * @since 0.0.0
  * @category layers
  */
-export const tokenizer: Tokenizer.Service = Tokenizer.make({
+const tokenizer: Tokenizer.Service = Tokenizer.make({
   tokenize: (prompt) => Effect.sync(() => Array.from({ length: tokensOf(prompt) }, (_, i) => i))
 })
 

@@ -41,7 +41,7 @@ export const runner: Effect.Effect<ReadonlyArray<string>, never, Scope.Scope> =
  * @since 0.0.0
  * @category models
  */
-export interface ChildRun {
+interface ChildRun {
   /** The ids the child's sends returned. */
   readonly sent: ReadonlyArray<string>
   /** `KILL <kind> <n>` when it stopped at its kill point (and was killed), else undefined. */
@@ -58,7 +58,7 @@ export interface ChildRun {
  * @since 0.0.0
  * @category running
  */
-export const runChild = (
+const runChild = (
   args: ReadonlyArray<string>,
   config: LongSession.Config
 ): Effect.Effect<ChildRun, never, CommandExecutor.CommandExecutor> =>
@@ -103,7 +103,7 @@ export const runChild = (
  * @since 0.0.0
  * @category constructors
  */
-export const plan = (
+const plan = (
   seed: number,
   turns: number,
   kills: number

@@ -102,7 +102,7 @@ const estimate = (
  * last reported input tokens plus the tokens of the messages since, or of the system prompt and every message
  * without a usable mark. A tokenizer that fails leaves the estimate to the heuristic.
  */
-export const estimateWith = (
+const estimateWith = (
   tokenizer: Tokenizer.Service | undefined,
   messages: ReadonlyArray<Prompt.Message>,
   system: string | undefined,

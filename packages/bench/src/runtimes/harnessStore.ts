@@ -25,7 +25,7 @@ const sessionId = Ids.SessionId.make("bench-store")
  * prompt, each streamed chunk, a step's message with its calls, the tool's result closing the step and opening the
  * next, the last message closing the step and the turn.
  */
-export const turnSections = (turn: number): ReadonlyArray<ReadonlyArray<SessionEvent.SessionEventInput>> => {
+const turnSections = (turn: number): ReadonlyArray<ReadonlyArray<SessionEvent.SessionEventInput>> => {
   const callId = Ids.ToolCallId.make(`call_${turn}`)
   const text = (t: string) => Content.text(t)
   const provenance = { model: "deepseek-chat", provider: "deepseek" }

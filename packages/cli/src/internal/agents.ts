@@ -25,7 +25,7 @@ const Entry = Schema.Struct({
 const File = Schema.parseJson(Schema.Struct({ agents: Schema.Record({ key: Schema.String, value: Entry }) }))
 
 /** Where the subagents are configured, under a workspace. */
-export const fileOf = (workspace: string): string => join(workspace, ".harness", "agents.json")
+const fileOf = (workspace: string): string => join(workspace, ".harness", "agents.json")
 
 const invalid = (file: string, message: string) =>
   new CommandError({

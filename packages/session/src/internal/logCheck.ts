@@ -187,7 +187,7 @@ const enclosure = (
  * `turn/end` closes its turn even while a step is open, and every other refused event changes nothing but `seq`.
  * Runs for every append: its helpers are module-level, so a call allocates only the states and results it returns.
  */
-export const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
+const transition = (state: LogState, event: SessionEvent.SessionEvent): Transition => {
   const result = transitionOf(state, event)
   // An open rollback range (ADR 0061) takes in every message its turn folds until its `turn/end`, as `History` does.
   if (state.dropped?.open !== true || !contributes(event)) return result
