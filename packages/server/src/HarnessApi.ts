@@ -20,6 +20,7 @@ import { AgentEvent, Ids, Inbox, Operations, SessionEvent, Store } from "@harnes
 import { GoalError, GoalReplay, GoalState } from "@harness/goal"
 import { Context, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
+import { problem } from "./internal/problem.js"
 import type { Scope } from "./ServerError.js"
 import {
   Forbidden,
@@ -154,7 +155,8 @@ const statuses: Record<string, number> = {
 }
 
 const tagOf = (ast: AST.AST): string | undefined => {
-  const target = AST.isTransformation(ast) ? ast.to : ast
+  // A `Schema.TaggedError` class is a transformation from its fields (`from`) to the class (`to`, a declaration).
+  const target = AST.isTransformation(ast) ? (AST.isTypeLiteral(ast.to) ? ast.to : ast.from) : ast
   if (!AST.isTypeLiteral(target)) return undefined
   const tag = target.propertySignatures.find((ps) => ps.name === "_tag")
   return tag !== undefined && AST.isLiteral(tag.type) && typeof tag.type.literal === "string"
@@ -162,13 +164,13 @@ const tagOf = (ast: AST.AST): string | undefined => {
     : undefined
 }
 
-/** The failure schema with each member annotated with its status (an unknown member stays 500). */
+/** The failure schema with each member annotated with its status (an unknown member stays 500), as problem details. */
 const withStatus = <S extends Schema.Schema.Any>(
   failure: S
 ): Schema.Schema<Schema.Schema.Type<S>, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>> => {
   const annotate = (member: AST.AST): AST.AST => {
     const status = statuses[tagOf(member) ?? ""]
-    return status === undefined ? member : AST.annotations(member, HttpApiSchema.annotations({ status }))
+    return AST.annotations(member, problem({ status }))
   }
   const ast = failure.ast
   return Schema.make(AST.isUnion(ast) ? AST.Union.make(ast.types.map(annotate)) : annotate(ast))
@@ -345,8 +347,8 @@ export type SetGoal = typeof SetGoal.Type
 
 /** The goal service's failures: a refused change is 400 (`GoalError`), a log it cannot fold 500. */
 const goalFailure = Schema.Union(
-  GoalError.GoalError.annotations(HttpApiSchema.annotations({ status: 400 })),
-  GoalReplay.GoalReplayError.annotations(HttpApiSchema.annotations({ status: 500 })),
+  GoalError.GoalError.annotations(problem({ status: 400 })),
+  GoalReplay.GoalReplayError.annotations(problem({ status: 500 })),
   GoalsUnavailable
 )
 

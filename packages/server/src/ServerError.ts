@@ -1,14 +1,14 @@
 /**
  * The refusals of the HTTP API that are not the agent's own: no or unknown token, a token without the scope a route
  * needs, a body over the limit, a token over its rate, a session that does not exist or that another process
- * writes. Each is a schema carrying its HTTP status (`HttpApiSchema.annotations`), so the OpenAPI document lists it
- * and the typed client decodes it back into the same class.
+ * writes. Each is a schema carrying its HTTP status, so the OpenAPI document lists it; it is sent as problem details
+ * (`application/problem+json`, RFC 9457) and the typed client decodes it back into the same class.
  *
  * @since 0.0.0
  */
-import { HttpApiSchema } from "@effect/platform"
 import { Ids } from "@harness/domain"
 import { Schema } from "effect"
+import { problem } from "./internal/problem.js"
 
 /**
  * What a token may do. `read` lists and shows sessions, their inbox, snapshot and events; `send` also creates
@@ -33,7 +33,7 @@ export type Scope = typeof Scope.Type
 export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/server/Unauthorized")(
   "Unauthorized",
   { message: Schema.String },
-  HttpApiSchema.annotations({ status: 401, description: "No bearer token, or an unknown one." })
+  problem({ status: 401, description: "No bearer token, or an unknown one." })
 ) {}
 
 /**
@@ -45,7 +45,7 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/ser
 export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Forbidden")(
   "Forbidden",
   { needed: Scope, message: Schema.String },
-  HttpApiSchema.annotations({ status: 403, description: "The token lacks the scope this route needs." })
+  problem({ status: 403, description: "The token lacks the scope this route needs." })
 ) {}
 
 /**
@@ -57,7 +57,7 @@ export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Fo
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@harness/server/PayloadTooLarge")(
   "PayloadTooLarge",
   { limit: Schema.Number, message: Schema.String },
-  HttpApiSchema.annotations({ status: 413, description: "The request body is over the server's limit." })
+  problem({ status: 413, description: "The request body is over the server's limit." })
 ) {}
 
 /**
@@ -69,7 +69,7 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@harne
 export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@harness/server/TooManyRequests")(
   "TooManyRequests",
   { retryAfterMillis: Schema.Number, message: Schema.String },
-  HttpApiSchema.annotations({ status: 429, description: "The token is over its request rate." })
+  problem({ status: 429, description: "The token is over its request rate." })
 ) {}
 
 /**
@@ -81,7 +81,7 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@harne
 export class SessionNotFound extends Schema.TaggedError<SessionNotFound>("@harness/server/SessionNotFound")(
   "SessionNotFound",
   { id: Schema.String, message: Schema.String },
-  HttpApiSchema.annotations({ status: 404, description: "No session with this id is stored." })
+  problem({ status: 404, description: "No session with this id is stored." })
 ) {}
 
 /**
@@ -94,7 +94,7 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>("@harne
 export class SessionConflict extends Schema.TaggedError<SessionConflict>("@harness/server/SessionConflict")(
   "SessionConflict",
   { id: Ids.SessionId, reason: Schema.Literal("busy", "exists"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 409, description: "Another process writes the session, or it exists." })
+  problem({ status: 409, description: "Another process writes the session, or it exists." })
 ) {}
 
 /**
@@ -106,7 +106,7 @@ export class SessionConflict extends Schema.TaggedError<SessionConflict>("@harne
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>("@harness/server/StoreUnavailable")(
   "StoreUnavailable",
   { message: Schema.String },
-  HttpApiSchema.annotations({ status: 503, description: "The session store failed." })
+  problem({ status: 503, description: "The session store failed." })
 ) {}
 
 /**
@@ -133,7 +133,7 @@ export type ServerError =
 export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/server/ForkRefused")(
   "ForkRefused",
   { id: Ids.SessionId, message: Schema.String },
-  HttpApiSchema.annotations({ status: 400, description: "The fork point is not a turn boundary of the source." })
+  problem({ status: 400, description: "The fork point is not a turn boundary of the source." })
 ) {}
 
 /**
@@ -146,5 +146,5 @@ export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/serve
 export class GoalsUnavailable extends Schema.TaggedError<GoalsUnavailable>("@harness/server/GoalsUnavailable")(
   "GoalsUnavailable",
   { id: Ids.SessionId, message: Schema.String },
-  HttpApiSchema.annotations({ status: 404, description: "This server's agents have no goal system." })
+  problem({ status: 404, description: "This server's agents have no goal system." })
 ) {}

@@ -10,14 +10,14 @@ import { request } from "node:http"
 import { Server } from "../src/index.js"
 import { serve } from "./support.js"
 
-/** A raw request (no typed client): status and body text. */
+/** A raw request (no typed client): status, media type and body text. */
 const raw = (
   url: string,
   init: { readonly method?: string; readonly headers?: Record<string, string>; readonly body?: string } = {}
 ) =>
   Effect.promise(async () => {
     const response = await fetch(url, init)
-    return { status: response.status, body: await response.text() }
+    return { status: response.status, type: response.headers.get("content-type"), body: await response.text() }
   })
 
 /**
@@ -49,6 +49,7 @@ describe("auth and limits", () => {
 
       const none = yield* raw(`${server.baseUrl}/sessions`)
       assert.strictEqual(none.status, 401)
+      assert.strictEqual(none.type, "application/problem+json")
       assert.strictEqual(JSON.parse(none.body)._tag, "Unauthorized")
       const unknown = yield* Effect.flip(stranger.sessions.list())
       assert.strictEqual(unknown._tag, "Unauthorized")
@@ -192,4 +193,35 @@ describe("auth and limits", () => {
       )
     )
   })
+
+  it.live("every refusal is problem details: the server's own (404) and the agent's (409) as application/problem+json", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(SessionStore.layerMemory)
+      const sender = yield* server.client("send-secret")
+      const { id } = yield* sender.sessions.create({ payload: {} })
+      const post = (path: string, body: unknown) =>
+        raw(`${server.baseUrl}${path}`, {
+          method: "POST",
+          headers: { authorization: "Bearer send-secret", "content-type": "application/json" },
+          body: JSON.stringify(body)
+        })
+      const missing = yield* post(`/sessions/${Ids.SessionId.make("no-such-session")}/followup`, {
+        message: Message.make("hi")
+      })
+      assert.strictEqual(missing.status, 404)
+      assert.strictEqual(missing.type, "application/problem+json")
+      assert.strictEqual(JSON.parse(missing.body)._tag, "SessionNotFound")
+      const refused = yield* post(`/sessions/${id}/edit`, { id: "nobody", message: Message.make("x") })
+      assert.strictEqual(refused.status, 409, refused.body)
+      assert.strictEqual(refused.type, "application/problem+json")
+      assert.deepInclude(JSON.parse(refused.body), { _tag: "InboxChangeError", id: "nobody", reason: "unknown" })
+      // the typed client reads the same bodies back into its classes
+      const typed = yield* Effect.flip(
+        sender.agent.edit({
+          path: { id },
+          payload: { id: Ids.AgentMessageId.make("nobody"), message: Message.make("x") }
+        })
+      )
+      assert.strictEqual(typed._tag, "InboxChangeError")
+    }).pipe(Effect.scoped))
 })
