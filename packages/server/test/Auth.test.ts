@@ -215,6 +215,11 @@ describe("auth and limits", () => {
       assert.strictEqual(refused.status, 409, refused.body)
       assert.strictEqual(refused.type, "application/problem+json")
       assert.deepInclude(JSON.parse(refused.body), { _tag: "InboxChangeError", id: "nobody", reason: "unknown" })
+      const invalid = yield* post(`/sessions/${id}/followup`, { message: { content: [] } })
+      assert.strictEqual(invalid.status, 400)
+      // the one exception (README): the platform's own decode refusal
+      assert.strictEqual(invalid.type, "application/json")
+      assert.strictEqual(JSON.parse(invalid.body)._tag, "HttpApiDecodeError")
       // the typed client reads the same bodies back into its classes
       const typed = yield* Effect.flip(
         sender.agent.edit({
