@@ -27,6 +27,7 @@ import { flushContext } from "./driver.js"
 import type { Env, State } from "./env.js"
 import { livePubSub, locked, publish, read, transition } from "./env.js"
 import * as Inbox from "./inbox.js"
+import * as InboxOps from "./inboxOps.js"
 import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
 import * as Receipts from "./receipt.js"
@@ -110,7 +111,7 @@ class AgentReads implements
     return waitIdle(this.#env().state)
   }
   get inbox() {
-    return Accept.inbox(this.#env())
+    return InboxOps.inbox(this.#env())
   }
   get approvals() {
     return Approvals.list(this.#env())
@@ -176,11 +177,11 @@ export const make: <R>(
         sendAll: (items) => Accept.sendAll(env, items),
         cancel: (cause, cancelOptions) => Accept.cancel(env, cause, cancelOptions),
         compact: (compactOptions) => Accept.compact(env, compactOptions),
-        withdraw: (id) => Accept.withdraw(env, id),
-        edit: (id, message) => Accept.edit(env, id, message),
-        move: (id, position) => Accept.move(env, id, position),
-        promote: (id) => Accept.promote(env, id),
-        demote: (id) => Accept.demote(env, id),
+        withdraw: (id) => InboxOps.withdraw(env, id),
+        edit: (id, message) => InboxOps.edit(env, id, message),
+        move: (id, position) => InboxOps.move(env, id, position),
+        promote: (id) => InboxOps.promote(env, id),
+        demote: (id) => InboxOps.demote(env, id),
         receipt: (id) => Receipts.receipt(env, id),
         awaitReceipt: (id) => Receipts.awaitReceipt(env, id),
         approve: (callId, answer) => ToolCalls.approve(env, callId, answer)
