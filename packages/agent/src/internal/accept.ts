@@ -1,7 +1,8 @@
 /**
  * Acceptance: the agent's operations that take input from callers — `send` and its presets, `batch`, `sendAll`,
  * `cancel`, `retry`, `compact` — and the restoration of a stored inbox (pending items' operations: `inboxOps.ts`).
- * Every caller value is decoded first; routing (R28) then runs under the window's lock against the state at that instant.
+ * Every caller value is decoded first; routing (R28) then runs under the window's lock against the state at that
+ * instant.
  */
 import type { Ids as IdsT, Inbox as InboxT, SessionLogError as LogErrorT, Store as StoreT } from "@harness/domain"
 import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"

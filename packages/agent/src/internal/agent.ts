@@ -23,6 +23,7 @@ import type { Options, Service } from "../Agent.js"
 import type { AgentConfigError } from "../AgentError.js"
 import * as Accept from "./accept.js"
 import * as Approvals from "./approvals.js"
+import * as CutCalls from "./cutCalls.js"
 import { flushContext } from "./driver.js"
 import type { Env, State } from "./env.js"
 import { livePubSub, locked, publish, read, transition } from "./env.js"
@@ -32,7 +33,6 @@ import * as Lifecycle from "./lifecycle.js"
 import { validate } from "./options.js"
 import * as Receipts from "./receipt.js"
 import * as Spans from "./spans.js"
-import * as ToolCalls from "./toolCalls.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
   Stream.runForEach(Stream.fromQueue(faults), (error) => reportFault(env, error))
@@ -184,7 +184,7 @@ export const make: <R>(
         demote: (id) => InboxOps.demote(env, id),
         receipt: (id) => Receipts.receipt(env, id),
         awaitReceipt: (id) => Receipts.awaitReceipt(env, id),
-        approve: (callId, answer) => ToolCalls.approve(env, callId, answer)
+        approve: (callId, answer) => CutCalls.approve(env, callId, answer)
       } satisfies Omit<Service, keyof AgentReads>
     )
 
@@ -222,12 +222,12 @@ export const make: <R>(
     }
     // Approvals a restart left pending (ADR 0054); a session with no turn yet has none.
     if ((yield* log.state).lastTurn > 0) {
-      yield* Approvals.restore(env, (pending, answered) => ToolCalls.resolveCut(env, pending, answered)).pipe(
+      yield* Approvals.restore(env, (pending, answered) => CutCalls.resolveCut(env, pending, answered)).pipe(
         Effect.catchAll((error) => Effect.logError("the pending approvals could not be read", error))
       )
       // Calls a crash cut whose tools are safe to repeat run again, on the agent's own fibers (R172).
       yield* Effect.forkIn(
-        ToolCalls.replayCut(env).pipe(
+        CutCalls.replayCut(env).pipe(
           Effect.catchAllCause((cause) => Effect.logError("the calls a crash cut could not be replayed", cause))
         ),
         fibers

@@ -4,10 +4,10 @@
  * in model order as soon as the finished prefix allows. Handler fibers live outside the turn fiber so that a cancel
  * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
  */
-import type { Approval, Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
-import { Approval as ApprovalSchemas, Message, ToolArguments } from "@harness/domain"
+import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
+import { Message, ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import * as Approvals from "./approvals.js"
@@ -74,20 +74,20 @@ const isParallel = (tool: AgentTool.AgentTool<unknown>, params: unknown): boolea
 }
 
 /** A call of a step. */
-interface StepCall {
+export interface StepCall {
   readonly turn: number
   readonly step: number
   readonly block: Content.ToolCallBlock
 }
 
 /** A call as its result names it. */
-const resultBase = ({ block, step, turn }: StepCall) => ({ turn, step, callId: block.id, name: block.name })
+export const resultBase = ({ block, step, turn }: StepCall) => ({ turn, step, callId: block.id, name: block.name })
 
 /**
  * Decodes a call (R64, R69). A call that cannot run takes one slot while it is answered, unless its tool declares
  * itself exclusive.
  */
-const decodeCall = (env: Env, call: StepCall): Decoded => {
+export const decodeCall = (env: Env, call: StepCall): Decoded => {
   const { block } = call
   const base = resultBase(call)
   const tool = env.tools.get(block.name)
@@ -185,7 +185,7 @@ const decideApproval = (
 }
 
 /** The words of a denial the model reads. */
-const answerReason = (answered: ApprovalAnswered): string =>
+export const answerReason = (answered: ApprovalAnswered): string =>
   answered.by === "timeout"
     ? "nobody answered its approval in time"
     : answered.reason === undefined || answered.reason === ""
@@ -212,7 +212,7 @@ const tooLarge = (base: Parameters<typeof errorResult>[0], length: number, maxCh
  * Turns a handler's exit into the result the model reads (R69). Synchronous but for the contexts a successful
  * outcome attaches, which are decoded as any user message is.
  */
-const resultOf = (
+export const resultOf = (
   base: { readonly turn: number; readonly step: number; readonly callId: Ids.ToolCallId; readonly name: string },
   tool: AgentTool.AgentTool<unknown>,
   exit: Exit.Exit<unknown, unknown>,
@@ -498,140 +498,4 @@ export const runToolCalls = Effect.fnUntraced(function*(
   const outcome = progress.outcome
   if (typeof outcome !== "string") return yield* Effect.fail(outcome)
   return { concluded: progress.concluded }
-})
-
-/** The source of the messages that carry the outcome of a call a restart cut (ADR 0054). */
-const approvalSource = { kind: "plugin", plugin: "harness/approval" } as const
-
-const say = (text: string): MessageT.UserMessageData => ({
-  content: [{ type: "text", text }],
-  source: approvalSource
-})
-
-/** Decodes and runs, now, a call whose turn a restart closed (an allowed approval, a replay): its result. */
-const runCut = (
-  env: Env,
-  cut: {
-    readonly turn: number
-    readonly step: number
-    readonly callId: Ids.ToolCallId
-    readonly name: string
-    readonly arguments: string
-  }
-): Effect.Effect<FinishedCall> => {
-  const call: StepCall = {
-    turn: cut.turn,
-    step: cut.step,
-    block: { type: "tool-call", id: cut.callId, name: cut.name, arguments: cut.arguments }
-  }
-  const decoded = decodeCall(env, call)
-  return decoded._tag === "final"
-    ? Effect.succeed(decoded.result)
-    : Effect.flatMap(
-      Effect.exit(provide(env, decoded.tool.handler(decoded.params, { callId: cut.callId, agent: env.service }))),
-      (exit) => resultOf(resultBase(call), decoded.tool, exit, env.maxToolResult)
-    )
-}
-
-/** The text of a finished call's result, for a message. */
-const resultText = (finished: FinishedCall): string => {
-  const text = finished.data.content.map((block) => block.text).join("\n")
-  return `${finished.data.isError ? "It failed" : "Its result"}:\n${text === "" ? "(empty)" : text}`
-}
-
-/**
- * Acts on the answer to a call whose turn a restart cut (R169): a denial is injected as context (the model was told
- * the call is pending, and nothing needs to run); an allowed call is decoded and run now, once, and its result is
- * sent as a waking followup. Failures to send are logged: the answer is recorded already.
- */
-export const resolveCut = (
-  env: Env,
-  pending: Approval.PendingApproval,
-  answered: ApprovalAnswered
-): Effect.Effect<void> => {
-  const what = `The tool call ${pending.name} (${pending.callId}) of turn ${pending.turn}, which was waiting for ` +
-    "approval when the session restarted,"
-  const sent = (effect: Effect.Effect<unknown, unknown>) =>
-    Effect.catchAllCause(
-      Effect.asVoid(effect),
-      (cause) => Effect.logError("the outcome of an approved call could not be sent", cause)
-    )
-  if (answered.decision === "deny") {
-    return sent(env.service.inject(say(`${what} was denied (${answerReason(answered)}). It did not run.`)))
-  }
-  const run = runCut(env, pending)
-  return Effect.flatMap(
-    run,
-    (finished) => sent(env.service.followup(say(`${what} was allowed and has now run. ${resultText(finished)}`)))
-  )
-}
-
-/**
- * `approve(callId, answer)` (R168): takes the pending entry (one taker wins), records the answer durably, then
- * hands it to the waiting call of the open turn, or acts on it for a call a restart cut.
- */
-export const approve = Effect.fnUntraced(function*(
-  env: Env,
-  callId: Ids.ToolCallId,
-  answer: Approval.ApprovalAnswer
-) {
-  const entry = yield* Approvals.take(env, callId)
-  if (entry === undefined) {
-    return yield* Effect.fail(
-      new ApprovalSchemas.ApprovalError({
-        callId,
-        reason: "not-pending",
-        message: `no approval of tool call ${JSON.stringify(callId)} is pending in this session: it was never asked ` +
-          "here, or it was answered already"
-      })
-    )
-  }
-  const answered: ApprovalAnswered = answer.kind === "allow"
-    ? { decision: "allow", by: "person" }
-    : { decision: "deny", reason: answer.reason, by: "person" }
-  yield* Approvals.record(env, callId, answered).pipe(Effect.tapError(() => Approvals.put(env, entry)))
-  if (entry.waiting !== undefined) yield* Deferred.succeed(entry.waiting, answered)
-  else yield* resolveCut(env, entry.pending, answered)
-})
-
-const replaySource = { kind: "plugin", plugin: "harness/replay" } as const
-
-/** The id of the followup that carries a replayed call's result: one per call, so it is accepted once (R172). */
-const replayMessageId = (callId: string): Ids.AgentMessageId => `replay:${callId}` as Ids.AgentMessageId
-
-/**
- * Replays the calls a crash cut whose tools are safe to repeat (R172): each `tool/result` of the session's last turn
- * that crash repair answered `TOOL_REPLAY_PENDING` and whose followup was never accepted is run again now and its
- * result sent as a waking followup from `harness/replay`, under {@link replayMessageId}. A crash before that
- * followup is accepted runs the call again on the next resume (the tool said it is safe); once accepted, never.
- * Failures to send are logged.
- */
-export const replayCut = Effect.fnUntraced(function*(env: Env) {
-  const events = yield* env.log.events
-  // The last turn, read backwards: its results come after their calls.
-  const results = new Set<string>()
-  const cut: Array<SessionEvent.SessionEventOf<"tool/call">["data"]> = []
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index]!
-    if (event.type === "tool/result" && event.data.error?.code === "TOOL_REPLAY_PENDING") {
-      results.add(event.data.callId)
-    }
-    if (event.type === "tool/call" && results.has(event.data.callId)) cut.unshift(event.data)
-    if (event.type === "turn/start") break
-  }
-  for (const call of cut) {
-    const id = replayMessageId(call.callId)
-    if (yield* env.log.hasMessage(id)) continue
-    const finished = yield* runCut(env, call)
-    yield* env.service.followup({
-      content: [{
-        type: "text",
-        text: `The tool call ${call.name} (${call.callId}) of turn ${call.turn}, which was running when the ` +
-          `session restarted, has run again. ${resultText(finished)}`
-      }],
-      source: replaySource
-    }, { id }).pipe(
-      Effect.catchAllCause((cause) => Effect.logError("the result of a replayed call could not be sent", cause))
-    )
-  }
 })
