@@ -17,12 +17,12 @@ import { Ids, type Inbox as InboxT, type SessionEvent, type Store } from "@harne
 import { LogCheck, SessionLog, type SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect, type Scope } from "effect"
-import * as esbuild from "esbuild"
 import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { bundleOf } from "../src/Parent.js"
 import type { Backend } from "../src/Protocol.js"
 import * as Stores from "../src/Stores.js"
 import type { Op } from "./fixtures/inboxChild.js"
@@ -39,29 +39,6 @@ type Line =
   | { readonly t: "try"; readonly index: number; readonly op: Op; readonly inbox: Listed }
   | { readonly t: "done"; readonly index: number; readonly ok: boolean; readonly inbox: Listed }
   | { readonly t: "end" }
-
-/** The child bundled once into one ES module (as `Parent` does for the campaign's child): a start costs ~1 s. */
-const bundled = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const cache = path.join(root, "node_modules", ".cache")
-    fs.mkdirSync(cache, { recursive: true })
-    const dir = fs.mkdtempSync(path.join(cache, "crashtest-inbox-"))
-    const outfile = path.join(dir, "child.mjs")
-    await esbuild.build({
-      entryPoints: [entry],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      outfile,
-      external: ["better-sqlite3"],
-      conditions: ["@harness/source"],
-      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-      logLevel: "error"
-    })
-    return { dir, outfile }
-  }),
-  ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
 
 /** Runs the child (it kills itself at the seeded point); reads what it printed until it died. */
 const runChild = (outfile: string, args: ReadonlyArray<string>) =>
@@ -261,7 +238,8 @@ describe("the inbox's changes across a SIGKILL", () => {
     `edit, move, promote, demote and expiry mid-flight: one fate per id, receipts agree, edited content runs, order kept (${kills} kills per backend)`,
     () =>
       Effect.gen(function*() {
-        const { outfile } = yield* bundled
+        // The child bundled once into one ES module, as the campaign bundles its own: a start costs ~1 s.
+        const outfile = (yield* bundleOf(entry)).args[0]!
         const runs = (["sqlite", "jsonl"] as const).flatMap((backend) =>
           Array.from({ length: kills }, (_, index) =>
             [backend, seedBase + index * 7919 + (backend === "jsonl" ? 3 : 0)] as const)
