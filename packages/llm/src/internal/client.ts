@@ -221,7 +221,6 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       return attempt({ progress }).pipe(Stream.interruptWhen(watchdog))
     }))
 
-  // The response body as bytes: a broken connection is NETWORK.
   const bytes = (
     response: HttpClientResponse.HttpClientResponse,
     method: Errors.Method,
