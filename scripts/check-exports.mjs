@@ -11,7 +11,17 @@ import { URL } from "node:url"
 const started = Date.now()
 const run = spawnSync(
   "npx",
-  ["knip", "--tsConfig", "tsconfig.build.json", "--include", "exports,types,duplicates", "--include-entry-exports", "--no-progress", "--reporter", "json"],
+  [
+    "knip",
+    "--tsConfig",
+    "tsconfig.build.json",
+    "--include",
+    "exports,types,duplicates",
+    "--include-entry-exports",
+    "--no-progress",
+    "--reporter",
+    "json"
+  ],
   { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
 )
 if (run.stdout.trim() === "") {
