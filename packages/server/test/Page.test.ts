@@ -2,11 +2,13 @@
  * The web page at `/` in a real headless Chromium (`playwright-core` driving the Chromium that `@sparticuz/chromium`
  * ships inside its npm package): send and watch the answer stream, queue two and drop one while a turn runs, steer it,
  * cancel keeping the inbox (the kept items run next), approve a write (the call runs once, its output expandable),
- * reload mid-turn and see every event once. Screenshots go to `test-output/` (git-ignored; CI keeps them).
+ * reload mid-turn and see every event once; edit and reorder queued turns; set and pause a goal. Screenshots go to `test-output/` (git-ignored; CI keeps them).
  */
 import { Tool } from "@effect/ai"
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentTool } from "@harness/agent"
+import { Goals } from "@harness/goal"
 import { SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
 import chromium from "@sparticuz/chromium"
@@ -152,5 +154,74 @@ describe("the web page", () => {
         yield* client.agent.cancel({ path: { id }, payload: { cause: "user" } })
       }).pipe(Effect.scoped),
     180_000
+  )
+  it.live(
+    "edit and reorder queued turns, then set and pause a goal: the page shows what the API answers",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* serve(SessionStore.layerMemory, [
+          ScriptedModel.hanging(ScriptedModel.text("working on it")),
+          ScriptedModel.hanging(ScriptedModel.text("on the goal"))
+        ], { makeAgent: (log) => Goals.makeAgent({ session: log }).pipe(Effect.provide(NodeContext.layer)) })
+        const client = yield* server.client()
+        const { id } = yield* client.sessions.create({ payload: { title: "goals and edits" } })
+        const path = { id }
+        const b = yield* browser
+        const page = yield* Effect.promise(() => b.newPage({ viewport: { width: 1100, height: 640 } }))
+        const inboxTexts = Effect.map(
+          client.agent.inbox({ path }),
+          (items) => items.map((item) => item.content.map((block) => block.type === "text" ? block.text : "").join(""))
+        )
+        yield* Effect.promise(async () => {
+          await page.addInitScript("localStorage.setItem('harness-token', 'send-secret')")
+          await page.goto(`${server.baseUrl}/#${id}`)
+          await page.waitForSelector("text=connected")
+          await page.waitForSelector("#goal:has-text('no goal')")
+
+          // A running turn, three queued behind it.
+          await page.fill("#prompt", "work")
+          await page.press("#prompt", "Enter")
+          await page.waitForSelector(".assistant:has-text('working on it')")
+          for (const text of ["first", "second", "third"]) {
+            await page.fill("#prompt", text)
+            await page.click("#queue")
+          }
+          await page.waitForFunction("document.querySelectorAll('#inbox li').length === 3")
+          // Edit the second in place; move the third one up.
+          await page.click("#inbox li:has-text('second') .edit")
+          await page.fill("#inbox .edit-text", "second, edited")
+          await page.click("#inbox .save")
+          await page.waitForSelector("#inbox li:has-text('second, edited')")
+          await page.click("#inbox li:has-text('third') .up")
+          await page.waitForFunction(
+            "[...document.querySelectorAll('#inbox li .text')].map((e) => e.textContent).join('|') === " +
+              "'queued: first |queued: third |queued: second, edited '"
+          )
+        })
+        assert.deepStrictEqual(yield* inboxTexts, ["first", "third", "second, edited"])
+
+        // Discard the inbox with the turn; then a goal: set from the page, its round runs, pause it.
+        yield* Effect.promise(async () => {
+          await page.click("#cancel-drop")
+          await page.waitForSelector(".turn:has-text('turn 1 aborted')")
+          await page.waitForFunction("document.querySelectorAll('#inbox li').length === 0")
+          await page.fill("#goal-objective", "ship the page")
+          await page.click("#goal-set")
+          await page.waitForSelector("#goal:has-text('ship the page · active')")
+          await page.waitForSelector(".assistant:has-text('on the goal')")
+          // The goal's messages fold away under one line each.
+          assert.deepStrictEqual(await texts(page, "details.goal summary"), ["◎ goal change", "◎ goal round 1"])
+          mkdirSync(output, { recursive: true })
+          await page.screenshot({ path: new URL("goal.png", output).pathname })
+          await page.click("#goal-pause")
+          await page.waitForSelector("#goal:has-text('ship the page · paused')")
+        })
+        const status = yield* client.goal.status({ path })
+        assert.strictEqual(status.goal?.objective, "ship the page")
+        assert.strictEqual(status.goal?.phase, "paused")
+        assert.deepStrictEqual(yield* inboxTexts, [])
+        yield* client.agent.cancel({ path, payload: { cause: "user" } })
+      }).pipe(Effect.scoped),
+    120_000
   )
 })

@@ -1,6 +1,6 @@
 /**
- * The web page served at `/` (sessions, a streaming chat, the inbox, pending approvals, tool calls with their
- * arguments and output): one HTML document with a small script module, no framework and no build step, kept
+ * The web page served at `/` (sessions, a streaming chat, the inbox with drop / edit / reorder, pending approvals, the
+ * goal's status with set / pause / resume, tool calls with their arguments and output): one HTML document with a small script module, no framework and no build step, kept
  * in the package's code so the installed package serves it as it is. It talks to the API like any client: the
  * token from the page's own field (kept in `localStorage`), the events through `EventSource` (`?access_token=`,
  * which cannot set headers; the browser resends `Last-Event-ID` when it reconnects by itself).
@@ -43,21 +43,57 @@ async function listSessions() {
   }))
 }
 
+const button = (text, cls, onclick) => {
+  const b = document.createElement("button")
+  b.textContent = text
+  b.className = cls
+  b.onclick = onclick
+  return b
+}
+const textOf = (content) => content.map((b) => b.text ?? "").join("")
+const change = (route, body) => api("POST", "/sessions/" + state.session + "/" + route, body).then(refreshInbox)
+
 async function refreshInbox() {
   if (state.session === undefined) return
   const items = await api("GET", "/sessions/" + state.session + "/inbox")
   $("inbox").replaceChildren(...items.map((item) => {
     const li = document.createElement("li")
     li.dataset.id = item.id
-    li.textContent = item.placement + ": " + item.content.map((b) => b.text ?? "").join("") + " "
-    const drop = document.createElement("button")
-    drop.textContent = "drop"
-    drop.className = "drop"
-    drop.onclick = () => api("POST", "/sessions/" + state.session + "/withdraw", { id: item.id }).then(refreshInbox)
-    li.append(drop)
+    const text = document.createElement("span")
+    text.className = "text"
+    text.textContent = item.placement + ": " + textOf(item.content) + " "
+    li.append(text)
+    // Up: one place earlier within its own FIFO (queued turns, or steering).
+    const fifo = items.filter((other) => other.placement === item.placement)
+    const position = fifo.findIndex((other) => other.id === item.id)
+    if (position > 0) li.append(button("↑", "up", () => change("move", { id: item.id, position: position - 1 })))
+    li.append(button("edit", "edit", () => {
+      const input = document.createElement("input")
+      input.className = "edit-text"
+      input.value = textOf(item.content)
+      const save = button("save", "save", () =>
+        change("edit", { id: item.id, message: { content: [{ type: "text", text: input.value }], source: item.source } }))
+      li.replaceChildren(input, save)
+      input.focus()
+    }))
+    li.append(button("drop", "drop", () => change("withdraw", { id: item.id })))
     return li
   }))
 }
+
+/** The session's goal; the panel hides when the server has no goal system for it. */
+async function refreshGoal() {
+  if (state.session === undefined) return
+  const response = await fetch("/sessions/" + state.session + "/goal", { headers: { authorization: "Bearer " + token() } })
+  $("goal-panel").classList.toggle("hidden", !response.ok)
+  if (!response.ok) return
+  const status = await response.json()
+  $("goal").textContent = status.goal === undefined
+    ? "no goal"
+    : status.goal.objective + " · " + status.goal.phase + " · " + status.roundsStarted + " rounds · " + status.activation
+}
+const goalAction = (method, path, body) =>
+  api(method, "/sessions/" + state.session + "/goal" + path, body).then(refreshGoal)
 
 async function refreshApprovals() {
   if (state.session === undefined) return
@@ -86,9 +122,20 @@ function onDurable(event) {
   state.lastSeq = event.seq
   state.seqs.push(event.seq)
   $("seqs").textContent = state.seqs.join(",")
+  if (event.data?.source?.kind === "goal") refreshGoal()
   switch (event.type) {
     case "user/message":
-      line("user", "› " + event.data.content.map((b) => b.text ?? "").join(""))
+      if (event.data.source.kind === "goal") {
+        // The goal's own messages fold away: their text is the protocol, the summary says which round.
+        const details = document.createElement("details")
+        details.className = "goal"
+        const summary = document.createElement("summary")
+        summary.textContent = "◎ goal " + (event.data.source.round === 0 ? "change" : "round " + event.data.source.round)
+        const text = document.createElement("pre")
+        text.textContent = textOf(event.data.content)
+        details.append(summary, text)
+        $("log").append(details)
+      } else line("user", "› " + textOf(event.data.content))
       break
     case "steering/message":
       line("user", "↪ " + event.data.content.map((b) => b.text ?? "").join(""))
@@ -129,6 +176,8 @@ function onDurable(event) {
     case "turn/end":
       state.answer = undefined
       line("turn", "turn " + event.data.turn + " " + event.data.reason.kind)
+      listSessions()
+      refreshGoal()
       break
   }
 }
@@ -167,6 +216,7 @@ async function open(id) {
   connect(-1)
   await refreshInbox()
   await refreshApprovals()
+  await refreshGoal()
 }
 
 const send = (route, text, source) =>
@@ -195,6 +245,14 @@ $("cancel-keep").onclick = () =>
   api("POST", "/sessions/" + state.session + "/cancel", { cause: "user", options: { keepInbox: true } }).then(refreshInbox)
 $("cancel-drop").onclick = () =>
   api("POST", "/sessions/" + state.session + "/cancel", { cause: "user" }).then(refreshInbox)
+$("goal-set").onclick = () => {
+  const objective = $("goal-objective").value.trim()
+  if (objective === "") return
+  $("goal-objective").value = ""
+  goalAction("PUT", "", { objective })
+}
+$("goal-pause").onclick = () => goalAction("POST", "/pause")
+$("goal-resume").onclick = () => goalAction("POST", "/resume")
 window.onhashchange = () => { if (location.hash.length > 1) open(decodeURIComponent(location.hash.slice(1))); listSessions() }
 if (token() !== "") listSessions()
 if (location.hash.length > 1) open(decodeURIComponent(location.hash.slice(1)))
@@ -217,7 +275,8 @@ export const html = `<!doctype html>
   .assistant { white-space: pre-wrap; margin: .4rem 0; }
   .turn { color: #71717a; font-size: 12px; }
   .tool { color: #52525b; margin: .3rem 0; }
-  .tool pre { margin: .2rem 0 .2rem 1rem; white-space: pre-wrap; }
+  .tool pre, .goal pre { margin: .2rem 0 .2rem 1rem; white-space: pre-wrap; }
+  .goal { color: #7c3aed; margin: .3rem 0; }
   #prompt { width: 100%; box-sizing: border-box; padding: .5rem; }
   .bar { display: flex; gap: .4rem; margin-top: .4rem; align-items: center; }
   #error { color: #b91c1c; }
@@ -251,6 +310,16 @@ export const html = `<!doctype html>
   <ul id="inbox"></ul>
   <h3>Approvals</h3>
   <ul id="approvals"></ul>
+  <div id="goal-panel" class="hidden">
+    <h3>Goal</h3>
+    <p id="goal"></p>
+    <input id="goal-objective" placeholder="objective">
+    <div class="bar">
+      <button id="goal-set">Set</button>
+      <button id="goal-pause">Pause</button>
+      <button id="goal-resume">Resume</button>
+    </div>
+  </div>
 </aside>
 <script type="module">${script}</script>
 </body>
