@@ -114,7 +114,8 @@ export const Snapshot = Schema.Struct({
 export type Snapshot = typeof Snapshot.Type
 
 /**
- * Who made the request: the name of the token it carried and its scopes (`Authentication` provides it).
+ * Who made the request: the name of the token it carried, its scopes and, for a token granted some sessions only,
+ * those sessions (`Authentication` provides it).
  *
  * @since 0.0.0
  * @category services
@@ -122,6 +123,7 @@ export type Snapshot = typeof Snapshot.Type
 export class Principal extends Context.Tag("@harness/server/Principal")<Principal, {
   readonly name: string
   readonly scopes: ReadonlyArray<Scope>
+  readonly sessions?: ReadonlyArray<string> | undefined
 }>() {}
 
 /**

@@ -104,10 +104,11 @@ export interface Options<R = never> {
 
 /**
  * Reads tokens from text: entries `name:scope:secret` separated by commas or whitespace, e.g.
- * `web:send:3f9a…,ops:admin:7c1d…`. The secret is everything after the second colon.
+ * `web:send:3f9a…,ops:admin:7c1d…`. The secret is everything after the second colon. A scope followed by
+ * `@id+id…` grants those sessions only (`kiosk:send@s1+s2:9b2e…`).
  *
- * Contract: a malformed entry, an unknown scope, an empty secret or a repeated name is a `Left` naming the entry's
- * position (never its secret).
+ * Contract: a malformed entry, an unknown scope, an empty grant, an empty secret or a repeated name is a `Left`
+ * naming the entry's position (never its secret).
  *
  * @since 0.0.0
  * @category constructors
@@ -119,7 +120,7 @@ export const parseTokens = (text: Redacted.Redacted): Either.Either<ReadonlyArra
     const first = entry.indexOf(":")
     const second = entry.indexOf(":", first + 1)
     const name = entry.slice(0, first)
-    const scope = entry.slice(first + 1, second)
+    const [scope, grant] = entry.slice(first + 1, second).split("@", 2) as [string, string | undefined]
     const secret = entry.slice(second + 1)
     if (first <= 0 || second < 0 || secret === "") {
       return Either.left(`token ${index + 1} is not name:scope:secret`)
@@ -127,8 +128,17 @@ export const parseTokens = (text: Redacted.Redacted): Either.Either<ReadonlyArra
     if (scope !== "read" && scope !== "send" && scope !== "admin") {
       return Either.left(`token ${index + 1} (${name}) has scope "${scope}": use read, send or admin`)
     }
+    const sessions = grant?.split("+")
+    if (sessions !== undefined && sessions.some((id) => id === "")) {
+      return Either.left(`token ${index + 1} (${name}) grants an empty session id: use scope@id+id`)
+    }
     if (tokens.some((token) => token.name === name)) return Either.left(`token name ${name} is given twice`)
-    tokens.push({ name, scopes: [scope], secret: Redacted.make(secret) })
+    tokens.push({
+      name,
+      scopes: [scope],
+      secret: Redacted.make(secret),
+      ...(sessions === undefined ? {} : { sessions })
+    })
   }
   return Either.right(tokens)
 }
@@ -152,13 +162,27 @@ export const tokensConfig: Config.Config<ReadonlyArray<Token>> = Config.redacted
 /** The agents of this server. */
 class AgentPool extends Context.Tag("@harness/server/AgentPool")<AgentPool, Pool.Pool>() {}
 
-const requireScope = (needed: Scope) =>
-  Effect.flatMap(Principal, (principal) =>
-    Auth.grants(principal.scopes, needed)
-      ? Effect.void
-      : Effect.fail(
+/**
+ * The route's scope, and — for a route on one session (`session`) — the token's grant of it; `"any"` for a route that
+ * makes a session (create, fork), which a token granted some sessions only may not use (R244).
+ */
+const requireScope = (needed: Scope, session?: Ids.SessionId | "any") =>
+  Effect.flatMap(Principal, (principal) => {
+    if (!Auth.grants(principal.scopes, needed)) {
+      return Effect.fail(
         new Forbidden({ needed, message: `token ${principal.name} lacks the ${needed} scope this route needs` })
-      ))
+      )
+    }
+    if (session === undefined || principal.sessions === undefined) return Effect.void
+    if (session === "any") {
+      return Effect.fail(
+        new Forbidden({ needed, message: `token ${principal.name} is granted some sessions only: it cannot make one` })
+      )
+    }
+    return Auth.reaches(principal, session) ? Effect.void : Effect.fail(
+      new Forbidden({ needed, session, message: `token ${principal.name} is not granted session ${session}` })
+    )
+  })
 
 const infoOf = (id: Ids.SessionId) =>
   Sessions.list.pipe(
@@ -179,20 +203,23 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
       const withStore = Effect.provideService(SessionStore.SessionStore, store)
       return handlers
         .handle("create", ({ payload }) =>
-          requireScope("send").pipe(
+          requireScope("send", "any").pipe(
             Effect.zipRight(pool.create(payload)),
             Effect.flatMap((id) => withStore(infoOf(id)))
           ))
         .handle("list", () =>
           requireScope("read").pipe(
             Effect.zipRight(withStore(Sessions.list)),
-            Effect.mapError((e) => e._tag === "SessionLogError" ? new StoreUnavailable({ message: e.message }) : e)
+            Effect.mapError((e) => e._tag === "SessionLogError" ? new StoreUnavailable({ message: e.message }) : e),
+            Effect.flatMap((all) =>
+              Effect.map(Principal, (principal) => all.filter((s) => Auth.reaches(principal, s.id)))
+            )
           ))
-        .handle("show", ({ path }) => requireScope("read").pipe(Effect.zipRight(withStore(infoOf(path.id)))))
-        .handle("remove", ({ path }) => requireScope("admin").pipe(Effect.zipRight(pool.remove(path.id))))
+        .handle("show", ({ path }) => requireScope("read", path.id).pipe(Effect.zipRight(withStore(infoOf(path.id)))))
+        .handle("remove", ({ path }) => requireScope("admin", path.id).pipe(Effect.zipRight(pool.remove(path.id))))
         .handle("fork", ({ path, payload }) =>
           Effect.gen(function*() {
-            yield* requireScope("send")
+            yield* requireScope("send", "any")
             yield* withStore(infoOf(path.id))
             const child = yield* withStore(Sessions.fork(path.id, payload)).pipe(
               Effect.mapError((e) =>
@@ -211,7 +238,7 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
           }))
         .handle("records", ({ path }) =>
           Effect.gen(function*() {
-            yield* requireScope("read")
+            yield* requireScope("read", path.id)
             yield* withStore(infoOf(path.id))
             const rows = yield* Stream.runCollect(store.load(path.id)).pipe(
               Effect.mapError((e) =>
@@ -224,7 +251,7 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
           }))
         .handle("snapshot", ({ path, urlParams }) =>
           Effect.gen(function*() {
-            yield* requireScope("read")
+            yield* requireScope("read", path.id)
             const agent = yield* pool.get(path.id)
             const [log, inbox, status] = yield* Effect.all([agent.log, agent.inbox, agent.status])
             const tail = urlParams.tail ?? 200
@@ -237,7 +264,7 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
           }))
         .handle("events", ({ headers, path, urlParams }) =>
           Effect.gen(function*() {
-            yield* requireScope("read")
+            yield* requireScope("read", path.id)
             const agent = yield* pool.get(path.id)
             const after = headers["last-event-id"] ?? urlParams.lastEventId ?? -1
             return HttpServerResponse.stream(Events.stream(agent, after, subscriberBuffer, heartbeat), {
@@ -252,7 +279,7 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
     const pool = yield* AgentPool
     /** Runs one operation on the session's agent: the route's scope is `send`, `read` for the inbox and receipts. */
     const run = <O extends Operations.Operation>(id: Ids.SessionId, operation: O, needed: Scope = "send") =>
-      requireScope(needed).pipe(
+      requireScope(needed, id).pipe(
         Effect.zipRight(pool.get(id)),
         Effect.flatMap((agent) => AgentModule.execute(agent)(operation))
       )
@@ -281,7 +308,7 @@ const GoalLive = HttpApiBuilder.group(Api, "goal", (handlers) =>
     const pool = yield* AgentPool
     /** The session's goal service, after the route's scope (`read` for the status, `send` for changes). */
     const goalsOf = (id: Ids.SessionId, needed: Scope) =>
-      requireScope(needed).pipe(
+      requireScope(needed, id).pipe(
         Effect.zipRight(pool.goals(id)),
         Effect.flatMap((goals) =>
           goals === undefined
@@ -366,7 +393,7 @@ const AuthenticationLive = (options: {
                 message: `the body is ${length} bytes; this server accepts at most ${options.maxBodyBytes}`
               })
             }
-            return { name: token.name, scopes: token.scopes }
+            return { name: token.name, scopes: token.scopes, sessions: token.sessions }
           })
       }
     })

@@ -37,15 +37,23 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/ser
 ) {}
 
 /**
- * 403: the token is known but lacks the scope the route needs (`needed`).
+ * 403: the token is known but lacks the scope the route needs (`needed`), or is granted other sessions only (`session`).
  *
  * @since 0.0.0
  * @category errors
  */
 export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Forbidden")(
   "Forbidden",
-  { needed: Scope, message: Schema.String },
-  problem({ status: 403, description: "The token lacks the scope this route needs." })
+  {
+    needed: Scope,
+    /** Set when the scope is there but the token is granted other sessions only. */
+    session: Schema.optionalWith(Ids.SessionId, { exact: true }),
+    message: Schema.String
+  },
+  problem({
+    status: 403,
+    description: "The token lacks the scope this route needs, or is not granted this session (`session`)."
+  })
 ) {}
 
 /**

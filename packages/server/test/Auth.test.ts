@@ -8,7 +8,7 @@ import { SessionStore } from "@harness/session"
 import { Effect, Either, Redacted, TestClock } from "effect"
 import { request } from "node:http"
 import { Server } from "../src/index.js"
-import { serve } from "./support.js"
+import { serve, tokens } from "./support.js"
 
 /** A raw request (no typed client): status, media type and body text. */
 const raw = (
@@ -167,12 +167,72 @@ describe("auth and limits", () => {
       assert.include(docs.body, "swagger")
     }).pipe(Effect.scoped))
 
+  it.live("a token granted some sessions reaches those only: others are 403 naming the session, lists hide them, it cannot make sessions (R244)", () =>
+    Effect.gen(function*() {
+      const granted = Ids.SessionId.make("granted")
+      const other = Ids.SessionId.make("other")
+      const server = yield* serve(SessionStore.layerMemory, [], {
+        tokens: [...tokens, {
+          name: "kiosk",
+          scopes: ["send"],
+          secret: Redacted.make("kiosk-secret"),
+          sessions: [granted]
+        }]
+      })
+      const admin = yield* server.client("admin-secret")
+      yield* admin.sessions.create({ payload: { id: granted } })
+      yield* admin.sessions.create({ payload: { id: other } })
+      const kiosk = yield* server.client("kiosk-secret")
+
+      // its own session: read and send as its scope allows
+      assert.deepStrictEqual((yield* kiosk.sessions.list()).map((s) => s.id), [granted])
+      assert.strictEqual((yield* kiosk.sessions.show({ path: { id: granted } })).id, granted)
+      const sent = yield* kiosk.agent.inject({ path: { id: granted }, payload: { message: Message.make("context") } })
+      assert.deepStrictEqual(
+        yield* kiosk.agent.receipt({ path: { id: granted }, payload: { id: sent } }).pipe(
+          Effect.map((r) => r._tag)
+        ),
+        "applied"
+      )
+
+      // another session: every kind of route refuses it with the session named, and nothing reaches that session
+      const refusals = yield* Effect.all([
+        Effect.flip(kiosk.sessions.show({ path: { id: other } })),
+        Effect.flip(kiosk.sessions.snapshot({ path: { id: other }, urlParams: {} })),
+        Effect.flip(kiosk.agent.followup({ path: { id: other }, payload: { message: Message.make("hello") } })),
+        Effect.flip(kiosk.agent.inbox({ path: { id: other } })),
+        Effect.flip(kiosk.goal.status({ path: { id: other } }))
+      ])
+      for (const refused of refusals) {
+        assert.ok(refused._tag === "Forbidden" && refused.session === other, JSON.stringify(refused))
+      }
+      const events = yield* raw(`${server.baseUrl}/sessions/${other}/events?access_token=kiosk-secret`)
+      assert.strictEqual(events.status, 403)
+      assert.strictEqual(JSON.parse(events.body).session, other)
+      assert.deepStrictEqual(yield* admin.agent.inbox({ path: { id: other } }), [])
+      assert.strictEqual((yield* admin.sessions.snapshot({ path: { id: other }, urlParams: {} })).lastSeq, -1)
+
+      // it cannot make a session (it could not reach one it made)
+      const create = yield* Effect.flip(kiosk.sessions.create({ payload: {} }))
+      assert.ok(create._tag === "Forbidden" && create.session === undefined)
+      const fork = yield* Effect.flip(kiosk.sessions.fork({ path: { id: granted }, payload: {} }))
+      assert.strictEqual(fork._tag, "Forbidden")
+      assert.strictEqual((yield* admin.sessions.list()).length, 2)
+    }).pipe(Effect.scoped))
+
   it("HARNESS_SERVER_TOKENS is name:scope:secret, comma or space separated; a bad entry names its position", () => {
-    const ok = Server.parseTokens(Redacted.make("web:send:abc:def, ops:admin:xyz"))
+    const ok = Server.parseTokens(Redacted.make("web:send:abc:def, ops:admin:xyz kiosk:read@s1+s2:k"))
     assert.ok(Either.isRight(ok))
     assert.deepStrictEqual(
-      ok.right.map((t) => [t.name, t.scopes, Redacted.value(t.secret)]),
-      [["web", ["send"], "abc:def"], ["ops", ["admin"], "xyz"]]
+      ok.right.map((t) => [t.name, t.scopes, Redacted.value(t.secret), t.sessions]),
+      [["web", ["send"], "abc:def", undefined], ["ops", ["admin"], "xyz", undefined], ["kiosk", ["read"], "k", [
+        "s1",
+        "s2"
+      ]]]
+    )
+    assert.deepStrictEqual(
+      Server.parseTokens(Redacted.make("kiosk:read@:k")),
+      Either.left("token 1 (kiosk) grants an empty session id: use scope@id+id")
     )
     assert.deepStrictEqual(
       Server.parseTokens(Redacted.make("web:write:abc")),

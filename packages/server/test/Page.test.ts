@@ -156,7 +156,7 @@ describe("the web page", () => {
     180_000
   )
   it.live(
-    "edit and reorder queued turns, then set and pause a goal: the page shows what the API answers",
+    "edit and reorder queued turns, then set and pause a goal: the page shows what the API answers (R245)",
     () =>
       Effect.gen(function*() {
         const server = yield* serve(SessionStore.layerMemory, [

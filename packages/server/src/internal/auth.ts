@@ -5,11 +5,12 @@ import { Clock, Effect, Redacted, Ref } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import type { Scope } from "../ServerError.js"
 
-/** A token the server accepts. */
+/** A token the server accepts; with `sessions`, it reaches those sessions only (a per-session grant). */
 export interface Token {
   readonly name: string
   readonly secret: Redacted.Redacted
   readonly scopes: ReadonlyArray<Scope>
+  readonly sessions?: ReadonlyArray<string> | undefined
 }
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
@@ -23,6 +24,10 @@ const rank: Record<Scope, number> = { read: 0, send: 1, admin: 2 }
 /** Whether `scopes` grant `needed` (each scope includes the ones before it: read < send < admin). */
 export const grants = (scopes: ReadonlyArray<Scope>, needed: Scope): boolean =>
   scopes.some((scope) => rank[scope] >= rank[needed])
+
+/** Whether `token` may reach session `id`: every session, unless the token is granted some only. */
+export const reaches = (token: { readonly sessions?: ReadonlyArray<string> | undefined }, id: string): boolean =>
+  token.sessions === undefined || token.sessions.includes(id)
 
 const digest = (text: string) => createHash("sha256").update(text, "utf8").digest()
 

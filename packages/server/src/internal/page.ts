@@ -1,9 +1,10 @@
 /**
- * The web page served at `/` (sessions, a streaming chat, the inbox with drop / edit / reorder, pending approvals, the
- * goal's status with set / pause / resume, tool calls with their arguments and output): one HTML document with a small script module, no framework and no build step, kept
- * in the package's code so the installed package serves it as it is. It talks to the API like any client: the
- * token from the page's own field (kept in `localStorage`), the events through `EventSource` (`?access_token=`,
- * which cannot set headers; the browser resends `Last-Event-ID` when it reconnects by itself).
+ * The web page served at `/` (sessions, a streaming chat, the inbox with drop / edit / reorder, pending approvals,
+ * the goal's status with set / pause / resume (R245), tool calls with their arguments and output): one HTML document
+ * with a small script module, no framework and no build step, kept in the package's code so the installed package
+ * serves it as it is. It talks to the API like any client: the token from the page's own field (kept in
+ * `localStorage`), the events through `EventSource` (`?access_token=`, which cannot set headers; the browser resends
+ * `Last-Event-ID` when it reconnects by itself).
  */
 
 const script = String.raw`
