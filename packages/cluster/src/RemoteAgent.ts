@@ -2,7 +2,9 @@
  * The client side of an agent entity: the agent's operations with the local agent's signatures, sent to the session's
  * entity wherever the cluster runs it. Every message id is minted here, before the message leaves, so a retried or
  * redelivered message is the same message (R184); mutating operations from one `RemoteAgent` go out one at a time in
- * call order (R191). What the cluster's transport can add to an operation's failures is a `RemoteAgentError`.
+ * call order (R191). Its event streams follow the session across runner deaths and shard moves, resubscribing after
+ * the last durable seq they delivered (R214). What the cluster's transport can add to an operation's failures is a
+ * `RemoteAgentError`.
  *
  * @since 0.0.0
  */
@@ -11,13 +13,15 @@ import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@e
 import type { RpcClient } from "@effect/rpc"
 import type { AgentEvent } from "@harness/domain"
 import { Ids, Operations } from "@harness/domain"
-import { Effect, Predicate, Schema, Stream } from "effect"
+import { Cause, Effect, Predicate, Ref, Schedule, Schema, Stream } from "effect"
 import * as AgentEntity from "./AgentEntity.js"
 
 /**
  * The cluster could not carry an operation: the entity's mailbox was full (`MailboxFull`), the same message is being
  * processed already (`AlreadyProcessingMessage`), or the message storage failed (`PersistenceError`). A mutating
- * operation that failed this way may still have been stored: retry it with the same id.
+ * operation that failed this way may still have been stored: retry it with the same id. An event stream fails with
+ * `EventsCut` when its subscription kept ending or missing durable events (its runner stopping or dying, its shard
+ * moving) until its resubscription schedule gave up.
  *
  * @since 0.0.0
  * @category errors
@@ -25,7 +29,7 @@ import * as AgentEntity from "./AgentEntity.js"
 export class RemoteAgentError extends Schema.TaggedError<RemoteAgentError>("@harness/cluster/RemoteAgentError")(
   "RemoteAgentError",
   {
-    reason: Schema.Literal("MailboxFull", "AlreadyProcessingMessage", "PersistenceError"),
+    reason: Schema.Literal("MailboxFull", "AlreadyProcessingMessage", "PersistenceError", "EventsCut"),
     message: Schema.String
   }
 ) {}
@@ -85,14 +89,50 @@ export interface Service {
   readonly awaitReceipt: (id: Operations.AwaitReceipt["id"]) => Result<Operations.AwaitReceipt>
   readonly status: Effect.Effect<AgentEvent.AgentStatus, RemoteAgentError>
   readonly whenIdle: Effect.Effect<void, RemoteAgentError>
-  /** The live events from the moment the entity subscribes; the first is the status at that instant. */
+  /**
+   * The live events from now: from the moment the entity subscribes (the first event is the status at that instant),
+   * followed across runner deaths and shard moves.
+   *
+   * Contract: from the first durable event it delivers on, every durable event (`session/event`) comes exactly once
+   * and in seq order, with no gap, however often the subscription is cut: it resubscribes after the last durable seq
+   * it delivered (R214, R215). Each resubscription opens with an `agent/status` (the status then); live-only events
+   * (text deltas, statuses, inbox notices) of a cut are lost, and a runner's `agent/disposed` is not passed on (the
+   * session goes on elsewhere). Until it has delivered a durable event it has no seq to resume from: a cut then
+   * resubscribes from now, and the durable events of that cut are not replayed (use {@link eventsAfter} to follow
+   * from a known seq). It never ends by itself; it fails with `EventsCut` (or the transport's last failure) once the
+   * resubscription schedule gives up.
+   */
   readonly events: Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError>
   /**
-   * Contract: the status, then every durable event after seq `after` once and in seq order (from the log, then live),
-   * then the live events: a client that lost its stream resubscribes with the last durable seq it received (R254).
+   * The explicit resume: the status, then every durable event after seq `after` once and in seq order (from the log,
+   * then live, R254), then the live events, followed across cuts as {@link events} is. `eventsAfter(-1)` gives the
+   * whole log (seqs start at 0).
+   *
+   * Contract: every durable event with a seq above `after` comes exactly once, in seq order, with no gap, across
+   * runner deaths and shard moves (R214).
    */
   readonly eventsAfter: (after: number) => Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError>
 }
+
+/**
+ * How a remote agent runs.
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * When to resubscribe an event stream whose subscription failed or ended (R215): fed the failure, and restarted
+   * once a new subscription delivers its first event. The default waits 100 ms doubling up to 2 s, at most 20 times
+   * in a row.
+   */
+  readonly resubscribe?: Schedule.Schedule<unknown, RemoteAgentError> | undefined
+}
+
+const defaultResubscribe: Schedule.Schedule<unknown, RemoteAgentError> = Schedule.exponential("100 millis").pipe(
+  Schedule.either(Schedule.spaced("2 seconds")),
+  Schedule.intersect(Schedule.recurs(20))
+)
 
 /**
  * What the cluster's transport adds to an entity client's failures.
@@ -124,18 +164,69 @@ const remote = <A, E, R>(
 
 const mint = Ids.randomUuid(Ids.AgentMessageId)
 
+const cut = (message: string) => new RemoteAgentError({ reason: "EventsCut", message })
+
+/**
+ * The entity's events, resubscribed after every cut (R214, R215). One subscription asks for the durable events after
+ * `last` (the last durable seq delivered, or none yet: from now); it is cut when it fails (a transport failure, or the
+ * interruption a stopping entity answers with), when it ends (its runner's entity was disposed), or when a durable
+ * event skips a seq (the cluster re-sent the request to a new host by itself, with its first payload: a durable event
+ * appended in between would be missing). A durable event at or below `last` is a repeat and is dropped.
+ */
+const follow = (
+  client: Client,
+  schedule: Schedule.Schedule<unknown, RemoteAgentError>,
+  from: number | undefined
+): Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError> =>
+  Stream.unwrap(Effect.map(Ref.make(from), (last) => {
+    const admit = (event: AgentEvent.AgentEvent) =>
+      event.type !== "session/event"
+        ? Effect.succeed(true)
+        : Ref.modify(last, (before): readonly [boolean | number, number | undefined] => {
+          const seq = event.event.seq
+          if (before !== undefined && seq <= before) return [false, before]
+          if (before !== undefined && seq > before + 1) return [before, before]
+          return [true, seq]
+        }).pipe(
+          Effect.flatMap((verdict) =>
+            typeof verdict === "boolean"
+              ? Effect.succeed(verdict)
+              : Effect.fail(
+                cut(`durable event ${event.event.seq} came after ${verdict}: resubscribing after ${verdict}`)
+              )
+          )
+        )
+    const subscription = Stream.unwrap(Effect.map(Ref.get(last), (after) =>
+      Stream.mapError(client.Events(after === undefined ? {} : { after }), toRemoteError).pipe(
+        Stream.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Stream.fail(
+              cut("the subscription was interrupted by its entity (its runner stopping or its shard moving)")
+            )
+            : Stream.failCause(cause)
+        ),
+        Stream.takeWhile((event) =>
+          event.type !== "agent/disposed"
+        ),
+        Stream.concat(Stream.fail(cut("the subscription ended (its runner's entity stopped)"))),
+        Stream.filterEffect(admit)
+      )))
+    return Stream.retry(subscription, schedule)
+  }))
+
 /**
  * A remote agent over an entity client of the session `id`.
  *
  * Contract: mutating operations hold one permit while they are sent and answered, so the entity receives them in
  * call order (pipelined sends could otherwise be stored out of order); reads, `status`, `whenIdle` and `events` do
- * not wait for it.
+ * not wait for it. Event streams resubscribe on `options.resubscribe` (R215).
  *
  * @since 0.0.0
  * @category constructors
  */
-export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Service> =>
+export const fromClient = (id: Ids.SessionId, client: Client, options: Options = {}): Effect.Effect<Service> =>
   Effect.map(Effect.makeSemaphore(1), (order) => {
+    const resubscribe = options.resubscribe ?? defaultResubscribe
     const ordered = <A, E>(effect: Effect.Effect<A, E>) => order.withPermits(1)(remote(effect))
     const envelope = (id: Ids.AgentMessageId | undefined) => id === undefined ? mint : Effect.succeed(id)
     return {
@@ -205,8 +296,8 @@ export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Ser
       awaitReceipt: (target) => remote(client.AwaitReceipt({ id: target })),
       status: remote(client.Status(undefined)),
       whenIdle: remote(client.WhenIdle(undefined)),
-      events: Stream.mapError(client.Events({}), toRemoteError),
-      eventsAfter: (after) => Stream.mapError(client.Events({ after }), toRemoteError)
+      events: follow(client, resubscribe, undefined),
+      eventsAfter: (after) => follow(client, resubscribe, after)
     }
   })
 
@@ -216,5 +307,5 @@ export const fromClient = (id: Ids.SessionId, client: Client): Effect.Effect<Ser
  * @since 0.0.0
  * @category constructors
  */
-export const make = (id: Ids.SessionId): Effect.Effect<Service, never, Sharding.Sharding> =>
-  Effect.flatMap(AgentEntity.AgentEntity.client, (client) => fromClient(id, client(id)))
+export const make = (id: Ids.SessionId, options: Options = {}): Effect.Effect<Service, never, Sharding.Sharding> =>
+  Effect.flatMap(AgentEntity.AgentEntity.client, (client) => fromClient(id, client(id), options))

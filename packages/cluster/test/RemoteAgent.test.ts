@@ -1,12 +1,15 @@
 /**
  * `RemoteAgent` over the entity's test client: the local agent's operations, ids minted on the client, sends from
- * concurrent callers accepted in call order, events that open with the status.
+ * concurrent callers accepted in call order, events that open with the status, and event streams that survive a cut
+ * subscription — ended, interrupted, re-sent in place with its first payload (repeats), or re-sent from now (a gap) —
+ * with every durable event exactly once, in seq order.
  */
 import { Entity, ShardingConfig } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
+import type { AgentEvent } from "@harness/domain"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Deferred, Effect, Fiber, Layer, Ref, Stream, TestClock } from "effect"
+import { Cause, Deferred, Effect, Fiber, FiberId, Layer, Queue, Ref, Schedule, Stream, TestClock } from "effect"
 import { AgentEntity, RemoteAgent } from "../src/index.js"
 import { prompt, sessionId, storedEvents } from "./fixtures.js"
 
@@ -93,4 +96,104 @@ describe("RemoteAgent", () => {
       )
       assert.deepStrictEqual(LogCheck.checkLog(events), [])
     }).pipe(Effect.provide(TestLayer)))
+})
+
+/** How the first subscription is cut once it delivered turn 1's end, the way a runner's death or a shard move cuts it. */
+type CutKind = "end" | "interrupt" | "replay" | "gap"
+
+const isTurnEnd = (turn: number) => (e: AgentEvent.AgentEvent) =>
+  e.type === "session/event" && e.event.type === "turn/end" && e.event.data.turn === turn
+
+/**
+ * The test client with its `Events` cut: the first subscription ends after turn 1's `turn/end` — by ending (the
+ * runner's entity stopped), failing with an interruption (the entity's answer when it stops), or by going on, once
+ * the gate opens, with the same request again (`replay`: what the cluster does by itself when the runner dies: its
+ * first payload, so repeats) or with a request from now (`gap`). Every later subscription waits for the gate, so
+ * durable events are appended while the stream is cut. The `after` of each request is noted.
+ */
+const cutting = (client: RemoteAgent.Client, kind: CutKind, gate: Deferred.Deferred<void>) =>
+  Effect.map(Ref.make<ReadonlyArray<number | undefined>>([]), (requests) => {
+    const later = (payload: { readonly after?: number | undefined }) =>
+      Stream.unwrap(Effect.as(Deferred.await(gate), client.Events(payload)))
+    const events = (payload: { readonly after?: number | undefined }) =>
+      Stream.unwrap(Effect.map(Ref.getAndUpdate(requests, (all) => [...all, payload.after]), (before): Stream.Stream<
+        AgentEvent.AgentEvent,
+        RemoteAgent.TransportError
+      > => {
+        if (before.length > 0) return later(payload)
+        const head = client.Events(payload).pipe(Stream.takeUntil(isTurnEnd(1)))
+        switch (kind) {
+          case "end":
+            return head
+          case "interrupt":
+            return Stream.concat(head, Stream.failCause(Cause.interrupt(FiberId.none)))
+          case "replay":
+            return Stream.concat(head, later(payload))
+          case "gap":
+            return Stream.concat(head, later({}))
+        }
+      }))
+    // The test client with its Events replaced: the same call shape.
+    return { client: { ...client, Events: events } as unknown as RemoteAgent.Client, requests }
+  })
+
+describe("RemoteAgent: events across cut subscriptions", () => {
+  const cases: ReadonlyArray<readonly [CutKind, "events" | "eventsAfter"]> = [
+    ["end", "eventsAfter"],
+    ["interrupt", "eventsAfter"],
+    ["replay", "eventsAfter"],
+    ["gap", "events"],
+    ["end", "events"]
+  ]
+  for (const [kind, from] of cases) {
+    it.scoped(`R214/R215: ${from}, cut by ${kind}, gives every durable event once, in seq order`, () =>
+      Effect.gen(function*() {
+        const makeClient = yield* Entity.makeTestClient(AgentEntity.AgentEntity, AgentEntity.layer())
+        const gate = yield* Deferred.make<void>()
+        const { client, requests } = yield* cutting(yield* makeClient(sessionId), kind, gate)
+        const agent = yield* RemoteAgent.fromClient(sessionId, client, { resubscribe: Schedule.recurs(3) })
+        const store = yield* SessionStore.SessionStore
+        const model = yield* S.ScriptedModel
+        yield* model.push(S.textResponse("a"), S.textResponse("b"), S.textResponse("c"), S.textResponse("d"))
+
+        const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
+        const stream = from === "events" ? agent.events : agent.eventsAfter(-1)
+        yield* stream.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+        const seen: Array<AgentEvent.AgentEvent> = []
+        const takeThrough = (match: (e: AgentEvent.AgentEvent) => boolean) =>
+          Effect.gen(function*() {
+            while (true) {
+              const event = yield* Queue.take(queue)
+              seen.push(event)
+              if (match(event)) return
+            }
+          })
+        yield* takeThrough((e) => e.type === "agent/status")
+        assert.strictEqual(seen.length, 1, "subscribed once its status arrived")
+
+        // Turn 1 while subscribed; turns 2 and 3 while the subscription is cut; turn 4 once it is open again.
+        for (const text of ["one", "two", "three"]) {
+          yield* agent.followup(prompt(text))
+          yield* agent.whenIdle
+        }
+        yield* takeThrough(isTurnEnd(1))
+        yield* Deferred.succeed(gate, undefined)
+        yield* takeThrough((e) => e.type === "agent/status")
+        yield* agent.followup(prompt("four"))
+        yield* agent.whenIdle
+        yield* takeThrough(isTurnEnd(4))
+
+        const stored = yield* storedEvents(store)
+        const durable = seen.flatMap((e) => e.type === "session/event" ? [e.event.seq] : [])
+        const expected = stored.map((e) => e.seq).filter((seq) => seq >= (from === "events" ? durable[0]! : 0))
+        assert.deepStrictEqual(durable, expected, "every durable event once, in seq order, no gap")
+        const turn1End = stored.find((e) => e.type === "turn/end" && e.data.turn === 1)!.seq
+        // A repeat in place is dropped with no new request; every other cut resubscribes after turn 1's end.
+        assert.deepStrictEqual(
+          yield* Ref.get(requests),
+          kind === "replay" ? [-1] : [from === "events" ? undefined : -1, turn1End]
+        )
+        assert.deepStrictEqual(LogCheck.checkLog(stored), [])
+      }).pipe(Effect.provide(TestLayer)))
+  }
 })
