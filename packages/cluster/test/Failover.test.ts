@@ -3,11 +3,14 @@
  * client-only node, and the runner hosting a chosen session is SIGKILLed at seeded points — during acceptance (sends
  * in flight), mid-turn, mid-cancel (a cancel in flight while its turn unwinds) and during a batch — then replaced by a
  * fresh runner. Afterwards every send the client saw answered is in its session's log exactly once, no message id is
- * accepted (enqueued) twice, every log passes `checkLog`, and every call made around a kill was answered.
+ * accepted (enqueued) twice, every log passes `checkLog`, and every call made around a kill was answered. Every
+ * session has two subscribers attached through `RemoteAgent` from the start (one from seq -1, one from now); each saw
+ * every durable seq of its session's log exactly once, in order, across the kills (R214).
  *
  * `HARNESS_CLUSTER_KILLS` sets the number of kills (default 2, so the file stays small in `npm test`);
  * `HARNESS_CLUSTER_SEED` the seed. The failover time of each kill (SIGKILL until the cut session's log shows the cut
- * turn closed by the new host) is printed with the sharding settings used.
+ * turn closed by the new host) is printed with the sharding settings used, and how the subscribers' `Events`
+ * requests ended.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Store } from "@harness/domain"
@@ -18,7 +21,7 @@ import { prompt, storedEvents, storedRecords } from "./fixtures.js"
 import type { NodeConfig } from "./fixtures/node.js"
 import * as Postgres from "./postgres.js"
 import * as Processes from "./processes.js"
-import { clientLayer, freePort, sharding, until } from "./runners.js"
+import { clientLayer, freePort, sawTheLog, sharding, subscribe, until, watchedAgent } from "./runners.js"
 
 const kills = Number(process.env.HARNESS_CLUSTER_KILLS ?? 2)
 const seed = Number(process.env.HARNESS_CLUSTER_SEED ?? 7)
@@ -47,6 +50,9 @@ describe("AgentEntity: failover over PostgreSQL", () => {
         const runners = [yield* startRunner, yield* startRunner]
         yield* until("two runners holding the shards", client.shardOwners, (n) => n === 2, 60_000)
         const agents = yield* Effect.forEach(sessions, (id) => Effect.provide(RemoteAgent.make(id), client.context))
+        const watched = yield* Effect.forEach(sessions, (id) => Effect.provide(watchedAgent(id), client.context))
+        const subscribers = yield* Effect.forEach(watched, ({ agent }) =>
+          Effect.all({ fromStart: subscribe(agent.eventsAfter(-1)), fromNow: subscribe(agent.events) }))
         const answered: Array<Ids.AgentMessageId> = []
         const failovers: Array<{ readonly kind: string; readonly millis: number }> = []
 
@@ -55,7 +61,8 @@ describe("AgentEntity: failover over PostgreSQL", () => {
           const index = (seed * 7919 + k * 104_729) % sessions.length
           const agent = agents[index]!
           const marker = `k${k}`
-          const asked = (l: Processes.Line) => l._tag === "asked" && String(l.text).startsWith(marker)
+          const asked = (l: Processes.Line) =>
+            l._tag === "asked" && String(l.text).startsWith(marker)
           yield* agent.whenIdle
           const before = turnEnds(yield* storedEvents(store, sessions[index]!))
           const calls: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
@@ -128,7 +135,22 @@ describe("AgentEntity: failover over PostgreSQL", () => {
           }
         }
         assert.deepStrictEqual(answered.filter((id) => !everyLogged.has(id)), [], "answered sends that were lost")
-        console.log(JSON.stringify({ kills, seed, failovers, sharding }))
+        const delivered: Array<number> = []
+        for (const [i, id] of sessions.entries()) {
+          delivered.push(yield* sawTheLog(subscribers[i]!.fromStart, store, id, "start"))
+          delivered.push(yield* sawTheLog(subscribers[i]!.fromNow, store, id, "first"))
+        }
+        const requests = (yield* Effect.forEach(watched, (w) => w.subscriptions)).flat()
+        const endings: Record<string, number> = {}
+        for (const r of requests) endings[r.end] = (endings[r.end] ?? 0) + 1
+        const subscriptions = {
+          delivered,
+          requests: requests.length,
+          repeats: requests.reduce((n, r) => n + r.repeats, 0),
+          skips: requests.reduce((n, r) => n + r.skips, 0),
+          endings
+        }
+        console.log(JSON.stringify({ kills, seed, failovers, subscriptions, sharding }))
       }).pipe(Effect.scoped),
     { timeout: 120_000 + kills * 90_000 }
   )

@@ -1,13 +1,20 @@
 /**
  * Shared pieces of the runner-process tests: the sharding timings they run with (short, so a failover takes seconds),
- * this process as a client-only node over PostgreSQL, a free port, and polling with a deadline.
+ * this process as a client-only node over PostgreSQL, a free port, polling with a deadline, and event subscribers:
+ * remote agents whose `Events` requests are watched, and subscribers checked against the log read back.
  */
 import { NodeClusterSocket } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
+import { assert } from "@effect/vitest"
+import type { AgentEvent, Ids } from "@harness/domain"
+import type { SessionStore } from "@harness/session"
 import { PostgresStore } from "@harness/store-postgres"
-import { Effect, Layer, Redacted, Schedule } from "effect"
+import type { Scope } from "effect"
+import { Cause, Deferred, Effect, Layer, Option, Predicate, Redacted, Ref, Schedule, Stream } from "effect"
 import * as net from "node:net"
+import { AgentEntity, RemoteAgent } from "../src/index.js"
+import { storedEvents } from "./fixtures.js"
 
 /**
  * The sharding settings of the PostgreSQL tests: shard locks in a table with an expiry (an advisory lock would be held
@@ -73,4 +80,136 @@ export const clientLayer = (url: string) =>
       Effect.orElseSucceed(() => 0)
     )
     return { context, sql, shardOwners }
+  })
+
+/**
+ * How one `Events` request went on the wire: the `after` it asked for, the durable events it carried, how many of
+ * them repeated a seq it had carried already or skipped one (the cluster re-sends a request to the next host by
+ * itself, with its first payload), and how it ended (`open` while it runs).
+ */
+interface Subscription {
+  readonly after: number | undefined
+  readonly durable: number
+  readonly repeats: number
+  readonly skips: number
+  readonly top: number | undefined
+  readonly end: string
+}
+
+const ending = (cause: Cause.Cause<unknown>) =>
+  Cause.isInterruptedOnly(cause)
+    ? "interrupted by the entity"
+    : Option.match(Cause.failureOption(cause), {
+      onSome: (e) => `failed: ${Predicate.hasProperty(e, "_tag") ? String(e._tag) : String(e)}`,
+      onNone: () => `died: ${Cause.pretty(cause).slice(0, 300)}`
+    })
+
+/**
+ * A remote agent of session `id` through this node's `Sharding` whose entity client's `Events` requests are noted
+ * (a proxy: the cluster's client is one, created lazily per RPC).
+ */
+export const watchedAgent = (id: Ids.SessionId, options?: RemoteAgent.Options) =>
+  Effect.gen(function*() {
+    const client = (yield* AgentEntity.AgentEntity.client)(id)
+    const subscriptions = yield* Ref.make<ReadonlyArray<Subscription>>([])
+    const update = (index: number, f: (s: Subscription) => Subscription) =>
+      Ref.update(subscriptions, (all) => all.map((s, i) => i === index ? f(s) : s))
+    const note = (index: number) => (event: AgentEvent.AgentEvent) =>
+      event.type !== "session/event" ? Effect.void : update(index, (s) => {
+        const seq = event.event.seq
+        return {
+          ...s,
+          durable: s.durable + 1,
+          repeats: s.repeats + (s.top !== undefined && seq <= s.top ? 1 : 0),
+          skips: s.skips + (s.top !== undefined && seq > s.top + 1 ? 1 : 0),
+          top: s.top === undefined ? seq : Math.max(s.top, seq)
+        }
+      })
+    const events = (payload: { readonly after?: number | undefined }) =>
+      Stream.unwrap(
+        Ref.modify(subscriptions, (all) =>
+          [all.length, [...all, {
+            after: payload.after,
+            durable: 0,
+            repeats: 0,
+            skips: 0,
+            top: payload.after,
+            end: "open"
+          }]] as const).pipe(Effect.map((index) =>
+            client.Events(payload).pipe(
+              Stream.tap(note(index)),
+              Stream.onEnd(update(index, (s) => ({ ...s, end: "ended" }))),
+              Stream.tapErrorCause((cause) => update(index, (s) => ({ ...s, end: ending(cause) }))),
+              Stream.ensuring(update(index, (s) => s.end === "open" ? { ...s, end: "cut by the client" } : s))
+            )
+          ))
+      )
+    // The same client with its Events noted: the same call shape.
+    const proxy = new Proxy(client, {
+      get: (target, key, receiver) => key === "Events" ? events : Reflect.get(target, key, receiver)
+    })
+    const agent = yield* RemoteAgent.fromClient(id, proxy, options)
+    return { agent, subscriptions: Ref.get(subscriptions) }
+  })
+
+/** A subscriber: the durable seqs its stream delivered, in order, and its failure if it failed. */
+interface Subscriber {
+  readonly seqs: Effect.Effect<ReadonlyArray<number>>
+  readonly failure: Effect.Effect<string | undefined>
+}
+
+/** Runs `events` in the scope, recording what it delivers; returns once it is subscribed (its first event came). */
+export const subscribe = (
+  events: Stream.Stream<AgentEvent.AgentEvent, RemoteAgent.RemoteAgentError>
+): Effect.Effect<Subscriber, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const seqs = yield* Ref.make<ReadonlyArray<number>>([])
+    const failure = yield* Ref.make<string | undefined>(undefined)
+    const opened = yield* Deferred.make<void>()
+    yield* events.pipe(
+      Stream.runForEach((e) =>
+        Effect.zipRight(
+          Deferred.succeed(opened, undefined),
+          e.type === "session/event" ? Ref.update(seqs, (all) => [...all, e.event.seq]) : Effect.void
+        )
+      ),
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Ref.set(failure, Cause.pretty(cause)), Deferred.succeed(opened, undefined))
+      ),
+      Effect.forkScoped
+    )
+    yield* Deferred.await(opened)
+    return { seqs: Ref.get(seqs), failure: Ref.get(failure) }
+  })
+
+/**
+ * Waits (polling, up to `deadline`) until the subscriber delivered what the session's log holds, then asserts that it
+ * saw every durable seq of the log once, in order: all of them (`from: "start"`, a subscriber from seq -1), or those
+ * from the first it delivered (`from: "first"`, a subscriber from now).
+ */
+export const sawTheLog = (
+  subscriber: Subscriber,
+  store: SessionStore.Service,
+  id: Ids.SessionId,
+  from: "start" | "first",
+  deadline = 60_000
+) =>
+  Effect.gen(function*() {
+    const expected = (seqs: ReadonlyArray<number>, log: ReadonlyArray<number>) =>
+      from === "start" ? log : log.filter((seq) => seqs.length > 0 && seq >= seqs[0]!)
+    const read = Effect.all([
+      subscriber.seqs,
+      Effect.map(storedEvents(store, id), (events) => events.map((e) => e.seq))
+    ])
+    // The deadline only bounds a failure: the assertion below says what differs.
+    yield* Effect.ignore(until(
+      `the subscriber of ${id} caught up`,
+      read,
+      ([seqs, log]) => JSON.stringify(seqs) === JSON.stringify(expected(seqs, log)),
+      deadline
+    ))
+    const [seqs, log] = yield* read
+    assert.isUndefined(yield* subscriber.failure, `the subscriber of ${id} failed`)
+    assert.deepStrictEqual(seqs, expected(seqs, log), `the subscriber of ${id}: every durable seq once, in order`)
+    return seqs.length
   })
