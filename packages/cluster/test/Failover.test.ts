@@ -21,7 +21,7 @@ import { prompt, storedEvents, storedRecords } from "./fixtures.js"
 import type { NodeConfig } from "./fixtures/node.js"
 import * as Postgres from "./postgres.js"
 import * as Processes from "./processes.js"
-import { clientLayer, freePort, sawTheLog, sharding, subscribe, until, watchedAgent } from "./runners.js"
+import { attachSubscribers, clientLayer, freePort, sharding, until } from "./runners.js"
 
 const kills = Number(process.env.HARNESS_CLUSTER_KILLS ?? 2)
 const seed = Number(process.env.HARNESS_CLUSTER_SEED ?? 7)
@@ -50,9 +50,7 @@ describe("AgentEntity: failover over PostgreSQL", () => {
         const runners = [yield* startRunner, yield* startRunner]
         yield* until("two runners holding the shards", client.shardOwners, (n) => n === 2, 60_000)
         const agents = yield* Effect.forEach(sessions, (id) => Effect.provide(RemoteAgent.make(id), client.context))
-        const watched = yield* Effect.forEach(sessions, (id) => Effect.provide(watchedAgent(id), client.context))
-        const subscribers = yield* Effect.forEach(watched, ({ agent }) =>
-          Effect.all({ fromStart: subscribe(agent.eventsAfter(-1)), fromNow: subscribe(agent.events) }))
+        const subscribers = yield* Effect.provide(attachSubscribers(sessions), client.context)
         const answered: Array<Ids.AgentMessageId> = []
         const failovers: Array<{ readonly kind: string; readonly millis: number }> = []
 
@@ -61,8 +59,7 @@ describe("AgentEntity: failover over PostgreSQL", () => {
           const index = (seed * 7919 + k * 104_729) % sessions.length
           const agent = agents[index]!
           const marker = `k${k}`
-          const asked = (l: Processes.Line) =>
-            l._tag === "asked" && String(l.text).startsWith(marker)
+          const asked = (l: Processes.Line) => l._tag === "asked" && String(l.text).startsWith(marker)
           yield* agent.whenIdle
           const before = turnEnds(yield* storedEvents(store, sessions[index]!))
           const calls: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
@@ -135,21 +132,7 @@ describe("AgentEntity: failover over PostgreSQL", () => {
           }
         }
         assert.deepStrictEqual(answered.filter((id) => !everyLogged.has(id)), [], "answered sends that were lost")
-        const delivered: Array<number> = []
-        for (const [i, id] of sessions.entries()) {
-          delivered.push(yield* sawTheLog(subscribers[i]!.fromStart, store, id, "start"))
-          delivered.push(yield* sawTheLog(subscribers[i]!.fromNow, store, id, "first"))
-        }
-        const requests = (yield* Effect.forEach(watched, (w) => w.subscriptions)).flat()
-        const endings: Record<string, number> = {}
-        for (const r of requests) endings[r.end] = (endings[r.end] ?? 0) + 1
-        const subscriptions = {
-          delivered,
-          requests: requests.length,
-          repeats: requests.reduce((n, r) => n + r.repeats, 0),
-          skips: requests.reduce((n, r) => n + r.skips, 0),
-          endings
-        }
+        const subscriptions = yield* subscribers.check(store)
         console.log(JSON.stringify({ kills, seed, failovers, subscriptions, sharding }))
       }).pipe(Effect.scoped),
     { timeout: 120_000 + kills * 90_000 }

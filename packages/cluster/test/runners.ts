@@ -108,7 +108,7 @@ const ending = (cause: Cause.Cause<unknown>) =>
  * A remote agent of session `id` through this node's `Sharding` whose entity client's `Events` requests are noted
  * (a proxy: the cluster's client is one, created lazily per RPC).
  */
-export const watchedAgent = (id: Ids.SessionId, options?: RemoteAgent.Options) =>
+const watchedAgent = (id: Ids.SessionId, options?: RemoteAgent.Options) =>
   Effect.gen(function*() {
     const client = (yield* AgentEntity.AgentEntity.client)(id)
     const subscriptions = yield* Ref.make<ReadonlyArray<Subscription>>([])
@@ -159,7 +159,7 @@ interface Subscriber {
 }
 
 /** Runs `events` in the scope, recording what it delivers; returns once it is subscribed (its first event came). */
-export const subscribe = (
+const subscribe = (
   events: Stream.Stream<AgentEvent.AgentEvent, RemoteAgent.RemoteAgentError>
 ): Effect.Effect<Subscriber, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -187,7 +187,7 @@ export const subscribe = (
  * saw every durable seq of the log once, in order: all of them (`from: "start"`, a subscriber from seq -1), or those
  * from the first it delivered (`from: "first"`, a subscriber from now).
  */
-export const sawTheLog = (
+const sawTheLog = (
   subscriber: Subscriber,
   store: SessionStore.Service,
   id: Ids.SessionId,
@@ -212,4 +212,40 @@ export const sawTheLog = (
     assert.isUndefined(yield* subscriber.failure, `the subscriber of ${id} failed`)
     assert.deepStrictEqual(seqs, expected(seqs, log), `the subscriber of ${id}: every durable seq once, in order`)
     return seqs.length
+  })
+
+/**
+ * Two subscribers per session, attached now through watched remote agents of this node: one from seq -1, one from
+ * now. `check` waits for each to catch up with its session's log, asserts that it saw every durable seq once, in
+ * order (R214), and sums up the `Events` requests that carried them: the durable events each delivered, how many
+ * requests there were, the repeats and skips they carried, and how they ended.
+ */
+export const attachSubscribers = (ids: ReadonlyArray<Ids.SessionId>) =>
+  Effect.gen(function*() {
+    const attached = yield* Effect.forEach(ids, (id) =>
+      Effect.gen(function*() {
+        const { agent, subscriptions } = yield* watchedAgent(id)
+        const fromStart = yield* subscribe(agent.eventsAfter(-1))
+        const fromNow = yield* subscribe(agent.events)
+        return { id, subscriptions, fromStart, fromNow }
+      }))
+    const check = (store: SessionStore.Service) =>
+      Effect.gen(function*() {
+        const delivered: Array<number> = []
+        for (const { fromNow, fromStart, id } of attached) {
+          delivered.push(yield* sawTheLog(fromStart, store, id, "start"))
+          delivered.push(yield* sawTheLog(fromNow, store, id, "first"))
+        }
+        const requests = (yield* Effect.forEach(attached, (a) => a.subscriptions)).flat()
+        const endings: Record<string, number> = {}
+        for (const r of requests) endings[r.end] = (endings[r.end] ?? 0) + 1
+        return {
+          delivered,
+          requests: requests.length,
+          repeats: requests.reduce((n, r) => n + r.repeats, 0),
+          skips: requests.reduce((n, r) => n + r.skips, 0),
+          endings
+        }
+      })
+    return { check }
   })
