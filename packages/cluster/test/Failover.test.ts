@@ -14,14 +14,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Store } from "@harness/domain"
-import { LogCheck, SessionStore } from "@harness/session"
+import { LogCheck } from "@harness/session"
 import { Clock, Effect, Fiber } from "effect"
 import { RemoteAgent } from "../src/index.js"
 import { prompt, storedEvents, storedRecords } from "./fixtures.js"
 import type { NodeConfig } from "./fixtures/node.js"
-import * as Postgres from "./postgres.js"
 import * as Processes from "./processes.js"
-import { attachSubscribers, clientLayer, freePort, sharding, until } from "./runners.js"
+import { attachSubscribers, freePort, postgresCluster, sharding, until } from "./runners.js"
 
 const kills = Number(process.env.HARNESS_CLUSTER_KILLS ?? 2)
 const seed = Number(process.env.HARNESS_CLUSTER_SEED ?? 7)
@@ -36,10 +35,7 @@ describe("AgentEntity: failover over PostgreSQL", () => {
     `R253: ${kills} SIGKILLs of the hosting runner lose no accepted message, enqueue none twice, keep every log well-formed`,
     () =>
       Effect.gen(function*() {
-        const url = yield* Postgres.database
-        const program = yield* Processes.bundle
-        const client = yield* clientLayer(url)
-        const store = yield* Effect.provide(SessionStore.SessionStore, client.context)
+        const { client, program, store, url } = yield* postgresCluster
         const startRunner = Effect.gen(function*() {
           const config: NodeConfig = { role: "runner", store: { kind: "pg", url }, port: yield* freePort, sharding }
           const node = yield* Processes.start(program, config)

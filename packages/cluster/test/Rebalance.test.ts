@@ -12,14 +12,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { SessionEvent } from "@harness/domain"
 import { Ids } from "@harness/domain"
-import { LogCheck, SessionStore } from "@harness/session"
+import { LogCheck } from "@harness/session"
 import { Clock, Effect } from "effect"
 import { RemoteAgent } from "../src/index.js"
 import { prompt, storedEvents } from "./fixtures.js"
 import type { NodeConfig } from "./fixtures/node.js"
-import * as Postgres from "./postgres.js"
 import * as Processes from "./processes.js"
-import { attachSubscribers, clientLayer, freePort, sharding, until } from "./runners.js"
+import { attachSubscribers, freePort, postgresCluster, sharding, until } from "./runners.js"
 
 const subscribed = [0, 1, 2, 3, 4, 5].map((i) => Ids.SessionId.make(`r-${i}`))
 const sessions = [...subscribed, Ids.SessionId.make("r-6"), Ids.SessionId.make("r-7")]
@@ -44,11 +43,7 @@ describe("AgentEntity: rebalance over PostgreSQL", () => {
     "R216: a runner joins and later leaves gracefully while turns run and subscribers are attached; no gap, no repeat",
     () =>
       Effect.gen(function*() {
-        const url = yield* Postgres.database
-        const program = yield* Processes.bundle
-        // The client first: it creates the tables, which two runners starting at once would race to create.
-        const client = yield* clientLayer(url)
-        const store = yield* Effect.provide(SessionStore.SessionStore, client.context)
+        const { client, program, store, url } = yield* postgresCluster
         const runner = (port: number, holdUntilSignal: boolean): NodeConfig => ({
           role: "runner",
           store: { kind: "pg", url },

@@ -8,13 +8,15 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { assert } from "@effect/vitest"
 import type { AgentEvent, Ids } from "@harness/domain"
-import type { SessionStore } from "@harness/session"
+import { SessionStore } from "@harness/session"
 import { PostgresStore } from "@harness/store-postgres"
 import type { Scope } from "effect"
 import { Cause, Deferred, Effect, Layer, Option, Predicate, Redacted, Ref, Schedule, Stream } from "effect"
 import * as net from "node:net"
 import { AgentEntity, RemoteAgent } from "../src/index.js"
 import { storedEvents } from "./fixtures.js"
+import * as Postgres from "./postgres.js"
+import * as Processes from "./processes.js"
 
 /**
  * The sharding settings of the PostgreSQL tests: shard locks in a table with an expiry (an advisory lock would be held
@@ -49,6 +51,19 @@ export const until = <A, E, R>(
     }),
     Effect.timeoutFail({ duration: deadline, onTimeout: () => new Error(`no ${what} in time`) })
   )
+
+/**
+ * A fresh database, the bundled node program, and this process as a client-only node over the database with the
+ * session store. The client comes first: it creates the tables, which two runners starting at once would race to
+ * create.
+ */
+export const postgresCluster = Effect.gen(function*() {
+  const url = yield* Postgres.database
+  const program = yield* Processes.bundle
+  const client = yield* clientLayer(url)
+  const store = yield* Effect.provide(SessionStore.SessionStore, client.context)
+  return { url, program, client, store }
+})
 
 /** A free loopback port. */
 export const freePort = Effect.async<number>((resume) => {
