@@ -20,8 +20,12 @@ interface Recorded {
   readonly body: { readonly [key: string]: unknown }
 }
 
-/** Answers one request. */
-export type Reply = (request: IncomingMessage, response: ServerResponse) => void
+/** Answers one request (`body`: the request's body parsed as a JSON object, `{}` when it is not one). */
+export type Reply = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: { readonly [key: string]: unknown }
+) => void
 
 export interface FakeServer {
   /** `http://127.0.0.1:<port>` */
@@ -75,7 +79,7 @@ export const make: Effect.Effect<FakeServer, never, Scope.Scope> = Effect.gen(fu
           received.push(recorded)
           arrivals.unsafeOffer(recorded)
           const reply = script.shift() ?? fallback
-          reply(request, response)
+          reply(request, response, recorded.body)
         })
       })
       server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
