@@ -23,7 +23,8 @@ export {
 } from "./CliError.js"
 
 /**
- * Where sessions are stored, parsed from `--store`.
+ * Where sessions are stored, parsed from `--store`: one member per row of the CLI's store table, which says how each
+ * is named, shown and opened.
  *
  * @since 0.0.0
  * @category models
@@ -126,7 +127,10 @@ export interface Settings {
   /** The workspace root the tools are confined to (an absolute path). */
   readonly workspace: Setting<string>
   readonly store: Setting<StoreLocation>
-  /** `offline` (the local simulator) or `chat-completions` (DeepSeek or an OpenAI-compatible server). */
+  /**
+   * `offline` (the local simulator) or `chat-completions` (DeepSeek or an OpenAI-compatible server): one name per
+   * row of the CLI's provider table, which says when each is chosen and how its model is built.
+   */
   readonly provider: Setting<"offline" | "chat-completions">
   readonly model: Setting<string>
   readonly baseUrl: Setting<string | undefined>

@@ -519,7 +519,7 @@ export const chat = (
     yield* Effect.forever(Effect.flatMap(events.take, onEvent)).pipe(Effect.forkScoped)
     const label = settings.provider.value === "offline"
       ? s.yellow("offline model (a local simulator: no API key, no network)")
-      : `${settings.model.value} via chat-completions`
+      : `${settings.model.value} via ${settings.provider.value}`
     yield* emit([
       `${s.bold("harness chat")} — ${label}`,
       s.dim(

@@ -5,7 +5,9 @@ import { CommandError, SettingsError } from "../CliError.js"
 import * as Settings from "../Settings.js"
 import type * as CommandsModule from "./commands.js"
 import { out, visible } from "./output.js"
+import * as Providers from "./providers.js"
 import { redactText } from "./redact.js"
+import * as Stores from "./stores.js"
 
 export const global = {
   model: Options.text("model").pipe(
@@ -18,7 +20,7 @@ export const global = {
   ),
   store: Options.text("store").pipe(
     Options.withDescription(
-      "Where sessions live: sqlite:<file> | jsonl:<dir> | postgres://… | memory (default: sqlite:.harness/sessions.db in the workspace)."
+      `Where sessions live: ${Stores.syntaxes.join(" | ")} (default: sqlite:.harness/sessions.db in the workspace).`
     ),
     Options.optional
   ),
@@ -74,14 +76,10 @@ export const global = {
 }
 
 /**
- * The settings, checked: with an `LLM_*` setting set, the provider's own checks run too (loading the provider), so
+ * The settings, checked: with a provider's own setting set (`LLM_*`), that provider's checks run too (loading it), so
  * a value it would refuse is a setting error (exit code 2) in every command, `config` included.
  */
-export const settingsOf = (flags: Settings.Flags) =>
-  Effect.tap(Settings.resolve(flags), (settings) =>
-    settings.llm.some((setting) => setting.origin.startsWith("env"))
-      ? Effect.flatMap(Effect.promise(() => import("./providerCheck.js")), (check) => check.check(settings))
-      : Effect.void)
+export const settingsOf = (flags: Settings.Flags) => Effect.tap(Settings.resolve(flags), Providers.check)
 
 /** What the commands run: the agent, the session log, the stores, the tools, the goals, the model. */
 type Commands = typeof CommandsModule
@@ -92,9 +90,9 @@ type Commands = typeof CommandsModule
  */
 const commands: Effect.Effect<Commands> = Effect.promise(() => import("./commands.js"))
 
-/** The session store the settings select. */
-const storeLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
-  Runtime.storeLayer(settings.store.value).pipe(
+/** The session store the settings select (its row of the store table). */
+const storeLayer = (settings: Settings.Settings) =>
+  Stores.kindOf(settings.store.value).layer(settings.store.value).pipe(
     Layer.mapError((e) =>
       new CommandError({
         reason: "Store",
@@ -105,9 +103,12 @@ const storeLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
     )
   )
 
-/** The model the settings select; a setting it cannot use is a `SettingsError` (exit code 2). */
-const modelLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
-  Runtime.modelLayer(settings).pipe(
+/**
+ * The model the settings select (its row of the provider table); a setting it cannot use is a `SettingsError` (exit
+ * code 2).
+ */
+const modelLayer = (settings: Settings.Settings) =>
+  Providers.providers[settings.provider.value].layer(settings).pipe(
     Layer.mapError((e) =>
       new SettingsError({
         setting: "model",
@@ -118,7 +119,7 @@ const modelLayer = ({ Runtime }: Commands, settings: Settings.Settings) =>
 
 /** Runs what `f` makes with the commands' code, provided with the session store the settings select. */
 const withStore = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(commands, (loaded) => Effect.provide(f(loaded), storeLayer(loaded, settings)))
+  Effect.flatMap(commands, (loaded) => Effect.provide(f(loaded), storeLayer(settings)))
 
 /** `withStore` with the model too, and the agent in this process as `Runtime.Backend`: what runs the agent here. */
 export const withAgent = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
@@ -127,8 +128,8 @@ export const withAgent = <A, E, R>(settings: Settings.Settings, f: (loaded: Comm
     (loaded) =>
       f(loaded).pipe(
         Effect.provide(loaded.Runtime.layerLocal),
-        Effect.provide(storeLayer(loaded, settings)),
-        Effect.provide(modelLayer(loaded, settings))
+        Effect.provide(storeLayer(settings)),
+        Effect.provide(modelLayer(settings))
       )
   )
 

@@ -1,25 +1,19 @@
 /**
- * What every command builds from the settings: the session store, the model, and the agent over a session with
- * the workspace tools. The PostgreSQL store and the chat-completions provider (with undici, a megabyte of the
- * bundle) are loaded only when the settings select them, so the commands that do not use them start sooner.
+ * What every command builds from the settings: the agent over a session with the workspace tools, in this process
+ * or on a server. The session store and the model come from their tables (`stores.ts`, `providers.ts`).
  */
 import type { LanguageModel } from "@effect/ai"
-import { FileSystem, Path } from "@effect/platform"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { Agent, Hooks } from "@harness/agent"
 import type { Ids, SessionEvent, Store } from "@harness/domain"
 import { Goals } from "@harness/goal"
-import type { ChatCompletions } from "@harness/llm"
 import { SessionLog, SessionStore } from "@harness/session"
-import { JsonlStore } from "@harness/store-jsonl"
-import { SqliteStore } from "@harness/store-sqlite"
 import { SubagentError, Subagents } from "@harness/subagents"
 import * as NodeWorkspaceTools from "@harness/tools/NodeWorkspaceTools"
-import type { ConfigError, Redacted, Scope } from "effect"
-import { Config, Context, Duration, Effect, Layer } from "effect"
+import type { Redacted, Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { CommandError } from "../CliError.js"
-import * as OfflineModel from "../OfflineModel.js"
-import type { Settings, StoreLocation } from "../Settings.js"
+import type { Settings } from "../Settings.js"
 import * as Agents from "./agents.js"
 import * as Goal from "./goal.js"
 import * as McpServers from "./mcpServers.js"
@@ -30,56 +24,6 @@ import { agentBudget, showStore, storeFlags } from "./settings.js"
 /** The system prompt of every CLI agent. */
 export const system = "You are Harness, a terse assistant working in the user's workspace. Use the workspace " +
   "tools (list_dir, read_file, find_files, grep, write_file, edit_file, shell) when a question is about files."
-
-/** The session store a location names. SQLite creates its file's directory first. */
-export const storeLayer = (
-  store: StoreLocation
-): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError, FileSystem.FileSystem | Path.Path> => {
-  switch (store._tag) {
-    case "memory":
-      return SessionStore.layerMemory
-    case "jsonl":
-      return JsonlStore.layer({ directory: store.directory })
-    case "postgres":
-      return Layer.unwrapEffect(
-        Effect.map(
-          Effect.promise(() => import("@harness/store-postgres")),
-          ({ PostgresStore }) => PostgresStore.layer({ url: store.url })
-        )
-      )
-    case "sqlite":
-      return Layer.unwrapEffect(Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const path = yield* Path.Path
-        yield* fs.makeDirectory(path.dirname(store.filename), { recursive: true }).pipe(
-          Effect.mapError((e) =>
-            new SessionStore.SessionStoreError({
-              reason: "Io",
-              message: `cannot create the directory of ${store.filename}: ${e.message}`
-            })
-          )
-        )
-        return SqliteStore.layer({ filename: store.filename })
-      }))
-  }
-}
-
-/** The model the settings select: the offline simulator, or the chat-completions provider. */
-export const modelLayer = (settings: Settings): Layer.Layer<LanguageModel.LanguageModel, ConfigError.ConfigError> =>
-  settings.provider.value === "offline"
-    ? OfflineModel.layer({ pace: Duration.millis(settings.pace.value) })
-    : Layer.unwrapEffect(Effect.map(
-      Effect.promise(() => Promise.all([import("@harness/llm"), import("@effect/platform-node/NodeHttpClient")])),
-      ([{ ChatCompletions }, NodeHttpClient]) =>
-        ChatCompletions.layerConfig(
-          Config.map(ChatCompletions.config, (options): ChatCompletions.Options => ({
-            ...options,
-            model: settings.model.value,
-            baseUrl: settings.baseUrl.value ?? options.baseUrl,
-            apiKey: settings.apiKey.value ?? options.apiKey
-          }))
-        ).pipe(Layer.provide(NodeHttpClient.layerUndici))
-    ))
 
 /** An agent, its goal service, and its subagents (when `.harness/agents.json` configures some). */
 export interface Running {

@@ -3,11 +3,12 @@
  */
 import { FileSystem, Path } from "@effect/platform"
 import * as Budget from "@harness/agent/Budget"
-import * as ChatCompletionsSettings from "@harness/llm/ChatCompletionsSettings"
-import { Config, Duration, Effect, Either, Option, Redacted, Schema } from "effect"
+import { Config, Duration, Effect, Either, Option, type Redacted, Schema } from "effect"
 import { SettingsError } from "../CliError.js"
 import type { Flags, McpServer, NamedSetting, Setting, Settings, StoreLocation } from "../Settings.js"
+import * as Providers from "./providers.js"
 import { redactText, redactUrl } from "./redact.js"
+import * as Stores from "./stores.js"
 
 /** Environment variables per setting, highest precedence first. */
 export const environment = {
@@ -33,7 +34,7 @@ export const environment = {
 /** What each setting means: the description every `Config` the CLI reads for it carries. */
 export const descriptions: { readonly [K in keyof typeof environment]: string } = {
   workspace: "The directory the workspace tools are confined to.",
-  store: "Where sessions are stored: sqlite:<file>, jsonl:<directory>, postgres://…, or memory.",
+  store: `Where sessions are stored: ${Stores.inWords(Stores.syntaxes)}.`,
   model: "The model name.",
   baseUrl: "An OpenAI-compatible chat-completions server.",
   apiKey: "The model provider's API key.",
@@ -189,7 +190,7 @@ const pick = <A, E>(
 /** The provider settings the CLI's own settings stand for (`model`, `base-url`, `api-key` read `LLM_*` too). */
 const cliOwned: ReadonlySet<string> = new Set(["model", "baseUrl", "apiKey"])
 
-const storeHelp = "use sqlite:<file>, jsonl:<directory>, postgres://user:password@host:port/database, or memory"
+const storeHelp = `use ${Stores.inWords(Stores.examples)}`
 
 export const parseStore = (text: string, cwd: string, setting: string) =>
   Effect.gen(function*() {
@@ -199,35 +200,13 @@ export const parseStore = (text: string, cwd: string, setting: string) =>
       Effect.fail(
         new SettingsError({ setting, message: `${setting} ${JSON.stringify(redactText(text))} ${why}: ${storeHelp}` })
       )
-    if (text === "memory") return { _tag: "memory" } satisfies StoreLocation
-    if (/^postgres(ql)?:\/\//.test(text)) {
-      if (!URL.canParse(text)) return yield* bad("is not a valid URL")
-      return { _tag: "postgres", url: Redacted.make(text) } satisfies StoreLocation
-    }
-    const match = /^(sqlite|jsonl):(.*)$/.exec(text)
-    if (match === null) return yield* bad("is not a store")
-    const [, kind, location] = match
-    if (location === undefined || location.trim() === "") {
-      return yield* bad(`names no ${kind === "sqlite" ? "file" : "directory"}`)
-    }
-    const absolute = path.resolve(cwd, location)
-    return kind === "sqlite"
-      ? { _tag: "sqlite", filename: absolute } satisfies StoreLocation
-      : { _tag: "jsonl", directory: absolute } satisfies StoreLocation
+    const parsed = Stores.parse(text, (location) => path.resolve(cwd, location))
+    if (parsed === undefined) return yield* bad("is not a store")
+    if ("invalid" in parsed) return yield* bad(parsed.invalid)
+    return parsed
   })
 
-export const showStore = (store: StoreLocation): string => {
-  switch (store._tag) {
-    case "sqlite":
-      return `sqlite:${store.filename}`
-    case "jsonl":
-      return `jsonl:${store.directory}`
-    case "memory":
-      return "memory"
-    case "postgres":
-      return redactUrl(Redacted.value(store.url))
-  }
-}
+export const showStore = (store: StoreLocation): string => Stores.kindOf(store).show(store)
 
 const settingsError = (setting: string) => (error: unknown) =>
   new SettingsError({ setting, message: `cannot read ${setting}: ${String(error)}` })
@@ -290,21 +269,14 @@ export const resolve = (flags: Flags) =>
       })
     }
     const offlineEnv = yield* parsedEnv("offline", booleanText)
-    const provider: Setting<"offline" | "chat-completions"> = flags.offline
+    const provider: Setting<Providers.Name> = flags.offline
       ? { value: "offline", origin: "flag --offline" }
       : Option.isSome(offlineEnv) && offlineEnv.value.value
       ? { value: "offline", origin: offlineEnv.value.origin }
-      : apiKey.value !== undefined
-      ? { value: "chat-completions", origin: `an API key is set (${apiKey.origin})` }
-      : baseUrl.value !== undefined
-      ? { value: "chat-completions", origin: `a base URL is set (${baseUrl.origin})` }
-      : { value: "offline", origin: "default: no API key is configured" }
+      : Providers.choose({ apiKey, baseUrl })
     const model = Option.getOrElse(
       yield* pick(flags.model, "--model", fromEnv("model", (key) => Config.string(key))),
-      (): Setting<string> =>
-        provider.value === "offline"
-          ? { value: "offline", origin: "default: the offline model" }
-          : { value: ChatCompletionsSettings.defaultModel, origin: "default" }
+      (): Setting<string> => Providers.providers[provider.value].defaultModel
     )
     const pace = Option.getOrElse(
       yield* parsedEnv("pace", millisText(0, maxPace)),
@@ -384,7 +356,7 @@ export const resolve = (flags: Flags) =>
       prices
     }
     const llm = yield* Effect.forEach(
-      ChatCompletionsSettings.configSettings.filter((setting) => !cliOwned.has(setting.option)),
+      Providers.ownSettings.filter((setting) => !cliOwned.has(setting.option)),
       (setting) =>
         Effect.map(
           Config.option(Config.withDescription(Config.string(setting.key), setting.description)),
@@ -449,7 +421,7 @@ export const render = (
       "provider",
       settings.provider.value,
       settings.provider.origin,
-      "offline (the local model) or chat-completions: --offline / HARNESS_OFFLINE, else whether a key or base URL is set."
+      Providers.described
     ],
     ["model", settings.model.value, settings.model.origin, descriptions.model],
     [
@@ -543,10 +515,11 @@ const shellWord = (word: string): string =>
  */
 export const storeFlags = (settings: Settings, cwd: string): string | undefined => {
   const store = settings.store.value
-  if (store._tag === "memory") return undefined
+  const kind = Stores.kindOf(store)
+  if (!kind.durable) return undefined
   if (settings.store.origin.startsWith("default")) {
     return settings.workspace.value === cwd ? "" : ` --workspace ${shellWord(settings.workspace.value)}`
   }
-  if (store._tag === "postgres" && settings.store.origin.startsWith("env")) return ""
+  if (kind.secret && settings.store.origin.startsWith("env")) return ""
   return ` --store ${shellWord(showStore(store))}`
 }
