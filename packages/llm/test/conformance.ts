@@ -32,7 +32,7 @@ export type Said =
   | { readonly role: "tool"; readonly id: string; readonly output: string }
 
 /** Token counts of one answer: input 10 per message of the conversation, output 1 per delta (or 5 for a call). */
-export interface Usage {
+interface Usage {
   readonly inputTokens: number
   readonly outputTokens: number
   readonly totalTokens: number
@@ -54,13 +54,13 @@ export type Answer =
   | { readonly _tag: "fail"; readonly failure: LlmFailure.LlmFailure }
 
 /** The id of the one tool call the rules make. */
-export const callId = "call_read_1"
+const callId = "call_read_1"
 
 /** The same id as the log holds it. */
 const loggedId = Ids.ToolCallId.make(callId)
 
 /** The failure the rules answer `fail` with: a rate limit with the server's hint. */
-export const rateLimited = {
+const rateLimited = {
   code: "RATE_LIMIT",
   message: "slow down",
   status: 429,
