@@ -67,6 +67,21 @@ export const Cancel = persisted(Operations.Cancel)
  */
 export const Retry = persisted(Operations.Retry)
 /**
+ * `compact`, persisted; `id` is the message's id (minted by the client), so a redelivery is the same message.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Compact = persisted(Operations.Compact)
+/**
+ * `approve`, persisted; `id` is the message's id (minted by the client). The agent records one answer per call, so a
+ * redelivered answer fails with `ApprovalError` (the call is no longer pending) and changes nothing (R246).
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Approve = persisted(Operations.Approve)
+/**
  * `withdraw`, persisted.
  *
  * @since 0.0.0
@@ -123,6 +138,13 @@ export const Receipt = Rpc.fromTaggedRequest(Operations.Receipt)
  */
 export const AwaitReceipt = Rpc.fromTaggedRequest(Operations.AwaitReceipt)
 /**
+ * `approvals`: a read, volatile, beside the mailbox.
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const ListApprovals = Rpc.fromTaggedRequest(Operations.ListApprovals)
+/**
  * The agent's status now: volatile, beside the mailbox.
  *
  * @since 0.0.0
@@ -173,6 +195,9 @@ export const protocol = RpcGroup.make(
   ListInbox,
   Receipt,
   AwaitReceipt,
+  Compact,
+  Approve,
+  ListApprovals,
   Status,
   WhenIdle,
   Events
@@ -257,6 +282,9 @@ export const layer = <R = LanguageModel.LanguageModel>(
         ListInbox: (request) => Rpc.fork(handle(request)),
         Receipt: (request) => Rpc.fork(handle(request)),
         AwaitReceipt: (request) => Rpc.fork(handle(request)),
+        Compact: handle,
+        Approve: handle,
+        ListApprovals: (request) => Rpc.fork(handle(request)),
         Status: () => Rpc.fork(agent.status),
         WhenIdle: () => Rpc.fork(agent.whenIdle),
         Events: (request) => Rpc.fork(internal.liveEvents(agent, request.payload.after))

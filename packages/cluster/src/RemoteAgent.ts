@@ -84,9 +84,20 @@ export interface Service {
   readonly move: (id: Operations.Move["id"], position: Operations.Move["position"]) => Result<Operations.Move>
   readonly promote: (id: Operations.Promote["id"]) => Result<Operations.Promote>
   readonly demote: (id: Operations.Demote["id"]) => Result<Operations.Demote>
+  /** Contract: the message's id is minted here, before the message is sent, as for every mutating operation. */
+  readonly compact: (options?: Operations.Compact["options"]) => Result<Operations.Compact>
   readonly inbox: Result<Operations.ListInbox>
   readonly receipt: (id: Operations.Receipt["id"]) => Result<Operations.Receipt>
   readonly awaitReceipt: (id: Operations.AwaitReceipt["id"]) => Result<Operations.AwaitReceipt>
+  readonly approvals: Result<Operations.ListApprovals>
+  /**
+   * Contract: the message's id is minted here; a redelivered answer finds the call answered and changes nothing
+   * (R246).
+   */
+  readonly approve: (
+    callId: Operations.Approve["callId"],
+    answer: Operations.Approve["answer"]
+  ) => Result<Operations.Approve>
   readonly status: Effect.Effect<AgentEvent.AgentStatus, RemoteAgentError>
   readonly whenIdle: Effect.Effect<void, RemoteAgentError>
   /**
@@ -291,7 +302,19 @@ export const fromClient = (id: Ids.SessionId, client: Client, options: Options =
         ),
       demote: (target) =>
         Effect.flatMap(mint, (id) => ordered(client.Demote({ id, operation: new Operations.Demote({ id: target }) }))),
+      compact: (options) =>
+        Effect.flatMap(mint, (id) =>
+          ordered(client.Compact({
+            id,
+            operation: new Operations.Compact(options === undefined ? {} : { options })
+          }))),
       inbox: remote(client.ListInbox({})),
+      approvals: remote(client.ListApprovals({})),
+      approve: (callId, answer) =>
+        Effect.flatMap(
+          mint,
+          (id) => ordered(client.Approve({ id, operation: new Operations.Approve({ callId, answer }) }))
+        ),
       receipt: (target) => remote(client.Receipt({ id: target })),
       awaitReceipt: (target) => remote(client.AwaitReceipt({ id: target })),
       status: remote(client.Status(undefined)),

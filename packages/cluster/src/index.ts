@@ -2,4 +2,5 @@
  * @since 0.0.0
  */
 export * as AgentEntity from "./AgentEntity.js"
+export * as ClusterAgent from "./ClusterAgent.js"
 export * as RemoteAgent from "./RemoteAgent.js"
