@@ -77,10 +77,23 @@ export type MakeAgent<R> = (
 ) => Effect.Effect<Agent.Service | Hosted, unknown, R | EffectScope.Scope>
 
 /**
+ * How a server in front of runners takes the agent of a session (in the session's own scope, closed when the server
+ * stops or the session is removed), e.g. `@harness/cluster`'s `ClusterAgent.make`: the agent, or a {@link Hosted}
+ * agent with its goals. The server opens no log for it (R247).
+ *
+ * @since 0.0.0
+ * @category models
+ */
+export type Agents<R> = Pool.Agents<R>
+
+/**
  * The server's options.
  *
  * - `tokens`: the accepted tokens; with none, every request is refused (401).
  * - `makeAgent`: how a session's agent is built (default: `Agent.make({ session })` with the model in context).
+ * - `agents`: instead of `makeAgent`, take each session's agent from elsewhere (the server then runs in front of the
+ *   runners that host the agents: it opens no session log and takes no lease; sessions are still created, listed and
+ *   removed in the `SessionStore` in context, which must be the store the runners write). Give one or the other.
  * - `maxBodyBytes`: the largest request body accepted (default 1 MiB); larger is 413.
  * - `rateLimit`: per token (default 100 at once, 50 a second); `false` turns it off.
  * - `subscriberBuffer`: how many live events an event stream may hold for a slow subscriber before it is ended
@@ -95,6 +108,7 @@ export type MakeAgent<R> = (
 export interface Options<R = never> {
   readonly tokens: ReadonlyArray<Token>
   readonly makeAgent?: MakeAgent<R> | undefined
+  readonly agents?: Agents<R> | undefined
   readonly maxBodyBytes?: number | undefined
   readonly rateLimit?: RateLimit | false | undefined
   readonly subscriberBuffer?: number | undefined
@@ -406,13 +420,26 @@ const AuthenticationLive = (options: {
  * Contract: each session's agent is opened once, on its first request, and holds the session's writer lease until
  * the layer's scope closes (which disposes every agent) or the session is removed; a session another process
  * writes is 409 `SessionConflict { busy }`. Sends with a caller-supplied id are idempotent, across restarts too
- * (the agent's acceptance by id is durable). The routes need a token: `read` for reads and events, `send` for
+ * (the agent's acceptance by id is durable). With `agents` the server runs in front of the runners: a session's agent
+ * is taken from `agents` on its first request and kept as above, but no log is opened and no lease taken here (the
+ * runner hosting the session holds it); create stores the session's header only, and remove deletes it from the store
+ * (refused `busy` while a runner holds its lease) (R247). The routes need a token: `read` for reads and events, `send` for
  * creating sessions and every agent operation, `admin` for removing a session.
  *
  * @since 0.0.0
  * @category layers
  */
-export const layer = <R = never>(
+export function layer<R = never>(
+  options: Options<R> & { readonly agents: Agents<R>; readonly makeAgent?: undefined }
+): Layer.Layer<
+  never,
+  never,
+  | HttpServer.HttpServer
+  | HttpRouter.HttpRouter.DefaultServices
+  | SessionStore.SessionStore
+  | Exclude<R, EffectScope.Scope>
+>
+export function layer<R = never>(
   options: Options<R>
 ): Layer.Layer<
   never,
@@ -422,10 +449,28 @@ export const layer = <R = never>(
   | SessionStore.SessionStore
   | LanguageModel.LanguageModel
   | Exclude<R, EffectScope.Scope>
-> => {
+>
+export function layer<R = never>(
+  options: Options<R>
+): Layer.Layer<
+  never,
+  never,
+  | HttpServer.HttpServer
+  | HttpRouter.HttpRouter.DefaultServices
+  | SessionStore.SessionStore
+  | LanguageModel.LanguageModel
+  | Exclude<R, EffectScope.Scope>
+> {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
-  const makeAgent: Pool.MakeAgent<R | LanguageModel.LanguageModel> = options.makeAgent ?? Pool.defaultAgent
-  const pool = Layer.scoped(AgentPool, Pool.make(makeAgent))
+  if (options.agents !== undefined && options.makeAgent !== undefined) {
+    return Layer.die(
+      new Error("Server.layer: give makeAgent (agents hosted here) or agents (taken from elsewhere), not both")
+    )
+  }
+  const source: Pool.Source<R | LanguageModel.LanguageModel> = options.agents !== undefined
+    ? { agents: options.agents }
+    : { makeAgent: options.makeAgent ?? Pool.defaultAgent }
+  const pool = Layer.scoped(AgentPool, Pool.make(source))
   const api = HttpApiBuilder.api(Api).pipe(
     Layer.provide([
       SessionsLive(

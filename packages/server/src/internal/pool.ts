@@ -1,7 +1,9 @@
 /**
  * One live agent per session, opened on first use from the session store and kept until the server's scope closes
  * (or the session is removed). Each agent lives in its own child scope of the server's, which holds the session's
- * writer lease (ADR 0044) and disposes the agent, then closes its log, when it ends.
+ * writer lease (ADR 0044) and disposes the agent, then closes its log, when it ends. A pool in front of runners
+ * (`agents`) opens no log: it takes each session's agent from elsewhere and only creates and removes sessions in the
+ * store (R247).
  */
 import type { LanguageModel } from "@effect/ai"
 import { Agent } from "@harness/agent"
@@ -9,7 +11,7 @@ import { Ids } from "@harness/domain"
 import type { Goals } from "@harness/goal"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { SessionLogError } from "@harness/session"
-import { Effect, ExecutionStrategy, Exit, Option, Scope, SynchronizedRef } from "effect"
+import { Clock, Effect, ExecutionStrategy, Exit, Option, Scope, SynchronizedRef } from "effect"
 import { SessionConflict, SessionNotFound, StoreUnavailable } from "../ServerError.js"
 
 /** An agent and, when it has one, its goal service (the goal routes need it). */
@@ -22,6 +24,12 @@ export interface Hosted {
 export type MakeAgent<R> = (
   log: SessionLog.Service
 ) => Effect.Effect<Agent.Service | Hosted, unknown, R | Scope.Scope>
+
+/** How a server in front of runners takes a session's agent (the runners host it; nothing here opens its log). */
+export type Agents<R> = (id: Ids.SessionId) => Effect.Effect<Agent.Service | Hosted, unknown, R | Scope.Scope>
+
+/** Where the pool's agents come from: built here over each session's log, or taken from elsewhere. */
+export type Source<R> = { readonly makeAgent: MakeAgent<R> } | { readonly agents: Agents<R> }
 
 /** The default: a plain agent over the log (the model comes from the context). */
 export const defaultAgent: MakeAgent<LanguageModel.LanguageModel> = (log) => Agent.make({ session: log })
@@ -68,7 +76,7 @@ const storeError = (id: Ids.SessionId, what: string) => (e: SessionStore.Session
 
 /** Builds the pool in the current scope; closing it disposes every agent and gives every lease up. */
 export const make = <R>(
-  makeAgent: MakeAgent<R>
+  source: Source<R>
 ): Effect.Effect<Pool, never, Scope.Scope | SessionStore.SessionStore | R> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
@@ -82,7 +90,10 @@ export const make = <R>(
       )
     )
 
-    /** Opens `log` and its agent in a new child scope; on failure the child is closed again. */
+    /**
+     * Opens `log` and its agent in a new child scope (or, in front of runners, takes the agent: `log` is not run);
+     * on failure the child is closed again.
+     */
     const start = (
       id: Ids.SessionId,
       log: Effect.Effect<SessionLog.Service, PoolError, SessionStore.SessionStore>
@@ -90,12 +101,12 @@ export const make = <R>(
       Effect.gen(function*() {
         const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
         const hosted = yield* Effect.gen(function*() {
-          const opened = yield* Effect.acquireRelease(log, (l) => Effect.ignore(l.close))
-          return yield* makeAgent(opened).pipe(
-            Effect.mapError((e) =>
-              new StoreUnavailable({ message: `cannot start the agent of session ${id}: ${String(e)}` })
-            )
+          const failed = Effect.mapError((e: unknown) =>
+            new StoreUnavailable({ message: `cannot start the agent of session ${id}: ${String(e)}` })
           )
+          if ("agents" in source) return yield* failed(source.agents(id))
+          const opened = yield* Effect.acquireRelease(log, (l) => Effect.ignore(l.close))
+          return yield* failed(source.makeAgent(opened))
         }).pipe(
           Scope.extend(child),
           Effect.onExit((exit) => Exit.isFailure(exit) ? Scope.close(child, exit) : Effect.void)
@@ -126,6 +137,16 @@ export const make = <R>(
       SynchronizedRef.modifyEffect(entries, (map) =>
         Effect.gen(function*() {
           const id = options.id ?? (yield* Ids.randomUuid(Ids.SessionId))
+          if ("agents" in source) {
+            // In front of runners the session is only stored here; its host opens it on its first message.
+            const createdAt = yield* Clock.currentTimeMillis
+            yield* store.create({
+              id,
+              version: 1,
+              createdAt,
+              ...(options.title === undefined ? {} : { title: options.title })
+            }).pipe(Effect.mapError(storeError(id, "create")))
+          }
           const log = SessionLog.make({ id, title: options.title }).pipe(
             Effect.mapError((e) =>
               /AlreadyExists/.test(e.message)
