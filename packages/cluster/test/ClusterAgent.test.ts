@@ -13,7 +13,7 @@ import { Ids, Operations } from "@harness/domain"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
 import type { Scope } from "effect"
-import { Context, Effect, Fiber, Layer, Option, Queue, Schema, TestClock } from "effect"
+import { Context, Effect, Fiber, Layer, Option, Queue, Schema, Stream, TestClock } from "effect"
 import { AgentEntity, ClusterAgent } from "../src/index.js"
 import { mid, prompt, roundTrip, sessionId, storedEvents } from "./fixtures.js"
 
@@ -32,16 +32,9 @@ const withApprovals: AgentEntity.MakeAgent<LanguageModel.LanguageModel> = (log) 
 
 const deploy = S.toolCallResponse(S.toolCall("deploy", { target: "prod" }, { id: "call-1" }))
 
-/** Takes events from the queue up to and including the first that matches; answers them. */
+/** Takes events from the queue, one at a time, up to and including the first that matches. */
 const takeUntil = (queue: Queue.Dequeue<AgentEvent.AgentEvent>, match: (e: AgentEvent.AgentEvent) => boolean) =>
-  Effect.gen(function*() {
-    const taken: Array<AgentEvent.AgentEvent> = []
-    while (true) {
-      const event = yield* Queue.take(queue)
-      taken.push(event)
-      if (match(event)) return taken
-    }
-  })
+  Stream.fromQueue(queue, { maxChunkSize: 1 }).pipe(Stream.takeUntil(match), Stream.runDrain)
 
 const isStatus = (status: AgentEvent.AgentStatus) => (e: AgentEvent.AgentEvent) =>
   e.type === "agent/status" && e.status === status
@@ -120,14 +113,19 @@ const onCluster = (makeAgent?: AgentEntity.MakeAgent<LanguageModel.LanguageModel
     return yield* Fiber.join(fiber)
   })
 
+/** The session's agent on the cluster, the scripted model and the runners' store. */
+const setup = Effect.all({
+  agent: ClusterAgent.make(sessionId),
+  model: S.ScriptedModel,
+  store: SessionStore.SessionStore
+})
+
 describe("ClusterAgent on TestRunner", () => {
   it.effect(
     "R246: send → turn → log as a local agent; the durable events come once, in seq order",
     () =>
       Effect.gen(function*() {
-        const agent = yield* ClusterAgent.make(sessionId)
-        const model = yield* S.ScriptedModel
-        const store = yield* SessionStore.SessionStore
+        const { agent, model, store } = yield* setup
         assert.deepStrictEqual(yield* agent.log, [], "a session not stored yet has no events")
         const events = yield* agent.subscribe
         yield* model.push(S.textResponse("hello"), S.textResponse("again"))
@@ -153,8 +151,7 @@ describe("ClusterAgent on TestRunner", () => {
     "R246: durable events through subscribe: every seq once, in order, the same as the log",
     () =>
       Effect.gen(function*() {
-        const agent = yield* ClusterAgent.make(sessionId)
-        const model = yield* S.ScriptedModel
+        const { agent, model } = yield* setup
         const events = yield* agent.subscribe
         const after = (yield* agent.log).length
         yield* model.push(S.textResponse("a"), S.textResponse("b"))
@@ -205,9 +202,7 @@ describe("ClusterAgent on TestRunner", () => {
     "R246: approvals are listed, answered and run through the cluster; compact logs a compaction",
     () =>
       Effect.gen(function*() {
-        const agent = yield* ClusterAgent.make(sessionId)
-        const model = yield* S.ScriptedModel
-        const store = yield* SessionStore.SessionStore
+        const { agent, model, store } = yield* setup
         const events = yield* agent.subscribe
         yield* model.push(deploy, S.textResponse("done"))
         yield* agent.followup(prompt("Deploy"))

@@ -413,6 +413,9 @@ const AuthenticationLive = (options: {
     })
   )
 
+/** What the server needs whatever its agents are (beside theirs, and the model when it builds them). */
+type Needs = HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | SessionStore.SessionStore
+
 /**
  * The server on the `HttpServer` in context (see {@link layerNode} for Node's): the API, `/openapi.json`, the
  * docs page `/docs`, and a web page at `/` (sessions, a chat that streams, the inbox with drop, cancel).
@@ -431,36 +434,13 @@ const AuthenticationLive = (options: {
  */
 export function layer<R = never>(
   options: Options<R> & { readonly agents: Agents<R>; readonly makeAgent?: undefined }
-): Layer.Layer<
-  never,
-  never,
-  | HttpServer.HttpServer
-  | HttpRouter.HttpRouter.DefaultServices
-  | SessionStore.SessionStore
-  | Exclude<R, EffectScope.Scope>
->
+): Layer.Layer<never, never, Needs | Exclude<R, EffectScope.Scope>>
 export function layer<R = never>(
   options: Options<R>
-): Layer.Layer<
-  never,
-  never,
-  | HttpServer.HttpServer
-  | HttpRouter.HttpRouter.DefaultServices
-  | SessionStore.SessionStore
-  | LanguageModel.LanguageModel
-  | Exclude<R, EffectScope.Scope>
->
+): Layer.Layer<never, never, Needs | LanguageModel.LanguageModel | Exclude<R, EffectScope.Scope>>
 export function layer<R = never>(
   options: Options<R>
-): Layer.Layer<
-  never,
-  never,
-  | HttpServer.HttpServer
-  | HttpRouter.HttpRouter.DefaultServices
-  | SessionStore.SessionStore
-  | LanguageModel.LanguageModel
-  | Exclude<R, EffectScope.Scope>
-> {
+): Layer.Layer<never, never, Needs | LanguageModel.LanguageModel | Exclude<R, EffectScope.Scope>> {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   if (options.agents !== undefined && options.makeAgent !== undefined) {
     return Layer.die(

@@ -5,16 +5,16 @@
  * and the server never takes a session's writer lease: the runner does.
  */
 import { MessageStorage, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig } from "@effect/cluster"
-import { HttpServer } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentEntity, ClusterAgent } from "@harness/cluster"
 import type { AgentEvent } from "@harness/domain"
 import { Ids, Message, SessionEvent, Store } from "@harness/domain"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel } from "@harness/testkit"
-import { Chunk, Context, Effect, Layer, Option, Queue, Redacted, Ref, Schema, Stream } from "effect"
+import type { Queue } from "effect"
+import { Chunk, Effect, Layer, Option, Redacted, Ref, Schema, Stream } from "effect"
 import { Client, RemoteAgent, Server } from "../src/index.js"
-import { httpClient, tokens } from "./support.js"
+import { addressOf, httpClient, tokens } from "./support.js"
 
 /**
  * `TestRunner.layer` (one runner, storage in memory) whose entities get 1 s to stop at shutdown instead of 15 s: the
@@ -61,9 +61,7 @@ const front = (replies: ReadonlyArray<ScriptedModel.Reply>) =>
         Layer.provideMerge(cluster)
       )
     )
-    const server = Context.get(context, HttpServer.HttpServer)
-    const port = server.address._tag === "TcpAddress" ? server.address.port : 0
-    const baseUrl = `http://127.0.0.1:${port}`
+    const { baseUrl } = addressOf(context)
     return {
       baseUrl,
       store,
@@ -73,16 +71,13 @@ const front = (replies: ReadonlyArray<ScriptedModel.Reply>) =>
     }
   })
 
-/** Takes live events until one matches; returns them all. */
+/** Takes live events, one at a time, until one matches; answers them all. */
 const takeUntil = (events: Queue.Dequeue<AgentEvent.AgentEvent>, done: (event: AgentEvent.AgentEvent) => boolean) =>
-  Effect.gen(function*() {
-    const seen: Array<AgentEvent.AgentEvent> = []
-    while (true) {
-      const event = yield* Queue.take(events)
-      seen.push(event)
-      if (done(event)) return seen
-    }
-  })
+  Stream.fromQueue(events, { maxChunkSize: 1 }).pipe(
+    Stream.takeUntil(done),
+    Stream.runCollect,
+    Effect.map(Chunk.toArray)
+  )
 
 const decodeRecord = Schema.decodeSync(Schema.parseJson(Schema.Union(SessionEvent.SessionEvent, Store.InboxRecord)))
 

@@ -29,6 +29,13 @@ export interface Running {
 /** The HTTP client the tests use (Node's `http`). */
 export const httpClient = NodeHttpClient.layer
 
+/** The loopback address of the server in `context`. */
+export const addressOf = (context: Context.Context<HttpServer.HttpServer>) => {
+  const server = Context.get(context, HttpServer.HttpServer)
+  const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+  return { baseUrl: `http://127.0.0.1:${port}`, port }
+}
+
 /**
  * Serves on 127.0.0.1:0 in the current scope over `store`, with `replies` scripted.
  */
@@ -45,9 +52,7 @@ export const serve = (
         Layer.provide(store)
       )
     )
-    const server = Context.get(context, HttpServer.HttpServer)
-    const port = server.address._tag === "TcpAddress" ? server.address.port : 0
-    const baseUrl = `http://127.0.0.1:${port}`
+    const { baseUrl, port } = addressOf(context)
     return {
       baseUrl,
       port,
