@@ -11,31 +11,9 @@ import { SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, Exit } from "effect"
-import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const child = fileURLToPath(new URL("./fixtures/approvalChild.ts", import.meta.url))
-const root = fileURLToPath(new URL("../../..", import.meta.url))
-
-/** Starts the child in `mode`; resolves with its stdout when it prints `until` (then kills it) or exits. */
-const runChild = (args: ReadonlyArray<string>, until?: string) =>
-  Effect.async<{ readonly out: string; readonly code: number | null }>((resume) => {
-    const proc = childProcess.spawn(
-      process.execPath,
-      ["--conditions=@harness/source", "--import", "tsx", child, ...args],
-      { cwd: root, stdio: ["ignore", "pipe", "inherit"] }
-    )
-    let out = ""
-    proc.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      if (until !== undefined && out.includes(until) && proc.exitCode === null) proc.kill("SIGKILL")
-    })
-    proc.on("exit", (code) => resume(Effect.succeed({ out, code })))
-    return Effect.sync(() => proc.kill("SIGKILL"))
-  })
+import { runChild, tempDir } from "./fixtures.js"
 
 const notes = (dir: string): ReadonlyArray<string> => {
   const file = path.join(dir, "notes.txt")
@@ -43,18 +21,18 @@ const notes = (dir: string): ReadonlyArray<string> => {
 }
 
 describe("durable approvals across a SIGKILL", () => {
-  it.live(
+  it.scopedLive(
     "R166 R167 R168 R169: a pending approval survives SIGKILL, is listed after resume, and the allowed call runs once",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-approval-"))
+        const dir = yield* tempDir("approval")
         // 1. The call is asked about, durably; the process is killed while it waits.
-        const asked = yield* runChild(["ask", dir], "PENDING call-1")
+        const asked = yield* runChild("approvalChild.ts", ["ask", dir], (out) => out.includes("PENDING call-1"))
         assert.include(asked.out, "PENDING call-1")
         assert.deepStrictEqual(notes(dir), [], "the call has not run")
 
         // 2. A new process resumes the session: the approval is pending again, listed, and nothing ran.
-        const listed = yield* runChild(["list", dir])
+        const listed = yield* runChild("approvalChild.ts", ["list", dir])
         assert.strictEqual(listed.code, 0)
         const approvals: ReadonlyArray<{ callId: string; name: string; live: boolean; arguments: string }> = JSON
           .parse(listed.out.trim())
@@ -65,7 +43,7 @@ describe("durable approvals across a SIGKILL", () => {
         assert.deepStrictEqual(notes(dir), [], "listing runs nothing")
 
         // 3. Another process answers (it holds the session now): the tool runs exactly once.
-        const answered = yield* runChild(["answer", dir, "call-1"])
+        const answered = yield* runChild("approvalChild.ts", ["answer", dir, "call-1"])
         assert.include(answered.out, "DONE")
         assert.deepStrictEqual(notes(dir), ["hello"])
 
@@ -100,7 +78,6 @@ describe("durable approvals across a SIGKILL", () => {
           assert.include(JSON.stringify(check.again.cause), "call-1")
         }
         assert.deepStrictEqual(notes(dir), ["hello"], "still once")
-        fs.rmSync(dir, { recursive: true, force: true })
       }),
     120_000
   )

@@ -9,31 +9,8 @@ import { Ids } from "@harness/domain"
 import { History, LogCheck, SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Effect } from "effect"
-import * as childProcess from "node:child_process"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-
-const child = fileURLToPath(new URL("./fixtures/compactionChild.ts", import.meta.url))
-const root = fileURLToPath(new URL("../../..", import.meta.url))
-
-/** Starts the child in `mode`; resolves with its stdout when it prints `until` (then kills it) or exits. */
-const runChild = (args: ReadonlyArray<string>, until?: string) =>
-  Effect.async<{ readonly out: string; readonly code: number | null; readonly signal: string | null }>((resume) => {
-    const proc = childProcess.spawn(
-      process.execPath,
-      ["--conditions=@harness/source", "--import", "tsx", child, ...args],
-      { cwd: root, stdio: ["ignore", "pipe", "inherit"] }
-    )
-    let out = ""
-    proc.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      if (until !== undefined && out.includes(until) && proc.exitCode === null) proc.kill("SIGKILL")
-    })
-    proc.on("exit", (code, signal) => resume(Effect.succeed({ out, code, signal })))
-    return Effect.sync(() => proc.kill("SIGKILL"))
-  })
+import { runChild, tempDir } from "./fixtures.js"
 
 /** The session's events, opened for writing (so a crashed tail is repaired first, R106), then closed. */
 const reopen = (dir: string) =>
@@ -45,13 +22,12 @@ const reopen = (dir: string) =>
   })).pipe(Effect.provide(SqliteStore.layer({ filename: path.join(dir, "sessions.db") })))
 
 describe("compaction across a SIGKILL", () => {
-  it.live(
+  it.scopedLive(
     "R148: a compaction killed mid-request leaves no record and the history as before; the next one completes",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-compaction-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const seeded = yield* runChild(["seed", dir])
+        const dir = yield* tempDir("compaction")
+        const seeded = yield* runChild("compactionChild.ts", ["seed", dir])
         assert.include(seeded.out, "SEEDED")
         const before = yield* reopen(dir)
         assert.deepStrictEqual(LogCheck.checkLog(before), [])
@@ -59,7 +35,7 @@ describe("compaction across a SIGKILL", () => {
         assert.strictEqual(history.length, 4, "two prompts and two answers")
 
         // Killed while the summary request is in flight: the model has been asked and has not answered.
-        const killed = yield* runChild(["hang", dir], "ASKED")
+        const killed = yield* runChild("compactionChild.ts", ["hang", dir], (out) => out.includes("ASKED"))
         assert.include(killed.out, "ASKED")
         assert.strictEqual(killed.signal, "SIGKILL")
 
@@ -76,7 +52,7 @@ describe("compaction across a SIGKILL", () => {
         assert.deepStrictEqual(repaired.slice(0, before.length), before, "nothing before the crash changed")
 
         // After the resume a compaction completes: one record, the summary in place of the history.
-        const done = yield* runChild(["compact", dir])
+        const done = yield* runChild("compactionChild.ts", ["compact", dir])
         assert.include(done.out, "DONE")
         const after = yield* reopen(dir)
         assert.deepStrictEqual(LogCheck.checkLog(after), [])
@@ -85,7 +61,7 @@ describe("compaction across a SIGKILL", () => {
         const derived = History.deriveMessages(after)
         assert.strictEqual(derived.length, 1)
         assert.include(JSON.stringify(derived[0]), "it is a small mammal")
-      }).pipe(Effect.scoped),
+      }),
     120_000
   )
 })

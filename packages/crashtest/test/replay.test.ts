@@ -13,32 +13,10 @@ import { SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Effect, Queue } from "effect"
-import * as childProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { runChild, tempDir } from "./fixtures.js"
 import { runs, tools } from "./fixtures/replayTools.js"
-
-const child = fileURLToPath(new URL("./fixtures/replayChild.ts", import.meta.url))
-const root = fileURLToPath(new URL("../../..", import.meta.url))
-
-/** Starts the child; SIGKILLs it once its stdout holds every line of `until`; resolves with its stdout. */
-const runUntilKilled = (dir: string, until: ReadonlyArray<string>) =>
-  Effect.async<{ readonly out: string; readonly signal: NodeJS.Signals | null }>((resume) => {
-    const proc = childProcess.spawn(
-      process.execPath,
-      ["--conditions=@harness/source", "--import", "tsx", child, dir],
-      { cwd: root, stdio: ["ignore", "pipe", "inherit"] }
-    )
-    let out = ""
-    proc.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      if (until.every((line) => out.includes(line)) && proc.exitCode === null) proc.kill("SIGKILL")
-    })
-    proc.on("exit", (_code, signal) => resume(Effect.succeed({ out, signal })))
-    return Effect.sync(() => proc.kill("SIGKILL"))
-  })
 
 const id = Ids.SessionId.make("replay-session")
 
@@ -69,14 +47,17 @@ const resume = (dir: string, replies: ReadonlyArray<S.Reply>, waitTurn: boolean)
   })).pipe(Effect.provide(S.layer(replies)))
 
 describe("tool replay across a SIGKILL", () => {
-  it.live(
+  it.scopedLive(
     "R172: a safe call a crash cut runs again on resume and its result reaches the model; a never call does not",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-replay-"))
+        const dir = yield* tempDir("replay")
         const store = SqliteStore.layer({ filename: path.join(dir, "sessions.db") })
         // 1. Both calls start (their `tool/call`s are durable: the dispatch barrier), block, and the child dies.
-        const killed = yield* runUntilKilled(dir, ["STARTED lookup", "STARTED poke"])
+        const killed = yield* runChild("replayChild.ts", [dir], (out) =>
+          ["STARTED lookup", "STARTED poke"].every((line) =>
+            out.includes(line)
+          ))
         assert.strictEqual(killed.signal, "SIGKILL")
         assert.sameMembers([...runs(dir)], ["lookup", "poke"])
 
@@ -105,7 +86,6 @@ describe("tool replay across a SIGKILL", () => {
         assert.deepStrictEqual([...runs(dir)].sort(), ["lookup", "lookup", "poke"])
         assert.strictEqual(second.requests.length, 0)
         assert.deepStrictEqual(Invariants.logWellFormed(second.events), [])
-        fs.rmSync(dir, { recursive: true, force: true })
       }),
     60_000
   )
