@@ -1,6 +1,8 @@
 /** `harness sessions …`: list, show, export, fork, resume, compact and rm, here or on a server (`--remote`). */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Option } from "effect"
+import type { CommandError } from "../CliError.js"
+import type * as Settings from "../Settings.js"
 import {
   global,
   lines,
@@ -11,15 +13,41 @@ import {
   withBackend,
   withSessions
 } from "./cliSupport.js"
+import type * as CommandsModule from "./commands.js"
 import { diagnostics, out, visible } from "./output.js"
 import { storeFlags } from "./settings.js"
 
 const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id, or a unique prefix of one."))
 
-const sessionsList = Command.make("list", { ...global, ...remoteOptions }, (config) =>
+const atOption = Options.integer("at").pipe(
+  Options.withDescription("Fork at this seq (cut back to the last turn boundary at or before it)."),
+  Options.optional
+)
+
+const instructionOption = Options.text("instruction").pipe(
+  Options.withDescription("What the summary should keep or focus on, instead of the default instruction."),
+  Options.optional
+)
+
+/** The options every `sessions` subcommand takes: the global ones and `--remote`. */
+const placeOptions = { ...global, ...remoteOptions }
+
+/** The parsed `--remote` options. */
+type RemoteFlags = Parameters<typeof remoteOf>[0]
+
+/** Where a `sessions` subcommand runs: its settings, and the server `--remote` names (`undefined`: here). */
+const placeOf = (config: Settings.Flags & RemoteFlags) =>
+  Effect.all({ settings: settingsOf(config), remote: remoteOf(config) })
+
+/** Runs what `f` makes with the stored sessions where the subcommand's options say. */
+const atPlace = <A>(
+  config: Settings.Flags & RemoteFlags,
+  f: (sessions: CommandsModule.Sessions.Place) => Effect.Effect<A, CommandError>
+) => Effect.flatMap(placeOf(config), ({ remote, settings }) => withSessions(settings, remote, f))
+
+const sessionsList = Command.make("list", placeOptions, (config) =>
   Effect.gen(function*() {
-    const settings = yield* settingsOf(config)
-    yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.list))
+    yield* lines(yield* atPlace(config, (sessions) => sessions.list))
   })).pipe(Command.withDescription(
     "List the stored sessions (with --remote, a server's).\nExamples:\n  harness sessions list\n" +
       "  harness sessions list --remote http://127.0.0.1:8787"
@@ -27,11 +55,10 @@ const sessionsList = Command.make("list", { ...global, ...remoteOptions }, (conf
 
 const sessionsShow = Command.make(
   "show",
-  { ...global, ...remoteOptions, id: idArg },
+  { ...placeOptions, id: idArg },
   (config) =>
     Effect.gen(function*() {
-      const settings = yield* settingsOf(config)
-      yield* lines(yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.show(config.id)))
+      yield* lines(yield* atPlace(config, (sessions) => sessions.show(config.id)))
     })
 ).pipe(Command.withDescription(
   "Show a session as a timeline of turns, steps, messages, tool calls and inbox events, then check its log.\n" +
@@ -41,8 +68,7 @@ const sessionsShow = Command.make(
 const sessionsExport = Command.make(
   "export",
   {
-    ...global,
-    ...remoteOptions,
+    ...placeOptions,
     format: Options.choice("format", ["jsonl", "md"]).pipe(
       Options.withDescription("jsonl: the stored records as they are; md: a readable transcript."),
       Options.withDefault("jsonl" as const)
@@ -51,12 +77,7 @@ const sessionsExport = Command.make(
   },
   (config) =>
     Effect.gen(function*() {
-      const settings = yield* settingsOf(config)
-      const text = yield* withSessions(
-        settings,
-        yield* remoteOf(config),
-        (sessions) => sessions.exportSession(config.id, config.format)
-      )
+      const text = yield* atPlace(config, (sessions) => sessions.exportSession(config.id, config.format))
       // JSON Lines stay exact; the Markdown transcript is for reading, so its control characters show visibly.
       yield* out(`${config.format === "md" ? visible(text) : text}\n`)
     })
@@ -65,10 +86,9 @@ const sessionsExport = Command.make(
     "  harness sessions export --format md 3f2a\n  harness sessions export --remote http://127.0.0.1:8787 3f2a"
 ))
 
-const sessionsRm = Command.make("rm", { ...global, ...remoteOptions, id: idArg }, (config) =>
+const sessionsRm = Command.make("rm", { ...placeOptions, id: idArg }, (config) =>
   Effect.gen(function*() {
-    const settings = yield* settingsOf(config)
-    const id = yield* withSessions(settings, yield* remoteOf(config), (sessions) => sessions.remove(config.id))
+    const id = yield* atPlace(config, (sessions) => sessions.remove(config.id))
     yield* out(`removed session ${id}\n`)
   })).pipe(Command.withDescription(
     "Remove a stored session (with --remote, the token needs the admin scope).\nExample:\n  harness sessions rm 3f2a"
@@ -76,19 +96,10 @@ const sessionsRm = Command.make("rm", { ...global, ...remoteOptions, id: idArg }
 
 const sessionsFork = Command.make(
   "fork",
-  {
-    ...global,
-    ...remoteOptions,
-    at: Options.integer("at").pipe(
-      Options.withDescription("Fork at this seq (cut back to the last turn boundary at or before it)."),
-      Options.optional
-    ),
-    id: idArg
-  },
+  { ...placeOptions, at: atOption, id: idArg },
   (config) =>
     Effect.gen(function*() {
-      const settings = yield* settingsOf(config)
-      const remote = yield* remoteOf(config)
+      const { remote, settings } = yield* placeOf(config)
       const result = yield* withSessions(
         settings,
         remote,
@@ -108,17 +119,15 @@ const sessionsFork = Command.make(
 const sessionsResume = Command.make(
   "resume",
   {
-    ...global,
     // The id comes first: positional arguments are read in this order, and the prompt takes all the rest.
-    ...remoteOptions,
+    ...placeOptions,
     id: idArg,
     prompt: promptArg("Run this prompt in the session (as `run`); without it, open a chat on the session.")
   },
   (config) =>
     Effect.gen(function*() {
-      const settings = yield* settingsOf(config)
+      const { remote, settings } = yield* placeOf(config)
       const prompt = config.prompt.join(" ").trim()
-      const remote = yield* remoteOf(config)
       yield* withBackend(
         settings,
         remote,
@@ -138,19 +147,10 @@ const sessionsResume = Command.make(
 
 const sessionsCompact = Command.make(
   "compact",
-  {
-    ...global,
-    ...remoteOptions,
-    instruction: Options.text("instruction").pipe(
-      Options.withDescription("What the summary should keep or focus on, instead of the default instruction."),
-      Options.optional
-    ),
-    id: idArg
-  },
+  { ...placeOptions, instruction: instructionOption, id: idArg },
   (config) =>
     Effect.gen(function*() {
-      const settings = yield* settingsOf(config)
-      const remote = yield* remoteOf(config)
+      const { remote, settings } = yield* placeOf(config)
       const instruction = Option.getOrUndefined(config.instruction)?.trim()
       const done = yield* withBackend(
         settings,
