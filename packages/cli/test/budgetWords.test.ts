@@ -18,21 +18,24 @@ const end = (reason: SessionEvent.SessionEventOf<"turn/end">["data"]["reason"]) 
 
 describe("budget stops in words", () => {
   it("R163: each budget is named with what was used of it", () => {
-    assert.strictEqual(
-      end({ kind: "budget", budget: "steps", scope: "turn", step: 50, limit: 50, used: 50 }),
-      "turn 2 ends: budget: stopped at its step limit (50 steps)"
-    )
-    assert.strictEqual(
-      end({ kind: "budget", budget: "tokens", scope: "session", step: 0, limit: 1000, used: 1200 }),
-      "turn 2 ends: budget: stopped before its first step: the session used 1200 tokens of its 1000-token budget"
-    )
-    assert.strictEqual(
-      end({ kind: "budget", budget: "cost", scope: "session", step: 4, limit: 1, used: 1.2000000000000002 }),
-      "turn 2 ends: budget: stopped after step 4: the session cost 1.2 of its budget of 1"
-    )
-    assert.strictEqual(
-      end({ kind: "budget", budget: "deadline", scope: "turn", step: 3, limit: 25_000, used: 25_000 }),
-      "turn 2 ends: budget: stopped in step 3: the turn reached its deadline (25 s)"
-    )
+    const cases: ReadonlyArray<readonly [Parameters<typeof end>[0], string]> = [
+      [
+        { kind: "budget", budget: "steps", scope: "turn", step: 50, limit: 50, used: 50 },
+        "turn 2 ends: budget: stopped at its step limit (50 steps)"
+      ],
+      [
+        { kind: "budget", budget: "tokens", scope: "session", step: 0, limit: 1000, used: 1200 },
+        "turn 2 ends: budget: stopped before its first step: the session used 1200 tokens of its 1000-token budget"
+      ],
+      [
+        { kind: "budget", budget: "cost", scope: "session", step: 4, limit: 1, used: 1.2000000000000002 },
+        "turn 2 ends: budget: stopped after step 4: the session cost 1.2 of its budget of 1"
+      ],
+      [
+        { kind: "budget", budget: "deadline", scope: "turn", step: 3, limit: 25_000, used: 25_000 },
+        "turn 2 ends: budget: stopped in step 3: the turn reached its deadline (25 s)"
+      ]
+    ]
+    for (const [reason, words] of cases) assert.strictEqual(end(reason), words)
   })
 })

@@ -6,11 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { bin, chatChunk, harness, serve, tempDir } from "./support.js"
+import { scopedDir } from "./fixtures.js"
+import { scriptedProvider } from "./scriptedProvider.js"
+import { bin, harness, serve } from "./support.js"
 import * as Terminal from "./terminal.js"
 
 const screen = (term: Terminal.Terminal): string => term.screen()
@@ -24,6 +24,10 @@ const waitFor = (
 
 const type = (term: Terminal.Terminal, text: string) => term.type(text)
 const press = (term: Terminal.Terminal, ...keys: ReadonlyArray<Terminal.Key>) => term.press(...keys)
+/** Types `text` and presses Enter. */
+const send = (term: Terminal.Terminal, text: string) => term.send(text)
+/** Waits for the status line of an idle chat that has used tokens. */
+const idle = (term: Terminal.Terminal) => waitFor(term, /idle · \d+ tokens · \/help/)
 
 /** Runs `harness chat` in a terminal in a fresh workspace (or `workspace`); both go with the scope. */
 const startChat = (
@@ -33,8 +37,7 @@ const startChat = (
   size: { readonly columns: number; readonly rows: number } = { columns: 160, rows: 50 }
 ) =>
   Effect.gen(function*() {
-    const [dir, cleanup] = workspace === undefined ? tempDir() : [workspace, () => undefined]
-    yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+    const dir = workspace ?? (yield* scopedDir)
     const store = `sqlite:${join(dir, "chat.db")}`
     const term = yield* Terminal.open({
       command: `env NO_COLOR=1 ${env} ${process.execPath} ${bin} chat --store ${store} ${args}`,
@@ -44,54 +47,6 @@ const startChat = (
     return { dir, store, term }
   })
 
-/** One answer of the scripted provider, streamed by the test: `text` sends a piece, `end` finishes the answer. */
-interface Reply {
-  /** The request's body (its JSON text): what the model was sent. */
-  readonly body: string
-  readonly text: (content: string) => Effect.Effect<void>
-  readonly end: Effect.Effect<void>
-}
-
-/**
- * A chat-completions server whose answers the test streams piece by piece: each request waits in `replies` (in the
- * order they came) until the test takes it. So "while the answer streams" is a state the test holds, however slow
- * the machine is. Closed with the scope.
- */
-const scriptedProvider = Effect.gen(function*() {
-  const replies = yield* Queue.unbounded<Reply>()
-  const server = createServer((request, response) => {
-    let body = ""
-    request.on("data", (chunk) => body += String(chunk))
-    request.on("end", () => {
-      response.writeHead(200, { "content-type": "text/event-stream" })
-      response.write(chatChunk("scripted", { role: "assistant", content: "" }))
-      replies.unsafeOffer({
-        body,
-        text: (content) => Effect.sync(() => void response.write(chatChunk("scripted", { content }))),
-        end: Effect.sync(() => {
-          response.write(chatChunk("scripted", {}, "stop"))
-          response.end("data: [DONE]\n\n")
-        })
-      })
-    })
-  })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () =>
-      Effect.sync(() => {
-        server.closeAllConnections()
-        server.close()
-      })
-  )
-  // Listening on TCP: the address is an AddressInfo.
-  const { port } = server.address() as AddressInfo
-  return { args: `--base-url http://127.0.0.1:${port}/v1 --model scripted`, replies }
-})
-
-/**
- * The screen as one line: the rows of a wrapped answer line, joined by the spaces they were cut at, read as the
- * line itself — so a line of the answer is whole on the screen exactly when the model's line is a substring.
- */
 /** Waits for `/drop 1`'s answer about `item` and checks it says `why`. */
 const dropped = (session: Terminal.Terminal, item: string, why: string) =>
   Effect.map(
@@ -99,7 +54,61 @@ const dropped = (session: Terminal.Terminal, item: string, why: string) =>
     (now) => assert.include(now, `item 1 is no longer pending: ${why} (${item})`)
   )
 
+/**
+ * The screen as one line: the rows of a wrapped answer line, joined by the spaces they were cut at, read as the
+ * line itself — so a line of the answer is whole on the screen exactly when the model's line is a substring.
+ */
 const flat = (screen: string): string => screen.split("\n").map((row) => row.trimEnd()).join(" ")
+
+/**
+ * A chat on the scripted provider (`env` added to its environment) with a story streaming: "tell me a story" sent,
+ * its request taken and its first words on the screen. The story's request is the test's to go on with.
+ */
+const storyStreaming = (env = "") =>
+  Effect.gen(function*() {
+    const provider = yield* scriptedProvider
+    const chat = yield* startChat(`'LLM_IDLE_TIMEOUT=10 minutes' ${env}`, provider.args)
+    yield* waitFor(chat.term, "idle · 0 tokens · /help")
+    yield* send(chat.term, "tell me a story")
+    const story = yield* Queue.take(provider.requests)
+    yield* story.text("Once upon a time")
+    yield* waitFor(chat.term, "Once upon a time")
+    return { ...chat, provider, story }
+  })
+
+/** Takes the provider's next request, waits for its turn to start on `prompt` and answers it with `text`. */
+const answer = (
+  provider: Effect.Effect.Success<typeof scriptedProvider>,
+  term: Terminal.Terminal,
+  prompt: string,
+  text: string
+) =>
+  Effect.gen(function*() {
+    const request = yield* Queue.take(provider.requests)
+    yield* waitFor(term, `▸ ${prompt}`)
+    yield* request.text(text)
+    yield* request.end
+    return request
+  })
+
+/** Leaves the chat with /exit; `harness sessions show` of its session must succeed: its output. */
+const exitAndShow = (term: Terminal.Terminal, store: string, dir: string) =>
+  Effect.gen(function*() {
+    yield* send(term, "/exit")
+    yield* waitFor(term, "bye — session")
+    const id = /bye — session ([0-9a-f-]{36})/.exec(screen(term))?.[1]
+    assert.isDefined(id)
+    const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
+    assert.strictEqual(show.code, 0, show.stderr)
+    return show.stdout
+  })
+
+/** The groups of `pattern` in each line of `text` it matches (trimmed), joined by ": ". */
+const matching = (text: string, pattern: RegExp): ReadonlyArray<string> =>
+  text.split("\n").flatMap((line) => {
+    const match = pattern.exec(line.trim())
+    return match === null ? [] : [match.slice(1).join(": ")]
+  })
 
 /**
  * Where the chat's agent lives: in the chat's process over the SQLite store `startChat` names, or on `harness serve --ask` (a real child
@@ -152,40 +161,32 @@ const remoteMode = (dir: string) =>
  */
 const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Scope>) =>
   Effect.gen(function*() {
-    const [dir, cleanup] = tempDir()
-    yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+    const dir = yield* scopedDir
     writeFileSync(join(dir, "README.md"), "# chat test\n")
     const where = yield* mode(dir)
     const { term: name } = yield* startChat(`HARNESS_OFFLINE_PACE_MS=200 ${where.env}`, where.args, dir)
 
     yield* waitFor(name, "idle · 0 tokens · /help")
-    yield* type(name, "tell me a long story")
-    yield* press(name, "Enter")
+    yield* send(name, "tell me a long story")
     yield* waitFor(name, "Once upon a time")
     // The status line: a spinner, the elapsed time, the tokens used, what cancels.
     yield* waitFor(name, /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] working \d+\.\ds · \d+ tokens · Esc\/Ctrl-C cancels/)
 
     // Enter while the turn runs steers it; `+` and `/queue` queue follow-ups; the badge is the agent's inbox.
-    yield* type(name, "keep it short")
-    yield* press(name, "Enter")
+    yield* send(name, "keep it short")
     yield* waitFor(name, "› keep it short (steering the running turn)")
-    yield* type(name, "+what is a dog")
-    yield* press(name, "Enter")
-    yield* type(name, "/queue write notes.txt: hello from chat")
-    yield* press(name, "Enter")
-    yield* type(name, "+what is a cat")
-    yield* press(name, "Enter")
+    yield* send(name, "+what is a dog")
+    yield* send(name, "/queue write notes.txt: hello from chat")
+    yield* send(name, "+what is a cat")
     yield* waitFor(name, "3 queued · 1 steering")
-    yield* type(name, "/inbox")
-    yield* press(name, "Enter")
+    yield* send(name, "/inbox")
     const inbox = yield* waitFor(name, "4. queued   what is a cat")
     assert.include(inbox, "1. steering keep it short")
     assert.include(inbox, "2. queued   what is a dog")
     assert.include(inbox, "3. queued   write notes.txt: hello from chat")
 
     // /drop withdraws one item (agent.withdraw); it never runs.
-    yield* type(name, "/drop 4")
-    yield* press(name, "Enter")
+    yield* send(name, "/drop 4")
     yield* waitFor(name, "withdrew 4. queued what is a cat (it will not run)")
     yield* waitFor(name, "2 queued · 1 steering")
 
@@ -199,8 +200,7 @@ const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Sc
     assert.include(whileEditing, "2 queued · 1 steering")
     yield* press(name, "Enter")
     yield* waitFor(name, "✎ write notes.txt: hello from term (edited in place: it keeps its place in the inbox)")
-    yield* type(name, "/inbox")
-    yield* press(name, "Enter")
+    yield* send(name, "/inbox")
     yield* waitFor(name, "3. queued   write notes.txt: hello from term")
 
     // Ctrl-C cancels the running turn and keeps the inbox; the kept steering joins the next turn (before its
@@ -212,8 +212,7 @@ const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Sc
     yield* waitFor(name, "Noted: “keep it short”. You said “what is a dog”.")
 
     // Item 2 of the last listing was claimed by turn 2: dropping it now says so (NotPending) and changes nothing.
-    yield* type(name, "/drop 2")
-    yield* press(name, "Enter")
+    yield* send(name, "/drop 2")
     yield* waitFor(name, "item 2 is no longer pending: the agent already took it (what is a dog)")
 
     // The queued write asks for approval inline; `y` allows it and the file is on disk.
@@ -223,48 +222,41 @@ const coreScenario = (mode: (dir: string) => Effect.Effect<Mode, never, Scope.Sc
     assert.strictEqual(readFileSync(join(dir, "notes.txt"), "utf8"), "hello from term\n")
     // Each tool call is one numbered line with its outcome; /expand shows the whole call and output.
     yield* waitFor(name, "↳ [1] ok, 1 line: Wrote 1 line")
-    yield* type(name, "/expand 1")
-    yield* press(name, "Enter")
+    yield* send(name, "/expand 1")
     yield* waitFor(name, "[1] write_file {\"path\":\"notes.txt\",\"content\":\"hello from term\\n\"}")
 
     // A goal: set while idle, it runs two rounds on the offline model and completes.
-    yield* waitFor(name, /idle · \d+ tokens · \/help/)
-    yield* type(name, "/goal set list the files")
-    yield* press(name, "Enter")
+    yield* idle(name)
+    yield* send(name, "/goal set list the files")
     yield* waitFor(name, "Created goal")
     yield* waitFor(name, "◎ goal round 2: list the files")
     yield* waitFor(name, "◎ goal complete → complete")
-    yield* waitFor(name, /idle · \d+ tokens · \/help/)
-    yield* type(name, "/goal show")
-    yield* press(name, "Enter")
+    yield* idle(name)
+    yield* send(name, "/goal show")
     yield* waitFor(name, "Phase: complete")
 
     // `a` allows writes to files in that folder (the workspace root here): the second write runs without asking.
-    yield* type(name, "write a.txt: one")
-    yield* press(name, "Enter")
+    yield* send(name, "write a.txt: one")
     yield* waitFor(name, "allow write_file({\"path\":\"a.txt\"")
     yield* type(name, "a")
     // The turn's last answer first: after an approval the status line may say idle while the turn still runs.
     yield* waitFor(name, /write_file returned 1 line:\s+Wrote 1 line \(4 B\) to `a\.txt`/)
-    yield* waitFor(name, /idle · \d+ tokens · \/help/)
-    yield* type(name, "write b.txt: two")
-    yield* press(name, "Enter")
+    yield* idle(name)
+    yield* send(name, "write b.txt: two")
     yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
     assert.strictEqual(readFileSync(join(dir, "b.txt"), "utf8"), "two\n")
 
     // Ctrl-C twice within a second while a turn runs discards the inbox; twice on an idle prompt exits.
-    yield* waitFor(name, /idle · \d+ tokens · \/help/)
-    yield* type(name, "tell me a long story")
-    yield* press(name, "Enter")
+    yield* idle(name)
+    yield* send(name, "tell me a long story")
     yield* waitFor(name, "Once upon a time")
-    yield* type(name, "+what is a bird")
-    yield* press(name, "Enter")
+    yield* send(name, "+what is a bird")
     yield* waitFor(name, "1 queued")
     yield* press(name, "C-c", "C-c")
     // Over --remote the chat's hold on a claimed item (a local hook) is not there: the server's agent may claim the
     // queued item between the two cancels, and the second one then cancels its turn instead of discarding it.
     yield* waitFor(name, where.held ? "cancelled; discarded 1 pending item(s)" : /cancelled; discarded [01] pending/)
-    yield* waitFor(name, /idle · \d+ tokens · \/help/)
+    yield* idle(name)
 
     const before = screen(name)
     assert.notInclude(before, "what is a cat.") // the withdrawn item never ran
@@ -308,18 +300,15 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
 
       // Ctrl-D while a queued item is being edited with Up (its text erased) does not leave: leaving would lose
       // the edit (#46).
-      yield* type(name, "tell me a long story")
-      yield* press(name, "Enter")
+      yield* send(name, "tell me a long story")
       yield* waitFor(name, "Once upon a time")
-      yield* type(name, "+abc")
-      yield* press(name, "Enter")
+      yield* send(name, "+abc")
       yield* waitFor(name, "1 queued")
       yield* press(name, "Up")
       yield* waitFor(name, "editing “abc”")
       yield* press(name, "BSpace", "BSpace", "BSpace")
       yield* press(name, "C-d")
-      yield* type(name, "abd")
-      yield* press(name, "Enter")
+      yield* send(name, "abd")
       const afterCtrlD = yield* waitFor(name, /✎ abd \(edited in place|bye — session/)
       assert.include(afterCtrlD, "✎ abd (edited in place")
       assert.notInclude(afterCtrlD, "bye — session")
@@ -327,70 +316,60 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* press(name, "Escape")
       yield* waitFor(name, "cancelling the turn (keeping 1 queued)")
       yield* waitFor(name, "You said “abd”")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* idle(name)
 
       // `a` on a shell command allows that exact command again, not another one (#37.9).
-      yield* type(name, "run `echo one`")
-      yield* press(name, "Enter")
+      yield* send(name, "run `echo one`")
       yield* waitFor(name, "allow shell({\"command\":\"echo one\"})? [y]es / [n]o / [a]lways this exact command:")
       yield* type(name, "a")
       yield* waitFor(name, "↳ [1] ok")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "run `echo one`")
-      yield* press(name, "Enter")
+      yield* idle(name)
+      yield* send(name, "run `echo one`")
       yield* waitFor(name, "↳ [2] ok")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "run `echo two`")
-      yield* press(name, "Enter")
+      yield* idle(name)
+      yield* send(name, "run `echo two`")
       yield* waitFor(name, "allow shell({\"command\":\"echo two\"})?")
       yield* type(name, "n")
       yield* waitFor(name, "denied shell")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* idle(name)
 
       // A write shows what it would write before asking; `a` allows writes to files in that folder only.
-      yield* type(name, "write notes/a.txt: first note")
-      yield* press(name, "Enter")
+      yield* send(name, "write notes/a.txt: first note")
       const asked = yield* waitFor(name, "[a]lways writes to files in notes/:")
       assert.include(asked, "notes/a.txt (whole file):")
       assert.include(asked, "+ first note")
       yield* type(name, "a")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "write notes/b.txt: second note")
-      yield* press(name, "Enter")
+      yield* idle(name)
+      yield* send(name, "write notes/b.txt: second note")
       yield* waitFor(name, "↳ [5] ok, 1 line: Wrote 1 line")
       assert.strictEqual(readFileSync(join(dir, "notes", "b.txt"), "utf8"), "second note\n")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "write top.txt: elsewhere")
-      yield* press(name, "Enter")
+      yield* idle(name)
+      yield* send(name, "write top.txt: elsewhere")
       yield* waitFor(name, "allow write_file({\"path\":\"top.txt\"")
       yield* type(name, "y")
       yield* waitFor(name, "↳ [6] ok, 1 line: Wrote 1 line")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* idle(name)
 
       // /expand of a long output says how to see all of it, with the --store in force (#37.5).
       writeFileSync(join(dir, "big.txt"), Array.from({ length: 300 }, (_, i) => `line ${i + 1}`).join("\n"))
-      yield* type(name, "read big.txt")
-      yield* press(name, "Enter")
+      yield* send(name, "read big.txt")
       yield* waitFor(name, "↳ [7] ok")
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/expand 7")
-      yield* press(name, "Enter")
+      yield* idle(name)
+      yield* send(name, "/expand 7")
       yield* waitFor(name, `more lines (harness sessions export --format md --store ${store} `)
 
       // Ctrl-C cancels keeping the queue, and the queued item waits for the window; a second Ctrl-C inside it
       // discards the item before it reaches the model (#37.2).
-      yield* type(name, "tell me a long story again")
-      yield* press(name, "Enter")
+      yield* send(name, "tell me a long story again")
       yield* waitFor(name, /› tell me a long story again[\s\S]*Once upon a time/)
-      yield* type(name, "+what is a bird")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a bird")
       yield* waitFor(name, "1 queued")
       yield* press(name, "C-c")
       yield* waitFor(name, "cancelling the turn (keeping 1 queued; Ctrl-C again within 60 seconds discards them)")
       yield* waitFor(name, /\+ what is a bird \(queued\)[\s\S]*turn \d+ cancelled/)
       yield* press(name, "C-c")
       yield* waitFor(name, /cancelled; discarded \d+ pending item/)
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* idle(name)
       yield* press(name, "C-c", "C-c")
       const bye = yield* waitFor(name, "bye — session")
 
@@ -414,13 +393,10 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       const opened = yield* waitFor(first, "idle · 0 tokens · /help")
       const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
       assert.isDefined(id, opened)
-      yield* type(first, "tell me a long story")
-      yield* press(first, "Enter")
+      yield* send(first, "tell me a long story")
       yield* waitFor(first, "Once upon a time")
-      yield* type(first, "+what is a dog")
-      yield* press(first, "Enter")
-      yield* type(first, "+what is a cat")
-      yield* press(first, "Enter")
+      yield* send(first, "+what is a dog")
+      yield* send(first, "+what is a cat")
       yield* waitFor(first, "+ what is a cat (queued)")
       // kill -9 the chat process (the terminal runs it directly).
       process.kill(first.pid, "SIGKILL")
@@ -437,13 +413,12 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       assert.notInclude(resumed, "You said “what is a dog”")
 
       // Drop one, then Enter runs the other.
-      yield* type(second, "/drop 2")
-      yield* press(second, "Enter")
+      yield* send(second, "/drop 2")
       yield* waitFor(second, "withdrew 2. queued what is a cat (it will not run)")
       yield* press(second, "Enter")
       yield* waitFor(second, "running the restored items")
       yield* waitFor(second, "You said “what is a dog”")
-      yield* waitFor(second, /idle · \d+ tokens · \/help/)
+      yield* idle(second)
       yield* press(second, "C-c", "C-c")
       yield* waitFor(second, "bye — session")
 
@@ -461,8 +436,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       const opened = yield* waitFor(first, "idle · 0 tokens · /help")
       const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
       assert.isDefined(id, opened)
-      yield* type(first, "run `echo ran >> ran.txt`")
-      yield* press(first, "Enter")
+      yield* send(first, "run `echo ran >> ran.txt`")
       yield* waitFor(first, "allow shell({\"command\":\"echo ran >> ran.txt\"})? [y]es / [n]o / [a]lways")
       // kill -9 while the question shows: the approval is durable, the command has not run.
       process.kill(first.pid, "SIGKILL")
@@ -482,7 +456,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(second, "allowed shell")
       // The result reaches the model as a message, and it answers in a new turn.
       yield* waitFor(second, "+ context from harness/approval: The tool call shell (")
-      yield* waitFor(second, /idle · \d+ tokens · \/help/)
+      yield* idle(second)
       yield* press(second, "C-c", "C-c")
       yield* waitFor(second, "bye — session")
       assert.strictEqual(readFileSync(join(dir, "ran.txt"), "utf8"), "ran\n")
@@ -509,8 +483,7 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       // Nothing is pending any more: a third chat asks nothing.
       const { term: third } = yield* startChat("HARNESS_OFFLINE_PACE_MS=1", "--continue", dir)
       // Keys are read after the restored approvals are shown: the answer to /inbox comes after them.
-      yield* type(third, "/inbox")
-      yield* press(third, "Enter")
+      yield* send(third, "/inbox")
       const again = yield* waitFor(third, "the inbox is empty")
       assert.notInclude(again, "wait for your approval")
       assert.notInclude(again, "[y]es / [n]o")
@@ -525,21 +498,17 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
         rows: 16
       })
       yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
+      yield* send(name, "tell me a story")
+      const story = yield* Queue.take(provider.requests)
 
       // A short line streams: notices go above the live region, between whole lines of the answer.
       const first = "The first line of the answer ends here."
       const second = "The second line streams slowly and is still open while notices arrive, then it ends."
       yield* story.text(`${first}\n${second.slice(0, 40)}`)
       yield* waitFor(name, second.slice(0, 40))
-      yield* type(name, "+what is a dog")
-      yield* press(name, "Enter")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
-      yield* type(name, "/goal show")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a dog")
+      yield* send(name, "/inbox")
+      yield* send(name, "/goal show")
       yield* waitFor(name, "No goal.")
       yield* story.text(`${second.slice(40)}\n`)
 
@@ -547,20 +516,18 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       const third = Array.from({ length: 20 }, (_, i) => `Sentence ${i + 1} of the long third line goes on.`).join(" ")
       yield* story.text(third.slice(0, 700))
       yield* waitFor(name, "Sentence 15 of the long")
-      yield* type(name, "+what is a cat")
-      yield* press(name, "Enter")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a cat")
+      yield* send(name, "/inbox")
       const holding = yield* waitFor(name, /3 lines held until this line ends|2\. queued +what is a cat/)
       assert.notInclude(holding, "2. queued   what is a cat")
       yield* story.text(`${third.slice(700)}\nThe last line.\n`)
       yield* story.end
 
       // The queued turn starts with a line naming its prompt, before its answer.
-      const dog = yield* Queue.take(provider.replies)
+      const dog = yield* Queue.take(provider.requests)
       yield* dog.text("Dogs bark.\n")
       yield* dog.end
-      const cat = yield* Queue.take(provider.replies)
+      const cat = yield* Queue.take(provider.requests)
       yield* cat.text("Cats purr.\n")
       yield* cat.end
       const done = flat(yield* waitFor(name, /Cats purr\.[\s\S]*idle · \d+ tokens · \/help/))
@@ -586,53 +553,34 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
 
   it.live("/drop says what became of an item: withdrawn now, already withdrawn, taken by the agent, discarded, no such item", () =>
     Effect.gen(function*() {
-      const provider = yield* scriptedProvider
       // A double-press window of a minute: the second Ctrl-C below lands inside it however loaded the machine is.
-      const { term: name } = yield* startChat(
-        "'LLM_IDLE_TIMEOUT=10 minutes' HARNESS_DOUBLE_PRESS_MS=60000",
-        provider.args
-      )
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
-      yield* story.text("Once upon a time")
-      yield* waitFor(name, "Once upon a time")
+      const { provider, story, term: name } = yield* storyStreaming("HARNESS_DOUBLE_PRESS_MS=60000")
 
       // Withdrawn now, then already withdrawn.
-      yield* type(name, "+what is a cat")
-      yield* press(name, "Enter")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a cat")
+      yield* send(name, "/inbox")
       yield* waitFor(name, "1. queued   what is a cat")
-      yield* type(name, "/drop 1")
-      yield* press(name, "Enter")
+      yield* send(name, "/drop 1")
       yield* waitFor(name, "withdrew 1. queued what is a cat (it will not run)")
-      yield* type(name, "/drop 1")
-      yield* press(name, "Enter")
+      yield* send(name, "/drop 1")
       yield* dropped(name, "what is a cat", "it was already withdrawn")
 
       // Taken by the agent: the story ends, and the queued item is the next turn's prompt.
-      yield* type(name, "+what is a fish")
-      yield* press(name, "Enter")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a fish")
+      yield* send(name, "/inbox")
       yield* waitFor(name, "1. queued   what is a fish")
       yield* story.text(", the end.\n")
       yield* story.end
-      const fish = yield* Queue.take(provider.replies)
+      const fish = yield* Queue.take(provider.requests)
       yield* waitFor(name, "▸ what is a fish")
-      yield* type(name, "/drop 1")
-      yield* press(name, "Enter")
+      yield* send(name, "/drop 1")
       yield* dropped(name, "what is a fish", "the agent already took it")
 
       // Discarded: Ctrl-C keeps the inbox (the next item waits for the window), a second Ctrl-C discards it.
       yield* fish.text("Fish swim")
       yield* waitFor(name, "Fish swim")
-      yield* type(name, "+what is a bird")
-      yield* press(name, "Enter")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a bird")
+      yield* send(name, "/inbox")
       yield* waitFor(name, "1. queued   what is a bird")
       yield* press(name, "C-c")
       yield* waitFor(name, "cancelling the turn (keeping 1 queued")
@@ -640,11 +588,9 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
       yield* waitFor(name, "Fish swim …")
       yield* press(name, "C-c")
       yield* waitFor(name, /cancelled; discarded 1 pending item/)
-      yield* type(name, "/drop 1")
-      yield* press(name, "Enter")
+      yield* send(name, "/drop 1")
       yield* dropped(name, "what is a bird", "it was discarded with the inbox")
-      yield* type(name, "/drop 3")
-      yield* press(name, "Enter")
+      yield* send(name, "/drop 3")
       yield* waitFor(name, "no item 3: /drop takes a number from 1 to 1 (/inbox lists them)")
     }).pipe(Effect.scoped))
 })
@@ -652,18 +598,9 @@ describe("harness chat in a terminal", { timeout: 300_000 }, () => {
 describe("harness chat edits queued items in place", { timeout: 300_000 }, () => {
   it.live("Up edits a queued item where it is (R136): it runs first still, with the new text; Esc leaves it as it was and cancels nothing; an item the agent took meanwhile is queued anew with the edited text", () =>
     Effect.gen(function*() {
-      const provider = yield* scriptedProvider
-      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
-      yield* story.text("Once upon a time")
-      yield* waitFor(name, "Once upon a time")
-      yield* type(name, "+what is a dog")
-      yield* press(name, "Enter")
-      yield* type(name, "+what is a cat")
-      yield* press(name, "Enter")
+      const { dir, provider, store, story, term: name } = yield* storyStreaming()
+      yield* send(name, "+what is a dog")
+      yield* send(name, "+what is a cat")
       yield* waitFor(name, "2 queued")
 
       // Up edits the last queued item, Up again the one before it; Esc abandons the edit and cancels nothing.
@@ -679,18 +616,16 @@ describe("harness chat edits queued items in place", { timeout: 300_000 }, () =>
       yield* press(name, "Up", "Up")
       yield* waitFor(name, /editing “what is a dog”[\s\S]*editing “what is a dog”/)
       yield* press(name, "BSpace", "BSpace", "BSpace")
-      yield* type(name, "cow")
-      yield* press(name, "Enter")
+      yield* send(name, "cow")
       yield* waitFor(name, "✎ what is a cow (edited in place: it keeps its place in the inbox)")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "/inbox")
       const listed = yield* waitFor(name, "2. queued   what is a cat")
       assert.include(listed, "1. queued   what is a cow")
 
       // The story ends: the edited item runs first, with its new text.
       yield* story.text(", the end.\n")
       yield* story.end
-      const cow = yield* Queue.take(provider.replies)
+      const cow = yield* Queue.take(provider.requests)
       yield* waitFor(name, "▸ what is a cow")
 
       // Edit the next one, but the agent takes it before Enter: the edit is refused (taken), said so, and the
@@ -699,11 +634,10 @@ describe("harness chat edits queued items in place", { timeout: 300_000 }, () =>
       yield* waitFor(name, /▸ what is a cow[\s\S]*editing “what is a cat”/)
       yield* cow.text("Cows moo.\n")
       yield* cow.end
-      const cat = yield* Queue.take(provider.replies)
+      const cat = yield* Queue.take(provider.requests)
       yield* waitFor(name, "▸ what is a cat")
       yield* press(name, "BSpace", "BSpace", "BSpace")
-      yield* type(name, "cub")
-      yield* press(name, "Enter")
+      yield* send(name, "cub")
       yield* waitFor(
         name,
         "could not edit “what is a cat”: the agent already took it (or it left the inbox); queuing your edited text as a new follow-up"
@@ -711,212 +645,116 @@ describe("harness chat edits queued items in place", { timeout: 300_000 }, () =>
       yield* waitFor(name, "+ what is a cub (queued)")
       yield* cat.text("Cats purr.\n")
       yield* cat.end
-      const cub = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a cub")
-      yield* cub.text("Cubs grow.\n")
-      yield* cub.end
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/exit")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "bye — session")
-
+      yield* answer(provider, name, "what is a cub", "Cubs grow.\n")
+      yield* idle(name)
       // The session log: the turns ran cow, cat, cub in that order; the dog text never reached the model.
-      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
-      assert.isDefined(id)
-      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
-      assert.strictEqual(show.code, 0, show.stderr)
-      const asked = show.stdout.split("\n").flatMap((line) => {
-        const match = /user: (what is a \w+)$/.exec(line.trim())
-        return match === null ? [] : [match[1]]
-      })
-      assert.deepStrictEqual(asked, ["what is a cow", "what is a cat", "what is a cub"], show.stdout)
-      assert.include(show.stdout, "inbox: edited")
-      assert.include(show.stdout, "the log checks clean")
+      const show = yield* exitAndShow(name, store, dir)
+      const asked = matching(show, /user: (what is a \w+)$/)
+      assert.deepStrictEqual(asked, ["what is a cow", "what is a cat", "what is a cub"], show)
+      assert.include(show, "inbox: edited")
+      assert.include(show, "the log checks clean")
     }).pipe(Effect.scoped))
 
   it.live("/move N M reorders the queued items, /promote N turns one into steering of the running turn; refusals are said in words", () =>
     Effect.gen(function*() {
-      const provider = yield* scriptedProvider
-      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
-      yield* story.text("Once upon a time")
-      yield* waitFor(name, "Once upon a time")
+      const { dir, provider, store, story, term: name } = yield* storyStreaming()
       for (const animal of ["dog", "cat", "fox"]) {
-        yield* type(name, `+what is a ${animal}`)
-        yield* press(name, "Enter")
+        yield* send(name, `+what is a ${animal}`)
       }
       yield* waitFor(name, "3 queued")
 
       // /move: the fox goes first among the queued items.
-      yield* type(name, "/move 3")
-      yield* press(name, "Enter")
+      yield* send(name, "/move 3")
       yield* waitFor(name, "usage: /move N M puts item N at place M (1 is first) among the queued items")
-      yield* type(name, "/move 3 1")
-      yield* press(name, "Enter")
+      yield* send(name, "/move 3 1")
       yield* waitFor(name, "moved 3. what is a fox (now place 1 of the queued items)")
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "/inbox")
       const listed = yield* waitFor(name, "3. queued   what is a cat")
       assert.include(listed, "1. queued   what is a fox")
       assert.include(listed, "2. queued   what is a dog")
 
       // /promote: the cat becomes steering of the running turn; promoting it again is refused.
-      yield* type(name, "/promote 3")
-      yield* press(name, "Enter")
+      yield* send(name, "/promote 3")
       yield* waitFor(name, "promoted 3. what is a cat (steering: it joins the running turn at its next step)")
       yield* waitFor(name, "2 queued · 1 steering")
-      yield* type(name, "/promote 3")
-      yield* press(name, "Enter")
+      yield* send(name, "/promote 3")
       yield* waitFor(name, "could not promote item 3 (what is a cat): it is steering already")
-      yield* type(name, "/promote 9")
-      yield* press(name, "Enter")
+      yield* send(name, "/promote 9")
       yield* waitFor(name, "no item 9: /promote N takes a number from 1 to 3 (/inbox lists them)")
 
       // The story's step ends: the steering joins turn 1; then the queued turns run, fox before dog.
       yield* story.text(", the end.\n")
       yield* story.end
-      const steered = yield* Queue.take(provider.replies)
+      const steered = yield* Queue.take(provider.requests)
       yield* waitFor(name, "↪ steering joined turn 1: what is a cat")
       yield* steered.text("Cats purr.\n")
       yield* steered.end
-      const fox = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a fox")
-      yield* fox.text("Foxes hunt.\n")
-      yield* fox.end
-      const dog = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a dog")
-      yield* dog.text("Dogs bark.\n")
-      yield* dog.end
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* answer(provider, name, "what is a fox", "Foxes hunt.\n")
+      yield* answer(provider, name, "what is a dog", "Dogs bark.\n")
+      yield* idle(name)
 
-      yield* type(name, "/inbox")
-      yield* press(name, "Enter")
+      yield* send(name, "/inbox")
       yield* waitFor(name, "the inbox is empty")
-      yield* type(name, "/exit")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "bye — session")
-
-      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
-      assert.isDefined(id)
-      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
-      assert.strictEqual(show.code, 0, show.stderr)
-      const asked = show.stdout.split("\n").flatMap((line) => {
-        const match = /(user|steering \(user\)): (what is a \w+)$/.exec(line.trim())
-        return match === null ? [] : [`${match[1]}: ${match[2]}`]
-      })
+      const show = yield* exitAndShow(name, store, dir)
+      const asked = matching(show, /(user|steering \(user\)): (what is a \w+)$/)
       assert.deepStrictEqual(
         asked,
         ["steering (user): what is a cat", "user: what is a fox", "user: what is a dog"],
-        show.stdout
+        show
       )
-      assert.include(show.stdout, "the log checks clean")
+      assert.include(show, "the log checks clean")
     }).pipe(Effect.scoped))
 
   it.live("R142 in the chat: /ifidle is refused in words while a turn runs (nothing sent); /now stops the turn and runs next, ahead of the queue", () =>
     Effect.gen(function*() {
-      const provider = yield* scriptedProvider
-      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
-      yield* story.text("Once upon a time")
-      yield* waitFor(name, "Once upon a time")
-      yield* type(name, "+what is a dog")
-      yield* press(name, "Enter")
+      const { dir, provider, store, term: name } = yield* storyStreaming()
+      yield* send(name, "+what is a dog")
       yield* waitFor(name, "1 queued")
 
-      yield* type(name, "/ifidle what is a cow")
-      yield* press(name, "Enter")
+      yield* send(name, "/ifidle what is a cow")
       yield* waitFor(name, "not sent: a turn is running (/ifidle sends only to an idle agent)")
-      yield* type(name, "/now what is a cat")
-      yield* press(name, "Enter")
+      yield* send(name, "/now what is a cat")
       yield* waitFor(name, "+ what is a cat (runs next)")
-      const cat = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a cat")
-      yield* cat.text("Cats purr.\n")
-      yield* cat.end
-      const dog = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a dog")
-      yield* dog.text("Dogs bark.\n")
-      yield* dog.end
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
+      yield* answer(provider, name, "what is a cat", "Cats purr.\n")
+      yield* answer(provider, name, "what is a dog", "Dogs bark.\n")
+      yield* idle(name)
       // Idle: /ifidle sends.
-      yield* type(name, "/ifidle what is a cow")
-      yield* press(name, "Enter")
-      const cow = yield* Queue.take(provider.replies)
-      yield* waitFor(name, "▸ what is a cow")
-      yield* cow.text("Cows moo.\n")
-      yield* cow.end
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/exit")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "bye — session")
-
-      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
-      assert.isDefined(id)
-      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
-      assert.strictEqual(show.code, 0, show.stderr)
-      const asked = show.stdout.split("\n").flatMap((line) => {
-        const match = /user: (tell me a story|what is a \w+)$/.exec(line.trim())
-        return match === null ? [] : [match[1]]
-      })
+      yield* send(name, "/ifidle what is a cow")
+      yield* answer(provider, name, "what is a cow", "Cows moo.\n")
+      yield* idle(name)
+      const show = yield* exitAndShow(name, store, dir)
+      const asked = matching(show, /user: (tell me a story|what is a \w+)$/)
       // The story was cut (aborted); the cat ran before the dog queued ahead of it; the refused cow of the first
       // /ifidle never reached the model, the second did.
-      assert.deepStrictEqual(asked, ["tell me a story", "what is a cat", "what is a dog", "what is a cow"], show.stdout)
-      assert.include(show.stdout, "aborted")
-      assert.include(show.stdout, "the log checks clean")
+      assert.deepStrictEqual(asked, ["tell me a story", "what is a cat", "what is a dog", "what is a cow"], show)
+      assert.include(show, "aborted")
+      assert.include(show, "the log checks clean")
     }).pipe(Effect.scoped))
 
   it.live("R207 in the chat: /redo stops the running turn and runs its text instead; the stopped turn is left out of the next request and stays in the log, marked", () =>
     Effect.gen(function*() {
-      const provider = yield* scriptedProvider
-      const { dir, store, term: name } = yield* startChat("'LLM_IDLE_TIMEOUT=10 minutes'", provider.args)
-      yield* waitFor(name, "idle · 0 tokens · /help")
-      yield* type(name, "tell me a story")
-      yield* press(name, "Enter")
-      const story = yield* Queue.take(provider.replies)
+      const { dir, provider, store, story, term: name } = yield* storyStreaming()
       assert.include(story.body, "tell me a story")
-      yield* story.text("Once upon a time")
-      yield* waitFor(name, "Once upon a time")
-      yield* type(name, "+what is a dog")
-      yield* press(name, "Enter")
+      yield* send(name, "+what is a dog")
       yield* waitFor(name, "1 queued")
 
-      yield* type(name, "/redo what is a cat")
-      yield* press(name, "Enter")
+      yield* send(name, "/redo what is a cat")
       yield* waitFor(name, "+ what is a cat (runs next, instead)")
-      const cat = yield* Queue.take(provider.replies)
+      const cat = yield* answer(provider, name, "what is a cat", "Cats purr.\n")
       // The rolled-back turn's prompt and the answer it was streaming are not in the request.
       assert.include(cat.body, "what is a cat")
       assert.notInclude(cat.body, "tell me a story")
       assert.notInclude(cat.body, "Once upon a time")
-      yield* waitFor(name, "▸ what is a cat")
-      yield* cat.text("Cats purr.\n")
-      yield* cat.end
-      const dog = yield* Queue.take(provider.replies)
+      const dog = yield* answer(provider, name, "what is a dog", "Dogs bark.\n")
       assert.include(dog.body, "what is a cat")
       assert.include(dog.body, "Cats purr.")
       assert.notInclude(dog.body, "tell me a story")
-      yield* waitFor(name, "▸ what is a dog")
-      yield* dog.text("Dogs bark.\n")
-      yield* dog.end
-      yield* waitFor(name, /idle · \d+ tokens · \/help/)
-      yield* type(name, "/exit")
-      yield* press(name, "Enter")
-      yield* waitFor(name, "bye — session")
-
-      const id = /bye — session ([0-9a-f-]{36})/.exec(screen(name))?.[1]
-      assert.isDefined(id)
-      const show = yield* Effect.promise(() => harness(["sessions", "show", "--store", store, id!], { cwd: dir }))
-      assert.strictEqual(show.code, 0, show.stderr)
+      yield* idle(name)
+      const show = yield* exitAndShow(name, store, dir)
       // The log keeps the rolled-back turn, marked, and checks clean.
-      assert.include(show.stdout, "user: tell me a story")
-      assert.include(show.stdout, "rolled back: turn 1 is left out of later requests")
-      assert.include(show.stdout, "aborted")
-      assert.include(show.stdout, "the log checks clean")
+      assert.include(show, "user: tell me a story")
+      assert.include(show, "rolled back: turn 1 is left out of later requests")
+      assert.include(show, "aborted")
+      assert.include(show, "the log checks clean")
     }).pipe(Effect.scoped))
 })

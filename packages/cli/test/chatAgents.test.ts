@@ -5,101 +5,33 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Ids, SessionEvent } from "@harness/domain"
-import { LogCheck, SessionLog } from "@harness/session"
+import { LogCheck } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Subagents } from "@harness/subagents"
 import { Effect, Queue } from "effect"
 import { mkdirSync, writeFileSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import * as Sessions from "../src/internal/sessions.js"
-import { bin, chatChunk, tempDir } from "./support.js"
+import { scopedDir, storedEvents } from "./fixtures.js"
+import { scriptedProvider } from "./scriptedProvider.js"
+import { bin } from "./support.js"
 import * as Terminal from "./terminal.js"
 
-/** One request to the scripted provider: what was asked, and how the test answers it (piece by piece). */
-interface Request {
-  readonly body: string
-  /** The system prompt of the request: which agent is asking. */
-  readonly system: string
-  readonly text: (content: string) => Effect.Effect<void>
-  /** Answers with calls of `name`, one per arguments object, in one step. */
-  readonly call: (name: string, ...args: ReadonlyArray<object>) => Effect.Effect<void>
-  readonly end: Effect.Effect<void>
-  /** Resolves when the client closed the request (a cancel aborts it). */
-  readonly closed: Effect.Effect<void>
-}
-
-/** A chat-completions server whose requests wait in `requests`, in arrival order, until the test answers them. */
-const scriptedProvider = Effect.gen(function*() {
-  const requests = yield* Queue.unbounded<Request>()
-  const server = createServer((request, response) => {
-    let body = ""
-    request.on("data", (part) => (body += part))
-    request.on("end", () => {
-      const closed = new Promise<void>((resolve) => response.on("close", () => resolve()))
-      const parsed = JSON.parse(body) as { messages: Array<{ role: string; content: unknown }> }
-      const system = parsed.messages.find((m) => m.role === "system")?.content
-      response.writeHead(200, { "content-type": "text/event-stream" })
-      response.write(chatChunk("scripted", { role: "assistant", content: "" }))
-      requests.unsafeOffer({
-        body,
-        system: typeof system === "string" ? system : JSON.stringify(system),
-        text: (content) => Effect.sync(() => void response.write(chatChunk("scripted", { content }))),
-        call: (name, ...args) =>
-          Effect.sync(() => {
-            args.forEach((value, index) => {
-              const call = { index, id: `call-${index}`, type: "function", function: { name, arguments: "" } }
-              response.write(chatChunk("scripted", { tool_calls: [call] }))
-              response.write(
-                chatChunk("scripted", { tool_calls: [{ index, function: { arguments: JSON.stringify(value) } }] })
-              )
-            })
-            response.write(chatChunk("scripted", {}, "tool_calls"))
-            response.end("data: [DONE]\n\n")
-          }),
-        end: Effect.sync(() => {
-          response.write(chatChunk("scripted", {}, "stop"))
-          response.end("data: [DONE]\n\n")
-        }),
-        closed: Effect.promise(() => closed)
-      })
-    })
-  })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () =>
-      Effect.sync(() => {
-        server.closeAllConnections()
-        server.close()
-      })
-  )
-  const { port } = server.address() as AddressInfo // listening on TCP: an AddressInfo
-  return { args: `--base-url http://127.0.0.1:${port}/v1 --model scripted`, requests }
-})
-
 const childSystem = "You research one question and answer it briefly."
-
-const readLog = (filename: string, id: Ids.SessionId) =>
-  Effect.gen(function*() {
-    const log = yield* SessionLog.open(id, { readOnly: true })
-    return yield* log.events
-  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 
 const textOf = (event: SessionEvent.SessionEvent): string =>
   "content" in event.data ? JSON.stringify(event.data.content) : ""
 
-/** A workspace configuring the `researcher` subagent, and `harness chat` over its SQLite store in a terminal. */
-const workspace = () =>
-  Effect.sync(() => {
-    const [dir, cleanup] = tempDir()
-    mkdirSync(join(dir, ".harness"))
-    writeFileSync(
-      join(dir, ".harness", "agents.json"),
-      JSON.stringify({ agents: { researcher: { description: "researches one question", system: childSystem } } })
-    )
-    return { dir, cleanup, db: join(dir, "chat.db") }
-  })
+/** A workspace configuring the `researcher` subagent (removed with the scope), and its SQLite store. */
+const workspace = Effect.gen(function*() {
+  const dir = yield* scopedDir
+  mkdirSync(join(dir, ".harness"))
+  writeFileSync(
+    join(dir, ".harness", "agents.json"),
+    JSON.stringify({ agents: { researcher: { description: "researches one question", system: childSystem } } })
+  )
+  return { dir, db: join(dir, "chat.db") }
+})
 
 const chatIn = (dir: string, db: string, args: string) =>
   Terminal.open({
@@ -110,8 +42,7 @@ const chatIn = (dir: string, db: string, args: string) =>
 
 /** The workspace, its scripted provider, and the chat on them, idle (all closed with the scope). */
 const started = Effect.gen(function*() {
-  const { cleanup, db, dir } = yield* workspace()
-  yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+  const { db, dir } = yield* workspace
   const provider = yield* scriptedProvider
   const term = yield* chatIn(dir, db, provider.args)
   yield* term.waitFor("idle · 0 tokens · /help")
@@ -122,12 +53,10 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
   it.live("R230, R231: /agents lists the running child; /agent 1 steers its turn; /agent 2 cancel cancels the other; the logs are clean", () =>
     Effect.gen(function*() {
       const { db, provider, term } = yield* started
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       yield* term.waitFor("no subagents yet")
 
-      yield* term.type("why is the build slow?")
-      yield* term.press("Enter")
+      yield* term.send("why is the build slow?")
       const first = yield* Queue.take(provider.requests)
       assert.include(first.body, "\"researcher\"", "the parent is offered the subagent's tool")
       yield* first.call("researcher", { task: "find why the build is slow" })
@@ -136,14 +65,12 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       const child = yield* Queue.take(provider.requests)
       assert.strictEqual(child.system, childSystem)
       yield* child.text("Looking at the build scripts.")
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       const listed = yield* term.waitFor({ test: (screen) => / 1 {2}\S+~\d+ {2}researcher {2}running/.test(screen) })
       assert.include(listed, "▸ find why the build is slow", listed)
       const childId = / 1 {2}(\S+~\d+) {2}researcher/.exec(listed)![1]! as Ids.SessionId
 
-      yield* term.type("/agent 1 check the test step too")
-      yield* term.press("Enter")
+      yield* term.send("/agent 1 check the test step too")
       yield* term.waitFor("↪ steering subagent 1 (researcher): check the test step too")
       yield* child.end
       // The steering joined the child's turn: its next step's request carries it.
@@ -158,23 +85,19 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       yield* back.text("The researcher found it: the test step.")
       yield* back.end
       yield* term.waitFor("The researcher found it: the test step.")
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       yield* term.waitFor(`1  ${childId}  researcher  completed  The test step recompiles everything.`)
-      yield* term.type("/agent 1 one more thing")
-      yield* term.press("Enter")
+      yield* term.send("/agent 1 one more thing")
       yield* term.waitFor("subagent 1 (researcher) has finished (completed): nothing sent")
 
       // A second child, cancelled by the person while its model streams: the parent's call ends `cancelled`.
-      yield* term.type("ask it again")
-      yield* term.press("Enter")
+      yield* term.send("ask it again")
       const again = yield* Queue.take(provider.requests)
       yield* again.call("researcher", { task: "look again" })
       const second = yield* Queue.take(provider.requests)
       assert.strictEqual(second.system, childSystem)
       yield* second.text("Looking again")
-      yield* term.type("/agent 2 cancel")
-      yield* term.press("Enter")
+      yield* term.send("/agent 2 cancel")
       yield* term.waitFor("✕ cancelled subagent 2 (researcher)'s turn")
       yield* second.closed
       const after = yield* Queue.take(provider.requests)
@@ -182,16 +105,14 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       assert.include(after.body, "\\\"status\\\":\\\"cancelled\\\"", after.body)
       yield* after.text("It was cancelled.")
       yield* after.end
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       const final = yield* term.waitFor({ test: (screen) => / 2 {2}\S+~\d+ {2}researcher {2}cancelled/.test(screen) })
       const secondId = / 2 {2}(\S+~\d+) {2}researcher {2}cancelled/.exec(final)![1]! as Ids.SessionId
-      yield* term.type("/exit")
-      yield* term.press("Enter")
+      yield* term.send("/exit")
       yield* term.waitFor("bye — session")
 
       const parentId = childId.slice(0, childId.lastIndexOf("~")) as Ids.SessionId
-      const events = yield* readLog(db, childId)
+      const events = yield* storedEvents(db, childId)
       assert.deepStrictEqual(LogCheck.checkLog(events), [])
       const steering = events.find((e) => e.type === "steering/message")
       assert.isDefined(steering, "the child's log has the steering")
@@ -201,11 +122,11 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
         ["turn/start 1", "turn/end 1"],
         "the steering joined the child's one turn"
       )
-      const cancelled = yield* readLog(db, secondId)
+      const cancelled = yield* storedEvents(db, secondId)
       assert.deepStrictEqual(LogCheck.checkLog(cancelled), [])
       const end = cancelled.find((e) => e.type === "turn/end")
       assert.strictEqual(end?.type === "turn/end" ? end.data.reason.kind : undefined, "aborted")
-      const parent = yield* readLog(db, parentId)
+      const parent = yield* storedEvents(db, parentId)
       assert.deepStrictEqual(LogCheck.checkLog(parent), [])
       const tree = yield* Subagents.tree(parentId).pipe(Effect.provide(SqliteStore.layer({ filename: db })))
       assert.deepStrictEqual(tree.children.map((c) => [c.id, c.last]), [[childId, "completed"], [secondId, "aborted"]])
@@ -214,8 +135,7 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
   it.live("R232: two children, one steered and one cancelled, then SIGKILL: the stored tree renders both; chat --continue reports the cut child to the parent; all three logs are clean", () =>
     Effect.gen(function*() {
       const { db, dir, provider, term } = yield* started
-      yield* term.type("split the work")
-      yield* term.press("Enter")
+      yield* term.send("split the work")
       const first = yield* Queue.take(provider.requests)
       yield* first.call("researcher", { task: "task one" }, { task: "task two" })
       const children = [yield* Queue.take(provider.requests), yield* Queue.take(provider.requests)]
@@ -224,8 +144,7 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       assert.deepStrictEqual([one.system, two.system], [childSystem, childSystem])
       yield* one.text("Working on one.")
       yield* two.text("Working on two.")
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       const row = (task: string) => new RegExp(` (\\d)  (\\S+~\\d+)  researcher  running  ▸ ${task}`)
       const listed = yield* term.waitFor({
         test: (screen) => row("task one").test(screen) && row("task two").test(screen)
@@ -233,15 +152,12 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       const [, n1, id1] = row("task one").exec(listed)!
       const [, n2, id2] = row("task two").exec(listed)!
 
-      yield* term.type(`/agent ${n1} focus on the tests`)
-      yield* term.press("Enter")
+      yield* term.send(`/agent ${n1} focus on the tests`)
       yield* term.waitFor(`↪ steering subagent ${n1} (researcher): focus on the tests`)
-      yield* term.type(`/agent ${n2} cancel`)
-      yield* term.press("Enter")
+      yield* term.send(`/agent ${n2} cancel`)
       yield* term.waitFor(`✕ cancelled subagent ${n2} (researcher)'s turn`)
       yield* two.closed
-      yield* term.type("/agents")
-      yield* term.press("Enter")
+      yield* term.send("/agents")
       yield* term.waitFor(new RegExp(` ${n2}  ${id2!.replace(/[-]/g, "\\-")}  researcher  cancelled`))
       // SIGKILL while the first child's step streams (its steering waits in its inbox).
       process.kill(term.pid, "SIGKILL")
@@ -251,8 +167,7 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
       // --continue continues the parent (the latest session a person started), not the child active after it.
       yield* again.waitFor({ test: (screen) => new RegExp(`continuing session ${parentId}(?!~)`).test(screen) })
       yield* again.waitFor("/help")
-      yield* again.type("/exit")
-      yield* again.press("Enter")
+      yield* again.send("/exit")
       yield* again.waitFor("bye — session")
 
       // What `harness sessions show` renders (its own test runs the command): the children in the order of the
@@ -264,9 +179,9 @@ describe("harness chat /agents", { timeout: 300_000 }, () => {
         `  ├─ ${id1} (researcher): interrupted`,
         `  └─ ${id2} (researcher): aborted`
       ])
-      const parent = yield* readLog(db, parentId as Ids.SessionId)
-      const cut = yield* readLog(db, id1 as Ids.SessionId)
-      const cancelled = yield* readLog(db, id2 as Ids.SessionId)
+      const parent = yield* storedEvents(db, parentId as Ids.SessionId)
+      const cut = yield* storedEvents(db, id1 as Ids.SessionId)
+      const cancelled = yield* storedEvents(db, id2 as Ids.SessionId)
       for (const events of [parent, cut, cancelled]) assert.deepStrictEqual(LogCheck.checkLog(events), [])
       const report = parent.find((e) =>
         e.type === "user/message" && e.data.source.kind === "plugin" && e.data.source.plugin === `subagent:${id1}`

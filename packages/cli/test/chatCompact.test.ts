@@ -9,7 +9,8 @@ import { History, LogCheck, SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
 import { Effect } from "effect"
 import { join } from "node:path"
-import { bin, tempDir } from "./support.js"
+import { scopedDir } from "./fixtures.js"
+import { bin } from "./support.js"
 import * as Terminal from "./terminal.js"
 
 const text = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
@@ -20,8 +21,7 @@ const text = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>
 describe("harness chat /compact", { timeout: 300_000 }, () => {
   it.live("R149: /compact <focus> compacts the conversation with the focus as its instruction; later requests carry the summary", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const dir = yield* scopedDir
       const db = join(dir, "chat.db")
       const term = yield* Terminal.open({
         command: `env NO_COLOR=1 HARNESS_OFFLINE_PACE_MS=0 ${process.execPath} ${bin} chat --store sqlite:${db}`,
@@ -32,18 +32,15 @@ describe("harness chat /compact", { timeout: 300_000 }, () => {
       const opened = yield* term.waitFor("idle · 0 tokens · /help", 90)
       const id = /new session ([0-9a-f-]{36})/.exec(opened)?.[1]
       assert.isDefined(id, opened)
-      yield* term.type("what is a cat")
-      yield* term.press("Enter")
+      yield* term.send("what is a cat")
       yield* term.waitFor("You said “what is a cat”", 90)
       // `/compact` is refused while a turn runs (R149): wait for the turn to end.
       yield* term.waitFor(/idle · [1-9]\d* tokens · \/help/, 90)
-      yield* term.type("/compact keep the animals")
-      yield* term.press("Enter")
+      yield* term.send("/compact keep the animals")
       yield* term.waitFor("compacting: the next requests carry a summary of the conversation", 90)
       // Typed while the compaction may still run: steering of its turn (Enter while busy), or a turn of its own once
       // idle; either way it lands after the record (R151).
-      yield* term.type("and a dog")
-      yield* term.press("Enter")
+      yield* term.send("and a dog")
       yield* term.waitFor("You said “and a dog”", 90)
       yield* term.waitFor(/idle · [1-9]\d* tokens · \/help/, 90)
       yield* term.press("C-c", "C-c")

@@ -3,63 +3,34 @@
  * `compaction` record after the history it summarises (which stays as it was), says what it replaced, and refuses
  * a session that does not exist or that another live process writes.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
-import { type Ids, Message } from "@harness/domain"
 import { History, LogCheck, SessionLog } from "@harness/session"
 import { SqliteStore } from "@harness/store-sqlite"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { join } from "node:path"
-import * as OfflineModel from "../src/OfflineModel.js"
+import { onStore, scopedDir, storedEvents, writeOfflineSession } from "./fixtures.js"
 import { harness, serve, tempDir } from "./support.js"
 
 /** Writes a two-turn session with the offline model; returns its id. */
-const writeSession = (filename: string) =>
-  Effect.gen(function*() {
-    const log = yield* SessionLog.make()
-    const agent = yield* Agent.make({ session: log })
-    yield* agent.followup(Message.make("hello there"))
-    yield* agent.whenIdle
-    yield* agent.followup(Message.make("what is a cat"))
-    yield* agent.whenIdle
-    yield* log.close
-    return log.id
-  }).pipe(
-    Effect.scoped,
-    Effect.provide(Layer.mergeAll(SqliteStore.layer({ filename }), OfflineModel.layer({ pace: 0 }), NodeContext.layer))
-  )
-
-const reload = (filename: string, id: Ids.SessionId) =>
-  Effect.gen(function*() {
-    const log = yield* SessionLog.open(id, { readOnly: true })
-    return yield* log.events
-  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
+const writeSession = (filename: string) => writeOfflineSession(filename, ["hello there", "what is a cat"])
 
 /** A two-turn session in a SQLite file of a temporary directory (removed with the scope), and its events. */
 const stored = Effect.gen(function*() {
-  const [dir, cleanup] = tempDir()
-  yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+  const dir = yield* scopedDir
   const db = join(dir, "s.db")
   const id = yield* writeSession(db)
-  return { dir, db, id, before: yield* reload(db, id) }
+  return { dir, db, id, before: yield* storedEvents(db, id) }
 })
 
 describe("harness sessions compact", { timeout: 300_000 }, () => {
   it.live("logs a manual compaction after the history it summarises and says what it replaced (R144, R148, R149)", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
-      const db = join(dir, "s.db")
-      const store = `sqlite:${db}`
-      const id = yield* writeSession(db)
-      const before = yield* reload(db, id)
-      const cli = (...args: ReadonlyArray<string>) =>
-        Effect.promise(() => harness([...args.slice(0, 2), "--store", store, ...args.slice(2)], { cwd: dir }))
+      const { before, db, dir, id } = yield* stored
+      const cli = onStore(`sqlite:${db}`, dir)
 
       const done = yield* cli("sessions", "compact", id.slice(0, 6))
       assert.strictEqual(done.code, 0, done.stderr)
-      const after = yield* reload(db, id)
+      const after = yield* storedEvents(db, id)
       assert.deepStrictEqual(LogCheck.checkLog(after), [])
       assert.deepStrictEqual(after.slice(0, before.length), before, "the log before the compaction is unchanged")
       const records = after.flatMap((e) => (e.type === "compaction" ? [e] : []))
@@ -104,7 +75,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
       assert.strictEqual(busy.code, 1)
       assert.include(busy.stderr, `cannot open session ${id}`)
       assert.include(busy.stderr, `is being written by process ${process.pid}`)
-      assert.deepStrictEqual(yield* reload(db, id), before)
+      assert.deepStrictEqual(yield* storedEvents(db, id), before)
     }).pipe(Effect.scoped))
 
   it.live("with --context-window, a resumed prompt compacts the history on its own first (R146, R147)", () =>
@@ -114,7 +85,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
         harness(["sessions", "resume", "--store", `sqlite:${db}`, id, "and a dog?"], { cwd: dir })
       )
       assert.strictEqual(plain.code, 0, plain.stderr)
-      const unwindowed = yield* reload(db, id)
+      const unwindowed = yield* storedEvents(db, id)
       assert.isFalse(unwindowed.some((e) => e.type === "compaction"), "without a window nothing compacts by itself")
 
       const resumed = yield* Effect.promise(() =>
@@ -123,7 +94,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
         })
       )
       assert.strictEqual(resumed.code, 0, resumed.stderr)
-      const after = yield* reload(db, id)
+      const after = yield* storedEvents(db, id)
       assert.deepStrictEqual(LogCheck.checkLog(after), [])
       assert.deepStrictEqual(after.slice(0, unwindowed.length), unwindowed)
       const automatic = after.filter((e) => e.type === "compaction" && e.data.reason === "automatic")
@@ -146,7 +117,7 @@ describe("harness sessions compact", { timeout: 300_000 }, () => {
         })
       )
       assert.strictEqual(resumed.code, 0, resumed.stderr)
-      const after = yield* reload(db, id)
+      const after = yield* storedEvents(db, id)
       assert.deepStrictEqual(LogCheck.checkLog(after), [])
       const automatic = after.flatMap((e) => e.type === "compaction" && e.data.reason === "automatic" ? [e.data] : [])
       assert.strictEqual(automatic.length, 1)

@@ -4,29 +4,19 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { SessionEvent } from "@harness/domain"
-import type { Ids } from "@harness/domain"
-import { LogCheck, SessionLog } from "@harness/session"
-import { SqliteStore } from "@harness/store-sqlite"
+import { LogCheck } from "@harness/session"
 import { Effect, Schema } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { harness, tempDir } from "./support.js"
+import { scopedDir, storedEvents } from "./fixtures.js"
+import { harness } from "./support.js"
 
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(SessionEvent.SessionEvent))
-
-const reload = (filename: string, id: string) =>
-  Effect.gen(function*() {
-    // An id printed by the CLI, checked by `open`; read only, so the test process holds no lease the CLI's later
-    // commands (`sessions rm`) would be refused by.
-    const log = yield* SessionLog.open(id as Ids.SessionId, { readOnly: true })
-    return yield* log.events
-  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
 
 describe("harness demo", { timeout: 300_000 }, () => {
   it.live("walks through queue, steer, inject, withdraw, cancel-with-keepInbox and a two-round goal; the session reloads clean (R28, R77, R81, R100)", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const dir = yield* scopedDir
       writeFileSync(join(dir, "README.md"), "# A demo workspace\n")
       const db = join(dir, "sessions.db")
       const store = `sqlite:${db}`
@@ -46,7 +36,7 @@ describe("harness demo", { timeout: 300_000 }, () => {
       const id = /sessions show ([0-9a-f-]{36})/.exec(out)?.[1]
       assert.isDefined(id)
 
-      const events = yield* reload(db, id!)
+      const events = yield* storedEvents(db, id!)
       assert.deepStrictEqual(LogCheck.checkLog(events), [])
       // The steer landed inside turn 1, after the tool result; the injection is a plugin-sourced user message.
       const steering = events.find((e) => e.type === "steering/message")
@@ -109,7 +99,7 @@ describe("harness demo", { timeout: 300_000 }, () => {
       const forkId = /into ([0-9a-f-]{36}) \((\d+) events\)/.exec(fork.stdout)
       assert.isNotNull(forkId)
       assert.strictEqual(Number(forkId![2]), turn2.seq)
-      const forked = yield* reload(db, forkId![1]!)
+      const forked = yield* storedEvents(db, forkId![1]!)
       assert.strictEqual(forked.length, turn2.seq)
       assert.deepStrictEqual(LogCheck.checkLog(forked), [])
 

@@ -7,13 +7,12 @@ import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { program } from "../examples/embed.js"
-import { tempDir } from "./support.js"
+import { scopedDir } from "./fixtures.js"
 
 describe("the embedding example", () => {
   it.live("writes the note its approval hook allows and answers from the tool result", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const dir = yield* scopedDir
       const answer = yield* program(dir)
       assert.strictEqual(readFileSync(join(dir, "notes", "today.md"), "utf8"), "ship the CLI\n")
       assert.include(answer, "write_file returned 1 line")

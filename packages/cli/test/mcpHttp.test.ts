@@ -4,12 +4,11 @@
  * `--http` without the variable does not start).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { SessionEvent } from "@harness/domain"
-import { LogCheck } from "@harness/session"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Deferred, Effect, Schema } from "effect"
+import { Deferred, Effect } from "effect"
 import { spawn } from "node:child_process"
+import { call, inboxPlacements, message, statusBecomes, wellFormed } from "./mcpClient.js"
 import { bin, cleanEnv, harness, tempDir } from "./support.js"
 
 const token = "test-token-0123456789"
@@ -60,28 +59,6 @@ const connect = (url: string, bearer: string) =>
     (client) => Effect.promise(() => client.close())
   )
 
-const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-  Effect.promise(async () => {
-    const result = await client.callTool({ name, arguments: args })
-    const content = result.content as ReadonlyArray<{ readonly type: string; readonly text: string }>
-    return { isError: result.isError === true, value: JSON.parse(content[0]!.text) as unknown }
-  })
-
-/** The violations of the session-log rules in the events the `events` tool answered (from the start). */
-const wellFormed = (events: unknown) =>
-  LogCheck.checkLog(Schema.decodeUnknownSync(Schema.Array(SessionEvent.SessionEvent))(events))
-
-const message = (text: string) => ({ content: [{ type: "text", text }], source: { kind: "user" } })
-
-const statusBecomes = (client: Client, wanted: string) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 2000; attempt++) {
-      const { value } = yield* call(client, "status")
-      if ((value as { readonly status: string }).status === wanted) return
-    }
-    assert.fail(`the status never became ${wanted}`)
-  })
-
 describe("harness mcp --http", { timeout: 180_000 }, () => {
   it.scoped("an MCP client over Streamable HTTP lists the tools, sends, reads the inbox and cancels", () =>
     Effect.gen(function*() {
@@ -110,14 +87,7 @@ describe("harness mcp --http", { timeout: 180_000 }, () => {
         options: { target: "next-turn", wakeup: false }
       })
       assert.isFalse(queued.isError)
-      const inbox = yield* call(client, "inbox")
-      assert.deepStrictEqual(
-        (inbox.value as ReadonlyArray<{ readonly id: string; readonly placement: string }>).map((item) => [
-          item.id,
-          item.placement
-        ]),
-        [[queued.value as string, "queued"]]
-      )
+      assert.deepStrictEqual(yield* inboxPlacements(client), [[queued.value as string, "queued"]])
       assert.isFalse((yield* call(client, "cancel", { cause: "user" })).isError)
       yield* statusBecomes(client, "idle")
       assert.deepStrictEqual((yield* call(client, "inbox")).value, [])

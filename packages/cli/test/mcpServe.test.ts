@@ -4,13 +4,12 @@
  * turn), the inbox shows it, and a cancel ends the turn and discards it — all visible in the session's events.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { SessionEvent } from "@harness/domain"
-import { LogCheck } from "@harness/session"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { call, inboxPlacements, message, statusBecomes, wellFormed } from "./mcpClient.js"
 import { bin, cleanEnv, tempDir } from "./support.js"
 
 const connectIn = (args: ReadonlyArray<string>, pace = "60000") =>
@@ -34,30 +33,6 @@ const connectIn = (args: ReadonlyArray<string>, pace = "60000") =>
   )
 
 const connect = (args: ReadonlyArray<string>) => Effect.map(connectIn(args), ({ client }) => client)
-
-/** Calls a tool and parses its JSON answer; `isError` comes back beside it. */
-const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-  Effect.promise(async () => {
-    const result = await client.callTool({ name, arguments: args })
-    const content = result.content as ReadonlyArray<{ readonly type: string; readonly text: string }>
-    return { isError: result.isError === true, value: JSON.parse(content[0]!.text) as unknown }
-  })
-
-/** The violations of the session-log rules in the events the `events` tool answered (from the start). */
-const wellFormed = (events: unknown) =>
-  LogCheck.checkLog(Schema.decodeUnknownSync(Schema.Array(SessionEvent.SessionEvent))(events))
-
-const message = (text: string) => ({ content: [{ type: "text", text }], source: { kind: "user" } })
-
-/** Asks for the status until it is `wanted` (each ask is a round trip to the server; bounded). */
-const statusBecomes = (client: Client, wanted: string) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 2000; attempt++) {
-      const { value } = yield* call(client, "status")
-      if ((value as { readonly status: string }).status === wanted) return
-    }
-    assert.fail(`the status never became ${wanted}`)
-  })
 
 describe("harness mcp", { timeout: 180_000 }, () => {
   it.scoped("an MCP client sends, steers while the turn runs, reads the inbox and the events, and cancels", () =>
@@ -85,14 +60,7 @@ describe("harness mcp", { timeout: 180_000 }, () => {
       yield* statusBecomes(client, "running")
       const steered = yield* call(client, "steer", { message: message("only to ten") })
       assert.isFalse(steered.isError)
-      const inbox = yield* call(client, "inbox")
-      assert.deepStrictEqual(
-        (inbox.value as ReadonlyArray<{ readonly id: string; readonly placement: string }>).map((item) => [
-          item.id,
-          item.placement
-        ]),
-        [[steered.value as string, "steering"]]
-      )
+      assert.deepStrictEqual(yield* inboxPlacements(client), [[steered.value as string, "steering"]])
       const edited = yield* call(client, "edit", { id: steered.value, message: message("only to five") })
       assert.isFalse(edited.isError)
       assert.deepStrictEqual((yield* call(client, "receipt", { id: first.value })).value, { _tag: "ran", turn: 1 })

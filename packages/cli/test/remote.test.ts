@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { writeFileSync } from "node:fs"
-import { harness, serve, tempDir } from "./support.js"
+import { harness, lineChatLines, serve, tempDir } from "./support.js"
 
 const token = "remote-secret"
 const tokens = { HARNESS_SERVER_TOKENS: `cli:send:${token}` }
@@ -53,19 +53,7 @@ const chatScenario = async (dir: string, mode: Mode) => {
   })
   assert.strictEqual(result.code, 0, `${mode.name}: ${result.stderr}`)
   assert.notInclude(result.stdout, "\x1b[")
-  for (
-    const line of [
-      "› list the files",
-      "+ grep TODO (queued)",
-      "+ context (the model sees it at its next step): the user is on a phone",
-      "Noted: “the user is on a phone”.",
-      "1 session (last active last):",
-      "/goal set <objective> | show | pause | resume | clear",
-      "⚙ [1] list_dir()",
-      "⚙ [2] grep(",
-      "notes.txt:2: TODO: write the tests"
-    ]
-  ) assert.include(result.stdout, line, mode.name)
+  for (const line of lineChatLines) assert.include(result.stdout, line, mode.name)
   return /bye — session ([0-9a-f-]{36})/.exec(result.stdout)?.[1]
 }
 

@@ -3,64 +3,43 @@
  * them): `show` renders turns, tool calls and inbox events; `resume` continues a session with a prompt; a fork
  * records its parent; `rm` and `list` agree.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
-import { type Ids, Message } from "@harness/domain"
-import { LogCheck, SessionLog, SessionStore } from "@harness/session"
-import { SqliteStore } from "@harness/store-sqlite"
-import { Clock, Effect, Layer } from "effect"
+import type { Ids } from "@harness/domain"
+import { LogCheck, SessionStore } from "@harness/session"
+import { Clock, Effect } from "effect"
 import { join } from "node:path"
-import * as OfflineModel from "../src/OfflineModel.js"
-import { harness, tempDir } from "./support.js"
+import { onStore, scopedDir, storedEvents, writeOfflineSession } from "./fixtures.js"
 
 /** Writes a one-turn session, then the inbox records of a queued message that was withdrawn; returns its id. */
 const writeSession = (filename: string) =>
-  Effect.gen(function*() {
-    const log = yield* SessionLog.make()
-    const agent = yield* Agent.make({ session: log })
-    yield* agent.followup(Message.make("hello there"))
-    yield* agent.whenIdle
-    // Closed, so the test can write inbox records straight into the store (a live log fences other writes).
-    yield* log.close
-    const store = yield* SessionStore.SessionStore
-    const time = yield* Clock.currentTimeMillis
-    const id = "a1b2c3d4-0000-4000-8000-000000000001" as Ids.AgentMessageId // a literal id for the record
-    yield* store.append(log.id, {
-      events: [],
-      inbox: [
-        {
-          type: "inbox/accepted",
-          time,
-          message: { id, content: [{ type: "text", text: "what is a cat" }], source: { kind: "user" } },
-          placement: "queued",
-          wakeup: true
-        },
-        { type: "inbox/settled", time, id, fate: "withdrawn" }
-      ]
-    })
-    return log.id
-  }).pipe(
-    Effect.scoped,
-    Effect.provide(Layer.mergeAll(SqliteStore.layer({ filename }), OfflineModel.layer({ pace: 0 }), NodeContext.layer))
-  )
-
-const reload = (filename: string, id: Ids.SessionId) =>
-  Effect.gen(function*() {
-    const log = yield* SessionLog.open(id, { readOnly: true })
-    return yield* log.events
-  }).pipe(Effect.provide(SqliteStore.layer({ filename })))
+  writeOfflineSession(filename, ["hello there"], (session) =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.SessionStore
+      const time = yield* Clock.currentTimeMillis
+      const id = "a1b2c3d4-0000-4000-8000-000000000001" as Ids.AgentMessageId // a literal id for the record
+      yield* store.append(session, {
+        events: [],
+        inbox: [
+          {
+            type: "inbox/accepted",
+            time,
+            message: { id, content: [{ type: "text", text: "what is a cat" }], source: { kind: "user" } },
+            placement: "queued",
+            wakeup: true
+          },
+          { type: "inbox/settled", time, id, fate: "withdrawn" }
+        ]
+      })
+    }))
 
 describe("harness sessions", { timeout: 300_000 }, () => {
   it.live("show renders turns and inbox events; resume continues; fork records its parent; rm (R97, R100, R112)", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const dir = yield* scopedDir
       const db = join(dir, "s.db")
       const store = `sqlite:${db}`
       const id = yield* writeSession(db)
-      const cli = (...args: ReadonlyArray<string>) =>
-        Effect.promise(() => harness([...args.slice(0, 2), "--store", store, ...args.slice(2)], { cwd: dir }))
+      const cli = onStore(store, dir)
 
       const show = yield* cli("sessions", "show", id.slice(0, 6))
       assert.strictEqual(show.code, 0, show.stderr)
@@ -74,7 +53,7 @@ describe("harness sessions", { timeout: 300_000 }, () => {
       const resumed = yield* cli("sessions", "resume", id, "grep", "hello")
       assert.strictEqual(resumed.code, 0, resumed.stderr)
       assert.include(resumed.stderr, `session ${id}`)
-      const events = yield* reload(db, id)
+      const events = yield* storedEvents(db, id)
       assert.deepStrictEqual(LogCheck.checkLog(events), [])
       assert.deepStrictEqual(
         events.flatMap((e) => (e.type === "turn/start" ? [e.data.turn] : [])),

@@ -11,7 +11,8 @@ import { Subagents, SubagentTool } from "@harness/subagents"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Effect } from "effect"
 import { join } from "node:path"
-import { harness, tempDir } from "./support.js"
+import { scopedDir } from "./fixtures.js"
+import { harness } from "./support.js"
 
 /** A parent that spawns `researcher` (call `a`) and `reviewer` (call `b`), each answering at once. */
 const writeTree = (filename: string) =>
@@ -47,8 +48,7 @@ const writeTree = (filename: string) =>
 describe("harness sessions show with subagents", { timeout: 300_000 }, () => {
   it.live("R183: the parent's show renders its tree of children; a child's show names its parent", () =>
     Effect.gen(function*() {
-      const [dir, cleanup] = tempDir()
-      yield* Effect.addFinalizer(() => Effect.sync(cleanup))
+      const dir = yield* scopedDir
       const db = join(dir, "s.db")
       const { children, id } = yield* writeTree(db)
       assert.strictEqual(children.length, 2)

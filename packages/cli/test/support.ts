@@ -104,3 +104,19 @@ export const serve = (cwd: string, env: Record<string, string>, args: ReadonlyAr
       child.on("exit", (code) => reject(new Error(`harness serve exited with ${code}: ${stderr}`)))
     }
   )
+
+/**
+ * What the line-mode chat scenario (`list the files`, `+grep TODO`, `/inject …`, `/sessions`, `/help` on standard
+ * input) shows on the offline model, here or over `--remote` alike.
+ */
+export const lineChatLines: ReadonlyArray<string> = [
+  "› list the files",
+  "+ grep TODO (queued)",
+  "+ context (the model sees it at its next step): the user is on a phone",
+  "Noted: “the user is on a phone”.",
+  "1 session (last active last):",
+  "/goal set <objective> | show | pause | resume | clear",
+  "⚙ [1] list_dir()",
+  "⚙ [2] grep(",
+  "notes.txt:2: TODO: write the tests"
+]

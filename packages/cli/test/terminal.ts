@@ -19,6 +19,8 @@ export interface Terminal {
   /** Types `text` as it is. */
   readonly type: (text: string) => Effect.Effect<void>
   readonly press: (...keys: ReadonlyArray<Key>) => Effect.Effect<void>
+  /** Types `text`, then presses Enter. */
+  readonly send: (text: string) => Effect.Effect<void>
   /** Waits until the screen shows `text`, and returns the screen; dies with the screen after `seconds`. */
   readonly waitFor: (
     text: string | { readonly test: (screen: string) => boolean },
@@ -103,13 +105,16 @@ export const open = (options: Options): Effect.Effect<Terminal, never, Scope.Sco
           return "\x04"
       }
     }
+    const type = (text: string) => Effect.sync(() => child.write(text))
+    // One write per key, as a person's presses arrive (a program may read a lone Escape only when it is alone).
+    const press = (...keys: ReadonlyArray<Key>) =>
+      Effect.forEach(keys, (key) => Effect.sync(() => child.write(bytesOf(key))), { discard: true })
     return {
       pid: child.pid,
       screen,
-      type: (text) => Effect.sync(() => child.write(text)),
-      // One write per key, as a person's presses arrive (a program may read a lone Escape only when it is alone).
-      press: (...keys) =>
-        Effect.forEach(keys, (key) => Effect.sync(() => child.write(bytesOf(key))), { discard: true }),
+      type,
+      press,
+      send: (text) => Effect.zipRight(type(text), press("Enter")),
       waitFor: (text, seconds = 90) =>
         Effect.gen(function*() {
           for (let i = 0; i < seconds * 5; i++) {
