@@ -123,6 +123,37 @@ const burst = (n: number, label: string) =>
     send: [Message.make(`${label} ${i}`), { target: "next-turn", wakeup: true }] as const
   }))
 
+/** What one side measured, in its own units: the raw figures {@link measured} turns into a {@link Side}. */
+interface Measured {
+  /** Send → dequeue, in µs, one per sample. */
+  readonly latencies: Array<number>
+  readonly burstEvents: number
+  readonly burstSeconds: number
+  /** The heap before and after the fan-out's subscribers subscribed. */
+  readonly before: number
+  readonly after: number
+  readonly fanoutEvents: number
+  readonly fanSeconds: number
+  readonly failures: Array<string>
+}
+
+/** A side's figures from what it measured (sorts `latencies` in place), with its event counts and failures. */
+const measured = (sizes: Sizes, m: Measured) => {
+  m.latencies.sort((a, b) => a - b)
+  return {
+    side: {
+      latencyP50Micros: percentile(m.latencies, 0.5),
+      latencyP99Micros: percentile(m.latencies, 0.99),
+      durableEventsPerSecond: m.burstEvents / m.burstSeconds,
+      fanoutBytesPerSubscriber: (m.after - m.before) / sizes.subscribers,
+      fanoutEventsPerSecond: (m.fanoutEvents * sizes.subscribers) / m.fanSeconds
+    } satisfies Side,
+    burstEvents: m.burstEvents,
+    fanoutEvents: m.fanoutEvents,
+    failures: m.failures
+  }
+}
+
 /** The in-process side: one agent, its own subscriptions. */
 const inProcess = (sizes: Sizes) =>
   Effect.gen(function*() {
@@ -186,19 +217,7 @@ const inProcess = (sizes: Sizes) =>
     for (const [i, s] of subscribers.entries()) {
       failures.push(...checkSeqs(`in process, subscriber ${i}`, yield* Ref.get(s.seqs), fanFirst, fanoutEvents))
     }
-    latencies.sort((a, b) => a - b)
-    return {
-      side: {
-        latencyP50Micros: percentile(latencies, 0.5),
-        latencyP99Micros: percentile(latencies, 0.99),
-        durableEventsPerSecond: burstEvents / burstSeconds,
-        fanoutBytesPerSubscriber: (after - before) / sizes.subscribers,
-        fanoutEventsPerSecond: (fanoutEvents * sizes.subscribers) / fanSeconds
-      } satisfies Side,
-      burstEvents,
-      fanoutEvents,
-      failures
-    }
+    return measured(sizes, { latencies, burstEvents, burstSeconds, before, after, fanoutEvents, fanSeconds, failures })
   }).pipe(
     Effect.scoped,
     Effect.provide(Layer.merge(SessionStore.layerMemory, ScriptedModel.layer(replies(turnsOf(sizes)))))
@@ -295,19 +314,7 @@ const overHttp = (sizes: Sizes) =>
     for (const [i, s] of subscribers.entries()) {
       failures.push(...checkSeqs(`HTTP, subscriber ${i}`, yield* Ref.get(s.seqs), burstLast + 1, fanoutEvents))
     }
-    latencies.sort((a, b) => a - b)
-    return {
-      side: {
-        latencyP50Micros: percentile(latencies, 0.5),
-        latencyP99Micros: percentile(latencies, 0.99),
-        durableEventsPerSecond: burstEvents / burstSeconds,
-        fanoutBytesPerSubscriber: (after - before) / sizes.subscribers,
-        fanoutEventsPerSecond: (fanoutEvents * sizes.subscribers) / fanSeconds
-      } satisfies Side,
-      burstEvents,
-      fanoutEvents,
-      failures
-    }
+    return measured(sizes, { latencies, burstEvents, burstSeconds, before, after, fanoutEvents, fanSeconds, failures })
   }).pipe(
     Effect.scoped,
     Effect.provide(

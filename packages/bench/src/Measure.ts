@@ -4,7 +4,7 @@
  * that streams at a set pace.
  */
 import { setImmediate as nextMacrotask } from "node:timers/promises"
-import type { AgentOptions, BenchAgent, BenchRuntime, Reply } from "./Runtime.js"
+import type { AgentOptions, BenchAgent, BenchRuntime, Reply, Transcript } from "./Runtime.js"
 import { servedText, tokens } from "./Runtime.js"
 
 /** The current time in microseconds (monotonic, sub-microsecond resolution). */
@@ -125,6 +125,22 @@ export const sequentialTurns = async (agent: BenchAgent, texts: ReadonlyArray<st
     durations.push(nowUs() - start)
   }
   return durations
+}
+
+/** Runs `f`: its value, and the wall time and the process's CPU time it took (µs). */
+export const timed = async <A>(f: () => Promise<A>) => {
+  const cpuStart = cpuUs()
+  const start = nowUs()
+  const value = await f()
+  const elapsedUs = nowUs() - start
+  return { value, elapsedUs, cpuUs: cpuUs() - cpuStart }
+}
+
+/** Reads `agent`'s transcript, then disposes of it. */
+export const finish = async (agent: BenchAgent): Promise<Transcript> => {
+  const transcript = await agent.transcript()
+  await agent.dispose()
+  return transcript
 }
 
 /**

@@ -15,6 +15,17 @@ import { checkLine, type Run } from "./Summary.js"
 import { resultPrefix } from "./Worker.js"
 import type { Result, Size, Workload } from "./Workload.js"
 
+/**
+ * The flags of every full run (`bin.ts`, `ceilingBin.ts`), for `parseArgs`: `--quick` sizes, `--only` workloads,
+ * `--reps` repetitions, `--write` the results into the report.
+ */
+export const runFlags = {
+  quick: { type: "boolean", default: false },
+  only: { type: "string" },
+  reps: { type: "string", default: "3" },
+  write: { type: "boolean", default: false }
+} as const
+
 /** The package directory (the worker's working directory). */
 export const packageDir = fileURLToPath(new URL("..", import.meta.url))
 const workerPath = fileURLToPath(new URL("./Worker.ts", import.meta.url))

@@ -38,28 +38,17 @@ const answerFor = (body: RequestBody): Served => {
     : { _tag: "text", tokens: fiveTokens._tag === "text" ? fiveTokens.tokens : [] }
 }
 
-const frame = (delta: object, finish: string | null = null): string =>
+/** One event of the stream: a chunk of the bench's answer with `fields` (its choices, its usage). */
+const chunk = (fields: object): string =>
   `data: ${
-    JSON.stringify({
-      id: "chatcmpl-bench",
-      object: "chat.completion.chunk",
-      created: 0,
-      model: "bench",
-      choices: [{ index: 0, delta, finish_reason: finish }]
-    })
+    JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 0, model: "bench", ...fields })
   }\n\n`
 
+const frame = (delta: object, finish: string | null = null): string =>
+  chunk({ choices: [{ index: 0, delta, finish_reason: finish }] })
+
 const usageFrame = (output: number): string =>
-  `data: ${
-    JSON.stringify({
-      id: "chatcmpl-bench",
-      object: "chat.completion.chunk",
-      created: 0,
-      model: "bench",
-      choices: [],
-      usage: { prompt_tokens: 0, completion_tokens: output, total_tokens: output }
-    })
-  }\n\n`
+  chunk({ choices: [], usage: { prompt_tokens: 0, completion_tokens: output, total_tokens: output } })
 
 /** The SSE body of one answer, as the OpenAI chat-completions streaming format has it. */
 export const sseBody = (served: Served): string =>

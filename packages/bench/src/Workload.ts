@@ -3,7 +3,7 @@
  * each described by a {@link Metric}) and the correctness checks it made. A workload that cannot verify what it
  * measured reports a failed check, so a broken setup never looks fast.
  */
-import type { BenchRuntime, BootName } from "./Runtime.js"
+import type { BenchRuntime, BootName, Transcript } from "./Runtime.js"
 
 /** How big a run is: `full` for the report, `quick` for before/after checks, `smoke` for the test suite. */
 export type Size = "full" | "quick" | "smoke"
@@ -76,3 +76,37 @@ export const checkOrder = (name: string, actual: ReadonlyArray<string>, expected
 
 /** A check on a condition with a free-form detail. */
 export const check = (name: string, ok: boolean, detail: string): Check => ({ name, ok, detail })
+
+/** Turns per second, a headline figure of the workloads that run turns back to back. */
+export const turnsPerSecond: Metric = {
+  id: "turnsPerSecond",
+  label: "turns/s",
+  unit: "turns/s",
+  better: "higher",
+  headline: true
+}
+
+/** The process's CPU µs per turn, beside {@link turnsPerSecond}. */
+export const cpuPerTurn: Metric = {
+  id: "cpuPerTurn",
+  label: "CPU µs/turn",
+  unit: "µs",
+  better: "lower",
+  headline: true
+}
+
+/** {@link turnsPerSecond} and {@link cpuPerTurn} of `n` turns that took `elapsedUs` of wall and `cpuUs` of CPU. */
+export const throughput = (n: number, elapsedUs: number, cpuUs: number) => ({
+  turnsPerSecond: n / (elapsedUs / 1e6),
+  cpuPerTurn: cpuUs / n
+})
+
+/**
+ * The checks of a run of one turn per prompt, each answered with text: as many completed turns and text replies as
+ * `texts`, and the prompts in the log in FIFO order.
+ */
+export const turnChecks = (transcript: Transcript, texts: ReadonlyArray<string>): Array<Check> => [
+  checkEqual("completed turns", transcript.completedTurns, texts.length),
+  checkEqual("text replies", transcript.textReplies, texts.length),
+  checkOrder("prompts in FIFO order", transcript.prompts, texts)
+]

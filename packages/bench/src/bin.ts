@@ -24,21 +24,14 @@ import {
   w1Chart,
   writeFile
 } from "./Report.js"
-import { packageDir, runAll, runMain } from "./Runner.js"
+import { packageDir, runAll, runFlags, runMain } from "./Runner.js"
 import { baselineRows, checksOf, failuresText, loadWarning, renderText, tableRows } from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
 const main = async (): Promise<number> => {
   const { values } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      only: { type: "string" },
-      reps: { type: "string", default: "3" },
-      write: { type: "boolean", default: false },
-      report: { type: "string" },
-      baseline: { type: "string" }
-    }
+    options: { ...runFlags, report: { type: "string" }, baseline: { type: "string" } }
   })
   const only = values.only?.split(",").map((id) => id.trim().toLowerCase())
   // In the order `--only` names them, so the workloads that matter most can run first.

@@ -13,7 +13,7 @@ import * as os from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { machine, readOr, replaceRegion, repoRoot, writeFile } from "./Report.js"
-import { packageDir, runAll, runMain } from "./Runner.js"
+import { packageDir, runAll, runFlags, runMain } from "./Runner.js"
 import type { BootName } from "./Runtime.js"
 import {
   checksOf,
@@ -68,14 +68,7 @@ const rowsOf = (runs: ReadonlyArray<Run>, selected: ReadonlyArray<Workload>): Ar
 }
 
 const main = async (): Promise<number> => {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      only: { type: "string" },
-      reps: { type: "string", default: "3" },
-      write: { type: "boolean", default: false }
-    }
-  })
+  const { values } = parseArgs({ options: runFlags })
   const only = values.only?.split(",").map((id) => id.trim().toUpperCase()) ?? ceilingWorkloads
   const selected = workloads.filter((w) => ceilingWorkloads.includes(w.id) && only.includes(w.id))
   if (selected.length === 0) {

@@ -4,10 +4,10 @@
  * turns' cost is reported too, over the first and the last 10 %: a long session shows what W1's 2 000 turns do not
  * (a runtime that copies its whole history per turn pays for it once the copy is a large object, ≥ 16 K elements).
  */
-import { memoryAfterGc, prompts, sequentialTurns, tenths, warmUp } from "../Measure.js"
+import { finish, memoryAfterGc, prompts, sequentialTurns, tenths, warmUp } from "../Measure.js"
 import { servedText } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
-import { checkEqual, checkOrder } from "../Workload.js"
+import { turnChecks } from "../Workload.js"
 
 export const Memory: Workload = {
   id: "Mem",
@@ -29,8 +29,7 @@ export const Memory: Workload = {
     const texts = prompts("mem-", n)
     const durations = await sequentialTurns(agent, texts)
     const after = await memoryAfterGc()
-    const transcript = await agent.transcript()
-    await agent.dispose()
+    const transcript = await finish(agent)
     const retained = after.heap - before.heap
     const { first, growth, last } = tenths(durations)
     return {
@@ -42,11 +41,7 @@ export const Memory: Workload = {
         usLast10: last,
         growth
       },
-      checks: [
-        checkEqual("completed turns", transcript.completedTurns, n),
-        checkEqual("text replies", transcript.textReplies, n),
-        checkOrder("prompts in FIFO order", transcript.prompts, texts)
-      ]
+      checks: turnChecks(transcript, texts)
     }
   }
 }

@@ -3,9 +3,9 @@
  * runtime's own cost shows as a fraction of a real turn: the CPU time the process spends during the turn, and the
  * wall time the turn takes beyond the model's own streaming time.
  */
-import { mean, nowUs, pacedReply, prompts, warmUp } from "../Measure.js"
+import { finish, mean, nowUs, pacedReply, prompts, warmUp } from "../Measure.js"
 import type { Workload } from "../Workload.js"
-import { check, checkEqual, checkOrder } from "../Workload.js"
+import { check, turnChecks } from "../Workload.js"
 
 const tokensPerSecond = 50
 
@@ -40,15 +40,12 @@ export const Pace: Workload = {
       percent.push((100 * cpuUs) / wall)
       overhead.push((wall - (model.end - model.start)) / 1000)
     }
-    const transcript = await agent.transcript()
-    await agent.dispose()
+    const transcript = await finish(agent)
     const expectedModelMs = ((count - 1) * 1000) / tokensPerSecond
     return {
       figures: { cpuMsPerTurn: mean(cpu), cpuPercent: mean(percent), wallOverheadMs: mean(overhead) },
       checks: [
-        checkEqual("completed turns", transcript.completedTurns, n),
-        checkEqual("text replies", transcript.textReplies, n),
-        checkOrder("prompts in FIFO order", transcript.prompts, texts),
+        ...turnChecks(transcript, texts),
         check(
           "model streamed at the set pace",
           Math.abs((model.end - model.start) / 1000 - expectedModelMs) < 50,
