@@ -3,9 +3,19 @@
  * (ADR 0044), each migration with the dialect's column types.
  */
 import * as Migrator from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlClient as SqlClientTag } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { Dialect } from "../SqlStore.js"
+
+/** A snapshot table (`table`): one row per session, the seq and record position it was taken at, and `column`. */
+const snapshotTable = (sql: SqlClient.SqlClient, table: string, column: string) =>
+  sql`CREATE TABLE ${sql.literal(table)} (
+      session INTEGER PRIMARY KEY,
+      seq INTEGER NOT NULL,
+      position INTEGER NOT NULL,
+      ${sql.literal(column)} TEXT NOT NULL
+    )`
 
 /** The schema, one migration, with the dialect's column types. */
 export const migrations = (dialect: Dialect) => {
@@ -36,12 +46,7 @@ export const migrations = (dialect: Dialect) => {
       PRIMARY KEY (session, position)
     )`
       yield* sql`CREATE INDEX records_message_id ON records (session, message_id) WHERE message_id IS NOT NULL`
-      yield* sql`CREATE TABLE snapshots (
-      session INTEGER PRIMARY KEY,
-      seq INTEGER NOT NULL,
-      position INTEGER NOT NULL,
-      text TEXT NOT NULL
-    )`
+      yield* snapshotTable(sql, "snapshots", "text")
     }),
     // ADR 0027: a snapshot's head apart from its body, so `open` reads a few hundred bytes instead of the history
     // (SQLite reads a row's whole value to return any part of it). Snapshots of the first schema are dropped, not
@@ -49,18 +54,8 @@ export const migrations = (dialect: Dialect) => {
     "2_snapshot_heads": Effect.gen(function*() {
       const sql = yield* SqlClientTag
       yield* sql`DROP TABLE snapshots`
-      yield* sql`CREATE TABLE snapshot_heads (
-      session INTEGER PRIMARY KEY,
-      seq INTEGER NOT NULL,
-      position INTEGER NOT NULL,
-      head TEXT NOT NULL
-    )`
-      yield* sql`CREATE TABLE snapshot_bodies (
-      session INTEGER PRIMARY KEY,
-      seq INTEGER NOT NULL,
-      position INTEGER NOT NULL,
-      body TEXT NOT NULL
-    )`
+      yield* snapshotTable(sql, "snapshot_heads", "head")
+      yield* snapshotTable(sql, "snapshot_bodies", "body")
     }),
     // ADR 0044: the writer lease in the session's row, and the store's last fencing token (tokens grow across the
     // store, so a lease never matches a later session of the same id).
