@@ -22,7 +22,7 @@ import { JsonlStore } from "@harness/store-jsonl"
 import { PostgresStore } from "@harness/store-postgres"
 import { startServer } from "@harness/store-postgres/test/server"
 import Database from "better-sqlite3"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -134,40 +134,67 @@ const sizeOfDir = (dir: string): number =>
 /** The repetition being run: in session ids, so that runs on one PostgreSQL server do not collide. */
 let run = 0
 
+/**
+ * The figures of run `name` on a store built from `layer` (closed afterwards): `prepare` readies session `id` and
+ * returns its writes; only the writes are timed.
+ */
+const measure = (
+  name: string,
+  layer: Layer.Layer<SessionStore.SessionStore, unknown>,
+  bytes: () => number,
+  id: Ids.SessionId,
+  prepare: (store: SessionStore.Service) => Effect.Effect<Effect.Effect<void, unknown>, unknown, Scope.Scope>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
+    const writes = yield* prepare(store)
+    const start = performance.now()
+    yield* writes
+    const seconds = (performance.now() - start) / 1_000
+    const summary = (yield* store.list).find((s) => s.header.id === id)!
+    return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
+  }))
+
+/** The store alone: one append per turn, under the session's writer lease. */
 const runStore = (
   name: string,
   layer: Layer.Layer<SessionStore.SessionStore, unknown>,
   sync: boolean,
   bytes: () => number
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
-    const id = Ids.SessionId.make(`w6 ${name} ${run}`)
-    yield* store.create({ id, version: 1, createdAt: 0 })
-    // Under the session's writer lease, as every writer appends since ADR 0044 (taken once, like a log's open).
-    const lease = yield* store.lease(id)
-    const start = performance.now()
-    for (const commit of commits) yield* store.append(id, commit, { sync, lease })
-    const seconds = (performance.now() - start) / 1_000
-    const summary = (yield* store.list)[0]!
-    return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
-  }))
+) => {
+  const id = Ids.SessionId.make(`w6 ${name} ${run}`)
+  return measure(name, layer, bytes, id, (store) =>
+    Effect.gen(function*() {
+      yield* store.create({ id, version: 1, createdAt: 0 })
+      // Under the session's writer lease, as every writer appends since ADR 0044 (taken once, like a log's open).
+      const lease = yield* store.lease(id)
+      return Effect.forEach(commits, (commit) => store.append(id, commit, { sync, lease }), { discard: true })
+    }))
+}
 
 /** The agent's write path: one append per event through a write-behind `SessionLog`, `flush` at each turn/end. */
-const runLog = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>, bytes: () => number) =>
-  Effect.scoped(Effect.gen(function*() {
-    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
-    const id = Ids.SessionId.make(`w6 log ${name} ${run}`)
-    const log = yield* SessionLog.make({ id }).pipe(Effect.provideService(SessionStore.SessionStore, store))
-    const start = performance.now()
-    for (const commit of commits) {
-      for (const { seq: _seq, time: _time, ...input } of commit.events) yield* log.append(input)
-      yield* log.flush
-    }
-    const seconds = (performance.now() - start) / 1_000
-    const summary = (yield* store.list).find((s) => s.header.id === id)!
-    return { name, seconds, bytes: bytes() || summary.bytes } satisfies Figures
-  }))
+const runLog = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>, bytes: () => number) => {
+  const id = Ids.SessionId.make(`w6 log ${name} ${run}`)
+  return measure(name, layer, bytes, id, (store) =>
+    Effect.map(
+      SessionLog.make({ id }).pipe(Effect.provideService(SessionStore.SessionStore, store)),
+      (log) =>
+        Effect.gen(function*() {
+          for (const commit of commits) {
+            for (const { seq: _seq, time: _time, ...input } of commit.events) yield* log.append(input)
+            yield* log.flush
+          }
+        })
+    ))
+}
+
+/** The size of the SQLite file `file` once its write-ahead log is checkpointed into it. */
+const sqliteBytes = (file: string) => () => {
+  const db = new Database(file)
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+  return fs.statSync(file).size
+}
 
 const raw = (dir: string, synchronous: "FULL" | "NORMAL"): Figures => {
   const file = path.join(dir, `raw-${synchronous}.db`)
@@ -211,12 +238,7 @@ const once = (dir: string, server: { readonly url: string }) =>
           `SqliteStore (sync ${sync ? "every turn" : "never"})`,
           SqliteStore.layer({ filename: file }),
           sync,
-          () => {
-            const db = new Database(file)
-            db.pragma("wal_checkpoint(TRUNCATE)")
-            db.close()
-            return fs.statSync(file).size
-          }
+          sqliteBytes(file)
         )
       )
       const jsonlDir = path.join(dir, `jsonl-${sync}`)
@@ -242,12 +264,7 @@ const once = (dir: string, server: { readonly url: string }) =>
       yield* runLog(
         "SessionLog on SQLite (append per event, flush per turn)",
         SqliteStore.layer({ filename: logFile }),
-        () => {
-          const db = new Database(logFile)
-          db.pragma("wal_checkpoint(TRUNCATE)")
-          db.close()
-          return fs.statSync(logFile).size
-        }
+        sqliteBytes(logFile)
       )
     )
     const logJsonl = path.join(dir, "log-jsonl")
