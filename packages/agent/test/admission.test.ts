@@ -15,6 +15,7 @@ import { Effect, Layer, Ref } from "effect"
 import {
   assertCleanLog,
   assertReconstructable,
+  firstAnswer,
   firstRequest,
   idleLog,
   logShape,
@@ -51,11 +52,7 @@ describe("prompt admission", () => {
           "status:running",
           "dequeue:hello",
           ...firstRequest("hello"),
-          "assistant:ok",
-          "step/end:1.1",
-          "turn/end:1:completed",
-          "settled:completed",
-          "status:idle"
+          ...firstAnswer("ok")
         ])
         const log = yield* agent.log
         assert.deepStrictEqual(ofType(log, "turn/start")[0]?.data.trigger, { kind: "message", source: plugin })
@@ -245,11 +242,7 @@ describe("prompt admission", () => {
         "dequeue:blocked",
         "dequeue:allowed",
         ...firstRequest("allowed"),
-        "assistant:ok",
-        "step/end:1.1",
-        "turn/end:1:completed",
-        "settled:completed",
-        "status:idle"
+        ...firstAnswer("ok")
       ])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))

@@ -25,8 +25,8 @@ import {
   noop,
   ofType,
   prompt,
+  refusedTurnEnd,
   setup,
-  setupWithFaults,
   streamedStep,
   userTexts
 } from "./fixtures.js"
@@ -172,12 +172,7 @@ describe("defects (R26, R57, R66, R67, R69)", () => {
 
   it.scoped("R57: a refused turn/end is reported once and settles with the turn's real reason; repair writes that reason", () =>
     Effect.gen(function*() {
-      const { agent, faults, model, rec } = yield* setupWithFaults
-      yield* model.push(S.textResponse("hi"))
-      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
-      yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const { agent, events, faults, model } = yield* refusedTurnEnd
       assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.error.code]), [[1, "SESSION_LOG"]])
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => [e.turn, e.reason]), [[1, {
         kind: "completed"

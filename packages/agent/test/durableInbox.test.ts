@@ -5,7 +5,6 @@
  * exactly the pending items, in order; resends after a restart return the original id and deliver nothing twice;
  * the agent's accepted-id memory is bounded, older ids are answered by the store's index. Time is the `TestClock`.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent } from "@harness/agent"
 import { Ids, type SessionEvent, Store } from "@harness/domain"
@@ -14,6 +13,7 @@ import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Chunk, Effect, Schedule, Schema, Stream, TestClock } from "effect"
 import * as Inbox from "../src/internal/inbox.js"
 import {
+  agentOn,
   assertWellFormed,
   context,
   durableStore,
@@ -22,7 +22,8 @@ import {
   logTrace,
   noop,
   prompt,
-  storedInbox
+  storedInbox,
+  withDurableStore
 } from "./fixtures.js"
 
 const sid = Ids.SessionId.make("durable-inbox")
@@ -30,16 +31,6 @@ const mid = Ids.AgentMessageId.make
 const decodeRecord = Schema.decodeSync(
   Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
 )
-
-/** Builds an agent over `log` with a scripted model; returns both. */
-const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>, options?: Partial<Agent.Options>) =>
-  Effect.gen(function*() {
-    const [model, controls] = yield* S.make(replies)
-    const agent = yield* Agent.make({ model: "m", session: log, ...options }).pipe(
-      Effect.provideService(LanguageModel.LanguageModel, model)
-    )
-    return { agent, model: controls }
-  })
 
 const prompts = (log: ReadonlyArray<SessionEvent.SessionEvent>) =>
   logTrace(log).filter((t) => t.startsWith("user/message:") || t.startsWith("turn/start"))
@@ -57,10 +48,6 @@ const endsMidTurn = <E>(sends: (agent: Agent.Service) => Effect.Effect<unknown, 
     yield* rec.waitFor(isDurable("step/start"))
     yield* sends(agent)
   }))
-
-/** Runs `f` with one durable store (as the current `SessionStore`), shared by every agent it builds. */
-const withDurableStore = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E, SessionStore.SessionStore>) =>
-  Effect.flatMap(durableStore, (store) => Effect.provideService(f(store), SessionStore.SessionStore, store))
 
 describe("the durable inbox", () => {
   it.effect("acceptance is recorded before send returns; discards, withdrawals and blocked admissions are settled; claims are settled by their turn", () =>

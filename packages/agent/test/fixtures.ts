@@ -247,6 +247,19 @@ export const setupWithFaults = Effect.gen(function*() {
 })
 
 /**
+ * R57's setting: one turn answered "hi" whose `turn/end` the store refuses, awaited to idle. Returns the agent, the
+ * faults (still failing `turn/end`), the model and the agent's live events so far.
+ */
+export const refusedTurnEnd = Effect.gen(function*() {
+  const { agent, faults, model, rec } = yield* setupWithFaults
+  yield* model.push(S.textResponse("hi"))
+  yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
+  yield* agent.followup(prompt("go"))
+  yield* agent.whenIdle
+  return { agent, faults, model, events: yield* rec.events }
+})
+
+/**
  * A memory store that behaves as a durable one: write-behind, not volatile (so the session log runs a writer fiber
  * and the agent places its durability barriers).
  */
@@ -254,6 +267,25 @@ export const durableStore: Effect.Effect<SessionStore.Service> = Effect.map(
   SessionStore.makeMemory,
   (memory): SessionStore.Service => ({ ...memory, commitMode: "write-behind", volatile: false })
 )
+
+/** An agent over `log` (options `options`) with a scripted model answering `replies`; the agent and the model. */
+export const agentOn = (
+  log: SessionLog.Service,
+  replies: ReadonlyArray<S.Reply>,
+  options?: Partial<Agent.Options>
+) =>
+  Effect.gen(function*() {
+    const [model, controls] = yield* S.make(replies)
+    const agent = yield* Agent.make({ model: "m", session: log, ...options }).pipe(
+      Effect.provideService(LanguageModel.LanguageModel, model)
+    )
+    return { agent, model: controls }
+  })
+
+/** Runs `f` with one durable store as the current `SessionStore`: every process it starts shares it. */
+export const withDurableStore = <A, E>(
+  f: (store: SessionStore.Service) => Effect.Effect<A, E, SessionStore.SessionStore>
+) => Effect.flatMap(durableStore, (store) => Effect.provideService(f(store), SessionStore.SessionStore, store))
 
 /**
  * Runs `during` on an agent over a durable store whose first turn (prompt `p`) never ends, ends that process, and runs
@@ -264,28 +296,21 @@ export const acrossRestart = <A, B>(
   during: (agent: Agent.Service) => Effect.Effect<A, unknown>,
   after: (agent: Agent.Service, reopened: SessionLog.Service) => Effect.Effect<B, unknown>
 ): Effect.Effect<{ readonly before: A; readonly after: B }, unknown> =>
-  Effect.gen(function*() {
-    const store = yield* durableStore
-    return yield* Effect.gen(function*() {
+  withDurableStore(() =>
+    Effect.gen(function*() {
       const before = yield* Effect.scoped(Effect.gen(function*() {
         const log = yield* SessionLog.make({ id: session })
-        const [model] = yield* S.make([S.hanging(S.text("…"))])
-        const agent = yield* Agent.make({ model: "m", session: log }).pipe(
-          Effect.provideService(LanguageModel.LanguageModel, model)
-        )
+        const { agent } = yield* agentOn(log, [S.hanging(S.text("…"))])
         const rec = yield* EventRecorder.make(agent)
         yield* agent.followup(prompt("p"), { id: mid("p") })
         yield* rec.waitFor(isDurable("step/start"))
         return yield* during(agent)
       }))
       const reopened = yield* SessionLog.open(session)
-      const [model] = yield* S.make([])
-      const agent = yield* Agent.make({ model: "m", session: reopened, restoredInbox: "park" }).pipe(
-        Effect.provideService(LanguageModel.LanguageModel, model)
-      )
+      const { agent } = yield* agentOn(reopened, [], { restoredInbox: "park" })
       return { before, after: yield* after(agent, reopened) }
-    }).pipe(Effect.scoped, Effect.provideService(SessionStore.SessionStore, store))
-  })
+    }).pipe(Effect.scoped)
+  )
 
 const decodeStored = Schema.decodeSync(
   Schema.parseJson(Schema.Union(Store.InboxRecord, Schema.Struct({ type: Schema.String })))
@@ -680,3 +705,7 @@ export const replies = (n: number) => Array.from({ length: n }, (_, i) => S.text
 /** `logShape` / `traceOf`: turn 1 opened on the prompt `text` and its first step's initial request sent. */
 export const firstRequest = (text: string) =>
   ["turn/start:1", `user:${text}`, "step/start:1.1", "request/header:initial"] as const
+
+/** `traceOf`: turn 1 answered `text` in its one step, completed, and the agent settled back to idle. */
+export const firstAnswer = (text: string) =>
+  [`assistant:${text}`, "step/end:1.1", "turn/end:1:completed", "settled:completed", "status:idle"] as const

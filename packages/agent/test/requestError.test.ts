@@ -26,6 +26,7 @@ import {
   opened,
   openedWith,
   prompt,
+  refusedTurnEnd,
   settledReasons,
   setup,
   setupWithFaults,
@@ -379,12 +380,7 @@ describe("request failures and retry", () => {
 
   it.scoped("R57: a refused turn/end is reported once with agent/error; the turn settles with its own reason, and the next turn first closes it in the log", () =>
     Effect.gen(function*() {
-      const { agent, faults, model, rec } = yield* setupWithFaults
-      yield* model.push(S.textResponse("hi"))
-      yield* faults.failWhen(SessionStore.anyEvent((e) => e.type === "turn/end"))
-      yield* agent.followup(prompt("go"))
-      yield* agent.whenIdle
-      const events = yield* rec.events
+      const { agent, events, faults, model } = yield* refusedTurnEnd
       assert.deepStrictEqual(live(events, "agent/error").map((e) => [e.turn, e.error.code]), [[1, "SESSION_LOG"]])
       assert.deepStrictEqual(live(events, "agent/settled").map((e) => [e.turn, e.reason.kind]), [[1, "completed"]])
       assert.deepStrictEqual(compact(events).slice(-1), ["status:idle"])

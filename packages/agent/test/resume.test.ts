@@ -4,40 +4,25 @@
  * never settled, so it comes back and runs. Each case ends one process (a scope closes, disposing its agent) and
  * starts another over the same durable store. Time is the `TestClock`; holds are latches.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
 import { Ids, Message } from "@harness/domain"
-import { SessionLog, SessionStore } from "@harness/session"
+import { SessionLog } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Effect } from "effect"
 import {
+  agentOn,
   assertWellFormed,
-  durableStore,
   isDurable,
   logTrace,
   makeHold,
   mid,
   prompt,
   promptsByTurn,
-  storedInbox
+  storedInbox,
+  withDurableStore
 } from "./fixtures.js"
 
 const sid = Ids.SessionId.make("resume")
-
-/** An agent over `log` with a scripted model; returns both. */
-const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>, options?: Partial<Agent.Options>) =>
-  Effect.gen(function*() {
-    const [model, controls] = yield* S.make(replies)
-    const agent = yield* Agent.make({ model: "m", session: log, ...options }).pipe(
-      Effect.provideService(LanguageModel.LanguageModel, model)
-    )
-    return { agent, model: controls }
-  })
-
-/** Runs `f` with one durable store as the current `SessionStore`: every process it starts shares it. */
-const withDurableStore = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E, SessionStore.SessionStore>) =>
-  Effect.flatMap(durableStore, (store) => Effect.provideService(f(store), SessionStore.SessionStore, store))
 
 /** The next process: the session reopened, an agent over it restoring its inbox (`wake`, the default). */
 const resumed = (replies: ReadonlyArray<S.Reply>) =>

@@ -4,14 +4,14 @@
  * request by a durable `turn/rollback` record. The log keeps every event (checkLog clean), a resume derives the same
  * history, and receipts are unchanged. Holds are latches; nothing sleeps.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent } from "@harness/agent"
+import type { Agent } from "@harness/agent"
 import { Ids, type SessionEvent } from "@harness/domain"
 import { History, SessionLog, SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect } from "effect"
 import {
+  agentOn,
   assertWellFormed,
   durableStore,
   gatedTool,
@@ -142,14 +142,8 @@ describe("whenBusy: rollback", () => {
   const sid = Ids.SessionId.make("rollback")
 
   /** An agent over `log` with a scripted model and the `noop` tool. */
-  const agentOn = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>) =>
-    Effect.gen(function*() {
-      const [model, controls] = yield* S.make(replies)
-      const agent = yield* Agent.make({ model: "m", session: log, tools: [noop] }).pipe(
-        Effect.provideService(LanguageModel.LanguageModel, model)
-      )
-      return { agent, model: controls }
-    })
+  const agentWithNoop = (log: SessionLog.Service, replies: ReadonlyArray<S.Reply>) =>
+    agentOn(log, replies, { tools: [noop] })
 
   for (const snapshotEvery of [0, 4]) {
     it.effect(`a resume derives the same history past the record (${snapshotEvery === 0 ? "replayed" : "from a snapshot"})`, () =>
@@ -158,7 +152,7 @@ describe("whenBusy: rollback", () => {
         const commit = { snapshotEvery }
         const before = yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* SessionLog.make({ id: sid, commit })
-          const { agent } = yield* agentOn(log, script.slice(0, 4))
+          const { agent } = yield* agentWithNoop(log, script.slice(0, 4))
           const rec = yield* EventRecorder.make(agent)
           yield* twoTurnsThenHang(agent, rec)
           yield* agent.send(prompt("instead"), { ...routes.followup, whenBusy: "rollback", id: mid("redo") })
@@ -168,7 +162,7 @@ describe("whenBusy: rollback", () => {
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* SessionLog.open(sid, { commit })
           assert.deepStrictEqual(JSON.stringify(History.messages(yield* log.history)), JSON.stringify(before))
-          const { agent, model } = yield* agentOn(log, [S.textResponse("after done")])
+          const { agent, model } = yield* agentWithNoop(log, [S.textResponse("after done")])
           yield* agent.followup(prompt("after"))
           yield* agent.whenIdle
           const text = carried((yield* model.requests)[0]!)
@@ -186,7 +180,7 @@ describe("whenBusy: rollback", () => {
       const store = yield* durableStore
       yield* Effect.scoped(Effect.gen(function*() {
         const log = yield* SessionLog.make({ id: sid })
-        const { agent } = yield* agentOn(log, script.slice(0, 3))
+        const { agent } = yield* agentWithNoop(log, script.slice(0, 3))
         const rec = yield* EventRecorder.make(agent)
         yield* twoTurnsThenHang(agent, rec)
         // The process ends before the rollback's message runs: its inbox record and the record are on disk.
@@ -194,7 +188,7 @@ describe("whenBusy: rollback", () => {
       })).pipe(Effect.provideService(SessionStore.SessionStore, store))
       yield* Effect.scoped(Effect.gen(function*() {
         const log = yield* SessionLog.open(sid)
-        const { agent, model } = yield* agentOn(log, [S.textResponse("redone")])
+        const { agent, model } = yield* agentWithNoop(log, [S.textResponse("redone")])
         yield* agent.whenIdle
         const text = carried((yield* model.requests)[0]!)
         assert.include(text, "instead")

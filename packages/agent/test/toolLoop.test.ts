@@ -58,37 +58,47 @@ const sleeper = (
 
 const call = (tag: string, ms: number, name = "sleep") => S.toolCall(name, { ms, tag }, { id: tag })
 
+/**
+ * One turn whose first step calls the sleeper (`tool` options) with `calls`, on an agent made with `options`; the
+ * clock advances by each of `ticks` in turn, then the agent is awaited to idle. Returns the sleeper's journal and the
+ * agent's log.
+ */
+const sleepTurn = (
+  calls: ReadonlyArray<ReturnType<typeof call>>,
+  ticks: ReadonlyArray<number>,
+  options: { readonly tool?: Parameters<typeof sleeper>[1]; readonly maxParallelToolCalls?: number } = {}
+) =>
+  Effect.gen(function*() {
+    const journal = yield* Ref.make<ReadonlyArray<string>>([])
+    const agent = yield* Agent.make({
+      tools: [sleeper(journal, options.tool)],
+      ...(options.maxParallelToolCalls === undefined ? {} : { maxParallelToolCalls: options.maxParallelToolCalls })
+    })
+    yield* (yield* S.ScriptedModel).push(S.toolCallResponse(...calls), S.textResponse("ok"))
+    yield* agent.followup(Message.make("go"))
+    for (const tick of ticks) yield* TestClock.adjust(tick)
+    yield* agent.whenIdle
+    return { journal: yield* Ref.get(journal), log: yield* agent.log }
+  })
+
 describe("tool calls in the loop", () => {
   it.scoped("R68: results are committed in model order even when a later call finishes first", () =>
     Effect.gen(function*() {
-      const journal = yield* Ref.make<ReadonlyArray<string>>([])
-      const agent = yield* Agent.make({ tools: [sleeper(journal)] })
-      yield* (yield* S.ScriptedModel).push(S.toolCallResponse(call("a", 300), call("b", 100)), S.textResponse("ok"))
-      yield* agent.followup(Message.make("go"))
-      yield* TestClock.adjust(300)
-      yield* agent.whenIdle
-      assert.deepStrictEqual(yield* Ref.get(journal), ["start:a", "start:b", "end:b", "end:a"])
-      const log = yield* agent.log
+      const { journal, log } = yield* sleepTurn([call("a", 300), call("b", 100)], [300])
+      assert.deepStrictEqual(journal, ["start:a", "start:b", "end:b", "end:a"])
       assert.deepStrictEqual(results(log).map((r) => r.callId), ["a", "b"])
       assert.deepStrictEqual(LogCheck.checkLog(log), [])
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R66: the rolling pool never runs more than maxParallelToolCalls calls at once", () =>
     Effect.gen(function*() {
-      const journal = yield* Ref.make<ReadonlyArray<string>>([])
-      const agent = yield* Agent.make({ tools: [sleeper(journal)], maxParallelToolCalls: 2 })
-      yield* (yield* S.ScriptedModel).push(
-        S.toolCallResponse(call("a", 100), call("b", 250), call("c", 100), call("d", 100)),
-        S.textResponse("ok")
+      const { journal, log } = yield* sleepTurn(
+        [call("a", 100), call("b", 250), call("c", 100), call("d", 100)],
+        [100, 100, 50, 50],
+        { maxParallelToolCalls: 2 }
       )
-      yield* agent.followup(Message.make("go"))
-      yield* TestClock.adjust(100)
-      yield* TestClock.adjust(100)
-      yield* TestClock.adjust(50)
-      yield* TestClock.adjust(50)
-      yield* agent.whenIdle
       // a and b start; a ends at 100 and c takes its slot; c ends at 200 and d takes it; b ends at 250, d at 300.
-      assert.deepStrictEqual(yield* Ref.get(journal), [
+      assert.deepStrictEqual(journal, [
         "start:a",
         "start:b",
         "end:a",
@@ -98,19 +108,13 @@ describe("tool calls in the loop", () => {
         "end:b",
         "end:d"
       ])
-      assert.deepStrictEqual(results(yield* agent.log).map((r) => r.callId), ["a", "b", "c", "d"])
+      assert.deepStrictEqual(results(log).map((r) => r.callId), ["a", "b", "c", "d"])
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R66: maxParallelToolCalls 1 runs calls one at a time", () =>
     Effect.gen(function*() {
-      const journal = yield* Ref.make<ReadonlyArray<string>>([])
-      const agent = yield* Agent.make({ tools: [sleeper(journal)], maxParallelToolCalls: 1 })
-      yield* (yield* S.ScriptedModel).push(S.toolCallResponse(call("a", 100), call("b", 100)), S.textResponse("ok"))
-      yield* agent.followup(Message.make("go"))
-      yield* TestClock.adjust(100)
-      yield* TestClock.adjust(100)
-      yield* agent.whenIdle
-      assert.deepStrictEqual(yield* Ref.get(journal), ["start:a", "end:a", "start:b", "end:b"])
+      const { journal } = yield* sleepTurn([call("a", 100), call("b", 100)], [100, 100], { maxParallelToolCalls: 1 })
+      assert.deepStrictEqual(journal, ["start:a", "end:a", "start:b", "end:b"])
     }).pipe(Effect.provide(S.layer())))
 
   it.scoped("R66: invalid maxParallelToolCalls is refused at creation", () =>
@@ -124,21 +128,13 @@ describe("tool calls in the loop", () => {
 
   it.scoped("R65–R66: exclusive calls are barriers; parallelism may depend on the arguments", () =>
     Effect.gen(function*() {
-      const journal = yield* Ref.make<ReadonlyArray<string>>([])
       // Calls whose tag starts with "x" are exclusive.
-      const tool = sleeper(journal, { parallel: (p) => !p.tag.startsWith("x") })
-      const agent = yield* Agent.make({ tools: [tool] })
-      yield* (yield* S.ScriptedModel).push(
-        S.toolCallResponse(call("p1", 100), call("p2", 50), call("x", 10), call("p3", 10)),
-        S.textResponse("ok")
+      const { journal } = yield* sleepTurn(
+        [call("p1", 100), call("p2", 50), call("x", 10), call("p3", 10)],
+        [50, 50, 10, 10],
+        { tool: { parallel: (p) => !p.tag.startsWith("x") } }
       )
-      yield* agent.followup(Message.make("go"))
-      yield* TestClock.adjust(50)
-      yield* TestClock.adjust(50)
-      yield* TestClock.adjust(10)
-      yield* TestClock.adjust(10)
-      yield* agent.whenIdle
-      assert.deepStrictEqual(yield* Ref.get(journal), [
+      assert.deepStrictEqual(journal, [
         "start:p1",
         "start:p2",
         "end:p2",

@@ -11,6 +11,7 @@ import { EventRecorder, Invariants, ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Fiber, Queue, Ref, Schema, Scope } from "effect"
 import {
   assertCleanLog,
+  firstAnswer,
   firstRequest,
   gatedTool,
   isDurable,
@@ -56,11 +57,7 @@ describe("acceptance window", () => {
         "status:running",
         "dequeue:go",
         ...firstRequest("go"),
-        "assistant:ok",
-        "step/end:1.1",
-        "turn/end:1:completed",
-        "settled:completed",
-        "status:idle"
+        ...firstAnswer("ok")
       ])
       yield* assertCleanLog(agent)
     }).pipe(Effect.provide(S.layer([S.textResponse("ok")]))))
