@@ -26,6 +26,12 @@ const browser = Effect.acquireRelease(
   (b) => Effect.promise(() => b.close())
 )
 
+/** Types `text` into the prompt and presses Enter. */
+const send = async (page: Page, text: string) => {
+  await page.fill("#prompt", text)
+  await page.press("#prompt", "Enter")
+}
+
 const texts = (page: Page, selector: string) => page.locator(selector).allTextContents()
 
 /** The seqs the page rendered, and how many durable events it saw twice. */
@@ -79,14 +85,12 @@ describe("the web page", () => {
           assert.include((await texts(page, "#sessions li")).join(), "from the browser")
 
           // Enter on an idle agent starts a turn; the answer streams into the page.
-          await page.fill("#prompt", "say hello")
-          await page.press("#prompt", "Enter")
+          await send(page, "say hello")
           await page.waitForSelector(".assistant:has-text('Hello from the page.')")
           await page.waitForSelector(".turn:has-text('turn 1 completed')")
 
           // A turn that keeps running; two queued while it runs, one dropped.
-          await page.fill("#prompt", "work")
-          await page.press("#prompt", "Enter")
+          await send(page, "work")
           await page.waitForSelector(".assistant:has-text('working on it')")
           await page.fill("#prompt", "queued one")
           await page.click("#queue")
@@ -97,8 +101,7 @@ describe("the web page", () => {
           await page.waitForFunction("document.querySelectorAll('#inbox li').length === 1")
           assert.include((await texts(page, "#inbox li")).join(), "queued one")
           // Enter while the turn streams steers it: the steering waits for the turn's next step.
-          await page.fill("#prompt", "keep it short")
-          await page.press("#prompt", "Enter")
+          await send(page, "keep it short")
           await page.waitForSelector("#inbox li:has-text('steering: keep it short')")
           mkdirSync(output, { recursive: true })
           await page.screenshot({ path: new URL("page.png", output).pathname })
@@ -112,8 +115,7 @@ describe("the web page", () => {
           await page.waitForFunction("document.querySelectorAll('#inbox li').length === 0")
 
           // A write waits for approval; the page lists it, Approve runs it once, its output expands.
-          await page.fill("#prompt", "write the notes")
-          await page.press("#prompt", "Enter")
+          await send(page, "write the notes")
           await page.waitForSelector("#approvals li:has-text('write_file')")
           await page.screenshot({ path: new URL("approval.png", output).pathname })
           await page.click("#approvals li:has-text('write_file') .approve")
@@ -124,8 +126,7 @@ describe("the web page", () => {
           assert.strictEqual(await page.textContent("details.tool summary"), "⚙ write_file ✓")
 
           // A turn running while the page reloads.
-          await page.fill("#prompt", "a long one")
-          await page.press("#prompt", "Enter")
+          await send(page, "a long one")
           await page.waitForSelector(".assistant:has-text('a long answer')")
           await page.reload()
           await page.waitForSelector("text=connected")

@@ -71,23 +71,31 @@ const durableUntil = (
     Effect.provide(httpClient)
   )
 
+/** A SQLite file in a fresh temporary directory, removed with the scope. */
+const sessionsFile = Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "harness-server-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => join(dir, "sessions.db")
+)
+
+/** A typed client of the server at `url`, with the `send` token. */
+const sender = (url: string) => Client.make({ baseUrl: url, token: "send-secret" }).pipe(Effect.provide(httpClient))
+
 describe("restart", () => {
   it.live(
     "a caller id accepted before a SIGKILL is the same id after it, and its message runs once",
     () =>
       Effect.gen(function*() {
-        const dir = mkdtempSync(join(tmpdir(), "harness-server-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-        const filename = join(dir, "sessions.db")
+        const filename = yield* sessionsFile
         const id = Ids.SessionId.make("restarted")
         const path = { id }
         const first = Ids.AgentMessageId.make("caller-1")
         const queued = Ids.AgentMessageId.make("caller-2")
 
         const before = yield* start(filename, "hang")
-        const client1 = yield* Client.make({ baseUrl: before.url, token: "send-secret" }).pipe(
-          Effect.provide(httpClient)
-        )
+        const client1 = yield* sender(before.url)
         yield* client1.sessions.create({ payload: { id } })
         const a = yield* client1.agent.followup({
           path,
@@ -107,9 +115,7 @@ describe("restart", () => {
         yield* kill(before.process)
 
         const after = yield* start(filename, "answer")
-        const client2 = yield* Client.make({ baseUrl: after.url, token: "send-secret" }).pipe(
-          Effect.provide(httpClient)
-        )
+        const client2 = yield* sender(after.url)
         // The same caller ids again, after the restart: the same answers, nothing accepted twice.
         const resent = yield* client2.agent.followup({
           path,
@@ -141,17 +147,13 @@ describe("restart", () => {
     "SSE resume with Last-Event-ID after a SIGKILL of the server: every durable event once, in seq order, no gap (R194)",
     () =>
       Effect.gen(function*() {
-        const dir = mkdtempSync(join(tmpdir(), "harness-server-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-        const filename = join(dir, "sessions.db")
+        const filename = yield* sessionsFile
         const id = Ids.SessionId.make("followed")
         const path = { id }
 
         const before = yield* start(filename, "hang")
         const port = Number(new URL(before.url).port)
-        const client1 = yield* Client.make({ baseUrl: before.url, token: "send-secret" }).pipe(
-          Effect.provide(httpClient)
-        )
+        const client1 = yield* sender(before.url)
         yield* client1.sessions.create({ payload: { id } })
         yield* client1.agent.followup({ path, payload: { message: Message.make("one") } })
 
