@@ -185,6 +185,15 @@ export const makeHold: Effect.Effect<Hold> = Effect.gen(function*() {
   }
 })
 
+/** `setup()` whose agent holds in turn 1's first step hook until `hold.release`; the setup and the hold. */
+export const heldFirstStep = Effect.gen(function*() {
+  const hold = yield* makeHold
+  const made = yield* setup({
+    hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
+  })
+  return { ...made, hold }
+})
+
 /**
  * Waits until some fiber sleeps on the `TestClock` (e.g. a `ScriptedModel.delayed` reply started its request), so
  * that a following `TestClock.adjust` wakes it. Yields between checks; never sleeps for real.

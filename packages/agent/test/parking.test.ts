@@ -15,8 +15,8 @@ import {
   coarseTurn,
   conversation,
   ctx,
+  heldFirstStep,
   idleLog,
-  makeHold,
   promptsByTurn,
   replies,
   routes,
@@ -139,10 +139,7 @@ describe("parking (R31)", () => {
 
   it.scoped("R31 R28: an item parked while a turn runs waits for a later waking item; the agent goes idle with it pending", () =>
     Effect.gen(function*() {
-      const hold = yield* makeHold
-      const { agent, model, rec: recorder } = yield* setup({
-        hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
-      })
+      const { agent, hold, model, rec: recorder } = yield* heldFirstStep
       yield* model.push(...replies(3))
       yield* agent.followup(user("first"))
       yield* hold.reached

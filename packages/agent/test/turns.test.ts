@@ -17,6 +17,7 @@ import {
   coarseTurn,
   completedIdle,
   conversation,
+  heldFirstStep,
   idleLog,
   isDurable,
   makeHold,
@@ -239,10 +240,7 @@ describe("turn numbers come from the log (R38, R134)", () => {
 describe("status transitions (R23)", () => {
   it.scoped("R23 R89: chained turns share one running interval; no status event repeats", () =>
     Effect.gen(function*() {
-      const hold = yield* makeHold
-      const { agent, model, rec: recorder } = yield* setup({
-        hooks: { step: ({ step, turn }) => (turn === 1 && step === 1 ? hold.wait : Effect.void) }
-      })
+      const { agent, hold, model, rec: recorder } = yield* heldFirstStep
       yield* model.push(...replies(4))
       assert.strictEqual(yield* agent.status, "idle")
       yield* sendBatch(agent, ["a", "followup"], ["b", "followup"])
