@@ -214,10 +214,39 @@ export const failuresMarkdown = (failures: ReadonlyArray<string>): string =>
     : `Failed checks:\n\n${failures.map((f) => `- ${f}`).join("\n")}`
 
 /**
+ * The model interface a Harness run went through, as its adapter names it in its version string (`model interface:
+ * provider`); `undefined` for an adapter older than the name (which ran its own default, the pulled path).
+ */
+const modelPathOf = (version: string): string | undefined => /model interface: (\w+)/.exec(version)?.[1]
+
+/**
+ * Where the working tree's and the baseline's runs of a workload went through different model interfaces (a baseline
+ * before ADR 0057 runs the pulled path whatever the tree runs): the two paths, by side; `undefined` when they agree.
+ */
+export const unlikePaths = (
+  runs: ReadonlyArray<Run>,
+  workload: string
+): { readonly tree: string; readonly baseline: string } | undefined => {
+  const paths = (runtime: BootName) =>
+    [
+      ...new Set(
+        runs.flatMap((run) =>
+          run.workload === workload && run.runtime === runtime && run.result !== undefined
+            ? [modelPathOf(run.version) ?? "unnamed (before ADR 0057: pull)"]
+            : []
+        )
+      )
+    ].join(", ")
+  const [tree, baseline] = [paths("harness"), paths("baseline")]
+  return tree === "" || baseline === "" || tree === baseline ? undefined : { tree, baseline }
+}
+
+/**
  * The rows of a same-run comparison with a baseline (`--baseline <rev>`): per metric the medians of the working tree
  * and of the baseline, the median of the per-repetition ratios (working tree ÷ baseline, repetition by repetition,
  * so a drift of the machine's speed during the run cancels), their spread (min–max), and the verdict: within the
- * spread when the ratios fall on both sides of 1.
+ * spread when the ratios fall on both sides of 1. A workload whose two sides ran different model interface paths
+ * ({@link unlikePaths}) gets no verdict: "UNLIKE PATHS", with the two paths named on its first row.
  */
 export const baselineRows = (
   runs: ReadonlyArray<Run>,
@@ -237,6 +266,7 @@ export const baselineRows = (
   for (const workload of selected) {
     if (!runs.some((run) => run.workload === workload.id)) continue
     const checks = checksOf(runs, workload.id)
+    const unlike = unlikePaths(runs, workload.id)
     workload.metrics.forEach((metric, i) => {
       const figure = (runtime: BootName, rep: number) =>
         runs.find((run) => run.workload === workload.id && run.runtime === runtime && run.rep === rep)?.result
@@ -256,7 +286,9 @@ export const baselineRows = (
         formatRatio(median(ratios)),
         ratios.length === 0 ? "—" : `${formatRatio(low)}–${formatRatio(high)}`,
         metric.better === "lower" ? "lower ↓" : "higher ↑",
-        ratios.length < 2
+        unlike !== undefined
+          ? i === 0 ? `UNLIKE PATHS (tree ${unlike.tree}, baseline ${unlike.baseline})` : "UNLIKE PATHS"
+          : ratios.length < 2
           ? "one repetition"
           : low <= 1 && high >= 1
           ? "within the spread"

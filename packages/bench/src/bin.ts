@@ -25,7 +25,7 @@ import {
   writeFile
 } from "./Report.js"
 import { packageDir, runAll, runFlags, runMain } from "./Runner.js"
-import { baselineRows, checksOf, failuresText, loadWarning, renderText, tableRows } from "./Summary.js"
+import { baselineRows, checksOf, failuresText, loadWarning, renderText, tableRows, unlikePaths } from "./Summary.js"
 import type { Size, Workload } from "./Workload.js"
 import { workloads } from "./Workloads.js"
 
@@ -147,6 +147,15 @@ const compareWithBaseline = async (
   const stamp = new Date().toISOString().replace(/[:.]/g, "-")
   writeFile(join(packageDir, "results", `baseline-${stamp}.json`), `${JSON.stringify({ baseline, runs }, null, 1)}\n`)
   console.log(renderText(baselineRows(runs, selected)))
+  for (const workload of selected) {
+    const unlike = unlikePaths(runs, workload.id)
+    if (unlike === undefined) continue
+    console.log(
+      `\nWARNING: ${workload.id} compares unlike model paths: this tree ran "${unlike.tree}", the baseline ` +
+        `"${unlike.baseline}" (a commit before ADR 0057 runs the pulled path whatever BENCH_HARNESS_MODEL says). ` +
+        "Its ratios are not a before/after of one path: pick a baseline with the same model interface."
+    )
+  }
   const warning = loadWarning(runs, os.cpus().length)
   if (warning !== undefined) console.log(`\n${warning}`)
   console.log(

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { baselineBundleEnv, prepareBaseline } from "../src/Baseline.js"
 import { runInProcess } from "../src/Runner.js"
-import { baselineRows, type Run } from "../src/Summary.js"
+import { baselineRows, type Run, unlikePaths } from "../src/Summary.js"
 import type { Workload } from "../src/Workload.js"
 
 describe("bench baseline", () => {
@@ -52,5 +52,43 @@ describe("bench baseline", () => {
     ], [workload])
     assert.deepStrictEqual(rows[1]!.slice(4, 8), ["1.15×", "1.10×–1.20×", "higher ↑", "better"])
     assert.deepStrictEqual(rows[2]!.slice(4, 8), ["0.98×", "0.90×–1.05×", "lower ↓", "within the spread"])
+  })
+
+  it("a baseline that ran another model interface (before ADR 0057: the pulled path) gets no verdict", () => {
+    const workload: Workload = {
+      id: "W1",
+      title: "t",
+      description: "a synthetic workload",
+      sizes: { full: 1, quick: 1, smoke: 1 },
+      metrics: [{ id: "cost", label: "µs/turn", unit: "µs", better: "lower" }],
+      run: () => Promise.reject(new Error("not run"))
+    }
+    const run = (runtime: "harness" | "baseline", rep: number, cost: number, version: string): Run => ({
+      runtime,
+      workload: "W1",
+      rep,
+      n: 1,
+      version,
+      seconds: 1,
+      result: { figures: { cost }, checks: [] }
+    })
+    const tree = "@harness/agent (this checkout; model interface: provider) (bundled)"
+    const same = baselineRows([
+      run("harness", 0, 90, tree),
+      run("baseline", 0, 100, tree),
+      run("harness", 1, 95, tree),
+      run("baseline", 1, 100, tree)
+    ], [workload])
+    assert.strictEqual(same[1]![7], "better")
+    for (const old of ["@harness/agent (this checkout; model interface: pull) (baseline, bundled)", "v (baseline)"]) {
+      const rows = baselineRows([
+        run("harness", 0, 90, tree),
+        run("baseline", 0, 100, old),
+        run("harness", 1, 95, tree),
+        run("baseline", 1, 100, old)
+      ], [workload])
+      assert.match(rows[1]![7]!, /^UNLIKE PATHS \(tree provider, baseline (pull|unnamed)/, old)
+      assert.isDefined(unlikePaths([run("harness", 0, 1, tree), run("baseline", 0, 1, old)], "W1"))
+    }
   })
 })
