@@ -190,6 +190,15 @@ export interface Service {
    */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
   /**
+   * The events of the last turn: from the last `turn/start` on (every event after it included), empty when the log
+   * has no turn. Do not mutate the array.
+   *
+   * Contract (R227): reads the store only for the part of that turn a snapshot dropped from memory, from the record
+   * the snapshot names, never the whole session; a log opened from a snapshot written before snapshots named that
+   * record reads the session back as {@link events} does (a store that fails then is a defect).
+   */
+  readonly lastTurn: Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>>
+  /**
    * The enclosure state after the last event: open turn and step, last turn number, last request header, and the
    * tool calls of the open step still owed a result (`owed`).
    */

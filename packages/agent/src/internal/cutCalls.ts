@@ -117,7 +117,8 @@ const replayMessageId = (callId: string): Ids.AgentMessageId => `replay:${callId
  * Failures to send are logged.
  */
 export const replayCut = Effect.fnUntraced(function*(env: Env) {
-  const events = yield* env.log.events
+  // The last turn only: a resumed long session is not read back whole (R227).
+  const events = yield* env.log.lastTurn
   // The last turn, read backwards: its results come after their calls.
   const results = new Set<string>()
   const cut: Array<SessionEvent.SessionEventOf<"tool/call">["data"]> = []

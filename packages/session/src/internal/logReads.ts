@@ -14,6 +14,7 @@ import type { SessionStoreError } from "../SessionStoreError.js"
 import * as AppendOnly from "./appendOnly.js"
 import * as history from "./history.js"
 import { corrupt, decodeRecord, storeError } from "./logRecords.js"
+import type { TurnStarts } from "./snapshotKeeper.js"
 import type { Shared } from "./writeBehind.js"
 
 /**
@@ -96,6 +97,64 @@ export const storedEvents = (
   })
 
 /**
+ * The stored events from the `turn/start` at `from` (its `seq` and record position) to `below` (exclusive), decoded
+ * and checked contiguous (ADR 0068); `undefined` when the store holds no such `turn/start` there (a head that named
+ * another record: the caller reads the whole log instead). A store failure or a record that does not decode is a
+ * defect, as in {@link storedEvents}.
+ */
+const storedTurn = (
+  id: Ids.SessionId,
+  store: Store,
+  from: { readonly seq: number; readonly position: number },
+  below: number
+): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent> | undefined> =>
+  Effect.suspend(() => {
+    const out: Array<SessionEvent.SessionEvent> = []
+    let wrong = false
+    const done = () => wrong || from.seq + out.length >= below
+    return store.load(id, { after: from.position - 1 }).pipe(
+      Stream.takeWhile(() => !done()),
+      Stream.runForEachChunk((chunk) =>
+        Effect.suspend(() => {
+          for (const record of chunk) {
+            if (done()) break
+            const decoded = decodeRecord(record.text)
+            if (Either.isLeft(decoded)) {
+              return Effect.fail(corrupt(id, record.position, `it is not a record: ${decoded.left}`))
+            }
+            const value = decoded.right
+            if (StoreRecords.isInboxRecord(value)) {
+              if (out.length === 0) wrong = true
+              continue
+            }
+            if (value.seq !== from.seq + out.length || (out.length === 0 && value.type !== "turn/start")) {
+              wrong = true
+              break
+            }
+            out.push(value)
+          }
+          return Effect.void
+        })
+      ),
+      Effect.mapError((error) =>
+        error instanceof SessionLogError ? error : storeError(`cannot load session ${JSON.stringify(id)}`)(error)
+      ),
+      Effect.map(() => (wrong || from.seq + out.length !== below ? undefined : out)),
+      Effect.orDie
+    )
+  })
+
+/** The events from the last `turn/start` in `events` on, if it holds one. */
+const fromLastTurnStart = (
+  events: ReadonlyArray<SessionEvent.SessionEvent>
+): ReadonlyArray<SessionEvent.SessionEvent> | undefined => {
+  for (let index = events.length - 1; index >= 0; index--) {
+    if (events[index]!.type === "turn/start") return events.slice(index)
+  }
+  return undefined
+}
+
+/**
  * The log's effects and streams, built each time they are read: getters on one prototype, so an idle log holds none
  * of them (ADR 0040; its subscriptions and streams are made only when used, ADR 0023). The operations stay the
  * object's own closures: a destructured log works, and a destructured read is read while destructuring.
@@ -103,7 +162,16 @@ export const storedEvents = (
 export class LogReads implements
   Pick<
     Service,
-    "flush" | "cursors" | "faults" | "subscribeFaults" | "events" | "state" | "history" | "subscribe" | "changes"
+    | "flush"
+    | "cursors"
+    | "faults"
+    | "subscribeFaults"
+    | "events"
+    | "lastTurn"
+    | "state"
+    | "history"
+    | "subscribe"
+    | "changes"
   >
 {
   readonly #id: Ids.SessionId
@@ -116,6 +184,8 @@ export class LogReads implements
   readonly #observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
   /** The history of the events a snapshot left to the store, if any. */
   readonly #prefix: Effect.Effect<History> | undefined
+  /** Where the last stored `turn/start` is (ADR 0068). */
+  readonly #turnStarts: TurnStarts
   constructor(parts: {
     readonly id: Ids.SessionId
     readonly store: Store
@@ -124,6 +194,7 @@ export class LogReads implements
     readonly faults: PubSub.PubSub<SessionStoreError> | undefined
     readonly observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
     readonly prefix: Effect.Effect<History> | undefined
+    readonly turnStarts: TurnStarts
   }) {
     this.#id = parts.id
     this.#store = parts.store
@@ -132,6 +203,7 @@ export class LogReads implements
     this.#faults = parts.faults
     this.#observed = parts.observed
     this.#prefix = parts.prefix
+    this.#turnStarts = parts.turnStarts
   }
   get flush() {
     return this.#flush()
@@ -160,6 +232,26 @@ export class LogReads implements
       // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
       // (goal accounting) pay the store read once per snapshot, not per call.
       return Effect.flatMap(storedEvents(id, store, s.data.base), (older) => Ref.modify(shared, keepReadBack(older, s)))
+    })
+  }
+  get lastTurn(): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> {
+    const id = this.#id
+    const store = this.#store
+    const turnStarts = this.#turnStarts
+    const everything = this.events
+    return Effect.flatMap(Ref.get(this.#shared), (s) => {
+      const memory = AppendOnly.slice(s.data.events, 0)
+      const inMemory = fromLastTurnStart(memory)
+      if (inMemory !== undefined) return Effect.succeed(inMemory)
+      // Memory holds no `turn/start`: the last one (if any) is stored before it.
+      const at = turnStarts.latest
+      if (s.data.base === 0 || at === undefined) return Effect.succeed([])
+      const whole = Effect.map(everything, (events) => fromLastTurnStart(events) ?? [])
+      if (at === "unknown" || at.seq >= s.data.base) return whole
+      return Effect.flatMap(
+        storedTurn(id, store, at, s.data.base),
+        (stored) => stored === undefined ? whole : Effect.succeed(stored.concat(memory))
+      )
     })
   }
   get state() {

@@ -61,6 +61,8 @@ interface Scan {
    * after it (a pending approval of the open turn always is). Mutated by the fold.
    */
   readonly approvals: Map<string, StoreRecords.ApprovalRequested>
+  /** The last kept `turn/start` (ADR 0068): from the snapshot's head until the scan meets one. */
+  readonly turnStart: snapshot.TurnStart
 }
 
 /** A scan from a snapshot (ADR 0022): the log at the snapshot, and the record the store must hold where it ends. */
@@ -70,6 +72,7 @@ interface ScanFrom {
   readonly inbox: Map<string, StoreRecords.InboxAccepted>
   readonly position: number
   readonly text: string
+  readonly turnStart: snapshot.TurnStart
 }
 
 /** A snapshot that does not agree with the stored records: `open` ignores it. */
@@ -83,7 +86,8 @@ const fromSnapshot = (start: snapshot.Start): ScanFrom => ({
   kept: start.position + 1,
   inbox: new Map(start.inbox.map((r) => [r.message.id as string, r])),
   position: start.position,
-  text: start.last
+  text: start.last,
+  turnStart: start.turnStart
 })
 
 /**
@@ -103,7 +107,8 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
       violation: undefined,
       inbox: from?.inbox ?? new Map(),
       lastText: from?.text,
-      approvals: new Map()
+      approvals: new Map(),
+      turnStart: from?.turnStart
     }
     let check = from
     let disagrees: Disagrees | undefined
@@ -154,7 +159,13 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
         return
       }
       trackPending(acc.inbox, value)
-      acc = { ...acc, data: advance(acc.data, value, checked.state), kept: acc.kept + 1, lastText: record.text }
+      acc = {
+        ...acc,
+        data: advance(acc.data, value, checked.state),
+        kept: acc.kept + 1,
+        lastText: record.text,
+        turnStart: value.type === "turn/start" ? { seq: value.seq, position: record.position } : acc.turnStart
+      }
     }
     return store.load(id, from === undefined ? undefined : { after: from.position - 1 }).pipe(
       Stream.runForEachChunk((chunk) =>
@@ -231,10 +242,11 @@ const snapshotStart = (
   every: number,
   records: number,
   pending: ReadonlyArray<StoreRecords.InboxAccepted>,
-  used: Found | undefined
+  used: Found | undefined,
+  turnStart: snapshot.TurnStart
 ): Effect.Effect<SnapshotStart> =>
   used === undefined
-    ? Effect.succeed({ ...freshSnapshots(every, records), pending })
+    ? Effect.succeed({ ...freshSnapshots(every, records), pending, turnStart })
     : Effect.map(prefixOf(id, store, used), (prefix): SnapshotStart => ({
       every,
       records,
@@ -242,7 +254,8 @@ const snapshotStart = (
       lastSeq: used.start.seq,
       historyText: undefined,
       historyMessages: used.start.messages,
-      prefix
+      prefix,
+      turnStart
     }))
 
 export const open = Effect.fn("SessionLog.open")(function*(id: Ids.SessionId, options?: OpenOptions) {
@@ -285,7 +298,7 @@ const openLeased = Effect.fnUntraced(function*(
     }
     // As stored, up to a torn tail (not cut: a writer may be committing it right now).
     const pending = [...found.inbox.values()]
-    const snapshots = yield* snapshotStart(id, store, 0, found.kept, pending, used)
+    const snapshots = yield* snapshotStart(id, store, 0, found.kept, pending, used, found.turnStart)
     return yield* makeService(id, reader, lease, found.data, settingsOf(store, options?.commit), snapshots, pending)
   }
   if (found.bad !== undefined) {
@@ -326,7 +339,7 @@ const openLeased = Effect.fnUntraced(function*(
   const records = found.kept + repair.length
   const lastText = repair.length > 0 ? JSON.stringify(AppendOnly.last(data.events)) : found.lastText
   const pending = [...found.inbox.values()]
-  let snapshots = yield* snapshotStart(id, store, every, records, pending, used)
+  let snapshots = yield* snapshotStart(id, store, every, records, pending, used, found.turnStart)
   // A long replay is paid once: when `open` folded at least `every` events past the last snapshot, it takes one
   // where the log now ends (no turn is open after repair).
   const end = data.state.nextSeq - 1
@@ -352,7 +365,8 @@ const openLeased = Effect.fnUntraced(function*(
         state: data.state,
         inbox: pending,
         messages,
-        historyText: added.text
+        historyText: added.text,
+        turnStart: found.turnStart
       })
       const saved = yield* Effect.either(store.saveSnapshot(id, { seq: end, position: records - 1, head, body }))
       if (Either.isRight(saved)) {

@@ -17,7 +17,14 @@ import { commitNowOf, leaseOf, writerStore } from "./leasedStore.js"
 import { makeAppender } from "./logAppend.js"
 import { LogReads } from "./logReads.js"
 import { checkContinuable, encode, invalidSeed, type LogData, randomSessionId, storeError } from "./logRecords.js"
-import { freshSnapshots, noSnapshots, snapshotEveryOf, snapshotKeeper, type SnapshotStart } from "./snapshotKeeper.js"
+import {
+  freshSnapshots,
+  noSnapshots,
+  snapshotEveryOf,
+  snapshotKeeper,
+  type SnapshotStart,
+  type TurnStarts
+} from "./snapshotKeeper.js"
 import { type Settings, settingsOf, type Shared, writerOf } from "./writeBehind.js"
 
 /** A log over `reader` from `initial` on: its state, its writer section, its append path and its reads. */
@@ -78,7 +85,8 @@ export const makeService: (
 
   // A memory store's own append as a plain function: commits inside an append's synchronous step (ADR 0037).
   const commitNow = commitNowOf(reader, lease)
-  const afterCommit = snapshots.every === 0 ? noSnapshots : snapshotKeeper(id, store, shared, snapshots)
+  const turnStarts: TurnStarts = { latest: snapshots.turnStart }
+  const afterCommit = snapshots.every === 0 ? noSnapshots : snapshotKeeper(id, store, shared, snapshots, turnStarts)
   const prefix = snapshots.prefix
 
   const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
@@ -90,7 +98,7 @@ export const makeService: (
 
   const appender = makeAppender({ id, store, shared, lock, notify, commitNow, afterCommit, background })
   const flush = appender.flush
-  const reads = new LogReads({ id, store: reader, shared, flush, faults, observed, prefix: prefixHistory })
+  const reads = new LogReads({ id, store: reader, shared, flush, faults, observed, prefix: prefixHistory, turnStarts })
   const close = lease === "read-only"
     ? Effect.void
     : Effect.ensuring(flush(), lease.release).pipe(
@@ -159,6 +167,6 @@ const makeLog = Effect.fnUntraced(function*(options?: MakeOptions) {
     lease,
     initial,
     settingsOf(store, options?.commit),
-    freshSnapshots(every, events.length)
+    freshSnapshots(every, events.length, events)
   )
 })

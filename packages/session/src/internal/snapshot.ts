@@ -12,6 +12,7 @@ import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
+import { slowPath } from "./slowPath.js"
 
 const format = "harness/snapshot"
 /** 2: head and body stored apart (ADR 0027). A version-1 snapshot (one text) does not decode: the log replays. */
@@ -38,6 +39,14 @@ const Head = Schema.Struct({
   dropped: Schema.optional(
     Schema.Array(Schema.Tuple(SessionEvent.TurnRollback.fields.from, SessionEvent.TurnRollback.fields.through))
   ),
+  /**
+   * The last `turn/start` at or before `seq`, and its record's position (ADR 0068): where a resumed agent reads the
+   * last turn from. Absent in a snapshot of a log without turns, and in heads written before it (then unknown).
+   */
+  turnStart: Schema.optional(Schema.Struct({
+    seq: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
+    position: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
+  })),
   /** The pending inbox at `position`, in acceptance order. */
   inbox: Schema.Array(StoreRecords.InboxAccepted),
   /** The number of history messages (the body's events each give one). */
@@ -77,11 +86,83 @@ const isEntryOfKind = new Map<string, (u: unknown) => boolean>([
   ["t", Schema.is(entries.t, { onExcessProperty: "error" })]
 ])
 
-/** The message of a body entry, when it is one (exact: no missing, wrong or extra key). */
-const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
+/** Whether `u` holds exactly `keys`, own and enumerable, in that order (JSON keeps the order it was written in). */
+const keysAre = (u: object, keys: ReadonlyArray<string>): boolean => {
+  const own = Object.keys(u)
+  if (own.length !== keys.length) return false
+  for (let i = 0; i < keys.length; i++) if (own[i] !== keys[i]) return false
+  return true
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const isTexts = (u: unknown): boolean => {
+  if (!Array.isArray(u) || u.length === 0) return false
+  for (const text of u) if (typeof text !== "string") return false
+  return true
+}
+
+/** A text, reasoning or tool-call block as `entryOf` writes it (a tool call's id non-empty, as `ToolCallId` asks). */
+const isCommonBlock = (u: unknown): boolean => {
+  if (!isObject(u)) return false
+  switch (u.type) {
+    case "text":
+    case "reasoning":
+      return keysAre(u, ["type", "text"]) && typeof u.text === "string"
+    case "tool-call":
+      return keysAre(u, ["type", "id", "name", "arguments"]) && typeof u.id === "string" && u.id.length > 0 &&
+        typeof u.name === "string" && typeof u.arguments === "string"
+    default:
+      return false
+  }
+}
+
+/** A provenance of strings only (`model`, and `provider` / `reportedModel` when given): no provider replay state. */
+const isPlainProvenance = (u: unknown): boolean => {
+  if (!isObject(u) || typeof u.model !== "string") return false
+  for (const key of Object.keys(u)) {
+    if ((key !== "model" && key !== "provider" && key !== "reportedModel") || typeof u[key] !== "string") return false
+  }
+  return true
+}
+
+/**
+ * The common forms of a body entry, checked by hand (ADR 0068): the keys in the order `entryOf` writes them and the
+ * types the entry's schema asks, with no provider replay state (whose JSON the schema checks). Sound, not complete:
+ * every entry it accepts the schema accepts (a property test), and an entry it does not accept goes to the schema.
+ * Measured (W7): the schema's walk was most of decoding a long session's history.
+ */
+export const isCommonEntry = (u: unknown): boolean => {
+  if (!isObject(u)) return false
+  switch (u.k) {
+    case "u":
+      return keysAre(u, ["k", "t"]) && isTexts(u.t)
+    case "a": {
+      if (!keysAre(u, ["k", "c", "p"]) || !Array.isArray(u.c) || u.c.length === 0) return false
+      for (const block of u.c) if (!isCommonBlock(block)) return false
+      return isPlainProvenance(u.p)
+    }
+    case "t":
+      return keysAre(u, ["k", "i", "n", "e", "r"]) && typeof u.i === "string" && u.i.length > 0 &&
+        typeof u.n === "string" && typeof u.e === "boolean" && typeof u.r === "string"
+    default:
+      return false
+  }
+}
+
+/** Whether `u` is a body entry by its schema (exact: no missing, wrong or extra key). */
+export const isEntryBySchema = (u: unknown): boolean => {
   const kind = typeof u === "object" && u !== null && "k" in u ? u.k : undefined
   const is = typeof kind === "string" ? isEntryOfKind.get(kind) : undefined
-  if (is === undefined || !is(u)) return undefined
+  return is !== undefined && is(u)
+}
+
+/** Whether `u` is a body entry: its common form by hand, anything else by the schema (only the schema on the slow path). */
+const isEntry: (u: unknown) => boolean = slowPath ? isEntryBySchema : (u) => isCommonEntry(u) || isEntryBySchema(u)
+
+/** The message of a body entry, when it is one (exact: no missing, wrong or extra key). */
+const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
+  if (!isEntry(u)) return undefined
   const entry = u as Entry
   switch (entry.k) {
     case "u":
@@ -120,6 +201,12 @@ export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => 
   }
 }
 
+/**
+ * Where the last `turn/start` of a log is stored: its `seq` and its record's position; `undefined` when the log has no
+ * turn, `"unknown"` when a snapshot written before heads named it is all there is to go by.
+ */
+export type TurnStart = { readonly seq: number; readonly position: number } | undefined | "unknown"
+
 /** The log at a snapshot: the state there, its pending inbox, and how many history messages it covers. */
 interface Point {
   readonly seq: number
@@ -128,6 +215,8 @@ interface Point {
   readonly state: LogState
   readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
   readonly messages: number
+  /** The last `turn/start` at or before `seq`. */
+  readonly turnStart: TurnStart
 }
 
 /** What `open` starts from: the point, and the length its body must have. */
@@ -155,6 +244,7 @@ export const encode = (input: Input): { readonly head: string; readonly body: st
     ...(input.state.header === undefined ? {} : { header: input.state.header }),
     ...(input.state.compaction === undefined ? {} : { compaction: input.state.compaction }),
     ...(input.state.dropped === undefined ? {} : { dropped: input.state.dropped.ranges }),
+    ...(input.turnStart === undefined || input.turnStart === "unknown" ? {} : { turnStart: input.turnStart }),
     inbox: input.inbox,
     messages: input.messages,
     bodyLength: body.length
@@ -196,6 +286,7 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
     },
     inbox: head.inbox,
     messages: head.messages,
+    turnStart: head.turnStart ?? (head.lastTurn === 0 ? undefined : "unknown"),
     bodyLength: head.bodyLength
   })
 }

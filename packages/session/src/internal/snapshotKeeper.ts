@@ -47,6 +47,18 @@ export interface SnapshotStart {
   readonly historyMessages: number
   /** The history prefix of the snapshot the log was opened from: not in the log's `history`, read on demand. */
   readonly prefix: Prefix | undefined
+  /** The last stored `turn/start` (ADR 0068). */
+  readonly turnStart: snapshot.TurnStart
+}
+
+/**
+ * Where the log's last `turn/start` is stored (ADR 0068), for `lastTurn` once memory no longer holds it: as `open`
+ * found it, then moved by the keeper to each committed `turn/start`. Mutated only by whoever commits (as the keeper's
+ * own bookkeeping); a log that takes no snapshots never drops events from memory, so its value from `open` stays
+ * right.
+ */
+export interface TurnStarts {
+  latest: snapshot.TurnStart
 }
 
 /**
@@ -60,15 +72,16 @@ export interface Prefix {
   readonly load: Effect.Effect<snapshot.Body>
 }
 
-export const freshSnapshots = (every: number, records: number): SnapshotStart => ({
-  every,
-  records,
-  pending: [],
-  lastSeq: -1,
-  historyText: "",
-  historyMessages: 0,
-  prefix: undefined
-})
+/** The bookkeeping of a new log whose first `records` records are `seed` (no inbox records: a position is a seq). */
+export const freshSnapshots = (
+  every: number,
+  records: number,
+  seed: ReadonlyArray<SessionEvent.SessionEvent> = []
+): SnapshotStart => {
+  let turnStart: snapshot.TurnStart = undefined
+  for (const event of seed) if (event.type === "turn/start") turnStart = { seq: event.seq, position: event.seq }
+  return { every, records, pending: [], lastSeq: -1, historyText: "", historyMessages: 0, prefix: undefined, turnStart }
+}
 
 /** No snapshot bookkeeping: a log that takes no snapshots builds none of it (ADR 0038). */
 export const noSnapshots: AfterCommit = () => Effect.void
@@ -81,7 +94,8 @@ export const snapshotKeeper = (
   id: Ids.SessionId,
   store: Store,
   shared: Ref.Ref<Shared>,
-  snapshots: SnapshotStart
+  snapshots: SnapshotStart,
+  turnStarts: TurnStarts
 ): AfterCommit => {
   // Mutated only by whoever commits (the writer fiber under write-behind, the lock holder under write-through),
   // one commit at a time, in commit order.
@@ -114,7 +128,8 @@ export const snapshotKeeper = (
   const takeSnapshot = (
     checkpoint: Checkpoint,
     position: number,
-    pending: ReadonlyArray<StoreRecords.InboxAccepted>
+    pending: ReadonlyArray<StoreRecords.InboxAccepted>,
+    turnStart: snapshot.TurnStart
   ) =>
     // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
     // skips this snapshot: the writer fiber must go on.
@@ -137,7 +152,8 @@ export const snapshotKeeper = (
         state: checkpoint.state,
         inbox: pending,
         messages,
-        historyText: added.text
+        historyText: added.text,
+        turnStart
       })
       return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body }).pipe(
         Effect.zipRight(Effect.sync(() => {
@@ -172,12 +188,18 @@ export const snapshotKeeper = (
       const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
         checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
       let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
-      for (const event of events) {
+      let turnStart = turnStarts.latest
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index]!
         trackPending(snap.pending, event)
-        if (due && event.seq === checkpoint.seq) pending = [...snap.pending.values()]
+        if (event.type === "turn/start") turnStarts.latest = { seq: event.seq, position: start + inbox.length + index }
+        if (due && event.seq === checkpoint.seq) {
+          pending = [...snap.pending.values()]
+          turnStart = turnStarts.latest
+        }
       }
       snap.records = start + inbox.length + events.length
       if (!due) return Effect.void
-      return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending)
+      return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending, turnStart)
     })
 }
