@@ -10,6 +10,16 @@ import { runInProcess } from "../src/Runner.js"
 import { baselineRows, type Run, unlikePaths } from "../src/Summary.js"
 import type { Workload } from "../src/Workload.js"
 
+/** A workload that is never run, with these metrics: the table's rows are made from given runs. */
+const synthetic = (metrics: Workload["metrics"]): Workload => ({
+  id: "W1",
+  title: "t",
+  description: "a synthetic workload",
+  sizes: { full: 1, quick: 1, smoke: 1 },
+  metrics,
+  run: () => Promise.reject(new Error("not run"))
+})
+
 describe("bench baseline", () => {
   it.live("bundles the commit's own sources and runs them in a worker", () =>
     Effect.gen(function*() {
@@ -24,17 +34,10 @@ describe("bench baseline", () => {
     }), 120_000)
 
   it("a ratio is a verdict only when every repetition agrees on its side of 1", () => {
-    const workload: Workload = {
-      id: "W1",
-      title: "t",
-      description: "a synthetic workload",
-      sizes: { full: 1, quick: 1, smoke: 1 },
-      metrics: [
-        { id: "rate", label: "turns/s", unit: "turns/s", better: "higher" },
-        { id: "cost", label: "µs/turn", unit: "µs", better: "lower" }
-      ],
-      run: () => Promise.reject(new Error("not run"))
-    }
+    const workload = synthetic([
+      { id: "rate", label: "turns/s", unit: "turns/s", better: "higher" },
+      { id: "cost", label: "µs/turn", unit: "µs", better: "lower" }
+    ])
     const run = (runtime: "harness" | "baseline", rep: number, rate: number, cost: number): Run => ({
       runtime,
       workload: "W1",
@@ -55,14 +58,7 @@ describe("bench baseline", () => {
   })
 
   it("a baseline that ran another model interface (before ADR 0057: the pulled path) gets no verdict", () => {
-    const workload: Workload = {
-      id: "W1",
-      title: "t",
-      description: "a synthetic workload",
-      sizes: { full: 1, quick: 1, smoke: 1 },
-      metrics: [{ id: "cost", label: "µs/turn", unit: "µs", better: "lower" }],
-      run: () => Promise.reject(new Error("not run"))
-    }
+    const workload = synthetic([{ id: "cost", label: "µs/turn", unit: "µs", better: "lower" }])
     const run = (runtime: "harness" | "baseline", rep: number, cost: number, version: string): Run => ({
       runtime,
       workload: "W1",
@@ -73,20 +69,17 @@ describe("bench baseline", () => {
       result: { figures: { cost }, checks: [] }
     })
     const tree = "@harness/agent (this checkout; model interface: provider) (bundled)"
-    const same = baselineRows([
-      run("harness", 0, 90, tree),
-      run("baseline", 0, 100, tree),
-      run("harness", 1, 95, tree),
-      run("baseline", 1, 100, tree)
-    ], [workload])
-    assert.strictEqual(same[1]![7], "better")
-    for (const old of ["@harness/agent (this checkout; model interface: pull) (baseline, bundled)", "v (baseline)"]) {
-      const rows = baselineRows([
+    // Two repetitions, the tree better in both, the baseline's adapter named by `version`.
+    const rowsAgainst = (version: string) =>
+      baselineRows([
         run("harness", 0, 90, tree),
-        run("baseline", 0, 100, old),
+        run("baseline", 0, 100, version),
         run("harness", 1, 95, tree),
-        run("baseline", 1, 100, old)
+        run("baseline", 1, 100, version)
       ], [workload])
+    assert.strictEqual(rowsAgainst(tree)[1]![7], "better")
+    for (const old of ["@harness/agent (this checkout; model interface: pull) (baseline, bundled)", "v (baseline)"]) {
+      const rows = rowsAgainst(old)
       assert.match(rows[1]![7]!, /^UNLIKE PATHS \(tree provider, baseline (pull|unnamed)/, old)
       assert.isDefined(unlikePaths([run("harness", 0, 1, tree), run("baseline", 0, 1, old)], "W1"))
     }

@@ -4,20 +4,8 @@
  * the log is ignored, and the events after the snapshot are replayed and repaired (R106).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Ids, MessageSource, type SessionEvent, type Store } from "@harness/domain"
-import {
-  abortedTurn,
-  block,
-  ev,
-  goodLogs,
-  maxTokensTurn,
-  promptTurn,
-  rawArgumentsTurn,
-  sessionId,
-  stamp,
-  steeringTurn,
-  toolTurn
-} from "@harness/testkit/Events"
+import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import { block, ev, goodLogs, promptTurn, sessionId, stamp, toolTurn } from "@harness/testkit/Events"
 import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
 import * as History from "../src/History.js"
 import * as history from "../src/internal/history.js"
@@ -25,6 +13,7 @@ import * as snapshot from "../src/internal/snapshot.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
+import { accepted, settled, turnKinds } from "./historyResume.js"
 
 const sid = sessionId("snap-1")
 
@@ -61,32 +50,6 @@ const view = (log: SessionLog.Service) =>
 const openWith = (store: SessionStore.Service, options?: SessionLog.OpenOptions) =>
   SessionLog.open(sid, options).pipe(Effect.provideService(SessionStore.SessionStore, store))
 
-const accepted = (id: string): Omit<Store.InboxAccepted, "time"> => ({
-  type: "inbox/accepted",
-  message: {
-    id: Ids.AgentMessageId.make(id),
-    content: ev.user(`queued ${id}`).data.content,
-    source: MessageSource.user
-  },
-  placement: "queued",
-  wakeup: true
-})
-
-const settled = (id: string): Omit<Store.InboxSettled, "time"> => ({
-  type: "inbox/settled",
-  id: Ids.AgentMessageId.make(id),
-  fate: "withdrawn"
-})
-
-const turnKinds = [
-  (t: number) => promptTurn(t, `Prompt ${t}`, `Answer ${t}`),
-  (t: number) => toolTurn(t, `Tools ${t}`, [{ id: `c${t}`, name: "read", args: "{\"p\":1}", result: "ok" }], "Done."),
-  abortedTurn,
-  maxTokensTurn,
-  steeringTurn,
-  rawArgumentsTurn
-] as const
-
 /** One step of a random session: a whole turn, idle context, inbox records, or a turn cut short by a crash. */
 type Step =
   | { readonly _tag: "turn"; readonly kind: number; readonly acceptFirst: boolean }
@@ -103,6 +66,21 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("inbox" as const), settle: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("crash" as const), kind: fc.nat(5), cut: fc.nat(20) }) }
 )
+
+/**
+ * A log over the memory store posing as durable and write-behind, as SQLite, JSONL and PostgreSQL are (so the writer
+ * snapshots and drops covered events from memory), with the store's loads observed.
+ */
+const durableLog = (every: number) =>
+  Effect.gen(function*() {
+    const memory = yield* SessionStore.makeMemory
+    const { starts, store } = yield* observed(memory)
+    const durable: SessionStore.Service = { ...store, volatile: false, commitMode: "write-behind" }
+    const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: every } }).pipe(
+      Effect.provideService(SessionStore.SessionStore, durable)
+    )
+    return { memory, starts, durable, log }
+  })
 
 /** Builds a session on `store` by the steps; a crash step ends it inside a turn. */
 const build = (store: SessionStore.Service, steps: ReadonlyArray<Step>, every: number) =>
@@ -313,13 +291,7 @@ describe("SessionLog snapshots (ADR 0022)", () => {
 
   it.effect("over a durable store the writer snapshots after its commits; memory keeps only the tail", () =>
     Effect.gen(function*() {
-      const memory = yield* SessionStore.makeMemory
-      const { starts, store } = yield* observed(memory)
-      // The memory store posing as durable and write-behind, as SQLite, JSONL and PostgreSQL are.
-      const durable: SessionStore.Service = { ...store, volatile: false, commitMode: "write-behind" }
-      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 16 } }).pipe(
-        Effect.provideService(SessionStore.SessionStore, durable)
-      )
+      const { durable, log, memory, starts } = yield* durableLog(16)
       const all: Array<SessionEvent.SessionEvent> = []
       for (let turn = 1; turn <= 6; turn++) {
         all.push(...(yield* log.appendAll(promptTurn(turn, `P${turn}`, `A${turn}`))))
@@ -347,12 +319,7 @@ describe("SessionLog snapshots (ADR 0022)", () => {
 describe("the last turn after a snapshot (R227, ADR 0068)", () => {
   it.effect("lastTurn reads the store from the last turn's record on, never the whole session", () =>
     Effect.gen(function*() {
-      const memory = yield* SessionStore.makeMemory
-      const { starts, store } = yield* observed(memory)
-      const durable: SessionStore.Service = { ...store, volatile: false, commitMode: "write-behind" }
-      const log = yield* SessionLog.make({ id: sid, commit: { snapshotEvery: 8 } }).pipe(
-        Effect.provideService(SessionStore.SessionStore, durable)
-      )
+      const { durable, log, memory, starts } = yield* durableLog(8)
       for (let turn = 1; turn <= 4; turn++) {
         yield* log.recordInbox([accepted(`held-${turn}`)])
         yield* log.appendAll(

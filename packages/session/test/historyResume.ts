@@ -40,7 +40,8 @@ import { type Service, SessionStore, type SnapshotHead } from "../src/SessionSto
 
 const sid = sessionId("history-resume")
 
-const turnKinds = [
+/** The whole turns a random session draws from (the testkit's catalogue). */
+export const turnKinds = [
   (t: number) => promptTurn(t, `Prompt ${t}`, `Answer ${t}`),
   (t: number) => toolTurn(t, `Tools ${t}`, [{ id: `c${t}`, name: "read", args: "{\"p\":1}", result: "ok" }], "Done."),
   abortedTurn,
@@ -67,14 +68,16 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ _tag: fc.constant("resume" as const) }) }
 )
 
-const accepted = (id: string): Omit<Store.InboxAccepted, "time"> => ({
+/** An `inbox/accepted` record of a queued prompt. */
+export const accepted = (id: string): Omit<Store.InboxAccepted, "time"> => ({
   type: "inbox/accepted",
   message: { id: Ids.AgentMessageId.make(id), content: [block.text(`queued ${id}`)], source: MessageSource.user },
   placement: "queued",
   wakeup: true
 })
 
-const settled = (id: string): Omit<Store.InboxSettled, "time"> => ({
+/** The `inbox/settled` record that withdraws it. */
+export const settled = (id: string): Omit<Store.InboxSettled, "time"> => ({
   type: "inbox/settled",
   id: Ids.AgentMessageId.make(id),
   fate: "withdrawn"

@@ -1,8 +1,10 @@
 /**
- * The store property (`@harness/session/test/storeProperty`) on JSONL: a fresh temporary directory per run;
- * "reopen" opens a new store on the same directory (nothing cached from the earlier one).
+ * The store property (`@harness/session/test/storeProperty`) and the history snapshot property
+ * (`@harness/session/test/historyResume`) on JSONL: a fresh temporary directory per run; "reopen" (a fresh instance)
+ * opens a new store on the same directory (nothing cached from the earlier one).
  */
 import { NodeFileSystem } from "@effect/platform-node"
+import { historyResumeProperty } from "@harness/session/test/historyResume"
 import { storeProperty } from "@harness/session/test/storeProperty"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
@@ -16,10 +18,11 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-storeProperty(
-  "jsonl",
-  Effect.map(
-    tempDir,
-    (dir) => JsonlStore.layer({ directory: path.join(dir, "sessions") }).pipe(Layer.provide(NodeFileSystem.layer))
-  )
+const place = Effect.map(
+  tempDir,
+  (dir) => JsonlStore.layer({ directory: path.join(dir, "sessions") }).pipe(Layer.provide(NodeFileSystem.layer))
 )
+
+storeProperty("jsonl", place)
+
+historyResumeProperty("jsonl", place)

@@ -1,7 +1,9 @@
 /**
- * The store property (`@harness/session/test/storeProperty`) on SQLite: a database file in a fresh temporary
- * directory per run; "reopen" opens a new store on the same file.
+ * The store property (`@harness/session/test/storeProperty`) and the history snapshot property
+ * (`@harness/session/test/historyResume`) on SQLite: a database file in a fresh temporary directory per run; "reopen"
+ * (a fresh instance) opens a new store on the same file.
  */
+import { historyResumeProperty } from "@harness/session/test/historyResume"
 import { storeProperty } from "@harness/session/test/storeProperty"
 import { Effect } from "effect"
 import * as fs from "node:fs"
@@ -15,7 +17,8 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-storeProperty(
-  "sqlite (file, WAL)",
-  Effect.map(tempDir, (dir) => SqliteStore.layer({ filename: path.join(dir, "sessions.db") }))
-)
+const place = Effect.map(tempDir, (dir) => SqliteStore.layer({ filename: path.join(dir, "sessions.db") }))
+
+storeProperty("sqlite (file, WAL)", place)
+
+historyResumeProperty("sqlite (file, WAL)", place)
