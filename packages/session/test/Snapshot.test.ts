@@ -356,6 +356,26 @@ describe("the last turn after a snapshot (R227, ADR 0068)", () => {
       assert.include((yield* starts).slice(oldBefore), -1)
     }))
 
+  it.effect("after a crash, open repairs the last turn and snapshots past it: lastTurn reads that turn from its record", () =>
+    Effect.gen(function*() {
+      const { durable, log, memory, starts } = yield* durableLog(1000)
+      yield* log.appendAll([...promptTurn(1, "One", "1"), ...promptTurn(2, "Two", "2")])
+      // Turn 3 is cut by a crash after its tool call: open closes it (R106) and, past `snapshotEvery`, snapshots.
+      const cut = toolTurn(3, "Run", [{ id: "c3", name: "sh", args: "{}", result: "ok" }], ".").slice(0, 5)
+      yield* log.appendAll(cut)
+      yield* log.flush
+      const reopened = yield* openWith(durable, { commit: { snapshotEvery: 4 } })
+      const saved = Option.getOrThrow(yield* memory.loadSnapshot(sid))
+      const all = yield* (yield* openWith(withoutSnapshots(memory), { readOnly: true })).events
+      assert.strictEqual(saved.seq, all.length - 1, "open snapshotted where the repaired log ends")
+      assert.strictEqual(all.at(-1)!.type, "turn/end")
+      const before = (yield* starts).length
+      const turn = yield* reopened.lastTurn
+      assert.deepStrictEqual(turn, all.slice(all.findLastIndex((event) => event.type === "turn/start")))
+      assert.deepStrictEqual(turn.map((event) => event.type).slice(-3), ["tool/result", "step/end", "turn/end"])
+      assert.isAbove((yield* starts).slice(before)[0]!, 0, "from the turn's record, not from the start")
+    }))
+
   it.effect("lastTurn is empty on a log without turns, and the seed's last turn on a seeded one", () =>
     Effect.gen(function*() {
       const memory = yield* SessionStore.makeMemory
