@@ -8,12 +8,14 @@
  */
 import type { LanguageModel } from "@effect/ai"
 import type { Sharding } from "@effect/cluster"
-import { Entity } from "@effect/cluster"
+import { ClusterError, Entity } from "@effect/cluster"
 import { Rpc, RpcGroup } from "@effect/rpc"
+import type { Agent } from "@harness/agent"
 import { AgentEvent, Ids, Operations } from "@harness/domain"
 import type { SessionStore } from "@harness/session"
+import { SessionStoreError } from "@harness/session"
 import type { Duration, Layer } from "effect"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import * as internal from "./internal/entity.js"
 import { persisted } from "./internal/protocol.js"
 
@@ -174,7 +176,20 @@ export const Events = Rpc.make("Events", {
 })
 
 /**
- * The entity's protocol: every operation of the agent, plus `Status`, `WhenIdle` and `Events`.
+ * Deletes the session: the entity's agent is disposed, the session removed from the store, the entity's stored
+ * messages cleared from the cluster's storage. Answers whether there was a session to delete. Volatile, through the
+ * mailbox (after every message the entity received before it); repeating it is harmless (R219).
+ *
+ * @since 0.0.0
+ * @category rpcs
+ */
+export const Delete = Rpc.make("Delete", {
+  success: Schema.Boolean,
+  error: Schema.Union(SessionStoreError.SessionStoreError, ClusterError.PersistenceError)
+})
+
+/**
+ * The entity's protocol: every operation of the agent, plus `Status`, `WhenIdle`, `Events` and `Delete`.
  *
  * @since 0.0.0
  * @category rpcs
@@ -200,7 +215,8 @@ export const protocol = RpcGroup.make(
   ListApprovals,
   Status,
   WhenIdle,
-  Events
+  Events,
+  Delete
 )
 
 /**
@@ -243,14 +259,16 @@ export interface Options<R> {
 /**
  * Registers the entity with the `Sharding` service of the context.
  *
- * Contract: on activation the entity opens the session's log from the `SessionStore` (creating the session when it
- * does not exist) and builds the agent over it, which restores and wakes the durable inbox; it keeps itself alive
- * (`Entity.keepAlive`) from the agent's first `running` status to the next `idle`, so a runner that dies mid-turn
- * leaves a persisted keep-alive that activates the entity elsewhere, and the turn's work resumes with no new message
- * (R190). Mutating messages run one at a time in arrival order through the entity's mailbox; each send runs with the
- * envelope's id as its message id, so a redelivered one finds itself accepted and answers the same id (R184). `Events`,
- * `Status`, `WhenIdle` and the reads run beside the mailbox (`Rpc.fork`). A store that cannot be opened is a defect:
- * the cluster logs it and retries the activation.
+ * Contract: on activation the entity opens the session's log from the `SessionStore` when the store holds it, and
+ * builds the agent over it, which restores and wakes the durable inbox; a session the store does not hold is created
+ * by the first message that needs the agent (R188). It keeps itself alive (`Entity.keepAlive`) from the agent's first
+ * `running` status to the next `idle`, so a runner that dies mid-turn leaves a persisted keep-alive that activates the
+ * entity elsewhere, and the turn's work resumes with no new message (R190). Mutating messages run one at a time in
+ * arrival order through the entity's mailbox; each send runs with the envelope's id as its message id, so a
+ * redelivered one finds itself accepted and answers the same id (R184). `Events`, `Status`, `WhenIdle` and the reads
+ * run beside the mailbox (`Rpc.fork`). `Delete` runs in the mailbox: it disposes the agent, deletes the session and
+ * clears the entity's stored messages; the next message to the id starts a new, empty session (R219). A store that
+ * cannot be opened is a defect: the cluster logs it and retries the activation.
  *
  * @since 0.0.0
  * @category layers
@@ -262,10 +280,12 @@ export const layer = <R = LanguageModel.LanguageModel>(
     Effect.gen(function*() {
       const address = yield* Entity.CurrentAddress
       const id = yield* Schema.decodeUnknown(Ids.SessionId)(address.entityId)
-      const log = yield* internal.openSession(id)
-      const agent = yield* (options.makeAgent ?? internal.defaultAgent)(log)
-      yield* internal.keepAliveWhileBusy(agent)
-      const handle = internal.run(agent)
+      const host = yield* internal.makeHost<R | LanguageModel.LanguageModel>(
+        id,
+        options.makeAgent ?? internal.defaultAgent
+      )
+      const handle = internal.run(host.agent)
+      const withAgent = <A, E>(f: (agent: Agent.Service) => Effect.Effect<A, E>) => Effect.flatMap(host.agent, f)
       return AgentEntity.of({
         Send: handle,
         Followup: handle,
@@ -285,10 +305,28 @@ export const layer = <R = LanguageModel.LanguageModel>(
         Compact: handle,
         Approve: handle,
         ListApprovals: (request) => Rpc.fork(handle(request)),
-        Status: () => Rpc.fork(agent.status),
-        WhenIdle: () => Rpc.fork(agent.whenIdle),
-        Events: (request) => Rpc.fork(internal.liveEvents(agent, request.payload.after))
+        Status: () => Rpc.fork(withAgent((agent) => agent.status)),
+        WhenIdle: () => Rpc.fork(withAgent((agent) => agent.whenIdle)),
+        Events: (request) =>
+          Rpc.fork(Stream.unwrap(Effect.map(host.agent, (agent) => internal.liveEvents(agent, request.payload.after)))),
+        Delete: () => host.remove
       })
     }).pipe(Effect.orDie),
     options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime }
   )
+
+/**
+ * Deletes a session through its entity, from any node of the cluster (a runner or a client-only node): the entity's
+ * agent is disposed, the session removed from the store, the entity's stored messages cleared. Answers whether there
+ * was a session to delete.
+ *
+ * Contract: runs after every message the entity received before it; afterwards the session is gone from the store
+ * and the cluster holds no message of the entity, so nothing replays into it, and a later message to the id starts a
+ * new, empty session (R219). Deleting a session no store holds deletes nothing and answers `false`. Use it instead of
+ * the store's `remove` while runners may host the session: the store refuses to delete a session an entity holds
+ * (`Busy`), and a store deletion alone leaves the entity's unprocessed messages to recreate it.
+ *
+ * @since 0.0.0
+ * @category sessions
+ */
+export const remove = (id: Ids.SessionId) => Effect.flatMap(AgentEntity.client, (client) => client(id).Delete())

@@ -1,14 +1,16 @@
 /**
- * The entity's behaviour: open the session, build the agent, keep the entity alive while the agent works, and run each
- * message through `Agent.execute`.
+ * The entity's behaviour: open the session, build the agent, keep the entity alive while the agent works, run each
+ * message through `Agent.execute`, and delete the session.
  */
 import type { LanguageModel } from "@effect/ai"
-import { Entity } from "@effect/cluster"
+import type { ClusterError, Sharding } from "@effect/cluster"
+import { Entity, MessageStorage } from "@effect/cluster"
 import { Agent } from "@harness/agent"
 import type { AgentEvent, Ids, Operations } from "@harness/domain"
+import type { SessionStoreError } from "@harness/session"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { Scope } from "effect"
-import { Effect, Queue, Ref, Stream } from "effect"
+import { Context, Effect, Option, Queue, Ref, ScopedRef, Stream } from "effect"
 import { stamp } from "./protocol.js"
 
 /** How the entity builds its agent over the session's opened log. */
@@ -18,7 +20,7 @@ export type MakeAgent<R> = (log: SessionLog.Service) => Effect.Effect<Agent.Serv
 export const defaultAgent: MakeAgent<LanguageModel.LanguageModel> = (log) => Agent.make({ session: log })
 
 /** The session's log: opened when the store has it, created otherwise; closed with the entity's scope. */
-export const openSession = (id: Ids.SessionId) =>
+const openSession = (id: Ids.SessionId) =>
   Effect.acquireRelease(
     Effect.flatMap(SessionStore.SessionStore, (store) => store.header(id)).pipe(
       Effect.as(true),
@@ -32,7 +34,7 @@ export const openSession = (id: Ids.SessionId) =>
  * Keeps the entity alive from the agent's `running` to its `idle`: subscribed first, then the status now, then every
  * `agent/status`, so no change is missed; only changes reach the cluster.
  */
-export const keepAliveWhileBusy = (agent: Agent.Service) =>
+const keepAliveWhileBusy = (agent: Agent.Service) =>
   Effect.gen(function*() {
     const events = yield* agent.subscribe
     const alive = yield* Ref.make(false)
@@ -75,12 +77,83 @@ export const liveEvents = (agent: Agent.Service, after?: number): Stream.Stream<
   )
 
 /** One operation message: its operation, stamped with the envelope's id when it has one, run against the agent. */
-export const run = (agent: Agent.Service) =>
+export const run = (current: Effect.Effect<Agent.Service>) =>
 <O extends Operations.Operation>(
   request: { readonly payload: O | { readonly id: Ids.AgentMessageId; readonly operation: O } }
 ) => {
   const payload = request.payload
-  return "operation" in payload
-    ? Agent.execute(agent)(stamp(payload.operation, payload.id))
-    : Agent.execute(agent)(payload)
+  return Effect.flatMap(
+    current,
+    (agent) =>
+      "operation" in payload
+        ? Agent.execute(agent)(stamp(payload.operation, payload.id))
+        : Agent.execute(agent)(payload)
+  )
 }
+
+/** The entity's agent, and how the entity deletes its session. */
+interface Host {
+  /** The agent, built over the session's log (created when the store has none) if the entity has none yet. */
+  readonly agent: Effect.Effect<Agent.Service>
+  /** Drops the agent and deletes the session and the entity's stored messages; whether a session was deleted. */
+  readonly remove: Effect.Effect<boolean, SessionStoreError.SessionStoreError | ClusterError.PersistenceError>
+}
+
+/**
+ * The entity's agent as a resource it can drop: built at activation when the store holds the session (so a stored
+ * inbox resumes with no new message, R190), else at the first message that needs it; `remove` disposes it (the log
+ * closed, its lease given up), deletes the session from the store and the entity's messages from the cluster's
+ * storage (when the runner has one), and releases the entity's keep-alive so that it is passivated when idle. Both
+ * run under one lock, so a message never sees a half-deleted session. The agent is built in the activation's context:
+ * a lazy build runs in a handler's fiber, where the cluster's entity services are not all present.
+ */
+export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>) =>
+  Effect.gen(function*() {
+    const activation = yield* Effect.context<
+      R | SessionStore.SessionStore | Sharding.Sharding | Entity.CurrentAddress
+    >()
+    const store = Context.get(activation, SessionStore.SessionStore)
+    const address = Context.get(activation, Entity.CurrentAddress)
+    const storage = yield* Effect.serviceOption(MessageStorage.MessageStorage)
+    const current = yield* ScopedRef.make<Option.Option<Agent.Service>>(() => Option.none())
+    const lock = yield* Effect.makeSemaphore(1)
+    const build = Effect.gen(function*() {
+      const log = yield* openSession(id)
+      const agent = yield* makeAgent(log)
+      yield* keepAliveWhileBusy(agent)
+      return Option.some(agent)
+    }).pipe(
+      Effect.mapInputContext((context: Context.Context<Scope.Scope>) => Context.merge(activation, context)),
+      Effect.orDie,
+      // `ScopedRef.set` acquires uninterruptibly, and fibers inherit that: the agent's driver and turns must stay
+      // interruptible, or cancelling and disposing them would wait forever.
+      Effect.interruptible
+    )
+    const exists = store.header(id).pipe(
+      Effect.as(true),
+      Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+    )
+    if (yield* Effect.orDie(exists)) yield* ScopedRef.set(current, build)
+    const agent = lock.withPermits(1)(
+      Effect.flatMap(ScopedRef.get(current), (found) =>
+        Option.match(found, {
+          onSome: Effect.succeed,
+          onNone: () =>
+            ScopedRef.set(current, build).pipe(
+              Effect.zipRight(ScopedRef.get(current)),
+              Effect.map(Option.getOrThrow)
+            )
+        }))
+    )
+    const remove = lock.withPermits(1)(Effect.gen(function*() {
+      yield* ScopedRef.set(current, Effect.succeed(Option.none()))
+      yield* Effect.provide(Entity.keepAlive(false), activation)
+      const removed = yield* store.remove(id).pipe(
+        Effect.as(true),
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+      )
+      if (Option.isSome(storage)) yield* storage.value.clearAddress(address)
+      return removed
+    }))
+    return { agent, remove } satisfies Host
+  })
