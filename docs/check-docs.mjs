@@ -36,7 +36,7 @@ const categories = {
   goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
   subagents: ["constructors", "errors", "layers", "models", "schemas", "services", "utils"],
   server: ["api", "constructors", "errors", "groups", "layers", "models", "schemas", "services"],
-  cluster: ["constructors", "entities", "errors", "layers", "models", "rpcs"],
+  cluster: ["config", "constructors", "entities", "errors", "layers", "models", "operations", "rpcs"],
   cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]
 }
 

@@ -327,6 +327,6 @@ export const layer = <R = LanguageModel.LanguageModel>(
  * (`Busy`), and a store deletion alone leaves the entity's unprocessed messages to recreate it.
  *
  * @since 0.0.0
- * @category sessions
+ * @category operations
  */
 export const remove = (id: Ids.SessionId) => Effect.flatMap(AgentEntity.client, (client) => client(id).Delete())

@@ -66,7 +66,7 @@ export const config: Config.Config<Options> = Config.all({
  * stored and delivered again, and the entity answers it from the session log without accepting it twice (R184).
  *
  * @since 0.0.0
- * @category retention
+ * @category operations
  */
 export const purge: (
   options: { readonly olderThan: Duration.DurationInput; readonly prefix?: string | undefined }
