@@ -9,10 +9,10 @@ import { Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { EventRecorder, ScriptedModel as S } from "@harness/testkit"
 import { Effect, Option, Ref } from "effect"
-import type { Activity, Progress } from "../src/internal/env.js"
-import { makeToolRuntime } from "../src/internal/env.js"
 import * as Lifecycle from "../src/internal/lifecycle.js"
 import type { Lifecycle as L } from "../src/internal/lifecycle.js"
+import type { Activity, Progress } from "../src/internal/state.js"
+import { makeToolRuntime } from "../src/internal/state.js"
 import { assertWellFormed, faultySession, isDurable, layerWithFaults, live, ofType } from "./fixtures.js"
 
 /** A real driver fiber, idle deferred and activity, so the states hold what the agent puts in them. */

@@ -13,12 +13,14 @@ import { AgentBusyError, AgentDisposedError, BatchError, InboxFullError, TurnRun
 import { repairLocked } from "./close.js"
 import { ensureDriver, flushContext, startActivity } from "./driver.js"
 import type { Env } from "./env.js"
-import { appendOwn, barrier, locked, publish, read, recordInbox, transition, userMessageData } from "./env.js"
 import * as Inbox from "./inbox.js"
 import { steeringWakes } from "./inboxOps.js"
 import * as Lifecycle from "./lifecycle.js"
+import { appendOwn, publish } from "./live.js"
+import { userMessageData } from "./outbox.js"
 import { rollbackLocked } from "./rollback.js"
 import * as Stale from "./stale.js"
+import { barrier, locked, read, recordInbox, transition } from "./state.js"
 
 /** A message id: a random UUID from the agent's `Random`. */
 const mintId: Effect.Effect<IdsT.AgentMessageId> = Ids.randomUuid(Ids.AgentMessageId)

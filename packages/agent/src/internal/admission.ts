@@ -6,7 +6,8 @@ import type { Message as MessageT, Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
 import { Effect, Option, Schema } from "effect"
 import type { Env } from "./env.js"
-import { honourCancel, provide } from "./env.js"
+import { provide } from "./live.js"
+import { honourCancel } from "./state.js"
 
 /** An admitted input: the prompt (with its id) or an additional context (without one). */
 export type Admitted = { readonly data: MessageT.UserMessageData; readonly id: MessageT.AgentMessage["id"] | undefined }

@@ -25,14 +25,16 @@ import * as Accept from "./accept.js"
 import * as Approvals from "./approvals.js"
 import * as CutCalls from "./cutCalls.js"
 import { flushContext } from "./driver.js"
-import type { Env, State } from "./env.js"
-import { livePubSub, locked, publish, read, transition } from "./env.js"
+import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as InboxOps from "./inboxOps.js"
 import * as Lifecycle from "./lifecycle.js"
+import { livePubSub, publish } from "./live.js"
 import { validate } from "./options.js"
 import * as Receipts from "./receipt.js"
 import * as Spans from "./spans.js"
+import type { State } from "./state.js"
+import { locked, read, transition } from "./state.js"
 /** Reports each store fault the log's writer met (and retries) as `agent/error` (`SESSION_STORE`, ADR 0008). */
 const reportFaults = (env: Env, faults: Queue.Dequeue<SessionStore.SessionStoreError>): Effect.Effect<void> =>
   Stream.runForEach(Stream.fromQueue(faults), (error) => reportFault(env, error))
@@ -201,7 +203,7 @@ export const make: <R>(
       state,
       inbox,
       approvals: yield* Approvals.make,
-      live: undefined,
+      pubsub: undefined,
       tools,
       toolkit: advertised?.toolkit,
       descriptors: advertised?.descriptors,

@@ -8,8 +8,9 @@
 import type { Approval, Ids } from "@harness/domain"
 import { Store } from "@harness/domain"
 import { Clock, Deferred, Duration, Effect, Fiber, Ref } from "effect"
-import type { ApprovalAnswered, ApprovalEntry, Approvals, Env } from "./env.js"
-import { publish } from "./env.js"
+import type { Env } from "./env.js"
+import { publish } from "./live.js"
+import type { ApprovalAnswered, ApprovalEntry, Approvals } from "./state.js"
 
 type Answered = ApprovalAnswered
 type Entry = ApprovalEntry

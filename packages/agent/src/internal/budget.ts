@@ -7,7 +7,7 @@ import type { SessionEvent, Turn } from "@harness/domain"
 import { Cause, Clock, Effect } from "effect"
 import * as Budget from "../Budget.js"
 import type { Env } from "./env.js"
-import { provide } from "./env.js"
+import { provide } from "./live.js"
 import { failTurn } from "./turnFailure.js"
 
 /** One limit: what it bounds, its value, and what was used before the turn (session budgets). */

@@ -11,7 +11,8 @@ import type { CompactDecision } from "../Hooks.js"
 import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 import type { Env } from "./env.js"
-import { appendOwn, honourCancel, locked, provide, publishAppended, read, update } from "./env.js"
+import { appendOwn, provide, publishAppended } from "./live.js"
+import { honourCancel, locked, read, update } from "./state.js"
 import { logFailure } from "./turnFailure.js"
 
 /** The instruction of the summary request when the caller gives none. */

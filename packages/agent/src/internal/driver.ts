@@ -10,24 +10,15 @@ import type { SessionLog } from "@harness/session"
 import { Cause, Effect, Exit, Fiber, FiberMap, Option, Ref } from "effect"
 import type { CloseCalls } from "./close.js"
 import { closeLocked, repairLocked } from "./close.js"
-import type { Activity, ActivityResult, Env, Job, Progress } from "./env.js"
-import {
-  barrier,
-  drain,
-  hasSteering,
-  locked,
-  makeToolRuntime,
-  publish,
-  publishAll,
-  read,
-  recordInbox,
-  reportLogError,
-  transition
-} from "./env.js"
+import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import { publish, publishAll, reportLogError } from "./live.js"
+import { drain, hasSteering } from "./outbox.js"
 import * as Spans from "./spans.js"
 import * as Stale from "./stale.js"
+import type { Activity, ActivityResult, Job, Progress } from "./state.js"
+import { barrier, locked, makeToolRuntime, read, recordInbox, transition } from "./state.js"
 import { runActivity } from "./turn.js"
 import { BudgetStop, describeCause, TurnFailure } from "./turnFailure.js"
 

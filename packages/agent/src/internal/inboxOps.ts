@@ -4,10 +4,12 @@ import { Ids, Message } from "@harness/domain"
 import { Effect, Option, Schema } from "effect"
 import { InboxChangeError } from "../AgentError.js"
 import { ensureDriver } from "./driver.js"
-import type { Env, State } from "./env.js"
-import { barrier, locked, publish, read, recordInbox } from "./env.js"
+import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import { publish } from "./live.js"
+import type { State } from "./state.js"
+import { barrier, locked, read, recordInbox } from "./state.js"
 
 const checkId = Message.decodeInput(Ids.AgentMessageId, "message id")
 

@@ -9,8 +9,10 @@ import type { SessionLog } from "@harness/session"
 import type { Scope, Stream } from "effect"
 import { Cause, Context, Effect, Option } from "effect"
 import type { RequestConfig } from "../Hooks.js"
-import type { Env, State } from "./env.js"
-import { append, honourCancel, provide, read, update } from "./env.js"
+import type { Env } from "./env.js"
+import { append, provide } from "./live.js"
+import type { State } from "./state.js"
+import { honourCancel, read, update } from "./state.js"
 import { failTurn, TurnFailure } from "./turnFailure.js"
 
 /**

@@ -7,8 +7,9 @@ import type { Ids } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
 import { Effect, Ref } from "effect"
 import type { Env } from "./env.js"
-import { appendOwn, read } from "./env.js"
 import * as Lifecycle from "./lifecycle.js"
+import { appendOwn } from "./live.js"
+import { read } from "./state.js"
 
 /**
  * Appends `turn/rollback { turn, by, from, through }` for the running activity's open turn, if it has one (an

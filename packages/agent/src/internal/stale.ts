@@ -6,9 +6,10 @@
 import type { Ids, Message } from "@harness/domain"
 import { Clock, Duration, Effect, Option } from "effect"
 import type { Env } from "./env.js"
-import { locked, publish, read, recordInbox } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import { publish } from "./live.js"
+import { locked, read, recordInbox } from "./state.js"
 
 /** Whether a send said anything about staleness (one test for a plain send). */
 export const isStale = (options: Message.SendOptions): boolean =>

@@ -23,10 +23,10 @@ import type { RequestConfig } from "../Hooks.js"
 import * as Budgets from "./budget.js"
 import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
-
-import type { Env, Progress, ToolRuntime } from "./env.js"
-import { append, appendOwn, drain, honourCancel, locked, provide, publishAppended, read, update } from "./env.js"
+import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
+import { append, appendOwn, provide, publishAppended } from "./live.js"
+import { drain } from "./outbox.js"
 import type { Response, ResponsePart } from "./request.js"
 import {
   evaluateSystemPrompt,
@@ -38,6 +38,8 @@ import {
   sameHeader
 } from "./request.js"
 import * as Spans from "./spans.js"
+import type { Progress, ToolRuntime } from "./state.js"
+import { honourCancel, locked, read, update } from "./state.js"
 import { runToolCalls } from "./toolCalls.js"
 import { appendWarning, endTurnLocked, turnReason } from "./turnEnd.js"
 import type { TurnFailure } from "./turnFailure.js"

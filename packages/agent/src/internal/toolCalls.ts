@@ -11,9 +11,12 @@ import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Sche
 import * as AgentTool from "../AgentTool.js"
 import type { ApprovalDecision } from "../Hooks.js"
 import * as Approvals from "./approvals.js"
-import type { ApprovalAnswered, Env, FinishedCall, ToolRuntime } from "./env.js"
-import { append, barrier, locked, provide, provideFiber, stageContexts } from "./env.js"
+import type { Env } from "./env.js"
+import { append, provide, provideFiber } from "./live.js"
+import { stageContexts } from "./outbox.js"
 import * as Spans from "./spans.js"
+import type { ApprovalAnswered, FinishedCall, ToolRuntime } from "./state.js"
+import { barrier, locked } from "./state.js"
 import { describeCause } from "./turnFailure.js"
 
 type ToolResultData = SessionEvent.SessionEventInputOf<"tool/result">["data"]

@@ -12,24 +12,14 @@ import { admit, type Admitted } from "./admission.js"
 import * as Budgets from "./budget.js"
 import { repairLocked } from "./close.js"
 import * as Compaction from "./compaction.js"
-
-import type { ActivityResult, Env, Job, Progress, ToolRuntime } from "./env.js"
-import {
-  appendOwn,
-  drainedLive,
-  drainPlan,
-  hasSteering,
-  honourCancel,
-  locked,
-  provide,
-  publish,
-  publishAll,
-  read,
-  userMessageData
-} from "./env.js"
+import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
+import { appendOwn, provide, publish, publishAll } from "./live.js"
+import { drainedLive, drainPlan, hasSteering, userMessageData } from "./outbox.js"
 import * as Spans from "./spans.js"
+import type { ActivityResult, Job, Progress, ToolRuntime } from "./state.js"
+import { honourCancel, locked, read } from "./state.js"
 import { opensInline, openStep, runStep, type StepOutcome, stepOutcome } from "./step.js"
 import { appendWarning, endTurnLocked, endUnlessSteeringLocked } from "./turnEnd.js"
 import type { TurnFailure } from "./turnFailure.js"

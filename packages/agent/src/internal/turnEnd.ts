@@ -4,9 +4,12 @@ import type { SessionLog } from "@harness/session"
 import { Effect, Ref } from "effect"
 import * as Budgets from "./budget.js"
 
-import type { Env, Progress } from "./env.js"
-import { appendOwn, drain, hasSteering, publish, transition, update } from "./env.js"
+import type { Env } from "./env.js"
 import * as Lifecycle from "./lifecycle.js"
+import { appendOwn, publish } from "./live.js"
+import { drain, hasSteering } from "./outbox.js"
+import type { Progress } from "./state.js"
+import { transition, update } from "./state.js"
 
 /**
  * Closes the window and appends `turn/end`, atomically (R57: `acceptsNextStep` is false before `turn/end`).
