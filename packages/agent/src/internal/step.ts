@@ -1,23 +1,14 @@
-/** One step of a turn (R49): its request, the response's assembly, and the sections that close it (R48, R54). */
+/**
+ * One step of a turn (R49), in four phases: prepare (hooks, D1, `step/start`, the route), request (the response
+ * streamed into the log), assemble (what the response came to) and commit (the message, the tool calls, then the
+ * section that closes the step). The sections that open and close a step are `stepSections.ts`.
+ */
 import { AiError, Prompt } from "@effect/ai"
 import type { Content, LlmFailure as LlmFailureT, SessionEvent } from "@harness/domain"
 import { LlmFailure } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
-import {
-  Cause,
-  Channel,
-  Chunk,
-  Clock,
-  Context,
-  Effect,
-  Either,
-  FiberRef,
-  Option,
-  Ref,
-  Schema,
-  Scope,
-  Stream
-} from "effect"
+import type { Ref } from "effect"
+import { Cause, Channel, Chunk, Clock, Context, Effect, Either, FiberRef, Option, Schema, Scope, Stream } from "effect"
 import { CurrentRequest } from "../CurrentRequest.js"
 import type { RequestConfig } from "../Hooks.js"
 import * as Budgets from "./budget.js"
@@ -25,7 +16,7 @@ import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
-import { append, appendOwn, provide, publishAppended } from "./live.js"
+import { append, provide, publishAppended } from "./live.js"
 import { drain } from "./outbox.js"
 import type { Response, ResponsePart } from "./request.js"
 import {
@@ -40,10 +31,138 @@ import {
 import * as Spans from "./spans.js"
 import type { Progress, ToolRuntime } from "./state.js"
 import { honourCancel, locked, read, update } from "./state.js"
+import type { AppendMessage, RequestFailed, StepOutcome, StepRun } from "./stepSections.js"
+import { endReplyStepLocked, endToolStepLocked, openStep } from "./stepSections.js"
 import { runToolCalls } from "./toolCalls.js"
-import { appendWarning, endTurnLocked, turnReason } from "./turnEnd.js"
-import type { TurnFailure } from "./turnFailure.js"
 import { failTurn, logFailure } from "./turnFailure.js"
+
+/**
+ * One step (R49), in four phases: `prepare` (hook, D1, system prompt, `step/start`, route and header), `request`
+ * (the response streamed into the log), `assemble` (what the response came to) and `commit` (the message, the tool
+ * calls, D2, `step/end`). `opened`: the history of a step the section before it already opened (the turn's opening,
+ * or the previous tool step's close).
+ */
+export const runStep = Effect.fnUntraced(function*(
+  env: Env,
+  progress: Ref.Ref<Progress>,
+  tools: ToolRuntime,
+  turn: number,
+  step: number,
+  opened: History.History | undefined,
+  gauge: Budgets.Gauge
+) {
+  const run: StepRun = { turn, step, progress, tools, gauge }
+  const prepared = yield* prepare(env, run, opened)
+  const incoming: Incoming = { assembly: Assembly.initial, chunkSeqs: [], finishing: undefined }
+  const response = yield* request(env, run, prepared, incoming)
+  const answer = yield* assemble(env, run, prepared, response)
+  return yield* commit(env, run, incoming, answer)
+})
+
+/** A step's request, prepared: its route, and the prompt built from the history the step opened with. */
+interface Prepared {
+  readonly config: RequestConfig
+  readonly prompt: Prompt.Prompt
+  /** How many messages of the history the prompt carries (with the reported input tokens, the estimate's base). */
+  readonly messages: number
+}
+
+/**
+ * Prepare: unless the section before opened the step, its `step` hook and D1 (`beforeOpening`); the system prompt;
+ * the step's opening, unless done; the route (the `request` hook, R51) and its header, logged when it changed; the
+ * prompt.
+ */
+const prepare = Effect.fnUntraced(function*(env: Env, run: StepRun, opened: History.History | undefined) {
+  const { step, turn } = run
+  if (opened === undefined) yield* beforeOpening(env, run)
+  // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
+  const given = env.options.system
+  const system = given === undefined || typeof given === "string"
+    ? given
+    : yield* evaluateSystemPrompt(env, given, step)
+  const history = opened ?? (yield* locked(env, (tx) => openStep(env, tx, turn, step)))
+  const state = yield* read(env)
+  const proposed = proposedConfig(env, state)
+  const hook = env.options.hooks?.request
+  const config = hook === undefined ? proposed : yield* hookedConfig(env, hook, proposed, turn, step)
+  // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
+  // before the hook ran still has it).
+  const header = headerOf(env, config, system)
+  const last = state.header
+  if (last === undefined || !sameHeader(last, header)) {
+    yield* locked(env, (tx) => logHeader(env, tx, header)).pipe(Effect.mapError(logFailure(step)))
+  }
+  const messages = History.messages(history)
+  const prepared: Prepared = {
+    config,
+    prompt: Prompt.fromMessages(
+      system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
+    ),
+    messages: messages.length
+  }
+  return prepared
+})
+
+/**
+ * Before a step opens in a section of its own: its `step` hook, then D1, the outbox drained into the turn. An empty
+ * outbox needs no critical section: a send staged right after this read is the same as one staged right after the
+ * drain (it waits for D2 either way).
+ */
+const beforeOpening = Effect.fnUntraced(function*(env: Env, run: StepRun) {
+  const hook = env.options.hooks?.step
+  if (hook !== undefined) {
+    yield* provide(env, hook({ agent: env.service, turn: run.turn, step: run.step })).pipe(
+      Effect.mapErrorCause((cause) => Cause.fail(failTurn(run.step, "step hook failed")(cause)))
+    )
+    yield* honourCancel(env)
+  }
+  if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
+    yield* locked(env, (tx) => drain(env, tx, { turn: run.turn })).pipe(Effect.mapError(logFailure(run.step)))
+  }
+})
+
+/**
+ * A response on its way into the log, owned by its step: the fold of its parts so far (`content.ts`), the seqs of
+ * its `assistant/chunk` records (the message cites them), and its finishing parts — from the chunk that carries
+ * `finish` on — held back until the response ends and appended by the section that writes the message (ADR 0033):
+ * the response's last parts, so nothing waits behind them, and one critical section fewer per step. Any other
+ * outcome appends them in a section of their own first.
+ */
+interface Incoming {
+  assembly: Assembly.State
+  readonly chunkSeqs: Array<number>
+  finishing: ReadonlyArray<ResponsePart> | undefined
+}
+
+/**
+ * Request: the model's response to the prepared prompt, each chunk folded and appended as it arrives
+ * (`receiveChunk`), then assembled. Succeeds with the assembled response or the request's failure; fails only when
+ * the log refuses a chunk.
+ */
+const request = Effect.fnUntraced(function*(env: Env, run: StepRun, prepared: Prepared, incoming: Incoming) {
+  // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
+  // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
+  // from its claim to its end without an async boundary, ADR 0028).
+  yield* Effect.yieldNow()
+  return yield* forEachChunk(
+    prepared.config,
+    modelResponse(env, prepared.prompt),
+    (chunk) => receiveChunk(env, run, incoming, chunk)
+  ).pipe(
+    Effect.flatMap(() => {
+      const assembled = Assembly.result(incoming.assembly)
+      return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
+    }),
+    Spans.request(env, run.turn, run.step, prepared.config),
+    Effect.matchEffect({
+      onFailure: (error) =>
+        error._tag === "SessionLogError"
+          ? Effect.fail(logFailure(run.step)(error))
+          : Effect.succeed(Either.left<AiError.AiError>(error)),
+      onSuccess: (assembled) => Effect.succeed(Either.right(assembled))
+    })
+  )
+})
 
 /**
  * Runs `f` on each chunk of the response `open` opens for the request `config`, in order, until it ends; a failure
@@ -91,223 +210,161 @@ const forEachChunk = <E2, R2>(
         )
     ))
 
-export type StepOutcome =
-  | {
-    readonly _tag: "Completed"
-    readonly continue: boolean
-    readonly concluded: boolean
-    readonly maxTokens: boolean
-    /** The step's own critical section ended the turn (a step without calls, or whose result concluded it). */
-    readonly ended: boolean
-    /** The next step's history, when the step's last critical section also opened the next step. */
-    readonly next?: History.History | undefined
-  }
-  | { readonly _tag: "RequestFailed"; readonly error: AiError.AiError; readonly failure: LlmFailureT.LlmFailure }
-
-export const stepOutcome = (outcome: StepOutcome): string =>
-  outcome._tag === "RequestFailed"
-    ? "request-failed"
-    : outcome.concluded
-    ? "concluded"
-    : outcome.continue
-    ? "continue"
-    : "stop"
-
-const requestFailure = (failure: LlmFailureT.LlmFailure): StepOutcome => ({
-  _tag: "RequestFailed",
-  error: new AiError.UnknownError({ module: "Agent", method: "step", description: failure.message, cause: failure }),
-  failure
-})
-
 /**
- * Whether nothing runs between a step's opening and the critical section before it: no `step` hook and no system
- * prompt to evaluate. Then the section that opens a turn, or that closes a tool step the turn goes on after, also
- * opens the next step (ADR 0033): its D1 would find the outbox that section just drained.
+ * Folds a chunk of the response into `incoming` and appends its parts in a critical section of their own — unless
+ * a part carries `finish`: then they are held back with those before them (see {@link Incoming}).
  */
-export const opensInline = (env: Env): boolean => {
-  const system = env.options.system
-  // A `turnBudget` hook and a session budget are read after the turn opens, before its first step (R156, R160); an
-  // agent that may compact before a step decides so before opening it (R146).
-  return env.options.hooks?.step === undefined && (system === undefined || typeof system === "string") &&
-    env.options.hooks?.turnBudget === undefined && env.budget.maxSessionTokens === undefined &&
-    env.budget.maxSessionCost === undefined && env.compaction?.contextWindow === undefined
+const receiveChunk = (
+  env: Env,
+  run: StepRun,
+  incoming: Incoming,
+  chunk: Chunk.Chunk<ResponsePart>
+): Effect.Effect<void, SessionLog.SessionLogError> => {
+  const parts = Chunk.toReadonlyArray(chunk)
+  if (parts.length === 0) return Effect.void
+  let finished = false
+  for (const part of parts) {
+    incoming.assembly = Assembly.step(incoming.assembly, part)
+    if (part.type === "finish") finished = true
+  }
+  const pending = incoming.finishing === undefined ? parts : [...incoming.finishing, ...parts]
+  incoming.finishing = undefined
+  if (finished) {
+    incoming.finishing = pending
+    return Effect.void
+  }
+  return locked(env, (tx) => appendChunks(env, tx, run, incoming, pending))
 }
 
 /**
- * In an unconcluded tool step's last critical section, after its `step/end`: opens the next step when nothing runs
- * before the next step's opening (`opensInline`). Runs inside that section's transaction `tx`.
+ * Appends parts as `assistant/chunk` records through the section's transaction `tx` (`chunkJson` is a JSON-lossless
+ * copy by construction, so they are trusted, ADR 0023), notes their seqs and republishes them.
  */
-const openNext = (
+const appendChunks = (
   env: Env,
   tx: SessionLog.Transaction,
-  progress: Ref.Ref<Progress>,
-  turn: number,
-  step: number
-): Effect.Effect<History.History | undefined, TurnFailure> =>
-  !opensInline(env)
-    ? Effect.succeed(undefined)
-    : Effect.zipRight(Ref.update(progress, (p) => ({ ...p, step: step + 1 })), openStep(env, tx, turn, step + 1))
-
-/**
- * Opens a step: the history the request will see — the reconstruction boundary (R103): the log as it is right
- * before `step/start` — then `step/start`, through the section's transaction `tx`.
- */
-export const openStep = (
-  env: Env,
-  tx: SessionLog.Transaction,
-  turn: number,
-  step: number
-): Effect.Effect<History.History, TurnFailure> =>
-  Effect.zipLeft(env.log.history, appendOwn(env, tx, [{ type: "step/start", data: { turn, step } }])).pipe(
-    Effect.mapError(logFailure(step))
+  run: StepRun,
+  incoming: Incoming,
+  parts: ReadonlyArray<ResponsePart>
+): Effect.Effect<unknown, SessionLog.SessionLogError> =>
+  Effect.flatMap(
+    tx.appendTrusted(
+      parts.map((part) => ({
+        type: "assistant/chunk" as const,
+        data: { turn: run.turn, step: run.step, chunk: chunkJson(part) }
+      }))
+    ),
+    (events) => {
+      for (const event of events) incoming.chunkSeqs.push(event.seq)
+      return publishAppended(env, events)
+    }
   )
 
-/**
- * One step (R49): hook, D1, snapshot, `step/start`, header, stream, message, tools, D2, `step/end`. `opened`: the
- * history of a step the section before it already opened (the turn's opening, or the previous tool step's close).
- */
-export const runStep = Effect.fnUntraced(function*(
+/** Appends the finishing parts held back, if any, through the section's transaction `tx`. */
+const appendFinishing = (
   env: Env,
-  progress: Ref.Ref<Progress>,
-  tools: ToolRuntime,
-  turn: number,
-  step: number,
-  opened: History.History | undefined,
-  gauge: Budgets.Gauge
+  tx: SessionLog.Transaction,
+  run: StepRun,
+  incoming: Incoming
+): Effect.Effect<unknown, SessionLog.SessionLogError> =>
+  Effect.suspend(() => {
+    const parts = incoming.finishing
+    incoming.finishing = undefined
+    return parts === undefined ? Effect.void : appendChunks(env, tx, run, incoming, parts)
+  })
+
+/** The assistant message a response came to, ready to commit. */
+interface Reply {
+  readonly _tag: "Reply"
+  readonly data: SessionEvent.SessionEventInputOf<"assistant/message">["data"]
+  /** Built here from typed parts and checked by hand, so it skips the schema pass (ADR 0023). */
+  readonly trusted: boolean
+  /** The calls to run: none from a truncated response (R52). */
+  readonly calls: ReadonlyArray<Content.ToolCallBlock>
+  readonly maxTokens: boolean
+}
+
+/**
+ * Assemble: what the response came to — a failed request (the request failed, or the response reported an error,
+ * finished with one or was stopped by a content filter; R75) or the assistant message to commit. Records the
+ * request's reported input tokens, the context estimate's base (R146), and charges a reply to the turn's budgets.
+ */
+const assemble = Effect.fnUntraced(function*(
+  env: Env,
+  run: StepRun,
+  prepared: Prepared,
+  response: Either.Either<Assembly.Assembled, AiError.AiError>
 ) {
-  let history = opened
-  if (history === undefined) {
-    const hook = env.options.hooks?.step
-    if (hook !== undefined) {
-      yield* provide(env, hook({ agent: env.service, turn, step })).pipe(
-        Effect.mapErrorCause((cause) => Cause.fail(failTurn(step, "step hook failed")(cause)))
-      )
-      yield* honourCancel(env)
+  if (response._tag === "Left") {
+    const error = response.left
+    const failed: RequestFailed = {
+      _tag: "RequestFailed",
+      error,
+      failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
     }
-    // D1. An empty outbox needs no critical section: a send staged right after this read is the same as one
-    // staged right after the drain (it waits for D2 either way).
-    if ((yield* Inbox.get(env.inbox)).outbox.length > 0) {
-      yield* locked(env, (tx) => drain(env, tx, { turn })).pipe(Effect.mapError(logFailure(step)))
-    }
+    return failed
   }
-  // A fixed system prompt and no `request` hook need no effect of their own (a step fewer each).
-  const given = env.options.system
-  const system = given === undefined || typeof given === "string"
-    ? given
-    : yield* evaluateSystemPrompt(env, given, step)
-  if (history === undefined) history = yield* locked(env, (tx) => openStep(env, tx, turn, step))
-  const state = yield* read(env)
-  const proposed = proposedConfig(env, state)
-  const hook = env.options.hooks?.request
-  const config = hook === undefined ? proposed : yield* hookedConfig(env, hook, proposed, turn, step)
-  // Only this activity writes the header, so an unchanged one is known without the lock (and the state read
-  // before the hook ran still has it).
-  const header = headerOf(env, config, system)
-  const last = state.header
-  if (last === undefined || !sameHeader(last, header)) {
-    yield* locked(env, (tx) => logHeader(env, tx, header)).pipe(Effect.mapError(logFailure(step)))
-  }
-
-  const messages = History.messages(history)
-  const requestMessages = messages.length
-  const prompt = Prompt.fromMessages(
-    system === undefined ? messages : [Prompt.makeMessage("system", { content: system }), ...messages]
-  )
-  // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
-  // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
-  // from its claim to its end without an async boundary, ADR 0028).
-  yield* Effect.yieldNow()
-  // The response so far: a pure fold over the parts as they arrive (`content.ts`).
-  let assembling = Assembly.initial
-  const chunkSeqs: Array<number> = []
-  // Appends parts as `assistant/chunk` records (`chunkJson` is a JSON-lossless copy by construction, so they are
-  // trusted, ADR 0023) through the section's transaction `tx`, and republishes them.
-  const appendChunk = (tx: SessionLog.Transaction, parts: ReadonlyArray<ResponsePart>) =>
-    Effect.flatMap(
-      tx.appendTrusted(
-        parts.map((part) => ({ type: "assistant/chunk" as const, data: { turn, step, chunk: chunkJson(part) } }))
-      ),
-      (events) => {
-        for (const event of events) chunkSeqs.push(event.seq)
-        return publishAppended(env, events)
-      }
-    )
-  // The parts from the chunk that carries `finish` on are held until the response ends, and appended by the
-  // section that writes the message (ADR 0033): the response's last parts, so nothing waits behind them, and one
-  // critical section fewer per step. Any other outcome appends them in a section of their own first.
-  let finishing: ReadonlyArray<ResponsePart> | undefined
-  const appendFinishing = (tx: SessionLog.Transaction) =>
-    Effect.suspend(() => {
-      const parts = finishing
-      finishing = undefined
-      return parts === undefined ? Effect.void : appendChunk(tx, parts)
-    })
-  const finishingFirst = <A>(outcome: A) =>
-    finishing === undefined ? Effect.succeed(outcome) : Effect.as(locked(env, appendFinishing), outcome).pipe(
-      Effect.mapError(logFailure(step))
-    )
-  const streamed = yield* forEachChunk(config, modelResponse(env, prompt), (chunk) => {
-    const parts = Chunk.toReadonlyArray(chunk)
-    if (parts.length === 0) return Effect.void
-    let finished = false
-    for (const part of parts) {
-      assembling = Assembly.step(assembling, part)
-      if (part.type === "finish") finished = true
-    }
-    const pending = finishing === undefined ? parts : [...finishing, ...parts]
-    finishing = undefined
-    if (finished) {
-      finishing = pending
-      return Effect.void
-    }
-    return locked(env, (tx) => appendChunk(tx, pending))
-  }).pipe(
-    Effect.flatMap(() => {
-      const assembled = Assembly.result(assembling)
-      return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
-    }),
-    Spans.request(env, turn, step, config),
-    Effect.either
-  )
-  if (streamed._tag === "Left") {
-    const error = streamed.left
-    if (error._tag === "SessionLogError") return yield* Effect.fail(logFailure(step)(error))
-    const failure = LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
-    return yield* finishingFirst<StepOutcome>({ _tag: "RequestFailed", error, failure })
-  }
-  const assembled = streamed.right
-  // The context estimate's base (R146): this request's reported prompt size.
+  const assembled = response.right
   const inputTokens = assembled.usage?.inputTokens
   // A reported 0 is taken as not reported: a request always carries some input.
   if (inputTokens !== undefined && inputTokens > 0) {
-    yield* update(env, (s) => ({ ...s, usage: { inputTokens, messages: requestMessages } }))
+    yield* update(env, (s) => ({ ...s, usage: { inputTokens, messages: prepared.messages } }))
   }
-  if (assembled.hasError) {
-    const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
-    return yield* finishingFirst(requestFailure(Option.getOrElse(carried, () => ({
-      code: "UNKNOWN" as const,
-      message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
-    }))))
-  }
-  if (assembled.finishReason === "error") {
-    return yield* finishingFirst(requestFailure({ code: "SERVER", message: "the model finished with an error" }))
-  }
-  if (assembled.finishReason === "content-filter") {
-    return yield* finishingFirst(
-      requestFailure({ code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" })
-    )
-  }
+  const reported = reportedFailure(assembled)
+  if (reported !== undefined) return requestFailure(reported)
   const maxTokens = assembled.finishReason === "length"
   // Truncated tool calls are never executed or logged as calls (R52).
   const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
     ? assembled.content.filter((block) => block.type !== "tool-call")
     : assembled.content
+  const data = messageData(run, prepared.config, assembled, content)
+  Budgets.charge(run.gauge, assembled.usage, prepared.config.model)
+  const reply: Reply = {
+    _tag: "Reply",
+    data,
+    trusted: Assembly.isValidMessage(data),
+    calls: content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call"),
+    maxTokens
+  }
+  return reply
+})
+
+/** A failed request for a failure the response reported about itself. */
+const requestFailure = (failure: LlmFailureT.LlmFailure): RequestFailed => ({
+  _tag: "RequestFailed",
+  error: new AiError.UnknownError({ module: "Agent", method: "step", description: failure.message, cause: failure }),
+  failure
+})
+
+/** The failure a response reported about itself, if any (R75). Pure. */
+const reportedFailure = (assembled: Assembly.Assembled): LlmFailureT.LlmFailure | undefined => {
+  if (assembled.hasError) {
+    const carried = Schema.decodeUnknownOption(LlmFailure.LlmFailure)(assembled.error)
+    return Option.getOrElse(carried, () => ({
+      code: "UNKNOWN" as const,
+      message: `the model stream reported an error: ${JSON.stringify(Assembly.jsonOf({ error: assembled.error }))}`
+    }))
+  }
+  if (assembled.finishReason === "error") return { code: "SERVER", message: "the model finished with an error" }
+  if (assembled.finishReason === "content-filter") {
+    return { code: "CONTENT_FILTER", message: "the model's output was stopped by a content filter" }
+  }
+  return undefined
+}
+
+/** The `assistant/message` data of a reply with `content`: its provenance, finish reason and usage. Pure. */
+const messageData = (
+  run: StepRun,
+  config: RequestConfig,
+  assembled: Assembly.Assembled,
+  content: ReadonlyArray<Content.AssistantBlock>
+): SessionEvent.SessionEventInputOf<"assistant/message">["data"] => {
   const data: {
     -readonly [K in keyof SessionEvent.SessionEventInputOf<"assistant/message">["data"]]:
       SessionEvent.SessionEventInputOf<"assistant/message">["data"][K]
   } = {
-    turn,
-    step,
+    turn: run.turn,
+    step: run.step,
     content,
     provenance: {
       model: config.model,
@@ -317,98 +374,50 @@ export const runStep = Effect.fnUntraced(function*(
   }
   if (assembled.finishReason !== undefined) data.finishReason = assembled.finishReason
   if (assembled.usage !== undefined) data.usage = assembled.usage
-  Budgets.charge(gauge, assembled.usage, config.model)
-  // Built here from typed parts; checked by hand, it skips the schema pass (ADR 0023).
-  const trustMessage = Assembly.isValidMessage(data)
-  const calls = content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call")
-  // The finishing parts, then the message that cites every chunk (their seqs are known once the parts are appended),
-  // in the transaction `tx` of the section that writes the message.
-  const appendMessage = (tx: SessionLog.Transaction) =>
+  return data
+}
+
+/**
+ * Commit: a failed request appends the finishing parts held back and goes back to the turn (R75). A reply without
+ * calls commits in one critical section (`endReplyStepLocked`); one with calls goes into the first call's section,
+ * right before its `tool/call` (ADR 0033), and its step closes once the calls are done (`endToolStepLocked`).
+ */
+const commit = Effect.fnUntraced(function*(env: Env, run: StepRun, incoming: Incoming, answer: Reply | RequestFailed) {
+  if (answer._tag === "RequestFailed") {
+    if (incoming.finishing !== undefined) {
+      yield* locked(env, (tx) => appendFinishing(env, tx, run, incoming)).pipe(Effect.mapError(logFailure(run.step)))
+    }
+    const outcome: StepOutcome = answer
+    return outcome
+  }
+  const reply = answer
+  // The message cites every chunk: their seqs are known once the finishing parts are appended.
+  const appendMessage: AppendMessage = (tx) =>
     Effect.zipRight(
-      appendFinishing(tx),
+      appendFinishing(env, tx, run, incoming),
       Effect.suspend(() =>
-        append(env, tx, { type: "assistant/message", data, sourceEventSeqs: chunkSeqs }, trustMessage)
+        append(
+          env,
+          tx,
+          { type: "assistant/message", data: reply.data, sourceEventSeqs: incoming.chunkSeqs },
+          reply.trusted
+        )
       )
     )
-  if (calls.length === 0) {
-    // No calls: the message, D2, `step/end` and — unless steering was drained or a `turnStopping` hook must run
-    // in between — D3 and `turn/end` (R48, R54) in one critical section (ADR 0028). Nothing can be staged while it
-    // holds the lock, so D3 finds nothing D2 left: the log is the one separate sections give with no send between.
-    return yield* locked(env, (tx) => endReplyStepLocked(env, tx, progress, turn, step, appendMessage, maxTokens)).pipe(
-      Effect.mapError(logFailure(step))
+  if (reply.calls.length === 0) {
+    // One critical section (ADR 0028): nothing can be staged while it holds the lock, so D3 finds nothing D2 left:
+    // the log is the one separate sections give with no send between.
+    return yield* locked(env, (tx) => endReplyStepLocked(env, tx, run, appendMessage, reply.maxTokens)).pipe(
+      Effect.mapError(logFailure(run.step))
     )
   }
-  // The message goes in the first call's critical section, right before its `tool/call` (ADR 0033).
-  const { concluded } = yield* runToolCalls(env, { turn, step, calls, runtime: tools, opening: appendMessage }).pipe(
-    Effect.mapError(logFailure(step))
-  )
-  const now = Budgets.timed(gauge) ? yield* Clock.currentTimeMillis : 0
-  return yield* locked(env, (tx) => endToolStepLocked(env, tx, progress, turn, step, concluded, gauge, now))
-})
-
-/**
- * The end of a step without tool calls, in one transaction `tx`: the message, D2, `step/end` and — unless steering was
- * drained or a `turnStopping` hook must run in between — D3 and `turn/end` (R48, R54).
- */
-const endReplyStepLocked = Effect.fnUntraced(function*(
-  env: Env,
-  tx: SessionLog.Transaction,
-  progress: Ref.Ref<Progress>,
-  turn: number,
-  step: number,
-  appendMessage: (tx: SessionLog.Transaction) => Effect.Effect<unknown, SessionLog.SessionLogError>,
-  maxTokens: boolean
-) {
-  yield* appendMessage(tx)
-  const drained = yield* drain(env, tx, { turn })
-  yield* appendOwn(env, tx, [{ type: "step/end", data: { turn, step } }])
-  const ended = env.options.hooks?.turnStopping === undefined && !drained.steering
-  if (ended) {
-    const { maxTokens: before } = yield* Ref.get(progress)
-    yield* endTurnLocked(env, tx, progress, turn, turnReason({ maxTokens: before || maxTokens }))
-  }
-  const outcome: StepOutcome = { _tag: "Completed", continue: drained.steering, concluded: false, maxTokens, ended }
-  return outcome
-})
-
-/**
- * The end of a step with tool calls, in one transaction `tx`: D2, then `step/end`. A step whose result concluded the turn
- * ends it here, in the same section, without `turnStopping` (R54): no steering can be accepted between its D2 and
- * its `turn/end`, and steering D2 drained stays in the log for the next turn's request. Any other tool step opens
- * the next one here (R48).
- */
-const endToolStepLocked = Effect.fnUntraced(function*(
-  env: Env,
-  tx: SessionLog.Transaction,
-  progress: Ref.Ref<Progress>,
-  turn: number,
-  step: number,
-  concluded: boolean,
-  gauge: Budgets.Gauge,
-  now: number
-) {
-  yield* Effect.zipRight(
-    drain(env, tx, { turn }),
-    appendOwn(env, tx, [{ type: "step/end", data: { turn, step } }])
-  ).pipe(Effect.mapError(logFailure(step)))
-  // A step with calls did not stop at `max-tokens` (a truncated response's calls are dropped, R52): only an
-  // earlier step of the turn can have made its reason `max-tokens`.
-  if (concluded) {
-    yield* endTurnLocked(env, tx, progress, turn, turnReason(yield* Ref.get(progress)))
-    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
-    return outcome
-  }
-  // The budgets after the step (R155): a budget reached ends the turn here, instead of opening the next step; the
-  // last step before a hard stop is preceded by the warning (R159).
-  const stop = Budgets.reached(gauge, step, now)
-  if (stop !== undefined) {
-    yield* endTurnLocked(env, tx, progress, turn, stop)
-    const outcome: StepOutcome = { _tag: "Completed", continue: false, concluded, maxTokens: false, ended: true }
-    return outcome
-  }
-  const warning = Budgets.warning(gauge, step)
-  if (warning !== undefined) yield* appendWarning(env, tx, warning).pipe(Effect.mapError(logFailure(step)))
-  const next = yield* openNext(env, tx, progress, turn, step)
-  const outcome: StepOutcome = { _tag: "Completed", continue: true, concluded, maxTokens: false, ended: false, next }
-  return outcome
+  const { concluded } = yield* runToolCalls(env, {
+    turn: run.turn,
+    step: run.step,
+    calls: reply.calls,
+    runtime: run.tools,
+    opening: appendMessage
+  }).pipe(Effect.mapError(logFailure(run.step)))
+  const now = Budgets.timed(run.gauge) ? yield* Clock.currentTimeMillis : 0
+  return yield* locked(env, (tx) => endToolStepLocked(env, tx, run, concluded, now))
 })

@@ -1,8 +1,8 @@
 /**
  * One activity: a claimed prompt's admission (`admission.ts`) and the turn it admits, or a retry turn (R45–R46);
- * the turn's steps (R47–R53, in `step.ts`, their requests in `request.ts`), continuation (R54) and model-request
- * failures (R74–R75). Everything here runs in the activity fiber, which a cancel interrupts; the driver closes
- * whatever an interrupted or failed activity left open.
+ * the turn's steps (R47–R53, in `step.ts` and `stepSections.ts`, their requests in `request.ts`), continuation (R54)
+ * and model-request failures (R74–R75). Everything here runs in the activity fiber, which a cancel interrupts; the
+ * driver closes whatever an interrupted or failed activity left open.
  */
 import type { AgentEvent, SessionEvent, Turn as TurnT } from "@harness/domain"
 import type { History, SessionLog } from "@harness/session"
@@ -20,7 +20,8 @@ import { drainedLive, drainPlan, hasSteering, userMessageData } from "./outbox.j
 import * as Spans from "./spans.js"
 import type { ActivityResult, Job, Progress, ToolRuntime } from "./state.js"
 import { honourCancel, locked, read } from "./state.js"
-import { opensInline, openStep, runStep, type StepOutcome, stepOutcome } from "./step.js"
+import { runStep } from "./step.js"
+import { opensInline, openStep, type StepOutcome, stepOutcome } from "./stepSections.js"
 import { appendWarning, endTurnLocked, endUnlessSteeringLocked } from "./turnEnd.js"
 import type { TurnFailure } from "./turnFailure.js"
 import { BudgetStop, failTurn, logFailure } from "./turnFailure.js"
@@ -124,23 +125,24 @@ const runTurn = Effect.fnUntraced(function*(
   // find the outbox this section just drained (ADR 0033).
   const manual = options.compaction
   const opensStep = opensInline(env) && manual === undefined
-  const opened = yield* locked(env, (tx) => openTurnLocked(env, tx, progress, opening, options, opensStep))
-  if (opened === undefined) return noTurn
-  const turn = opened.turn
+  const started = yield* locked(env, (tx) => openTurnLocked(env, tx, progress, opening, options, opensStep))
+  if (started === undefined) return noTurn
+  const turn = started.turn
   if (env.traced) yield* Spans.annotate(env, Spans.attr.turn, turn)
   // The turn's budgets (R154–R160): checked after every step, here or in the section that closes a tool step.
   const gauge = yield* Budgets.open(env, turn, opening.trigger)
   let step = 0
-  // The history of a step the section before it already opened.
-  let next: History.History | undefined = opened.history
+  // The history of the next step when the section before it already opened (and counted) it: see `openStep`.
+  let opened: History.History | undefined = started.history
   // A compaction step was just run: the next step is the turn's own (one compaction per boundary).
   let compacted = false
   while (true) {
-    if (next === undefined && (yield* budgetBefore(env, progress, gauge, turn, step))) return turnEnded
+    if (opened === undefined && (yield* budgetBefore(env, progress, gauge, turn, step))) return turnEnded
     step += 1
     const n = step
-    // The turn's opening section counted a first step it opened.
-    if (n > 1 || next === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
+    // A step is counted as it begins, before anything of it runs (what a failure or a close reports); a step
+    // opened by the section before it was counted there.
+    if (opened === undefined) yield* Ref.update(progress, (p) => ({ ...p, step: n }))
     if (manual !== undefined && n === 1) {
       yield* Compaction.runStep(env, turn, n, { reason: "manual", system: fixedSystem(env), ...manual })
       // Nothing more to do unless steering arrived meanwhile (R151): then the turn goes on with it.
@@ -153,12 +155,12 @@ const runTurn = Effect.fnUntraced(function*(
       compacted = true
       continue
     }
-    if (next === undefined && !compacted && (yield* compactIfDue(env, turn, n))) {
+    if (opened === undefined && !compacted && (yield* compactIfDue(env, turn, n))) {
       compacted = true
       continue
     }
     compacted = false
-    const stepRun = runStep(env, progress, tools, turn, n, next, gauge)
+    const stepRun = runStep(env, progress, tools, turn, n, opened, gauge)
     const run = Budgets.timed(gauge) ? withDeadline(gauge, n, stepRun) : stepRun
     const outcome = yield* (env.traced
       ? run.pipe(
@@ -166,7 +168,7 @@ const runTurn = Effect.fnUntraced(function*(
         Spans.step(env, turn, n)
       )
       : run)
-    next = outcome._tag === "Completed" ? outcome.next : undefined
+    opened = outcome._tag === "Completed" ? outcome.openedNext : undefined
     if (outcome._tag === "RequestFailed") return yield* requestFailed(env, progress, turn, n, outcome)
     if (outcome.ended) return turnEnded
     if (outcome.maxTokens) yield* Ref.update(progress, (p) => ({ ...p, maxTokens: true }))
@@ -277,8 +279,8 @@ const openTurnLocked = Effect.fnUntraced(function*(
   }
   // A compaction turn drains nothing before its compaction step: what was staged lands after the record (R151).
   const drains = options.compaction === undefined
-  const retained = drainPlan(snapshot, { turn, limit: drains ? leading : 0 })
-  const later = drainPlan({ ...snapshot, outbox: retained.rest }, drains ? { turn } : { turn, limit: 0 })
+  const retainedDrain = drainPlan(snapshot, { turn, limit: drains ? leading : 0 })
+  const laterDrain = drainPlan({ ...snapshot, outbox: retainedDrain.rest }, drains ? { turn } : { turn, limit: 0 })
   const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
     type: "user/message",
     data: userMessageData(input.data, input.id)
@@ -290,19 +292,19 @@ const openTurnLocked = Effect.fnUntraced(function*(
     type: "turn/start",
     data: { turn, trigger: opening.trigger }
   }]
-  const events = yield* tx.appendTrusted(start.concat(retained.events, prompts, later.events)).pipe(
+  const events = yield* tx.appendTrusted(start.concat(retainedDrain.events, prompts, laterDrain.events)).pipe(
     Effect.mapError(logFailure(0))
   )
   // The first step is counted here when this section opens it.
   yield* Ref.update(progress, (p) => ({ ...p, turn, step: opensStep ? 1 : p.step }))
-  yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: later.rest }))
-  const promptsAt = 1 + retained.taken.length
+  yield* Inbox.modify(env.inbox, (s) => ({ ...s, outbox: laterDrain.rest }))
+  const promptsAt = 1 + retainedDrain.taken.length
   const laterAt = promptsAt + prompts.length
   yield* publishAll(env, (): Array<AgentEvent.AgentEvent> => [
     { type: "session/event", event: events[0]! },
-    ...drainedLive(retained.taken, events.slice(1, promptsAt)),
+    ...drainedLive(retainedDrain.taken, events.slice(1, promptsAt)),
     ...events.slice(promptsAt, laterAt).map((event) => ({ type: "session/event" as const, event })),
-    ...drainedLive(later.taken, events.slice(laterAt))
+    ...drainedLive(laterDrain.taken, events.slice(laterAt))
   ])
   if (!opensStep) return { turn, history: undefined }
   return { turn, history: yield* openStep(env, tx, turn, 1) }
