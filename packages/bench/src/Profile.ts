@@ -40,7 +40,7 @@ export interface CpuProfile {
 }
 
 /** A node of a sampling heap profile. */
-interface HeapNode {
+export interface HeapNode {
   readonly callFrame: CallFrame
   readonly selfSize: number
   readonly children: ReadonlyArray<HeapNode>
@@ -167,11 +167,16 @@ const cpuBreakdown = (profile: CpuProfile): CpuBreakdown => {
   }
 }
 
-/** Bytes allocated per cause in a sampling heap profile. */
-const allocationBreakdown = (
+/** Bytes allocated per cause in a sampling heap profile, and the functions that allocated most (self bytes). */
+export const allocationSites = (
   root: HeapNode
-): { readonly totalBytes: number; readonly byCause: ReadonlyArray<readonly [Cause, number]> } => {
+): {
+  readonly totalBytes: number
+  readonly byCause: ReadonlyArray<readonly [Cause, number]>
+  readonly topFunctions: ReadonlyArray<{ readonly name: string; readonly cause: Cause; readonly bytes: number }>
+} => {
   const byCause = new Map<Cause, number>()
+  const byFunction = new Map<string, { name: string; cause: Cause; bytes: number }>()
   let totalBytes = 0
   const visit = (node: HeapNode, stack: ReadonlyArray<CallFrame>) => {
     const here = node.callFrame.functionName === "(root)" ? stack : [node.callFrame, ...stack]
@@ -179,13 +184,18 @@ const allocationBreakdown = (
       const cause = classify(here)
       byCause.set(cause, (byCause.get(cause) ?? 0) + node.selfSize)
       totalBytes += node.selfSize
+      const name = here[0] === undefined ? "(root)" : frameName(here[0])
+      const entry = byFunction.get(name) ?? { name, cause, bytes: 0 }
+      entry.bytes += node.selfSize
+      byFunction.set(name, entry)
     }
     for (const child of node.children) visit(child, here)
   }
   visit(root, [])
   return {
     totalBytes,
-    byCause: causes.flatMap((cause) => (byCause.has(cause) ? [[cause, byCause.get(cause)!] as const] : []))
+    byCause: causes.flatMap((cause) => (byCause.has(cause) ? [[cause, byCause.get(cause)!] as const] : [])),
+    topFunctions: [...byFunction.values()].sort((a, b) => b.bytes - a.bytes).slice(0, 30)
   }
 }
 
@@ -317,7 +327,8 @@ export const profile = async (
   await sequentialTurns(allocAgent, prompts("alloc-", allocationTurns))
   const { profile: heapProfile } = await session.post("HeapProfiler.stopSampling")
   await allocAgent.dispose()
-  const allocation = allocationBreakdown(heapProfile.head as HeapNode) // V8's SamplingHeapProfileNode, typed loosely by @types/node
+  // V8's SamplingHeapProfileNode, typed loosely by @types/node
+  const { byCause, totalBytes } = allocationSites(heapProfile.head as HeapNode)
 
   options.log(`retention: ${options.agents} idle agents`)
   await collectGarbage()
@@ -343,7 +354,7 @@ export const profile = async (
       agents: options.agents,
       usPerTurnProfiled,
       cpu: cpuBreakdown(cpuProfile as CpuProfile), // @types/node's Profiler.Profile, the same shape
-      allocation: { turns: allocationTurns, ...allocation },
+      allocation: { turns: allocationTurns, totalBytes, byCause },
       retained
     },
     cpuProfile: cpuProfile as CpuProfile
