@@ -6,14 +6,28 @@
  */
 import type { LanguageModel, Response } from "@effect/ai"
 import type { AiError } from "@effect/ai"
-import * as Sse from "@effect/experimental/Sse"
 import { Headers, HttpBody, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { HttpClientError, HttpClientResponse } from "@effect/platform"
 import { ModelStream } from "@harness/domain"
-import { Cause, Chunk, Clock, Duration, Effect, Either, Option, ParseResult, Redacted, Ref, Stream } from "effect"
-import type { Scope } from "effect"
+import {
+  Cause,
+  Chunk,
+  Clock,
+  Duration,
+  Effect,
+  Either,
+  ExecutionStrategy,
+  Exit,
+  Option,
+  ParseResult,
+  Redacted,
+  Ref,
+  Scope,
+  Stream
+} from "effect"
 import * as Decode from "./decode.js"
 import * as Errors from "./errors.js"
+import * as EventStream from "./eventStream.js"
 import * as Request from "./request.js"
 import * as Retry from "./retry.js"
 import * as Scrub from "./scrub.js"
@@ -59,29 +73,6 @@ const describeCause = (cause: unknown): string => {
   return line.replace(absolutePath, "<path>").trim() || "no message"
 }
 
-type Item = { readonly _tag: "Event"; readonly event: string; readonly data: string } | { readonly _tag: "End" }
-
-/** The start of an event stream's first line: a comment or one of the four fields. */
-const eventStreamLine = /^(?::|(?:data|event|id|retry)[:\r\n])/
-const eventStreamFields = ["data:", "event:", "id:", "retry:"]
-
-/**
- * Whether a body starting with `seen` is an event stream: `true` or `false` once its start decides, `undefined`
- * while more text could still make it one. Contract: an optional BOM and blank lines are skipped; then a comment or a
- * `data`, `event`, `id` or `retry` field (followed by `:` or the end of its line) is an event stream.
- */
-const eventStreamStart = (seen: string, ended: boolean): boolean | undefined => {
-  const start = seen.replace(/^\uFEFF/, "").replace(/^[\r\n]+/, "")
-  if (eventStreamLine.test(start)) return true
-  if (ended) return /^(?:data|event|id|retry)$/.test(start)
-  return start === "" || eventStreamFields.some((field) => field.startsWith(start)) ? undefined : false
-}
-
-interface Output<A> {
-  readonly parts: ReadonlyArray<A>
-  readonly done: boolean
-}
-
 /** What a stream's parts become as they leave: kept encoded, or typed. */
 type Convert<A> = (parts: ReadonlyArray<Response.StreamPartEncoded>) => Either.Either<ReadonlyArray<A>, string>
 
@@ -101,9 +92,11 @@ const typedParts: Convert<ModelStream.Part> = (parts) => {
   return Either.right(out)
 }
 
-/** Marks progress for the attempt's idle timeout. */
+/** What an attempt runs under: its progress mark (for the idle timeout) and the scope its request lives in. */
 interface Watch {
   readonly progress: Effect.Effect<void>
+  /** Closing it aborts the request (`HttpClient.withScope`): the watchdog's way to end a waiting read. */
+  readonly scope: Scope.Scope
 }
 
 /**
@@ -182,14 +175,16 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
    * Runs one attempt under its two clocks. Contract: the attempt fails with `TIMEOUT` once `deadline` has passed
    * since it started (whatever the server sends), or once `idleTimeout` has passed since the last progress mark
    * (marks start when the response headers arrive; only what the attempt marks counts — for a stream, SSE events,
-   * never bytes, comments or `retry:` fields).
+   * never bytes, comments or `retry:` fields). The watchdog is a fiber of its own that, when a clock runs out, aborts
+   * the request (closes its scope) so that a waiting read ends, and the attempt's failure is then the timeout; no
+   * element races it (`Stream.interruptWhen` forks three fibers per element, most of a streamed chunk's cost).
    */
   const watched = <A>(
     ctx: Errors.RequestContext,
     method: Errors.Method,
     attempt: (watch: Watch) => Stream.Stream<A, AiError.AiError>
   ): Stream.Stream<A, AiError.AiError> =>
-    Stream.unwrap(Effect.gen(function*() {
+    Stream.unwrapScoped(Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
       const last = yield* Ref.make<number | undefined>(undefined)
       const progress = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(last, now))
@@ -218,7 +213,18 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
           yield* Effect.sleep(Duration.millis(Math.max(1, Math.min(left, idleLeft))))
         }
       })
-      return attempt({ progress }).pipe(Stream.interruptWhen(watchdog))
+      const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+      const alarm = yield* Ref.make(Option.none<AiError.AiError>())
+      yield* Effect.forkScoped(Effect.catchAll(
+        watchdog,
+        (error) => Effect.zipRight(Ref.set(alarm, Option.some(error)), Scope.close(scope, Exit.void))
+      ))
+      return attempt({ progress, scope }).pipe(Stream.catchAllCause((cause) =>
+        Stream.unwrap(Effect.map(
+          Ref.get(alarm),
+          Option.match({ onNone: () => Stream.failCause(cause), onSome: Stream.fail })
+        ))
+      ))
     }))
 
   const bytes = (
@@ -273,7 +279,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     accept: string,
     watch: Watch
   ) =>
-    scopedClient.execute(request(body, accept)).pipe(
+    Scope.extend(scopedClient.execute(request(body, accept)), watch.scope).pipe(
       Effect.mapError((error) => mapRequestError(error, method, ctx)),
       Effect.timeoutFail({
         duration: settings.requestTimeout,
@@ -298,53 +304,6 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
     )
 
   /**
-   * Server-sent events from the body text, with `@effect/experimental`'s parser, as the fold's items. Contract:
-   * `retry:` fields are ignored (there is no reconnection to delay), comments produce nothing, an event over the
-   * parser's size limit is a `MALFORMED` failure, and progress is marked once per piece of body that completed at
-   * least one event (the same instants as marking each event, one effect instead of one per event). A body that
-   * ends after complete lines but without the blank line that dispatches the last event (or ends right after
-   * `data: [DONE]`) still dispatches it, as openai-node does; a body cut inside any other line does not (that is a
-   * truncation, reported as one).
-   */
-  const events = (
-    text: Stream.Stream<string, AiError.AiError>,
-    ctx: Errors.RequestContext,
-    watch: Watch
-  ): Stream.Stream<Item, AiError.AiError> =>
-    Stream.suspend(() => {
-      // The parser calls back synchronously from `feed`; this array only carries events out of that call.
-      const pending: Array<Item> = []
-      const parser = Sse.makeParser((event) => {
-        if (event._tag === "Event") pending.push({ _tag: "Event", event: event.event, data: event.data })
-      }, { maxEventSize: settings.maxEventSize })
-      // The text after the last line break, as far as the end-of-body rule needs it (longer tails are cut).
-      let tail = ""
-      const flush = Stream.suspend(() => {
-        if (tail === "" || /^data: ?\[DONE\]$/.test(tail)) parser.feed("\n\n")
-        return Stream.fromIterable(pending.splice(0))
-      })
-      return text.pipe(
-        Stream.mapChunksEffect((pieces) => {
-          for (const piece of pieces) {
-            const lineBreak = Math.max(piece.lastIndexOf("\n"), piece.lastIndexOf("\r"))
-            tail = (lineBreak >= 0 ? piece.slice(lineBreak + 1) : tail + piece).slice(0, 32)
-            const error = parser.feed(piece)
-            if (error !== undefined) {
-              return Effect.fail(Errors.malformed(
-                ctx,
-                "streamText",
-                `the server sent an SSE event larger than ${error.cause.maxEventSize} characters (the parser's limit)`
-              ))
-            }
-          }
-          if (pending.length === 0) return Effect.succeed(Chunk.empty<Item>())
-          return Effect.as(watch.progress, Chunk.unsafeFromArray(pending.splice(0)))
-        }),
-        Stream.concat(flush)
-      )
-    })
-
-  /**
    * The body text of a 200 whose label is not `text/event-stream` (or that has none), as an event stream when it
    * starts like one. Contract: the body is read only until its start decides — after an optional BOM and blank
    * lines, a comment (`:`) or a `data`, `event`, `id` or `retry` field is an event stream, anything else is not —
@@ -364,12 +323,12 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       )
       let seen = ""
       let ended = false
-      let verdict = eventStreamStart(seen, ended)
+      let verdict = EventStream.eventStreamStart(seen, ended)
       while (verdict === undefined) {
         const piece = yield* next
         if (piece === undefined) ended = true
         else seen += piece
-        verdict = eventStreamStart(seen, ended)
+        verdict = EventStream.eventStreamStart(seen, ended)
       }
       if (verdict) {
         const start = seen === "" ? Stream.empty : Stream.succeed(seen)
@@ -422,21 +381,21 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       )
   })
 
+  /**
+   * One response's fold of its events into output (`EventStream.Options.event`): its decoding state is this closure's,
+   * made per attempt and used only by the fiber that runs the attempt's stream.
+   */
   const fold = <A>(advertised: ReadonlySet<string>, convert: Convert<A>) => {
-    const out = (
-      parts: ReadonlyArray<Response.StreamPartEncoded>
-    ): Either.Either<ReadonlyArray<A>, AiError.AiError> =>
-      Either.mapLeft(
-        convert(parts.map(scrub.deep)),
-        (problem) => Errors.malformed(streamContext, "streamText", problem)
-      )
-    return (state: Decode.State, item: Item): Effect.Effect<readonly [Decode.State, Output<A>], AiError.AiError> => {
-      if (item._tag === "End") {
-        return Effect.fail(Errors.malformed(streamContext, "streamText", "the stream closed before [DONE]"))
-      }
+    let state = Decode.initial
+    const out = (parts: ReadonlyArray<Response.StreamPartEncoded>, done: boolean) =>
+      Either.match(convert(parts.map(scrub.deep)), {
+        onLeft: (problem) => Either.left(Errors.malformed(streamContext, "streamText", problem)),
+        onRight: (output): Either.Either<EventStream.Folded<A>, AiError.AiError> => Either.right({ output, done })
+      })
+    return (item: { readonly event: string; readonly data: string }) => {
       if (item.event === "error") {
         const details = Wire.errorDetails(item.data)
-        return Effect.fail(Errors.streamError(streamContext, "streamText", {
+        return Either.left(Errors.streamError(streamContext, "streamText", {
           message: details?.message ?? item.data,
           type: details?.type,
           code: details?.code
@@ -444,23 +403,24 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       }
       if (item.data.trim() === "[DONE]") {
         return Either.match(Decode.done(state, advertised), {
-          onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-          onRight: (parts) => Effect.map(out(parts), (typed) => [state, { parts: typed, done: true }] as const)
+          onLeft: (problem) => Either.left(problemError(problem, "streamText", streamContext)),
+          onRight: (parts) => out(parts, true)
         })
       }
       const chunk = Wire.decodeChunk(item.data)
       if (Either.isLeft(chunk)) {
-        return Effect.fail(
-          Errors.malformed(
-            streamContext,
-            "streamText",
-            `the server sent a chunk that is not a valid chat.completion.chunk: ${decodeProblem(chunk.left, item.data)}`
-          )
-        )
+        return Either.left(Errors.malformed(
+          streamContext,
+          "streamText",
+          `the server sent a chunk that is not a valid chat.completion.chunk: ${decodeProblem(chunk.left, item.data)}`
+        ))
       }
       return Either.match(Decode.step(state, chunk.right, settings.maxReplyBytes), {
-        onLeft: (problem) => Effect.fail(problemError(problem, "streamText", streamContext)),
-        onRight: ([next, parts]) => Effect.map(out(parts), (typed) => [next, { parts: typed, done: false }] as const)
+        onLeft: (problem) => Either.left(problemError(problem, "streamText", streamContext)),
+        onRight: ([next, parts]) => {
+          state = next
+          return out(parts, false)
+        }
       })
     }
   }
@@ -505,12 +465,18 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
                 ? Effect.succeed(text)
                 : sniffed(text, contentType)
               return Effect.map(body, (body) =>
-                events(body, ctx, watch).pipe(
-                  Stream.concat(Stream.succeed<Item>({ _tag: "End" })),
-                  Stream.mapAccumEffect(Decode.initial, fold(advertised, convert)),
-                  Stream.takeUntil((output) => output.done),
-                  Stream.mapConcat((output) => output.parts)
-                ))
+                EventStream.decode(body, {
+                  maxEventSize: settings.maxEventSize,
+                  progress: watch.progress,
+                  event: fold(advertised, convert),
+                  tooLarge: (max) =>
+                    Errors.malformed(
+                      ctx,
+                      "streamText",
+                      `the server sent an SSE event larger than ${max} characters (the parser's limit)`
+                    ),
+                  truncated: () => Errors.malformed(ctx, "streamText", "the stream closed before [DONE]")
+                }))
             }
           )))
         return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "streamText"))
