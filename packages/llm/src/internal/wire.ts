@@ -3,7 +3,7 @@
  * schemas, so every chunk is decoded and validated at the boundary). Fields are lenient where servers differ
  * (`null` vs absent, `reasoning_content` vs `reasoning`) and strict only where we depend on a shape.
  */
-import { Schema } from "effect"
+import { Either, type ParseResult, Schema } from "effect"
 
 /** One `tool_calls` entry of an assistant message. */
 export interface WireToolCall {
@@ -124,8 +124,16 @@ export const Completion = Schema.Struct({
 })
 export type Completion = typeof Completion.Type
 
-/** Decoders from the raw text (`[DONE]` is handled before decoding). */
-export const decodeChunk = Schema.decodeUnknownEither(Schema.parseJson(Chunk))
+const decodeChunkText = Schema.decodeUnknownEither(Schema.parseJson(Chunk))
+
+/**
+ * Decoders from the raw text (`[DONE]` is handled before decoding). Contract: `decodeChunk` takes what the schema
+ * takes and refuses what it refuses, with the schema's error; a chunk in `Chunk`'s shape is its parsed JSON itself.
+ */
+export const decodeChunk = (text: string): Either.Either<Chunk, ParseResult.ParseError> => {
+  const exact = exactChunk(text)
+  return exact === undefined ? decodeChunkText(text) : Either.right(exact)
+}
 export const decodeCompletion = Schema.decodeUnknownEither(Schema.parseJson(Completion))
 
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.parseJson(Schema.Union(
@@ -148,3 +156,57 @@ export const errorDetails = (
 
 /** The message of an error object (`{ error: { message } }`, `{ error: "…" }`, `{ message }`), if `text` is one. */
 export const errorMessage = (text: string): string | undefined => errorDetails(text)?.message
+
+// The hand twin of `Chunk`'s schema for a streamed chunk's JSON (docs/performance.md, "A streamed chunk is its own
+// decoding"): each field the schema declares has its type or is null or absent; other keys are let through (the
+// schema drops them; nothing reads them). A test holds it to the schema on generated chunks and JSON.
+const textOrNone = (value: unknown): boolean => value === undefined || value === null || typeof value === "string"
+const numberOrNone = (value: unknown): boolean => value === undefined || value === null || typeof value === "number"
+const isObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+const absentOr = (value: unknown, exact: (object: Readonly<Record<string, unknown>>) => boolean): boolean =>
+  value === undefined || value === null || (isObject(value) && exact(value))
+const everyOf = (value: unknown, exact: (object: Readonly<Record<string, unknown>>) => boolean): boolean =>
+  value === undefined || value === null ||
+  (Array.isArray(value) && value.every((item) => isObject(item) && exact(item)))
+
+const exactToolCall = (call: Readonly<Record<string, unknown>>): boolean =>
+  numberOrNone(call["index"]) && textOrNone(call["id"]) && textOrNone(call["type"]) &&
+  absentOr(call["function"], (f) => textOrNone(f["name"]) && textOrNone(f["arguments"]))
+
+const exactDelta = (delta: Readonly<Record<string, unknown>>): boolean =>
+  textOrNone(delta["role"]) && textOrNone(delta["content"]) && textOrNone(delta["reasoning_content"]) &&
+  textOrNone(delta["reasoning"]) &&
+  textOrNone(delta["refusal"]) && everyOf(delta["tool_calls"], exactToolCall)
+
+const exactUsage = (usage: Readonly<Record<string, unknown>>): boolean =>
+  numberOrNone(usage["prompt_tokens"]) && numberOrNone(usage["completion_tokens"]) &&
+  numberOrNone(usage["total_tokens"]) &&
+  numberOrNone(usage["prompt_cache_hit_tokens"]) && numberOrNone(usage["prompt_cache_miss_tokens"]) &&
+  absentOr(usage["prompt_tokens_details"], (details) => numberOrNone(details["cached_tokens"])) &&
+  absentOr(usage["completion_tokens_details"], (details) => numberOrNone(details["reasoning_tokens"]))
+
+/**
+ * The chunk `text` holds, when it is JSON in `Chunk`'s shape: the parsed value itself (fresh plain objects, JSON's
+ * types), which is what the schema would decode it to but for the keys the schema does not declare. Anything else
+ * (not JSON, another shape) is undefined, and goes to the schema, which says what is wrong.
+ */
+const exactChunk = (json: string): Chunk | undefined => {
+  let value: unknown
+  try {
+    value = JSON.parse(json)
+  } catch {
+    return undefined
+  }
+  if (!isObject(value)) return undefined
+  const exact = textOrNone(value["id"]) && textOrNone(value["model"]) && numberOrNone(value["created"]) &&
+    everyOf(
+      value["choices"],
+      (choice) =>
+        numberOrNone(choice["index"]) && absentOr(choice["delta"], exactDelta) && textOrNone(choice["finish_reason"])
+    ) &&
+    absentOr(value["usage"], exactUsage) &&
+    absentOr(value["error"], (error) => textOrNone(error["message"]) && textOrNone(error["type"]))
+  // Checked field by field above: a `Chunk` with extra keys, which the type allows.
+  return exact ? value as Chunk : undefined
+}
