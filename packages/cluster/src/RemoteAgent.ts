@@ -180,7 +180,8 @@ const cut = (message: string) => new RemoteAgentError({ reason: "EventsCut", mes
 /**
  * The entity's events, resubscribed after every cut (R214, R215). One subscription asks for the durable events after
  * `last` (the last durable seq delivered, or none yet: from now); it is cut when it fails (a transport failure, or the
- * interruption a stopping entity answers with), when it ends (its runner's entity was disposed), or when a durable
+ * interruption a stopping entity answers with, or a defect of the transport), when it ends (its runner's entity was
+ * disposed), or when a durable
  * event skips a seq (the cluster re-sent the request to a new host by itself, with its first payload: a durable event
  * appended in between would be missing). A durable event at or below `last` is a repeat and is dropped.
  */
@@ -214,7 +215,11 @@ const follow = (
             ? Stream.fail(
               cut("the subscription was interrupted by its entity (its runner stopping or its shard moving)")
             )
-            : Stream.failCause(cause)
+            : Cause.isFailType(cause)
+            ? Stream.fail(cause.error)
+            // A defect of the client's transport (a socket to a killed runner failing its write) cuts the
+            // subscription like any other failure of it.
+            : Stream.fail(cut(`the subscription died: ${Cause.pretty(cause)}`))
         ),
         Stream.takeWhile((event) =>
           event.type !== "agent/disposed"

@@ -99,14 +99,15 @@ describe("RemoteAgent", () => {
 })
 
 /** How the first subscription is cut once it delivered turn 1's end, the way a runner's death or a shard move cuts it. */
-type CutKind = "end" | "interrupt" | "replay" | "gap"
+type CutKind = "end" | "interrupt" | "die" | "replay" | "gap"
 
 const isTurnEnd = (turn: number) => (e: AgentEvent.AgentEvent) =>
   e.type === "session/event" && e.event.type === "turn/end" && e.event.data.turn === turn
 
 /**
  * The test client with its `Events` cut: the first subscription ends after turn 1's `turn/end` — by ending (the
- * runner's entity stopped), failing with an interruption (the entity's answer when it stops), or by going on, once
+ * runner's entity stopped), failing with an interruption (the entity's answer when it stops), dying (a client-only
+ * node's socket to a killed runner), or by going on, once
  * the gate opens, with the same request again (`replay`: what the cluster does by itself when the runner dies: its
  * first payload, so repeats) or with a request from now (`gap`). Every later subscription waits for the gate, so
  * durable events are appended while the stream is cut. The `after` of each request is noted.
@@ -127,6 +128,9 @@ const cutting = (client: RemoteAgent.Client, kind: CutKind, gate: Deferred.Defer
             return head
           case "interrupt":
             return Stream.concat(head, Stream.failCause(Cause.interrupt(FiberId.none)))
+          case "die":
+            // What a client-only node's socket to a SIGKILLed runner gives: a defect, not a typed failure.
+            return Stream.concat(head, Stream.die(new Error("SocketError: An error occurred during Write")))
           case "replay":
             return Stream.concat(head, later(payload))
           case "gap":
@@ -141,6 +145,7 @@ describe("RemoteAgent: events across cut subscriptions", () => {
   const cases: ReadonlyArray<readonly [CutKind, "events" | "eventsAfter"]> = [
     ["end", "eventsAfter"],
     ["interrupt", "eventsAfter"],
+    ["die", "eventsAfter"],
     ["replay", "eventsAfter"],
     ["gap", "events"],
     ["end", "events"]
