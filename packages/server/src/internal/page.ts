@@ -139,7 +139,7 @@ function onDurable(event) {
       } else line("user", "› " + textOf(event.data.content))
       break
     case "steering/message":
-      line("user", "↪ " + event.data.content.map((b) => b.text ?? "").join(""))
+      line("user", "↪ " + textOf(event.data.content))
       break
     case "assistant/chunk":
       if (event.data.chunk.type === "text-delta") {
