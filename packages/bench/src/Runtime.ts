@@ -93,6 +93,8 @@ export interface Transcript {
   readonly steering: ReadonlyArray<string>
   /** Assistant messages with non-empty text content. */
   readonly textReplies: number
+  /** The text of each of those messages, in log order. */
+  readonly replies: ReadonlyArray<string>
   /** Tool results recorded. */
   readonly toolResults: number
   /** Entries retained in the log or state (Harness/reference: durable events; pi: messages). */
@@ -107,6 +109,7 @@ export interface Tally {
   abortedTurns: number
   textReplies: number
   toolResults: number
+  readonly replies: Array<string>
   readonly prompts: Array<string>
   readonly steering: Array<string>
   readonly userTexts: Array<string>
@@ -118,10 +121,18 @@ export const tally = (): Tally => ({
   abortedTurns: 0,
   textReplies: 0,
   toolResults: 0,
+  replies: [],
   prompts: [],
   steering: [],
   userTexts: []
 })
+
+/** Counts an assistant message's text into `t` as a reply (a message without text is none). */
+export const countReply = (t: Tally, text: string): void => {
+  if (text === "") return
+  t.textReplies++
+  t.replies.push(text)
+}
 
 /** The text blocks of a message's content, joined (a plain string is its own text). */
 export const textOf = (content: string | ReadonlyArray<{ readonly type: string; readonly text?: string }>): string =>
@@ -157,11 +168,18 @@ export interface AgentOptions {
   /** Registers the no-op tool `noop` (no parameters, returns "ok"). */
   readonly tools?: boolean | undefined
   /**
-   * The script is the loopback server's fixed one (`SseServer.answerFor`: five tokens, or with tools a `noop` call
-   * then five tokens), so an adapter with an OpenAI-compatible client takes the replies from the server as SSE
-   * (the provider path, ADR 0057) instead of from `script`.
+   * The script is one the loopback server serves, so an adapter with an OpenAI-compatible client takes the replies
+   * from the server as SSE (the provider path, ADR 0057) instead of from `script`: `true` for the server's fixed
+   * script (`SseServer.answerFor`: five tokens, or with tools a `noop` call then five tokens), a {@link Pacing} for
+   * a text reply the server streams at that pace (Pace, Fleet: ADR 0077), whose `script` must be the same reply.
    */
-  readonly served?: boolean | undefined
+  readonly served?: boolean | Pacing | undefined
+}
+
+/** A text reply of `tokens` tokens (`tokens(n)`) streamed at `tokensPerSecond`, the first at once. */
+export interface Pacing {
+  readonly tokens: number
+  readonly tokensPerSecond: number
 }
 
 /** One runtime, booted in this process. */

@@ -1,9 +1,9 @@
 /**
  * The bench still measures what it claims: for each runtime, W8 (follow-ups, live observation, a follow-up queued
- * behind a running turn, cancels, read-back of the log) and Fleet (agents streaming paced replies at once), and on
- * the provider path W1 and W4, run at smoke size in a fresh worker process, exactly as `npm run bench` runs them,
- * and every correctness check passes.
- * Figures are not asserted: benchmarks never gate on time.
+ * behind a running turn, cancels, read-back of the log), Fleet (agents streaming paced replies at once) and Pace,
+ * and on the provider path W1 and W4, run at smoke size in a fresh worker process, exactly as `npm run bench` runs
+ * them, and every correctness check passes.
+ * Timed figures are not asserted (benchmarks never gate on time); which path a paced reply took is.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -17,22 +17,42 @@ const smoke = (runtime: BootName, workload: string) =>
       runtime,
       workload,
       failed: result.checks.filter((check) => !check.ok),
-      checks: result.checks.length
+      checks: result.checks.length,
+      figures: result.figures
     }))
   )
 
 describe("bench smoke", () => {
-  it.live("W8 and Fleet pass their correctness checks on every runtime", () =>
+  it.live("W8 passes its correctness checks on every runtime", () =>
     Effect.gen(function*() {
-      const results = yield* Effect.all(
-        runtimeNames.flatMap((runtime) => [smoke(runtime, "W8"), smoke(runtime, "Fleet")]),
-        { concurrency: 3 }
-      )
+      const results = yield* Effect.all(runtimeNames.map((runtime) => smoke(runtime, "W8")), { concurrency: 3 })
       for (const result of results) {
         assert.isAbove(result.checks, 3, `${result.runtime} ${result.workload} made its checks`)
         assert.deepStrictEqual(result.failed, [], `${result.runtime} ${result.workload}`)
       }
     }), 120_000)
+
+  // ADR 0077: paced replies come over HTTP from the loopback server's paced route to every runtime with an
+  // OpenAI-compatible client (Harness's provider on both its paths, pi-ai), from the in-process script to the others.
+  it.live(
+    "Fleet and Pace pass their checks on every runtime, over HTTP where the runtime has a client",
+    () =>
+      Effect.gen(function*() {
+        const overHttp: ReadonlyArray<BootName> = ["harness", "harness-standard", "pi"]
+        const scripted: ReadonlyArray<BootName> = ["reference", "harness-pull"]
+        const results = yield* Effect.all(
+          [...overHttp, ...scripted].flatMap((runtime) => [smoke(runtime, "Fleet"), smoke(runtime, "Pace")]),
+          { concurrency: 3 }
+        )
+        for (const result of results) {
+          const which = `${result.runtime} ${result.workload}`
+          assert.isAbove(result.checks, 3, `${which} made its checks`)
+          assert.deepStrictEqual(result.failed, [], which)
+          assert.strictEqual(result.figures["servedPercent"], overHttp.includes(result.runtime) ? 100 : 0, which)
+        }
+      }),
+    180_000
+  )
 
   // The provider path (ADR 0057): served agents read their replies from the loopback server the worker starts.
   it.live(

@@ -9,8 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { ChatCompletions } from "@harness/llm"
 import { type Context as PiContext, type Model, streamSimple, Type } from "@mariozechner/pi-ai"
 import { Effect, Layer, Schema, Stream } from "effect"
-import { fiveTokens, noopToolName } from "../src/Runtime.js"
-import { sseBody, startSseServer } from "../src/SseServer.js"
+import { fiveTokens, noopToolName, tokens as tokensOf } from "../src/Runtime.js"
+import { pacedClocks, servedUrl, sseBody, startSseServer } from "../src/SseServer.js"
 
 const tokens = fiveTokens._tag === "text" ? fiveTokens.tokens : []
 
@@ -55,6 +55,36 @@ describe("bench loopback SSE server", () => {
       const missing = yield* post(url, {}, "/models")
       assert.strictEqual(missing.status, 404)
       assert.strictEqual(requests(), 3, "a request it does not serve is not counted")
+    }))
+
+  it.scoped("its paced route streams the reply whole and keeps the stream's clock under the prompt, once", () =>
+    Effect.gen(function*() {
+      const { requests, url } = yield* server
+      assert.strictEqual(servedUrl(url, true), url)
+      assert.strictEqual(servedUrl(url, false), undefined)
+      const paced = servedUrl(url, { tokens: 6, tokensPerSecond: 200 })
+      assert.strictEqual(paced, `${url}/paced/6/200`)
+      const none = { start: 0, end: 0 }
+      // Whatever the request offers (tools here), the paced route answers its text; the key is the last user text.
+      const reply = yield* post(paced!, {
+        messages: [
+          { role: "user", content: "earlier" },
+          { role: "assistant", content: "ok" },
+          { role: "user", content: [{ type: "text", text: "pace-" }, { type: "text", text: "a" }] }
+        ],
+        tools: [{ type: "function", function: { name: noopToolName, parameters: {} } }]
+      })
+      assert.strictEqual(reply.status, 200)
+      assert.strictEqual(reply.type, "text/event-stream")
+      assert.strictEqual(reply.text, sseBody({ _tag: "text", tokens: tokensOf(6) }))
+      assert.strictEqual(requests(), 1)
+
+      const taken = yield* Effect.promise(() => pacedClocks(["pace-a", "pace-b"], [none, none], url))
+      assert.strictEqual(taken.served, 1)
+      assert.isAbove(taken.clocks[0]!.end, taken.clocks[0]!.start)
+      assert.deepStrictEqual(taken.clocks[1], none, "a prompt the server never streamed keeps the script's clock")
+      const again = yield* Effect.promise(() => pacedClocks(["pace-a"], [none], url))
+      assert.deepStrictEqual(again, { clocks: [none], served: 0 }, "the server forgets what was taken")
     }))
 
   it.scoped("Harness's chat-completions provider streams the five tokens, and the tool call when offered", () =>

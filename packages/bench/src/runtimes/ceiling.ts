@@ -22,7 +22,7 @@
  */
 import { Clock, Effect, Option, Queue, Ref } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, tally } from "../Runtime.js"
+import { countReply, noopToolName, tally } from "../Runtime.js"
 
 type Entry =
   | { readonly type: "turn/start" | "step/start" | "step/end" | "turn/end" | "request/header" }
@@ -155,7 +155,7 @@ const makeAgent = (script: Script, tools: boolean) =>
           t.prompts.push(entry.text)
           t.userTexts.push(entry.text)
         }
-        if (entry.type === "assistant/message" && entry.text !== "") t.textReplies++
+        if (entry.type === "assistant/message") countReply(t, entry.text)
         if (entry.type === "tool/result") t.toolResults++
       }
       return { ...t, entries: log.length, types: log.map((entry) => entry.type) }

@@ -13,14 +13,15 @@
  * caller of Harness pays.
  */
 import { LanguageModel, type Prompt, type Response, Tool } from "@effect/ai"
+import type { HttpClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Agent, AgentTool } from "@harness/agent"
 import { type AgentEvent, Message, ModelStream, type SessionEvent } from "@harness/domain"
 import { ChatCompletions } from "@harness/llm"
 import { Chunk, Context, Effect, Either, Exit, Fiber, Layer, Option, Queue, Schema, Scope, Stream } from "effect"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, tally, textOf } from "../Runtime.js"
-import { sseUrlEnv } from "../SseServer.js"
+import { countReply, noopToolName, tally, textOf } from "../Runtime.js"
+import { servedUrl, sseUrlEnv } from "../SseServer.js"
 import { storeBench } from "./harnessStore.js"
 
 const finish = (reason: Response.FinishReason, outputTokens: number): Response.StreamPartEncoded => ({
@@ -124,8 +125,9 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
  * Which model interface the agent gets (`BENCH_HARNESS_MODEL`, ADR 0057):
  *
  * - `provider` (default): Harness's chat-completions provider (`@harness/llm`, its `LanguageModel` and `ModelStream`)
- *   against the runner's loopback SSE server, for every agent whose script is the server's (`AgentOptions.served`);
- *   other agents (paced or waiting replies) get the same typed parts from the script, streamed (`stream`);
+ *   against the runner's loopback SSE server, for every agent whose script the server serves (`AgentOptions.served`:
+ *   the instant script, or a paced reply on the server's paced route); other agents (replies that wait for the
+ *   workload: W5, W8) get the same typed parts from the script, streamed (`stream`);
  * - `standard`: the same provider's `LanguageModel` only, so the agent goes through `LanguageModel.streamText` as with
  *   any other `@effect/ai` provider (a script's replies likewise, as encoded parts);
  * - `stream`: the scripted `ModelStream` without `pullText`, in process;
@@ -138,10 +140,13 @@ const modelInterface = ((): ModelInterface => {
   return chosen === "standard" || chosen === "stream" || chosen === "pull" ? chosen : "provider"
 })()
 
-/** The provider's services against the loopback server at `url`, built once per process in `scope`. */
-const providerContext = (url: string, scope: Scope.Scope) =>
+/**
+ * The provider's services against the loopback server at `url`, over `http` (one undici client per process, as an
+ * application shares one HTTP client between its models), built in `scope`.
+ */
+const providerContext = (url: string, http: Context.Context<HttpClient.HttpClient>, scope: Scope.Scope) =>
   Layer.buildWithScope(
-    ChatCompletions.layer({ baseUrl: url, model: "bench" }).pipe(Layer.provide(NodeHttpClient.layerUndici)),
+    ChatCompletions.layer({ baseUrl: url, model: "bench" }).pipe(Layer.provide(Layer.succeedContext(http))),
     scope
   )
 
@@ -215,7 +220,7 @@ const transcriptOf = (log: ReadonlyArray<SessionEvent.SessionEvent>): Transcript
         t.userTexts.push(textOf(event.data.content))
         break
       case "assistant/message":
-        if (textOf(event.data.content) !== "") t.textReplies++
+        countReply(t, textOf(event.data.content))
         break
       case "tool/result":
         t.toolResults++
@@ -243,22 +248,34 @@ export const make = (
   const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(around(effect))
   const url = process.env[sseUrlEnv]
   const runtimeScope = Effect.runSync(Scope.make())
-  // The provider is built once, as an application builds its model layer once for all its agents.
-  let provider: Promise<Context.Context<LanguageModel.LanguageModel | ModelStream.ModelStream>> | undefined
-  const served = (): Effect.Effect<Context.Context<LanguageModel.LanguageModel>> => {
-    if (url === undefined) return Effect.dieMessage(`${sseUrlEnv} is not set: the worker starts the loopback server`)
-    provider ??= Effect.runPromise(providerContext(url, runtimeScope))
-    return Effect.map(Effect.promise(() => provider!), (context) =>
+  // The HTTP client is built once, and the provider once per route of the server (the instant script, a pace), as an
+  // application builds its model layer once for all its agents.
+  let http: Promise<Context.Context<HttpClient.HttpClient>> | undefined
+  const providers = new Map<string, Promise<Context.Context<LanguageModel.LanguageModel | ModelStream.ModelStream>>>()
+  const served = (which: AgentOptions["served"]): Effect.Effect<Context.Context<LanguageModel.LanguageModel>> => {
+    const route = url === undefined ? undefined : servedUrl(url, which)
+    if (route === undefined) {
+      return Effect.dieMessage(`${sseUrlEnv} is not set: the worker starts the loopback server`)
+    }
+    let provider = providers.get(route)
+    if (provider === undefined) {
+      http ??= Effect.runPromise(Layer.buildWithScope(NodeHttpClient.layerUndici, runtimeScope))
+      provider = http.then((context) => Effect.runPromise(providerContext(route, context, runtimeScope)))
+      providers.set(route, provider)
+    }
+    const ready = provider
+    return Effect.map(Effect.promise(() => ready), (context) =>
       modelInterface === "standard"
         ? Context.make(LanguageModel.LanguageModel, Context.get(context, LanguageModel.LanguageModel))
         : context)
   }
   const usesServer = (options: AgentOptions) =>
-    options.served === true && (modelInterface === "provider" || modelInterface === "standard")
+    options.served !== undefined && options.served !== false &&
+    (modelInterface === "provider" || modelInterface === "standard")
   const createAgent = (options: AgentOptions): Promise<BenchAgent> =>
     run(Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const model = yield* (usesServer(options) ? served() : scriptedModel(options.script))
+      const model = yield* (usesServer(options) ? served(options.served) : scriptedModel(options.script))
       const agent = yield* Agent.make({ tools: options.tools === true ? [noopTool] : [] }).pipe(
         Effect.provide(model),
         Scope.extend(scope)

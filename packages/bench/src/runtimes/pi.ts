@@ -21,8 +21,8 @@ import {
 } from "@mariozechner/pi-ai"
 import { createRequire } from "node:module"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, raceAbort, tally, textOf } from "../Runtime.js"
-import { sseUrlEnv } from "../SseServer.js"
+import { countReply, noopToolName, raceAbort, tally, textOf } from "../Runtime.js"
+import { servedUrl, sseUrlEnv } from "../SseServer.js"
 
 const model: Model<"scripted"> = {
   id: "scripted-1",
@@ -148,7 +148,7 @@ const transcriptOf = (messages: ReadonlyArray<AgentMessage>): Transcript => {
       case "assistant":
         if (message.stopReason === "stop") t.completedTurns++
         if (message.stopReason === "aborted") t.abortedTurns++
-        if (textOf(message.content) !== "") t.textReplies++
+        countReply(t, textOf(message.content))
         break
       case "toolResult":
         t.toolResults++
@@ -173,8 +173,9 @@ export const make = (): Promise<BenchRuntime> => {
   const createAgent = (options: AgentOptions): Promise<BenchAgent> => {
     const tools = options.tools === true ? [noopTool] : []
     // A served script goes through pi's default stream function (pi-ai's client for the model's `api`).
-    const agent = options.served === true && url !== undefined
-      ? new Agent({ initialState: { systemPrompt: "", model: servedModel(url), tools }, getApiKey: () => "bench" })
+    const route = url === undefined ? undefined : servedUrl(url, options.served)
+    const agent = route !== undefined
+      ? new Agent({ initialState: { systemPrompt: "", model: servedModel(route), tools }, getApiKey: () => "bench" })
       : new Agent({ initialState: { systemPrompt: "", model, tools }, streamFn: streamFnOf(options.script) })
     const failures: Array<unknown> = []
     const message = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp })

@@ -22,7 +22,7 @@ import SystemPrompt from "@deepseek-ai/dsh-system-prompt"
 import ToolRuntime, { defineTool } from "@deepseek-ai/dsh-tools"
 import { createRequire } from "node:module"
 import type { AgentOptions, BenchAgent, BenchRuntime, Observed, Reply, Script, Transcript } from "../Runtime.js"
-import { noopToolName, raceAbort, tally } from "../Runtime.js"
+import { countReply, noopToolName, raceAbort, tally } from "../Runtime.js"
 
 const provider = "scripted"
 
@@ -112,7 +112,7 @@ const transcriptOf = (events: ReadonlyArray<SessionEvent>): Transcript => {
         promptSeen = true
         break
       case "assistant/message":
-        if (textOf(event.data.message) !== "") t.textReplies++
+        countReply(t, textOf(event.data.message))
         break
       case "tool/result":
         t.toolResults++
