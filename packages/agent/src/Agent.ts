@@ -238,6 +238,18 @@ export {
   CurrentRequest
 } from "./CurrentRequest.js"
 
+export {
+  /**
+   * The grace a closing scope gives the agent's running activity before disposing it (R224): none by default. Provide
+   * it around `make`; its effect runs when the scope closes (defined in its own module so the agent's internals read
+   * it without importing this one).
+   *
+   * @since 0.0.0
+   * @category services
+   */
+  StopGrace
+} from "./StopGrace.js"
+
 /**
  * How to build an agent. `R` is what the tools, hooks and system prompt need.
  *
@@ -312,7 +324,8 @@ export interface Options<R = never> {
 }
 
 /**
- * Builds an agent in the current scope; closing the scope disposes it.
+ * Builds an agent in the current scope; closing the scope disposes it: at once, or after letting the running activity
+ * end on its own for the {@link StopGrace} of the context it was built in (R224).
  *
  * @example
  * ```ts

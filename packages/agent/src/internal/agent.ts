@@ -7,6 +7,7 @@ import { LanguageModel, Tokenizer } from "@effect/ai"
 import { SessionLog, type SessionStore } from "@harness/session"
 import {
   Context,
+  Duration,
   Effect,
   ExecutionStrategy,
   Fiber,
@@ -21,6 +22,7 @@ import {
 } from "effect"
 import type { Options, Service } from "../Agent.js"
 import type { AgentConfigError } from "../AgentError.js"
+import { StopGrace } from "../StopGrace.js"
 import * as Accept from "./accept.js"
 import * as Approvals from "./approvals.js"
 import * as CutCalls from "./cutCalls.js"
@@ -71,10 +73,12 @@ const liveEvents = Effect.fnUntraced(function*(env: Env) {
 })
 
 /**
- * Disposal (R86): record `disposed` (unless an earlier cause won), discard pending work, let the driver close the
- * turn, log staged context, make the log durable, then publish `agent/disposed`, the last event.
+ * Disposal (R86), after a graceful stop when `grace` is above zero (R224): record `disposed` (unless an earlier cause
+ * won), discard pending work, let the driver close the turn, log staged context, make the log durable, then publish
+ * `agent/disposed`, the last event.
  */
-const dispose = Effect.fnUntraced(function*(env: Env) {
+const dispose = Effect.fnUntraced(function*(env: Env, grace: Duration.Duration) {
+  if (Duration.greaterThan(grace, Duration.zero)) yield* stop(env, grace)
   const driver = yield* locked(env, (tx) => disposeLocked(env, tx))
   if (driver !== undefined) yield* Fiber.await(driver)
   yield* locked(env, (tx) => flushContext(env, tx))
@@ -86,8 +90,25 @@ const dispose = Effect.fnUntraced(function*(env: Env) {
 
 const disposeLocked = Effect.fnUntraced(function*(env: Env, tx: SessionLog.Transaction) {
   yield* Accept.cancelLocked(env, tx, "disposed", false)
-  yield* transition(env, "disposed", Lifecycle.disposed)
+  // After a graceful stop disposal has begun already: only the cancel above was left to do.
+  if (!Lifecycle.isDisposed((yield* read(env)).lifecycle)) yield* transition(env, "disposed", Lifecycle.disposed)
   return Lifecycle.driving((yield* read(env)).lifecycle)?.driver
+})
+
+/**
+ * The graceful stop (R224): disposal begins without a cancel — a running driver finishes its activity and claims
+ * nothing (`Disposing`), an idle agent is `Disposed` — and the driver is waited for, for at most `grace`. The wait is
+ * made interruptible inside the uninterruptible disposal, or the timeout could not interrupt it; an interruption of
+ * the closing fiber ends the wait, not the disposal.
+ */
+const stop = Effect.fnUntraced(function*(env: Env, grace: Duration.Duration) {
+  const driver = yield* locked(env, () =>
+    Effect.zipRight(
+      transition(env, "stopping", Lifecycle.disposed),
+      Effect.map(read(env), (state) => Lifecycle.driving(state.lifecycle)?.driver)
+    ))
+  if (driver === undefined) return
+  yield* Effect.exit(Effect.interruptible(Effect.timeoutOption(Fiber.await(driver), grace)))
 })
 
 /**
@@ -154,6 +175,7 @@ export const make: <R>(
     // Without the creator's span: tools and hooks run under the agent's own spans (ADR 0024).
     const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
     const scope = yield* Effect.scope
+    const stopGrace = yield* StopGrace
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
     // the driver to close the turn) and the fibers are interrupted only after it.
     const fibers = yield* Scope.fork(scope, ExecutionStrategy.sequential)
@@ -242,7 +264,11 @@ export const make: <R>(
     // Disposal is added to the scope itself: `Effect.addFinalizer` would keep the creating fiber's `FiberRefs` for as
     // long as the agent lives. Uninterruptible, as `Effect.addFinalizer` runs its finalizer: whoever closes the scope
     // cannot cut disposal short. Built when it runs: prebuilt, the disposal effect was ≈ 0.3 KB of every agent.
-    yield* Scope.addFinalizerExit(scope, () => Effect.uninterruptible(dispose(env)))
+    // The grace is asked for when the scope closes (R224): the host decides per close.
+    yield* Scope.addFinalizerExit(
+      scope,
+      () => Effect.uninterruptible(Effect.flatMap(stopGrace, (grace) => dispose(env, Duration.decode(grace))))
+    )
     return service
   }
 )

@@ -1,7 +1,7 @@
 /**
  * The agent's lifecycle as one value (ADR 0021): `Idle` (no driver), `Running` (a driver works through the inbox,
  * perhaps with an activity), `Disposing` (the scope closed while a driver still runs: it finishes its activity and
- * claims nothing) and `Disposed`. What exists only while a driver runs — the driver, the deferred `whenIdle` waits
+ * claims nothing — cut short by disposal's cancel, or left to end on its own in a graceful stop, R224) and `Disposed`. What exists only while a driver runs — the driver, the deferred `whenIdle` waits
  * on, the reported status, the activity with its window, cancel cause and close policy — lives inside the states
  * that have it, so a combination such as "an activity without a driver" or "a cancel cause with no activity"
  * cannot be written down. Every change is a pure transition below; the agent swaps the result into its one `Ref`
@@ -144,8 +144,8 @@ export const driverStopped = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
     : Option.none()
 
 /**
- * The agent's scope closed: `Idle` → `Disposed`; `Running` → `Disposing` (its driver finishes the current activity
- * and stops). Refused once disposal began.
+ * The agent's scope closed (or a graceful stop began, R224): `Idle` → `Disposed`; `Running` → `Disposing` (its driver
+ * finishes the current activity and stops). Refused once disposal began.
  */
 export const disposed = (lifecycle: Lifecycle): Option.Option<Lifecycle> =>
   lifecycle._tag === "Idle"
