@@ -254,6 +254,14 @@ export interface Options<R> {
   readonly makeAgent?: MakeAgent<R> | undefined
   /** How long an idle entity stays activated after its last message (the cluster's default when absent). */
   readonly maxIdleTime?: Duration.DurationInput | undefined
+  /**
+   * How long a closing entity lets its agent's running turn go on before disposing it (R216, R224): the agent's
+   * `StopGrace` on every close but a delete. Four fifths of the runner's `entityTerminationTimeout` when absent (12 s
+   * with the cluster's default of 15 s), so that a runner stopping under an orchestrator waits for its in-flight
+   * requests and then its turns within twice that timeout. A longer grace is allowed: the shard's hand-off waits for
+   * it (the runner keeps the shard's lock meanwhile).
+   */
+  readonly stopGrace?: Duration.DurationInput | undefined
 }
 
 /**
@@ -267,8 +275,11 @@ export interface Options<R> {
  * arrival order through the entity's mailbox; each send runs with the envelope's id as its message id, so a
  * redelivered one finds itself accepted and answers the same id (R184). `Events`, `Status`, `WhenIdle` and the reads
  * run beside the mailbox (`Rpc.fork`). `Delete` runs in the mailbox: it disposes the agent, deletes the session and
- * clears the entity's stored messages; the next message to the id starts a new, empty session (R219). A store that
- * cannot be opened is a defect: the cluster logs it and retries the activation.
+ * clears the entity's stored messages; the next message to the id starts a new, empty session (R219). Any other close
+ * of the entity — its shard moving to another runner, its runner stopping — stops the agent gracefully once the
+ * cluster has let the entity's in-flight requests end: the running turn gets `stopGrace` to end on its own and
+ * nothing queued starts, so the queued work runs, in order, on the runner that takes the shard (R216, R224). A store
+ * that cannot be opened is a defect: the cluster logs it and retries the activation.
  *
  * @since 0.0.0
  * @category layers
@@ -282,7 +293,8 @@ export const layer = <R = LanguageModel.LanguageModel>(
       const id = yield* Schema.decodeUnknown(Ids.SessionId)(address.entityId)
       const host = yield* internal.makeHost<R | LanguageModel.LanguageModel>(
         id,
-        options.makeAgent ?? internal.defaultAgent
+        options.makeAgent ?? internal.defaultAgent,
+        options.stopGrace
       )
       const handle = internal.run(host.agent)
       const withAgent = <A, E>(f: (agent: Agent.Service) => Effect.Effect<A, E>) => Effect.flatMap(host.agent, f)

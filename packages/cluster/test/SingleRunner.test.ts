@@ -23,7 +23,12 @@ const runner = (dir: string, replies: ReadonlyArray<S.Reply>) =>
   AgentEntity.layer().pipe(
     Layer.provideMerge(SingleRunner.layer({
       runnerStorage: "memory",
-      shardingConfig: { entityMessagePollInterval: "50 millis", entityReplyPollInterval: "20 millis" }
+      // A 2 s termination timeout: the stop grace (four fifths of it, R216) the hanging turn waits out is 1.6 s.
+      shardingConfig: {
+        entityMessagePollInterval: "50 millis",
+        entityReplyPollInterval: "20 millis",
+        entityTerminationTimeout: "2 seconds"
+      }
     })),
     Layer.provide(SqliteClient.layer({ filename: join(dir, "cluster.db") })),
     Layer.provideMerge(SqliteStore.layer({ filename: join(dir, "sessions.db") })),

@@ -4,13 +4,13 @@
  */
 import type { LanguageModel } from "@effect/ai"
 import type { ClusterError, Sharding } from "@effect/cluster"
-import { Entity, MessageStorage } from "@effect/cluster"
+import { Entity, MessageStorage, ShardingConfig } from "@effect/cluster"
 import { Agent } from "@harness/agent"
 import type { AgentEvent, Ids, Operations } from "@harness/domain"
 import type { SessionStoreError } from "@harness/session"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { Scope } from "effect"
-import { Context, Effect, Option, Queue, Ref, ScopedRef, Stream } from "effect"
+import { Context, Duration, Effect, Option, Queue, Ref, ScopedRef, Stream } from "effect"
 import { stamp } from "./protocol.js"
 
 /** How the entity builds its agent over the session's opened log. */
@@ -100,14 +100,34 @@ interface Host {
 }
 
 /**
- * The entity's agent as a resource it can drop: built at activation when the store holds the session (so a stored
- * inbox resumes with no new message, R190), else at the first message that needs it; `remove` disposes it (the log
- * closed, its lease given up), deletes the session from the store and the entity's messages from the cluster's
- * storage (when the runner has one), and releases the entity's keep-alive so that it is passivated when idle. Both
- * run under one lock, so a message never sees a half-deleted session. The agent is built in the activation's context:
- * a lazy build runs in a handler's fiber, where the cluster's entity services are not all present.
+ * The grace a closing entity gives its agent's running turn (R216, R224): `stopGrace` when given, else four fifths of
+ * the runner's `entityTerminationTimeout` (the cluster's default when the context has no `ShardingConfig`).
  */
-export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>) =>
+const graceOf = (stopGrace: Duration.DurationInput | undefined) =>
+  stopGrace === undefined
+    ? Effect.map(
+      Effect.serviceOption(ShardingConfig.ShardingConfig),
+      (config) =>
+        Duration.times(
+          Duration.decode(
+            Option.getOrElse(config, () => ShardingConfig.defaults).entityTerminationTimeout
+          ),
+          0.8
+        )
+    )
+    : Effect.succeed(Duration.decode(stopGrace))
+
+/**
+ * The entity's agent as a resource it can drop: built at activation when the store holds the session (so a stored
+ * inbox resumes with no new message, R190), else at the first message that needs it; `remove` disposes it at once (the
+ * log closed, its lease given up), deletes the session from the store and the entity's messages from the cluster's
+ * storage (when the runner has one), and releases the entity's keep-alive so that it is passivated when idle. Both
+ * run under one lock, so a message never sees a half-deleted session. Any other close of the entity (its shard
+ * handed over, its runner stopping, passivation) stops the agent gracefully: its running turn gets `stopGrace` to end
+ * on its own, and nothing queued is started (R216, R224). The agent is built in the activation's context: a lazy build
+ * runs in a handler's fiber, where the cluster's entity services are not all present.
+ */
+export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>, stopGrace?: Duration.DurationInput) =>
   Effect.gen(function*() {
     const activation = yield* Effect.context<
       R | SessionStore.SessionStore | Sharding.Sharding | Entity.CurrentAddress
@@ -117,12 +137,17 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>) =>
     const storage = yield* Effect.serviceOption(MessageStorage.MessageStorage)
     const current = yield* ScopedRef.make<Option.Option<Agent.Service>>(() => Option.none())
     const lock = yield* Effect.makeSemaphore(1)
+    const grace = yield* graceOf(stopGrace)
+    // Set while `remove` drops the agent: a deleted session's turn is not waited for (R219).
+    const deleting = yield* Ref.make(false)
+    const closingGrace = Effect.map(Ref.get(deleting), (now) => now ? Duration.zero : grace)
     const build = Effect.gen(function*() {
       const log = yield* openSession(id)
       const agent = yield* makeAgent(log)
       yield* keepAliveWhileBusy(agent)
       return Option.some(agent)
     }).pipe(
+      Effect.provideService(Agent.StopGrace, closingGrace),
       Effect.mapInputContext((context: Context.Context<Scope.Scope>) => Context.merge(activation, context)),
       Effect.orDie,
       // `ScopedRef.set` acquires uninterruptibly, and fibers inherit that: the agent's driver and turns must stay
@@ -146,7 +171,8 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>) =>
         }))
     )
     const remove = lock.withPermits(1)(Effect.gen(function*() {
-      yield* ScopedRef.set(current, Effect.succeed(Option.none()))
+      yield* Ref.set(deleting, true)
+      yield* Effect.ensuring(ScopedRef.set(current, Effect.succeed(Option.none())), Ref.set(deleting, false))
       yield* Effect.provide(Entity.keepAlive(false), activation)
       const removed = yield* store.remove(id).pipe(
         Effect.as(true),
