@@ -174,6 +174,14 @@ export interface Service {
    */
   readonly inboxRecords: Effect.Effect<ReadonlyArray<Store.InboxRecord>, SessionLogError>
   /**
+   * The pending approvals (ADR 0054): every `approval/requested` record, stored or recorded, with no
+   * `approval/answered` for its call, in request order — what a resumed agent restores (R167).
+   *
+   * Contract (R237): kept as the log opens and records, never by reading the store, except on a log opened from a
+   * snapshot whose head does not list them (written before heads did): that one folds {@link inboxRecords}.
+   */
+  readonly pendingApprovals: Effect.Effect<ReadonlyArray<Store.ApprovalRequested>, SessionLogError>
+  /**
    * Store faults the write-behind writer met, each reported once per failed attempt, in order; subscribes when
    * run. The writer retries them with the log's `retry` schedule and never reorders or drops an event. (With
    * `write-through` a fault fails the append itself and is not reported here.)
@@ -392,8 +400,9 @@ export const make: (options?: MakeOptions) => Effect.Effect<Service, SessionLogE
  *
  * From a snapshot (ADR 0022): when the store holds one that decodes and agrees with the log (the record it ends at
  * is exactly the one it names), the scan starts after it, from its state and pending inbox, and everything above
- * applies to the records after it; a snapshot that does not decode or agree, or a scan from it that finds
- * corruption or a broken rule, is ignored and the whole log is replayed instead. After replaying at least
+ * applies to the records after it (its pending approvals too, when its head lists them, R237); a snapshot that does
+ * not decode or agree, or a scan from it that finds corruption or a broken rule, is ignored and the whole log is
+ * replayed instead. After replaying at least
  * `commit.snapshotEvery` events, `open` saves a snapshot where the log now ends.
  *
  * @since 0.0.0

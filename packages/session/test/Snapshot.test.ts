@@ -1,7 +1,7 @@
 /**
  * Log snapshots (ADR 0022): a session opened from its snapshot is the same log as a full replay (state, history,
- * pending inbox, cursors, events, the next request's header), a snapshot that does not decode or disagrees with
- * the log is ignored, and the events after the snapshot are replayed and repaired (R106).
+ * pending inbox and approvals, cursors, events, the next request's header), a snapshot that does not decode or
+ * disagrees with the log is ignored, and the events after the snapshot are replayed and repaired (R106).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, MessageSource, type SessionEvent } from "@harness/domain"
@@ -43,6 +43,7 @@ const view = (log: SessionLog.Service) =>
       state: yield* log.state,
       messages: History.messages(yield* log.history),
       pending: log.pendingInbox,
+      approvals: yield* log.pendingApprovals,
       cursors: yield* log.cursors
     }
   })
@@ -55,6 +56,7 @@ type Step =
   | { readonly _tag: "turn"; readonly kind: number; readonly acceptFirst: boolean }
   | { readonly _tag: "idle" }
   | { readonly _tag: "inbox"; readonly settle: boolean }
+  | { readonly _tag: "approval"; readonly answer: boolean }
   | { readonly _tag: "crash"; readonly kind: number; readonly cut: number }
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -64,6 +66,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("idle" as const) }) },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("inbox" as const), settle: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("approval" as const), answer: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("crash" as const), kind: fc.nat(5), cut: fc.nat(20) }) }
 )
 
@@ -106,6 +109,22 @@ const build = (store: SessionStore.Service, steps: ReadonlyArray<Step>, every: n
           const id = `held-${extra++}`
           yield* log.recordInbox([accepted(id)])
           if (step.settle) yield* log.recordInbox([settled(id)])
+          break
+        }
+        case "approval": {
+          // A call of the last turn asked about (pending across later turns and snapshots), maybe answered.
+          const callId = Ids.ToolCallId.make(`ask-${extra++}`)
+          yield* log.recordInbox([{
+            type: "approval/requested",
+            callId,
+            turn: Math.max(turn, 1),
+            step: 1,
+            name: "sh",
+            arguments: "{}"
+          }])
+          if (step.answer) {
+            yield* log.recordInbox([{ type: "approval/answered", callId, decision: "deny", by: "person" }])
+          }
           break
         }
         case "crash": {

@@ -6,7 +6,6 @@
  * closed by crash repair, `APPROVAL_PENDING`) has none: `toolCalls.ts` runs it when it is allowed.
  */
 import type { Approval, Ids } from "@harness/domain"
-import { Store } from "@harness/domain"
 import { Clock, Deferred, Duration, Effect, Fiber, Ref } from "effect"
 import type { Env } from "./env.js"
 import { publish } from "./live.js"
@@ -140,16 +139,14 @@ export const ask = Effect.fnUntraced(function*(
 /**
  * Restores the approvals a resumed session left pending (R167): each `approval/requested` with no
  * `approval/answered`, in request order, listed with `live: false` (crash repair closed its turn) and published;
- * a deadline still runs on the `Clock`, handing an expired call to `cut`.
+ * a deadline still runs on the `Clock`, handing an expired call to `cut`. The log keeps them (R237): a long session
+ * is not read back for them.
  */
 export const restore = Effect.fnUntraced(function*(
   env: Env,
   cut: (pending: Approval.PendingApproval, answered: Answered) => Effect.Effect<void>
 ) {
-  const records = yield* env.log.inboxRecords
-  const open = new Map<string, Store.ApprovalRequested>()
-  for (const record of records) Store.foldApprovals(open, record)
-  for (const requested of open.values()) {
+  for (const requested of yield* env.log.pendingApprovals) {
     const pending: Approval.PendingApproval = {
       callId: requested.callId,
       turn: requested.turn,

@@ -25,6 +25,7 @@ import {
   storeError,
   validateInbox
 } from "./logRecords.js"
+import { isApprovalRecord } from "./pendingApprovals.js"
 import { slowPath } from "./slowPath.js"
 import { noSnapshots } from "./snapshotKeeper.js"
 import { holding, type LogTransaction, transaction } from "./transaction.js"
@@ -45,6 +46,8 @@ export interface AppendParts {
   readonly afterCommit: AfterCommit
   /** The writer of a write-behind log; none on a write-through log. */
   readonly background: WriterControl | undefined
+  /** Folds recorded inbox records, approval records among them, into the log's pending approvals (ADR 0075). */
+  readonly recorded: (records: ReadonlyArray<StoreRecords.InboxRecord>) => Effect.Effect<void>
 }
 
 /** The log's writing operations. */
@@ -58,7 +61,7 @@ export type Appender =
   }
 
 export const makeAppender = (parts: AppendParts): Appender => {
-  const { afterCommit, background, commitNow, id, lock, notify, shared, store } = parts
+  const { afterCommit, background, commitNow, id, lock, notify, recorded, shared, store } = parts
   /**
    * Validates (unless `trusted`) and checks inputs against the current state: the events and the data after them,
    * or the refusal. A trusted input is the caller's own typed construction from values validated where they entered
@@ -226,10 +229,11 @@ export const makeAppender = (parts: AppendParts): Appender => {
       }
       // No lock: every commit drops from the front exactly the records it wrote, so records added while a commit
       // is in flight stay pending for the next one.
-      const add = Ref.update(shared, (s) => ({
+      const update = Ref.update(shared, (s) => ({
         ...s,
         writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
       }))
+      const add = records.some(isApprovalRecord) ? Effect.zipRight(update, recorded(records)) : update
       return background === undefined ? add : Effect.zipRight(add, background.kick)
     })
 

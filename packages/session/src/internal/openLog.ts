@@ -27,6 +27,7 @@ import {
   storeError,
   trackPending
 } from "./logRecords.js"
+import type { Approvals } from "./pendingApprovals.js"
 import { makeService } from "./sessionLog.js"
 import * as snapshot from "./snapshot.js"
 import { freshSnapshots, type Prefix, snapshotDue, snapshotEveryOf, type SnapshotStart } from "./snapshotKeeper.js"
@@ -57,10 +58,13 @@ interface Scan {
   /** The stored text of the last kept record. */
   readonly lastText: string | undefined
   /**
-   * The approvals still pending among the kept records (ADR 0054), by call id; a scan from a snapshot sees only those
-   * after it (a pending approval of the open turn always is). Mutated by the fold.
+   * The approvals still pending among the kept records (ADR 0054), by call id; a scan from a snapshot starts from
+   * those its head lists (ADR 0075), or from none when it lists none (then only those after it are seen: a pending
+   * approval of the open turn always is). Mutated by the fold.
    */
   readonly approvals: Map<string, StoreRecords.ApprovalRequested>
+  /** Whether `approvals` holds every pending approval: false from a snapshot whose head does not list them. */
+  readonly approvalsKnown: boolean
   /** The last kept `turn/start` (ADR 0068): from the snapshot's head until the scan meets one. */
   readonly turnStart: snapshot.TurnStart
 }
@@ -70,6 +74,7 @@ interface ScanFrom {
   readonly data: LogData
   readonly kept: number
   readonly inbox: Map<string, StoreRecords.InboxAccepted>
+  readonly approvals: Approvals
   readonly position: number
   readonly text: string
   readonly turnStart: snapshot.TurnStart
@@ -85,6 +90,7 @@ const fromSnapshot = (start: snapshot.Start): ScanFrom => ({
   data: { ...emptyData, base: start.seq + 1, state: start.state },
   kept: start.position + 1,
   inbox: new Map(start.inbox.map((r) => [r.message.id as string, r])),
+  approvals: start.approvals,
   position: start.position,
   text: start.last,
   turnStart: start.turnStart
@@ -107,7 +113,10 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
       violation: undefined,
       inbox: from?.inbox ?? new Map(),
       lastText: from?.text,
-      approvals: new Map(),
+      approvals: from === undefined || from.approvals === "unknown"
+        ? new Map()
+        : new Map(from.approvals.map((r) => [r.callId, r])),
+      approvalsKnown: from === undefined || from.approvals !== "unknown",
       turnStart: from?.turnStart
     }
     let check = from
@@ -188,6 +197,9 @@ const scan = (id: Ids.SessionId, store: Store, from?: ScanFrom): Effect.Effect<S
     )
   })
 
+/** The pending approvals a scan found, when it knows them all. */
+const approvalsOf = (found: Scan): Approvals => found.approvalsKnown ? [...found.approvals.values()] : "unknown"
+
 /** A snapshot's decoded head, and the store's reader of its body. */
 interface Found {
   readonly start: snapshot.Start
@@ -242,15 +254,17 @@ const snapshotStart = (
   every: number,
   records: number,
   pending: ReadonlyArray<StoreRecords.InboxAccepted>,
+  approvals: Approvals,
   used: Found | undefined,
   turnStart: snapshot.TurnStart
 ): Effect.Effect<SnapshotStart> =>
   used === undefined
-    ? Effect.succeed({ ...freshSnapshots(every, records), pending, turnStart })
+    ? Effect.succeed({ ...freshSnapshots(every, records), pending, approvals, turnStart })
     : Effect.map(prefixOf(id, store, used), (prefix): SnapshotStart => ({
       every,
       records,
       pending,
+      approvals,
       lastSeq: used.start.seq,
       historyText: undefined,
       historyMessages: used.start.messages,
@@ -298,7 +312,7 @@ const openLeased = Effect.fnUntraced(function*(
     }
     // As stored, up to a torn tail (not cut: a writer may be committing it right now).
     const pending = [...found.inbox.values()]
-    const snapshots = yield* snapshotStart(id, store, 0, found.kept, pending, used, found.turnStart)
+    const snapshots = yield* snapshotStart(id, store, 0, found.kept, pending, approvalsOf(found), used, found.turnStart)
     return yield* makeService(id, reader, lease, found.data, settingsOf(store, options?.commit), snapshots, pending)
   }
   if (found.bad !== undefined) {
@@ -339,7 +353,8 @@ const openLeased = Effect.fnUntraced(function*(
   const records = found.kept + repair.length
   const lastText = repair.length > 0 ? JSON.stringify(AppendOnly.last(data.events)) : found.lastText
   const pending = [...found.inbox.values()]
-  let snapshots = yield* snapshotStart(id, store, every, records, pending, used, found.turnStart)
+  const pendingApprovals = approvalsOf(found)
+  let snapshots = yield* snapshotStart(id, store, every, records, pending, pendingApprovals, used, found.turnStart)
   // A long replay is paid once: when `open` folded at least `every` events past the last snapshot, it takes one
   // where the log now ends (no turn is open after repair).
   const end = data.state.nextSeq - 1
@@ -364,6 +379,7 @@ const openLeased = Effect.fnUntraced(function*(
         last: lastText,
         state: data.state,
         inbox: pending,
+        approvals: pendingApprovals,
         messages,
         historyText: added.text,
         turnStart: found.turnStart

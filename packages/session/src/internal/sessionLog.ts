@@ -17,6 +17,7 @@ import { commitNowOf, leaseOf, writerStore } from "./leasedStore.js"
 import { makeAppender } from "./logAppend.js"
 import { LogReads } from "./logReads.js"
 import { checkContinuable, encode, invalidSeed, type LogData, randomSessionId, storeError } from "./logRecords.js"
+import { makeTracker } from "./pendingApprovals.js"
 import {
   freshSnapshots,
   noSnapshots,
@@ -96,7 +97,18 @@ export const makeService: (
   // The writer exists only on a write-behind log: the one log with a faults PubSub.
   const background = faults === undefined ? undefined : writerOf(id, store, shared, settings, faults, afterCommit)
 
-  const appender = makeAppender({ id, store, shared, lock, notify, commitNow, afterCommit, background })
+  const approvals = yield* makeTracker(snapshots.approvals)
+  const appender = makeAppender({
+    id,
+    store,
+    shared,
+    lock,
+    notify,
+    commitNow,
+    afterCommit,
+    background,
+    recorded: approvals.record
+  })
   const flush = appender.flush
   const reads = new LogReads({ id, store: reader, shared, flush, faults, observed, prefix: prefixHistory, turnStarts })
   const close = lease === "read-only"
@@ -118,6 +130,7 @@ export const makeService: (
       pendingInbox,
       hasMessage: appender.hasMessage,
       inboxRecords: appender.inboxRecords,
+      pendingApprovals: approvals.pending(appender.inboxRecords),
       close
     } satisfies Omit<Service, keyof LogReads>
   )

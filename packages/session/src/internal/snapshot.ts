@@ -12,6 +12,7 @@ import type { History } from "../History.js"
 import type { LogState } from "../LogCheck.js"
 import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
+import type { Approvals } from "./pendingApprovals.js"
 import { slowPath } from "./slowPath.js"
 
 const format = "harness/snapshot"
@@ -49,6 +50,11 @@ const Head = Schema.Struct({
   })),
   /** The pending inbox at `position`, in acceptance order. */
   inbox: Schema.Array(StoreRecords.InboxAccepted),
+  /**
+   * The pending approvals at `position`, in request order (ADR 0075, R237): always written, absent only in heads
+   * written before it (then unknown).
+   */
+  approvals: Schema.optional(Schema.Array(StoreRecords.ApprovalRequested)),
   /** The number of history messages (the body's events each give one). */
   messages: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
   /** The body's length in UTF-16 code units: a body saved with another head is refused before it is parsed. */
@@ -214,6 +220,8 @@ interface Point {
   readonly last: string
   readonly state: LogState
   readonly inbox: ReadonlyArray<StoreRecords.InboxAccepted>
+  /** The pending approvals at `position`. */
+  readonly approvals: Approvals
   readonly messages: number
   /** The last `turn/start` at or before `seq`. */
   readonly turnStart: TurnStart
@@ -246,6 +254,7 @@ export const encode = (input: Input): { readonly head: string; readonly body: st
     ...(input.state.dropped === undefined ? {} : { dropped: input.state.dropped.ranges }),
     ...(input.turnStart === undefined || input.turnStart === "unknown" ? {} : { turnStart: input.turnStart }),
     inbox: input.inbox,
+    ...(input.approvals === "unknown" ? {} : { approvals: input.approvals }),
     messages: input.messages,
     bodyLength: body.length
   }
@@ -285,6 +294,7 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
       dropped: head.dropped === undefined ? undefined : { ranges: head.dropped, open: false }
     },
     inbox: head.inbox,
+    approvals: head.approvals ?? "unknown",
     messages: head.messages,
     turnStart: head.turnStart ?? (head.lastTurn === 0 ? undefined : "unknown"),
     bodyLength: head.bodyLength

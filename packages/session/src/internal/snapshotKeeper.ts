@@ -3,12 +3,15 @@
  * (fresh, or from the snapshot `open` started from), and the keeper that takes one after a store commit that holds
  * a `turn/end` — best effort, never under the append lock on write-behind, and trimming memory behind it.
  */
-import type { Ids, SessionEvent, Store as StoreRecords } from "@harness/domain"
+import type { Ids, SessionEvent } from "@harness/domain"
+import { Store as StoreRecords } from "@harness/domain"
 import { Effect, Option, Ref } from "effect"
 import type { CommitOptions } from "../SessionLog.js"
 import type { Service as Store } from "../SessionStore.js"
 import * as AppendOnly from "./appendOnly.js"
+import { storedInbox } from "./logReads.js"
 import { type Checkpoint, trackPending } from "./logRecords.js"
+import { type Approvals, folded } from "./pendingApprovals.js"
 import * as snapshot from "./snapshot.js"
 import type { AfterCommit, Shared } from "./writeBehind.js"
 
@@ -37,6 +40,8 @@ export interface SnapshotStart {
   readonly records: number
   /** The pending inbox after the last stored record. */
   readonly pending: ReadonlyArray<StoreRecords.InboxAccepted>
+  /** The pending approvals after the last stored record (ADR 0075). */
+  readonly approvals: Approvals
   /** The `seq` the last snapshot covers (-1: none). */
   readonly lastSeq: number
   /**
@@ -80,7 +85,17 @@ export const freshSnapshots = (
 ): SnapshotStart => {
   let turnStart: snapshot.TurnStart = undefined
   for (const event of seed) if (event.type === "turn/start") turnStart = { seq: event.seq, position: event.seq }
-  return { every, records, pending: [], lastSeq: -1, historyText: "", historyMessages: 0, prefix: undefined, turnStart }
+  return {
+    every,
+    records,
+    pending: [],
+    approvals: [],
+    lastSeq: -1,
+    historyText: "",
+    historyMessages: 0,
+    prefix: undefined,
+    turnStart
+  }
 }
 
 /** No snapshot bookkeeping: a log that takes no snapshots builds none of it (ADR 0038). */
@@ -102,6 +117,9 @@ export const snapshotKeeper = (
   const snap = {
     records: snapshots.records,
     pending: new Map(snapshots.pending.map((r) => [r.message.id as string, r])),
+    approvals: snapshots.approvals === "unknown"
+      ? undefined
+      : new Map(snapshots.approvals.map((r) => [r.callId as string, r])),
     lastSeq: snapshots.lastSeq,
     historyText: snapshots.historyText,
     historyMessages: snapshots.historyMessages
@@ -123,12 +141,28 @@ export const snapshotKeeper = (
   })
   // Events are dropped from memory only on durable stores (the memory store holds the same events anyway).
   const trim = store.volatile !== true
+  /**
+   * The pending approvals a snapshot's head lists. Opened from a head that did not list them, the keeper learns them
+   * once, at its first snapshot, from the stored records: the keeper runs right after each commit and before the
+   * next, and a commit writes its inbox records before its events, so the store then holds exactly the records up
+   * to the checkpoint (ADR 0075). Unlearned (the store failed), the head lists none and stays unknown.
+   */
+  const approvalsAt = (approvals: Approvals): Effect.Effect<Approvals> =>
+    approvals !== "unknown" ? Effect.succeed(approvals) : storedInbox(id, store).pipe(
+      Effect.map((records): Approvals => {
+        const learned = folded(new Map(), records)
+        snap.approvals = learned
+        return [...learned.values()]
+      }),
+      Effect.orElseSucceed((): Approvals => "unknown")
+    )
 
   /** Takes a snapshot at the checkpoint (the last event of this commit or an earlier one of it): best effort. */
   const takeSnapshot = (
     checkpoint: Checkpoint,
     position: number,
     pending: ReadonlyArray<StoreRecords.InboxAccepted>,
+    approvals: Approvals,
     turnStart: snapshot.TurnStart
   ) =>
     // A base that cannot be read (a store failure while the history is derived from the log is a defect there)
@@ -145,17 +179,20 @@ export const snapshotKeeper = (
       const messages = snap.historyMessages + added.added
       // Never write a snapshot that disagrees with the log's own history.
       if (messages !== prefixMessages + checkpoint.history.length) return Effect.void
-      const { body, head } = snapshot.encode({
-        seq: checkpoint.seq,
-        position,
-        last: JSON.stringify(last),
-        state: checkpoint.state,
-        inbox: pending,
-        messages,
-        historyText: added.text,
-        turnStart
-      })
-      return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body }).pipe(
+      return Effect.flatMap(approvalsAt(approvals), (approvals) => {
+        const { body, head } = snapshot.encode({
+          seq: checkpoint.seq,
+          position,
+          last: JSON.stringify(last),
+          state: checkpoint.state,
+          inbox: pending,
+          approvals,
+          messages,
+          historyText: added.text,
+          turnStart
+        })
+        return store.saveSnapshot(id, { seq: checkpoint.seq, position, head, body })
+      }).pipe(
         Effect.zipRight(Effect.sync(() => {
           snap.lastSeq = checkpoint.seq
           snap.historyText = added.text
@@ -184,7 +221,11 @@ export const snapshotKeeper = (
   ): Effect.Effect<void> =>
     Effect.suspend(() => {
       const start = snap.records
-      for (const record of inbox) trackPending(snap.pending, record)
+      const approvals = snap.approvals
+      for (const record of inbox) {
+        trackPending(snap.pending, record)
+        if (approvals !== undefined) StoreRecords.foldApprovals(approvals, record)
+      }
       const due = checkpoint !== undefined && events.length > 0 && checkpoint.seq >= events[0]!.seq &&
         checkpoint.seq <= events.at(-1)!.seq && snapshotDue(snapshots.every, snap.lastSeq, checkpoint.seq)
       let pending: ReadonlyArray<StoreRecords.InboxAccepted> = []
@@ -200,6 +241,13 @@ export const snapshotKeeper = (
       }
       snap.records = start + inbox.length + events.length
       if (!due) return Effect.void
-      return takeSnapshot(checkpoint, start + inbox.length + (checkpoint.seq - events[0]!.seq), pending, turnStart)
+      return takeSnapshot(
+        checkpoint,
+        start + inbox.length + (checkpoint.seq - events[0]!.seq),
+        pending,
+        // Every inbox record of a commit comes before its events: the approvals at any checkpoint of it are these.
+        approvals === undefined ? "unknown" : [...approvals.values()],
+        turnStart
+      )
     })
 }

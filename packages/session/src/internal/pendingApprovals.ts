@@ -1,0 +1,54 @@
+/**
+ * The log's pending approvals (ADR 0054, ADR 0075): every `approval/requested` with no `approval/answered`, kept as
+ * the log opens (from its snapshot's head and the records after it) and as it records, so a resumed agent restores
+ * them (R167) without reading every stored record back (R237).
+ */
+import { Store as StoreRecords } from "@harness/domain"
+import { Effect, Ref } from "effect"
+import type { SessionLogError } from "../SessionLogError.js"
+
+/**
+ * The pending approvals at a point of the log, in request order; `"unknown"` when the log was opened from a snapshot
+ * whose head does not list them (written before heads did).
+ */
+export type Approvals = ReadonlyArray<StoreRecords.ApprovalRequested> | "unknown"
+
+/** Whether a record can change the pending approvals. */
+export const isApprovalRecord = (record: StoreRecords.InboxRecord): boolean =>
+  record.type === "approval/requested" || record.type === "approval/answered"
+
+/** The pending approvals after `records`, from `pending` (a copy: `pending` is not changed). */
+export const folded = (
+  pending: ReadonlyMap<string, StoreRecords.ApprovalRequested>,
+  records: Iterable<StoreRecords.InboxRecord>
+): Map<string, StoreRecords.ApprovalRequested> => {
+  const next = new Map(pending)
+  for (const record of records) StoreRecords.foldApprovals(next, record)
+  return next
+}
+
+/** A log's pending approvals: what it records is folded in; read as `pending`. */
+export interface Tracker {
+  /** Folds in inbox records the log just recorded (stamped, in order; called only when some is an approval record). */
+  readonly record: (records: ReadonlyArray<StoreRecords.InboxRecord>) => Effect.Effect<void>
+  /** The pending approvals now; `everyRecord` is read only when they were unknown at open. */
+  readonly pending: (
+    everyRecord: Effect.Effect<ReadonlyArray<StoreRecords.InboxRecord>, SessionLogError>
+  ) => Effect.Effect<ReadonlyArray<StoreRecords.ApprovalRequested>, SessionLogError>
+}
+
+/** A tracker from the approvals the log was opened (or made) with. */
+export const makeTracker = (opened: Approvals): Effect.Effect<Tracker> =>
+  Effect.map(
+    Ref.make<ReadonlyMap<string, StoreRecords.ApprovalRequested> | "unknown">(
+      opened === "unknown" ? opened : new Map(opened.map((r) => [r.callId, r]))
+    ),
+    (ref): Tracker => ({
+      record: (records) => Ref.update(ref, (now) => (now === "unknown" ? now : folded(now, records))),
+      pending: (everyRecord) =>
+        Effect.flatMap(Ref.get(ref), (now) =>
+          now === "unknown"
+            ? Effect.map(everyRecord, (records) => [...folded(new Map(), records).values()])
+            : Effect.succeed([...now.values()]))
+    })
+  )
