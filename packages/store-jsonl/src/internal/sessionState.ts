@@ -444,6 +444,16 @@ export const make = (ctx: Context) =>
       return Stream.unwrap(Effect.map(stateOf(id), (state) => records(seek(state.index, after + 1, state.checked))))
     }
 
+    /**
+     * Runs `write` on the session's current state, under the store's lock and the session's writer lease (see
+     * `context.ts`): how every write to a stored session starts.
+     */
+    const writing = <A>(
+      id: Ids.SessionId,
+      lease: SessionStore.Lease | undefined,
+      write: (state: SessionState) => Effect.Effect<A, SessionStore.SessionStoreError>
+    ) => ctx.lock.withPermits(1)(ctx.leased(id, lease, Effect.flatMap(stateOf(id), write)))
+
     const header: Service["header"] = (id) => Effect.map(stateOf(id), (state) => state.header)
 
     const hasMessage: Service["hasMessage"] = (id, messageId) =>
@@ -457,6 +467,7 @@ export const make = (ctx: Context) =>
       dropCacheFrom,
       stateOf,
       setState,
+      writing,
       locate,
       load,
       header,

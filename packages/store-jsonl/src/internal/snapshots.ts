@@ -32,8 +32,8 @@ export type Snapshots = ReturnType<typeof make>
 
 /** Saves, loads and drops snapshots over the store's context and its session states. */
 export const make = (ctx: Context, states: SessionState.Reads) => {
-  const { fail, fs, io, isNotFound, leased, lock, readOptional, snapshotBodyPathOf, snapshotPathOf, writeAside } = ctx
-  const { stateOf, writeCache } = states
+  const { fail, fs, io, isNotFound, lock, readOptional, snapshotBodyPathOf, snapshotPathOf, writeAside } = ctx
+  const { stateOf, writeCache, writing } = states
 
   /** Removes the snapshot's head, then its body (a body without its head is never read). */
   const removeSnapshot = (id: Ids.SessionId) =>
@@ -94,11 +94,8 @@ export const make = (ctx: Context, states: SessionState.Reads) => {
   const saveSnapshot: Service["saveSnapshot"] = (id, snapshot, options) => {
     const issue = SessionStore.snapshotIssue(snapshot)
     if (issue !== undefined) return fail(id, "Conflict", issue)
-    return lock.withPermits(1)(leased(
-      id,
-      options?.lease,
+    return writing(id, options?.lease, (state) =>
       Effect.gen(function*() {
-        const state = yield* stateOf(id)
         if (snapshot.position >= state.records) {
           return yield* fail(
             id,
@@ -114,8 +111,7 @@ export const make = (ctx: Context, states: SessionState.Reads) => {
         // Then the scan cache, while a snapshot is written anyway (never on an append). It only saves later
         // processes a scan: a failure leaves the previous cache, which is checked before any use.
         yield* Effect.ignore(writeCache(id, state))
-      })
-    ))
+      }))
   }
 
   const loadSnapshot: Service["loadSnapshot"] = (id) =>

@@ -22,8 +22,8 @@ export const make = (
   snapshots: Snapshots.Snapshots,
   takeOrder: Effect.Effect<number, SessionStore.SessionStoreError>
 ) => {
-  const { directory, fail, fs, io, leased, lock, maxRecordBytes, pathOf, statOf, writable } = ctx
-  const { dropCacheFrom, loadState, locate, removeCache, setState, stateOf } = sessions
+  const { directory, fail, fs, io, lock, maxRecordBytes, pathOf, statOf, writable } = ctx
+  const { dropCacheFrom, loadState, locate, removeCache, setState, writing } = sessions
   const { dropSnapshotFrom } = snapshots
 
   /** The bytes of a commit: its marker (with the checksum of its lines), then one line per record. */
@@ -107,11 +107,8 @@ export const make = (
   }
 
   const append: Service["append"] = (id, commit, options) =>
-    lock.withPermits(1)(leased(
-      id,
-      options?.lease,
+    writing(id, options?.lease, (state) =>
       Effect.gen(function*() {
-        const state = yield* stateOf(id)
         const issue = SessionStore.contiguityIssue(state.events, commit)
         if (issue !== undefined) return yield* fail(id, "Conflict", issue)
         const records = SessionStore.encodeCommit(commit, state.records)
@@ -140,17 +137,13 @@ export const make = (
           return mtimeOf(yield* file.stat)
         })).pipe(Effect.mapError(io(id, `append to ${path}`)))
         yield* setState(id, withFigures(state, records, content.length, mtime))
-      })
-    ))
+      }))
 
   const truncate: Service["truncate"] = (id, position, options) => {
     const issue = SessionStore.positionIssue(position)
     if (issue !== undefined) return fail(id, "Conflict", issue)
-    return lock.withPermits(1)(leased(
-      id,
-      options?.lease,
+    return writing(id, options?.lease, (state) =>
       Effect.gen(function*() {
-        const state = yield* stateOf(id)
         const path = pathOf(id)
         if (position >= state.records) {
           // Nothing committed to drop; bytes past the committed end are a commit a crash tore: cut them now
@@ -196,8 +189,7 @@ export const make = (
         })).pipe(Effect.mapError(io(id, `truncate ${path}`)))
         yield* setState(id, yield* loadState(path, id))
         yield* dropSnapshotFrom(id, position)
-      })
-    ))
+      }))
   }
 
   return { create, append, truncate }
