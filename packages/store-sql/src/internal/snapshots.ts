@@ -64,23 +64,21 @@ export const make = (ctx: Context) => {
             `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${records})`
           )
         }
+        /** Writes the snapshot's head or body into its table, in place of the session's previous one. */
+        const upsert = (table: "snapshot_heads" | "snapshot_bodies", column: "head" | "body") =>
+          run(sql`INSERT INTO ${sql.literal(table)} ${
+            sql.insert({
+              session: key,
+              seq: snapshot.seq,
+              position: snapshot.position,
+              [column]: snapshotColumn(snapshot[column])
+            })
+          } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, ${
+            sql.literal(column)
+          } = excluded.${sql.literal(column)}`)
         // Head and body in one transaction: a crash leaves the previous snapshot or this one.
-        yield* run(sql`INSERT INTO snapshot_heads ${
-          sql.insert({
-            session: key,
-            seq: snapshot.seq,
-            position: snapshot.position,
-            head: snapshotColumn(snapshot.head)
-          })
-        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, head = excluded.head`)
-        yield* run(sql`INSERT INTO snapshot_bodies ${
-          sql.insert({
-            session: key,
-            seq: snapshot.seq,
-            position: snapshot.position,
-            body: snapshotColumn(snapshot.body)
-          })
-        } ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, position = excluded.position, body = excluded.body`)
+        yield* upsert("snapshot_heads", "head")
+        yield* upsert("snapshot_bodies", "body")
       })
     ).pipe(io("save the snapshot", id))
   }
