@@ -160,7 +160,7 @@ const sqliteStore = (filename: string) =>
     SessionStore.SessionStore,
     Effect.zipRight(
       Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`PRAGMA synchronous = NORMAL`),
-      SqliteStore.make
+      SqliteStore.make()
     )
   ).pipe(
     Layer.provide(SqliteClient.layer({ filename })),

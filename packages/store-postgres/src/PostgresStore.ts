@@ -13,26 +13,23 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SessionStore } from "@harness/session"
 import { SqlStore } from "@harness/store-sql"
-import { Config, type Duration, Effect, Layer, type Redacted } from "effect"
+import { Config, Effect, Layer, type Redacted } from "effect"
 import * as internal from "./internal/postgresStore.js"
 
 /**
- * Where the database is.
+ * Where the database is, and the store's options (`SqlStore.Options`: the lease time).
  *
  * @since 0.0.0
  * @category models
  */
-export interface Options {
+export interface Options extends SqlStore.Options {
   /** A connection URL, `postgres://user:password@host:port/database`. */
   readonly url: Redacted.Redacted
-  /** How long a writer lease lives without renewal (default 30 seconds; see `SqlStore.Options`). */
-  readonly leaseTime?: Duration.DurationInput | undefined
 }
 
-const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
-
 /**
- * The store over the `SqlClient` of the context (a PostgreSQL client): migrates the schema, then serves.
+ * The store over the `SqlClient` of the context (a PostgreSQL client), with the store's options (the lease time, see
+ * `SqlStore.Options`): migrates the schema, then serves.
  *
  * Contract: the `SessionStore` conformance suite. One session has one writer at a time, across processes and
  * hosts: the writer lease (ADR 0044), taken under the row lock of the session's row; a second writer gets `Busy`
@@ -44,17 +41,8 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * @since 0.0.0
  * @category constructors
  */
-export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = SqlStore
-  .make(internal.dialect)
-
-/**
- * {@link make} with the store's options (the lease time).
- *
- * @since 0.0.0
- * @category constructors
- */
-export const makeWith = (
-  options: SqlStore.Options
+export const make = (
+  options?: SqlStore.Options
 ): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
   SqlStore.make(internal.dialect, options)
 
@@ -67,10 +55,12 @@ export const makeWith = (
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
-  Layer.effect(SessionStore.SessionStore, makeWith({ leaseTime: options.leaseTime })).pipe(
+  Layer.effect(SessionStore.SessionStore, make(options)).pipe(
     Layer.provide(
       PgClient.layer({ url: options.url, applicationName: "harness" }).pipe(
-        Layer.catchAll((e) => Layer.fail(setupError(`cannot connect to PostgreSQL: ${SqlStore.sqlMessage(e)}`)))
+        Layer.catchAll((e) =>
+          Layer.fail(SqlStore.setupError(`cannot connect to PostgreSQL: ${SqlStore.sqlMessage(e)}`))
+        )
       )
     )
   )
@@ -86,7 +76,9 @@ export const layerConfig = (
 ): Layer.Layer<SessionStore.SessionStore, SessionStore.SessionStoreError> =>
   Layer.unwrapEffect(
     Effect.map(
-      Effect.mapError(url, (e) => setupError(`cannot read the PostgreSQL store's configuration: ${e.toString()}`)),
-      (value) => layer({ url: value })
+      Effect.mapError(url, (e) =>
+        SqlStore.setupError(`cannot read the PostgreSQL store's configuration: ${e.toString()}`)),
+      (value) =>
+        layer({ url: value })
     )
   )

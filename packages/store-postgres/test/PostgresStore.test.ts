@@ -57,7 +57,7 @@ describe("PostgresStore", () => {
 const freshWithClient = (leaseTime?: Duration.DurationInput) =>
   Layer.unwrapScoped(
     Effect.map(freshDatabase, (name) =>
-      Layer.effect(SessionStore.SessionStore, PostgresStore.makeWith({ leaseTime })).pipe(
+      Layer.effect(SessionStore.SessionStore, PostgresStore.make({ leaseTime })).pipe(
         Layer.provideMerge(PgClient.layer({ url: Redacted.make(urlOf(name)) })),
         Layer.orDie
       ))
@@ -91,7 +91,7 @@ describe("PostgresStore writes: locks and durability", () => {
       const name = yield* freshDatabase
       const url = Redacted.make(urlOf(name))
       const context = yield* Layer.build(
-        Layer.effect(SessionStore.SessionStore, PostgresStore.make).pipe(Layer.provideMerge(PgClient.layer({ url })))
+        Layer.effect(SessionStore.SessionStore, PostgresStore.make()).pipe(Layer.provideMerge(PgClient.layer({ url })))
       )
       const [a, sql] = [Context.get(context, SessionStore.SessionStore), Context.get(context, PgClient.PgClient)]
       const b = Context.get(yield* Layer.build(PostgresStore.layer({ url })), SessionStore.SessionStore)

@@ -121,7 +121,14 @@ export const migrationsTable = "harness_migrations"
  */
 export const sqlMessage: (e: SqlError) => string = internal.sqlMessage
 
-const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
+/**
+ * The failure of a store that cannot be set up (connected, opened, configured or migrated): `Io` with `message`.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const setupError = (message: string): SessionStore.SessionStoreError =>
+  new SessionStore.SessionStoreError({ reason: "Io", message })
 
 /**
  * The store over the `SqlClient` of the context: migrates the schema, then serves.

@@ -14,26 +14,23 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SessionStore } from "@harness/session"
 import { SqlStore } from "@harness/store-sql"
-import { type Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import * as internal from "./internal/sqliteStore.js"
 
 /**
- * Where the database lives.
+ * Where the database lives, and the store's options (`SqlStore.Options`: the lease time).
  *
  * @since 0.0.0
  * @category models
  */
-export interface Options {
+export interface Options extends SqlStore.Options {
   /** The database file (created if missing). `":memory:"` works too (a private database, without WAL). */
   readonly filename: string
-  /** How long a writer lease lives without renewal (default 30 seconds; see `SqlStore.Options`). */
-  readonly leaseTime?: Duration.DurationInput | undefined
 }
 
-const setupError = (message: string) => new SessionStore.SessionStoreError({ reason: "Io", message })
-
 /**
- * The store over the `SqlClient` of the context (a SQLite client): migrates the schema, then serves.
+ * The store over the `SqlClient` of the context (a SQLite client), with the store's options (the lease time, see
+ * `SqlStore.Options`): migrates the schema, then serves.
  *
  * Contract: the `SessionStore` conformance suite. Writes are serialised within the process; other processes may
  * write the same file (SQLite's lock orders the transactions; a waiting one gives up after the client's busy
@@ -44,17 +41,8 @@ const setupError = (message: string) => new SessionStore.SessionStoreError({ rea
  * @since 0.0.0
  * @category constructors
  */
-export const make: Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> = SqlStore
-  .make(internal.dialect)
-
-/**
- * {@link make} with the store's options (the lease time).
- *
- * @since 0.0.0
- * @category constructors
- */
-export const makeWith = (
-  options: SqlStore.Options
+export const make = (
+  options?: SqlStore.Options
 ): Effect.Effect<SessionStore.Service, SessionStore.SessionStoreError, SqlClient.SqlClient> =>
   SqlStore.make(internal.dialect, options)
 
@@ -71,9 +59,12 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
     SessionStore.SessionStore,
     Effect.zipRight(
       Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`PRAGMA synchronous = NORMAL`),
-      makeWith({ leaseTime: options.leaseTime })
+      make(options)
     ).pipe(
-      Effect.catchTag("SqlError", (e) => Effect.fail(setupError(`cannot configure SQLite: ${SqlStore.sqlMessage(e)}`)))
+      Effect.catchTag(
+        "SqlError",
+        (e) => Effect.fail(SqlStore.setupError(`cannot configure SQLite: ${SqlStore.sqlMessage(e)}`))
+      )
     )
   ).pipe(
     Layer.provide(
@@ -81,7 +72,9 @@ export const layer = (options: Options): Layer.Layer<SessionStore.SessionStore, 
         // better-sqlite3 throws when it cannot open the file: that is a setup failure, not a defect.
         Layer.catchAllCause((cause) =>
           Layer.fail(
-            setupError(`cannot open the SQLite database ${JSON.stringify(options.filename)}: ${cause.toString()}`)
+            SqlStore.setupError(
+              `cannot open the SQLite database ${JSON.stringify(options.filename)}: ${cause.toString()}`
+            )
           )
         )
       )

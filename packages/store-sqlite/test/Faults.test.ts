@@ -36,7 +36,7 @@ describe("SqliteStore faults", () => {
         const filename = path.join(yield* tempDir, "sessions.db")
         const client = yield* Layer.build(SqliteClient.layer({ filename }))
         const sql = Context.get(client, SqliteClient.SqliteClient)
-        const store = yield* Effect.provide(SqliteStore.make, client)
+        const store = yield* Effect.provide(SqliteStore.make(), client)
         const log = yield* SessionLog.make({ id, commit: { retry: Schedule.spaced("5 millis") } }).pipe(
           Effect.provideService(SessionStore.SessionStore, store)
         )

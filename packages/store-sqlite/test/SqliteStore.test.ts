@@ -112,7 +112,7 @@ describe("SqliteStore", () => {
           (rows) => rows[0]!.synchronous
         )
         yield* sql`PRAGMA synchronous = OFF`
-        const store = yield* SqliteStore.make
+        const store = yield* SqliteStore.make()
         const s1 = sid("s1")
         const [normal, full] = [1, 2]
         yield* store.create(header(s1))
@@ -142,7 +142,7 @@ sqlStoreSuite(
   (leaseTime) =>
     Layer.unwrapScoped(
       Effect.map(tempDir, (dir) =>
-        Layer.effect(SessionStore.SessionStore, SqliteStore.makeWith({ leaseTime })).pipe(
+        Layer.effect(SessionStore.SessionStore, SqliteStore.make({ leaseTime })).pipe(
           Layer.provideMerge(SqliteClient.layer({ filename: path.join(dir, "sessions.db") })),
           Layer.orDie
         ))
