@@ -17,6 +17,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Subagents from "../src/Subagents.js"
+import { childOf, stored } from "./fixtures.js"
 import { blocking, subagentTools } from "./fixtures/crashTools.js"
 
 const fixture = fileURLToPath(new URL("fixtures/crashChild.ts", import.meta.url))
@@ -42,16 +43,6 @@ const kill = (proc: ChildProcess) =>
   Effect.async<void>((resume) => {
     proc.once("exit", () => resume(Effect.void))
     proc.kill("SIGKILL")
-  })
-
-const stored = (id: Ids.SessionId) => Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
-
-/** The session id of the child the parent's call `callId` spawned (its `tool/call` is in the parent's log). */
-const childOf = (parent: Agent.Service, callId: string) =>
-  Effect.map(parent.log, (events) => {
-    const call = events.findLast((event) => event.type === "tool/call" && event.data.callId === callId)
-    assert.isDefined(call, `no tool/call ${callId}`)
-    return Subagents.childIdOf(parent.id, call!.seq)
   })
 
 const toolResults = (events: ReadonlyArray<SessionEvent.SessionEvent>) =>

@@ -12,32 +12,12 @@ import { ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Ref, Schema, Stream } from "effect"
 import * as Subagents from "../src/Subagents.js"
 import * as SubagentTool from "../src/SubagentTool.js"
-
-/** A tool that says it started, then waits for `release` (never, when absent). */
-const gate = (name: string, started: Deferred.Deferred<void>, release?: Deferred.Deferred<void>) =>
-  AgentTool.make(Tool.make(name, { success: Schema.String }), {
-    handler: () =>
-      Deferred.succeed(started, undefined).pipe(
-        Effect.zipRight(release === undefined ? Effect.never : Deferred.await(release)),
-        Effect.as("released")
-      )
-  })
+import { childOf, gate, gatedChild, stored } from "./fixtures.js"
 
 const textOf = (event: SessionEvent.SessionEvent): string =>
   event.type === "user/message" || event.type === "steering/message" || event.type === "tool/result"
     ? event.data.content.map((block) => block.text).join("")
     : ""
-
-/** A stored session's events, read without disturbing anything. */
-const stored = (id: Ids.SessionId) => Effect.flatMap(SessionLog.open(id, { readOnly: true }), (log) => log.events)
-
-/** The session id of the child the parent's call `callId` spawned (its `tool/call` is in the parent's log). */
-const childOf = (parent: Agent.Service, callId: string) =>
-  Effect.map(parent.log, (events) => {
-    const call = events.findLast((event) => event.type === "tool/call" && event.data.callId === callId)
-    assert.isDefined(call, `no tool/call ${callId}`)
-    return Subagents.childIdOf(parent.id, call!.seq)
-  })
 
 const outcomeOf = (events: ReadonlyArray<SessionEvent.SessionEvent>, callId: string) => {
   const result = events.find((event) => event.type === "tool/result" && event.data.callId === callId)
@@ -50,22 +30,12 @@ describe("Subagents", () => {
     "R175, R176, R177, R178: two children at once; one steered mid-turn, one cancelled; three well-formed logs",
     () =>
       Effect.gen(function*() {
-        const aStarted = yield* Deferred.make<void>()
-        const aRelease = yield* Deferred.make<void>()
+        const { release: aRelease, script: scriptA, started: aStarted, tool: researcher } = yield* gatedChild(
+          ["A: done, tests checked too"],
+          { name: "researcher", description: "researches", system: "You research.", model: "child-a" }
+        )
         const bStarted = yield* Deferred.make<void>()
-        const [modelA, scriptA] = yield* S.make([
-          S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
-          S.textResponse("A: done, tests checked too")
-        ])
         const [modelB] = yield* S.make([S.toolCallResponse(S.toolCall("block", {}, { id: "k" }))])
-        const researcher = SubagentTool.make({
-          name: "researcher",
-          description: "researches",
-          system: "You research.",
-          model: "child-a",
-          languageModel: modelA,
-          tools: [gate("wait", aStarted, aRelease)]
-        })
         const reviewer = SubagentTool.make({
           name: "reviewer",
           description: "reviews",
@@ -156,17 +126,9 @@ describe("Subagents", () => {
     Effect.gen(function*() {
       const run = (onCancel: "interrupt" | "finish") =>
         Effect.gen(function*() {
-          const started = yield* Deferred.make<void>()
-          const release = yield* Deferred.make<void>()
-          const [model] = yield* S.make([
-            S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
-            S.textResponse("finished anyway")
-          ])
-          const tool = SubagentTool.make({
+          const { release, started, tool } = yield* gatedChild(["finished anyway"], {
             name: "worker",
             description: "works",
-            languageModel: model,
-            tools: [gate("wait", started, release)],
             onCancel
           })
           const subagents = yield* Subagents.make()
@@ -243,17 +205,9 @@ describe("Subagents", () => {
 
   it.scoped("R182: a background child answers `started` at once; its outcome arrives in the parent as context", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const [model] = yield* S.make([
-        S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
-        S.textResponse("background answer")
-      ])
-      const tool = SubagentTool.make({
+      const { release, started, tool } = yield* gatedChild(["background answer"], {
         name: "scout",
         description: "scouts",
-        languageModel: model,
-        tools: [gate("wait", started, release)],
         background: true
       })
       const subagents = yield* Subagents.make()
@@ -301,18 +255,9 @@ describe("Subagents", () => {
 
   it.scoped("R176, R177: a followup sent to a running child is part of its work; an item withdrawn from its inbox never runs", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const [model, script] = yield* S.make([
-        S.toolCallResponse(S.toolCall("wait", {}, { id: "w" })),
-        S.textResponse("first part done"),
-        S.textResponse("summary: all done")
-      ])
-      const tool = SubagentTool.make({
+      const { release, script, started, tool } = yield* gatedChild(["first part done", "summary: all done"], {
         name: "worker",
-        description: "works",
-        languageModel: model,
-        tools: [gate("wait", started, release)]
+        description: "works"
       })
       const subagents = yield* Subagents.make()
       const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
