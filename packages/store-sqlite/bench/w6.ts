@@ -3,7 +3,9 @@
  * of the events of one realistic turn (14 events: prompt, turn/start, request/header, two steps with chunks, a
  * tool call and its result, assistant messages, step and turn ends), appended with `sync: true` (a durability
  * barrier at every `turn/end`). The physical limit is raw `better-sqlite3`: the same rows in the same table, one
- * transaction per turn, WAL with `synchronous = FULL`. Target: SQLite store ≥ 0.5× raw.
+ * transaction per turn, WAL with `synchronous = FULL`. Target: SQLite store ≥ 0.5× raw. The turn and the raw writer
+ * are `turns.ts`'s, shared with the bench package's W6 (figures from before December 2026 wrote a longer turn: a
+ * system prompt and a four-times-longer tool result, so more bytes per event).
  *
  * The `SessionLog` rows run the agent's write path instead: one `append` per event (the log's validation, rules,
  * history fold and publication included), group-committed by the write-behind writer, with `flush` (synced) at
@@ -16,7 +18,7 @@
  * PostgreSQL server (see `@harness/store-postgres/test/server`). Prints figures; never fails on time.
  */
 import { NodeFileSystem } from "@effect/platform-node"
-import { Content, Ids, MessageSource, type SessionEvent } from "@harness/domain"
+import { Ids } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
 import { JsonlStore } from "@harness/store-jsonl"
 import { PostgresStore } from "@harness/store-postgres"
@@ -27,97 +29,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { SqliteStore } from "../src/index.js"
+import { eventsPerTurn, rawDatabase, turnEvents } from "./turns.js"
 
 const turns = Number(process.argv[2] ?? 1_000)
-const eventsPerTurn = 14
 /** Runs of the whole set; each figure is the median of its runs. */
 const repetitions = Number(process.argv[3] ?? 3)
 
-/** The 14 events of turn `turn`, numbered from `seq`. */
-const turnEvents = (turn: number, seq: number, time: number): ReadonlyArray<SessionEvent.SessionEvent> => {
-  const callId = Ids.ToolCallId.make(`call_${turn}`)
-  const text = (t: string) => Content.text(t)
-  const inputs: ReadonlyArray<SessionEvent.SessionEventInput> = [
-    {
-      type: "user/message",
-      data: {
-        messageId: Ids.AgentMessageId.make(`prompt-${turn}`),
-        content: [text(`Please look at src/module${turn}.ts and tell me what the exported function does, briefly.`)],
-        source: MessageSource.user
-      }
-    },
-    { type: "turn/start", data: { turn, trigger: { kind: "message", source: MessageSource.user } } },
-    {
-      type: "request/header",
-      data: {
-        header: { config: { model: "deepseek-chat", provider: "deepseek" }, system: "You are a coding agent." },
-        reason: "initial"
-      }
-    },
-    { type: "step/start", data: { turn, step: 1 } },
-    {
-      type: "assistant/chunk",
-      data: { turn, step: 1, chunk: { type: "text-delta", id: "0", delta: "Let me read the file." } }
-    },
-    {
-      type: "assistant/message",
-      data: {
-        turn,
-        step: 1,
-        content: [text("Let me read the file."), {
-          type: "tool-call",
-          id: callId,
-          name: "read",
-          arguments: `{"path":"src/module${turn}.ts"}`
-        }],
-        provenance: { model: "deepseek-chat", provider: "deepseek" },
-        finishReason: "tool-calls",
-        usage: { inputTokens: 1200 + turn, outputTokens: 40 }
-      }
-    },
-    { type: "tool/call", data: { turn, step: 1, callId, name: "read", arguments: `{"path":"src/module${turn}.ts"}` } },
-    {
-      type: "tool/result",
-      data: {
-        turn,
-        step: 1,
-        callId,
-        name: "read",
-        content: [
-          text(
-            `export const f${turn} = (xs: ReadonlyArray<number>) =>\n  xs.filter((x) => x > 0).map((x) => x * 2)\n`
-              .repeat(4)
-          )
-        ],
-        isError: false
-      }
-    },
-    { type: "step/end", data: { turn, step: 1 } },
-    { type: "step/start", data: { turn, step: 2 } },
-    {
-      type: "assistant/chunk",
-      data: { turn, step: 2, chunk: { type: "text-delta", id: "0", delta: "It doubles the positive numbers." } }
-    },
-    {
-      type: "assistant/message",
-      data: {
-        turn,
-        step: 2,
-        content: [text(`f${turn} keeps the positive numbers of a list and doubles each of them.`)],
-        provenance: { model: "deepseek-chat", provider: "deepseek" },
-        finishReason: "stop",
-        usage: { inputTokens: 1400 + turn, outputTokens: 25 }
-      }
-    },
-    { type: "step/end", data: { turn, step: 2 } },
-    { type: "turn/end", data: { turn, reason: { kind: "completed" } } }
-  ]
-  // Adding seq and time to an input gives the event of its type; TypeScript cannot follow the union.
-  return inputs.map((input, i) => ({ ...input, seq: seq + i, time: time + i }) as SessionEvent.SessionEvent)
-}
-
 const commits: ReadonlyArray<SessionStore.Commit> = Array.from({ length: turns }, (_, i) => ({
-  events: turnEvents(i + 1, i * eventsPerTurn, 1_700_000_000_000 + i * 1_000),
+  events: turnEvents(i + 1, i * eventsPerTurn),
   inbox: []
 }))
 const totalEvents = turns * eventsPerTurn
@@ -198,27 +117,10 @@ const sqliteBytes = (file: string) => () => {
 
 const raw = (dir: string, synchronous: "FULL" | "NORMAL"): Figures => {
   const file = path.join(dir, `raw-${synchronous}.db`)
-  const db = new Database(file)
-  db.pragma("journal_mode = WAL")
-  db.pragma(`synchronous = ${synchronous}`)
-  db.exec(`CREATE TABLE records (session INTEGER NOT NULL, position INTEGER NOT NULL, kind INTEGER NOT NULL,
-    time INTEGER NOT NULL, message_id TEXT, text TEXT NOT NULL, PRIMARY KEY (session, position))`)
-  const insert = db.prepare("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)")
-  const batch = db.transaction((records: ReadonlyArray<SessionStore.EncodedRecord>, base: number) => {
-    for (const r of records) {
-      insert.run(
-        1,
-        base + r.position,
-        r.kind === "inbox" ? 0 : r.kind === "turn" ? 2 : 1,
-        r.time,
-        r.messageId === undefined ? null : JSON.stringify(r.messageId),
-        r.text
-      )
-    }
-  })
+  const { commit, db } = rawDatabase(file, synchronous)
   const start = performance.now()
   // the same work the store does per commit: encode the records, then one transaction
-  for (const [i, commit] of commits.entries()) batch(SessionStore.encodeCommit(commit, 0), i * eventsPerTurn)
+  for (const [i, turn] of commits.entries()) commit(SessionStore.encodeCommit(turn, 0), i * eventsPerTurn)
   const seconds = (performance.now() - start) / 1_000
   db.pragma("wal_checkpoint(TRUNCATE)")
   db.close()
