@@ -7,11 +7,11 @@
  *
  * @since 0.0.0
  */
-import { Command, type CommandExecutor } from "@effect/platform"
+import type { CommandExecutor } from "@effect/platform"
 import type { SessionEvent } from "@harness/domain"
 import { GoalReplay } from "@harness/goal"
 import { History, LogCheck, SessionLog } from "@harness/session"
-import { Effect, Either, Fiber, type Scope, Stream } from "effect"
+import { Effect, Either, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -62,19 +62,13 @@ const runChild = (
   args: ReadonlyArray<string>,
   config: LongSession.Config
 ): Effect.Effect<ChildRun, never, CommandExecutor.CommandExecutor> =>
-  Effect.scoped(Effect.gen(function*() {
-    const child = yield* Command.start(
-      Command.make(process.execPath, ...args, JSON.stringify(config)).pipe(Command.workingDirectory(packageDir))
-    )
-    const stderr = yield* child.stderr.pipe(Stream.decodeText(), Stream.runFold("", (a, b) => a + b), Effect.fork)
+  Effect.suspend(() => {
     const sent: Array<string> = []
     let killed: string | undefined
     let done = false
     let stdout = ""
-    yield* child.stdout.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEach((line) => {
+    return Effect.map(
+      Parent.runProcess(args, config, (line, child) => {
         stdout += `${line}\n`
         if (line.startsWith("SENT ")) sent.push(line.slice(5))
         if (line === "DONE") done = true
@@ -82,18 +76,9 @@ const runChild = (
         killed = line
         return Effect.ignore(child.kill("SIGKILL"))
       }),
-      Effect.ignore
+      ({ exit, stderr }) => ({ sent, killed, done, exit, stdout, stderr })
     )
-    const exit = yield* Effect.either(child.exitCode)
-    return {
-      sent,
-      killed,
-      done,
-      exit: Either.match(exit, { onLeft: (error) => error.message, onRight: (code) => `exit ${code}` }),
-      stdout,
-      stderr: yield* Effect.orElseSucceed(Fiber.join(stderr), () => "")
-    }
-  })).pipe(Effect.orDie)
+  })
 
 /**
  * The kill points of a campaign, drawn from `seed`: kinds in turn (a summary request in flight first, then a store

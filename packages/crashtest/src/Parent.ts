@@ -114,16 +114,6 @@ export interface RunResult {
 }
 
 /**
- * Runs one child to its end or to its kill point.
- *
- * Contract: the child is always reaped (the scope kills it if this effect is interrupted); every complete stdout
- * line the child wrote before it died is in `lines` or `garbage`; `SIGKILL` is sent only after the `kill-point`
- * line was read, and nothing is read after it (the child is blocked there).
- *
- * @since 0.0.0
- * @category running
- */
-/**
  * A second process on the child's session at a kill point, while the child holds it: a writer's `open` (which
  * must be refused with `busy` naming the child, and change nothing) and a reader's (which must read).
  *
@@ -163,28 +153,72 @@ const intrude = (config: ChildConfig): Effect.Effect<Intruder> =>
     )
   )
 
-export const run = (
-  runner: Runner,
-  config: ChildConfig
-): Effect.Effect<RunResult, never, CommandExecutor.CommandExecutor> =>
+/**
+ * Runs `node <args> <config as JSON>` in the package's directory to its end: `onLine` gets each line of its standard
+ * output as it comes, with the process (to signal it). How it ended: `SIGKILL`, `exit <code>`, or what else ended it.
+ *
+ * Contract: the child is always reaped (killed if this effect is interrupted); its standard error is collected.
+ *
+ * @since 0.0.0
+ * @category running
+ */
+export const runProcess = (
+  args: ReadonlyArray<string>,
+  config: unknown,
+  onLine: (line: string, child: CommandExecutor.Process) => Effect.Effect<void>
+): Effect.Effect<
+  { readonly pid: number; readonly exit: string; readonly stderr: string },
+  never,
+  CommandExecutor.CommandExecutor
+> =>
   Effect.scoped(Effect.gen(function*() {
-    const command = Command.make(process.execPath, ...runner.args, JSON.stringify(config)).pipe(
-      Command.workingDirectory(packageDir)
+    const child = yield* Command.start(
+      Command.make(process.execPath, ...args, JSON.stringify(config)).pipe(Command.workingDirectory(packageDir))
     )
-    const child = yield* Command.start(command)
     const stderr = yield* child.stderr.pipe(
       Stream.decodeText(),
       Stream.runFold("", (all, text) => all + text),
       Effect.fork
     )
+    yield* child.stdout.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((line) => onLine(line, child)),
+      Effect.ignore
+    )
+    const exit = yield* Effect.either(child.exitCode)
+    return {
+      pid: child.pid,
+      exit: Either.isRight(exit)
+        ? `exit ${exit.right}`
+        : /SIGKILL/.test(exit.left.message)
+        ? "SIGKILL"
+        : exit.left.message,
+      stderr: yield* Effect.orElseSucceed(Fiber.join(stderr), () => "")
+    }
+  })).pipe(Effect.orDie)
+
+/**
+ * Runs one child to its end or to its kill point.
+ *
+ * Contract: the child is always reaped (the scope kills it if this effect is interrupted); every complete stdout
+ * line the child wrote before it died is in `lines` or `garbage`; `SIGKILL` is sent only after the `kill-point`
+ * line was read, and nothing is read after it (the child is blocked there).
+ *
+ * @since 0.0.0
+ * @category running
+ */
+export const run = (
+  runner: Runner,
+  config: ChildConfig
+): Effect.Effect<RunResult, never, CommandExecutor.CommandExecutor> =>
+  Effect.suspend(() => {
     const lines: Array<Line> = []
     const garbage: Array<string> = []
     let killedAt: RunResult["killedAt"] = undefined
     let intruder: Intruder | undefined = undefined
-    yield* child.stdout.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEach((text) => {
+    return Effect.map(
+      runProcess(runner.args, config, (text, child) => {
         const decoded = decodeLine(text)
         if (Either.isLeft(decoded)) {
           garbage.push(text)
@@ -201,21 +235,6 @@ export const run = (
           Effect.ignore(child.kill("SIGKILL"))
         )
       }),
-      Effect.ignore
+      (ended) => ({ config, lines, killedAt, intruder, garbage, ...ended })
     )
-    const exit = yield* Effect.either(child.exitCode)
-    return {
-      config,
-      lines,
-      killedAt,
-      intruder,
-      pid: child.pid,
-      exit: Either.isRight(exit)
-        ? `exit ${exit.right}`
-        : /SIGKILL/.test(exit.left.message)
-        ? "SIGKILL"
-        : exit.left.message,
-      garbage,
-      stderr: yield* Effect.orElseSucceed(Fiber.join(stderr), () => "")
-    }
-  })).pipe(Effect.orDie)
+  })

@@ -183,7 +183,7 @@ const send = (
 /** A hand-written op: wait until the child's agent is idle. */
 const idle: Scenario.Op = { _tag: "idle" }
 
-/** Runs one child with hand-written ops and waits for its kill point. */
+/** Runs one child with hand-written ops (a real process) and waits for its kill point. */
 const runChild = (
   backend: Protocol.Backend,
   dir: string,
@@ -201,7 +201,7 @@ const runChild = (
     mode: "create",
     kill,
     ops
-  })
+  }).pipe(Effect.provide(NodeContext.layer))
 
 /** Runs one child as {@link runChild}; asserts it was killed and that its log verifies clean. */
 const killedChild = (...args: Parameters<typeof runChild>) =>
@@ -249,7 +249,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       assert.deepStrictEqual(messageIdsOf(resumed), ["a", "b", "c", "d"])
       assert.deepStrictEqual(headers(resumed), ["initial", "resume"])
       assert.deepStrictEqual(resumed.slice(0, verdict.events.length), verdict.events)
-    }).pipe(Effect.provide(NodeContext.layer)))
+    }))
 
   it.scopedLive("killed mid-tool: reopening repairs whatever turn the store holds open and a new agent continues with the next turn (R106, R110)", () =>
     Effect.gen(function*() {
@@ -273,7 +273,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       const resumed = yield* continueChildSession(backend, dir)
       assert.deepStrictEqual(turnStarts(resumed).at(-1), lastTurn + 1)
       assert.deepStrictEqual(headers(resumed).at(-1), "resume")
-    }).pipe(Effect.provide(NodeContext.layer)))
+    }))
 
   it.scopedLive("killed right after send returned: the parked messages are restored, resending every id returns it and delivers each exactly once", () =>
     Effect.gen(function*() {
@@ -312,7 +312,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       )
       assert.deepStrictEqual(verdict.restored, ["q", "s"])
       assert.deepStrictEqual(messageIdsOf(resumed), ["p", "r", "q", "s", "t"])
-    }).pipe(Effect.provide(NodeContext.layer)))
+    }))
 
   it.scopedLive(
     "the durable inbox (ADR 0017): parked messages accepted before a SIGKILL are restored in order with their ids and placements, and run once",
@@ -345,7 +345,7 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
         )
         assert.deepStrictEqual(messageIdsOf(resumed), ["u", "v", "w"])
         assert.deepStrictEqual(turnStarts(resumed), [1, 2, 3])
-      }).pipe(Effect.provide(NodeContext.layer))
+      })
   )
 
   it.scopedLive("killed mid-turn with queued and steering messages: on resume the queued turns and the steering (as a queued turn) run at once, in acceptance order, each once", () =>
@@ -373,5 +373,5 @@ describe.each(["sqlite", "jsonl"] as const)("resume after SIGKILL on %s", (backe
       const ids = messageIdsOf(resumed)
       assert.deepStrictEqual(ids, [...before, ...verdict.restored])
       assert.strictEqual(headers(resumed).at(-1), "resume")
-    }).pipe(Effect.provide(NodeContext.layer)))
+    }))
 })
