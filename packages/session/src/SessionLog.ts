@@ -235,20 +235,7 @@ export interface Service {
  * @since 0.0.0
  * @category models
  */
-export interface Transaction {
-  /** {@link Service.append} inside the transaction. */
-  readonly append: <E extends SessionEvent.SessionEventInput>(
-    input: E
-  ) => Effect.Effect<Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>, SessionLogError>
-  /** {@link Service.appendAll} inside the transaction: one unit, all or nothing. */
-  readonly appendAll: (
-    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
-  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
-  /** {@link Service.appendTrusted} inside the transaction (ADR 0023). */
-  readonly appendTrusted: (
-    inputs: ReadonlyArray<SessionEvent.SessionEventInput>
-  ) => Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>, SessionLogError>
-}
+export type Transaction = Pick<Service, "append" | "appendAll" | "appendTrusted">
 
 /**
  * The tag of the current session's log.
