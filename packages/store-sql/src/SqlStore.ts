@@ -125,7 +125,7 @@ export const sqlMessage: (e: SqlError) => string = internal.sqlMessage
  * The failure of a store that cannot be set up (connected, opened, configured or migrated): `Io` with `message`.
  *
  * @since 0.0.0
- * @category errors
+ * @category constructors
  */
 export const setupError = (message: string): SessionStore.SessionStoreError =>
   new SessionStore.SessionStoreError({ reason: "Io", message })
