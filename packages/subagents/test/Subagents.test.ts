@@ -12,7 +12,7 @@ import { ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Ref, Schema, Stream } from "effect"
 import * as Subagents from "../src/Subagents.js"
 import * as SubagentTool from "../src/SubagentTool.js"
-import { childOf, gate, gatedChild, stored } from "./fixtures.js"
+import { childOf, gate, gatedChild, stored, workerParent } from "./fixtures.js"
 
 const textOf = (event: SessionEvent.SessionEvent): string =>
   event.type === "user/message" || event.type === "steering/message" || event.type === "tool/result"
@@ -132,11 +132,7 @@ describe("Subagents", () => {
             onCancel
           })
           const subagents = yield* Subagents.make()
-          const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
-            Effect.provideService(Subagents.Subagents, subagents),
-            Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
-          )
-          yield* parent.followup(Message.make("go"))
+          const parent = yield* workerParent(tool, subagents)
           yield* Deferred.await(started)
           yield* parent.cancel("user")
           if (onCancel === "finish") yield* Deferred.succeed(release, undefined)
@@ -189,11 +185,7 @@ describe("Subagents", () => {
         }
       })
       const tool = SubagentTool.make({ name: "worker", description: "works", languageModel: model, tools: [danger] })
-      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
-        Effect.provideService(Subagents.Subagents, subagents),
-        Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
-      )
-      yield* parent.followup(Message.make("go"))
+      const parent = yield* workerParent(tool, subagents)
       yield* parent.whenIdle
       const child = yield* childOf(parent, "c")
       assert.deepStrictEqual(asked, [[child, "d1"], [child, "d2"]])
@@ -260,11 +252,7 @@ describe("Subagents", () => {
         description: "works"
       })
       const subagents = yield* Subagents.make()
-      const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
-        Effect.provideService(Subagents.Subagents, subagents),
-        Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
-      )
-      yield* parent.followup(Message.make("go"))
+      const parent = yield* workerParent(tool, subagents)
       yield* Deferred.await(started)
       const id = yield* childOf(parent, "c")
       const child = yield* subagents.get(id)

@@ -1,11 +1,11 @@
 /**
- * What the subagent tests share: a stored session's events, the child a parent's call spawned, and a child whose
- * first step waits on a gate the test opens.
+ * What the subagent tests share: a stored session's events, the child a parent's call spawned, a child whose first
+ * step waits on a gate the test opens, and a parent that calls one `worker` subagent.
  */
-import { Tool } from "@effect/ai"
+import { type LanguageModel, Tool } from "@effect/ai"
 import { assert } from "@effect/vitest"
-import { type Agent, AgentTool } from "@harness/agent"
-import type { Ids } from "@harness/domain"
+import { Agent, AgentTool } from "@harness/agent"
+import { type Ids, Message } from "@harness/domain"
 import { SessionLog } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
 import { Deferred, Effect, Schema } from "effect"
@@ -51,4 +51,21 @@ export const gatedChild = (
     ])
     const tool = SubagentTool.make({ ...config, languageModel: model, tools: [gate("wait", started, release)] })
     return { tool, started, release, script }
+  })
+
+/**
+ * A parent agent on a new log with the one subagent tool `tool` (named `worker`), its children going to
+ * `subagents`, whose model calls `worker` once (call `c`, task `work`); it has been sent `go`.
+ */
+export const workerParent = (
+  tool: AgentTool.AgentTool<Subagents.Subagents | LanguageModel.LanguageModel>,
+  subagents: Subagents.Service
+) =>
+  Effect.gen(function*() {
+    const parent = yield* Agent.make({ tools: [tool], session: yield* SessionLog.make() }).pipe(
+      Effect.provideService(Subagents.Subagents, subagents),
+      Effect.provide(S.layer([S.toolCallResponse(S.toolCall("worker", { task: "work" }, { id: "c" }))]))
+    )
+    yield* parent.followup(Message.make("go"))
+    return parent
   })
