@@ -17,7 +17,7 @@ import { SessionStoreError } from "@harness/session"
 import type { Duration, Layer } from "effect"
 import { Effect, Schema, Stream } from "effect"
 import * as internal from "./internal/entity.js"
-import { persisted } from "./internal/protocol.js"
+import { EventsElement, persisted } from "./internal/protocol.js"
 
 /**
  * `send` as a persisted message: `{ id, operation }`, `id` the message's id and the primary key.
@@ -162,16 +162,18 @@ export const Status = Rpc.make("Status", { success: AgentEvent.AgentStatus })
 export const WhenIdle = Rpc.make("WhenIdle")
 /**
  * The agent's live events from the moment the entity runs the request, opening with an `agent/status` event (the
- * status at that instant: the client is subscribed once it has it): volatile, beside the mailbox, so an open
- * subscription never holds a send back (R187). With `after`, the durable events after that seq come first, from the
- * log, then the live ones with no durable event twice (R254).
+ * status at that instant: the client is subscribed once it has it) whose `after` says where the subscription's durable
+ * events start: volatile, beside the mailbox, so an open subscription never holds a send back (R187). With `after`,
+ * the durable events after that seq come first, from the log, then the live ones with no durable event twice (R254);
+ * without, the opening's `after` is the log's last seq when the entity subscribed, and every durable event after it
+ * follows live (R225).
  *
  * @since 0.0.0
  * @category rpcs
  */
 export const Events = Rpc.make("Events", {
   payload: { after: Schema.optional(Schema.Int) },
-  success: AgentEvent.AgentEvent,
+  success: EventsElement,
   stream: true
 })
 
@@ -320,7 +322,9 @@ export const layer = <R = LanguageModel.LanguageModel>(
         Status: () => Rpc.fork(withAgent((agent) => agent.status)),
         WhenIdle: () => Rpc.fork(withAgent((agent) => agent.whenIdle)),
         Events: (request) =>
-          Rpc.fork(Stream.unwrap(Effect.map(host.agent, (agent) => internal.liveEvents(agent, request.payload.after)))),
+          Rpc.fork(
+            Stream.unwrap(Effect.map(host.hosted, (hosted) => internal.liveEvents(hosted, request.payload.after)))
+          ),
         Delete: () => host.remove
       })
     }).pipe(Effect.orDie),

@@ -33,11 +33,12 @@ const own = <A, E>(
  * transport (`RemoteAgentError`) is a defect, mapped by the caller at its edge. `sendAll` is one `batch`.
  * `acceptsNextStep` is the entity's status being `running` (the entity has no finer predicate across the wire, as for
  * `@harness/server`'s `RemoteAgent`). `subscribe` is subscribed when it returns (the entity's opening `agent/status`
- * has arrived, and is not passed on); durable events then come once and in seq order, following the session across
- * runners (R214: a runner's `agent/disposed` is not passed on, so the queue lasts as long as its scope); when the
- * cluster can no longer carry the subscription (R215) the failure is logged and the queue shut down (what it held is
- * dropped), so a reader sees an end (a resuming reader picks up from its last durable seq) rather than waiting
- * forever. `events` is `subscribe` as a stream. `log` opens the
+ * has arrived, and is not passed on); every durable event appended after it then comes once and in seq order, even
+ * across a cut before the first of them (R225), following the session across runners (R214: a runner's
+ * `agent/disposed` is not passed on, so the queue lasts as long as its scope); when the cluster can no longer carry
+ * the subscription (R215) the failure is logged and the queue shut down (what it held is dropped), so a reader sees
+ * an end (a resuming reader picks up from its last durable seq) rather than waiting forever. `events` is `subscribe`
+ * as a stream. `log` opens the
  * session read-only (`SessionLog.open` with `readOnly`: no lease, nothing repaired) and answers its durable events;
  * a session not stored yet has none. The log is the store's: a runner that commits write-behind shows its events
  * there once they are durable.

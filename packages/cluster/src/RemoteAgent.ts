@@ -15,6 +15,7 @@ import type { AgentEvent } from "@harness/domain"
 import { Ids, Operations } from "@harness/domain"
 import { Cause, Effect, Predicate, Ref, Schedule, Schema, Stream } from "effect"
 import * as AgentEntity from "./AgentEntity.js"
+import type { EventsElement } from "./internal/protocol.js"
 
 /**
  * The cluster could not carry an operation: the entity's mailbox was full (`MailboxFull`), the same message is being
@@ -104,14 +105,13 @@ export interface Service {
    * The live events from now: from the moment the entity subscribes (the first event is the status at that instant),
    * followed across runner deaths and shard moves.
    *
-   * Contract: from the first durable event it delivers on, every durable event (`session/event`) comes exactly once
-   * and in seq order, with no gap, however often the subscription is cut: it resubscribes after the last durable seq
-   * it delivered (R214, R215). Each resubscription opens with an `agent/status` (the status then); live-only events
-   * (text deltas, statuses, inbox notices) of a cut are lost, and a runner's `agent/disposed` is not passed on (the
-   * session goes on elsewhere). Until it has delivered a durable event it has no seq to resume from: a cut then
-   * resubscribes from now, and the durable events of that cut are not replayed (use {@link eventsAfter} to follow
-   * from a known seq). It never ends by itself; it fails with `EventsCut` (or the transport's last failure) once the
-   * resubscription schedule gives up.
+   * Contract: every durable event (`session/event`) appended after the entity subscribed — after the log's last seq
+   * then, which the opening `agent/status` tells the client — comes exactly once and in seq order, with no gap,
+   * however often the subscription is cut, even before its first durable event: it resubscribes after the last
+   * durable seq it delivered, or after that anchor (R225, R214, R215). Each resubscription opens with an
+   * `agent/status` (the status then); live-only events (text deltas, statuses, inbox notices) of a cut are lost, and a
+   * runner's `agent/disposed` is not passed on (the session goes on elsewhere). It never ends by itself; it fails
+   * with `EventsCut` (or the transport's last failure) once the resubscription schedule gives up.
    */
   readonly events: Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError>
   /**
@@ -179,11 +179,15 @@ const cut = (message: string) => new RemoteAgentError({ reason: "EventsCut", mes
 
 /**
  * The entity's events, resubscribed after every cut (R214, R215). One subscription asks for the durable events after
- * `last` (the last durable seq delivered, or none yet: from now); it is cut when it fails (a transport failure, or the
- * interruption a stopping entity answers with, or a defect of the transport), when it ends (its runner's entity was
- * disposed), or when a durable
- * event skips a seq (the cluster re-sent the request to a new host by itself, with its first payload: a durable event
- * appended in between would be missing). A durable event at or below `last` is a repeat and is dropped.
+ * `last` (the last durable seq delivered or anchored, or none yet: from now). Its opening `agent/status` says where
+ * its durable events start (`after`, R225): with none known yet, that is the anchor (so a cut before the first durable
+ * event resubscribes from there); above `last`, the subscription skipped durable events (the cluster re-sent a
+ * request from now to a new host by itself) and is cut at once. A subscription is also cut when it fails (a
+ * transport failure, or the interruption a stopping entity answers with, or a defect of the transport), when it ends
+ * (its runner's entity was disposed), or when a durable event skips a seq (the cluster re-sent the request with its
+ * first payload: a durable event appended in between would be missing). A durable event at or below `last` is a
+ * repeat and is dropped. The opening is passed on as a plain `agent/status`. A runner that sends no `after` (an
+ * older one) leaves the stream anchored at its first durable event, as before R225.
  */
 const follow = (
   client: Client,
@@ -191,23 +195,41 @@ const follow = (
   from: number | undefined
 ): Stream.Stream<AgentEvent.AgentEvent, RemoteAgentError> =>
   Stream.unwrap(Effect.map(Ref.make(from), (last) => {
-    const admit = (event: AgentEvent.AgentEvent) =>
-      event.type !== "session/event"
-        ? Effect.succeed(true)
-        : Ref.modify(last, (before): readonly [boolean | number, number | undefined] => {
-          const seq = event.event.seq
-          if (before !== undefined && seq <= before) return [false, before]
-          if (before !== undefined && seq > before + 1) return [before, before]
-          return [true, seq]
-        }).pipe(
-          Effect.flatMap((verdict) =>
-            typeof verdict === "boolean"
-              ? Effect.succeed(verdict)
-              : Effect.fail(
-                cut(`durable event ${event.event.seq} came after ${verdict}: resubscribing after ${verdict}`)
+    const admit = (event: typeof EventsElement.Type): Effect.Effect<boolean, RemoteAgentError> => {
+      if (event.type === "agent/status") {
+        const start = "after" in event ? event.after : undefined
+        if (start === undefined) return Effect.succeed(true)
+        return Ref.modify(last, (before): readonly [number | undefined, number | undefined] =>
+          before === undefined ? [undefined, start] : start > before ? [before, before] : [undefined, before]).pipe(
+            Effect.flatMap((skipped) =>
+              skipped === undefined ? Effect.succeed(true) : Effect.fail(
+                cut(`the subscription opened after seq ${start}, past ${skipped}: resubscribing after ${skipped}`)
               )
+            )
           )
+      }
+      if (event.type !== "session/event") {
+        return Effect.succeed(true)
+      }
+      return Ref.modify(last, (before): readonly [boolean | number, number | undefined] => {
+        const seq = event.event.seq
+        if (before !== undefined && seq <= before) {
+          return [false, before]
+        }
+        if (before !== undefined && seq > before + 1) {
+          return [before, before]
+        }
+        return [true, seq]
+      }).pipe(
+        Effect.flatMap((verdict) =>
+          typeof verdict === "boolean"
+            ? Effect.succeed(verdict)
+            : Effect.fail(
+              cut(`durable event ${event.event.seq} came after ${verdict}: resubscribing after ${verdict}`)
+            )
         )
+      )
+    }
     const subscription = Stream.unwrap(Effect.map(Ref.get(last), (after) =>
       Stream.mapError(client.Events(after === undefined ? {} : { after }), toRemoteError).pipe(
         Stream.catchAllCause((cause) =>
@@ -225,7 +247,10 @@ const follow = (
           event.type !== "agent/disposed"
         ),
         Stream.concat(Stream.fail(cut("the subscription ended (its runner's entity stopped)"))),
-        Stream.filterEffect(admit)
+        Stream.filterEffect(admit),
+        Stream.map((event): AgentEvent.AgentEvent =>
+          event.type === "agent/status" ? { type: "agent/status", status: event.status } : event
+        )
       )))
     return Stream.retry(subscription, schedule)
   }))

@@ -1,15 +1,17 @@
 /**
  * The agent entity through `Entity.makeTestClient` (the entity's real handlers and RPC server, in memory, no message
  * storage): every RPC answers what the agent answers and round-trips its schemas; an open `Events` subscription does
- * not hold a send back, and one opened after a seq resumes there; a duplicate id is accepted once; a redelivered
- * `ifTurn` cancel of a closed turn does nothing. Every test ends with the session's stored log passing `checkLog`.
+ * not hold a send back, one opened after a seq resumes there, and one from now opens with the log's last seq; a
+ * duplicate id is accepted once; a redelivered `ifTurn` cancel of a closed turn does nothing. Every test ends with the
+ * session's stored log passing `checkLog`.
  */
 import { Entity, ShardingConfig } from "@effect/cluster"
+import { RpcSchema } from "@effect/rpc"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentEvent, Operations } from "@harness/domain"
 import { LogCheck, SessionStore } from "@harness/session"
 import { ScriptedModel as S } from "@harness/testkit"
-import { Chunk, Effect, Layer, Queue, Schema, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Queue, Schema, Stream } from "effect"
 import { AgentEntity } from "../src/index.js"
 import { mid, prompt, roundTrip, sessionId, storedEvents } from "./fixtures.js"
 
@@ -186,6 +188,52 @@ describe("AgentEntity", () => {
       const stored = (yield* storedEvents(store)).map((e) => e.seq).filter((seq) => seq > after)
       const durable = seen.flatMap((e) => e.type === "session/event" ? [e.event.seq] : [])
       assert.deepStrictEqual(durable, stored)
+      yield* assertLogClean(store)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.scoped("R225: Events from now opens with the log's last seq as `after`, and every durable event after it follows", () =>
+    Effect.gen(function*() {
+      const { client, model, store } = yield* setup
+      yield* model.push(S.textResponse("first"), S.textResponse("second"))
+      const lastSeq = Effect.map(storedEvents(store), (events) => events.at(-1)?.seq ?? -1)
+      const open = Effect.gen(function*() {
+        const events = client.Events({})
+        const queue = yield* Queue.unbounded<Stream.Stream.Success<typeof events>>()
+        yield* events.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+        return { queue, opening: yield* Queue.take(queue) }
+      })
+      // On a new session, then after a turn.
+      const fresh = yield* open
+      assert.deepStrictEqual(fresh.opening, { type: "agent/status", status: "idle", after: yield* lastSeq })
+      yield* client.Followup({ id: mid("m-1"), operation: new Operations.Followup({ message: prompt("one") }) })
+      yield* client.WhenIdle(undefined)
+      const anchor = yield* lastSeq
+      const { opening, queue } = yield* open
+      assert.deepStrictEqual(opening, { type: "agent/status", status: "idle", after: anchor })
+      yield* client.Followup({ id: mid("m-2"), operation: new Operations.Followup({ message: prompt("two") }) })
+      yield* client.WhenIdle(undefined)
+      const seen: Array<AgentEvent.AgentEvent> = []
+      while (!seen.some((e) => e.type === "session/event" && e.event.type === "turn/end" && e.event.data.turn === 2)) {
+        seen.push(yield* Queue.take(queue))
+      }
+      const durable = seen.flatMap((e) => e.type === "session/event" ? [e.event.seq] : [])
+      assert.deepStrictEqual(durable, (yield* storedEvents(store)).map((e) => e.seq).filter((seq) => seq > anchor))
+
+      // On the wire: the opening keeps `after`; a peer that reads plain events sees a status; one without `after`
+      // still decodes.
+      // `RpcSchema` types the stream's element schema as any schema; it is `Events`' own, which needs no context.
+      const element = Option.getOrThrow(RpcSchema.getStreamSchemas(AgentEntity.Events.successSchema.ast))
+        .success as Schema.Schema<unknown, unknown>
+      const json = JSON.parse(JSON.stringify(yield* Schema.encodeUnknown(element)(opening)))
+      assert.deepStrictEqual(yield* Schema.decodeUnknown(element)(json), opening)
+      assert.deepStrictEqual(yield* Schema.decodeUnknown(AgentEvent.AgentEvent)(json), {
+        type: "agent/status",
+        status: "idle"
+      })
+      assert.deepStrictEqual(yield* Schema.decodeUnknown(element)({ type: "agent/status", status: "running" }), {
+        type: "agent/status",
+        status: "running"
+      })
       yield* assertLogClean(store)
     }).pipe(Effect.provide(TestLayer)))
 

@@ -2,7 +2,8 @@
  * `RemoteAgent` over the entity's test client: the local agent's operations, ids minted on the client, sends from
  * concurrent callers accepted in call order, events that open with the status, and event streams that survive a cut
  * subscription — ended, interrupted, re-sent in place with its first payload (repeats), or re-sent from now (a gap) —
- * with every durable event exactly once, in seq order.
+ * with every durable event exactly once, in seq order; and a stream from now cut before its first durable event, which
+ * resumes from where the entity subscribed.
  */
 import { Entity, ShardingConfig } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
@@ -198,6 +199,79 @@ describe("RemoteAgent: events across cut subscriptions", () => {
           yield* Ref.get(requests),
           kind === "replay" ? [-1] : [from === "events" ? undefined : -1, turn1End]
         )
+        assert.deepStrictEqual(LogCheck.checkLog(stored), [])
+      }).pipe(Effect.provide(TestLayer)))
+  }
+})
+
+/**
+ * How a subscription from now is cut right after its opening, before any durable event: it ends (its runner's entity
+ * stopped), or the cluster re-sends the request from now to a new host once the gate opens (`reopen`: an opening past
+ * the anchor).
+ */
+type EarlyCut = "end" | "reopen"
+
+describe("RemoteAgent: a stream from now is anchored where the entity subscribed", () => {
+  const kinds: ReadonlyArray<EarlyCut> = ["end", "reopen"]
+  for (const kind of kinds) {
+    it.scoped(`R225: events, cut by ${kind} before its first durable event, gives every later durable event once`, () =>
+      Effect.gen(function*() {
+        const makeClient = yield* Entity.makeTestClient(AgentEntity.AgentEntity, AgentEntity.layer())
+        const inner = yield* makeClient(sessionId)
+        const gate = yield* Deferred.make<void>()
+        const requests = yield* Ref.make<ReadonlyArray<number | undefined>>([])
+        const later = (payload: { readonly after?: number | undefined }) =>
+          Stream.unwrap(Effect.as(Deferred.await(gate), inner.Events(payload)))
+        const events = (payload: { readonly after?: number | undefined }) =>
+          Stream.unwrap(Effect.map(Ref.getAndUpdate(requests, (all) => [...all, payload.after]), (before) => {
+            if (before.length > 0) return later(payload)
+            const opening = inner.Events(payload).pipe(Stream.take(1))
+            return kind === "end" ? opening : Stream.concat(opening, later({}))
+          }))
+        // The test client with its Events replaced: the same call shape.
+        const client = { ...inner, Events: events } as unknown as RemoteAgent.Client
+        const agent = yield* RemoteAgent.fromClient(sessionId, client, { resubscribe: Schedule.recurs(3) })
+        const store = yield* SessionStore.SessionStore
+        const model = yield* S.ScriptedModel
+        yield* model.push(S.textResponse("a"), S.textResponse("b"), S.textResponse("c"), S.textResponse("d"))
+
+        // A turn before the subscription: the anchor is the last seq of the log when the entity subscribes.
+        yield* agent.followup(prompt("zero"))
+        yield* agent.whenIdle
+        const anchor = (yield* storedEvents(store)).at(-1)!.seq
+
+        const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
+        yield* agent.events.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+        const seen: Array<AgentEvent.AgentEvent> = []
+        const takeThrough = (match: (e: AgentEvent.AgentEvent) => boolean) =>
+          Effect.gen(function*() {
+            while (true) {
+              const event = yield* Queue.take(queue)
+              seen.push(event)
+              if (match(event)) return
+            }
+          })
+        yield* takeThrough((e) => e.type === "agent/status")
+        assert.deepStrictEqual(seen, [{ type: "agent/status", status: "idle" }], "the opening, passed on as a status")
+
+        // Turns 2 and 3 while the subscription is cut; turn 4 once it is open again.
+        for (const text of ["one", "two"]) {
+          yield* agent.followup(prompt(text))
+          yield* agent.whenIdle
+        }
+        yield* Deferred.succeed(gate, undefined)
+        yield* agent.followup(prompt("three"))
+        yield* agent.whenIdle
+        yield* takeThrough(isTurnEnd(4))
+
+        const stored = yield* storedEvents(store)
+        const durable = seen.flatMap((e) => e.type === "session/event" ? [e.event.seq] : [])
+        assert.deepStrictEqual(
+          durable,
+          stored.map((e) => e.seq).filter((seq) => seq > anchor),
+          "every durable event after the anchor once, in seq order, no gap"
+        )
+        assert.deepStrictEqual(yield* Ref.get(requests), [undefined, anchor], "resubscribed after the anchor")
         assert.deepStrictEqual(LogCheck.checkLog(stored), [])
       }).pipe(Effect.provide(TestLayer)))
   }

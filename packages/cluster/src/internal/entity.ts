@@ -11,6 +11,7 @@ import type { SessionStoreError } from "@harness/session"
 import { SessionLog, SessionStore } from "@harness/session"
 import type { Scope } from "effect"
 import { Context, Duration, Effect, Option, Queue, Ref, ScopedRef, Stream } from "effect"
+import type { EventsElement } from "./protocol.js"
 import { stamp } from "./protocol.js"
 
 /** How the entity builds its agent over the session's opened log. */
@@ -50,27 +51,39 @@ const keepAliveWhileBusy = (agent: Agent.Service) =>
     )
   })
 
+/** The entity's agent with the log it was built over. */
+interface Hosted {
+  readonly agent: Agent.Service
+  readonly log: SessionLog.Service
+}
+
 /**
  * The live events for one `Events` request: subscribed first, then the status at that instant as an `agent/status`
- * event (so the client knows it is subscribed), then — with `after` — the log's durable events after that seq, then
- * every live event until `agent/disposed`, skipping the durable ones the log already gave.
+ * event (so the client knows it is subscribed) carrying where the durable events start (`after`: the request's, or
+ * the seq of the log's last event now, R225), then — with `after` — the log's durable events after that seq, then
+ * every live event until `agent/disposed`, skipping the durable ones at or below the last seq already accounted for.
+ * Every event appended after the subscription is published to it, so every durable event above that seq follows.
  */
-export const liveEvents = (agent: Agent.Service, after?: number): Stream.Stream<AgentEvent.AgentEvent> =>
+export const liveEvents = ({ agent, log }: Hosted, after?: number): Stream.Stream<typeof EventsElement.Type> =>
   Stream.unwrapScoped(
     Effect.gen(function*() {
       const queue = yield* agent.subscribe
       const status = yield* agent.status
       const past = after === undefined ? [] : (yield* agent.log).filter((event) => event.seq > after)
-      const last = past.length === 0 ? after : past[past.length - 1]!.seq
-      const head: Array<AgentEvent.AgentEvent> = [
-        { type: "agent/status", status },
+      const last = after === undefined
+        ? (yield* log.cursors).appended - 1
+        : past.length === 0
+        ? after
+        : past[past.length - 1]!.seq
+      const head: Array<typeof EventsElement.Type> = [
+        { type: "agent/status", status, after: after ?? last },
         ...past.map((event) => ({ type: "session/event" as const, event }))
       ]
       return Stream.concat(
         Stream.fromIterable(head),
         Stream.fromQueue(queue).pipe(
           Stream.takeUntil((event) => event.type === "agent/disposed"),
-          Stream.filter((event) => last === undefined || event.type !== "session/event" || event.event.seq > last)
+          Stream.filter((event) => event.type !== "session/event" || event.event.seq > last)
         )
       )
     })
@@ -95,6 +108,8 @@ export const run = (current: Effect.Effect<Agent.Service>) =>
 interface Host {
   /** The agent, built over the session's log (created when the store has none) if the entity has none yet. */
   readonly agent: Effect.Effect<Agent.Service>
+  /** The agent as {@link agent} gives it, with its log. */
+  readonly hosted: Effect.Effect<Hosted>
   /** Drops the agent and deletes the session and the entity's stored messages; whether a session was deleted. */
   readonly remove: Effect.Effect<boolean, SessionStoreError.SessionStoreError | ClusterError.PersistenceError>
 }
@@ -135,7 +150,7 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>, stopGrac
     const store = Context.get(activation, SessionStore.SessionStore)
     const address = Context.get(activation, Entity.CurrentAddress)
     const storage = yield* Effect.serviceOption(MessageStorage.MessageStorage)
-    const current = yield* ScopedRef.make<Option.Option<Agent.Service>>(() => Option.none())
+    const current = yield* ScopedRef.make<Option.Option<Hosted>>(() => Option.none())
     const lock = yield* Effect.makeSemaphore(1)
     const grace = yield* graceOf(stopGrace)
     // Set while `remove` drops the agent: a deleted session's turn is not waited for (R219).
@@ -145,7 +160,7 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>, stopGrac
       const log = yield* openSession(id)
       const agent = yield* makeAgent(log)
       yield* keepAliveWhileBusy(agent)
-      return Option.some(agent)
+      return Option.some<Hosted>({ agent, log })
     }).pipe(
       Effect.provideService(Agent.StopGrace, closingGrace),
       Effect.mapInputContext((context: Context.Context<Scope.Scope>) => Context.merge(activation, context)),
@@ -159,7 +174,7 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>, stopGrac
       Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
     )
     if (yield* Effect.orDie(exists)) yield* ScopedRef.set(current, build)
-    const agent = lock.withPermits(1)(
+    const hosted = lock.withPermits(1)(
       Effect.flatMap(ScopedRef.get(current), (found) =>
         Option.match(found, {
           onSome: Effect.succeed,
@@ -181,5 +196,5 @@ export const makeHost = <R>(id: Ids.SessionId, makeAgent: MakeAgent<R>, stopGrac
       if (Option.isSome(storage)) yield* storage.value.clearAddress(address)
       return removed
     }))
-    return { agent, remove } satisfies Host
+    return { agent: Effect.map(hosted, (each) => each.agent), hosted, remove } satisfies Host
   })

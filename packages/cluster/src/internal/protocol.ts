@@ -5,8 +5,8 @@
  */
 import { ClusterSchema } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Ids, Operations } from "@harness/domain"
-import type { Schema } from "effect"
+import { AgentEvent, Ids, Operations } from "@harness/domain"
+import { Schema } from "effect"
 
 /** An operation's request schema: a `Schema.TaggedRequest` class with its `success` and `failure` schemas. */
 export type OperationSchema = Rpc.AnyTaggedRequestSchema & Schema.Schema.Any
@@ -74,3 +74,19 @@ export const stamp = <O extends Operations.Operation>(operation: O, id: Ids.Agen
       return operation
   }
 }
+
+/**
+ * The opening event of an `Events` subscription: the agent's status when the entity subscribed, and `after`, the seq
+ * after which this subscription's durable events start — the request's `after`, or for a subscription from now the
+ * seq of the log's last event at that instant (-1 for an empty log) (R225). `after` is optional, so a peer that does
+ * not know it still decodes the event as an ordinary `agent/status` (and one that does not send it is answered as
+ * before).
+ */
+const Opening = Schema.Struct({
+  type: Schema.Literal("agent/status"),
+  status: AgentEvent.AgentStatus,
+  after: Schema.optional(Schema.Int)
+})
+
+/** What an `Events` subscription gives: its {@link Opening}, then the agent's live events. */
+export const EventsElement = Schema.Union(Opening, AgentEvent.AgentEvent)
