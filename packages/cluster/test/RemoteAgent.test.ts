@@ -99,6 +99,26 @@ describe("RemoteAgent", () => {
     }).pipe(Effect.provide(TestLayer)))
 })
 
+/**
+ * Runs `stream` in the scope, its events onto a queue: `takeThrough(match)` takes them, one at a time, into `seen`, up
+ * to and including the first that matches.
+ */
+const recorded = (stream: Stream.Stream<AgentEvent.AgentEvent, RemoteAgent.RemoteAgentError>) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
+    yield* stream.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
+    const seen: Array<AgentEvent.AgentEvent> = []
+    const takeThrough = (match: (e: AgentEvent.AgentEvent) => boolean) =>
+      Effect.gen(function*() {
+        while (true) {
+          const event = yield* Queue.take(queue)
+          seen.push(event)
+          if (match(event)) return
+        }
+      })
+    return { seen, takeThrough }
+  })
+
 /** How the first subscription is cut once it delivered turn 1's end, the way a runner's death or a shard move cuts it. */
 type CutKind = "end" | "interrupt" | "die" | "replay" | "gap"
 
@@ -162,18 +182,7 @@ describe("RemoteAgent: events across cut subscriptions", () => {
         const model = yield* S.ScriptedModel
         yield* model.push(S.textResponse("a"), S.textResponse("b"), S.textResponse("c"), S.textResponse("d"))
 
-        const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
-        const stream = from === "events" ? agent.events : agent.eventsAfter(-1)
-        yield* stream.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
-        const seen: Array<AgentEvent.AgentEvent> = []
-        const takeThrough = (match: (e: AgentEvent.AgentEvent) => boolean) =>
-          Effect.gen(function*() {
-            while (true) {
-              const event = yield* Queue.take(queue)
-              seen.push(event)
-              if (match(event)) return
-            }
-          })
+        const { seen, takeThrough } = yield* recorded(from === "events" ? agent.events : agent.eventsAfter(-1))
         yield* takeThrough((e) => e.type === "agent/status")
         assert.strictEqual(seen.length, 1, "subscribed once its status arrived")
 
@@ -240,17 +249,7 @@ describe("RemoteAgent: a stream from now is anchored where the entity subscribed
         yield* agent.whenIdle
         const anchor = (yield* storedEvents(store)).at(-1)!.seq
 
-        const queue = yield* Queue.unbounded<AgentEvent.AgentEvent>()
-        yield* agent.events.pipe(Stream.runForEach((e) => Queue.offer(queue, e)), Effect.forkScoped)
-        const seen: Array<AgentEvent.AgentEvent> = []
-        const takeThrough = (match: (e: AgentEvent.AgentEvent) => boolean) =>
-          Effect.gen(function*() {
-            while (true) {
-              const event = yield* Queue.take(queue)
-              seen.push(event)
-              if (match(event)) return
-            }
-          })
+        const { seen, takeThrough } = yield* recorded(agent.events)
         yield* takeThrough((e) => e.type === "agent/status")
         assert.deepStrictEqual(seen, [{ type: "agent/status", status: "idle" }], "the opening, passed on as a status")
 
