@@ -1,5 +1,6 @@
 /**
- * The `harness` command line, built with `@effect/cli`: `run`, `chat`, `demo`, `sessions …`, `config` and `mcp`.
+ * The `harness` command line, built with `@effect/cli`: `run`, `chat`, `demo`, `sessions …`, `config`, `serve`,
+ * `cluster runner` and `mcp`.
  * Every command accepts the global settings (`--model`, `--base-url`, `--store`, `--workspace`, `--offline`), which can
  * also come from the environment (see `Settings`). `bin.ts` only wires this to Node.
  *
@@ -23,8 +24,10 @@ import {
   sessionOption,
   settingsOf,
   withAgent,
-  withBackend
+  withBackend,
+  withStore
 } from "./internal/cliSupport.js"
+import { cluster } from "./internal/clusterCommand.js"
 import { diagnostics, plainConsole, visible } from "./internal/output.js"
 import { redactText } from "./internal/redact.js"
 import { serve } from "./internal/serve.js"
@@ -256,7 +259,16 @@ export const command = Command.make("harness").pipe(
     "Harness: an agent you can talk to while it works. Runs offline (no API key) until DEEPSEEK_API_KEY or " +
       "--base-url is set.\nStart with: harness demo"
   ),
-  Command.withSubcommands([run, chat, demo, sessions, config, serve({ global, settingsOf, withAgent }), mcp])
+  Command.withSubcommands([
+    run,
+    chat,
+    demo,
+    sessions,
+    config,
+    serve({ global, settingsOf, withAgent, withStore }),
+    cluster,
+    mcp
+  ])
 )
 
 /**

@@ -6,16 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { harness, serve, tempDir } from "./support.js"
-
-const call = async (url: string, token: string, method: string, body?: unknown) => {
-  const response = await fetch(url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, body: await response.json() as unknown }
-}
+import { call, harness, readUntil, serve, tempDir } from "./support.js"
 
 describe("harness serve", () => {
   it("serves the offline agent over SQLite in the workspace with the tokens of HARNESS_SERVER_TOKENS", async () => {
@@ -39,14 +30,7 @@ describe("harness serve", () => {
       assert.deepStrictEqual(sent, { status: 200, body: "m-1" })
       // The stream from the start, until the turn ends: the offline model's answer.
       const events = await fetch(`${server.url}/sessions/served/events?access_token=peek`)
-      const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader()
-      let text = ""
-      while (!text.includes("\"type\":\"turn/end\"")) {
-        const { done, value } = await reader.read()
-        if (done) break
-        text += value
-      }
-      await reader.cancel()
+      const text = await readUntil(events, "\"type\":\"turn/end\"")
       assert.include(text, "\"type\":\"assistant/message\"")
       assert.include(text, "\"reason\":{\"kind\":\"completed\"}")
       assert.strictEqual(await server.stop(), 0)

@@ -44,7 +44,8 @@ const onDemand = [
   "store-sqlite",
   "store-jsonl",
   "store-sql",
-  "store-postgres"
+  "store-postgres",
+  "cluster"
 ]
 
 describe("start-up", () => {

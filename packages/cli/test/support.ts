@@ -61,49 +61,89 @@ export const chatChunk = (model: string, delta: object, finish: string | null = 
     })
   }\n\n`
 
+/** A long-running `harness` command started by {@link started}. */
+export interface Started {
+  /** What it wrote to standard output so far. */
+  readonly stdout: () => string
+  /** What it wrote to standard error so far. */
+  readonly stderr: () => string
+  /** Ctrl-C (`SIGINT`); resolves with its exit code. */
+  readonly stop: () => Promise<number | null>
+  /** `SIGKILL`; resolves once it is gone. */
+  readonly kill: () => Promise<void>
+}
+
+/**
+ * Starts `harness ...args` in `cwd`; resolves once it printed a line on standard output and `banner` on standard
+ * error (in either order), and rejects if it exits before.
+ */
+export const started = (
+  cwd: string,
+  env: Record<string, string>,
+  args: ReadonlyArray<string>,
+  banner: string
+) =>
+  new Promise<Started>((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd, env: cleanEnv(env) })
+    let stdout = ""
+    let stderr = ""
+    const ready = () => {
+      if (!stdout.includes("\n") || !stderr.includes(banner)) return
+      resolve({
+        stdout: () => stdout,
+        stderr: () => stderr,
+        stop: () =>
+          new Promise((done) => {
+            child.once("exit", (code) => done(code))
+            child.kill("SIGINT")
+          }),
+        kill: () =>
+          new Promise((done) => {
+            child.once("exit", () => done())
+            child.kill("SIGKILL")
+          })
+      })
+    }
+    child.stderr.setEncoding("utf8").on("data", (text: string) => {
+      stderr += text
+      ready()
+    })
+    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      stdout += text
+      ready()
+    })
+    child.on("exit", (code) => reject(new Error(`harness ${args.join(" ")} exited with ${code}: ${stderr}`)))
+  })
+
 /** Starts `harness serve` in `cwd`; resolves with its URL (its first line of output) and a way to stop it. */
 export const serve = (cwd: string, env: Record<string, string>, args: ReadonlyArray<string> = []) =>
-  new Promise<
-    {
-      readonly url: string
-      readonly stderr: () => string
-      readonly stop: () => Promise<number | null>
-      readonly kill: () => Promise<void>
-    }
-  >(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, [bin, "serve", "--port", "0", ...args], { cwd, env: cleanEnv(env) })
-      let stdout = ""
-      let stderr = ""
-      // Ready once it printed its URL (standard output) and its banner (standard error), in either order.
-      const ready = () => {
-        if (!stdout.includes("\n") || !stderr.includes("Ctrl-C stops the server")) return
-        resolve({
-          url: stdout.split("\n")[0]!,
-          stderr: () => stderr,
-          stop: () =>
-            new Promise((done) => {
-              child.once("exit", (code) => done(code))
-              child.kill("SIGINT")
-            }),
-          kill: () =>
-            new Promise((done) => {
-              child.once("exit", () => done())
-              child.kill("SIGKILL")
-            })
-        })
-      }
-      child.stderr.setEncoding("utf8").on("data", (text: string) => {
-        stderr += text
-        ready()
-      })
-      child.stdout.setEncoding("utf8").on("data", (text: string) => {
-        stdout += text
-        ready()
-      })
-      child.on("exit", (code) => reject(new Error(`harness serve exited with ${code}: ${stderr}`)))
-    }
-  )
+  started(cwd, env, ["serve", "--port", "0", ...args], "Ctrl-C stops the server").then((server) => ({
+    ...server,
+    url: server.stdout().split("\n")[0]!
+  }))
+
+/** Reads a response's body as text until it holds `marker` (or ends), then cancels the rest; answers what it read. */
+export const readUntil = async (response: Response, marker: string): Promise<string> => {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let text = ""
+  while (!text.includes(marker)) {
+    const { done, value } = await reader.read()
+    if (done) break
+    text += value
+  }
+  await reader.cancel()
+  return text
+}
+
+/** Calls a route of a server with a bearer token; answers the status and the decoded JSON body. */
+export const call = async (url: string, token: string, method: string, body?: unknown) => {
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  return { status: response.status, body: await response.json() as unknown }
+}
 
 /**
  * What the line-mode chat scenario (`list the files`, `+grep TODO`, `/inject …`, `/sessions`, `/help` on standard

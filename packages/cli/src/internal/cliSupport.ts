@@ -118,7 +118,7 @@ const modelLayer = (settings: Settings.Settings) =>
   )
 
 /** Runs what `f` makes with the commands' code, provided with the session store the settings select. */
-const withStore = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
+export const withStore = <A, E, R>(settings: Settings.Settings, f: (loaded: Commands) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(commands, (loaded) => Effect.provide(f(loaded), storeLayer(settings)))
 
 /** `withStore` with the model too, and the agent in this process as `Runtime.Backend`: what runs the agent here. */
@@ -199,6 +199,23 @@ export const withSessions = <A>(
   remote === undefined
     ? withStore(settings, ({ Sessions }) => Effect.flatMap(Sessions.local, f))
     : Effect.flatMap(commands, ({ Remote }) => Effect.scoped(Effect.flatMap(Remote.place(remote.url, remote.token), f)))
+
+/**
+ * `--yes` and `--ask`: the tool approvals of an agent nobody is at a terminal for (`harness serve`, a cluster's
+ * runner).
+ */
+export const approvalOptions = {
+  yes: Options.boolean("yes").pipe(
+    Options.withAlias("y"),
+    Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
+  ),
+  ask: Options.boolean("ask").pipe(
+    Options.withDescription(
+      "Writes and shell commands wait for a client's answer (a chat with --remote, the web page, " +
+        "POST /sessions/:id/approve) instead of being denied; the approval is durable."
+    )
+  )
+}
 
 /** `--session`: continue a stored session. */
 export const sessionOption = Options.text("session").pipe(

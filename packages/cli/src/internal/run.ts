@@ -29,6 +29,13 @@ export const approvals = (yes: boolean, denied?: Ref.Ref<ReadonlyArray<string>>)
       )
 })
 
+/**
+ * The `toolApproval` hook of an agent nobody is at a terminal for (`harness serve`, a cluster's runner): with `ask`
+ * (and not `yes`) a call waits for a client's durable answer; otherwise {@link approvals}.
+ */
+export const unattended = (yes: boolean, ask: boolean): Hooks.Hooks =>
+  ask && !yes ? { toolApproval: () => Effect.succeed({ kind: "ask" as const }) } : approvals(yes)
+
 /** The text of a streamed chunk of the given kind (`text-delta`, `reasoning-delta`), if it is one. */
 export const deltaOf = (chunk: Json.JsonValue, kind: "text-delta" | "reasoning-delta"): string | undefined => {
   if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk)) return undefined

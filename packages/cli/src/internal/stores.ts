@@ -37,8 +37,26 @@ interface StoreKind<L extends StoreLocation> {
 type Tag = StoreLocation["_tag"]
 type LocationOf<K extends Tag> = Extract<StoreLocation, { readonly _tag: K }>
 
+/** Creates the directory `filename` is in: SQLite creates its file, not the directory. */
+export const parentDirectory = (filename: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    yield* fs.makeDirectory(path.dirname(filename), { recursive: true })
+  })
+
+/** A PostgreSQL database: `postgres://…` (or `postgresql://…`), kept redacted. */
+export const postgresUrl = (
+  text: string
+): { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> } | { readonly invalid: string } | undefined =>
+  !/^postgres(ql)?:\/\//.test(text)
+    ? undefined
+    : URL.canParse(text)
+    ? { _tag: "postgres", url: Redacted.make(text) }
+    : { invalid: "is not a valid URL" }
+
 /** A store at a path: `<prefix>:<path>`, the path taken from the current directory. */
-const atPath = <L>(prefix: string, noun: string, make: (path: string) => L) => {
+export const atPath = <L>(prefix: string, noun: string, make: (path: string) => L) => {
   const pattern = new RegExp(`^${prefix}:(.*)$`)
   return (text: string, resolve: (path: string) => string): L | { readonly invalid: string } | undefined => {
     const location = pattern.exec(text)?.[1]
@@ -55,24 +73,21 @@ const stores: { readonly [K in Tag]: StoreKind<LocationOf<K>> } = {
     show: (location) => `sqlite:${location.filename}`,
     durable: true,
     secret: false,
-    // SQLite creates its file, not the directory: create that first.
     layer: (location) =>
       loadedLayer(
         () => Promise.all([import("@harness/session"), import("@harness/store-sqlite")]),
         ([{ SessionStore }, { SqliteStore }]) =>
-          Layer.unwrapEffect(Effect.gen(function*() {
-            const fs = yield* FileSystem.FileSystem
-            const path = yield* Path.Path
-            yield* fs.makeDirectory(path.dirname(location.filename), { recursive: true }).pipe(
+          Layer.unwrapEffect(
+            parentDirectory(location.filename).pipe(
               Effect.mapError((e) =>
                 new SessionStore.SessionStoreError({
                   reason: "Io",
                   message: `cannot create the directory of ${location.filename}: ${e.message}`
                 })
-              )
+              ),
+              Effect.as(SqliteStore.layer({ filename: location.filename }))
             )
-            return SqliteStore.layer({ filename: location.filename })
-          }))
+          )
       )
   },
   jsonl: {
@@ -90,12 +105,7 @@ const stores: { readonly [K in Tag]: StoreKind<LocationOf<K>> } = {
   postgres: {
     syntax: "postgres://…",
     example: "postgres://user:password@host:port/database",
-    parse: (text) =>
-      !/^postgres(ql)?:\/\//.test(text)
-        ? undefined
-        : URL.canParse(text)
-        ? { _tag: "postgres", url: Redacted.make(text) }
-        : { invalid: "is not a valid URL" },
+    parse: postgresUrl,
     show: (location) => redactUrl(Redacted.value(location.url)),
     durable: true,
     secret: true,
