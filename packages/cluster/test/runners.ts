@@ -98,18 +98,25 @@ export const clientLayer = (url: string) =>
   })
 
 /**
- * How one `Events` request went on the wire: the `after` it asked for, the durable events it carried, how many of
- * them repeated a seq it had carried already or skipped one (the cluster re-sends a request to the next host by
- * itself, with its first payload), and how it ended (`open` while it runs).
+ * How one `Events` request went on the wire: the `after` it asked for, the `after` its first opening carried (where
+ * its durable events start, R225), the durable events it carried, how many of them repeated a seq it had carried
+ * already or skipped one (the cluster re-sends a request to the next host by itself, with its first payload), and how
+ * it ended (`open` while it runs).
  */
 interface Subscription {
   readonly after: number | undefined
+  readonly opened: number | undefined
   readonly durable: number
   readonly repeats: number
   readonly skips: number
   readonly top: number | undefined
   readonly end: string
 }
+
+/** What an `Events` request carries: its opening (with `after`, R225), then the live events. */
+type Element =
+  | AgentEvent.AgentEvent
+  | { readonly type: "agent/status"; readonly status: AgentEvent.AgentStatus; readonly after?: number | undefined }
 
 const ending = (cause: Cause.Cause<unknown>) =>
   Cause.isInterruptedOnly(cause)
@@ -129,22 +136,27 @@ const watchedAgent = (id: Ids.SessionId, options?: RemoteAgent.Options) =>
     const subscriptions = yield* Ref.make<ReadonlyArray<Subscription>>([])
     const update = (index: number, f: (s: Subscription) => Subscription) =>
       Ref.update(subscriptions, (all) => all.map((s, i) => i === index ? f(s) : s))
-    const note = (index: number) => (event: AgentEvent.AgentEvent) =>
-      event.type !== "session/event" ? Effect.void : update(index, (s) => {
-        const seq = event.event.seq
-        return {
-          ...s,
-          durable: s.durable + 1,
-          repeats: s.repeats + (s.top !== undefined && seq <= s.top ? 1 : 0),
-          skips: s.skips + (s.top !== undefined && seq > s.top + 1 ? 1 : 0),
-          top: s.top === undefined ? seq : Math.max(s.top, seq)
-        }
-      })
+    const note = (index: number) => (event: Element) =>
+      event.type === "agent/status"
+        ? update(index, (s) => s.opened === undefined && "after" in event ? { ...s, opened: event.after } : s)
+        : event.type !== "session/event"
+        ? Effect.void
+        : update(index, (s) => {
+          const seq = event.event.seq
+          return {
+            ...s,
+            durable: s.durable + 1,
+            repeats: s.repeats + (s.top !== undefined && seq <= s.top ? 1 : 0),
+            skips: s.skips + (s.top !== undefined && seq > s.top + 1 ? 1 : 0),
+            top: s.top === undefined ? seq : Math.max(s.top, seq)
+          }
+        })
     const events = (payload: { readonly after?: number | undefined }) =>
       Stream.unwrap(
         Ref.modify(subscriptions, (all) =>
           [all.length, [...all, {
             after: payload.after,
+            opened: undefined,
             durable: 0,
             repeats: 0,
             skips: 0,
@@ -199,19 +211,18 @@ const subscribe = (
 
 /**
  * Waits (polling, up to `deadline`) until the subscriber delivered what the session's log holds, then asserts that it
- * saw every durable seq of the log once, in order: all of them (`from: "start"`, a subscriber from seq -1), or those
- * from the first it delivered (`from: "first"`, a subscriber from now).
+ * saw every durable seq of the log above `after` once, in order: -1 for a subscriber from seq -1, the anchor its first
+ * opening carried for a subscriber from now (R225).
  */
 const sawTheLog = (
   subscriber: Subscriber,
   store: SessionStore.Service,
   id: Ids.SessionId,
-  from: "start" | "first",
+  after: number,
   deadline = 60_000
 ) =>
   Effect.gen(function*() {
-    const expected = (seqs: ReadonlyArray<number>, log: ReadonlyArray<number>) =>
-      from === "start" ? log : log.filter((seq) => seqs.length > 0 && seq >= seqs[0]!)
+    const expected = (log: ReadonlyArray<number>) => log.filter((seq) => seq > after)
     const read = Effect.all([
       subscriber.seqs,
       Effect.map(storedEvents(store, id), (events) => events.map((e) => e.seq))
@@ -220,19 +231,19 @@ const sawTheLog = (
     yield* Effect.ignore(until(
       `the subscriber of ${id} caught up`,
       read,
-      ([seqs, log]) => JSON.stringify(seqs) === JSON.stringify(expected(seqs, log)),
+      ([seqs, log]) => JSON.stringify(seqs) === JSON.stringify(expected(log)),
       deadline
     ))
     const [seqs, log] = yield* read
     assert.isUndefined(yield* subscriber.failure, `the subscriber of ${id} failed`)
-    assert.deepStrictEqual(seqs, expected(seqs, log), `the subscriber of ${id}: every durable seq once, in order`)
+    assert.deepStrictEqual(seqs, expected(log), `the subscriber of ${id}: every durable seq once, in order`)
     return seqs.length
   })
 
 /**
  * Two subscribers per session, attached now through watched remote agents of this node: one from seq -1, one from
  * now. `check` waits for each to catch up with its session's log, asserts that it saw every durable seq once, in
- * order (R214), and sums up the `Events` requests that carried them: the durable events each delivered, how many
+ * order (R214) — the one from now every seq above the anchor its first request's opening carried (R225) — and sums up the `Events` requests that carried them: the durable events each delivered, how many
  * requests there were, the repeats and skips they carried, and how they ended.
  */
 export const attachSubscribers = (ids: ReadonlyArray<Ids.SessionId>) =>
@@ -247,9 +258,12 @@ export const attachSubscribers = (ids: ReadonlyArray<Ids.SessionId>) =>
     const check = (store: SessionStore.Service) =>
       Effect.gen(function*() {
         const delivered: Array<number> = []
-        for (const { fromNow, fromStart, id } of attached) {
-          delivered.push(yield* sawTheLog(fromStart, store, id, "start"))
-          delivered.push(yield* sawTheLog(fromNow, store, id, "first"))
+        for (const { fromNow, fromStart, id, subscriptions } of attached) {
+          delivered.push(yield* sawTheLog(fromStart, store, id, -1))
+          // The first request from now whose opening arrived anchored the stream.
+          const anchor = (yield* subscriptions).find((s) => s.after === undefined && s.opened !== undefined)?.opened
+          assert.isDefined(anchor, `the subscriber from now of ${id} was anchored`)
+          delivered.push(yield* sawTheLog(fromNow, store, id, anchor!))
         }
         const requests = (yield* Effect.forEach(attached, (a) => a.subscriptions)).flat()
         const endings: Record<string, number> = {}
