@@ -10,12 +10,13 @@ import process from "node:process"
 
 /** Each package's closed set of categories. A new category is a decision: add it here. */
 const categories = {
-  domain: ["constants", "constructors", "errors", "guards", "models", "schemas", "utils"],
+  domain: ["constants", "constructors", "errors", "guards", "models", "schemas", "symbols", "utils"],
   session: [
     "closing",
     "constants",
     "constructors",
     "errors",
+    "guards",
     "layers",
     "models",
     "schemas",
@@ -24,7 +25,7 @@ const categories = {
     "symbols",
     "utils"
   ],
-  agent: ["constructors", "errors", "guards", "layers", "models", "services", "utils"],
+  agent: ["constructors", "errors", "guards", "layers", "models", "services", "symbols", "utils"],
   testkit: ["constructors", "invariants", "layers", "models", "rendering", "replies", "services"],
   tools: ["constants", "constructors", "errors", "layers", "models", "schemas", "tools"],
   mcp: ["constants", "constructors", "errors", "layers", "models", "schemas", "services", "utils"],
@@ -33,9 +34,20 @@ const categories = {
   "store-sqlite": ["constructors", "layers", "models"],
   "store-jsonl": ["constructors", "layers", "models"],
   "store-postgres": ["constructors", "layers", "models"],
-  goal: ["commands", "constants", "constructors", "errors", "models", "schemas", "services", "utils"],
+  goal: [
+    "commands",
+    "constants",
+    "constructors",
+    "errors",
+    "guards",
+    "models",
+    "schemas",
+    "services",
+    "symbols",
+    "utils"
+  ],
   subagents: ["constructors", "errors", "layers", "models", "schemas", "services", "utils"],
-  server: ["api", "constructors", "errors", "groups", "layers", "models", "schemas", "services"],
+  server: ["api", "constructors", "errors", "groups", "guards", "layers", "models", "schemas", "services", "symbols"],
   cluster: ["config", "constructors", "entities", "errors", "layers", "models", "operations", "rpcs"],
   cli: ["commands", "constants", "constructors", "errors", "layers", "models", "schemas", "utils"]
 }

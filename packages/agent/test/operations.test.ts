@@ -98,20 +98,4 @@ describe("operations as data", () => {
         }
       })
     }).pipe(Effect.provide(S.layer())))
-
-  it("every agent error is one family: one union schema, each member surviving JSON", () => {
-    const errors: ReadonlyArray<AgentError.AgentError> = [
-      new AgentError.AgentConfigError({ option: "tools", message: "bad" }),
-      new AgentError.AgentDisposedError({ message: "disposed" }),
-      new AgentError.AgentBusyError({ message: "busy" }),
-      new AgentError.InvalidMessageError({ reason: "too-large", message: "invalid message: too large" })
-    ]
-    for (const error of errors) {
-      const back = Schema.decodeUnknownSync(AgentError.AgentError)(
-        JSON.parse(JSON.stringify(Schema.encodeSync(AgentError.AgentError)(error)))
-      )
-      assert.deepStrictEqual(back, error)
-      assert.strictEqual(Object.getPrototypeOf(back), Object.getPrototypeOf(error))
-    }
-  })
 })

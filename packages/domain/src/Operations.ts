@@ -8,6 +8,15 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
+import {
+  AgentBusyError,
+  AgentDisposedError,
+  BatchError,
+  BatchResult,
+  InboxChangeError,
+  InboxFullError,
+  TurnRunningError
+} from "./AgentError.js"
 import { CancelCause } from "./AgentEvent.js"
 import { ApprovalAnswer, ApprovalError, PendingApproval } from "./Approval.js"
 import { AgentMessageId, ToolCallId } from "./Ids.js"
@@ -15,84 +24,6 @@ import { CancelResult, InboxItem, Receipt as ReceiptSchema, WithdrawResult } fro
 import { NonNegativeInt, PositiveInt } from "./Json.js"
 import { InvalidMessageError, SendOptions, UserMessageData } from "./Message.js"
 import { SessionLogError } from "./SessionLogError.js"
-
-/**
- * One result of a batch: the id of a send, or nothing for a cancel — `undefined` in process, `null` in JSON (which
- * cannot carry `undefined` in an array).
- *
- * @since 0.0.0
- * @category schemas
- */
-export const BatchResult = Schema.Union(
-  AgentMessageId,
-  Schema.transform(Schema.Null, Schema.Undefined, { strict: true, decode: () => undefined, encode: () => null })
-).annotations({ identifier: "BatchResult" })
-/**
- * @since 0.0.0
- * @category models
- */
-export type BatchResult = typeof BatchResult.Type
-
-/**
- * The agent was disposed (its scope closed): it accepts nothing more and runs no more turns.
- *
- * @since 0.0.0
- * @category errors
- */
-export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>("@harness/agent/AgentDisposedError")(
-  "AgentDisposedError",
-  { message: Schema.String }
-) {}
-
-/**
- * `retry` was called while an admission or a turn is active.
- *
- * @since 0.0.0
- * @category errors
- */
-export class AgentBusyError extends Schema.TaggedError<AgentBusyError>("@harness/agent/AgentBusyError")(
-  "AgentBusyError",
-  { message: Schema.String }
-) {}
-
-/**
- * A batch stopped part-way: an idle injection's append was refused. `applied` holds the results of the operations
- * applied before it (ids for sends, `undefined` for cancels), so the caller knows which ids exist; `cause` is the
- * refused append's error.
- *
- * @since 0.0.0
- * @category errors
- */
-export class BatchError extends Schema.TaggedError<BatchError>("@harness/agent/BatchError")(
-  "BatchError",
-  {
-    applied: Schema.Array(BatchResult),
-    cause: SessionLogError,
-    message: Schema.String
-  }
-) {}
-
-/**
- * A send said `whenBusy: "reject"` and found an admission or a turn running: nothing was accepted.
- *
- * @since 0.0.0
- * @category errors
- */
-export class TurnRunningError extends Schema.TaggedError<TurnRunningError>("@harness/agent/TurnRunningError")(
-  "TurnRunningError",
-  { message: Schema.String }
-) {}
-
-/**
- * A send would have taken a bounded inbox (`maxPending`, `overflow: "reject"`) past its limit: nothing was accepted.
- *
- * @since 0.0.0
- * @category errors
- */
-export class InboxFullError extends Schema.TaggedError<InboxFullError>("@harness/agent/InboxFullError")(
-  "InboxFullError",
-  { limit: Schema.Number, message: Schema.String }
-) {}
 
 /**
  * How a send can fail: invalid input, a disposed agent, (for an idle `inject`, which appends at once) the log, or
@@ -314,43 +245,6 @@ export class ListInbox extends Schema.TaggedRequest<ListInbox>()("ListInbox", {
   success: Schema.Array(InboxItem),
   payload: {}
 }) {}
-
-/**
- * Why a pending item could not be changed (`edit`, `move`, `promote`, `demote`):
- * - `unknown`: no message with this id was ever accepted here;
- * - `taken`: it was, but it is no longer pending (claimed, drained, logged, discarded, withdrawn);
- * - `not-queued`: `promote` of an item that is steering already;
- * - `not-steering`: `demote` of an item that is a queued turn;
- * - `no-open-turn`: `promote` while no admission or turn is open to join;
- * - `disposed`: the agent was disposed.
- *
- * @since 0.0.0
- * @category schemas
- */
-export const InboxChangeReason = Schema.Literal(
-  "unknown",
-  "taken",
-  "not-queued",
-  "not-steering",
-  "no-open-turn",
-  "disposed"
-)
-/**
- * @since 0.0.0
- * @category models
- */
-export type InboxChangeReason = typeof InboxChangeReason.Type
-
-/**
- * A pending item could not be changed: its id and why (`reason`). Nothing changed.
- *
- * @since 0.0.0
- * @category errors
- */
-export class InboxChangeError extends Schema.TaggedError<InboxChangeError>("@harness/agent/InboxChangeError")(
-  "InboxChangeError",
-  { id: AgentMessageId, reason: InboxChangeReason, message: Schema.String }
-) {}
 
 const change = {
   failure: Schema.Union(InvalidMessageError, InboxChangeError),

@@ -1,6 +1,7 @@
 /**
  * @since 0.0.0
  */
+export * as AgentError from "./AgentError.js"
 export * as AgentEvent from "./AgentEvent.js"
 export * as Approval from "./Approval.js"
 export * as Content from "./Content.js"

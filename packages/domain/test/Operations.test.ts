@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
+import * as AgentError from "../src/AgentError.js"
 import * as Ids from "../src/Ids.js"
 import * as Message from "../src/Message.js"
 import * as Operations from "../src/Operations.js"
@@ -61,10 +62,10 @@ describe("Operations (ADR 0018)", () => {
         [requests[4]!, Exit.succeed([id, undefined])],
         [
           requests[4]!,
-          Exit.fail(new Operations.BatchError({ applied: [id, undefined], cause: log, message: "stopped" }))
+          Exit.fail(new AgentError.BatchError({ applied: [id, undefined], cause: log, message: "stopped" }))
         ],
-        [requests[6]!, Exit.fail(new Operations.AgentDisposedError({ message: "disposed" }))],
-        [requests[6]!, Exit.fail(new Operations.AgentBusyError({ message: "busy" }))],
+        [requests[6]!, Exit.fail(new AgentError.AgentDisposedError({ message: "disposed" }))],
+        [requests[6]!, Exit.fail(new AgentError.AgentBusyError({ message: "busy" }))],
         [requests[7]!, Exit.succeed({ _tag: "NotPending", id })]
       ]
       for (const [request, exit] of cases) {
@@ -81,16 +82,16 @@ describe("Operations (ADR 0018)", () => {
     }))
 
   it("BatchError.cause is typed: a SessionLogError, decoded as one", () => {
-    const error = new Operations.BatchError({
+    const error = new AgentError.BatchError({
       applied: [id],
       cause: new SessionLogError({ reason: "store", message: "refused", seq: 3 }),
       message: "the batch stopped at operation 2"
     })
-    const back = overTheWire(Operations.BatchError, error)
+    const back = overTheWire(AgentError.BatchError, error)
     assert.instanceOf(back.cause, SessionLogError)
     assert.strictEqual(back.cause.reason, "store")
     assert.strictEqual(back.cause.seq, 3)
-    const refused = Schema.decodeUnknownEither(Operations.BatchError)({
+    const refused = Schema.decodeUnknownEither(AgentError.BatchError)({
       _tag: "BatchError",
       applied: [],
       cause: { anything: true },
@@ -100,7 +101,7 @@ describe("Operations (ADR 0018)", () => {
   })
 
   it("the failure schemas are the operations' error families", () => {
-    assert.isTrue(Schema.is(Operations.SendFailure)(new Operations.AgentDisposedError({ message: "d" })))
-    assert.isFalse(Schema.is(Operations.SendFailure)(new Operations.AgentBusyError({ message: "b" })))
+    assert.isTrue(Schema.is(Operations.SendFailure)(new AgentError.AgentDisposedError({ message: "d" })))
+    assert.isFalse(Schema.is(Operations.SendFailure)(new AgentError.AgentBusyError({ message: "b" })))
   })
 })

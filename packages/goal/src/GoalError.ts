@@ -1,11 +1,20 @@
 /**
- * The goal service's errors. Each is a schema (so a tool can return it to the model and a CLI can print it), with
- * the code docs/CONTRACT.md names in `code` (R120, R127).
+ * The goal service's errors, one family shaped like `@effect/ai`'s `AiError`. Each is a schema (so a tool can
+ * return it to the model and a CLI can print it), with the code docs/CONTRACT.md names in `code` (R120, R127); each
+ * carries {@link TypeId}, which {@link isGoalError} checks; {@link AnyGoalError} is the union (ADR 0074).
  *
  * @since 0.0.0
  */
-import { Schema } from "effect"
+import { Predicate, Schema } from "effect"
 import { GoalReplayError } from "./GoalReplay.js"
+
+/**
+ * The mark every member of {@link AnyGoalError} carries, on its prototype (its fields and JSON are unchanged).
+ *
+ * @since 0.0.0
+ * @category symbols
+ */
+export const TypeId = "~@harness/goal/GoalError"
 
 /**
  * Why a goal operation was refused.
@@ -73,3 +82,14 @@ export type AnyGoalError = GoalError | GoalReplayError
  * @category schemas
  */
 export const AnyGoalError = Schema.Union(GoalError, GoalReplayError)
+
+/**
+ * Whether `u` is an error of the goal package (a `GoalError` or a `GoalReplayError`).
+ *
+ * @since 0.0.0
+ * @category guards
+ */
+export const isGoalError = (u: unknown): u is AnyGoalError => Predicate.hasProperty(u, TypeId)
+
+// Every member carries the mark: a member added to the union is marked with it.
+for (const member of AnyGoalError.members) Object.defineProperty(member.prototype, TypeId, { value: TypeId })

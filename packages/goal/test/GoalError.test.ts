@@ -29,4 +29,18 @@ describe("GoalError.AnyGoalError", () => {
     const decoded = Schema.decodeUnknownEither(GoalError.AnyGoalError)({ _tag: "Other", message: "x" })
     assert.isTrue(Either.isLeft(decoded))
   })
+
+  it("every member carries the family's TypeId (ADR 0074); nothing else passes isGoalError", () => {
+    const members: ReadonlyArray<GoalError.AnyGoalError> = [
+      new GoalError.GoalError({ code: "GOAL_NOT_FOUND", message: "there is no goal" }),
+      new GoalReplay.GoalReplayError({ seq: 7, rule: "no-current-goal", message: "no goal g1" })
+    ]
+    for (const error of members) {
+      assert.isTrue(GoalError.isGoalError(error), error._tag)
+      assert.isTrue(GoalError.isGoalError(roundTrip(error)), error._tag)
+      assert.notInclude(JSON.stringify(error), GoalError.TypeId)
+    }
+    const others: ReadonlyArray<unknown> = [new Error("x"), { _tag: "GoalError", code: "GOAL_NOT_FOUND" }, null]
+    for (const value of others) assert.isFalse(GoalError.isGoalError(value))
+  })
 })

@@ -7,8 +7,17 @@
  * @since 0.0.0
  */
 import { Ids } from "@harness/domain"
-import { Schema } from "effect"
+import { Predicate, Schema } from "effect"
 import { problem } from "./internal/problem.js"
+
+/**
+ * The mark every member of {@link ServerError} carries, as `@effect/ai`'s `AiError.TypeId` marks an `AiError`; it
+ * sits on each member's prototype, so the error's fields, its problem details and its JSON are unchanged (ADR 0074).
+ *
+ * @since 0.0.0
+ * @category symbols
+ */
+export const TypeId = "~@harness/server/ServerError"
 
 /**
  * What a token may do. `read` lists and shows sessions, their inbox, snapshot and events; `send` also creates
@@ -131,6 +140,8 @@ export type ServerError =
   | SessionNotFound
   | SessionConflict
   | StoreUnavailable
+  | ForkRefused
+  | GoalsUnavailable
 
 /**
  * 400: a fork the source cannot give: `at` is not a turn boundary (or the source has none), so nothing was created.
@@ -156,3 +167,44 @@ export class GoalsUnavailable extends Schema.TaggedError<GoalsUnavailable>("@har
   { id: Ids.SessionId, message: Schema.String },
   problem({ status: 404, description: "This server's agents have no goal system." })
 ) {}
+
+/**
+ * The schema of {@link ServerError}.
+ *
+ * @since 0.0.0
+ * @category errors
+ */
+export const ServerError: Schema.Union<
+  [
+    typeof Unauthorized,
+    typeof Forbidden,
+    typeof PayloadTooLarge,
+    typeof TooManyRequests,
+    typeof SessionNotFound,
+    typeof SessionConflict,
+    typeof StoreUnavailable,
+    typeof ForkRefused,
+    typeof GoalsUnavailable
+  ]
+> = Schema.Union(
+  Unauthorized,
+  Forbidden,
+  PayloadTooLarge,
+  TooManyRequests,
+  SessionNotFound,
+  SessionConflict,
+  StoreUnavailable,
+  ForkRefused,
+  GoalsUnavailable
+)
+
+/**
+ * Whether `u` is one of this package's refusals.
+ *
+ * @since 0.0.0
+ * @category guards
+ */
+export const isServerError = (u: unknown): u is ServerError => Predicate.hasProperty(u, TypeId)
+
+// Every member carries the mark: a member added to the union is marked with it.
+for (const member of ServerError.members) Object.defineProperty(member.prototype, TypeId, { value: TypeId })

@@ -7,7 +7,7 @@ import { Ids, Message } from "@harness/domain"
 import { SessionStore } from "@harness/session"
 import { Effect, Either, Redacted, TestClock } from "effect"
 import { request } from "node:http"
-import { Server } from "../src/index.js"
+import { Server, ServerError } from "../src/index.js"
 import { serve, tokens } from "./support.js"
 
 /** A raw request (no typed client): status, media type and body text. */
@@ -53,6 +53,7 @@ describe("auth and limits", () => {
       assert.strictEqual(JSON.parse(none.body)._tag, "Unauthorized")
       const unknown = yield* Effect.flip(stranger.sessions.list())
       assert.strictEqual(unknown._tag, "Unauthorized")
+      assert.isTrue(ServerError.isServerError(unknown)) // the typed client decodes the refusal into its marked class
 
       // read: lists and shows, cannot send
       assert.strictEqual((yield* reader.sessions.list()).length, 1)

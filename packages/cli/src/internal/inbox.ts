@@ -6,7 +6,7 @@
  * refusal in words.
  */
 import type { Agent } from "@harness/agent"
-import type { AgentEvent, Ids, Inbox, MessageSource, Operations } from "@harness/domain"
+import type { AgentError, AgentEvent, Ids, Inbox, MessageSource } from "@harness/domain"
 import { Content, Message } from "@harness/domain"
 import { Duration, Effect, Option, Queue, type Scope, Stream, SubscriptionRef } from "effect"
 import * as Timeline from "./timeline.js"
@@ -167,10 +167,10 @@ export type Change =
   | { readonly _tag: "Refused"; readonly reason: InboxChangeReason }
 
 /** Why the agent refused to change an item (R139). */
-export type InboxChangeReason = Operations.InboxChangeReason
+export type InboxChangeReason = AgentError.InboxChangeReason
 
 const changed = (
-  effect: Effect.Effect<Inbox.InboxItem, Message.InvalidMessageError | Operations.InboxChangeError>
+  effect: Effect.Effect<Inbox.InboxItem, Message.InvalidMessageError | AgentError.InboxChangeError>
 ): Effect.Effect<Change, Message.InvalidMessageError> =>
   effect.pipe(
     Effect.map((item): Change => ({ _tag: "Changed", item: itemOf(item) })),
