@@ -12,6 +12,7 @@ import type { Ids, SessionEvent, Store } from "@harness/domain"
 import type { Queue, Schedule, Scope, Stream } from "effect"
 import { Context, Effect, Layer } from "effect"
 import type { History } from "./History.js"
+import * as memoryStore from "./internal/memoryStore.js"
 import * as opening from "./internal/openLog.js"
 import * as internal from "./internal/sessionLog.js"
 import * as section from "./internal/transaction.js"
@@ -407,7 +408,8 @@ export const open: (
  * @category constructors
  */
 export const memory = (options?: MakeOptions): Effect.Effect<Service, SessionLogError> =>
-  Effect.provideServiceEffect(make(options), SessionStore.SessionStore, SessionStore.makeMemory)
+  // A store of the log's own (nobody else sees it): its operations on a prototype, not closures of its own (ADR 0076).
+  Effect.provideServiceEffect(make(options), SessionStore.SessionStore, memoryStore.makeOwnMemory)
 
 /**
  * A layer providing a new memory session.

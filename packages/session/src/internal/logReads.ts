@@ -1,18 +1,20 @@
 /**
- * Reading a log: its accessors (`events`, `state`, `history`, `cursors`, the observers' and the faults' streams) as
- * getters on one prototype, so an idle log holds none of them, and the read-back of the events a snapshot left to
- * the store.
+ * The log as a service: its accessors (`events`, `state`, `history`, `cursors`, the observers' and the faults'
+ * streams) and its operations (over the append path, `logAppend.ts`) as getters on one prototype, so an idle log
+ * holds none of them, and the read-back of the events a snapshot left to the store.
  */
 import type { Ids, SessionEvent } from "@harness/domain"
 import { Store as StoreRecords } from "@harness/domain"
-import { Effect, Either, PubSub, Ref, Stream } from "effect"
+import { Chunk, Effect, Either, PubSub, Ref, Stream } from "effect"
 import type { History } from "../History.js"
 import type { Cursors, Service } from "../SessionLog.js"
 import { SessionLogError } from "../SessionLogError.js"
-import type { Service as Store } from "../SessionStore.js"
+import type { Lease, Service as Store } from "../SessionStore.js"
 import type { SessionStoreError } from "../SessionStoreError.js"
 import * as AppendOnly from "./appendOnly.js"
 import * as history from "./history.js"
+import { appendBatch, type AppendParts, flush, hasMessage, inTransaction, observed, recordInbox } from "./logAppend.js"
+import type { Tracker } from "./pendingApprovals.js"
 import { corrupt, decodeRecord, storeError } from "./logRecords.js"
 import type { TurnStarts } from "./snapshotKeeper.js"
 import type { Shared } from "./writeBehind.js"
@@ -155,61 +157,113 @@ const fromLastTurnStart = (
 }
 
 /**
- * The log's effects and streams, built each time they are read: getters on one prototype, so an idle log holds none
- * of them (ADR 0040; its subscriptions and streams are made only when used, ADR 0023). The operations stay the
- * object's own closures: a destructured log works, and a destructured read is read while destructuring.
+ * The log as its `Service`: its reads (`events`, `state`, `history`, `cursors`, the observers' and the faults'
+ * streams) and its operations (`append`, `transaction`, …) are getters on one prototype, built each time they are
+ * read, so an idle log holds none of them (ADR 0040, ADR 0076; its subscriptions and streams are made only when used,
+ * ADR 0023). An operation read is a fresh closure over the log's parts: a destructured log works (destructuring reads
+ * the getter); a spread copy (`{ ...log }`) has neither its reads nor its operations.
  */
-export class LogReads implements
-  Pick<
-    Service,
-    | "flush"
-    | "cursors"
-    | "faults"
-    | "subscribeFaults"
-    | "events"
-    | "lastTurn"
-    | "state"
-    | "history"
-    | "subscribe"
-    | "changes"
-  >
-{
-  readonly #id: Ids.SessionId
+export class LogService implements Service {
+  readonly id: Ids.SessionId
+  readonly commitMode: Service["commitMode"]
+  readonly durable: boolean
+  readonly pendingInbox: Service["pendingInbox"]
+  readonly #parts: AppendParts
+  /** The store as the log reads it (reads carry no lease). */
   readonly #store: Store
-  readonly #shared: Ref.Ref<Shared>
-  readonly #flush: () => Effect.Effect<void, SessionLogError>
   /** The write-behind writer's faults; a write-through log has none. */
   readonly #faults: PubSub.PubSub<SessionStoreError> | undefined
-  /** The subscribers' PubSub, made by the first of them. */
-  readonly #observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
   /** The history of the events a snapshot left to the store, if any. */
   readonly #prefix: Effect.Effect<History> | undefined
   /** Where the last stored `turn/start` is (ADR 0068). */
   readonly #turnStarts: TurnStarts
+  /** The log's writer lease; none for a log opened read-only. */
+  readonly #lease: Lease | "read-only"
+  /** The log's pending approvals, kept as it opens and records (R237). */
+  readonly #approvals: Tracker
   constructor(parts: {
-    readonly id: Ids.SessionId
+    readonly parts: AppendParts
+    readonly approvals: Tracker
     readonly store: Store
-    readonly shared: Ref.Ref<Shared>
-    readonly flush: () => Effect.Effect<void, SessionLogError>
     readonly faults: PubSub.PubSub<SessionStoreError> | undefined
-    readonly observed: Effect.Effect<PubSub.PubSub<SessionEvent.SessionEvent>>
     readonly prefix: Effect.Effect<History> | undefined
     readonly turnStarts: TurnStarts
+    readonly lease: Lease | "read-only"
+    readonly commitMode: Service["commitMode"]
+    readonly durable: boolean
+    readonly pendingInbox: Service["pendingInbox"]
   }) {
-    this.#id = parts.id
+    this.id = parts.parts.id
+    this.commitMode = parts.commitMode
+    this.durable = parts.durable
+    this.pendingInbox = parts.pendingInbox
+    this.#parts = parts.parts
     this.#store = parts.store
-    this.#shared = parts.shared
-    this.#flush = parts.flush
     this.#faults = parts.faults
-    this.#observed = parts.observed
     this.#prefix = parts.prefix
     this.#turnStarts = parts.turnStarts
+    this.#lease = parts.lease
+    this.#approvals = parts.approvals
+  }
+  get append(): Service["append"] {
+    const p = this.#parts
+    // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
+    // `input.type`; TypeScript cannot see that through the union, hence the cast.
+    return <E extends SessionEvent.SessionEventInput>(input: E) =>
+      Effect.map(appendBatch(p, [input], false), (events) => events[0]!) as Effect.Effect<
+        Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
+        SessionLogError
+      >
+  }
+  get appendAll(): Service["appendAll"] {
+    const p = this.#parts
+    return (inputs) => appendBatch(p, inputs, false)
+  }
+  get appendTrusted(): Service["appendTrusted"] {
+    const p = this.#parts
+    return (inputs) => appendBatch(p, inputs, true)
+  }
+  get transaction(): Service["transaction"] {
+    const p = this.#parts
+    return (body) => inTransaction(p, body)
+  }
+  get recordInbox(): Service["recordInbox"] {
+    const p = this.#parts
+    return (records, options) => recordInbox(p, records, options)
+  }
+  get hasMessage(): Service["hasMessage"] {
+    const p = this.#parts
+    return (messageId) => hasMessage(p, messageId)
+  }
+  // The unwritten records are read before the store: a commit in between can only repeat a record (harmless to a
+  // fold of fates), never lose one.
+  get inboxRecords(): Service["inboxRecords"] {
+    const { id, shared } = this.#parts
+    const store = this.#store
+    return Effect.flatMap(
+      Ref.get(shared),
+      (s) => Effect.map(storedInbox(id, store), (stored) => stored.concat(Chunk.toReadonlyArray(s.writer.inbox)))
+    )
+  }
+  get pendingApprovals(): Service["pendingApprovals"] {
+    return this.#approvals.pending(this.inboxRecords)
+  }
+  get close(): Service["close"] {
+    const lease = this.#lease
+    return lease === "read-only"
+      ? Effect.void
+      : Effect.ensuring(flush(this.#parts), lease.release).pipe(
+        Effect.withSpan("SessionLog.close", {
+          attributes: { "harness.session.id": this.id },
+          captureStackTrace: false
+        })
+      )
   }
   get flush() {
-    return this.#flush()
+    return flush(this.#parts)
   }
   get cursors() {
-    return Effect.map(Ref.get(this.#shared), (s): Cursors => ({
+    return Effect.map(Ref.get(this.#parts.shared), (s): Cursors => ({
       appended: s.data.state.nextSeq,
       durable: s.writer.durable
     }))
@@ -224,9 +278,9 @@ export class LogReads implements
       : PubSub.subscribe(this.#faults)
   }
   get events() {
-    const id = this.#id
+    const id = this.id
     const store = this.#store
-    const shared = this.#shared
+    const shared = this.#parts.shared
     return Effect.flatMap(Ref.get(shared), (s) => {
       if (s.data.base === 0) return Effect.succeed(AppendOnly.slice(s.data.events, 0))
       // Read back once and kept (until the next snapshot drops them again): callers that read `events` often
@@ -235,11 +289,11 @@ export class LogReads implements
     })
   }
   get lastTurn(): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> {
-    const id = this.#id
+    const id = this.id
     const store = this.#store
     const turnStarts = this.#turnStarts
     const everything = this.events
-    return Effect.flatMap(Ref.get(this.#shared), (s) => {
+    return Effect.flatMap(Ref.get(this.#parts.shared), (s) => {
       const memory = AppendOnly.slice(s.data.events, 0)
       const inMemory = fromLastTurnStart(memory)
       if (inMemory !== undefined) return Effect.succeed(inMemory)
@@ -255,10 +309,10 @@ export class LogReads implements
     })
   }
   get state() {
-    return Effect.map(Ref.get(this.#shared), (s) => s.data.state)
+    return Effect.map(Ref.get(this.#parts.shared), (s) => s.data.state)
   }
   get history() {
-    const shared = this.#shared
+    const shared = this.#parts.shared
     return this.#prefix === undefined
       ? Effect.map(Ref.get(shared), (s) => s.data.history)
       : Effect.flatMap(
@@ -267,10 +321,10 @@ export class LogReads implements
       )
   }
   get subscribe() {
-    return Effect.flatMap(this.#observed, PubSub.subscribe)
+    return Effect.flatMap(observed(this.#parts), PubSub.subscribe)
   }
   get changes() {
-    return Stream.unwrap(Effect.map(this.#observed, (pubsub) => Stream.fromPubSub(pubsub)))
+    return Stream.unwrap(Effect.map(observed(this.#parts), (pubsub) => Stream.fromPubSub(pubsub)))
   }
 }
 

@@ -10,7 +10,19 @@
 import type { Ids } from "@harness/domain"
 import { Store } from "@harness/domain"
 import { Clock, Effect, Option, Ref, Stream } from "effect"
-import type { Commit, Faults, Lease, Service, Snapshot, SnapshotHead } from "../SessionStore.js"
+import type {
+  AppendOptions,
+  Commit,
+  Faults,
+  InlineAppend,
+  Lease,
+  LoadOptions,
+  Service,
+  Snapshot,
+  SnapshotHead,
+  StoredRecord,
+  WriteOptions
+} from "../SessionStore.js"
 import { SessionStoreError } from "../SessionStoreError.js"
 import * as StoreCodec from "../StoreCodec.js"
 import {
@@ -161,24 +173,30 @@ const fenced = (id: Ids.SessionId, cell: Cell, lease: Lease | undefined): Sessio
         : `the writer lease of session ${JSON.stringify(id)} was taken over by a later writer`
     )
 
-export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
-  // Read and changed only by synchronous code: every change below is atomic without a `Ref`. A `Map` keeps its keys
-  // in insertion order: the sessions in creation order.
-  const sessions = new Map<Ids.SessionId, Cell>()
+/**
+ * A memory store: its operations are methods of one prototype, so a store made for one log (`SessionLog.memory`,
+ * which nobody else sees) holds only its sessions (ADR 0076). Everything is read and changed by synchronous code: every
+ * change below is atomic without a `Ref`. A `Map` keeps its keys in insertion order: the sessions in creation order.
+ * Not a value to spread (`{ ...store }` has no operations): {@link makeMemory} hands out a copy with its operations
+ * as own closures.
+ */
+class MemoryStore implements Service {
+  readonly volatile = true
+  readonly #sessions = new Map<Ids.SessionId, Cell>()
   /** The last lease token handed out: tokens grow across the store, so no lease outlives its session's id. */
-  let tokens = 0
+  #tokens = 0
 
   /**
    * Runs `f` on the stored session and keeps the state it returns, in one synchronous step (so atomically); `f`
    * returns the result and the session's next state.
    */
-  const modify = <A>(
+  #modify<A>(
     id: Ids.SessionId,
     lease: Lease | undefined,
     f: (session: MemorySession) => readonly [Effect.Effect<A, SessionStoreError>, MemorySession]
-  ): Effect.Effect<A, SessionStoreError> =>
-    Effect.suspend(() => {
-      const cell = sessions.get(id)
+  ): Effect.Effect<A, SessionStoreError> {
+    return Effect.suspend(() => {
+      const cell = this.#sessions.get(id)
       if (cell === undefined) return notFound(id)
       const refused = fenced(id, cell, lease)
       if (refused !== undefined) return Effect.fail(refused)
@@ -186,15 +204,18 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
       cell.current = next
       return result
     })
+  }
 
-  const read = <A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> =>
-    Effect.suspend(() => {
-      const cell = sessions.get(id)
+  #read<A>(id: Ids.SessionId, f: (session: MemorySession) => A): Effect.Effect<A, SessionStoreError> {
+    return Effect.suspend(() => {
+      const cell = this.#sessions.get(id)
       return cell === undefined ? notFound(id) : Effect.succeed(f(cell.current))
     })
+  }
 
-  const appendNow = (id: Ids.SessionId, commit: Commit, lease: Lease | undefined): SessionStoreError | undefined => {
-    const cell = sessions.get(id)
+  /** {@link append} as a plain function: the refusal, or `undefined` once committed. */
+  appendNow(id: Ids.SessionId, commit: Commit, lease: Lease | undefined): SessionStoreError | undefined {
+    const cell = this.#sessions.get(id)
     if (cell === undefined) return missing(id)
     const refused = fenced(id, cell, lease)
     if (refused !== undefined) return refused
@@ -206,120 +227,163 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
     return undefined
   }
 
-  const append: Service["append"] = (id, commit, options) =>
-    Effect.suspend(() => {
-      const refused = appendNow(id, commit, options?.lease)
+  // Declared, and bound to this very `append` (the prototype's): a wrapper that replaces `append` is never bypassed
+  // (ADR 0037). Built when read (a log reads it once).
+  get inlineAppend(): InlineAppend {
+    return { twin: this.append, run: (id, commit, options) => this.appendNow(id, commit, options?.lease) }
+  }
+
+  create(header: Store.SessionHeader, commit?: Commit): Effect.Effect<void, SessionStoreError> {
+    const id = header.id
+    const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
+    if (issue !== undefined) return fail(id, "Conflict", issue)
+    return Effect.suspend(() => {
+      if (this.#sessions.has(id)) {
+        return fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
+      }
+      const session = emptySession(header)
+      this.#sessions.set(id, {
+        current: commit === undefined ? session : appendRecords(session, commitRecords(commit), commit.events.length),
+        lease: undefined
+      })
+      return Effect.void
+    })
+  }
+
+  append(id: Ids.SessionId, commit: Commit, options?: AppendOptions): Effect.Effect<void, SessionStoreError> {
+    return Effect.suspend(() => {
+      const refused = this.appendNow(id, commit, options?.lease)
       return refused === undefined ? Effect.void : Effect.fail(refused)
     })
+  }
 
+  load(id: Ids.SessionId, options?: LoadOptions): Stream.Stream<StoredRecord, SessionStoreError> {
+    return Stream.unwrap(this.#read(id, (session) => {
+      const after = options?.after ?? -1
+      const start = Math.max(0, Math.floor(after) + 1)
+      // Lazily, a chunk at a time, over the session as it was when the load started; each record encoded as
+      // it is read.
+      const { array, length } = session.records
+      return Stream.fromIteratorSucceed(
+        (function*() {
+          for (let position = start; position < length; position++) {
+            yield { position, text: JSON.stringify(array[position]) }
+          }
+        })(),
+        loadChunkSize
+      )
+    }))
+  }
+
+  header(id: Ids.SessionId): Effect.Effect<Store.SessionHeader, SessionStoreError> {
+    return this.#read(id, (session) => session.header)
+  }
+
+  truncate(id: Ids.SessionId, position: number, options?: WriteOptions): Effect.Effect<void, SessionStoreError> {
+    const issue = positionIssue(position)
+    if (issue !== undefined) return fail(id, "Conflict", issue)
+    return this.#modify(id, options?.lease, (session) => {
+      if (position >= session.records.length) return [Effect.void, session]
+      // The kept records, counted and (when asked) folded again.
+      const records = AppendOnly.slice(session.records, 0, position)
+      const kept = appendRecords(emptySession(session.header), records, eventsIn(records))
+      const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
+      return [Effect.void, { ...kept, snapshot }]
+    })
+  }
+
+  get list(): Effect.Effect<ReadonlyArray<Store.SessionSummary>> {
+    return Effect.sync(() => Array.from(this.#sessions.values(), (cell) => summaryOf(cell.current)))
+  }
+
+  // A memory store keeps values, never text it could fail to read back.
+  get damaged(): Effect.Effect<ReadonlyArray<Store.DamagedSession>> {
+    return Effect.succeed([])
+  }
+
+  // Every lease of a memory store is this process's own: removing the session takes it over.
+  remove(id: Ids.SessionId): Effect.Effect<void, SessionStoreError> {
+    return Effect.suspend(() => this.#sessions.delete(id) ? Effect.void : notFound(id))
+  }
+
+  lease(id: Ids.SessionId): Effect.Effect<Lease, SessionStoreError> {
+    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => {
+        const cell = this.#sessions.get(id)
+        if (cell === undefined) return notFound(id)
+        const token = ++this.#tokens
+        cell.lease = token
+        const lease: Lease = {
+          id,
+          token,
+          holder: memoryHolder(now),
+          release: Effect.sync(() => {
+            if (cell.lease === token) cell.lease = undefined
+          })
+        }
+        return Effect.succeed(lease)
+      }))
+  }
+
+  hasMessage(id: Ids.SessionId, messageId: Ids.AgentMessageId): Effect.Effect<boolean, SessionStoreError> {
+    return this.#read(id, (session) => foldedOf(session).messageIds?.has(messageId) === true)
+  }
+
+  saveSnapshot(id: Ids.SessionId, snapshot: Snapshot, options?: WriteOptions): Effect.Effect<void, SessionStoreError> {
+    return this.#modify(id, options?.lease, (session) => {
+      const issue = snapshotIssue(snapshot) ??
+        (snapshot.position < session.records.length
+          ? undefined
+          : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
+      if (issue !== undefined) return [fail(id, "Conflict", issue), session]
+      const { body, head, position, seq } = snapshot
+      return [Effect.void, { ...session, snapshot: Option.some({ seq, position, head, body }) }]
+    })
+  }
+
+  loadSnapshot(id: Ids.SessionId): Effect.Effect<Option.Option<SnapshotHead>, SessionStoreError> {
+    return this.#read(id, (session) =>
+      Option.map(session.snapshot, (saved): SnapshotHead => ({
+        seq: saved.seq,
+        position: saved.position,
+        head: saved.head,
+        // This snapshot's body while the session still holds this very snapshot (a new object per save).
+        body: Effect.sync(() => {
+          const now = this.#sessions.get(id)?.current.snapshot
+          return now !== undefined && Option.isSome(now) && now.value === saved
+            ? Option.some(saved.body)
+            : Option.none()
+        })
+      })))
+  }
+}
+
+/** A memory store for one log's own use (`SessionLog.memory`): nobody else sees it, so nobody spreads it. */
+export const makeOwnMemory: Effect.Effect<Service> = Effect.sync(() => new MemoryStore())
+
+/**
+ * A memory store as a value: its operations are its own closures over a {@link MemoryStore}, so a caller may spread
+ * it (`{ ...store, append: mine }`) as any store.
+ */
+export const makeMemory: Effect.Effect<Service> = Effect.sync((): Service => {
+  const store = new MemoryStore()
+  const append: Service["append"] = (id, commit, options) => store.append(id, commit, options)
   return {
     volatile: true,
     // Declared, and bound to this very `append`: a wrapper that replaces `append` is never bypassed (ADR 0037).
-    inlineAppend: { twin: append, run: (id, commit, options) => appendNow(id, commit, options?.lease) },
-    create: (header, commit) => {
-      const id = header.id
-      const issue = commit === undefined ? undefined : contiguityIssue(0, commit)
-      if (issue !== undefined) return fail(id, "Conflict", issue)
-      return Effect.suspend(() => {
-        if (sessions.has(id)) {
-          return fail(id, "AlreadyExists", `session ${JSON.stringify(id)} already exists`)
-        }
-        const session = emptySession(header)
-        sessions.set(id, {
-          current: commit === undefined ? session : appendRecords(session, commitRecords(commit), commit.events.length),
-          lease: undefined
-        })
-        return Effect.void
-      })
-    },
-
+    inlineAppend: { twin: append, run: (id, commit, options) => store.appendNow(id, commit, options?.lease) },
+    create: (header, commit) => store.create(header, commit),
     append,
-
-    load: (id, options) =>
-      Stream.unwrap(read(id, (session) => {
-        const after = options?.after ?? -1
-        const start = Math.max(0, Math.floor(after) + 1)
-        // Lazily, a chunk at a time, over the session as it was when the load started; each record encoded as
-        // it is read.
-        const { array, length } = session.records
-        return Stream.fromIteratorSucceed(
-          (function*() {
-            for (let position = start; position < length; position++) {
-              yield { position, text: JSON.stringify(array[position]) }
-            }
-          })(),
-          loadChunkSize
-        )
-      })),
-
-    header: (id) => read(id, (session) => session.header),
-
-    truncate: (id, position, options) => {
-      const issue = positionIssue(position)
-      if (issue !== undefined) return fail(id, "Conflict", issue)
-      return modify(id, options?.lease, (session) => {
-        if (position >= session.records.length) return [Effect.void, session]
-        // The kept records, counted and (when asked) folded again.
-        const records = AppendOnly.slice(session.records, 0, position)
-        const kept = appendRecords(emptySession(session.header), records, eventsIn(records))
-        const snapshot = Option.filter(session.snapshot, (s) => s.position < position)
-        return [Effect.void, { ...kept, snapshot }]
-      })
-    },
-
-    list: Effect.sync(() => Array.from(sessions.values(), (cell) => summaryOf(cell.current))),
-
-    // A memory store keeps values, never text it could fail to read back.
-    damaged: Effect.succeed([]),
-
-    // Every lease of a memory store is this process's own: removing the session takes it over.
-    remove: (id) => Effect.suspend(() => sessions.delete(id) ? Effect.void : notFound(id)),
-
-    lease: (id) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.suspend(() => {
-          const cell = sessions.get(id)
-          if (cell === undefined) return notFound(id)
-          const token = ++tokens
-          cell.lease = token
-          const lease: Lease = {
-            id,
-            token,
-            holder: memoryHolder(now),
-            release: Effect.sync(() => {
-              if (cell.lease === token) cell.lease = undefined
-            })
-          }
-          return Effect.succeed(lease)
-        })),
-
-    hasMessage: (id, messageId) => read(id, (session) => foldedOf(session).messageIds?.has(messageId) === true),
-
-    saveSnapshot: (id, snapshot, options) =>
-      modify(id, options?.lease, (session) => {
-        const issue = snapshotIssue(snapshot) ??
-          (snapshot.position < session.records.length
-            ? undefined
-            : `a snapshot at position ${snapshot.position} covers records the session does not store (it stores ${session.records.length})`)
-        if (issue !== undefined) return [fail(id, "Conflict", issue), session]
-        const { body, head, position, seq } = snapshot
-        return [Effect.void, { ...session, snapshot: Option.some({ seq, position, head, body }) }]
-      }),
-
-    loadSnapshot: (id) =>
-      read(id, (session) =>
-        Option.map(session.snapshot, (saved): SnapshotHead => ({
-          seq: saved.seq,
-          position: saved.position,
-          head: saved.head,
-          // This snapshot's body while the session still holds this very snapshot (a new object per save).
-          body: Effect.sync(() => {
-            const now = sessions.get(id)?.current.snapshot
-            return now !== undefined && Option.isSome(now) && now.value === saved
-              ? Option.some(saved.body)
-              : Option.none()
-          })
-        })))
+    load: (id, options) => store.load(id, options),
+    header: (id) => store.header(id),
+    truncate: (id, position, options) => store.truncate(id, position, options),
+    list: store.list,
+    damaged: store.damaged,
+    remove: (id) => store.remove(id),
+    lease: (id) => store.lease(id),
+    hasMessage: (id, messageId) => store.hasMessage(id, messageId),
+    saveSnapshot: (id, snapshot, options) => store.saveSnapshot(id, snapshot, options),
+    loadSnapshot: (id) => store.loadSnapshot(id)
   }
 })
 

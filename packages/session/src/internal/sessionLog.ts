@@ -8,14 +8,13 @@
 import type { Ids, SessionEvent } from "@harness/domain"
 import type { Store as StoreRecords } from "@harness/domain"
 import { Chunk, Clock, Context, DefaultServices, Effect, Either, PubSub, Ref, Tracer } from "effect"
-import type { History } from "../History.js"
 import type { MakeOptions, Service } from "../SessionLog.js"
 import type { SessionLogError } from "../SessionLogError.js"
 import { type Lease, type Service as Store, SessionStore } from "../SessionStore.js"
 import type { SessionStoreError } from "../SessionStoreError.js"
 import { commitNowOf, leaseOf, writerStore } from "./leasedStore.js"
-import { makeAppender } from "./logAppend.js"
-import { LogReads } from "./logReads.js"
+import { appendParts } from "./logAppend.js"
+import { LogService } from "./logReads.js"
 import { checkContinuable, encode, invalidSeed, type LogData, randomSessionId, storeError } from "./logRecords.js"
 import { makeTracker } from "./pendingApprovals.js"
 import {
@@ -46,7 +45,7 @@ export const makeService: (
   snapshots: SnapshotStart,
   pendingInbox: ReadonlyArray<StoreRecords.InboxAccepted> = []
 ) {
-  // Every write below carries the lease; reads (`LogReads`) go to the store itself.
+  // Every write below carries the lease; reads (`LogService`'s) go to the store itself.
   const store = writerStore(reader, lease)
   const writeBehind = settings.mode === "write-behind"
   const stored = initial.state.nextSeq
@@ -66,21 +65,6 @@ export const makeService: (
     }
   })
   const lock = yield* Effect.makeSemaphore(1)
-  // Made by the first subscriber (events published before anyone subscribes reach nobody anyway): an agent never
-  // subscribes, and the PubSub with its scope was ≈ 0.7 KB of every idle agent and a step of every append.
-  let observers: PubSub.PubSub<SessionEvent.SessionEvent> | undefined
-  const observed = Effect.suspend(() =>
-    observers !== undefined ? Effect.succeed(observers) : Effect.map(
-      PubSub.unbounded<SessionEvent.SessionEvent>(),
-      // A concurrent first subscriber may have made one meanwhile: its PubSub wins, this one is dropped.
-      (made) => (observers ??= made)
-    )
-  )
-  /** Republishes committed events to the log's subscribers, if it has any; succeeds with the events. */
-  const notify = (
-    events: Array<SessionEvent.SessionEvent>
-  ): Effect.Effect<ReadonlyArray<SessionEvent.SessionEvent>> =>
-    observers === undefined ? Effect.succeed(events) : Effect.as(PubSub.publishAll(observers, events), events)
   // Only the writer fiber reports faults: a write-through log has no PubSub for them (≈ 1 KB of an idle agent).
   const faults = writeBehind ? yield* PubSub.unbounded<SessionStoreError>() : undefined
 
@@ -90,50 +74,21 @@ export const makeService: (
   const afterCommit = snapshots.every === 0 ? noSnapshots : snapshotKeeper(id, store, shared, snapshots, turnStarts)
   const prefix = snapshots.prefix
 
-  const prefixHistory: Effect.Effect<History> | undefined = prefix === undefined
-    ? undefined
-    : Effect.map(prefix.load, (body) => body.history)
-
   // The writer exists only on a write-behind log: the one log with a faults PubSub.
   const background = faults === undefined ? undefined : writerOf(id, store, shared, settings, faults, afterCommit)
-
   const approvals = yield* makeTracker(snapshots.approvals)
-  const appender = makeAppender({
-    id,
-    store,
-    shared,
-    lock,
-    notify,
-    commitNow,
-    afterCommit,
-    background,
-    recorded: approvals.record
+  return new LogService({
+    parts: appendParts({ id, store, shared, lock, commitNow, afterCommit, background, recorded: approvals.record }),
+    approvals,
+    store: reader,
+    faults,
+    prefix: prefix === undefined ? undefined : Effect.map(prefix.load, (body) => body.history),
+    turnStarts,
+    lease,
+    commitMode: settings.mode,
+    durable: store.volatile !== true,
+    pendingInbox
   })
-  const flush = appender.flush
-  const reads = new LogReads({ id, store: reader, shared, flush, faults, observed, prefix: prefixHistory, turnStarts })
-  const close = lease === "read-only"
-    ? Effect.void
-    : Effect.ensuring(flush(), lease.release).pipe(
-      Effect.withSpan("SessionLog.close", { attributes: { "harness.session.id": id }, captureStackTrace: false })
-    )
-  return Object.assign(
-    reads,
-    {
-      id,
-      append: appender.append,
-      appendAll: appender.appendAll,
-      appendTrusted: appender.appendTrusted,
-      transaction: appender.transaction,
-      commitMode: settings.mode,
-      durable: store.volatile !== true,
-      recordInbox: appender.recordInbox,
-      pendingInbox,
-      hasMessage: appender.hasMessage,
-      inboxRecords: appender.inboxRecords,
-      pendingApprovals: approvals.pending(appender.inboxRecords),
-      close
-    } satisfies Omit<Service, keyof LogReads>
-  )
 })
 
 const defaultTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
