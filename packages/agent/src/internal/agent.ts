@@ -112,20 +112,82 @@ const stop = Effect.fnUntraced(function*(env: Env, grace: Duration.Duration) {
 })
 
 /**
- * The service's effects and stream, built each time they are read: getters on one prototype, so an idle agent holds
- * none of them (ADR 0040). Getters of an object literal would cost more than the prebuilt descriptions they replace
- * (V8 keeps such an object's properties in a dictionary). The operations stay the object's own closures: a
- * destructured service works, and a destructured read is read while destructuring.
+ * The service: its effects and stream built each time they are read, its operations each time they are read, all
+ * getters on one prototype, so an idle agent holds none of them (ADR 0040, ADR 0076). Getters of an object literal
+ * would cost more than the prebuilt values they replace (V8 keeps such an object's properties in a dictionary). An
+ * operation read is a fresh closure over the agent's environment: a destructured service works (destructuring reads
+ * the getter), and so does `agent.followup(…)`; a spread copy (`{ ...agent }`) has none of them.
  */
-class AgentReads implements
-  Pick<
-    Service,
-    "retry" | "whenIdle" | "inbox" | "approvals" | "status" | "acceptsNextStep" | "subscribe" | "events" | "log"
-  >
-{
+class AgentService implements Service {
+  readonly id: SessionLog.Service["id"]
   readonly #env: () => Env
-  constructor(env: () => Env) {
+  constructor(id: SessionLog.Service["id"], env: () => Env) {
+    this.id = id
     this.#env = env
+  }
+  get send(): Service["send"] {
+    const env = this.#env()
+    return (input, sendOptions) => Accept.send(env, input, sendOptions)
+  }
+  get followup(): Service["followup"] {
+    const env = this.#env()
+    return (input, presetOptions) => Accept.preset(env, "next-turn", true)(input, presetOptions)
+  }
+  get steer(): Service["steer"] {
+    const env = this.#env()
+    return (input, presetOptions) => Accept.preset(env, "next-step", true)(input, presetOptions)
+  }
+  get inject(): Service["inject"] {
+    const env = this.#env()
+    return (input, presetOptions) => Accept.preset(env, "next-step", false)(input, presetOptions)
+  }
+  get batch(): Service["batch"] {
+    const env = this.#env()
+    return (ops) => Accept.batch(env, ops)
+  }
+  get sendAll(): Service["sendAll"] {
+    const env = this.#env()
+    return (items) => Accept.sendAll(env, items)
+  }
+  get cancel(): Service["cancel"] {
+    const env = this.#env()
+    return (cause, cancelOptions) => Accept.cancel(env, cause, cancelOptions)
+  }
+  get compact(): Service["compact"] {
+    const env = this.#env()
+    return (compactOptions) => Accept.compact(env, compactOptions)
+  }
+  get withdraw(): Service["withdraw"] {
+    const env = this.#env()
+    return (id) => InboxOps.withdraw(env, id)
+  }
+  get edit(): Service["edit"] {
+    const env = this.#env()
+    return (id, message) => InboxOps.edit(env, id, message)
+  }
+  get move(): Service["move"] {
+    const env = this.#env()
+    return (id, position) => InboxOps.move(env, id, position)
+  }
+  get promote(): Service["promote"] {
+    const env = this.#env()
+    return (id) => InboxOps.promote(env, id)
+  }
+  get demote(): Service["demote"] {
+    const env = this.#env()
+    return (id) => InboxOps.demote(env, id)
+  }
+  get receipt(): Service["receipt"] {
+    const env = this.#env()
+    return (id) => Receipts.receipt(env, id)
+  }
+  get awaitReceipt(): Service["awaitReceipt"] {
+    const env = this.#env()
+    return (id) => Receipts.awaitReceipt(env, id)
+  }
+  get approve(): Service["approve"] {
+    const env = this.#env()
+    return (callId, answer) => CutCalls.approve(env, callId, answer)
   }
   get retry() {
     return Accept.retry(this.#env())
@@ -172,8 +234,12 @@ export const make: <R>(
     const tokenizer = compaction === undefined
       ? undefined
       : Option.getOrUndefined(yield* Effect.serviceOption(Tokenizer.Tokenizer))
-    // Without the creator's span: tools and hooks run under the agent's own spans (ADR 0024).
-    const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
+    // Without the creator's span: tools and hooks run under the agent's own spans (ADR 0024). A context without one
+    // is kept as it is (a copy was ≈ 0.2 KB of every idle agent).
+    const created = yield* Effect.context<R>()
+    const context = Option.isNone(Context.getOption(created, Tracer.ParentSpan))
+      ? created
+      : Context.omit(Tracer.ParentSpan)(created)
     const scope = yield* Effect.scope
     const stopGrace = yield* StopGrace
     // Fibers live in a child scope created before the disposal finalizer, so disposal runs first (it waits for
@@ -189,28 +255,7 @@ export const make: <R>(
     const state = yield* Ref.make(initial)
     const inbox = yield* Inbox.make
 
-    const service: Service = Object.assign(
-      new AgentReads(() => env),
-      {
-        id: log.id,
-        send: (input, sendOptions) => Accept.send(env, input, sendOptions),
-        followup: (input, presetOptions) => Accept.preset(env, "next-turn", true)(input, presetOptions),
-        steer: (input, presetOptions) => Accept.preset(env, "next-step", true)(input, presetOptions),
-        inject: (input, presetOptions) => Accept.preset(env, "next-step", false)(input, presetOptions),
-        batch: (ops) => Accept.batch(env, ops),
-        sendAll: (items) => Accept.sendAll(env, items),
-        cancel: (cause, cancelOptions) => Accept.cancel(env, cause, cancelOptions),
-        compact: (compactOptions) => Accept.compact(env, compactOptions),
-        withdraw: (id) => InboxOps.withdraw(env, id),
-        edit: (id, message) => InboxOps.edit(env, id, message),
-        move: (id, position) => InboxOps.move(env, id, position),
-        promote: (id) => InboxOps.promote(env, id),
-        demote: (id) => InboxOps.demote(env, id),
-        receipt: (id) => Receipts.receipt(env, id),
-        awaitReceipt: (id) => Receipts.awaitReceipt(env, id),
-        approve: (callId, answer) => CutCalls.approve(env, callId, answer)
-      } satisfies Omit<Service, keyof AgentReads>
-    )
+    const service: Service = new AgentService(log.id, () => env)
 
     const traced = yield* Spans.tracing
     const env: Env = {
