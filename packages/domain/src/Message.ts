@@ -39,6 +39,8 @@ export type UserMessageData = typeof UserMessageData.Type
 
 /**
  * An accepted message: the input plus the id it was accepted under. Its keys are exactly `content`, `id`, `source`.
+ * An agent keeps one frozen object of this shape per accepted message, from acceptance to the log: the queue, the
+ * inbox records, the `promptSubmit` hook and the inbox's live events all carry it (ADR 0073).
  *
  * @since 0.0.0
  * @category schemas

@@ -5,9 +5,9 @@
  * instant.
  */
 import type { Ids as IdsT, Inbox as InboxT, SessionLogError as LogErrorT, Store as StoreT } from "@harness/domain"
-import { AgentEvent, Ids, Input, Message, Operations } from "@harness/domain"
+import { AgentEvent, Ids, Input, Json, Message, Operations } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
-import { Clock, Effect, Equal, Fiber, Schema } from "effect"
+import { Clock, Effect, Equal, Fiber, Option, Schema } from "effect"
 import type { BatchOp, PresetOptions } from "../Agent.js"
 import { AgentBusyError, AgentDisposedError, BatchError, InboxFullError, TurnRunningError } from "../AgentError.js"
 import { repairLocked } from "./close.js"
@@ -86,7 +86,8 @@ const inOperation = (index: number) => (error: Message.InvalidMessageError) =>
 const disposedError = () => new AgentDisposedError({ message: "the agent was disposed: it accepts no more messages" })
 
 /**
- * Routes one decoded send (R28), inside the section's transaction `tx`.
+ * One decoded send (R28), inside the section's transaction `tx`: an id already accepted answers that id; otherwise
+ * the message is accepted under its id — the one shape it keeps until the log — and routed.
  */
 const sendLocked: (
   env: Env,
@@ -109,29 +110,35 @@ const sendLocked: (
   if (options.id !== undefined && (yield* Inbox.isKnown(env.inbox, options.id, env.log.hasMessage))) {
     return options.id
   }
-  const id = options.id ?? (yield* mintId)
+  const message = Inbox.accepted(data, options.id ?? (yield* mintId))
   // `whenBusy` is looked at only when given and a turn (or an admission) is running: a plain send pays one test.
   if (options.whenBusy !== undefined && options.whenBusy !== "enqueue" && Lifecycle.activity(lifecycle) !== undefined) {
-    return yield* busyLocked(env, tx, data, options, id)
+    return yield* busyLocked(env, tx, message, options, lifecycle)
   }
+  return yield* routeLocked(env, tx, message, options, lifecycle)
+})
+
+/** Routes an accepted message by target × wakeup (R28), against the lifecycle of the section. Answers its id. */
+const routeLocked = Effect.fnUntraced(function*(
+  env: Env,
+  tx: SessionLog.Transaction,
+  message: Message.AgentMessage,
+  options: Message.SendOptions,
+  lifecycle: Lifecycle.Lifecycle
+) {
+  const id = message.id
   if (options.target === "next-step" && !options.wakeup) {
     if (Lifecycle.windowOpen(lifecycle)) {
-      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id }))
-      yield* recordInbox(env, [{
-        type: "inbox/accepted",
-        message: { content: data.content, id, source: data.source },
-        placement: "context",
-        wakeup: false
-      }])
+      yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", message }))
+      yield* recordInbox(env, [{ type: "inbox/accepted", message, placement: "context", wakeup: false }])
     } else {
       // Idle injection: a bare out-of-turn `user/message`, no status change, no model call (R28).
       yield* repairLocked(env, tx)
-      yield* appendOwn(env, tx, [{ type: "user/message", data: userMessageData(data, id) }])
+      yield* appendOwn(env, tx, [{ type: "user/message", data: userMessageData(message) }])
       yield* Inbox.modify(env.inbox, (s) => Inbox.remember(s, id))
     }
     return id
   }
-  const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
   // Stale input (ADR 0059) is looked at only when the send said so: a plain send pays one test.
   const stale = Stale.isStale(options) ? yield* staleLocked(env, options, message) : plain
   if (stale === undefined) return id
@@ -214,10 +221,11 @@ const makeRoom = Effect.fnUntraced(function*(
   const state = yield* read(env)
   const oldest = (yield* Inbox.list(env.inbox, steeringWakes(state, snapshot)))[0]
   if (oldest === undefined) return true
-  yield* Inbox.withdraw(env.inbox, oldest.id, steeringWakes(state, snapshot))
-  const { content, id, source } = oldest
+  const dropped = yield* Inbox.withdraw(env.inbox, oldest.id, steeringWakes(state, snapshot))
+  if (Option.isNone(dropped)) return true
+  const { id } = dropped.value.message
   yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "discarded", cause: "overflow" }])
-  yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "overflow" })
+  yield* publish(env, { type: "agent/inbox/discard", messages: [dropped.value.message], reason: "overflow" })
   return true
 })
 
@@ -227,27 +235,21 @@ const makeRoom = Effect.fnUntraced(function*(
 const busyLocked = Effect.fnUntraced(function*(
   env: Env,
   tx: SessionLog.Transaction,
-  data: Message.UserMessageData,
+  message: Message.AgentMessage,
   options: Message.SendOptions,
-  id: IdsT.AgentMessageId
+  lifecycle: Lifecycle.Lifecycle
 ) {
+  const id = message.id
   switch (options.whenBusy) {
     case "reject":
       return yield* new TurnRunningError({ message: "a turn is running and the send said whenBusy: \"reject\"" })
     case "steer":
-      return yield* sendLocked(env, tx, data, {
-        ...options,
-        target: "next-step",
-        wakeup: true,
-        id,
-        whenBusy: "enqueue"
-      })
+      return yield* routeLocked(env, tx, message, { ...options, target: "next-step", wakeup: true }, lifecycle)
     default: {
       // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
       // the queued FIFO, so the driver claims it next; `rollback` first records that the turn is dropped (R207).
       if (options.whenBusy === "rollback") yield* rollbackLocked(env, tx, id)
       yield* cancelLocked(env, tx, "user", true)
-      const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
       const stale = Stale.isStale(options) ? yield* staleLocked(env, options, message) : plain
       if (stale === undefined) return id
       if (env.bound !== undefined && !(yield* makeRoom(env, env.bound, message))) return id
@@ -352,11 +354,8 @@ export const restoreLocked = Effect.fnUntraced(
     let context = false
     let waking = false
     for (const record of records) {
-      const message: Message.AgentMessage = Object.freeze({
-        content: record.message.content,
-        id: record.message.id,
-        source: record.message.source
-      })
+      // A stored message is accepted again as it was recorded: frozen in place, not copied (R21).
+      const message = Json.deepFreeze(record.message)
       // Stale input (ADR 0059): an item that expired while the session was down is discarded now, never run; the
       // others keep their deadline and key.
       const stale = restoredStale(record)
@@ -365,8 +364,7 @@ export const restoreLocked = Effect.fnUntraced(
         continue
       }
       if (record.placement === "context") {
-        const data = { content: message.content, source: message.source }
-        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", data, id: message.id }))
+        yield* Inbox.modify(env.inbox, (s) => Inbox.staged(s, { _tag: "context", message }))
         context = true
         continue
       }

@@ -6,26 +6,26 @@ import type { Message as MessageT, Turn as TurnT } from "@harness/domain"
 import { Turn } from "@harness/domain"
 import { Effect, Option, Schema } from "effect"
 import type { Env } from "./env.js"
+import type { UserInput } from "./inbox.js"
 import { provide } from "./live.js"
 import { honourCancel } from "./state.js"
-
-/** An admitted input: the prompt (with its id) or an additional context (without one). */
-export type Admitted = { readonly data: MessageT.UserMessageData; readonly id: MessageT.AgentMessage["id"] | undefined }
 
 const decodeDecision = Schema.decodeUnknownEither(Turn.PromptDecision, { errors: "all", onExcessProperty: "error" })
 
 /**
- * Prompt admission (R39–R42): the `promptSubmit` waterfall decides. Returns the admitted inputs (the prompt, then
- * each additional context), or `undefined` when the prompt is blocked or the hook failed (logged as a warning; no
- * `agent/error`, there is no turn to attribute it to).
+ * Prompt admission (R39–R42): the `promptSubmit` waterfall decides. Returns the admitted inputs (the prompt, with
+ * its id, then each additional context, without one), or `undefined` when the prompt is blocked or the hook failed
+ * (logged as a warning; no `agent/error`, there is no turn to attribute it to).
  */
-export const admit = (env: Env, message: MessageT.AgentMessage): Effect.Effect<ReadonlyArray<Admitted> | undefined> => {
+export const admit = (
+  env: Env,
+  message: MessageT.AgentMessage
+): Effect.Effect<ReadonlyArray<UserInput> | undefined> => {
   const hook = env.options.hooks?.promptSubmit
   // Without a hook the decision is the default `allow`, known to be valid: nothing to run or decode (ADR 0023), and
-  // no cancel check of its own (nothing ran; the turn's opening section checks first thing).
-  if (hook === undefined) {
-    return Effect.succeed([{ data: { content: message.content, source: message.source }, id: message.id }])
-  }
+  // no cancel check of its own (nothing ran; the turn's opening section checks first thing). The prompt is the
+  // accepted message itself.
+  if (hook === undefined) return Effect.succeed([message])
   return admitWith(env, message, hook)
 }
 
@@ -56,9 +56,8 @@ const admitWith = Effect.fnUntraced(function*(
     yield* Effect.logDebug(`prompt ${message.id} blocked: ${decision.right.reason}`)
     return undefined
   }
-  const prompt: Admitted = {
-    data: { content: decision.right.content ?? message.content, source: message.source },
-    id: message.id
-  }
-  return [prompt, ...(decision.right.additionalContexts ?? []).map((data) => ({ data, id: undefined }))]
+  const content = decision.right.content
+  // A hook that replaced the content admits the message under its id with the new content.
+  const prompt: UserInput = content === undefined ? message : { content, id: message.id, source: message.source }
+  return [prompt, ...(decision.right.additionalContexts ?? [])]
 })

@@ -71,7 +71,7 @@ export const closeLocked = Effect.fnUntraced(
     const afterResults = options.context
       ? [
         ...staged.map((item) => outboxEvent(item, undefined)),
-        ...contexts.map((data) => outboxEvent({ _tag: "context", data, id: undefined }, undefined))
+        ...contexts.map((message) => outboxEvent({ _tag: "context", message }, undefined))
       ]
       : []
     yield* appendOwn(env, tx, Closers.close(log, { reason, answer: answerWith(calls), afterResults }))

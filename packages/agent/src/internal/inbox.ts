@@ -32,10 +32,23 @@ interface SteeringItem extends Stale {
   readonly order: number
 }
 
+/**
+ * Input that reaches the log as a `user/message`: an accepted message (with its id), or context derived from one —
+ * a tool result's or a hook's additional context — which has none. An `AgentMessage` is one as it is.
+ */
+export type UserInput = Message.UserMessageData & { readonly id?: Ids.AgentMessageId }
+
 /** An item of the one ordered outbox: steering or staged context. */
 export type OutboxItem =
   | SteeringItem
-  | { readonly _tag: "context"; readonly data: Message.UserMessageData; readonly id: Ids.AgentMessageId | undefined }
+  | { readonly _tag: "context"; readonly message: UserInput }
+
+/**
+ * The accepted message of `data` under `id`: the one shape an accepted message has from acceptance to the log, and
+ * its one freeze (`data` is decoded, so already a frozen copy; only the new record is frozen here, R21).
+ */
+export const accepted = (data: Message.UserMessageData, id: Ids.AgentMessageId): Message.AgentMessage =>
+  Object.freeze({ content: data.content, id, source: data.source })
 
 /**
  * Accepted ids this agent remembers, in two generations of at most {@link GENERATION} ids each: when the current
@@ -107,7 +120,7 @@ export const staged = (snapshot: Snapshot, item: OutboxItem): Snapshot => {
   if (item._tag === "steering") {
     return remember({ ...next, next: Math.max(snapshot.next, item.order + 1) }, item.message.id)
   }
-  return item.id === undefined ? next : remember(next, item.id)
+  return item.message.id === undefined ? next : remember(next, item.message.id)
 }
 
 /** Items left the Queue (claimed, discarded or withdrawn). */
@@ -131,6 +144,22 @@ export const firstSteering = (snapshot: Snapshot): Option.Option<Message.AgentMe
     Option.flatMap((item) => item._tag === "steering" ? Option.some(item.message) : Option.none())
   )
 
+/** A queued item as a caller sees it. */
+const queuedView = (item: QueuedItem): InboxT.InboxItem => ({
+  ...item.message,
+  placement: "queued",
+  order: item.order,
+  waking: item.wakeup
+})
+
+/** A steering item as a caller sees it. */
+const steeringView = (message: Message.AgentMessage, order: number, waking: boolean): InboxT.InboxItem => ({
+  ...message,
+  placement: "steering",
+  order,
+  waking
+})
+
 /** The pending items a caller sees, in acceptance order. `steeringWakes`: whether staged steering is waking now. */
 const view = (
   queued: Iterable<QueuedItem>,
@@ -138,13 +167,9 @@ const view = (
   steeringWakes: boolean
 ): ReadonlyArray<InboxT.InboxItem> => {
   const items: Array<InboxT.InboxItem> = []
-  for (const item of queued) {
-    items.push({ ...item.message, placement: "queued", order: item.order, waking: item.wakeup })
-  }
+  for (const item of queued) items.push(queuedView(item))
   for (const item of snapshot.outbox) {
-    if (item._tag === "steering") {
-      items.push({ ...item.message, placement: "steering", order: item.order, waking: steeringWakes })
-    }
+    if (item._tag === "steering") items.push(steeringView(item.message, item.order, steeringWakes))
   }
   return items.sort((a, b) => a.order - b.order)
 }
@@ -214,6 +239,15 @@ export const list: (inbox: Inbox, steeringWakes: boolean) => Effect.Effect<Reado
   })
 
 /**
+ * A pending item an operation took or changed: the accepted message it holds (the inbox's own object, which live
+ * events carry as it is, R92) and the item as a caller sees it.
+ */
+export interface Pending {
+  readonly message: Message.AgentMessage
+  readonly item: InboxT.InboxItem
+}
+
+/**
  * Removes one pending item — queued, parked or steering — by id; `None` when no pending item has that id.
  */
 export const withdraw = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId, steeringWakes: boolean) {
@@ -225,25 +259,18 @@ export const withdraw = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentM
   if (Option.isSome(staged) && staged.value._tag === "steering") {
     const item = staged.value
     yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.filter(snapshot.outbox, (o) => o !== item) })
-    return Option.some<InboxT.InboxItem>({
-      ...item.message,
-      placement: "steering",
-      order: item.order,
-      waking: steeringWakes
+    return Option.some<Pending>({
+      message: item.message,
+      item: steeringView(item.message, item.order, steeringWakes)
     })
   }
-  if (snapshot.queued === 0) return Option.none()
+  if (snapshot.queued === 0) return Option.none<Pending>()
   const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
   const found = queued.find((item) => item.message.id === id)
   yield* Queue.offerAll(inbox.queue, found === undefined ? queued : queued.filter((item) => item !== found))
-  if (found === undefined) return Option.none()
+  if (found === undefined) return Option.none<Pending>()
   yield* Ref.set(inbox.snapshot, dequeued(snapshot, [found]))
-  return Option.some<InboxT.InboxItem>({
-    ...found.message,
-    placement: "queued",
-    order: found.order,
-    waking: found.wakeup
-  })
+  return Option.some<Pending>({ message: found.message, item: queuedView(found) })
 })
 
 /**
@@ -260,7 +287,7 @@ export const isKnown = Effect.fnUntraced(function*<E>(
   if (isRecent(snapshot, id)) return true
   const stagedHere = Chunk.some(
     snapshot.outbox,
-    (item) => item._tag === "steering" ? item.message.id === id : item.id === id
+    (item) => item.message.id === id
   )
   if (stagedHere) return true
   if (snapshot.queued > 0 && (yield* peekQueued(inbox)).some((item) => item.message.id === id)) return true
@@ -276,7 +303,7 @@ type Steering = SteeringItem
 
 /** What `promote` or `demote` did: moved the item, or found it in the other FIFO (`where`). */
 export type Placed =
-  | { readonly moved: true; readonly item: InboxT.InboxItem }
+  | { readonly moved: true; readonly pending: Pending }
   | { readonly moved: false; readonly where: "queued" | "steering" }
 
 /** Where a pending item is. */
@@ -302,20 +329,6 @@ const find = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId) {
   return Option.some<Found>({ _tag: "queued", items, index: at })
 })
 
-const queuedView = (item: QueuedItem): InboxT.InboxItem => ({
-  ...item.message,
-  placement: "queued",
-  order: item.order,
-  waking: item.wakeup
-})
-
-const steeringView = (message: Message.AgentMessage, order: number, waking: boolean): InboxT.InboxItem => ({
-  ...message,
-  placement: "steering",
-  order,
-  waking
-})
-
 /** `item` with the staleness of `from`, if it has any (a plain item stays plain). */
 const staleOf = <A extends object>(item: A, from: Stale): A & Stale =>
   from.expiresAt === undefined && from.supersedes === undefined
@@ -332,34 +345,37 @@ const renumber = <A extends { readonly order: number }>(items: ReadonlyArray<A>)
   return items.map((item, index) => ({ ...item, order: orders[index]! }))
 }
 
-/** Replaces a pending item's content and source; its id, placement, waking and position stay. */
+/**
+ * Replaces a pending item's content and source (a new accepted message); its id, placement, waking and position stay.
+ */
 export const edit = Effect.fnUntraced(
   function*(inbox: Inbox, id: Ids.AgentMessageId, data: Message.UserMessageData, steeringWakes: boolean) {
     const found = yield* find(inbox, id)
-    if (Option.isNone(found)) return Option.none<InboxT.InboxItem>()
-    const message: Message.AgentMessage = Object.freeze({ content: data.content, id, source: data.source })
+    if (Option.isNone(found)) return Option.none<Pending>()
+    // An edit accepts new content under the item's id.
+    const message = accepted(data, id)
     if (found.value._tag === "queued") {
       const { index, items } = found.value
       const item: QueuedItem = { ...items[index]!, message }
       yield* Queue.offerAll(inbox.queue, items.map((old, at) => at === index ? item : old))
-      return Option.some(queuedView(item))
+      return Option.some<Pending>({ message, item: queuedView(item) })
     }
     const { index } = found.value
     const snapshot = yield* Ref.get(inbox.snapshot)
     const old = Chunk.unsafeGet(snapshot.outbox, index)
-    if (old._tag !== "steering") return Option.none<InboxT.InboxItem>()
+    if (old._tag !== "steering") return Option.none<Pending>()
     const order = old.order
     yield* Ref.set(inbox.snapshot, {
       ...snapshot,
       outbox: Chunk.replace(snapshot.outbox, index, { ...old, message })
     })
-    return Option.some(steeringView(message, order, steeringWakes))
+    return Option.some<Pending>({ message, item: steeringView(message, order, steeringWakes) })
   }
 )
 
 /**
- * Moves a pending item to `position` within its FIFO (clamped to the last place). Answers the item, its index
- * afterwards, and the id of the item of its FIFO now right after it (none when it is last): the durable record.
+ * Moves a pending item to `position` within its FIFO (clamped to the last place). Answers the item (`Pending`), its
+ * index afterwards, and the id of the item of its FIFO now right after it (none when it is last): the durable record.
  */
 export const move = Effect.fnUntraced(
   function*(inbox: Inbox, id: Ids.AgentMessageId, position: number, steeringWakes: boolean) {
@@ -372,7 +388,11 @@ export const move = Effect.fnUntraced(
       const sequence = renumber([...rest.slice(0, to), items[index]!, ...rest.slice(to)])
       yield* Queue.offerAll(inbox.queue, sequence)
       const moved = sequence[to]!
-      return Option.some({ item: queuedView(moved), position: to, before: sequence[to + 1]?.message.id })
+      return Option.some({
+        pending: { message: moved.message, item: queuedView(moved) },
+        position: to,
+        before: sequence[to + 1]?.message.id
+      })
     }
     const snapshot = yield* Ref.get(inbox.snapshot)
     const outbox = Chunk.toReadonlyArray(snapshot.outbox)
@@ -397,7 +417,7 @@ export const move = Effect.fnUntraced(
     const moved = sequence[to]!
     const after = sequence[to + 1]
     return Option.some({
-      item: steeringView(moved.message, moved.order, steeringWakes),
+      pending: { message: moved.message, item: steeringView(moved.message, moved.order, steeringWakes) },
       position: to,
       before: after === undefined ? undefined : after.message.id
     })
@@ -419,7 +439,10 @@ export const promote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMe
       staleOf({ _tag: "steering" as const, message: item.message, order: item.order }, item)
     )
   }))
-  return Option.some<Placed>({ moved: true, item: steeringView(item.message, item.order, true) })
+  return Option.some<Placed>({
+    moved: true,
+    pending: { message: item.message, item: steeringView(item.message, item.order, true) }
+  })
 })
 
 /** Steering not yet drained becomes a waking queued turn, last in the FIFO. */
@@ -436,7 +459,7 @@ export const demote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMes
   const item: QueuedItem = staleOf({ message: old.message, wakeup: true, order: snapshot.next }, old)
   yield* Ref.set(inbox.snapshot, { ...snapshot, outbox: Chunk.remove(snapshot.outbox, found.value.index) })
   yield* offer(inbox, item)
-  return Option.some<Placed>({ moved: true, item: queuedView(item) })
+  return Option.some<Placed>({ moved: true, pending: { message: item.message, item: queuedView(item) } })
 })
 
 /**

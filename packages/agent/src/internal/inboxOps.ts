@@ -27,10 +27,10 @@ const withdrawLocked: (env: Env, id: IdsT.AgentMessageId) => Effect.Effect<Inbox
       ? Option.none()
       : yield* Inbox.withdraw(env.inbox, id, steeringWakes(state, yield* Inbox.get(env.inbox)))
     if (Option.isNone(withdrawn)) return { _tag: "NotPending", id }
-    const { content, source } = withdrawn.value
+    const { item, message } = withdrawn.value
     yield* recordInbox(env, [{ type: "inbox/settled", id, fate: "withdrawn" }])
-    yield* publish(env, { type: "agent/inbox/discard", messages: [{ content, id, source }], reason: "withdraw" })
-    return { _tag: "Withdrawn", item: withdrawn.value }
+    yield* publish(env, { type: "agent/inbox/discard", messages: [message], reason: "withdraw" })
+    return { _tag: "Withdrawn", item }
   }
 )
 
@@ -113,10 +113,11 @@ const editLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageId
   if (Lifecycle.isDisposed(state.lifecycle)) return yield* disposedChange(id, "edit")
   const done = yield* Inbox.edit(env.inbox, id, data, steeringWakes(state, yield* Inbox.get(env.inbox)))
   if (Option.isNone(done)) return yield* (yield* refusal(env, id, "edit"))
-  const { content, source } = done.value
-  yield* recordInbox(env, [{ type: "inbox/revised", id, change: { _tag: "edit", content, source } }])
-  yield* publish(env, { type: "agent/inbox/edit", message: { content, id, source } })
-  return done.value
+  const { item, message } = done.value
+  const change = { _tag: "edit" as const, content: message.content, source: message.source }
+  yield* recordInbox(env, [{ type: "inbox/revised", id, change }])
+  yield* publish(env, { type: "agent/inbox/edit", message })
+  return item
 })
 
 /** `edit(id, message)`: the message is decoded as a send's is, then the item changed under the lock. */
@@ -131,18 +132,14 @@ const moveLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageId
   if (Lifecycle.isDisposed(state.lifecycle)) return yield* disposedChange(id, "move")
   const done = yield* Inbox.move(env.inbox, id, position, steeringWakes(state, yield* Inbox.get(env.inbox)))
   if (Option.isNone(done)) return yield* (yield* refusal(env, id, "move"))
-  const { before, item } = done.value
+  const { before, pending, position: at } = done.value
   yield* recordInbox(env, [{
     type: "inbox/revised",
     id,
     change: before === undefined ? { _tag: "move" } : { _tag: "move", before }
   }])
-  yield* publish(env, {
-    type: "agent/inbox/move",
-    message: { content: item.content, id, source: item.source },
-    position: done.value.position
-  })
-  return item
+  yield* publish(env, { type: "agent/inbox/move", message: pending.message, position: at })
+  return pending.item
 })
 
 /** `move(id, position)`. */
@@ -170,9 +167,8 @@ const placeLocked = Effect.fnUntraced(function*(env: Env, id: IdsT.AgentMessageI
   const done = yield* (to === "steering" ? Inbox.promote(env.inbox, id) : Inbox.demote(env.inbox, id))
   if (Option.isNone(done)) return yield* (yield* refusal(env, id, operation))
   if (!done.value.moved) return yield* (yield* refusal(env, id, operation, done.value.where))
-  const item = done.value.item
+  const { item, message } = done.value.pending
   yield* recordInbox(env, [{ type: "inbox/revised", id, change: { _tag: "place", placement: to } }])
-  const message = { content: item.content, id, source: item.source }
   yield* publish(env, { type: "agent/inbox/place", message, placement: to })
   // A demoted item is a waking queued turn: after the open turn, the driver claims it.
   if (to === "queued") yield* ensureDriver(env)

@@ -3,7 +3,7 @@
  * result's contexts) — and its drains into the log (R47): steering becomes `steering/message`, context
  * `user/message`. The outbox itself is part of the inbox's snapshot (`inbox.ts`); this module stages and drains it.
  */
-import type { AgentEvent, Ids, Message, SessionEvent } from "@harness/domain"
+import type { AgentEvent, Message, SessionEvent } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Chunk, Effect } from "effect"
 import * as Inbox from "./inbox.js"
@@ -30,8 +30,7 @@ export const stageContexts = (
     Effect.void :
     Inbox.modify(
       env.inbox,
-      (s) =>
-        contexts.reduce<Inbox.Snapshot>((acc, data) => Inbox.staged(acc, { _tag: "context", data, id: undefined }), s)
+      (s) => contexts.reduce<Inbox.Snapshot>((acc, message) => Inbox.staged(acc, { _tag: "context", message }), s)
     )
 
 /** The durable event an outbox item becomes when drained into `turn` (or outside any turn). */
@@ -44,16 +43,18 @@ export const outboxEvent = (
       type: "steering/message",
       data: { turn: turn!, messageId: item.message.id, content: item.message.content, source: item.message.source }
     }
-    : { type: "user/message", data: userMessageData(item.data, item.id) }
+    : { type: "user/message", data: userMessageData(item.message) }
 
-/** The data of a `user/message` for accepted input. */
+/**
+ * The data of a `user/message` for input: the log's event names an accepted message's id `messageId` (R109), the
+ * one place that spelling is written.
+ */
 export const userMessageData = (
-  data: Message.UserMessageData,
-  id: Ids.AgentMessageId | undefined
+  input: Inbox.UserInput
 ): SessionEvent.SessionEventInputOf<"user/message">["data"] =>
-  id === undefined
-    ? { content: data.content, source: data.source }
-    : { messageId: id, content: data.content, source: data.source }
+  input.id === undefined
+    ? { content: input.content, source: input.source }
+    : { messageId: input.id, content: input.content, source: input.source }
 
 /**
  * What a drain of the outbox would log (R47): the events of a prefix of the outbox (`limit` items; `only` limits

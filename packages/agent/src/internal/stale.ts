@@ -59,9 +59,7 @@ const discardLocked = Effect.fnUntraced(function*(
   const messages: Array<Message.AgentMessage> = []
   for (const id of ids) {
     const item = yield* Inbox.withdraw(env.inbox, id, false)
-    if (Option.isNone(item)) continue
-    const { content, source } = item.value
-    messages.push({ content, id, source })
+    if (Option.isSome(item)) messages.push(item.value.message)
   }
   const [first, ...rest] = messages
   if (first === undefined) return

@@ -8,7 +8,7 @@ import type { AgentEvent, SessionEvent, Turn as TurnT } from "@harness/domain"
 import type { History, SessionLog } from "@harness/session"
 import { Cause, Clock, Effect, Ref } from "effect"
 import type { CompactDecision } from "../Hooks.js"
-import { admit, type Admitted } from "./admission.js"
+import { admit } from "./admission.js"
 import * as Budgets from "./budget.js"
 import { repairLocked } from "./close.js"
 import * as Compaction from "./compaction.js"
@@ -232,7 +232,7 @@ const withDeadline = <A, E>(gauge: Budgets.Gauge, step: number, run: Effect.Effe
 interface Opening {
   readonly trigger: TurnT.TurnTrigger
   readonly retained: ReadonlySet<Inbox.OutboxItem>
-  readonly admitted: ReadonlyArray<Admitted>
+  readonly admitted: ReadonlyArray<Inbox.UserInput>
 }
 
 interface OpenOptions {
@@ -283,7 +283,7 @@ const openTurnLocked = Effect.fnUntraced(function*(
   const laterDrain = drainPlan({ ...snapshot, outbox: retainedDrain.rest }, drains ? { turn } : { turn, limit: 0 })
   const prompts = opening.admitted.map((input): SessionEvent.SessionEventInput => ({
     type: "user/message",
-    data: userMessageData(input.data, input.id)
+    data: userMessageData(input)
   }))
   // All built here from accepted input and the hook's decoded decision: trusted (ADR 0023). Joined by `concat`, not
   // spreads: the parts come with different element kinds (an empty plan's `[]`), and a spread optimized for one kind
