@@ -5,6 +5,7 @@
  * stored session is frozen as deeply as one accepted live (R21, R228). Time is the `TestClock`.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { Hooks } from "@harness/agent"
 import type { Message } from "@harness/domain"
 import { Ids } from "@harness/domain"
 import { SessionLog, SessionStore } from "@harness/session"
@@ -17,17 +18,19 @@ const deeplyFrozen = (message: Message.AgentMessage): boolean =>
   Object.isFrozen(message) && Object.isFrozen(message.content) && message.content.every(Object.isFrozen) &&
   Object.isFrozen(message.source)
 
+/** A `promptSubmit` hook that records each message it is given (then allows it), and what it recorded. */
+const recordingHook = Effect.map(Ref.make<ReadonlyArray<Message.AgentMessage>>([]), (admitted) => ({
+  admitted,
+  promptSubmit: (({ message }, next) =>
+    Effect.zipRight(Ref.update(admitted, (all) => [...all, message]), next)) satisfies Hooks.PromptSubmit<never>
+}))
+
 describe("the accepted message", () => {
   it.scoped("is one frozen object from enqueue to the hook, dequeue, discard and its inbox record", () =>
     Effect.gen(function*() {
-      const admitted = yield* Ref.make<ReadonlyArray<Message.AgentMessage>>([])
+      const { admitted, promptSubmit } = yield* recordingHook
       const session = yield* SessionLog.make()
-      const { agent, model, rec } = yield* setup({
-        session,
-        hooks: {
-          promptSubmit: ({ message }, next) => Effect.zipRight(Ref.update(admitted, (all) => [...all, message]), next)
-        }
-      })
+      const { agent, model, rec } = yield* setup({ session, hooks: { promptSubmit } })
       yield* model.push(S.delayed(1000, S.textResponse("one")), S.textResponse("two"))
       yield* agent.followup(prompt("first"), { id: mid("first") })
       yield* awaitSleeper
@@ -67,12 +70,8 @@ describe("the accepted message", () => {
 
   it.scoped("an edit accepts a new frozen object under the same id, which the hook then receives", () =>
     Effect.gen(function*() {
-      const admitted = yield* Ref.make<ReadonlyArray<Message.AgentMessage>>([])
-      const { agent, model, rec } = yield* setup({
-        hooks: {
-          promptSubmit: ({ message }, next) => Effect.zipRight(Ref.update(admitted, (all) => [...all, message]), next)
-        }
-      })
+      const { admitted, promptSubmit } = yield* recordingHook
+      const { agent, model, rec } = yield* setup({ hooks: { promptSubmit } })
       yield* model.push(S.delayed(1000, S.textResponse("one")), S.textResponse("two"))
       yield* agent.followup(prompt("first"), { id: mid("first") })
       yield* awaitSleeper
@@ -100,12 +99,10 @@ describe("the accepted message", () => {
           const { agent } = yield* agentOn(yield* SessionLog.make({ id }), [])
           yield* agent.send(prompt("waiting"), { ...routes.park, id: mid("waiting") })
         }))
-        const admitted = yield* Ref.make<ReadonlyArray<Message.AgentMessage>>([])
+        const { admitted, promptSubmit } = yield* recordingHook
         const { agent } = yield* agentOn(yield* SessionLog.open(id), [S.textResponse("a"), S.textResponse("b")], {
           restoredInbox: "park",
-          hooks: {
-            promptSubmit: ({ message }, next) => Effect.zipRight(Ref.update(admitted, (all) => [...all, message]), next)
-          }
+          hooks: { promptSubmit }
         })
         // A waking send claims the restored, parked item first (R31).
         yield* agent.followup(prompt("wake"), { id: mid("wake") })

@@ -113,7 +113,7 @@ const sendLocked: (
   const message = Inbox.accepted(data, options.id ?? (yield* mintId))
   // `whenBusy` is looked at only when given and a turn (or an admission) is running: a plain send pays one test.
   if (options.whenBusy !== undefined && options.whenBusy !== "enqueue" && Lifecycle.activity(lifecycle) !== undefined) {
-    return yield* busyLocked(env, tx, message, options, lifecycle)
+    return yield* busyLocked(env, tx, message, options)
   }
   return yield* routeLocked(env, tx, message, options, lifecycle)
 })
@@ -236,16 +236,17 @@ const busyLocked = Effect.fnUntraced(function*(
   env: Env,
   tx: SessionLog.Transaction,
   message: Message.AgentMessage,
-  options: Message.SendOptions,
-  lifecycle: Lifecycle.Lifecycle
+  options: Message.SendOptions
 ) {
-  const id = message.id
   switch (options.whenBusy) {
     case "reject":
       return yield* new TurnRunningError({ message: "a turn is running and the send said whenBusy: \"reject\"" })
-    case "steer":
+    case "steer": {
+      const { lifecycle } = yield* read(env)
       return yield* routeLocked(env, tx, message, { ...options, target: "next-step", wakeup: true }, lifecycle)
+    }
     default: {
+      const id = message.id
       // `interrupt`: the running turn is cancelled keeping the inbox (R81), and this message is put at the head of
       // the queued FIFO, so the driver claims it next; `rollback` first records that the turn is dropped (R207).
       if (options.whenBusy === "rollback") yield* rollbackLocked(env, tx, id)
