@@ -93,8 +93,11 @@ export interface Transcript {
   readonly steering: ReadonlyArray<string>
   /** Assistant messages with non-empty text content. */
   readonly textReplies: number
-  /** The text of each of those messages, in log order. */
-  readonly replies: ReadonlyArray<string>
+  /**
+   * The text of each of those messages, in log order. Absent from a `--baseline` commit's adapter written before
+   * ADR 0077: read it through {@link repliesOf}.
+   */
+  readonly replies?: ReadonlyArray<string>
   /** Tool results recorded. */
   readonly toolResults: number
   /** Entries retained in the log or state (Harness/reference: durable events; pi: messages). */
@@ -276,3 +279,6 @@ export const raceAbort = (promise: Promise<void>, signal: AbortSignal | undefine
 
 const abortError = (signal: AbortSignal): Error =>
   signal.reason instanceof Error ? signal.reason : new Error("aborted", { cause: signal.reason })
+
+/** A transcript's replies; none from an adapter that does not record them (a baseline before ADR 0077). */
+export const repliesOf = (transcript: Transcript): ReadonlyArray<string> => transcript.replies ?? []

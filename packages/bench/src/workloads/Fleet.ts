@@ -13,7 +13,7 @@
  */
 import { mean, nowUs, pacedReply, prompts, quantile, sleepUntil, warmUp } from "../Measure.js"
 import type { BenchAgent, Pacing, Transcript } from "../Runtime.js"
-import { tokens } from "../Runtime.js"
+import { repliesOf, tokens } from "../Runtime.js"
 import { forgetPacedStreams, pacedClocks, servedShare } from "../SseServer.js"
 import type { Workload } from "../Workload.js"
 import { check, checkEqual, checkOrder } from "../Workload.js"
@@ -66,7 +66,7 @@ export const Fleet: Workload = {
     const streamedMs = clocks.map((clock) => (clock.end - clock.start) / 1000)
     const expectedMs = ((count - 1) * 1000) / tokensPerSecond
     const text = tokens(count).join("")
-    const whole = transcripts.filter((t) => t.replies.length === 1 && t.replies[0] === text).length
+    const whole = transcripts.filter((t) => repliesOf(t).length === 1 && repliesOf(t)[0] === text).length
     return {
       figures: {
         cpuUsPerChunk: cpuUs / (n * count),

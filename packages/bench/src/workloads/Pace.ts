@@ -4,7 +4,7 @@
  * wall time the turn takes beyond the model's own streaming time.
  */
 import { finish, mean, nowUs, pacedReply, prompts, warmUp } from "../Measure.js"
-import { tokens } from "../Runtime.js"
+import { repliesOf, tokens } from "../Runtime.js"
 import type { ModelClock } from "../SseServer.js"
 import { forgetPacedStreams, pacedClocks, servedShare } from "../SseServer.js"
 import type { Workload } from "../Workload.js"
@@ -61,8 +61,8 @@ export const Pace: Workload = {
         ...turnChecks(transcript, texts),
         check(
           `replies whole (${count} tokens each)`,
-          transcript.replies.length === n && transcript.replies.every((r) => r === text),
-          `${transcript.replies.filter((r) => r === text).length} of ${n}`
+          repliesOf(transcript).length === n && repliesOf(transcript).every((r) => r === text),
+          `${repliesOf(transcript).filter((r) => r === text).length} of ${n}`
         ),
         // Late is allowed (the overhead subtracts the model's own time, late or not); an unpaced reply is not.
         check(
