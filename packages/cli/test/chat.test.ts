@@ -26,8 +26,16 @@ const type = (term: Terminal.Terminal, text: string) => term.type(text)
 const press = (term: Terminal.Terminal, ...keys: ReadonlyArray<Terminal.Key>) => term.press(...keys)
 /** Types `text` and presses Enter. */
 const send = (term: Terminal.Terminal, text: string) => term.send(text)
-/** Waits for the status line of an idle chat that has used tokens. */
-const idle = (term: Terminal.Terminal) => waitFor(term, /idle · \d+ tokens · \/help/)
+/**
+ * The chat's status line — the last one on the screen; an earlier one can stay in the scrollback, such as the opening
+ * `idle · 0 tokens` — says idle.
+ */
+const idleStatus = {
+  test: (screen: string) =>
+    /^idle · \d+ tokens/.test(screen.split("\n").findLast((line) => / · \d+ tokens/.test(line)) ?? ""),
+  toString: () => "an idle status line"
+}
+const idle = (term: Terminal.Terminal) => waitFor(term, idleStatus)
 
 /** Runs `harness chat` in a terminal in a fresh workspace (or `workspace`); both go with the scope. */
 const startChat = (
