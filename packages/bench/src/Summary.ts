@@ -4,6 +4,7 @@
  */
 import { median } from "./Measure.js"
 import type { BootName, HarnessPath, RuntimeName } from "./Runtime.js"
+import { servedShare } from "./SseServer.js"
 import type { Check, Metric, Result, Workload } from "./Workload.js"
 
 /** One process's result, as the runner stored it. */
@@ -220,8 +221,19 @@ export const failuresMarkdown = (failures: ReadonlyArray<string>): string =>
 const modelPathOf = (version: string): string | undefined => /model interface: (\w+)/.exec(version)?.[1]
 
 /**
+ * The path a run's replies took: its model interface and, for a paced workload ({@link servedShare}), whether they
+ * came over loopback HTTP or from an in-process script (an adapter before ADR 0077 kept Fleet and Pace in process).
+ */
+const runPathOf = (run: Run): string => {
+  const path = modelPathOf(run.version) ?? "unnamed (before ADR 0057: pull)"
+  const served = run.result?.figures[servedShare.id]
+  return served === undefined ? path : `${path}, replies ${served > 0 ? "over loopback HTTP" : "in process"}`
+}
+
+/**
  * Where the working tree's and the baseline's runs of a workload went through different model interfaces (a baseline
- * before ADR 0057 runs the pulled path whatever the tree runs): the two paths, by side; `undefined` when they agree.
+ * before ADR 0057 runs the pulled path whatever the tree runs), or took a paced workload's replies from different
+ * places (before ADR 0077): the two paths, by side; `undefined` when they agree.
  */
 export const unlikePaths = (
   runs: ReadonlyArray<Run>,
@@ -232,7 +244,7 @@ export const unlikePaths = (
       ...new Set(
         runs.flatMap((run) =>
           run.workload === workload && run.runtime === runtime && run.result !== undefined
-            ? [modelPathOf(run.version) ?? "unnamed (before ADR 0057: pull)"]
+            ? [runPathOf(run)]
             : []
         )
       )

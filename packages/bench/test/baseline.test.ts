@@ -84,4 +84,30 @@ describe("bench baseline", () => {
       assert.isDefined(unlikePaths([run("harness", 0, 1, tree), run("baseline", 0, 1, old)], "W1"))
     }
   })
+
+  it("a paced workload whose baseline took its replies in process (before ADR 0077) gets no verdict", () => {
+    const workload = synthetic([{ id: "cost", label: "µs/chunk", unit: "µs", better: "lower" }])
+    const version = "@harness/agent (this checkout; model interface: provider) (bundled)"
+    const run = (runtime: "harness" | "baseline", rep: number, cost: number, servedPercent: number): Run => ({
+      runtime,
+      workload: "W1",
+      rep,
+      n: 1,
+      version,
+      seconds: 1,
+      result: { figures: { cost, servedPercent }, checks: [] }
+    })
+    const rowsAgainst = (baselineServed: number) =>
+      baselineRows([
+        run("harness", 0, 150, 100),
+        run("baseline", 0, 100, baselineServed),
+        run("harness", 1, 160, 100),
+        run("baseline", 1, 100, baselineServed)
+      ], [workload])
+    assert.strictEqual(rowsAgainst(100)[1]![7], "worse")
+    assert.strictEqual(
+      rowsAgainst(0)[1]![7],
+      "UNLIKE PATHS (tree provider, replies over loopback HTTP, baseline provider, replies in process)"
+    )
+  })
 })
