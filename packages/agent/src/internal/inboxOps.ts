@@ -1,6 +1,6 @@
 /** The operations on pending items: `inbox`, `withdraw`, and the changes in place (`edit`, `move`, `promote`, `demote`). */
 import type { Ids as IdsT, Inbox as InboxT, Operations } from "@harness/domain"
-import { Ids, Message } from "@harness/domain"
+import { Ids } from "@harness/domain"
 import { Effect, Option, Schema } from "effect"
 import { InboxChangeError } from "../AgentError.js"
 import { ensureDriver } from "./driver.js"
@@ -8,6 +8,7 @@ import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 import { publish } from "./live.js"
+import * as Message from "./message.js"
 import type { State } from "./state.js"
 import { barrier, locked, read, recordInbox } from "./state.js"
 

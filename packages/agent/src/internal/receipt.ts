@@ -4,11 +4,12 @@
  * can change it pass, until it is final.
  */
 import type { AgentEvent, Ids as IdsT } from "@harness/domain"
-import { Ids, Inbox, Message } from "@harness/domain"
+import { Ids, Inbox } from "@harness/domain"
 import { Effect, PubSub, Queue } from "effect"
 import type { Env } from "./env.js"
 import * as Lifecycle from "./lifecycle.js"
 import { livePubSub } from "./live.js"
+import * as Message from "./message.js"
 import { read } from "./state.js"
 
 const checkId = Message.decodeInput(Ids.AgentMessageId, "message id")

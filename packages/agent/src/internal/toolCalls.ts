@@ -5,7 +5,7 @@
  * can interrupt `interrupt` calls and let `finish` calls complete; the close procedure answers whatever is owed.
  */
 import type { Content, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
-import { Message, ToolArguments } from "@harness/domain"
+import { ToolArguments } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Cause, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
 import * as AgentTool from "../AgentTool.js"
@@ -13,6 +13,7 @@ import type { ApprovalDecision } from "../Hooks.js"
 import * as Approvals from "./approvals.js"
 import type { Env } from "./env.js"
 import { append, provide, provideFiber } from "./live.js"
+import * as Message from "./message.js"
 import { stageContexts } from "./outbox.js"
 import * as Spans from "./spans.js"
 import type { ApprovalAnswered, FinishedCall, ToolRuntime } from "./state.js"

@@ -1,7 +1,11 @@
+/**
+ * The input copy (`internal/input.ts`) every caller value goes through before a schema sees it, and the refusals a
+ * decoder built on it (`internal/message.ts`) gives.
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Input from "../src/Input.js"
-import * as Message from "../src/Message.js"
+import * as Input from "../src/internal/input.js"
+import * as Message from "../src/internal/message.js"
 
 const valid: Message.UserMessageData = { content: [{ type: "text", text: "hi" }], source: { kind: "user" } }
 

@@ -1,11 +1,10 @@
 /**
  * Caller values, copied before anything reads them twice. Whatever a caller passes to the agent (a message, send
  * options, a batch, a cancel cause, an id) is first copied here into plain, bounded data: own enumerable data
- * properties only, a depth and a size limit, every read guarded. Only the copy is decoded with a schema, so no
- * caller value — a throwing getter, a Proxy, a class instance, an object inheriting a valid one, nesting thousands
- * of levels deep, a string too long to log — can throw through an operation or be accepted and fail later.
- *
- * @since 0.0.0
+ * properties only, a depth and a size limit, every read guarded. Only the copy is decoded with a schema
+ * (`message.ts`), so no caller value — a throwing getter, a Proxy, a class instance, an object inheriting a valid
+ * one, nesting thousands of levels deep, a string too long to log — can throw through an operation or be accepted
+ * and fail later (ADR 0018).
  */
 
 /**
@@ -16,9 +15,6 @@
  *   store writes it as one JSON record, and a string longer than the engine's limit cannot be built at all).
  * - `maxValues`: the most values (objects, arrays, strings, numbers, …) it may hold, so the copy's own work is
  *   bounded too (a small object can reference one subtree many times; JSON would write it each time).
- *
- * @since 0.0.0
- * @category models
  */
 export interface Limits {
   readonly maxDepth: number
@@ -29,18 +25,12 @@ export interface Limits {
 /**
  * The bounds of one message: 64 levels, 16 MiB of encoded JSON (a control character counts six, `\u0001`) and
  * 100 000 values.
- *
- * @since 0.0.0
- * @category constants
  */
 export const messageLimits: Limits = { maxDepth: 64, maxChars: 16 * 1024 * 1024, maxValues: 100_000 }
 
 /**
  * Plain data: what a copy holds. `undefined` is kept (an optional field a caller spelled out); whether a value is
  * valid is the schema's business, decided on the copy.
- *
- * @since 0.0.0
- * @category models
  */
 export type Plain =
   | undefined
@@ -62,17 +52,11 @@ export type Plain =
  * - `too-deep`: nested deeper than `maxDepth`.
  * - `too-large`: its JSON encoding would exceed `maxChars`, or it holds more than `maxValues` values.
  * - `unreadable`: reading it threw (a Proxy trap, a revoked Proxy).
- *
- * @since 0.0.0
- * @category models
  */
 export type IssueReason = "not-plain" | "accessor" | "cycle" | "too-deep" | "too-large" | "unreadable"
 
 /**
  * What was wrong and where: `path` as `a.b[2]` (`the value` for the root), `message` a sentence naming both.
- *
- * @since 0.0.0
- * @category models
  */
 export interface Issue {
   readonly reason: IssueReason
@@ -292,9 +276,6 @@ class Copier {
  * properties besides their indices, and objects whose prototype is `Object.prototype` or `null`, with own
  * enumerable data properties under string keys (non-enumerable own properties are not copied, as `JSON.stringify`
  * ignores them). A Proxy that behaves as plain data is copied as the data it showed.
- *
- * @since 0.0.0
- * @category utils
  */
 export const copy = (
   u: unknown,
