@@ -11,6 +11,7 @@
 import type { Sharding } from "@effect/cluster"
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type { RpcClient } from "@effect/rpc"
+import type { Agent } from "@harness/agent"
 import type { AgentEvent } from "@harness/domain"
 import { Ids, Operations } from "@harness/domain"
 import { Cause, Effect, Predicate, Ref, Schedule, Schema, Stream } from "effect"
@@ -46,59 +47,50 @@ export type Result<O extends Operations.Operation> = Effect.Effect<
   Operations.Failure<O> | RemoteAgentError
 >
 
+/** The members of `Agent.Service` that run one of the agent's operations. */
+type OperationName =
+  | "send"
+  | "followup"
+  | "steer"
+  | "inject"
+  | "batch"
+  | "cancel"
+  | "retry"
+  | "withdraw"
+  | "edit"
+  | "move"
+  | "promote"
+  | "demote"
+  | "compact"
+  | "inbox"
+  | "receipt"
+  | "awaitReceipt"
+  | "approvals"
+  | "approve"
+
+/** A local operation's signature, with {@link RemoteAgentError} among its failures. */
+type Remote<F> = F extends (...args: infer A) => Effect.Effect<infer S, infer E, infer R>
+  ? (...args: A) => Effect.Effect<S, E | RemoteAgentError, R>
+  : F extends Effect.Effect<infer S, infer E, infer R> ? Effect.Effect<S, E | RemoteAgentError, R>
+  : never
+
+/** The local agent's operations as a remote agent runs them. */
+type RemoteOperations = { readonly [K in OperationName]: Remote<Agent.Service[K]> }
+
 /**
  * A remote agent: the local agent's operations (same arguments, same answers, same failures plus
  * {@link RemoteAgentError}), its status, `whenIdle` and live events.
  *
+ * Contract: the id of every mutating operation's message is minted here, before the message is sent — a send's is
+ * `options.id` or a fresh one, and each send of a `batch` gets its own — so a retried or redelivered message is the
+ * same message: a redelivered `approve` finds the call answered and changes nothing (R246). Give `cancel` an
+ * `ifTurn` so that a redelivery cannot cancel a later turn (R185).
+ *
  * @since 0.0.0
  * @category models
  */
-export interface Service {
+export interface Service extends RemoteOperations {
   readonly id: Ids.SessionId
-  /** Contract: the message's id is `options.id` or one minted here, before the message is sent. */
-  readonly send: (
-    message: Operations.Send["message"],
-    options: Operations.Send["options"]
-  ) => Result<Operations.Send>
-  readonly followup: (
-    message: Operations.Followup["message"],
-    options?: Operations.Followup["options"]
-  ) => Result<Operations.Followup>
-  readonly steer: (
-    message: Operations.Steer["message"],
-    options?: Operations.Steer["options"]
-  ) => Result<Operations.Steer>
-  readonly inject: (
-    message: Operations.Inject["message"],
-    options?: Operations.Inject["options"]
-  ) => Result<Operations.Inject>
-  /** Contract: every send of the batch gets its id here (its own, or a minted one) before the batch is sent. */
-  readonly batch: (operations: Operations.Batch["operations"]) => Result<Operations.Batch>
-  /** Give `ifTurn` so that a redelivery cannot cancel a later turn (R185). */
-  readonly cancel: (
-    cause: Operations.Cancel["cause"],
-    options?: Operations.Cancel["options"]
-  ) => Result<Operations.Cancel>
-  readonly retry: Result<Operations.Retry>
-  readonly withdraw: (id: Operations.Withdraw["id"]) => Result<Operations.Withdraw>
-  readonly edit: (id: Operations.Edit["id"], message: Operations.Edit["message"]) => Result<Operations.Edit>
-  readonly move: (id: Operations.Move["id"], position: Operations.Move["position"]) => Result<Operations.Move>
-  readonly promote: (id: Operations.Promote["id"]) => Result<Operations.Promote>
-  readonly demote: (id: Operations.Demote["id"]) => Result<Operations.Demote>
-  /** Contract: the message's id is minted here, before the message is sent, as for every mutating operation. */
-  readonly compact: (options?: Operations.Compact["options"]) => Result<Operations.Compact>
-  readonly inbox: Result<Operations.ListInbox>
-  readonly receipt: (id: Operations.Receipt["id"]) => Result<Operations.Receipt>
-  readonly awaitReceipt: (id: Operations.AwaitReceipt["id"]) => Result<Operations.AwaitReceipt>
-  readonly approvals: Result<Operations.ListApprovals>
-  /**
-   * Contract: the message's id is minted here; a redelivered answer finds the call answered and changes nothing
-   * (R246).
-   */
-  readonly approve: (
-    callId: Operations.Approve["callId"],
-    answer: Operations.Approve["answer"]
-  ) => Result<Operations.Approve>
   readonly status: Effect.Effect<AgentEvent.AgentStatus, RemoteAgentError>
   readonly whenIdle: Effect.Effect<void, RemoteAgentError>
   /**
