@@ -10,6 +10,7 @@ import { Chunk, Effect, FastCheck as fc, Option, Ref, Stream } from "effect"
 import * as History from "../src/History.js"
 import * as history from "../src/internal/history.js"
 import * as snapshot from "../src/internal/snapshot.js"
+import * as snapshotBody from "../src/internal/snapshotBody.js"
 import * as SessionLog from "../src/SessionLog.js"
 import * as SessionStore from "../src/SessionStore.js"
 import { assertConsistent } from "./fixtures.js"
@@ -436,23 +437,122 @@ describe("snapshot bodies (ADR 0027)", () => {
 
   const bodyOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) => {
     const { added, text } = snapshot.appendHistoryText("", events)
-    return { body: `[${text}]`, messages: added }
+    return { body: text, messages: added }
   }
-  const decode = (body: string, messages: number) => snapshot.decodeBody(body, { messages, bodyLength: body.length })
+  /** A version-2 body (ADR 0027): a JSON array of the events' entries. */
+  const bodyOf2 = (events: ReadonlyArray<SessionEvent.SessionEvent>) => {
+    const entries = events.flatMap((event) => snapshot.entryOf(event) ?? [])
+    return { body: JSON.stringify(entries), messages: entries.length }
+  }
+  const decode = (body: string, messages: number, version: 2 | 3 = 3) =>
+    snapshot.decodeBody(body, { version, messages, bodyLength: body.length })
+  const all = goodLogs.flatMap(({ inputs }) => stamp(inputs))
 
   it("a body decodes to the messages the events give, for every kind of history event", () => {
-    const all = goodLogs.flatMap(({ inputs }) => stamp(inputs))
     const { body, messages } = bodyOf(all)
-    const decoded = snapshot.decodeBody(body, { messages, bodyLength: body.length })
+    const decoded = decode(body, messages)
     assert.isTrue(decoded._tag === "Right")
     if (decoded._tag !== "Right") return
     assert.deepStrictEqual(History.messages(decoded.right.history), History.deriveMessages(all))
+    assert.strictEqual(decoded.right.historyText, body)
     assert.isAbove(messages, 20)
     // each entry is what the history keeps of its event, no more
     for (const event of all) {
       const entry = snapshot.entryOf(event)
       assert.strictEqual(entry !== undefined, history.contributes(event), event.type)
     }
+  })
+
+  it("ADR 0080: a version-2 body still decodes, and its entries come back as version 3 for the next snapshot", () => {
+    const { body, messages } = bodyOf2(all)
+    const decoded = decode(body, messages, 2)
+    assert.isTrue(decoded._tag === "Right")
+    if (decoded._tag !== "Right") return
+    assert.deepStrictEqual(History.messages(decoded.right.history), History.deriveMessages(all))
+    assert.strictEqual(decoded.right.historyText, bodyOf(all).body)
+    // and a version-3 text is not read as version 2, nor the other way round
+    assert.strictEqual(decode(bodyOf(all).body, messages, 2)._tag, "Left")
+    assert.strictEqual(decode(body, messages, 3)._tag, "Left")
+  })
+
+  it("property: any texts, ids, names, arguments and provenance round-trip through a version-3 body (ADR 0080)", () => {
+    // Every UTF-16 code unit, lone surrogates, digits, `:` and `;` included.
+    const unit = fc.oneof(
+      fc.constantFrom(":", ";", "0", "9", "u", "a", "t", "\uD800", "\uDC00", "\u0000"),
+      fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code))
+    )
+    const text = fc.string({ unit, maxLength: 12 })
+    const id = fc.string({ unit, minLength: 1, maxLength: 6 })
+    const provenance = fc.record({
+      model: text,
+      provider: text,
+      reportedModel: text,
+      replayState: fc.dictionary(
+        fc.string({ maxLength: 3 }).filter((key) => key !== "__proto__"),
+        fc.oneof(text, fc.integer(), fc.boolean(), fc.constant(null))
+      )
+    }, { requiredKeys: ["model"] })
+    const block = fc.oneof(
+      fc.record({ type: fc.constantFrom("text" as const, "reasoning" as const), text }),
+      fc.record({ type: fc.constant("tool-call" as const), id, name: text, arguments: text })
+    )
+    const entry = fc.oneof(
+      fc.record({ k: fc.constant("u" as const), t: fc.array(text, { minLength: 1, maxLength: 3 }) }),
+      fc.record({ k: fc.constant("a" as const), c: fc.array(block, { minLength: 1, maxLength: 3 }), p: provenance }),
+      fc.record({ k: fc.constant("t" as const), i: id, n: text, e: fc.boolean(), r: text })
+    )
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 6 }), (entries) => {
+        let body = ""
+        const expected = entries.map((e) => {
+          switch (e.k) {
+            case "u":
+              body += snapshotBody.userEntry(e.t)
+              return history.userMessageOf(e.t)
+            case "a": {
+              const blocks = e.c.map((b) => b.type === "tool-call" ? { ...b, id: Ids.ToolCallId.make(b.id) } : b)
+              body += snapshotBody.assistantEntry(blocks, e.p)
+              return history.assistantMessageOf(blocks, e.p)
+            }
+            case "t":
+              body += snapshotBody.toolEntry(e.i, e.n, e.e, e.r)
+              return history.toolMessageOf(e.i, e.n, e.e, e.r)
+          }
+        })
+        const read = snapshotBody.readEntries(body)
+        assert.isTrue(read._tag === "Right", body)
+        if (read._tag === "Right") assert.deepStrictEqual(read.right, expected)
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a version-3 body that is torn, of an unknown kind, or with a field its schema refuses is refused", () => {
+    const events = stamp(toolTurn(1, "Hi", [{ id: "c1", name: "read", args: "{}", result: "ok" }], "Done."))
+    const { body, messages } = bodyOf(events)
+    assert.strictEqual(decode(body, messages)._tag, "Right")
+    // Torn anywhere (the head's count then disagrees at an entry's end).
+    for (let end = 0; end < body.length; end++) {
+      assert.strictEqual(decode(body.slice(0, end), messages)._tag, "Left", `torn at ${end}`)
+    }
+    const provenance = (p: string) => `a${p.length}:${p}1;x2:ok`
+    const refused: ReadonlyArray<readonly [string, string]> = [
+      ["an unknown kind", "z1;2:hi"],
+      ["a user entry without text", "u0;"],
+      ["an assistant entry without blocks", `${provenance("{\"model\":\"m\"}").slice(0, -7)}0;`],
+      ["an unknown block", `${provenance("{\"model\":\"m\"}").slice(0, -7)}1;y2:ok`],
+      ["a provenance that is not JSON", provenance("{model}")],
+      ["a provenance with an extra key", provenance(JSON.stringify({ model: "m", extra: 1 }))],
+      ["a provenance of the wrong type", provenance(JSON.stringify({ model: 1 }))],
+      ["a tool call without id", `${provenance("{\"model\":\"m\"}").slice(0, -7)}1;c0:4:read2:{}`],
+      ["a tool result without id", "t0:4:read2:ok"],
+      ["a length past the end", "u1;9:hi"],
+      ["a length with a leading zero", "u1;02:hi"],
+      ["a length of ten digits", "u1;0000000002:hi"],
+      ["a count without its end", "u1"]
+    ]
+    for (const [what, text] of refused) assert.strictEqual(decode(text, 1)._tag, "Left", what)
+    assert.strictEqual(decode(provenance(JSON.stringify({ model: "m" })), 1)._tag, "Right", "the refusals' base")
   })
 
   it("property: the common-form entry check accepts nothing the entry's schema refuses (ADR 0068)", () => {
@@ -532,10 +632,10 @@ describe("snapshot bodies (ADR 0027)", () => {
     }
   })
 
-  it("an entry with a missing, wrong or extra key is refused, and so is the body", () => {
+  it("a version-2 entry with a missing, wrong or extra key is refused, and so is the body", () => {
     const events = stamp(toolTurn(1, "Hi", [{ id: "c1", name: "read", args: "{}", result: "ok" }], "Done."))
-    const { body, messages } = bodyOf(events)
-    assert.strictEqual(decode(body, messages)._tag, "Right")
+    const { body, messages } = bodyOf2(events)
+    assert.strictEqual(decode(body, messages, 2)._tag, "Right")
     const entries = JSON.parse(body) as Array<Record<string, unknown>>
     const variants: ReadonlyArray<readonly [string, (e: Record<string, unknown>) => Record<string, unknown>]> = [
       ["an extra key", (e) => ({ ...e, extra: 1 })],
@@ -547,10 +647,10 @@ describe("snapshot bodies (ADR 0027)", () => {
       for (const [what, change] of variants) {
         const damaged = entries.map((e, i) => (i === index ? change(e) : e))
         const text = JSON.stringify(damaged)
-        assert.strictEqual(decode(text, messages)._tag, "Left", `entry ${index}: ${what}`)
+        assert.strictEqual(decode(text, messages, 2)._tag, "Left", `entry ${index}: ${what}`)
       }
     }
-    assert.strictEqual(decode(`[${JSON.stringify({ k: "u", t: [] })}]`, 1)._tag, "Left", "a user entry without text")
-    assert.strictEqual(decode(`[${JSON.stringify({ k: "a", c: [], p: { model: "m" } })}]`, 1)._tag, "Left", "empty")
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "u", t: [] })}]`, 1, 2)._tag, "Left", "a user entry without text")
+    assert.strictEqual(decode(`[${JSON.stringify({ k: "a", c: [], p: { model: "m" } })}]`, 1, 2)._tag, "Left", "empty")
   })
 })

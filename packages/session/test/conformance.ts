@@ -21,6 +21,7 @@ import { Chunk, Effect, type Layer, Option, Ref, Schedule, Stream } from "effect
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import * as History from "../src/History.js"
+import * as snapshot from "../src/internal/snapshot.js"
 import * as SessionLog from "../src/SessionLog.js"
 import type { SessionLogError } from "../src/SessionLogError.js"
 import * as Sessions from "../src/Sessions.js"
@@ -1128,20 +1129,27 @@ export const conformance = <E>(
             const { saved } = yield* snapshotted(store)
             const expected = yield* replayOf(store)
             const good = Option.getOrThrow(yield* saved.body)
-            const events = JSON.parse(good) as Array<SessionEvent.SessionEvent>
-            // Same length as the good body, so only the content check can refuse them.
-            const sameLength = (text: string) => text.padEnd(good.length, " ").slice(0, good.length)
+            // Same length as the good body, so only the entries' reading can refuse them.
+            const sameLength = (text: string) => text.padEnd(good.length, "#").slice(0, good.length)
+            // A body of one message fewer than its head says, of the same length: all user entries (ADR 0080).
+            const count = (JSON.parse(saved.head) as { readonly messages: number }).messages
+            const fewer = (body: string) => {
+              const some = "u1;1:x".repeat(count - 2)
+              const room = body.length - some.length
+              for (let n = room; n >= 0; n--) {
+                const last = `u1;${n}:${"x".repeat(n)}`
+                if (last.length === room) return Option.some(some + last)
+              }
+              return Option.none()
+            }
             const damaged: ReadonlyArray<readonly [string, (body: string) => Option.Option<string>]> = [
               ["missing", () => Option.none()],
               ["empty", () => Option.some("")],
               ["torn", (body) => Option.some(body.slice(0, body.length / 2))],
-              ["not JSON", (body) => Option.some(sameLength(`[${body.slice(2)}`))],
-              ["an entry that is not an event", () => Option.some(sameLength(`[${JSON.stringify({ type: "x" })}]`))],
-              [
-                "an event that gives no message",
-                () => Option.some(sameLength(`[${JSON.stringify({ ...events[0], type: "turn/start" })}]`))
-              ],
-              ["fewer messages than its head says", () => Option.some(sameLength(JSON.stringify(events.slice(1))))]
+              ["not in its version's form", (body) => Option.some(sameLength(`[${body.slice(2)}`))],
+              ["an entry of an unknown kind", (body) => Option.some(`z${body.slice(1)}`)],
+              ["a length past its end", (body) => Option.some(sameLength(`u1;${body.length}:`))],
+              ["fewer messages than its head says", fewer]
             ]
             for (const [what, body] of damaged) {
               const counted = yield* bodies(store, body)
@@ -1178,6 +1186,58 @@ export const conformance = <E>(
             )
             assert.deepStrictEqual(yield* seen(opened), expected)
             assert.strictEqual(yield* counted.reads, 0, "no body of a snapshot that was not used")
+          })
+      )
+
+      logTest(
+        "ADR 0080: a version-2 snapshot (its body a JSON array) opens from its body; the next snapshot is version 3",
+        (store) =>
+          Effect.gen(function*() {
+            const { log, saved } = yield* snapshotted(store)
+            const covered = (yield* log.events).filter((event) => event.seq <= saved.seq)
+            yield* log.close
+            const expected = yield* replayOf(store)
+            const body = JSON.stringify(covered.flatMap((event) => snapshot.entryOf(event) ?? []))
+            const head = { ...(JSON.parse(saved.head) as Record<string, unknown>), version: 2, bodyLength: body.length }
+            yield* store.saveSnapshot(s1, {
+              seq: saved.seq,
+              position: saved.position,
+              head: JSON.stringify(head),
+              body
+            })
+            const counted = yield* bodies(store)
+            const fromStart = yield* Ref.make(0)
+            const watched: Service = {
+              ...counted.store,
+              load: (id, options) =>
+                Stream.unwrap(Effect.as(
+                  Ref.update(fromStart, (n) => options?.after === undefined ? n + 1 : n),
+                  counted.store.load(id, options)
+                ))
+            }
+            const opened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 8 } }).pipe(
+              Effect.provideService(SessionStore, watched)
+            )
+            yield* opened.history
+            assert.strictEqual(yield* counted.reads, 1, "its body was read")
+            assert.strictEqual(yield* Ref.get(fromStart), 0, "and used: no event before it was read")
+            assert.deepStrictEqual(yield* seen(opened), expected)
+            for (let turn = 5; turn <= 6; turn++) {
+              yield* opened.appendAll(promptTurn(turn, `Prompt ${turn}`, `Answer ${turn}`))
+              yield* opened.flush
+            }
+            // The writer's snapshot comes after the commit is durable: the test waits for it (the minute is a safety
+            // net for a loaded machine, not the decider).
+            const end = (yield* opened.state).nextSeq - 1
+            const after = yield* store.loadSnapshot(s1).pipe(
+              Effect.map(Option.getOrThrow),
+              Effect.filterOrFail((found) => found.seq === end),
+              Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("60 seconds"))),
+              Effect.orDie
+            )
+            assert.strictEqual((JSON.parse(after.head) as { readonly version: number }).version, 3)
+            const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
+            assert.deepStrictEqual(yield* seen(reopened), yield* replayOf(store))
           })
       )
 

@@ -63,12 +63,20 @@ export const withDropped = (history: History, dropped: Dropped): History =>
  * The model's raw argument text as a tool call's `params`: `{}` for empty text, the parsed value for valid JSON,
  * and the raw text itself otherwise (the provider sends `rawArguments` back anyway).
  */
-const paramsOf = (raw: string): unknown => Either.getOrElse(ToolArguments.parse(raw), () => raw)
+const paramsOf = (raw: string): unknown => {
+  const parsed = ToolArguments.parse(raw)
+  return Either.isRight(parsed) ? parsed.right : raw
+}
 
 // The messages and parts are built as object literals of one fixed shape each, with the keys `Prompt.makePart` and
 // `Prompt.makeMessage` give them (same keys, same order, same values): the constructors' spreads cost several
 // times more, and the first `history` read of a long session builds every message (ADR 0022, W7). A test compares
 // both constructions on every kind of event.
+type AssistantProvenance = Extract<
+  SessionEvent.SessionEvent,
+  { readonly type: "assistant/message" }
+>["data"]["provenance"]
+
 const PartTypeId: Prompt.PartTypeId = Prompt.PartTypeId
 const MessageTypeId: Prompt.MessageTypeId = Prompt.MessageTypeId
 const noOptions: Prompt.ProviderOptions = Object.freeze({})
@@ -87,18 +95,24 @@ const userMessageLiteral = (texts: ReadonlyArray<string>): Prompt.Message => {
   })
 }
 
+/** The options of an assistant message with this provenance (frozen: messages with the same one may share them). */
+export const assistantOptionsOf = (provenance: AssistantProvenance): Prompt.ProviderOptions =>
+  Object.freeze({ [optionsKey]: Object.freeze({ provenance }) })
+
+/** The assistant message of these parts (one at least, taken over) and options (from `assistantOptionsOf`). */
+export const assistantMessageOfParts = (
+  parts: Array<Prompt.AssistantMessagePart>,
+  options: Prompt.ProviderOptions
+): Prompt.Message =>
+  Object.freeze({ content: Object.freeze(parts), options, [MessageTypeId]: MessageTypeId, role: "assistant" })
+
 const assistantMessageLiteral = (
   content: ReadonlyArray<Content.AssistantBlock>,
-  provenance: Extract<SessionEvent.SessionEvent, { readonly type: "assistant/message" }>["data"]["provenance"]
+  provenance: AssistantProvenance
 ): Prompt.Message => {
   const parts: Array<Prompt.AssistantMessagePart> = new Array(content.length)
   for (let i = 0; i < content.length; i++) parts[i] = assistantPart(content[i]!)
-  return Object.freeze({
-    content: Object.freeze(parts),
-    options: Object.freeze({ [optionsKey]: Object.freeze({ provenance }) }),
-    [MessageTypeId]: MessageTypeId,
-    role: "assistant"
-  })
+  return assistantMessageOfParts(parts, assistantOptionsOf(provenance))
 }
 
 const toolMessageLiteral = (callId: string, name: string, isError: boolean, result: string): Prompt.Message =>
@@ -119,11 +133,6 @@ const toolMessageLiteral = (callId: string, name: string, isError: boolean, resu
     role: "tool",
     options: noOptions
   })
-
-type AssistantProvenance = Extract<
-  SessionEvent.SessionEvent,
-  { readonly type: "assistant/message" }
->["data"]["provenance"]
 
 // The same messages by `@effect/ai`'s own constructors, frozen like the literals: what `HARNESS_SLOW_PATH=1` uses.
 const frozenMessage = <M extends Prompt.Message>(message: M): M => {
@@ -176,22 +185,33 @@ export const toolMessageOf: (callId: string, name: string, isError: boolean, res
 
 const textsOf = (content: ReadonlyArray<Content.TextBlock>): ReadonlyArray<string> => content.map((b) => b.text)
 
+/** A text part of an assistant message. */
+export const textPartOf: (text: string) => Prompt.TextPart = textPart
+
+/** A reasoning part of an assistant message. */
+export const reasoningPartOf = (text: string): Prompt.ReasoningPart =>
+  Object.freeze({ text, [PartTypeId]: PartTypeId, type: "reasoning", options: noOptions })
+
+/** A tool-call part of an assistant message: `params` parsed from the raw arguments, which its options carry. */
+export const toolCallPartOf = (id: string, name: string, raw: string): Prompt.ToolCallPart =>
+  Object.freeze({
+    id,
+    name,
+    params: paramsOf(raw),
+    providerExecuted: false,
+    options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: raw }) }),
+    [PartTypeId]: PartTypeId,
+    type: "tool-call"
+  })
+
 const assistantPart = (block: Content.AssistantBlock): Prompt.AssistantMessagePart => {
   switch (block.type) {
     case "text":
       return textPart(block.text)
     case "reasoning":
-      return Object.freeze({ text: block.text, [PartTypeId]: PartTypeId, type: "reasoning", options: noOptions })
+      return reasoningPartOf(block.text)
     case "tool-call":
-      return Object.freeze({
-        id: block.id,
-        name: block.name,
-        params: paramsOf(block.arguments),
-        providerExecuted: false,
-        options: Object.freeze({ [optionsKey]: Object.freeze({ rawArguments: block.arguments }) }),
-        [PartTypeId]: PartTypeId,
-        type: "tool-call"
-      })
+      return toolCallPartOf(block.id, block.name, block.arguments)
   }
 }
 

@@ -1,9 +1,11 @@
 /**
- * The log snapshot's encoding (ADR 0022, ADR 0027): a small JSON head, decoded at `open`, and a body, a JSON array of
- * one entry per history message — just what the message is built from — read and decoded only when the history is
- * first read (or when the writer extends it). Disk is untrusted: the head and every entry are checked with exact
- * schemas (built from the events' own), and a part that does not decode is reported as a sentence so the log can
- * ignore it (replay, or derive the history from the stored events).
+ * The log snapshot's encoding (ADR 0022, ADR 0027, ADR 0080): a small JSON head, decoded at `open`, and a body of one
+ * entry per history message — just what the message is built from — read and decoded only when the history is first
+ * read (or when the writer extends it). A version-3 body is length-prefixed entries read in one pass
+ * (`snapshotBody.ts`); a version-2 body, a JSON array of entries, still opens, and the next snapshot rewrites it.
+ * Disk is untrusted: the head and every entry are checked exactly against the events' own schemas, and a part that
+ * does not decode is reported as a sentence so the log can ignore it (replay, or derive the history from the stored
+ * events).
  */
 import type { Prompt } from "@effect/ai"
 import { Content, SessionEvent, Store as StoreRecords } from "@harness/domain"
@@ -14,14 +16,18 @@ import * as history from "./history.js"
 import * as logCheck from "./logCheck.js"
 import type { Approvals } from "./pendingApprovals.js"
 import { slowPath } from "./slowPath.js"
+import * as snapshotBody from "./snapshotBody.js"
 
 const format = "harness/snapshot"
-/** 2: head and body stored apart (ADR 0027). A version-1 snapshot (one text) does not decode: the log replays. */
-const version = 2
+/**
+ * 3: the body's entries length-prefixed (ADR 0080); 2: head and body stored apart, the body a JSON array (ADR 0027),
+ * still read. A version-1 snapshot (one text) does not decode: the log replays.
+ */
+const version = 3
 
 const Head = Schema.Struct({
   format: Schema.Literal(format),
-  version: Schema.Literal(version),
+  version: Schema.Literal(2, version),
   /** The `seq` of the last event the snapshot covers. */
   seq: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
   /** The position of the last record it covers. */
@@ -58,13 +64,13 @@ const Head = Schema.Struct({
   /** The number of history messages (the body's events each give one). */
   messages: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0)),
   /** The body's length in UTF-16 code units: a body saved with another head is refused before it is parsed. */
-  bodyLength: Schema.Int.pipe(Schema.greaterThanOrEqualTo(2))
+  bodyLength: Schema.Int.pipe(Schema.greaterThanOrEqualTo(0))
 })
 type Head = typeof Head.Type
 
 const decodeHeadJson = Schema.decodeUnknownEither(Head, { onExcessProperty: "error" })
 /**
- * A body entry: the message of a `user/message` or `steering/message` (`u`: its texts), of an `assistant/message`
+ * A version-2 body entry: the message of a `user/message` or `steering/message` (`u`: its texts), of an `assistant/message`
  * with content (`a`: its blocks and provenance), or of a `tool/result` (`t`: call id, tool name, whether it failed,
  * and its text blocks joined). Each field is the event's own schema, so an entry holds nothing an event could not.
  */
@@ -166,7 +172,7 @@ export const isEntryBySchema = (u: unknown): boolean => {
 /** Whether `u` is a body entry: its common form by hand, anything else by the schema (only the schema on the slow path). */
 const isEntry: (u: unknown) => boolean = slowPath ? isEntryBySchema : (u) => isCommonEntry(u) || isEntryBySchema(u)
 
-/** The message of a body entry, when it is one (exact: no missing, wrong or extra key). */
+/** The message of a version-2 body entry, when it is one (exact: no missing, wrong or extra key). */
 const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
   if (!isEntry(u)) return undefined
   const entry = u as Entry
@@ -180,7 +186,7 @@ const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
   }
 }
 
-/** The body entry of an event the history is derived from (`undefined` for any other). */
+/** The version-2 body entry of an event the history is derived from (`undefined` for any other). */
 export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => {
   switch (event.type) {
     case "user/message":
@@ -227,20 +233,21 @@ interface Point {
   readonly turnStart: TurnStart
 }
 
-/** What `open` starts from: the point, and the length its body must have. */
+/** What `open` starts from: the point, its head's version, and the length its body must have. */
 export interface Start extends Point {
+  readonly version: 2 | 3
   readonly bodyLength: number
 }
 
 /** What the log knows when it takes a snapshot: what a later `open` starts from, and the history's entries. */
 export interface Input extends Point {
-  /** The history's entries, comma-separated JSON texts without the enclosing brackets ("" for none). */
+  /** The history's entries as a version-3 body holds them ("" for none). */
   readonly historyText: string
 }
 
 /** The snapshot's head and body. Contract: only where no turn is open (the state's other fields are then empty). */
 export const encode = (input: Input): { readonly head: string; readonly body: string } => {
-  const body = `[${input.historyText}]`
+  const body = input.historyText
   const head: Head = {
     format,
     version,
@@ -297,27 +304,33 @@ export const decodeHead = (text: string, seq: number, position: number): Either.
     approvals: head.approvals ?? "unknown",
     messages: head.messages,
     turnStart: head.turnStart ?? (head.lastTurn === 0 ? undefined : "unknown"),
+    version: head.version,
     bodyLength: head.bodyLength
   })
 }
 
-/** A decoded body: the history it holds and its entries as the log extends them (the text inside the brackets). */
+/** A decoded body: the history it holds and its entries as the log extends them (a version-3 body's text). */
 export interface Body {
   readonly history: History
   readonly historyText: string
 }
 
-/**
- * The history a snapshot's body holds: its length as the head says, JSON, every entry exact (see `entries`), and as
- * many messages as the head says.
- */
-export const decodeBody = (
-  body: string,
-  start: Pick<Start, "messages" | "bodyLength"> & { readonly state?: Pick<LogState, "compaction" | "dropped"> }
-): Either.Either<Body, string> => {
-  if (body.length !== start.bodyLength) {
-    return Either.left(`its body is ${body.length} characters long, its head says ${start.bodyLength}`)
+/** The version-3 text of a version-2 entry. */
+const textOfEntry = (entry: Entry): string => {
+  switch (entry.k) {
+    case "u":
+      return snapshotBody.userEntry(entry.t)
+    case "a":
+      return snapshotBody.assistantEntry(entry.c, entry.p)
+    case "t":
+      return snapshotBody.toolEntry(entry.i, entry.n, entry.e, entry.r)
   }
+}
+
+/** A version-2 body's messages (a JSON array, every entry exact) and its entries rewritten as version 3 (ADR 0080). */
+const readVersion2 = (
+  body: string
+): Either.Either<{ readonly messages: Array<Prompt.Message>; readonly historyText: string }, string> => {
   if (!body.startsWith("[") || !body.endsWith("]")) return Either.left("its body is not a JSON array")
   let parsed: unknown
   try {
@@ -326,16 +339,39 @@ export const decodeBody = (
     return Either.left(`its body is not JSON: ${String(error)}`)
   }
   if (!Array.isArray(parsed)) return Either.left("its body is not an array")
-  // Built as one array, then one persistent sequence: the fold's per-event append is not needed for a prefix.
   const messages: Array<Prompt.Message> = []
+  const texts: Array<string> = []
   for (let index = 0; index < parsed.length; index++) {
     const message = messageOfEntry(parsed[index])
     if (message === undefined) return Either.left(`its body entry ${index} is not a history entry`)
     messages.push(message)
+    texts.push(textOfEntry(parsed[index] as Entry)) // checked by `messageOfEntry`
   }
+  return Either.right({ messages, historyText: texts.join("") })
+}
+
+/**
+ * The history a snapshot's body holds: its length as the head says, in its version's form, every entry exact, and
+ * as many messages as the head says.
+ */
+export const decodeBody = (
+  body: string,
+  start: Pick<Start, "version" | "messages" | "bodyLength"> & {
+    readonly state?: Pick<LogState, "compaction" | "dropped">
+  }
+): Either.Either<Body, string> => {
+  if (body.length !== start.bodyLength) {
+    return Either.left(`its body is ${body.length} characters long, its head says ${start.bodyLength}`)
+  }
+  const read = start.version === 2
+    ? readVersion2(body)
+    : Either.map(snapshotBody.readEntries(body), (messages) => ({ messages, historyText: body }))
+  if (Either.isLeft(read)) return Either.left(read.left)
+  const { historyText, messages } = read.right
   if (messages.length !== start.messages) {
     return Either.left(`its body holds ${messages.length} messages, its head says ${start.messages}`)
   }
+  // Built as one array, then one persistent sequence: the fold's per-event append is not needed for a prefix.
   const folded = history.unsafeOfMessages(messages)
   const compaction = start.state?.compaction
   const dropped = start.state?.dropped
@@ -345,21 +381,19 @@ export const decodeBody = (
   })
   return Either.right({
     history: dropped === undefined ? replaced : history.withDropped(replaced, dropped),
-    historyText: body.slice(1, -1)
+    historyText
   })
 }
+
 /** Appends the entries of the history events among `events` to a history text; returns the text and the count. */
 export const appendHistoryText = (
   text: string,
   events: Iterable<SessionEvent.SessionEvent>
 ): { readonly text: string; readonly added: number } => {
-  const parts: Array<string> = text === "" ? [] : [text]
-  let added = 0
+  const parts: Array<string> = [text]
   for (const event of events) {
     const entry = entryOf(event)
-    if (entry === undefined) continue
-    parts.push(JSON.stringify(entry))
-    added++
+    if (entry !== undefined) parts.push(textOfEntry(entry))
   }
-  return { text: parts.join(","), added }
+  return { text: parts.join(""), added: parts.length - 1 }
 }
