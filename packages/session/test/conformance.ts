@@ -1039,6 +1039,25 @@ export const conformance = <E>(
           assert.strictEqual(Option.getOrThrow(yield* store.loadSnapshot(s1)).seq, saved.seq, "no second snapshot")
           return { log: next, saved }
         })
+      /**
+       * Turns 5 and 6 appended by `opened` (which takes snapshots), then the snapshot where they end. The writer's
+       * snapshot comes after a write-behind commit is durable, so this waits for it to appear (the minute is a safety
+       * net for a loaded machine, not the decider).
+       */
+      const twoTurnsSnapshotted = (store: Service, opened: SessionLog.Service) =>
+        Effect.gen(function*() {
+          for (let turn = 5; turn <= 6; turn++) {
+            yield* opened.appendAll(promptTurn(turn, `Prompt ${turn}`, `Answer ${turn}`))
+            yield* opened.flush
+          }
+          const end = (yield* opened.state).nextSeq - 1
+          return yield* store.loadSnapshot(s1).pipe(
+            Effect.map(Option.getOrThrow),
+            Effect.filterOrFail((found) => found.seq === end),
+            Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("60 seconds"))),
+            Effect.orDie
+          )
+        })
       /** The store with its snapshot's body reads counted and, optionally, replaced. */
       const bodies = (store: Service, body?: (saved: string) => Option.Option<string>) =>
         Effect.map(Ref.make(0), (reads) => ({
@@ -1101,19 +1120,8 @@ export const conformance = <E>(
               Effect.provideService(SessionStore, counted.store)
             )
             const before = Option.getOrThrow(yield* store.loadSnapshot(s1)).seq
-            // No history read: the body is read to be extended (after a write-behind commit is durable, so the test
-            // waits for the snapshot to appear; the minute is a safety net for a loaded machine, not the decider).
-            for (let turn = 5; turn <= 6; turn++) {
-              yield* opened.appendAll(promptTurn(turn, `Prompt ${turn}`, `Answer ${turn}`))
-              yield* opened.flush
-            }
-            const end = (yield* opened.state).nextSeq - 1
-            const after = yield* store.loadSnapshot(s1).pipe(
-              Effect.map(Option.getOrThrow),
-              Effect.filterOrFail((found) => found.seq === end),
-              Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("60 seconds"))),
-              Effect.orDie
-            )
+            // No history read: the body is read to be extended.
+            const after = yield* twoTurnsSnapshotted(store, opened)
             assert.isAbove(after.seq, before, "a new snapshot")
             assert.strictEqual(yield* counted.reads, 1, "the old body was read once")
             const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
@@ -1222,19 +1230,7 @@ export const conformance = <E>(
             assert.strictEqual(yield* counted.reads, 1, "its body was read")
             assert.strictEqual(yield* Ref.get(fromStart), 0, "and used: no event before it was read")
             assert.deepStrictEqual(yield* seen(opened), expected)
-            for (let turn = 5; turn <= 6; turn++) {
-              yield* opened.appendAll(promptTurn(turn, `Prompt ${turn}`, `Answer ${turn}`))
-              yield* opened.flush
-            }
-            // The writer's snapshot comes after the commit is durable: the test waits for it (the minute is a safety
-            // net for a loaded machine, not the decider).
-            const end = (yield* opened.state).nextSeq - 1
-            const after = yield* store.loadSnapshot(s1).pipe(
-              Effect.map(Option.getOrThrow),
-              Effect.filterOrFail((found) => found.seq === end),
-              Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("60 seconds"))),
-              Effect.orDie
-            )
+            const after = yield* twoTurnsSnapshotted(store, opened)
             assert.strictEqual((JSON.parse(after.head) as { readonly version: number }).version, 3)
             const reopened = yield* SessionLog.open(s1, { commit: { snapshotEvery: 0 } })
             assert.deepStrictEqual(yield* seen(reopened), yield* replayOf(store))
