@@ -372,7 +372,8 @@ export const make = Effect.fn("ChatCompletions.make")(function*(options: Options
 
 /**
  * The provider's `LanguageModel` together with its lower interface, `ModelStream` (the same stream with its parts
- * typed where the provider builds them, so the agent skips `LanguageModel`'s per-request schema work; ADR 0019).
+ * typed where the provider builds them, so the agent skips `LanguageModel`'s per-request schema work, ADR 0019; and
+ * the same response as a pull, so it pays no stream stage per chunk, ADR 0083).
  *
  * Contract: both services send the same requests and yield the same parts and failures.
  *
@@ -385,7 +386,11 @@ export const makeContext = Effect.fn("ChatCompletions.makeContext")(function*(op
   const operations = Client.make(settings, client)
   const model = yield* LanguageModel.make(operations)
   return Context.make(LanguageModel.LanguageModel, model).pipe(
-    Context.add(ModelStream.ModelStream, { model, streamText: operations.streamTyped })
+    Context.add(ModelStream.ModelStream, {
+      model,
+      streamText: operations.streamTyped,
+      pullText: operations.pullTyped
+    })
   )
 })
 

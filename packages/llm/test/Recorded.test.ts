@@ -10,6 +10,7 @@ import { LanguageModel, Prompt } from "@effect/ai"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { LlmFailure, ModelStream } from "@harness/domain"
+import type { Tracer } from "effect"
 import { Context, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
 import { readFileSync } from "node:fs"
 import { ChatCompletions } from "../src/index.js"
@@ -275,19 +276,38 @@ describe("ModelStream (ADR 0019): the provider's typed parts equal what Language
             const standard = yield* exact(
               model.streamText({ prompt: "hi", toolkit: Tools, disableToolCallResolution: true })
             ).pipe(Effect.provide(ToolsLayer))
+            const options = (span: Tracer.Span) => ({
+              prompt: Prompt.make("hi"),
+              tools: Object.values(Tools.tools),
+              toolChoice: "auto" as const,
+              responseFormat: { type: "text" as const },
+              span
+            })
             const typed = yield* Effect.scoped(Effect.flatMap(
               Effect.makeSpanScoped("test"),
-              (span) =>
-                exact(lower.streamText({
-                  prompt: Prompt.make("hi"),
-                  tools: Object.values(Tools.tools),
-                  toolChoice: "auto",
-                  responseFormat: { type: "text" },
-                  span
-                }))
+              (span) => exact(lower.streamText(options(span)))
             ))
             assert.isAbove(standard.length, 0)
             assert.deepStrictEqual(typed, standard)
+            // The same response pulled (ADR 0083): the same parts and failure; a body read whole is one chunk.
+            const pullText = lower.pullText
+            assert.isDefined(pullText, "the provider offers its response as a pull")
+            const pulls = yield* Effect.scoped(Effect.flatMap(
+              Effect.makeSpanScoped("test"),
+              (span) => Stream.fromPull(pullText!(options(span))).pipe(Stream.chunks, Stream.either, Stream.runCollect)
+            ))
+            const pulled = yield* Effect.scoped(Effect.flatMap(
+              Effect.makeSpanScoped("test"),
+              (span) => exact(Stream.fromPull(pullText!(options(span))))
+            ))
+            assert.deepStrictEqual(pulled, standard)
+            if (chunks.length === 1) {
+              // One read: one chunk, and one more at the end for a last event the body never dispatched (no blank line).
+              const parts = standard.filter((item) => "json" in item).length
+              const dispatched = /(\r?\n){2}$/.test(new TextDecoder().decode(bytes))
+              const given = Array.from(pulls).filter(Either.isRight).length
+              assert.strictEqual(given, parts === 0 ? 0 : dispatched ? 1 : 2, "every event of one read in one chunk")
+            }
           }
         }),
       { timeout: slow }

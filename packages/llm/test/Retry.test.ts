@@ -127,8 +127,8 @@ const aiFailure = (code: LlmFailure.LlmFailureCode) =>
   })
 
 /**
- * An attempt that counts its runs, emits `emit` elements and then fails with `code` — until `failingRuns` runs
- * have failed; later runs emit "ok" and end.
+ * An attempt that counts its runs, gives `emit` elements and then fails with `code` — until `failingRuns` runs
+ * have failed; later runs give "ok" and end.
  */
 const scriptedAttempt = (
   runs: Ref.Ref<number>,
@@ -136,10 +136,12 @@ const scriptedAttempt = (
   code: LlmFailure.LlmFailureCode,
   failingRuns: number
 ) =>
-  Stream.unwrap(Effect.map(Ref.updateAndGet(runs, (n) => n + 1), (run) =>
-    run > failingRuns
-      ? Stream.make("ok")
-      : Stream.concat(Stream.fromIterable(emit), Stream.fail(aiFailure(code)))))
+  Effect.flatMap(Ref.updateAndGet(runs, (n) => n + 1), (run) =>
+    Stream.toPull(
+      run > failingRuns
+        ? Stream.make("ok")
+        : Stream.concat(Stream.fromIterable(emit), Stream.fail(aiFailure(code)))
+    ))
 
 describe("Retry.beforeOutput", () => {
   const instant = policy(3, 0, 0)
@@ -148,11 +150,11 @@ describe("Retry.beforeOutput", () => {
     Effect.gen(function*() {
       const runs = yield* Ref.make(0)
       const notices = yield* Ref.make<ReadonlyArray<number>>([])
-      const out = yield* Retry.beforeOutput(
+      const out = yield* Stream.fromPull(Retry.beforeOutput(
         scriptedAttempt(runs, [], "SERVER", 2),
         instant,
         hooks((notice) => Ref.update(notices, (all) => [...all, notice.retry]))
-      ).pipe(Stream.runCollect)
+      )).pipe(Stream.runCollect)
       assert.deepStrictEqual(Chunk.toArray(out), ["ok"])
       assert.strictEqual(yield* Ref.get(runs), 3)
       assert.deepStrictEqual(yield* Ref.get(notices), [1, 2])
@@ -163,11 +165,11 @@ describe("Retry.beforeOutput", () => {
       const runs = yield* Ref.make(0)
       const notices = yield* Ref.make(0)
       const delivered: Array<string> = []
-      const exit = yield* Retry.beforeOutput(
+      const exit = yield* Stream.fromPull(Retry.beforeOutput(
         scriptedAttempt(runs, ["Hel", "lo"], "SERVER", 1),
         instant,
         hooks(() => Ref.update(notices, (n) => n + 1))
-      ).pipe(
+      )).pipe(
         Stream.runForEach((element) => Effect.sync(() => delivered.push(element))),
         Effect.exit
       )
@@ -188,7 +190,9 @@ describe("Retry.beforeOutput", () => {
   it.effect("a failure the schedule declines reaches the caller unchanged after one attempt", () =>
     Effect.gen(function*() {
       const runs = yield* Ref.make(0)
-      const exit = yield* Retry.beforeOutput(scriptedAttempt(runs, [], "AUTH", 5), instant, hooks(() => Effect.void))
+      const exit = yield* Stream.fromPull(
+        Retry.beforeOutput(scriptedAttempt(runs, [], "AUTH", 5), instant, hooks(() => Effect.void))
+      )
         .pipe(
           Stream.runCollect,
           Effect.exit

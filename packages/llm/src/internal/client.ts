@@ -46,6 +46,8 @@ export interface Operations {
   readonly streamTyped: (
     options: LanguageModel.ProviderOptions
   ) => Stream.Stream<ModelStream.Part, AiError.AiError>
+  /** `streamTyped`'s response as the pull it is made of (`ModelStream.pullText`, ADR 0083). */
+  readonly pullTyped: (options: LanguageModel.ProviderOptions) => Effect.Effect<ModelStream.Pull, never, Scope.Scope>
 }
 
 /** Header names whose values are always secret. */
@@ -182,9 +184,9 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
   const watched = <A>(
     ctx: Errors.RequestContext,
     method: Errors.Method,
-    attempt: (watch: Watch) => Stream.Stream<A, AiError.AiError>
-  ): Stream.Stream<A, AiError.AiError> =>
-    Stream.unwrapScoped(Effect.gen(function*() {
+    attempt: (watch: Watch) => Effect.Effect<Retry.Pull<A>, AiError.AiError, Scope.Scope>
+  ): Effect.Effect<Retry.Pull<A>, AiError.AiError, Scope.Scope> =>
+    Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
       const last = yield* Ref.make<number | undefined>(undefined)
       const progress = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.set(last, now))
@@ -219,13 +221,24 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
         watchdog,
         (error) => Effect.zipRight(Ref.set(alarm, Option.some(error)), Scope.close(scope, Exit.void))
       ))
-      return attempt({ progress, scope }).pipe(Stream.catchAllCause((cause) =>
-        Stream.unwrap(Effect.map(
+      // Whatever fails once the watchdog has fired (the aborted request, its read) fails with the watchdog's error.
+      const alarmed = <E>(cause: Cause.Cause<E>, wrap: (error: AiError.AiError) => E) =>
+        Effect.flatMap(
           Ref.get(alarm),
-          Option.match({ onNone: () => Stream.failCause(cause), onSome: Stream.fail })
-        ))
-      ))
-    }))
+          Option.match({ onNone: () => Effect.failCause(cause), onSome: (error) => Effect.fail(wrap(error)) })
+        )
+      const pull = yield* Effect.catchAllCause(
+        attempt({ progress, scope }),
+        (cause) => alarmed(cause, (error) => error)
+      )
+      return Effect.catchAllCause(pull, (cause) => {
+        const failure = Cause.failureOption(cause)
+        // The end of the response is no failure.
+        return Option.isSome(failure) && Option.isNone(failure.value)
+          ? Effect.failCause(cause)
+          : alarmed(cause, Option.some)
+      })
+    })
 
   const bytes = (
     response: HttpClientResponse.HttpClientResponse,
@@ -303,45 +316,6 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames])
     )
 
-  /**
-   * The body text of a 200 whose label is not `text/event-stream` (or that has none), as an event stream when it
-   * starts like one. Contract: the body is read only until its start decides — after an optional BOM and blank
-   * lines, a comment (`:`) or a `data`, `event`, `id` or `retry` field is an event stream, anything else is not —
-   * and is then passed on whole (the bytes read to decide included); otherwise the attempt fails with
-   * {@link notEventStream}, describing up to `headLimit` characters of it.
-   */
-  const sniffed = (
-    text: Stream.Stream<string, AiError.AiError>,
-    contentType: string | undefined
-  ): Effect.Effect<Stream.Stream<string, AiError.AiError>, AiError.AiError, Scope.Scope> =>
-    Effect.gen(function*() {
-      const pull = yield* Stream.toPull(text)
-      // Pulls once: the text it brought, or undefined at the end of the body.
-      const next = Effect.catchAll(
-        Effect.map(pull, (pieces) => Chunk.join(pieces, "")),
-        (end) => Option.match(end, { onNone: () => Effect.succeed(undefined), onSome: Effect.fail })
-      )
-      let seen = ""
-      let ended = false
-      let verdict = EventStream.eventStreamStart(seen, ended)
-      while (verdict === undefined) {
-        const piece = yield* next
-        if (piece === undefined) ended = true
-        else seen += piece
-        verdict = EventStream.eventStreamStart(seen, ended)
-      }
-      if (verdict) {
-        const start = seen === "" ? Stream.empty : Stream.succeed(seen)
-        return ended ? start : Stream.concat(start, Stream.repeatEffectChunkOption(pull))
-      }
-      while (!ended && seen.length < headLimit) {
-        const piece = yield* Effect.orElseSucceed(next, () => undefined)
-        if (piece === undefined) ended = true
-        else seen += piece
-      }
-      return yield* Effect.fail(notEventStream(contentType ?? "(none)", seen.slice(0, headLimit)))
-    })
-
   // A 200 that is not an event stream: say what it was (content type, the provider's message, the first bytes).
   const notEventStream = (contentType: string, text: string): AiError.AiError => {
     const trimmed = text.trim()
@@ -382,7 +356,7 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
   })
 
   /**
-   * One response's fold of its events into output (`EventStream.Options.event`): its decoding state is this closure's,
+   * One response's fold of its events into output (the event stream's `event` option): its decoding state is this closure's,
    * made per attempt and used only by the fiber that runs the attempt's stream.
    */
   const fold = <A>(advertised: ReadonlySet<string>, convert: Convert<A>) => {
@@ -426,68 +400,88 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
   }
 
   /**
-   * The last guard where anything leaves: a defect below (a bug, a library throwing) becomes a classified
-   * `UNKNOWN` failure with a one-line message, interruption stays interruption, and every error is scrubbed.
+   * The last guard where anything leaves: a response opened by `open` as a pull, whose open never fails (its failure
+   * is the first pull's). A defect (a bug, a library throwing) becomes a classified `UNKNOWN` failure with a one-line
+   * message, interruption stays interruption, and every error is scrubbed.
    */
   const edge = <A>(
-    stream: Stream.Stream<A, AiError.AiError>,
+    open: Effect.Effect<Retry.Pull<A>, AiError.AiError, Scope.Scope>,
     ctx: Errors.RequestContext,
     method: Errors.Method
-  ): Stream.Stream<A, AiError.AiError> =>
-    stream.pipe(
-      Stream.catchAllCause((cause) => {
-        if (Cause.isInterruptedOnly(cause)) return Stream.failCause(cause)
+  ): Effect.Effect<Retry.Pull<A>, never, Scope.Scope> => {
+    const guard = (pull: Retry.Pull<A>): Retry.Pull<A> =>
+      Effect.catchAllCause(pull, (cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
         const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure)) return Stream.fail(failure.value)
+        if (Option.isSome(failure)) {
+          return Effect.fail(Option.map(failure.value, (error) => Errors.scrubError(error, scrub)))
+        }
         const defect = Cause.dieOption(cause)
-        return Stream.fail(
-          Errors.unexpected(ctx, method, Option.isSome(defect) ? describeCause(defect.value) : "interrupted")
+        const error = Errors.unexpected(
+          ctx,
+          method,
+          Option.isSome(defect) ? describeCause(defect.value) : "interrupted"
         )
-      }),
-      Stream.mapError((error) => Errors.scrubError(error, scrub))
+        return Effect.fail(Option.some(Errors.scrubError(error, scrub)))
+      })
+    return Effect.catchAllCause(
+      Effect.map(open, guard),
+      (cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.interrupt
+          : Effect.succeed(guard(Effect.failCause(Cause.map(cause, Option.some))))
     )
+  }
 
-  const stream = <A>(
+  /**
+   * A streamed response as a pull (ADR 0083): the request, its attempts under the watchdog and the retry, each pull
+   * the output of one read of the body. What a `Stream` of it would add per chunk (an executor stage for each layer)
+   * is not paid: the only executor under a pull is the body's.
+   */
+  const pull = <A>(
     options: LanguageModel.ProviderOptions,
     convert: Convert<A>
-  ): Stream.Stream<A, AiError.AiError> => {
+  ): Effect.Effect<Retry.Pull<A>, never, Scope.Scope> => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
     const ctx = streamContext
+    const attempt = (body: string) =>
+      watched(
+        ctx,
+        "streamText",
+        (watch) =>
+          Effect.flatMap(send(body, "streamText", ctx, "text/event-stream", watch), (response) => {
+            const contentType = Errors.contentTypeOf(response.headers)
+            return Effect.flatMap(Stream.toPull(bytes(response, "streamText", ctx)), (read) =>
+              EventStream.pull(read, {
+                maxEventSize: settings.maxEventSize,
+                progress: watch.progress,
+                labelled: contentType !== undefined && /^\s*text\/event-stream\b/i.test(contentType),
+                notEventStream: (text) => notEventStream(contentType ?? "(none)", text),
+                headLimit,
+                event: fold(advertised, convert),
+                tooLarge: (max) =>
+                  Errors.malformed(
+                    ctx,
+                    "streamText",
+                    `the server sent an SSE event larger than ${max} characters (the parser's limit)`
+                  ),
+                truncated: () => Errors.malformed(ctx, "streamText", "the stream closed before [DONE]")
+              }))
+          })
+      )
     return edge(
-      Stream.unwrap(Effect.map(encodeBody("streamText", ctx, options, true), (body) => {
-        const attempt = watched(ctx, "streamText", (watch) =>
-          Stream.unwrapScoped(Effect.flatMap(
-            send(body, "streamText", ctx, "text/event-stream", watch),
-            (response) => {
-              const contentType = Errors.contentTypeOf(response.headers)
-              const text = bytes(response, "streamText", ctx).pipe(Stream.decodeText())
-              const body = contentType !== undefined && /^\s*text\/event-stream\b/i.test(contentType)
-                ? Effect.succeed(text)
-                : sniffed(text, contentType)
-              return Effect.map(body, (body) =>
-                EventStream.decode(body, {
-                  maxEventSize: settings.maxEventSize,
-                  progress: watch.progress,
-                  event: fold(advertised, convert),
-                  tooLarge: (max) =>
-                    Errors.malformed(
-                      ctx,
-                      "streamText",
-                      `the server sent an SSE event larger than ${max} characters (the parser's limit)`
-                    ),
-                  truncated: () => Errors.malformed(ctx, "streamText", "the stream closed before [DONE]")
-                }))
-            }
-          )))
-        return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "streamText"))
-      })),
+      Effect.flatMap(
+        encodeBody("streamText", ctx, options, true),
+        (body) => Retry.beforeOutput(attempt(body), settings.retry, retryHooks(ctx, "streamText"))
+      ),
       ctx,
       "streamText"
     )
   }
 
-  const streamText: Operations["streamText"] = (options) => stream(options, encoded)
-  const streamTyped: Operations["streamTyped"] = (options) => stream(options, typedParts)
+  const streamText: Operations["streamText"] = (options) => Stream.fromPull(pull(options, encoded))
+  const streamTyped: Operations["streamTyped"] = (options) => Stream.fromPull(pull(options, typedParts))
+  const pullTyped: Operations["pullTyped"] = (options) => pull(options, typedParts)
 
   const generateText: Operations["generateText"] = (options) => {
     const advertised = new Set(options.tools.map((tool) => tool.name))
@@ -511,39 +505,39 @@ export const make = (settings: Settings, client: HttpClient.HttpClient): Operati
         onRight: (parts) => Effect.succeed(parts.map(scrub.deep))
       })
     }
-    return edge(
-      Stream.unwrap(Effect.map(encodeBody("generateText", ctx, options, false), (body) => {
-        const attempt = watched(ctx, "generateText", (watch) =>
-          Stream.unwrapScoped(Effect.map(
-            send(body, "generateText", ctx, "application/json", watch),
-            (response) =>
-              bytes(response, "generateText", ctx).pipe(
-                Stream.tap(() => watch.progress),
-                Stream.mapAccumEffect(0, (total, piece: Uint8Array) =>
-                  total + piece.length > maxBodyBytes
-                    ? Effect.fail(Errors.malformed(
-                      ctx,
-                      "generateText",
-                      `the response body is larger than ${maxBodyBytes} bytes (the limit for a completion)`
-                    ))
-                    : Effect.succeed([total + piece.length, piece] as const)),
-                Stream.decodeText(),
-                Stream.mkString,
-                Effect.flatMap((text) => decodeBody(response, text)),
-                Stream.fromEffect
-              )
-          )))
-        return Retry.beforeOutput(attempt, settings.retry, retryHooks(ctx, "generateText"))
-      })),
-      ctx,
-      "generateText"
-    ).pipe(
+    // An attempt reads the whole body before its pull gives the parts, so any failure comes before output.
+    const attempt = (body: string) =>
+      watched(ctx, "generateText", (watch) =>
+        send(body, "generateText", ctx, "application/json", watch).pipe(
+          Effect.flatMap((response) =>
+            bytes(response, "generateText", ctx).pipe(
+              Stream.tap(() => watch.progress),
+              Stream.mapAccumEffect(0, (total, piece: Uint8Array) =>
+                total + piece.length > maxBodyBytes
+                  ? Effect.fail(Errors.malformed(
+                    ctx,
+                    "generateText",
+                    `the response body is larger than ${maxBodyBytes} bytes (the limit for a completion)`
+                  ))
+                  : Effect.succeed([total + piece.length, piece] as const)),
+              Stream.decodeText(),
+              Stream.mkString,
+              Effect.flatMap((text) => decodeBody(response, text))
+            )
+          ),
+          Effect.flatMap((parts) => Stream.toPull(Stream.succeed(parts)))
+        ))
+    const open = Effect.flatMap(
+      encodeBody("generateText", ctx, options, false),
+      (body) => Retry.beforeOutput(attempt(body), settings.retry, retryHooks(ctx, "generateText"))
+    )
+    return Stream.fromPull(edge(open, ctx, "generateText")).pipe(
       Stream.runCollect,
       Effect.map((chunks) => Chunk.toArray(chunks).flatMap((parts) => [...parts]))
     )
   }
 
-  return { generateText, streamText, streamTyped }
+  return { generateText, streamText, streamTyped, pullTyped }
 }
 
 const problemError = (

@@ -7,7 +7,18 @@
  */
 import type { AiError } from "@effect/ai"
 import { LlmFailure } from "@harness/domain"
-import { Chunk, Clock, Duration, Effect, Schedule, ScheduleDecision, Stream } from "effect"
+import {
+  Chunk,
+  Clock,
+  Duration,
+  Effect,
+  ExecutionStrategy,
+  Exit,
+  Option,
+  Schedule,
+  ScheduleDecision,
+  Scope
+} from "effect"
 import type { RetryPolicy } from "./settings.js"
 
 /**
@@ -77,55 +88,82 @@ const retrying = (
     )
   )
 
+/** A response pulled chunk by chunk: `Stream.toPull`'s shape (`Option.none()` at the end). */
+export type Pull<A> = Effect.Effect<Chunk.Chunk<A>, Option.Option<AiError.AiError>>
+
 /**
- * Runs `attempt` and re-runs it after a failure, as the schedule says, while the failed attempt emitted nothing.
+ * Opens `attempt` (in a scope of its own) and pulls it, and opens it again after a failure, as the schedule says,
+ * while the failed attempt's pull gave nothing.
  *
  * Contract:
- * - A model call makes at most `maxRetries + 1` attempts, whatever each attempt streamed before failing (empty
+ * - A model call makes at most `maxRetries + 1` attempts, whatever each attempt read before failing (empty
  *   chunks, comments, role-only deltas); the n-th retry waits `baseDelay · 2ⁿ⁻¹` (jittered, capped) — the count
  *   and the backoff are kept across the whole call, never reset.
- * - Once an attempt emitted an element (a part reached the caller), its failure goes to the caller unchanged and is
+ * - Once a pull succeeded (a chunk reached the caller), the attempt's failure goes to the caller unchanged and is
  *   not retried: nothing is replayed (the agent's `requestError` hook decides what to do). A failure the schedule
  *   declines goes to the caller unchanged too.
+ * - A failed attempt's scope is closed (its request aborted) before the wait; the scope of the attempt that is
+ *   pulled last closes with the caller's.
  * - With `policy.deadline`, the call (attempts and waits together) ends with `pastDeadline(deadline)` once that
  *   much time has passed since it started, output or not; a retry whose wait would end at or after the deadline is
  *   not made (the last failure goes to the caller at once).
  * - `onRetry` runs before each wait.
+ * - The pull is the caller's fiber's: one pull at a time.
  */
-export const beforeOutput = <A, R>(
-  attempt: Stream.Stream<A, AiError.AiError, R>,
+export const beforeOutput = <A>(
+  attempt: Effect.Effect<Pull<A>, AiError.AiError, Scope.Scope>,
   policy: RetryPolicy,
   hooks: Hooks
-): Stream.Stream<A, AiError.AiError, R> =>
-  Stream.unwrap(Effect.gen(function*() {
+): Effect.Effect<Pull<A>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const call = yield* Effect.scope
     const started = yield* Clock.currentTimeMillis
     const deadlineAt = policy.deadline === undefined ? undefined : started + Duration.toMillis(policy.deadline)
     // One driver for the whole call: its state (attempt count, backoff) survives every attempt.
     const driver = yield* Schedule.driver(retrying(policy, hooks.onRetry, deadlineAt))
-    const run = (): Stream.Stream<A, AiError.AiError, R> =>
-      Stream.suspend(() => {
-        // Whether this run of the attempt emitted: created afresh per run, read and written only by the fiber
-        // running it. A plain flag keeps the per-chunk path free of effects.
-        let emitted = false
-        return attempt.pipe(
-          Stream.mapChunks((chunk) => {
-            if (!emitted && Chunk.isNonEmpty(chunk)) emitted = true
-            return chunk
-          }),
-          Stream.catchAll((error) =>
-            emitted ? Stream.fail(error) : Stream.unwrap(Effect.match(driver.next(error), {
-              onFailure: () => Stream.fail(error),
-              onSuccess: run
-            }))
-          )
-        )
-      })
-    const deadline = policy.deadline
-    return deadline === undefined
-      ? run()
-      : run().pipe(
-        Stream.interruptWhen(
-          Effect.zipRight(Effect.sleep(deadline), Effect.failSync(() => hooks.pastDeadline(deadline)))
-        )
+    // The running attempt's pull and scope, and whether it gave a chunk: read and written only by the fiber that
+    // pulls (a pull runs to its end before the next starts), so the per-chunk path is free of effects of its own.
+    let current: Pull<A> | undefined
+    let scope: Scope.CloseableScope | undefined
+    let emitted = false
+    const retryOr = (error: AiError.AiError): Pull<A> => {
+      current = undefined
+      const closing = scope === undefined ? Effect.void : Scope.close(scope, Exit.fail(error))
+      scope = undefined
+      return Effect.zipRight(
+        closing,
+        emitted
+          ? Effect.fail(Option.some(error))
+          : Effect.matchEffect(driver.next(error), {
+            onFailure: () => Effect.fail(Option.some(error)),
+            onSuccess: () => pull
+          })
       )
-  }))
+    }
+    const open: Pull<A> = Effect.flatMap(Scope.fork(call, ExecutionStrategy.sequential), (opened) => {
+      scope = opened
+      return Effect.matchEffect(Scope.extend(attempt, opened), {
+        onFailure: retryOr,
+        onSuccess: (next) => {
+          current = next
+          return pull
+        }
+      })
+    })
+    const pull: Pull<A> = Effect.suspend(() =>
+      current === undefined ? open : Effect.matchEffect(current, {
+        onFailure: Option.match({ onNone: () => Effect.fail(Option.none()), onSome: retryOr }),
+        onSuccess: (chunk) => {
+          if (!emitted && Chunk.isNonEmpty(chunk)) emitted = true
+          return Effect.succeed(chunk)
+        }
+      })
+    )
+    const deadline = policy.deadline
+    if (deadline === undefined || deadlineAt === undefined) return pull
+    const past = () => Option.some(hooks.pastDeadline(deadline))
+    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      now >= deadlineAt
+        ? Effect.fail(past())
+        : Effect.timeoutFail(pull, { duration: Duration.millis(deadlineAt - now), onTimeout: past }))
+  })
