@@ -41,8 +41,9 @@ export interface Service {
   readonly streamText: (options: LanguageModel.ProviderOptions) => Stream.Stream<Part, AiError.AiError>
   /**
    * Optional: the same response as a {@link Pull}, for a model whose reply is at hand without a stream (a scripted,
-   * replayed or cached one). Running a `Stream` costs a channel executor per request (a few hundred interpreter
-   * steps even for a reply of one chunk); a pull hands the chunks over directly.
+   * replayed or cached one) or that reads its response itself (Harness's provider, ADR 0083). Running a `Stream`
+   * costs a channel executor per request (a few hundred interpreter steps even for a reply of one chunk) and a stage
+   * per chunk for each of its layers; a pull hands the chunks over directly.
    *
    * Contract: the same request, the same parts in the same chunks and the same failures as {@link Service.streamText}
    * with the same options. What the response holds (a wait, a connection) is released when the scope closes; the
