@@ -179,15 +179,41 @@ const view = (
 
 /** The inbox's two parts: the FIFO of queued turns and the snapshot. */
 export interface Inbox {
-  readonly queue: Queue.Queue<QueuedItem>
+  /**
+   * The FIFO of queued turns while it holds any (ADR 0079): made by the offer that finds none, dropped by the claim or
+   * take that empties it, so an idle agent holds no `Queue`. Reached only through {@link takeAll}, {@link offerAll} and
+   * the functions below, holding the agent's lock; set and cleared in synchronous steps.
+   */
+  queue: Queue.Queue<QueuedItem> | undefined
   readonly snapshot: Ref.Ref<Snapshot>
 }
 
-/** A new, empty inbox. */
-export const make: Effect.Effect<Inbox> = Effect.all({
-  queue: Queue.unbounded<QueuedItem>(),
-  snapshot: Ref.make(empty)
-})
+/** A new, empty inbox: no `Queue` until the first offer. */
+export const make: Effect.Effect<Inbox> = Effect.map(
+  Ref.make(empty),
+  (snapshot): Inbox => ({ queue: undefined, snapshot })
+)
+
+/** The FIFO, made now if the inbox holds none. */
+const queueOf = (inbox: Inbox): Effect.Effect<Queue.Queue<QueuedItem>> =>
+  Effect.suspend(() =>
+    inbox.queue !== undefined
+      ? Effect.succeed(inbox.queue)
+      : Effect.map(Queue.unbounded<QueuedItem>(), (made) => (inbox.queue = made))
+  )
+
+/** Takes every queued item, in FIFO order, and drops the emptied `Queue`. */
+const takeAll = (inbox: Inbox): Effect.Effect<Chunk.Chunk<QueuedItem>> =>
+  Effect.suspend(() => {
+    const queue = inbox.queue
+    if (queue === undefined) return Effect.succeed(Chunk.empty())
+    inbox.queue = undefined
+    return Queue.takeAll(queue)
+  })
+
+/** Offers items back in this order (a `Queue` is made only for some). */
+const offerAll = (inbox: Inbox, items: ReadonlyArray<QueuedItem>): Effect.Effect<unknown> =>
+  items.length === 0 ? Effect.void : Effect.flatMap(queueOf(inbox), (queue) => Queue.offerAll(queue, items))
 
 /** Reads the snapshot. */
 export const get = (inbox: Inbox): Effect.Effect<Snapshot> => Ref.get(inbox.snapshot)
@@ -198,12 +224,19 @@ export const modify = (inbox: Inbox, f: (snapshot: Snapshot) => Snapshot): Effec
 
 /** Offers a queued turn. */
 export const offer = (inbox: Inbox, item: QueuedItem): Effect.Effect<void> =>
-  Effect.zipRight(Queue.offer(inbox.queue, item), Ref.update(inbox.snapshot, (s) => enqueued(s, item)))
+  Effect.zipRight(
+    Effect.flatMap(queueOf(inbox), (queue) => Queue.offer(queue, item)),
+    Ref.update(inbox.snapshot, (s) => enqueued(s, item))
+  )
 
 /** Claims the head of the FIFO when a waking item is queued (R31: parked items ahead of it run first). */
 export const claim = Effect.fnUntraced(function*(inbox: Inbox) {
-  if ((yield* Ref.get(inbox.snapshot)).waking === 0) return Option.none()
-  const item = yield* Queue.poll(inbox.queue)
+  const { queued, waking } = yield* Ref.get(inbox.snapshot)
+  const queue = inbox.queue
+  if (waking === 0 || queue === undefined) return Option.none()
+  const item = yield* Queue.poll(queue)
+  // The last queued item: the emptied `Queue` is dropped (ADR 0079).
+  if (queued === 1) inbox.queue = undefined
   if (Option.isSome(item)) yield* Ref.update(inbox.snapshot, (s) => dequeued(s, [item.value]))
   return item
 })
@@ -213,7 +246,7 @@ export const claim = Effect.fnUntraced(function*(inbox: Inbox) {
  * the steering, in that order (R84).
  */
 export const discardAll = Effect.fnUntraced(function*(inbox: Inbox) {
-  const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const queued = Chunk.toReadonlyArray(yield* takeAll(inbox))
   const snapshot = yield* Ref.get(inbox.snapshot)
   const steering: Array<Message.AgentMessage> = []
   for (const item of snapshot.outbox) if (item._tag === "steering") steering.push(item.message)
@@ -226,8 +259,8 @@ export const discardAll = Effect.fnUntraced(function*(inbox: Inbox) {
 
 /** The queued items, in FIFO order, leaving the Queue as it was. */
 const peekQueued = Effect.fnUntraced(function*(inbox: Inbox) {
-  const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
-  yield* Queue.offerAll(inbox.queue, items)
+  const items = Chunk.toReadonlyArray(yield* takeAll(inbox))
+  yield* offerAll(inbox, items)
   return items
 })
 
@@ -265,9 +298,9 @@ export const withdraw = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentM
     })
   }
   if (snapshot.queued === 0) return Option.none<Pending>()
-  const queued = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const queued = Chunk.toReadonlyArray(yield* takeAll(inbox))
   const found = queued.find((item) => item.message.id === id)
-  yield* Queue.offerAll(inbox.queue, found === undefined ? queued : queued.filter((item) => item !== found))
+  yield* offerAll(inbox, found === undefined ? queued : queued.filter((item) => item !== found))
   if (found === undefined) return Option.none<Pending>()
   yield* Ref.set(inbox.snapshot, dequeued(snapshot, [found]))
   return Option.some<Pending>({ message: found.message, item: queuedView(found) })
@@ -320,10 +353,10 @@ const find = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMessageId) {
   )
   if (Option.isSome(index)) return Option.some<Found>({ _tag: "steering", index: index.value })
   if (snapshot.queued === 0) return Option.none<Found>()
-  const items = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const items = Chunk.toReadonlyArray(yield* takeAll(inbox))
   const at = items.findIndex((item) => item.message.id === id)
   if (at < 0) {
-    yield* Queue.offerAll(inbox.queue, items)
+    yield* offerAll(inbox, items)
     return Option.none<Found>()
   }
   return Option.some<Found>({ _tag: "queued", items, index: at })
@@ -357,7 +390,7 @@ export const edit = Effect.fnUntraced(
     if (found.value._tag === "queued") {
       const { index, items } = found.value
       const item: QueuedItem = { ...items[index]!, message }
-      yield* Queue.offerAll(inbox.queue, items.map((old, at) => at === index ? item : old))
+      yield* offerAll(inbox, items.map((old, at) => at === index ? item : old))
       return Option.some<Pending>({ message, item: queuedView(item) })
     }
     const { index } = found.value
@@ -386,7 +419,7 @@ export const move = Effect.fnUntraced(
       const rest = items.filter((_, at) => at !== index)
       const to = Math.min(position, rest.length)
       const sequence = renumber([...rest.slice(0, to), items[index]!, ...rest.slice(to)])
-      yield* Queue.offerAll(inbox.queue, sequence)
+      yield* offerAll(inbox, sequence)
       const moved = sequence[to]!
       return Option.some({
         pending: { message: moved.message, item: queuedView(moved) },
@@ -431,7 +464,7 @@ export const promote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMe
   if (found.value._tag !== "queued") return Option.some<Placed>({ moved: false, where: found.value._tag })
   const { index, items } = found.value
   const item = items[index]!
-  yield* Queue.offerAll(inbox.queue, items.filter((_, at) => at !== index))
+  yield* offerAll(inbox, items.filter((_, at) => at !== index))
   yield* Ref.update(inbox.snapshot, (s) => ({
     ...dequeued(s, [item]),
     outbox: Chunk.append(
@@ -450,7 +483,7 @@ export const demote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMes
   const found = yield* find(inbox, id)
   if (Option.isNone(found)) return Option.none<Placed>()
   if (found.value._tag === "queued") {
-    yield* Queue.offerAll(inbox.queue, found.value.items)
+    yield* offerAll(inbox, found.value.items)
     return Option.some<Placed>({ moved: false, where: "queued" })
   }
   const snapshot = yield* Ref.get(inbox.snapshot)
@@ -467,9 +500,9 @@ export const demote = Effect.fnUntraced(function*(inbox: Inbox, id: Ids.AgentMes
  * exchange their `order` ranks so that `inbox` lists it first. Answers the id of the item that was at the head.
  */
 export const offerFirst = Effect.fnUntraced(function*(inbox: Inbox, item: QueuedItem) {
-  const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(inbox.queue))
+  const rest = Chunk.toReadonlyArray(yield* takeAll(inbox))
   const sequence = renumber([item, ...rest])
-  yield* Queue.offerAll(inbox.queue, sequence)
+  yield* offerAll(inbox, sequence)
   yield* Ref.update(inbox.snapshot, (s) => enqueued(s, item))
   return rest[0]?.message.id
 })
