@@ -37,11 +37,14 @@ export interface Tracker {
   ) => Effect.Effect<ReadonlyArray<StoreRecords.ApprovalRequested>, SessionLogError>
 }
 
+/** No pending approval: one empty map shared by every log (`folded` makes a new map, ADR 0079). */
+const none: ReadonlyMap<string, StoreRecords.ApprovalRequested> = new Map()
+
 /** A tracker from the approvals the log was opened (or made) with. */
 export const makeTracker = (opened: Approvals): Effect.Effect<Tracker> =>
   Effect.map(
     Ref.make<ReadonlyMap<string, StoreRecords.ApprovalRequested> | "unknown">(
-      opened === "unknown" ? opened : new Map(opened.map((r) => [r.callId, r]))
+      opened === "unknown" ? opened : opened.length === 0 ? none : new Map(opened.map((r) => [r.callId, r]))
     ),
     (ref): Tracker => ({
       record: (records) => Ref.update(ref, (now) => (now === "unknown" ? now : folded(now, records))),
