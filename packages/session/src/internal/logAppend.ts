@@ -24,7 +24,7 @@ import {
   storeError,
   validateInbox
 } from "./logRecords.js"
-import { isApprovalRecord } from "./pendingApprovals.js"
+import { isApprovalRecord, type Tracker } from "./pendingApprovals.js"
 import { slowPath } from "./slowPath.js"
 import { noSnapshots } from "./snapshotKeeper.js"
 import { type AppendIn, holding, type LogTransaction, transaction } from "./transaction.js"
@@ -52,8 +52,8 @@ export interface AppendParts {
   readonly afterCommit: AfterCommit
   /** The writer of a write-behind log; none on a write-through log. */
   readonly background: WriterControl | undefined
-  /** Folds recorded inbox records, approval records among them, into the log's pending approvals (ADR 0075). */
-  readonly recorded: (records: ReadonlyArray<StoreRecords.InboxRecord>) => Effect.Effect<void>
+  /** The log's pending approvals: recorded inbox records, approval records among them, are folded in (ADR 0075). */
+  readonly approvals: Tracker
   /** {@link appendIn} bound to these parts: what a transaction's handle appends through. */
   readonly appendIn: AppendIn
 }
@@ -72,7 +72,7 @@ export const appendParts = (parts: Omit<AppendParts, "appendIn" | "observers">):
     commitNow: parts.commitNow,
     afterCommit: parts.afterCommit,
     background: parts.background,
-    recorded: parts.recorded,
+    approvals: parts.approvals,
     appendIn: (inputs, trusted, tx) => appendIn(made, inputs, trusted, tx)
   }
   return made
@@ -275,7 +275,7 @@ export const recordInbox = (
       ...s,
       writer: { ...s.writer, inbox: Chunk.appendAll(s.writer.inbox, Chunk.unsafeFromArray(records)) }
     }))
-    const add = records.some(isApprovalRecord) ? Effect.zipRight(update, p.recorded(records)) : update
+    const add = records.some(isApprovalRecord) ? Effect.zipRight(update, p.approvals.record(records)) : update
     return p.background === undefined ? add : Effect.zipRight(add, p.background.kick)
   })
 

@@ -16,7 +16,7 @@ import { commitNowOf, leaseOf, writerStore } from "./leasedStore.js"
 import { appendParts } from "./logAppend.js"
 import { LogService } from "./logReads.js"
 import { checkContinuable, encode, invalidSeed, type LogData, randomSessionId, storeError } from "./logRecords.js"
-import { makeTracker } from "./pendingApprovals.js"
+import { Tracker } from "./pendingApprovals.js"
 import {
   freshSnapshots,
   noSnapshots,
@@ -76,9 +76,9 @@ export const makeService: (
 
   // The writer exists only on a write-behind log: the one log with a faults PubSub.
   const background = faults === undefined ? undefined : writerOf(id, store, shared, settings, faults, afterCommit)
-  const approvals = yield* makeTracker(snapshots.approvals)
+  const approvals = new Tracker(snapshots.approvals)
   return new LogService({
-    parts: appendParts({ id, store, shared, lock, commitNow, afterCommit, background, recorded: approvals.record }),
+    parts: appendParts({ id, store, shared, lock, commitNow, afterCommit, background, approvals }),
     approvals,
     store: reader,
     faults,
