@@ -157,6 +157,31 @@ const loadChunkSize = 256
  */
 const memoryHolder = (since: number): Store.LeaseHolder => ({ pid: 0, host: "memory", since })
 
+/**
+ * A memory store's lease: its holder and its release built when read (a log holds its lease as long as it lives; an
+ * object with a prebuilt release effect was ≈ 0.3 KB of every idle agent, ADR 0079).
+ */
+class MemoryLease implements Lease {
+  readonly id: Ids.SessionId
+  readonly token: number
+  readonly #since: number
+  readonly #cell: Cell
+  constructor(id: Ids.SessionId, token: number, since: number, cell: Cell) {
+    this.id = id
+    this.token = token
+    this.#since = since
+    this.#cell = cell
+  }
+  get holder(): Store.LeaseHolder {
+    return memoryHolder(this.#since)
+  }
+  get release(): Effect.Effect<void> {
+    return Effect.sync(() => {
+      if (this.#cell.lease === this.token) this.#cell.lease = undefined
+    })
+  }
+}
+
 /** The fence: a write under anything but the session's current lease (none, when it is not leased) is refused. */
 const fenced = (id: Ids.SessionId, cell: Cell, lease: Lease | undefined): SessionStoreError | undefined =>
   cell.lease === undefined
@@ -313,15 +338,7 @@ class MemoryStore implements Service {
         if (cell === undefined) return notFound(id)
         const token = ++this.#tokens
         cell.lease = token
-        const lease: Lease = {
-          id,
-          token,
-          holder: memoryHolder(now),
-          release: Effect.sync(() => {
-            if (cell.lease === token) cell.lease = undefined
-          })
-        }
-        return Effect.succeed(lease)
+        return Effect.succeed(new MemoryLease(id, token, now, cell))
       }))
   }
 
