@@ -245,6 +245,26 @@ describe("regressions", () => {
       seed: 0
     }))
 
+  // The interleaving property's counterexample (seed 877521773): steering staged in turn 1 survives the interrupting
+  // follow-up's cancel, is edited while that follow-up's admission runs, and must still open turn 2 before the prompt
+  // (it was staged before the claim). The edit replaces the outbox item's object; the claim's retained set used to
+  // hold objects, so the edited steering was logged after the prompt.
+  it.scoped("R45: steering edited during an admission stays retained: logged before the prompt it was staged before", () =>
+    check({
+      ops: [
+        { _tag: "send", kind: "followup" },
+        { _tag: "send", kind: "steer" },
+        { _tag: "busy", kind: "followup", whenBusy: "interrupt" },
+        { _tag: "change", change: "edit", pick: 0, position: 0 },
+        { _tag: "take-back", kind: "park" }
+      ],
+      replies: [],
+      end: "dispose",
+      yieldingStore: false,
+      maxOps: 16,
+      seed: 0
+    }))
+
   // The reactive property's counterexample (shrunk by fast-check, then by hand): a follow-up whose only reply calls a
   // turn-concluding tool, and a steer sent as soon as `step/end` is published. Under some preemption budgets the steer
   // is accepted as steering while the window is still open, and turn 1 ends `completed` without it. Which budgets

@@ -109,7 +109,7 @@ const nextActivity = Effect.fnUntraced(function*(env: Env) {
     }
     const inbox = yield* Inbox.get(env.inbox)
     if (Option.isSome(claimed)) {
-      return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: new Set(inbox.outbox) })
+      return yield* startActivity(env, { _tag: "prompt", item: claimed.value, retained: Inbox.stagedKeys(inbox) })
     }
     // Steering stranded by a cancelled or failed turn never waits for an unrelated send: it runs as its own turn.
     const steering = inbox.stranded ? Inbox.firstSteering(inbox) : Option.none()

@@ -44,6 +44,23 @@ export type OutboxItem =
   | { readonly _tag: "context"; readonly message: UserInput }
 
 /**
+ * What names an outbox item across the inbox's operations: its message's id, or the item itself for context that has
+ * none. An edit or a move replaces the item's object but keeps its id, so the item stays the one staged before a
+ * claim (R45).
+ */
+export type OutboxKey = Ids.AgentMessageId | OutboxItem
+
+/** The key of an outbox item ({@link OutboxKey}). */
+export const outboxKey = (item: OutboxItem): OutboxKey => item.message.id ?? item
+
+/** The keys of the items staged now: the input a claim retains, logged before its prompt (R45). */
+export const stagedKeys = (snapshot: Snapshot): ReadonlySet<OutboxKey> => {
+  const keys = new Set<OutboxKey>()
+  for (const item of snapshot.outbox) keys.add(outboxKey(item))
+  return keys
+}
+
+/**
  * The accepted message of `data` under `id`: the one shape an accepted message has from acceptance to the log, and
  * its one freeze (`data` is decoded, so already a frozen copy; only the new record is frozen here, R21).
  */

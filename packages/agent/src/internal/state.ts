@@ -9,7 +9,7 @@ import type { SessionLog } from "@harness/session"
 import type { Deferred, Fiber, Tracer } from "effect"
 import { Cause, Effect, Option, Ref } from "effect"
 import type * as Compaction from "./compaction.js"
-import type { OutboxItem, QueuedItem } from "./inbox.js"
+import type { OutboxKey, QueuedItem } from "./inbox.js"
 import * as Lifecycle from "./lifecycle.js"
 
 /** What one activity (an admission and its turn, or a retry turn) has done so far; read by the driver. */
@@ -56,7 +56,7 @@ export type Job =
     readonly _tag: "prompt"
     readonly item: QueuedItem
     /** The staged items at the claim: retained input, logged before the prompt (those accepted later go after it). */
-    readonly retained: ReadonlySet<OutboxItem>
+    readonly retained: ReadonlySet<OutboxKey>
   }
   /**
    * A turn for steering stranded by a cancelled or failed activity (ADR 0009, R56): its trigger is the first

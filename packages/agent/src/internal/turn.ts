@@ -103,7 +103,7 @@ const compactIfDue = Effect.fnUntraced(function*(env: Env, turn: number, step: n
   return true
 })
 
-const none: ReadonlySet<Inbox.OutboxItem> = new Set()
+const none: ReadonlySet<Inbox.OutboxKey> = new Set()
 
 /** How an activity can end (see `ActivityResult`). */
 const noTurn: ActivityResult = { _tag: "NoTurn" }
@@ -231,7 +231,7 @@ const withDeadline = <A, E>(gauge: Budgets.Gauge, step: number, run: Effect.Effe
 /** How a turn opens: its trigger, the staged input it retains and the admitted prompts (R45). */
 interface Opening {
   readonly trigger: TurnT.TurnTrigger
-  readonly retained: ReadonlySet<Inbox.OutboxItem>
+  readonly retained: ReadonlySet<Inbox.OutboxKey>
   readonly admitted: ReadonlyArray<Inbox.UserInput>
 }
 
@@ -270,11 +270,11 @@ const openTurnLocked = Effect.fnUntraced(function*(
   // before this admission), the prompt, then input accepted during the admission (R45). The prompt's
   // `user/message` carries its id, which is what settles its inbox record (ADR 0017).
   const snapshot = yield* Inbox.get(env.inbox)
-  // Counted by identity, not remembered as a number: an item withdrawn during the admission must not make
-  // one accepted during it count as retained.
+  // Counted by key (the message's id), not remembered as a number: an item withdrawn during the admission must not
+  // make one accepted during it count as retained, and an item edited during it stays retained.
   let leading = 0
   for (const item of snapshot.outbox) {
-    if (!opening.retained.has(item)) break
+    if (!opening.retained.has(Inbox.outboxKey(item))) break
     leading++
   }
   // A compaction turn drains nothing before its compaction step: what was staged lands after the record (R151).
