@@ -13,6 +13,14 @@ import { bundleTree } from "./HarnessBuild.js"
 /** The environment variable that tells a worker where the baseline's bundle is. */
 export const baselineBundleEnv = "BENCH_BASELINE_BUNDLE"
 
+/**
+ * The environment variable that tells a worker where the working tree's own bundle for a comparison is: built by the
+ * same `bundleTree` as the baseline's and loaded the same way, so both sides run one standalone bundle each. (Inside
+ * the worker bundle the tree's adapter would share its Effect with the workloads, whose calls make Effect's functions
+ * polymorphic: an A/A comparison of one commit against itself said 1.14×, 1.10–1.22×, against the tree.)
+ */
+export const treeBundleEnv = "BENCH_TREE_BUNDLE"
+
 const cacheDir = fileURLToPath(new URL("../.baseline/", import.meta.url))
 
 /** A commit's full hash and its one-line title, or an error naming the revision that does not resolve. */
@@ -25,6 +33,13 @@ const commitOf = (rev: string): { readonly sha: string; readonly title: string }
   } catch {
     throw new Error(`--baseline ${rev}: not a commit of this repository`)
   }
+}
+
+/** Bundles the working tree's Harness adapter as {@link prepareBaseline} bundles a commit's; returns its path. */
+export const prepareTree = async (): Promise<string> => {
+  const bundle = join(cacheDir, "working-tree.mjs")
+  await bundleTree({ outfile: bundle })
+  return bundle
 }
 
 /**

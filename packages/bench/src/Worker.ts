@@ -6,7 +6,7 @@
  * workload once and prints its result as one `RESULT <json>` line on stdout.
  */
 import { pathToFileURL } from "node:url"
-import { baselineBundleEnv } from "./Baseline.js"
+import { baselineBundleEnv, treeBundleEnv } from "./Baseline.js"
 import { bundlePath, bundleReady, ensureBundle, harnessBuild, workerBundled } from "./HarnessBuild.js"
 import type { BenchRuntime, BootName } from "./Runtime.js"
 import { baselineName, ceilingName, harnessModelOf, harnessPaths, runtimeNames } from "./Runtime.js"
@@ -32,6 +32,12 @@ export const boot = async (name: BootName, build: typeof harnessBuild = harnessB
     }
     case "harness": {
       process.env["BENCH_HARNESS_MODEL"] ??= harnessModelOf.harness
+      // In a comparison with a baseline, the tree runs from a standalone bundle built and loaded as the baseline's.
+      const tree = process.env[treeBundleEnv]
+      if (tree !== undefined) {
+        const bundled = (await import(pathToFileURL(tree).href)) as typeof HarnessSource
+        return withBuild(await bundled.make(), "bundled alone, as the baseline")
+      }
       // Inside the worker bundle the adapter is one of its chunks, compiled like the peers'.
       if (process.env[workerBundled] === "1") {
         return withBuild(await (await import("./runtimes/harness.js")).make(), "bundled with the worker")

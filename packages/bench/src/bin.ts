@@ -12,7 +12,7 @@
 import * as os from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { baselineBundleEnv, prepareBaseline } from "./Baseline.js"
+import { baselineBundleEnv, prepareBaseline, prepareTree, treeBundleEnv } from "./Baseline.js"
 import {
   machine,
   readOr,
@@ -135,6 +135,7 @@ const compareWithBaseline = async (
 ): Promise<number> => {
   const baseline = await prepareBaseline(rev)
   process.env[baselineBundleEnv] = baseline.bundle
+  process.env[treeBundleEnv] = await prepareTree()
   const loadAtStart = os.loadavg()[0] ?? 0
   console.error(`bench: ${selected.map((w) => w.id).join(" ")} × working tree, ${baseline.title} × ${reps} (${size})`)
   const runs = await runAll({
