@@ -20,6 +20,14 @@ const synthetic = (metrics: Workload["metrics"]): Workload => ({
   run: () => Promise.reject(new Error("not run"))
 })
 
+/** One repetition's run of a side with these figures. */
+const runOf = (
+  runtime: "harness" | "baseline",
+  rep: number,
+  figures: Record<string, number>,
+  version = "v"
+): Run => ({ runtime, workload: "W1", rep, n: 1, version, seconds: 1, result: { figures, checks: [] } })
+
 describe("bench baseline", () => {
   it.live("bundles the commit's own sources and runs them in a worker", () =>
     Effect.gen(function*() {
@@ -38,15 +46,8 @@ describe("bench baseline", () => {
       { id: "rate", label: "turns/s", unit: "turns/s", better: "higher" },
       { id: "cost", label: "µs/turn", unit: "µs", better: "lower" }
     ])
-    const run = (runtime: "harness" | "baseline", rep: number, rate: number, cost: number): Run => ({
-      runtime,
-      workload: "W1",
-      rep,
-      n: 1,
-      version: "v",
-      seconds: 1,
-      result: { figures: { rate, cost }, checks: [] }
-    })
+    const run = (runtime: "harness" | "baseline", rep: number, rate: number, cost: number) =>
+      runOf(runtime, rep, { rate, cost })
     const rows = baselineRows([
       run("harness", 0, 110, 90),
       run("baseline", 0, 100, 100),
@@ -59,15 +60,8 @@ describe("bench baseline", () => {
 
   it("a baseline that ran another model interface (before ADR 0057: the pulled path) gets no verdict", () => {
     const workload = synthetic([{ id: "cost", label: "µs/turn", unit: "µs", better: "lower" }])
-    const run = (runtime: "harness" | "baseline", rep: number, cost: number, version: string): Run => ({
-      runtime,
-      workload: "W1",
-      rep,
-      n: 1,
-      version,
-      seconds: 1,
-      result: { figures: { cost }, checks: [] }
-    })
+    const run = (runtime: "harness" | "baseline", rep: number, cost: number, version: string) =>
+      runOf(runtime, rep, { cost }, version)
     const tree = "@harness/agent (this checkout; model interface: provider) (bundled)"
     // Two repetitions, the tree better in both, the baseline's adapter named by `version`.
     const rowsAgainst = (version: string) =>
@@ -88,15 +82,8 @@ describe("bench baseline", () => {
   it("a paced workload whose baseline took its replies in process (before ADR 0077) gets no verdict", () => {
     const workload = synthetic([{ id: "cost", label: "µs/chunk", unit: "µs", better: "lower" }])
     const version = "@harness/agent (this checkout; model interface: provider) (bundled)"
-    const run = (runtime: "harness" | "baseline", rep: number, cost: number, servedPercent: number): Run => ({
-      runtime,
-      workload: "W1",
-      rep,
-      n: 1,
-      version,
-      seconds: 1,
-      result: { figures: { cost, servedPercent }, checks: [] }
-    })
+    const run = (runtime: "harness" | "baseline", rep: number, cost: number, servedPercent: number) =>
+      runOf(runtime, rep, { cost, servedPercent }, version)
     const rowsAgainst = (baselineServed: number) =>
       baselineRows([
         run("harness", 0, 150, 100),
