@@ -10,12 +10,12 @@
 import type { Turn as TurnT } from "@harness/domain"
 import { Closers, type SessionLog } from "@harness/session"
 import { Chunk, Effect } from "effect"
+import type { FinishedCall } from "./activity.js"
 import type { Env } from "./env.js"
 import * as Inbox from "./inbox.js"
 import type { OutboxItem } from "./inbox.js"
 import { appendOwn } from "./live.js"
 import { outboxEvent, stageContexts } from "./outbox.js"
-import type { FinishedCall } from "./state.js"
 import { read, update } from "./state.js"
 import { abortedBeforeDispatchMessage, abortedMessage } from "./toolCalls.js"
 

@@ -5,10 +5,11 @@
 import type { Approval, Ids, Message as MessageT, SessionEvent } from "@harness/domain"
 import { Approval as ApprovalSchemas } from "@harness/domain"
 import { Deferred, Effect } from "effect"
+import type { FinishedCall } from "./activity.js"
 import * as Approvals from "./approvals.js"
 import type { Env } from "./env.js"
 import { provide } from "./live.js"
-import type { ApprovalAnswered, FinishedCall } from "./state.js"
+import type { ApprovalAnswered } from "./state.js"
 import { answerReason, decodeCall, resultBase, resultOf, type StepCall } from "./toolCalls.js"
 
 /** The source of the messages that carry the outcome of a call a restart cut (ADR 0054). */

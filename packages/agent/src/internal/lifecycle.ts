@@ -10,7 +10,7 @@
 import type { AgentEvent } from "@harness/domain"
 import type { Effect, Fiber } from "effect"
 import { Data, Option } from "effect"
-import type { Activity } from "./state.js"
+import type { Activity } from "./activity.js"
 
 /** What a driver carries while it runs (in `Running` and `Disposing`). */
 interface Driving {

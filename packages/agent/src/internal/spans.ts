@@ -7,9 +7,9 @@
  */
 import type { Content, Turn as TurnT } from "@harness/domain"
 import { Clock, Context, DefaultServices, Effect, Exit, Tracer } from "effect"
+import type { ActivityResult, FinishedCall, Job } from "./activity.js"
 import type { Assembled } from "./content.js"
 import type { Env } from "./env.js"
-import type { ActivityResult, FinishedCall, Job } from "./state.js"
 
 /** Attribute keys. Harness's own under `harness.`; the model's and the tools' from OpenTelemetry's `gen_ai.*`. */
 export const attr = {

@@ -2,13 +2,13 @@
 import type { Turn as TurnT } from "@harness/domain"
 import type { SessionLog } from "@harness/session"
 import { Effect, Ref } from "effect"
+import type { Progress } from "./activity.js"
 import * as Budgets from "./budget.js"
 
 import type { Env } from "./env.js"
 import * as Lifecycle from "./lifecycle.js"
 import { appendOwn, publish } from "./live.js"
 import { drain, hasSteering } from "./outbox.js"
-import type { Progress } from "./state.js"
 import { transition, update } from "./state.js"
 
 /**
