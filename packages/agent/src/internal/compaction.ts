@@ -3,7 +3,7 @@
  * step itself — the `beforeCompact` hook, `step/start`, the summary request, then the response's chunks, the
  * `compaction` record and `step/end` in one append, so a cancelled or crashed compaction leaves no record.
  */
-import { type LanguageModel, Prompt, type Tokenizer } from "@effect/ai"
+import { Prompt, type Tokenizer } from "@effect/ai"
 import type { SessionEvent } from "@harness/domain"
 import { History, type SessionLog } from "@harness/session"
 import { Cause, Chunk, Effect, Stream } from "effect"
@@ -12,6 +12,7 @@ import * as Assembly from "./content.js"
 import { chunkJson } from "./content.js"
 import type { Env } from "./env.js"
 import { appendOwn, provide, publishAppended } from "./live.js"
+import type { UsageMark } from "./state.js"
 import { honourCancel, locked, read, update } from "./state.js"
 import { logFailure } from "./turnFailure.js"
 
@@ -23,23 +24,6 @@ export const defaultInstruction =
 
 /** The default share of the context window the estimate may reach before an automatic compaction. */
 export const defaultThreshold = 0.8
-
-/** The compaction settings an agent was built with (`Options.compaction`), validated. */
-export interface Settings {
-  readonly contextWindow: number | undefined
-  readonly threshold: number
-  readonly instruction: string
-  readonly model: LanguageModel.Service | undefined
-  readonly modelLabel: string | undefined
-  /** The provider's `Tokenizer`, when one was in the agent's context (R220). */
-  readonly tokenizer: Tokenizer.Service | undefined
-}
-
-/** The last request's reported prompt size: its input tokens and how many history messages it carried. */
-export interface UsageMark {
-  readonly inputTokens: number
-  readonly messages: number
-}
 
 /** Bytes per token of the estimate's heuristic (R146). */
 const bytesPerToken = 4

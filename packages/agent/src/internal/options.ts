@@ -11,6 +11,7 @@ import { AgentConfigError } from "../AgentError.js"
 import type { AgentTool } from "../AgentTool.js"
 import * as Budget from "../Budget.js"
 import * as Compaction from "./compaction.js"
+import type { Budgets, CompactionSettings } from "./env.js"
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -185,17 +186,6 @@ const BudgetOptions = Schema.Struct({
 
 const decodeBudget = Schema.decodeUnknownEither(BudgetOptions, { errors: "first" })
 
-/** The agent's budgets, validated: the step cap defaulted, the timeout in milliseconds. */
-export interface Budgets {
-  readonly maxSteps: number
-  readonly maxTurnTokens: number | undefined
-  readonly maxSessionTokens: number | undefined
-  readonly maxSessionCost: number | undefined
-  readonly prices: Readonly<Record<string, Budget.Price>> | undefined
-  readonly turnTimeoutMs: number | undefined
-  readonly warn: boolean
-}
-
 const budgets = (options: Options<unknown>): Budgets | AgentConfigError => {
   const given = options.budget ?? {}
   const decoded = decodeBudget(given)
@@ -267,7 +257,7 @@ export const validate = Effect.fnUntraced(function*(options: Options<unknown>) {
     ? undefined
     : { limit: decoded.right.maxPending, overflow: decoded.right.overflow ?? "reject" }
   const given = options.compaction
-  const compaction: Compaction.Settings | undefined = given === undefined ? undefined : {
+  const compaction: CompactionSettings | undefined = given === undefined ? undefined : {
     contextWindow: decoded.right.contextWindow,
     threshold: decoded.right.threshold ?? Compaction.defaultThreshold,
     instruction: given.instruction ?? Compaction.defaultInstruction,

@@ -9,11 +9,16 @@ import type { SessionLog } from "@harness/session"
 import type { Deferred } from "effect"
 import { Cause, Effect, Option, Ref } from "effect"
 import type { ToolRuntime } from "./activity.js"
-import type * as Compaction from "./compaction.js"
 import * as Lifecycle from "./lifecycle.js"
 
 /** A fresh tool runtime for one activity. */
 export const makeToolRuntime = (): ToolRuntime => ({ finished: new Map(), dispatched: new Set() })
+
+/** The last request's reported prompt size: its input tokens and how many history messages it carried. */
+export interface UsageMark {
+  readonly inputTokens: number
+  readonly messages: number
+}
 
 /**
  * The agent's state. Contract: read and written only inside a transaction of the log (`env.log.transaction`, a
@@ -27,7 +32,7 @@ export interface State {
   /** The header this agent last logged (`undefined` before its first request). */
   readonly header: SessionEvent.RequestHeader["header"] | undefined
   /** The last request's reported input tokens, since the latest compaction (the context estimate's base, R146). */
-  readonly usage: Compaction.UsageMark | undefined
+  readonly usage: UsageMark | undefined
 }
 
 /** How a pending approval was answered (ADR 0054). */
