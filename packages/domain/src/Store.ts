@@ -18,6 +18,10 @@ import type { SessionEvent } from "./SessionEvent.js"
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
+/** An inbox record: its `type` (also its schema's identifier), its `time` (epoch milliseconds), then `fields`. */
+const inboxRecord = <T extends string, F extends Schema.Struct.Fields>(type: T, fields: F) =>
+  Schema.Struct({ type: Schema.Literal(type), time: NonNegativeInt, ...fields }).annotations({ identifier: type })
+
 /**
  * Where a fork came from: the parent session and the `seq` of the `turn/end` it forked at (R112).
  *
@@ -159,15 +163,13 @@ export type InboxFate = typeof InboxFate.Type
  * @since 0.0.0
  * @category schemas
  */
-export const InboxAccepted = Schema.Struct({
-  type: Schema.Literal("inbox/accepted"),
-  time: NonNegativeInt,
+export const InboxAccepted = inboxRecord("inbox/accepted", {
   message: AgentMessage,
   placement: InboxRecordPlacement,
   wakeup: Schema.Boolean,
   expiresAt: optional(NonNegativeInt),
   supersedes: optional(Schema.NonEmptyString)
-}).annotations({ identifier: "inbox/accepted" })
+})
 /**
  * @since 0.0.0
  * @category models
@@ -198,14 +200,12 @@ export type InboxSettleCause = typeof InboxSettleCause.Type
  * @since 0.0.0
  * @category schemas
  */
-export const InboxSettled = Schema.Struct({
-  type: Schema.Literal("inbox/settled"),
-  time: NonNegativeInt,
+export const InboxSettled = inboxRecord("inbox/settled", {
   id: AgentMessageId,
   fate: InboxFate,
   cause: optional(InboxSettleCause),
   by: optional(AgentMessageId)
-}).annotations({ identifier: "inbox/settled" })
+})
 /**
  * @since 0.0.0
  * @category models
@@ -241,12 +241,10 @@ export type InboxRevision = typeof InboxRevision.Type
  * @since 0.0.0
  * @category schemas
  */
-export const InboxRevised = Schema.Struct({
-  type: Schema.Literal("inbox/revised"),
-  time: NonNegativeInt,
+export const InboxRevised = inboxRecord("inbox/revised", {
   id: AgentMessageId,
   change: InboxRevision
-}).annotations({ identifier: "inbox/revised" })
+})
 /**
  * @since 0.0.0
  * @category models
@@ -309,16 +307,14 @@ export const foldPending = (pending: Map<string, InboxAccepted>, record: InboxRe
  * @since 0.0.0
  * @category schemas
  */
-export const ApprovalRequested = Schema.Struct({
-  type: Schema.Literal("approval/requested"),
-  time: NonNegativeInt,
+export const ApprovalRequested = inboxRecord("approval/requested", {
   callId: ToolCallId,
   turn: PositiveInt,
   step: PositiveInt,
   name: Schema.String,
   arguments: Schema.String,
   deadline: optional(NonNegativeInt)
-}).annotations({ identifier: "approval/requested" })
+})
 /**
  * @since 0.0.0
  * @category models
@@ -333,14 +329,12 @@ export type ApprovalRequested = typeof ApprovalRequested.Type
  * @since 0.0.0
  * @category schemas
  */
-export const ApprovalAnswered = Schema.Struct({
-  type: Schema.Literal("approval/answered"),
-  time: NonNegativeInt,
+export const ApprovalAnswered = inboxRecord("approval/answered", {
   callId: ToolCallId,
   decision: Schema.Literal("allow", "deny"),
   reason: optional(Schema.String),
   by: Schema.Literal("person", "timeout", "cancel")
-}).annotations({ identifier: "approval/answered" })
+})
 /**
  * @since 0.0.0
  * @category models
