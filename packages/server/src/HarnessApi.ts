@@ -21,18 +21,7 @@ import { GoalError, GoalReplay, GoalState } from "@harness/goal"
 import { Context, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
 import { problem } from "./internal/problem.js"
-import type { Scope } from "./ServerError.js"
-import {
-  Forbidden,
-  ForkRefused,
-  GoalsUnavailable,
-  PayloadTooLarge,
-  SessionConflict,
-  SessionNotFound,
-  StoreUnavailable,
-  TooManyRequests,
-  Unauthorized
-} from "./ServerError.js"
+import * as ServerError from "./ServerError.js"
 
 /**
  * One stored session as the API shows it (the store's summary of it).
@@ -122,7 +111,7 @@ export type Snapshot = typeof Snapshot.Type
  */
 export class Principal extends Context.Tag("@harness/server/Principal")<Principal, {
   readonly name: string
-  readonly scopes: ReadonlyArray<Scope>
+  readonly scopes: ReadonlyArray<ServerError.Scope>
   readonly sessions?: ReadonlyArray<string> | undefined
 }>() {}
 
@@ -135,7 +124,7 @@ export class Principal extends Context.Tag("@harness/server/Principal")<Principa
  * @category services
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@harness/server/Authentication", {
-  failure: Schema.Union(Unauthorized, TooManyRequests, PayloadTooLarge),
+  failure: Schema.Union(ServerError.Unauthorized, ServerError.TooManyRequests, ServerError.PayloadTooLarge),
   provides: Principal,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
@@ -274,7 +263,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .setPath(SessionPath)
       .setPayload(ForkSession)
       .addSuccess(SessionInfo, { status: 201 })
-      .addError(ForkRefused)
+      .addError(ServerError.ForkRefused)
   )
   .add(
     HttpApiEndpoint.get("records", "/sessions/:id/records")
@@ -351,7 +340,7 @@ export type SetGoal = typeof SetGoal.Type
 const goalFailure = Schema.Union(
   GoalError.GoalError.annotations(problem({ status: 400 })),
   GoalReplay.GoalReplayError.annotations(problem({ status: 500 })),
-  GoalsUnavailable
+  ServerError.GoalsUnavailable
 )
 
 /**
@@ -397,9 +386,9 @@ export class Api extends HttpApi.make("harness")
   .add(SessionsGroup)
   .add(AgentGroup)
   .add(GoalGroup)
-  .addError(Forbidden)
-  .addError(SessionNotFound)
-  .addError(SessionConflict)
-  .addError(StoreUnavailable)
+  .addError(ServerError.Forbidden)
+  .addError(ServerError.SessionNotFound)
+  .addError(ServerError.SessionConflict)
+  .addError(ServerError.StoreUnavailable)
   .annotate(OpenApi.Title, "Harness")
 {}

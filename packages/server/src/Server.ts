@@ -26,18 +26,7 @@ import * as Auth from "./internal/auth.js"
 import * as Events from "./internal/events.js"
 import * as Page from "./internal/page.js"
 import * as Pool from "./internal/pool.js"
-import {
-  Forbidden,
-  ForkRefused,
-  GoalsUnavailable,
-  PayloadTooLarge,
-  type Scope,
-  SessionConflict,
-  SessionNotFound,
-  StoreUnavailable,
-  TooManyRequests,
-  Unauthorized
-} from "./ServerError.js"
+import * as ServerError from "./ServerError.js"
 
 /**
  * A token the server accepts: a name (for logs and errors; never the secret), the secret a client sends as
@@ -180,31 +169,41 @@ class AgentPool extends Context.Tag("@harness/server/AgentPool")<AgentPool, Pool
  * The route's scope, and — for a route on one session (`session`) — the token's grant of it; `"any"` for a route that
  * makes a session (create, fork), which a token granted some sessions only may not use (R244).
  */
-const requireScope = (needed: Scope, session?: Ids.SessionId | "any") =>
+const requireScope = (needed: ServerError.Scope, session?: Ids.SessionId | "any") =>
   Effect.flatMap(Principal, (principal) => {
     if (!Auth.grants(principal.scopes, needed)) {
       return Effect.fail(
-        new Forbidden({ needed, message: `token ${principal.name} lacks the ${needed} scope this route needs` })
+        new ServerError.Forbidden({
+          needed,
+          message: `token ${principal.name} lacks the ${needed} scope this route needs`
+        })
       )
     }
     if (session === undefined || principal.sessions === undefined) return Effect.void
     if (session === "any") {
       return Effect.fail(
-        new Forbidden({ needed, message: `token ${principal.name} is granted some sessions only: it cannot make one` })
+        new ServerError.Forbidden({
+          needed,
+          message: `token ${principal.name} is granted some sessions only: it cannot make one`
+        })
       )
     }
     return Auth.reaches(principal, session) ? Effect.void : Effect.fail(
-      new Forbidden({ needed, session, message: `token ${principal.name} is not granted session ${session}` })
+      new ServerError.Forbidden({
+        needed,
+        session,
+        message: `token ${principal.name} is not granted session ${session}`
+      })
     )
   })
 
 const infoOf = (id: Ids.SessionId) =>
   Sessions.list.pipe(
-    Effect.mapError((e) => new StoreUnavailable({ message: e.message })),
+    Effect.mapError((e) => new ServerError.StoreUnavailable({ message: e.message })),
     Effect.flatMap((all) => {
       const info = all.find((session) => session.id === id)
       return info === undefined
-        ? Effect.fail(new SessionNotFound({ id, message: `no session ${id} is stored` }))
+        ? Effect.fail(new ServerError.SessionNotFound({ id, message: `no session ${id} is stored` }))
         : Effect.succeed<SessionInfo>(info)
     })
   )
@@ -224,7 +223,9 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
         .handle("list", () =>
           requireScope("read").pipe(
             Effect.zipRight(withStore(Sessions.list)),
-            Effect.mapError((e) => e._tag === "SessionLogError" ? new StoreUnavailable({ message: e.message }) : e),
+            Effect.mapError((e) =>
+              e._tag === "SessionLogError" ? new ServerError.StoreUnavailable({ message: e.message }) : e
+            ),
             Effect.flatMap((all) =>
               Effect.map(Principal, (principal) => all.filter((s) => Auth.reaches(principal, s.id)))
             )
@@ -238,14 +239,14 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
             const child = yield* withStore(Sessions.fork(path.id, payload)).pipe(
               Effect.mapError((e) =>
                 e.reason === "fork-boundary"
-                  ? new ForkRefused({ id: path.id, message: e.message })
+                  ? new ServerError.ForkRefused({ id: path.id, message: e.message })
                   : /AlreadyExists|exists/.test(e.message) && payload.id !== undefined
-                  ? new SessionConflict({
+                  ? new ServerError.SessionConflict({
                     id: payload.id,
                     reason: "exists",
                     message: `session ${payload.id} exists already`
                   })
-                  : new StoreUnavailable({ message: `cannot fork session ${path.id}: ${e.message}` })
+                  : new ServerError.StoreUnavailable({ message: `cannot fork session ${path.id}: ${e.message}` })
               )
             )
             return yield* withStore(infoOf(child))
@@ -257,8 +258,8 @@ const SessionsLive = (subscriberBuffer: number, heartbeat: Duration.Duration | u
             const rows = yield* Stream.runCollect(store.load(path.id)).pipe(
               Effect.mapError((e) =>
                 e.reason === "NotFound"
-                  ? new SessionNotFound({ id: path.id, message: `no session ${path.id} is stored` })
-                  : new StoreUnavailable({ message: `cannot read session ${path.id}: ${e.message}` })
+                  ? new ServerError.SessionNotFound({ id: path.id, message: `no session ${path.id} is stored` })
+                  : new ServerError.StoreUnavailable({ message: `cannot read session ${path.id}: ${e.message}` })
               )
             )
             return Chunk.toReadonlyArray(rows).map((row) => `${row.text}\n`).join("")
@@ -292,7 +293,7 @@ const AgentLive = HttpApiBuilder.group(Api, "agent", (handlers) =>
   Effect.gen(function*() {
     const pool = yield* AgentPool
     /** Runs one operation on the session's agent: the route's scope is `send`, `read` for the inbox and receipts. */
-    const run = <O extends Operations.Operation>(id: Ids.SessionId, operation: O, needed: Scope = "send") =>
+    const run = <O extends Operations.Operation>(id: Ids.SessionId, operation: O, needed: ServerError.Scope = "send") =>
       requireScope(needed, id).pipe(
         Effect.zipRight(pool.get(id)),
         Effect.flatMap((agent) => AgentModule.execute(agent)(operation))
@@ -321,13 +322,16 @@ const GoalLive = HttpApiBuilder.group(Api, "goal", (handlers) =>
   Effect.gen(function*() {
     const pool = yield* AgentPool
     /** The session's goal service, after the route's scope (`read` for the status, `send` for changes). */
-    const goalsOf = (id: Ids.SessionId, needed: Scope) =>
+    const goalsOf = (id: Ids.SessionId, needed: ServerError.Scope) =>
       requireScope(needed, id).pipe(
         Effect.zipRight(pool.goals(id)),
         Effect.flatMap((goals) =>
           goals === undefined
             ? Effect.fail(
-              new GoalsUnavailable({ id, message: `the agent of session ${id} has no goal system on this server` })
+              new ServerError.GoalsUnavailable({
+                id,
+                message: `the agent of session ${id} has no goal system on this server`
+              })
             )
             : Effect.succeed(goals)
         )
@@ -385,7 +389,7 @@ const AuthenticationLive = (options: {
               : new URL(request.url, "http://localhost").searchParams.get("access_token") ?? ""
             const token = find(presented)
             if (token === undefined) {
-              return yield* new Unauthorized({
+              return yield* new ServerError.Unauthorized({
                 message: presented === ""
                   ? "this route needs a bearer token (Authorization: Bearer <token>)"
                   : "the bearer token is not one this server accepts"
@@ -394,7 +398,7 @@ const AuthenticationLive = (options: {
             if (limiter !== undefined) {
               const wait = yield* limiter.take(token.name)
               if (wait > 0) {
-                return yield* new TooManyRequests({
+                return yield* new ServerError.TooManyRequests({
                   retryAfterMillis: wait,
                   message: `token ${token.name} is over its rate: retry in ${wait} ms`
                 })
@@ -402,7 +406,7 @@ const AuthenticationLive = (options: {
             }
             const length = Number(request.headers["content-length"] ?? "0")
             if (length > options.maxBodyBytes) {
-              return yield* new PayloadTooLarge({
+              return yield* new ServerError.PayloadTooLarge({
                 limit: options.maxBodyBytes,
                 message: `the body is ${length} bytes; this server accepts at most ${options.maxBodyBytes}`
               })

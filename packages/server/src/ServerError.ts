@@ -34,15 +34,26 @@ export const Scope = Schema.Literal("read", "send", "admin")
 export type Scope = typeof Scope.Type
 
 /**
+ * A refusal's class: a `Schema.TaggedError` tagged `tag` (identifier `@harness/server/<tag>`) with `fields` and a
+ * `message`, sent as problem details with the HTTP `status` (and `description`, for the OpenAPI document).
+ */
+const refusal = <Self>() =>
+<Tag extends string, Fields extends Schema.Struct.Fields>(
+  tag: Tag,
+  fields: Fields,
+  http: { readonly status: number; readonly description: string }
+) => Schema.TaggedError<Self>(`@harness/server/${tag}`)(tag, { ...fields, message: Schema.String }, problem(http))
+
+/**
  * 401: the request has no bearer token, or one the server does not know.
  *
  * @since 0.0.0
  * @category errors
  */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/server/Unauthorized")(
+export class Unauthorized extends refusal<Unauthorized>()(
   "Unauthorized",
-  { message: Schema.String },
-  problem({ status: 401, description: "No bearer token, or an unknown one." })
+  {},
+  { status: 401, description: "No bearer token, or an unknown one." }
 ) {}
 
 /**
@@ -51,18 +62,17 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>("@harness/ser
  * @since 0.0.0
  * @category errors
  */
-export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Forbidden")(
+export class Forbidden extends refusal<Forbidden>()(
   "Forbidden",
   {
     needed: Scope,
     /** Set when the scope is there but the token is granted other sessions only. */
-    session: Schema.optionalWith(Ids.SessionId, { exact: true }),
-    message: Schema.String
+    session: Schema.optionalWith(Ids.SessionId, { exact: true })
   },
-  problem({
+  {
     status: 403,
     description: "The token lacks the scope this route needs, or is not granted this session (`session`)."
-  })
+  }
 ) {}
 
 /**
@@ -71,10 +81,10 @@ export class Forbidden extends Schema.TaggedError<Forbidden>("@harness/server/Fo
  * @since 0.0.0
  * @category errors
  */
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@harness/server/PayloadTooLarge")(
+export class PayloadTooLarge extends refusal<PayloadTooLarge>()(
   "PayloadTooLarge",
-  { limit: Schema.Number, message: Schema.String },
-  problem({ status: 413, description: "The request body is over the server's limit." })
+  { limit: Schema.Number },
+  { status: 413, description: "The request body is over the server's limit." }
 ) {}
 
 /**
@@ -83,10 +93,10 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@harne
  * @since 0.0.0
  * @category errors
  */
-export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@harness/server/TooManyRequests")(
+export class TooManyRequests extends refusal<TooManyRequests>()(
   "TooManyRequests",
-  { retryAfterMillis: Schema.Number, message: Schema.String },
-  problem({ status: 429, description: "The token is over its request rate." })
+  { retryAfterMillis: Schema.Number },
+  { status: 429, description: "The token is over its request rate." }
 ) {}
 
 /**
@@ -95,10 +105,10 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@harne
  * @since 0.0.0
  * @category errors
  */
-export class SessionNotFound extends Schema.TaggedError<SessionNotFound>("@harness/server/SessionNotFound")(
+export class SessionNotFound extends refusal<SessionNotFound>()(
   "SessionNotFound",
-  { id: Schema.String, message: Schema.String },
-  problem({ status: 404, description: "No session with this id is stored." })
+  { id: Schema.String },
+  { status: 404, description: "No session with this id is stored." }
 ) {}
 
 /**
@@ -108,10 +118,10 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>("@harne
  * @since 0.0.0
  * @category errors
  */
-export class SessionConflict extends Schema.TaggedError<SessionConflict>("@harness/server/SessionConflict")(
+export class SessionConflict extends refusal<SessionConflict>()(
   "SessionConflict",
-  { id: Ids.SessionId, reason: Schema.Literal("busy", "exists"), message: Schema.String },
-  problem({ status: 409, description: "Another process writes the session, or it exists." })
+  { id: Ids.SessionId, reason: Schema.Literal("busy", "exists") },
+  { status: 409, description: "Another process writes the session, or it exists." }
 ) {}
 
 /**
@@ -120,10 +130,10 @@ export class SessionConflict extends Schema.TaggedError<SessionConflict>("@harne
  * @since 0.0.0
  * @category errors
  */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>("@harness/server/StoreUnavailable")(
+export class StoreUnavailable extends refusal<StoreUnavailable>()(
   "StoreUnavailable",
-  { message: Schema.String },
-  problem({ status: 503, description: "The session store failed." })
+  {},
+  { status: 503, description: "The session store failed." }
 ) {}
 
 /**
@@ -149,10 +159,10 @@ export type ServerError =
  * @since 0.0.0
  * @category errors
  */
-export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/server/ForkRefused")(
+export class ForkRefused extends refusal<ForkRefused>()(
   "ForkRefused",
-  { id: Ids.SessionId, message: Schema.String },
-  problem({ status: 400, description: "The fork point is not a turn boundary of the source." })
+  { id: Ids.SessionId },
+  { status: 400, description: "The fork point is not a turn boundary of the source." }
 ) {}
 
 /**
@@ -162,10 +172,10 @@ export class ForkRefused extends Schema.TaggedError<ForkRefused>("@harness/serve
  * @since 0.0.0
  * @category errors
  */
-export class GoalsUnavailable extends Schema.TaggedError<GoalsUnavailable>("@harness/server/GoalsUnavailable")(
+export class GoalsUnavailable extends refusal<GoalsUnavailable>()(
   "GoalsUnavailable",
-  { id: Ids.SessionId, message: Schema.String },
-  problem({ status: 404, description: "This server's agents have no goal system." })
+  { id: Ids.SessionId },
+  { status: 404, description: "This server's agents have no goal system." }
 ) {}
 
 /**
