@@ -3,7 +3,10 @@
  * each described by a {@link Metric}) and the correctness checks it made. A workload that cannot verify what it
  * measured reports a failed check, so a broken setup never looks fast.
  */
-import type { BenchRuntime, BootName, Transcript } from "./Runtime.js"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { BenchRuntime, BootName, StoreBench, Transcript } from "./Runtime.js"
 
 /** How big a run is: `full` for the report, `quick` for before/after checks, `smoke` for the test suite. */
 export type Size = "full" | "quick" | "smoke"
@@ -78,7 +81,7 @@ export const checkOrder = (name: string, actual: ReadonlyArray<string>, expected
 export const check = (name: string, ok: boolean, detail: string): Check => ({ name, ok, detail })
 
 /** Turns per second, a headline figure of the workloads that run turns back to back. */
-export const turnsPerSecond: Metric = {
+const turnsPerSecond: Metric = {
   id: "turnsPerSecond",
   label: "turns/s",
   unit: "turns/s",
@@ -87,13 +90,16 @@ export const turnsPerSecond: Metric = {
 }
 
 /** The process's CPU µs per turn, beside {@link turnsPerSecond}. */
-export const cpuPerTurn: Metric = {
+const cpuPerTurn: Metric = {
   id: "cpuPerTurn",
   label: "CPU µs/turn",
   unit: "µs",
   better: "lower",
   headline: true
 }
+
+/** {@link turnsPerSecond} and {@link cpuPerTurn}: the metrics {@link throughput} fills. */
+export const throughputMetrics: ReadonlyArray<Metric> = [turnsPerSecond, cpuPerTurn]
 
 /** {@link turnsPerSecond} and {@link cpuPerTurn} of `n` turns that took `elapsedUs` of wall and `cpuUs` of CPU. */
 export const throughput = (n: number, elapsedUs: number, cpuUs: number) => ({
@@ -110,3 +116,25 @@ export const turnChecks = (transcript: Transcript, texts: ReadonlyArray<string>)
   checkEqual("text replies", transcript.textReplies, texts.length),
   checkOrder("prompts in FIFO order", transcript.prompts, texts)
 ]
+
+/** The runtimes with a durable store, where {@link withDurableStore} runs: Harness, here and at the baseline. */
+export const durableRuntimes: ReadonlyArray<BootName> = ["harness", "baseline"]
+
+/**
+ * Runs `f` with the runtime's durable store and a fresh temporary directory, removed afterwards whatever `f` did.
+ * Contract: a runtime without a durable store fails at once — `workload` (W6, W7) runs on Harness only.
+ */
+export const withDurableStore = async <A>(
+  runtime: BenchRuntime,
+  workload: string,
+  f: (store: StoreBench, dir: string) => Promise<A>
+): Promise<A> => {
+  const store = runtime.store
+  if (store === undefined) throw new Error(`${runtime.name} has no durable store: ${workload} runs on Harness only`)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `harness-bench-${workload.toLowerCase()}-`))
+  try {
+    return await f(store, dir)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}

@@ -6,7 +6,7 @@
 import { finish, mean, prompts, sequentialTurns, tenths, timed, warmUp } from "../Measure.js"
 import { servedText } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
-import { cpuPerTurn, throughput, turnChecks, turnsPerSecond } from "../Workload.js"
+import { throughput, throughputMetrics, turnChecks } from "../Workload.js"
 
 /** How many points the chart gets per runtime. */
 const buckets = 40
@@ -17,8 +17,7 @@ export const W1: Workload = {
   description: "one agent, N follow-ups each awaited to idle; 5-token instant replies",
   sizes: { full: 2000, quick: 400, smoke: 5 },
   metrics: [
-    turnsPerSecond,
-    cpuPerTurn,
+    ...throughputMetrics,
     { id: "usFirst10", label: "µs/turn, first 10 %", unit: "µs", better: "lower", headline: true },
     { id: "usLast10", label: "µs/turn, last 10 %", unit: "µs", better: "lower", headline: true },
     { id: "growth", label: "growth (last ÷ first 10 %)", unit: "×", better: "lower" }

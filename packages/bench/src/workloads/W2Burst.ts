@@ -5,7 +5,7 @@
 import { finish, nowUs, prompts, timed, warmUp } from "../Measure.js"
 import { servedText } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
-import { cpuPerTurn, throughput, turnChecks, turnsPerSecond } from "../Workload.js"
+import { throughput, throughputMetrics, turnChecks } from "../Workload.js"
 
 export const W2: Workload = {
   id: "W2",
@@ -13,8 +13,7 @@ export const W2: Workload = {
   description: "N follow-ups accepted at once, then wait for idle; FIFO order verified in the log",
   sizes: { full: 2000, quick: 400, smoke: 5 },
   metrics: [
-    turnsPerSecond,
-    cpuPerTurn,
+    ...throughputMetrics,
     { id: "usAccept", label: "µs to accept one follow-up", unit: "µs", better: "lower" }
   ],
   run: async (runtime, n, size) => {

@@ -5,7 +5,7 @@
 import { finish, prompts, sequentialTurns, timed, warmUp } from "../Measure.js"
 import { type AgentOptions, fiveTokens, noopToolName } from "../Runtime.js"
 import type { Workload } from "../Workload.js"
-import { checkEqual, cpuPerTurn, throughput, turnChecks, turnsPerSecond } from "../Workload.js"
+import { checkEqual, throughput, throughputMetrics, turnChecks } from "../Workload.js"
 
 export const W4: Workload = {
   id: "W4",
@@ -13,8 +13,7 @@ export const W4: Workload = {
   description: "N turns of (tool call → no-op tool → 5-token text), sequential",
   sizes: { full: 500, quick: 200, smoke: 3 },
   metrics: [
-    turnsPerSecond,
-    cpuPerTurn,
+    ...throughputMetrics,
     { id: "usPerTurn", label: "µs/turn", unit: "µs", better: "lower" }
   ],
   run: async (runtime, n, size) => {

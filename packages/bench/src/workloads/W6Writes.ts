@@ -7,12 +7,11 @@
  * rules hold. Only Harness has a durable store here.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import type { Writer, WriteRun } from "../Runtime.js"
 import { storeTurnEvents } from "../Runtime.js"
 import type { Check, Workload } from "../Workload.js"
-import { check, checkEqual } from "../Workload.js"
+import { check, checkEqual, durableRuntimes, withDurableStore } from "../Workload.js"
 
 const writers: ReadonlyArray<Writer> = ["log", "store", "raw-normal", "raw-full"]
 
@@ -21,7 +20,7 @@ export const W6: Workload = {
   title: "durable writes (SQLite)",
   description: "N turns of 14 events written through the agent's log, the store alone and raw better-sqlite3",
   sizes: { full: 1000, quick: 300, smoke: 20 },
-  runsOn: ["harness", "baseline"],
+  runsOn: durableRuntimes,
   metrics: [
     { id: "logUs", label: "agent's write path, µs/turn", unit: "µs", better: "lower", headline: true },
     { id: "storeUs", label: "store alone, µs/turn", unit: "µs", better: "lower", headline: true },
@@ -33,11 +32,8 @@ export const W6: Workload = {
     { id: "storeCpuUs", label: "store alone, CPU µs/turn", unit: "µs", better: "lower" },
     { id: "rawNormalCpuUs", label: "raw better-sqlite3 NORMAL, CPU µs/turn", unit: "µs", better: "lower" }
   ],
-  run: async (runtime, n, size) => {
-    const store = runtime.store
-    if (store === undefined) throw new Error(`${runtime.name} has no durable store: W6 runs on Harness only`)
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-bench-w6-"))
-    try {
+  run: (runtime, n, size) =>
+    withDurableStore(runtime, "W6", async (store, dir) => {
       // Every writer once untimed, so what is timed is compiled code, not the JIT compiling each path.
       if (size !== "smoke") {
         for (const writer of writers) await store.write(writer, fs.mkdtempSync(path.join(dir, "warm-")), 100)
@@ -67,8 +63,5 @@ export const W6: Workload = {
         },
         checks
       }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
+    })
 }

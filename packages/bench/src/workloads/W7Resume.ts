@@ -9,18 +9,16 @@
  * The session is prepared in the measuring process, so the code that decodes it was compiled by the first open:
  * a resume in a new process pays that compilation too.
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import type { Workload } from "../Workload.js"
-import { check, checkEqual } from "../Workload.js"
+import { check, checkEqual, durableRuntimes, withDurableStore } from "../Workload.js"
 
 export const W7: Workload = {
   id: "W7",
   title: "resuming a long session",
   description: "a SQLite session of N events opened from its snapshot; the resumed agent's first request",
   sizes: { full: 1_000_000, quick: 100_000, smoke: 2_000 },
-  runsOn: ["harness", "baseline"],
+  runsOn: durableRuntimes,
   metrics: [
     {
       id: "openMs",
@@ -40,11 +38,8 @@ export const W7: Workload = {
     { id: "openCpuMs", label: "open and build, CPU ms", unit: "ms", better: "lower" },
     { id: "firstRequestCpuMs", label: "send → first request, CPU ms", unit: "ms", better: "lower" }
   ],
-  run: async (runtime, n) => {
-    const store = runtime.store
-    if (store === undefined) throw new Error(`${runtime.name} has no durable store: W7 runs on Harness only`)
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "harness-bench-w7-"))
-    try {
+  run: (runtime, n) =>
+    withDurableStore(runtime, "W7", async (store, dir) => {
       const file = path.join(dir, "w7.db")
       const { turns } = await store.prepareLong(file, n)
       const text = "and now, after all that?"
@@ -64,8 +59,5 @@ export const W7: Workload = {
           check("the resumed turn completed", resumed.completed, resumed.completed ? "yes" : "no")
         ]
       }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
+    })
 }
