@@ -14,8 +14,13 @@ import { createRequire } from "node:module"
 import type { CommandError } from "./CliError.js"
 import { SettingsError } from "./CliError.js"
 import {
+  approvalOptions,
+  flag,
   global,
+  hostOption,
   lines,
+  optionalInteger,
+  optionalText,
   promptArg,
   readStdin,
   remoteOf,
@@ -24,8 +29,7 @@ import {
   sessionOption,
   settingsOf,
   withAgent,
-  withBackend,
-  withStore
+  withBackend
 } from "./internal/cliSupport.js"
 import { cluster } from "./internal/clusterCommand.js"
 import { diagnostics, plainConsole, visible } from "./internal/output.js"
@@ -40,25 +44,16 @@ const run = Command.make(
   "run",
   {
     ...global,
-    json: Options.boolean("json").pipe(
-      Options.withDescription("Print every live and durable event as one JSON object per line (NDJSON).")
-    ),
-    yes: Options.boolean("yes").pipe(
-      Options.withAlias("y"),
-      Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
-    ),
+    json: flag("json", "Print every live and durable event as one JSON object per line (NDJSON)."),
+    yes: approvalOptions.yes,
     session: sessionOption,
-    goal: Options.boolean("goal").pipe(
-      Options.withDescription(
-        "Make the prompt a goal's objective and keep running rounds until the goal is complete, blocked or " +
-          "paused; exit code 1 unless it is complete."
-      )
+    goal: flag(
+      "goal",
+      "Make the prompt a goal's objective and keep running rounds until the goal is complete, blocked or paused; " +
+        "exit code 1 unless it is complete."
     ),
     ...remoteOptions,
-    maxRounds: Options.integer("max-rounds").pipe(
-      Options.withDescription("With --goal: the most rounds the goal may run (default 256)."),
-      Options.optional
-    ),
+    maxRounds: optionalInteger("max-rounds", "With --goal: the most rounds the goal may run (default 256)."),
     prompt: promptArg("The prompt; `-` reads it from standard input.")
   },
   (config) =>
@@ -132,9 +127,8 @@ const chat = Command.make(
   {
     ...global,
     session: sessionOption,
-    continue: Options.boolean("continue").pipe(
-      Options.withAlias("c"),
-      Options.withDescription("Continue the session of this store (or server) that was active last.")
+    continue: flag("continue", "Continue the session of this store (or server) that was active last.").pipe(
+      Options.withAlias("c")
     ),
     ...remoteOptions
   },
@@ -174,7 +168,7 @@ const config = Command.make(
   "config",
   {
     ...global,
-    describe: Options.boolean("describe").pipe(Options.withDescription("Say under each setting what it means."))
+    describe: flag("describe", "Say under each setting what it means.")
   },
   (flags) =>
     Effect.gen(function*() {
@@ -194,25 +188,18 @@ const mcp = Command.make(
   {
     ...global,
     session: sessionOption,
-    expose: Options.text("expose").pipe(
-      Options.withDescription(
-        "The operations served as MCP tools, comma-separated, from send, followup, steer, inject, inbox, withdraw, " +
-          "edit, move, promote, demote, receipt, compact, approvals, approve, cancel, status, events (default: " +
-          "status,events,inbox,followup). With approve, a tool call that needs approval waits for the client's answer."
-      ),
-      Options.optional
+    expose: optionalText(
+      "expose",
+      "The operations served as MCP tools, comma-separated, from send, followup, steer, inject, inbox, withdraw, " +
+        "edit, move, promote, demote, receipt, compact, approvals, approve, cancel, status, events (default: " +
+        "status,events,inbox,followup). With approve, a tool call that needs approval waits for the client's answer."
     ),
-    http: Options.integer("http").pipe(
-      Options.withDescription(
-        "Serve over Streamable HTTP at http://<host>:<port>/mcp instead of stdio (0 picks a free port); every " +
-          "request needs Authorization: Bearer $HARNESS_MCP_TOKEN."
-      ),
-      Options.optional
+    http: optionalInteger(
+      "http",
+      "Serve over Streamable HTTP at http://<host>:<port>/mcp instead of stdio (0 picks a free port); every " +
+        "request needs Authorization: Bearer $HARNESS_MCP_TOKEN."
     ),
-    host: Options.text("host").pipe(
-      Options.withDescription("The address --http listens on (default 127.0.0.1, this machine only)."),
-      Options.withDefault("127.0.0.1")
-    )
+    host: hostOption("The address --http listens on (default 127.0.0.1, this machine only).")
   },
   (config) =>
     Effect.gen(function*() {
@@ -265,7 +252,7 @@ export const command = Command.make("harness").pipe(
     demo,
     sessions,
     config,
-    serve({ global, settingsOf, withAgent, withStore }),
+    serve,
     cluster,
     mcp
   ])

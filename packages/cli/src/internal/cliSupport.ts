@@ -9,28 +9,43 @@ import * as Providers from "./providers.js"
 import { redactText } from "./redact.js"
 import * as Stores from "./stores.js"
 
+/** `--name`, a switch: `true` when given. */
+export const flag = (name: string, description: string) =>
+  Options.boolean(name).pipe(Options.withDescription(description))
+
+/** `--name <text>`, optional: `Option.none()` when absent. */
+export const optionalText = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withDescription(description), Options.optional)
+
+/** `--name <whole number>`, optional: `Option.none()` when absent. */
+export const optionalInteger = (name: string, description: string) =>
+  Options.integer(name).pipe(Options.withDescription(description), Options.optional)
+
+/** `--name <number>`, optional: `Option.none()` when absent. */
+const optionalFloat = (name: string, description: string) =>
+  Options.float(name).pipe(Options.withDescription(description), Options.optional)
+
+/** `--host`: the address a server listens on, `127.0.0.1` (this machine only) unless given. */
+export const hostOption = (description: string) =>
+  Options.text("host").pipe(Options.withDescription(description), Options.withDefault("127.0.0.1"))
+
+/** `--port`: the port a server listens on, `fallback` unless given. */
+export const portOption = (fallback: number, description: string) =>
+  Options.integer("port").pipe(Options.withDescription(description), Options.withDefault(fallback))
+
+/** The global options every command takes: the model, the store, the workspace, the MCP servers, the budgets. */
 export const global = {
-  model: Options.text("model").pipe(
-    Options.withDescription("The model name (default: offline, or deepseek-v4-flash when an API key is set)."),
-    Options.optional
-  ),
-  baseUrl: Options.text("base-url").pipe(
-    Options.withDescription("An OpenAI-compatible chat-completions server, e.g. http://localhost:8080/v1."),
-    Options.optional
-  ),
-  store: Options.text("store").pipe(
-    Options.withDescription(
-      `Where sessions live: ${Stores.syntaxes.join(" | ")} (default: sqlite:.harness/sessions.db in the workspace).`
-    ),
-    Options.optional
+  model: optionalText("model", "The model name (default: offline, or deepseek-v4-flash when an API key is set)."),
+  baseUrl: optionalText("base-url", "An OpenAI-compatible chat-completions server, e.g. http://localhost:8080/v1."),
+  store: optionalText(
+    "store",
+    `Where sessions live: ${Stores.syntaxes.join(" | ")} (default: sqlite:.harness/sessions.db in the workspace).`
   ),
   workspace: Options.directory("workspace").pipe(
     Options.withDescription("The directory the workspace tools are confined to (default: the current directory)."),
     Options.optional
   ),
-  offline: Options.boolean("offline").pipe(
-    Options.withDescription("Use the offline model even when an API key is configured.")
-  ),
+  offline: flag("offline", "Use the offline model even when an API key is configured."),
   mcp: Options.text("mcp").pipe(
     Options.withDescription(
       "An MCP server whose tools the agent gets: <name>=<command line> (stdio) or <name>=<url> (Streamable HTTP); " +
@@ -38,40 +53,33 @@ export const global = {
     ),
     Options.repeated
   ),
-  maxSteps: Options.integer("max-steps").pipe(
-    Options.withDescription("The most steps one turn may take (default 50): a turn that reaches it ends (budget)."),
-    Options.optional
+  maxSteps: optionalInteger(
+    "max-steps",
+    "The most steps one turn may take (default 50): a turn that reaches it ends (budget)."
   ),
-  maxTurnTokens: Options.integer("max-turn-tokens").pipe(
-    Options.withDescription("The most tokens one turn may use."),
-    Options.optional
+  maxTurnTokens: optionalInteger("max-turn-tokens", "The most tokens one turn may use."),
+  maxSessionTokens: optionalInteger(
+    "max-session-tokens",
+    "The most tokens the session may use, counted from its log (across resumes)."
   ),
-  maxSessionTokens: Options.integer("max-session-tokens").pipe(
-    Options.withDescription("The most tokens the session may use, counted from its log (across resumes)."),
-    Options.optional
+  maxSessionCost: optionalFloat(
+    "max-session-cost",
+    "The most the session may cost, priced by HARNESS_PRICES (JSON per model)."
   ),
-  maxSessionCost: Options.float("max-session-cost").pipe(
-    Options.withDescription("The most the session may cost, priced by HARNESS_PRICES (JSON per model)."),
-    Options.optional
+  turnTimeout: optionalFloat(
+    "turn-timeout",
+    "The most seconds one turn may take; a running step is interrupted when it passes."
   ),
-  turnTimeout: Options.float("turn-timeout").pipe(
-    Options.withDescription("The most seconds one turn may take; a running step is interrupted when it passes."),
-    Options.optional
+  contextWindow: optionalInteger(
+    "context-window",
+    "The model's context window in tokens: a request estimated past 80% of it first compacts the history " +
+      "(summarises it; the log keeps everything). Default: the model's entry in HARNESS_CONTEXT_WINDOWS, else " +
+      "none: nothing compacts by itself."
   ),
-  contextWindow: Options.integer("context-window").pipe(
-    Options.withDescription(
-      "The model's context window in tokens: a request estimated past 80% of it first compacts the history " +
-        "(summarises it; the log keeps everything). Default: the model's entry in HARNESS_CONTEXT_WINDOWS, else " +
-        "none: nothing compacts by itself."
-    ),
-    Options.optional
-  ),
-  compactThreshold: Options.float("compact-threshold").pipe(
-    Options.withDescription(
-      "The share of the context window (0 < t ≤ 1) an estimated request may reach before the history is compacted " +
-        "(default 0.8)."
-    ),
-    Options.optional
+  compactThreshold: optionalFloat(
+    "compact-threshold",
+    "The share of the context window (0 < t ≤ 1) an estimated request may reach before the history is compacted " +
+      "(default 0.8)."
   )
 }
 
@@ -135,12 +143,10 @@ export const withAgent = <A, E, R>(settings: Settings.Settings, f: (loaded: Comm
 
 /** `--remote` and `--remote-token`: the agent of a Harness server instead of one in this process. */
 export const remoteOptions = {
-  remote: Options.text("remote").pipe(
-    Options.withDescription(
-      "Talk to the agent on a Harness server (harness serve) at this URL instead of running it here; the store, " +
-        "model and tools are the server's."
-    ),
-    Options.optional
+  remote: optionalText(
+    "remote",
+    "Talk to the agent on a Harness server (harness serve) at this URL instead of running it here; the store, " +
+      "model and tools are the server's."
   ),
   remoteToken: Options.redacted("remote-token").pipe(
     Options.withDescription("The server's bearer token with --remote (default: HARNESS_REMOTE_TOKEN)."),
@@ -205,23 +211,18 @@ export const withSessions = <A>(
  * runner).
  */
 export const approvalOptions = {
-  yes: Options.boolean("yes").pipe(
-    Options.withAlias("y"),
-    Options.withDescription("Allow writes and shell commands without asking (they are denied otherwise).")
+  yes: flag("yes", "Allow writes and shell commands without asking (they are denied otherwise).").pipe(
+    Options.withAlias("y")
   ),
-  ask: Options.boolean("ask").pipe(
-    Options.withDescription(
-      "Writes and shell commands wait for a client's answer (a chat with --remote, the web page, " +
-        "POST /sessions/:id/approve) instead of being denied; the approval is durable."
-    )
+  ask: flag(
+    "ask",
+    "Writes and shell commands wait for a client's answer (a chat with --remote, the web page, " +
+      "POST /sessions/:id/approve) instead of being denied; the approval is durable."
   )
 }
 
 /** `--session`: continue a stored session. */
-export const sessionOption = Options.text("session").pipe(
-  Options.withDescription("Continue this stored session instead of starting a new one."),
-  Options.optional
-)
+export const sessionOption = optionalText("session", "Continue this stored session instead of starting a new one.")
 
 /** The session `--session` names (a unique prefix resolved where the agent lives), or none for a new one. */
 export const sessionOf = ({ Runtime }: Commands, session: Option.Option<string>) =>

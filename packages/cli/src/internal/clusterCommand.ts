@@ -8,7 +8,7 @@ import { Command, Options } from "@effect/cli"
 import { Effect } from "effect"
 import { SettingsError } from "../CliError.js"
 import type * as Settings from "../Settings.js"
-import { approvalOptions, global, settingsOf, withAgent } from "./cliSupport.js"
+import { approvalOptions, global, hostOption, portOption, settingsOf, withAgent } from "./cliSupport.js"
 import * as Clusters from "./clusters.js"
 import { diagnostics } from "./output.js"
 
@@ -42,17 +42,11 @@ const runner = Command.make(
   {
     ...global,
     cluster: clusterOption,
-    host: Options.text("host").pipe(
-      Options.withDescription(
-        "The address the other nodes reach this runner at, and that it listens on (default 127.0.0.1: this " +
-          "machine only)."
-      ),
-      Options.withDefault("127.0.0.1")
+    host: hostOption(
+      "The address the other nodes reach this runner at, and that it listens on (default 127.0.0.1: this machine " +
+        "only)."
     ),
-    port: Options.integer("port").pipe(
-      Options.withDescription("The port it listens on for the other nodes (default 34431; one per runner)."),
-      Options.withDefault(34431)
-    ),
+    port: portOption(34431, "The port it listens on for the other nodes (default 34431; one per runner)."),
     ...approvalOptions
   },
   (config) =>

@@ -5,18 +5,22 @@
  * through the cluster (R247). Only the command's definition loads with the CLI; the server loads when the command
  * runs.
  */
-import type { LanguageModel } from "@effect/ai"
-import { Command, Options } from "@effect/cli"
-import type { FileSystem, Path } from "@effect/platform"
-import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import { Command } from "@effect/cli"
 import type * as ServerPackage from "@harness/server"
-import type { SessionStore } from "@harness/session"
-import type { ConfigError } from "effect"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { CommandError, SettingsError } from "../CliError.js"
 import type * as Settings from "../Settings.js"
-import { approvalOptions } from "./cliSupport.js"
+import {
+  approvalOptions,
+  global,
+  hostOption,
+  optionalText,
+  portOption,
+  settingsOf,
+  withAgent,
+  withStore
+} from "./cliSupport.js"
 import { clusterOf } from "./clusterCommand.js"
 import * as Clusters from "./clusters.js"
 import type * as CommandsModule from "./commands.js"
@@ -24,32 +28,6 @@ import { diagnostics, err, out } from "./output.js"
 import { showStore } from "./settings.js"
 
 type Commands = typeof CommandsModule
-
-/** The global flags every command takes (defined in `Cli.ts`). */
-type GlobalOptions = { readonly [K in keyof Settings.Flags]: Options.Options<Settings.Flags[K]> }
-
-/**
- * What the command takes from `Cli.ts`: the global flags, how they become checked settings, and how a command runs
- * with the store and the model those settings select, or with the store alone.
- */
-export interface Deps<E, R, E2, R2, E3, R3> {
-  readonly global: GlobalOptions
-  readonly settingsOf: (flags: Settings.Flags) => Effect.Effect<Settings.Settings, E, R>
-  readonly withAgent: (
-    settings: Settings.Settings,
-    f: (loaded: Commands) => Effect.Effect<void, ConfigError.ConfigError | CommandError, Needs>
-  ) => Effect.Effect<void, E2, R2>
-  readonly withStore: (
-    settings: Settings.Settings,
-    f: (loaded: Commands) => Effect.Effect<void, ConfigError.ConfigError | CommandError, FrontNeeds>
-  ) => Effect.Effect<void, E3, R3>
-}
-
-/** What serving needs from the command's context: the store and the model (`withAgent`), and Node's services. */
-type Needs = SessionStore.SessionStore | LanguageModel.LanguageModel | CommandExecutor
-
-/** What serving in front of a cluster needs: the store (`withStore`) and Node's file system. */
-type FrontNeeds = SessionStore.SessionStore | FileSystem.FileSystem | Path.Path
 
 const description = "Serve the agent over HTTP: sessions, every agent operation, Server-Sent Events that resume by " +
   "seq, /openapi.json and a docs page at /docs. Binds 127.0.0.1 unless --host says otherwise. Requests need a " +
@@ -61,53 +39,44 @@ const description = "Serve the agent over HTTP: sessions, every agent operation,
   "  harness serve --cluster sqlite:.harness/cluster.db --port 8787"
 
 /** The `serve` command. */
-export const serve = <E, R, E2, R2, E3, R3>(deps: Deps<E, R, E2, R2, E3, R3>) =>
-  Command.make(
-    "serve",
-    {
-      ...deps.global,
-      port: Options.integer("port").pipe(
-        Options.withDescription("The port to listen on (default 8787; 0 picks a free one)."),
-        Options.withDefault(8787)
-      ),
-      host: Options.text("host").pipe(
-        Options.withDescription("The address to bind (default 127.0.0.1: this machine only)."),
-        Options.withDefault("127.0.0.1")
-      ),
-      ...approvalOptions,
-      cluster: Options.text("cluster").pipe(
-        Options.withDescription(
-          `Serve the agents of the runners of this cluster (${Clusters.syntaxes.join(" | ")}, as the runners' ` +
-            "--cluster) instead of running agents here; the runners' --yes and --ask apply."
-        ),
-        Options.optional
-      )
-    },
-    (config) =>
-      Effect.gen(function*() {
-        const settings = yield* deps.settingsOf(config)
-        if (Option.isNone(config.cluster)) {
-          return yield* deps.withAgent(settings, (loaded) => run(loaded, settings, config))
-        }
-        if (config.yes || config.ask) {
-          return yield* new SettingsError({
-            setting: config.yes ? "--yes" : "--ask",
-            message: "in front of a cluster the runners run the tools: give --yes or --ask to harness cluster runner"
-          })
-        }
-        const location = yield* clusterOf(config.cluster.value, settings)
-        yield* deps.withStore(settings, () =>
-          Effect.flatMap(
-            Effect.promise(() => import("./clusterNode.js")),
-            (Node) =>
-              listen(
-                config,
-                `in front of the cluster ${Clusters.show(location)} · store ${showStore(settings.store.value)}`,
-                (_, tokens) => Node.front(location, tokens)
-              ).pipe(Effect.provide(diagnostics(false)))
-          ))
-      })
-  ).pipe(Command.withDescription(description))
+export const serve = Command.make(
+  "serve",
+  {
+    ...global,
+    port: portOption(8787, "The port to listen on (default 8787; 0 picks a free one)."),
+    host: hostOption("The address to bind (default 127.0.0.1: this machine only)."),
+    ...approvalOptions,
+    cluster: optionalText(
+      "cluster",
+      `Serve the agents of the runners of this cluster (${Clusters.syntaxes.join(" | ")}, as the runners' ` +
+        "--cluster) instead of running agents here; the runners' --yes and --ask apply."
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const settings = yield* settingsOf(config)
+      if (Option.isNone(config.cluster)) {
+        return yield* withAgent(settings, (loaded) => run(loaded, settings, config))
+      }
+      if (config.yes || config.ask) {
+        return yield* new SettingsError({
+          setting: config.yes ? "--yes" : "--ask",
+          message: "in front of a cluster the runners run the tools: give --yes or --ask to harness cluster runner"
+        })
+      }
+      const location = yield* clusterOf(config.cluster.value, settings)
+      yield* withStore(settings, () =>
+        Effect.flatMap(
+          Effect.promise(() => import("./clusterNode.js")),
+          (Node) =>
+            listen(
+              config,
+              `in front of the cluster ${Clusters.show(location)} · store ${showStore(settings.store.value)}`,
+              (_, tokens) => Node.front(location, tokens)
+            ).pipe(Effect.provide(diagnostics(false)))
+        ))
+    })
+).pipe(Command.withDescription(description))
 
 /** The agent of each session in this process, with the settings' tools, and approvals as `--yes` and `--ask` say. */
 const run = (

@@ -6,6 +6,8 @@ import type * as Settings from "../Settings.js"
 import {
   global,
   lines,
+  optionalInteger,
+  optionalText,
   promptArg,
   remoteOf,
   remoteOptions,
@@ -19,14 +21,11 @@ import { storeFlags } from "./settings.js"
 
 const idArg = Args.text({ name: "id" }).pipe(Args.withDescription("A session id, or a unique prefix of one."))
 
-const atOption = Options.integer("at").pipe(
-  Options.withDescription("Fork at this seq (cut back to the last turn boundary at or before it)."),
-  Options.optional
-)
+const atOption = optionalInteger("at", "Fork at this seq (cut back to the last turn boundary at or before it).")
 
-const instructionOption = Options.text("instruction").pipe(
-  Options.withDescription("What the summary should keep or focus on, instead of the default instruction."),
-  Options.optional
+const instructionOption = optionalText(
+  "instruction",
+  "What the summary should keep or focus on, instead of the default instruction."
 )
 
 /** The options every `sessions` subcommand takes: the global ones and `--remote`. */
