@@ -3,10 +3,9 @@
  * then starts in about a second of CPU instead of several under `tsx`), started with a JSON configuration, read line
  * by line, and signalled (`SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`). Every child is killed when its scope closes.
  */
+import { ChildBundle } from "@harness/testkit"
 import { Effect, Schedule, type Scope } from "effect"
-import * as esbuild from "esbuild"
 import * as childProcess from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { NodeConfig } from "./fixtures/node.js"
@@ -15,30 +14,10 @@ const packageDir = fileURLToPath(new URL("..", import.meta.url))
 const entry = path.join(packageDir, "test", "fixtures", "node.ts")
 
 /** The bundled node program (its path), deleted with the scope. */
-export const bundle: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
-    fs.mkdirSync(cache, { recursive: true })
-    const dir = fs.mkdtempSync(path.join(cache, "cluster-"))
-    const outfile = path.join(dir, "node.mjs")
-    await esbuild.build({
-      entryPoints: [entry],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      outfile,
-      external: ["better-sqlite3", "msgpackr-extract"],
-      conditions: ["@harness/source"],
-      banner: {
-        js:
-          "import { createRequire as __harnessRequire } from 'node:module'; const require = __harnessRequire(import.meta.url);"
-      },
-      logLevel: "error"
-    })
-    return { dir, outfile }
-  }),
-  ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-).pipe(Effect.map(({ outfile }) => outfile))
+export const bundle: Effect.Effect<string, never, Scope.Scope> = ChildBundle.bundle(
+  entry,
+  path.join(packageDir, "..", "..", "node_modules", ".cache")
+)
 
 /** A line a node reported. */
 export type Line = { readonly _tag: string; readonly pid: number } & Record<string, unknown>

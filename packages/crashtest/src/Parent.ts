@@ -11,9 +11,8 @@
 import { Command, type CommandExecutor } from "@effect/platform"
 import { Ids } from "@harness/domain"
 import { SessionLog } from "@harness/session"
+import { ChildBundle } from "@harness/testkit"
 import { Effect, Either, Fiber, type Scope, Stream } from "effect"
-import * as esbuild from "esbuild"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChildConfig, Line } from "./Protocol.js"
@@ -43,37 +42,17 @@ export interface Runner {
 export const tsx: Runner = { name: "tsx", args: ["--import", "tsx", bin] }
 
 /**
- * Bundles the child program `entry` and everything it imports into one ES module (native `better-sqlite3` left
- * external) in a fresh directory under the workspace's `node_modules/.cache`, so Node resolves the native module
- * from there; deleted with the scope.
+ * Bundles the child program `entry` and everything it imports into one ES module (`ChildBundle.bundle`, under the
+ * workspace's `node_modules/.cache`, so Node resolves the native `better-sqlite3` from there); deleted with the scope.
  *
  * @since 0.0.0
  * @category runners
  */
 export const bundleOf = (entry: string): Effect.Effect<Runner, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const cache = path.join(packageDir, "..", "..", "node_modules", ".cache")
-      fs.mkdirSync(cache, { recursive: true })
-      const dir = fs.mkdtempSync(path.join(cache, "crashtest-"))
-      const outfile = path.join(dir, "child.mjs")
-      await esbuild.build({
-        entryPoints: [entry],
-        bundle: true,
-        platform: "node",
-        format: "esm",
-        outfile,
-        external: ["better-sqlite3"],
-        // The workspace packages from their sources, not their builds (ADR 0045).
-        conditions: ["@harness/source"],
-        // Bundled CommonJS dependencies call `require`, which an ES module lacks.
-        banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-        logLevel: "error"
-      })
-      return { dir, runner: { name: "bundle" as const, args: [outfile] } }
-    }),
-    ({ dir }) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-  ).pipe(Effect.map(({ runner }) => runner))
+  Effect.map(
+    ChildBundle.bundle(entry, path.join(packageDir, "..", "..", "node_modules", ".cache")),
+    (outfile) => ({ name: "bundle", args: [outfile] })
+  )
 
 const bundle = bundleOf(bin)
 
