@@ -34,6 +34,7 @@ import { honourCancel, locked, read, update } from "./state.js"
 import type { AppendMessage, RequestFailed, StepOutcome, StepRun } from "./stepSections.js"
 import { endReplyStepLocked, endToolStepLocked, openStep } from "./stepSections.js"
 import { runToolCalls } from "./toolCalls.js"
+import type { TurnFailure } from "./turnFailure.js"
 import { failTurn, logFailure } from "./turnFailure.js"
 
 /**
@@ -139,30 +140,36 @@ interface Incoming {
  * (`receiveChunk`), then assembled. Succeeds with the assembled response or the request's failure; fails only when
  * the log refuses a chunk.
  */
-const request = Effect.fnUntraced(function*(env: Env, run: StepRun, prepared: Prepared, incoming: Incoming) {
+const request = (
+  env: Env,
+  run: StepRun,
+  prepared: Prepared,
+  incoming: Incoming
+): Effect.Effect<Either.Either<Assembly.Assembled, AiError.AiError>, TurnFailure> =>
   // The request is where a model's I/O happens: yield there even when the model answers at once, so the sender,
   // observers and other fibers run before the response is consumed (an instant model's turn would otherwise run
   // from its claim to its end without an async boundary, ADR 0028).
-  yield* Effect.yieldNow()
-  return yield* forEachChunk(
-    prepared.config,
-    modelResponse(env, prepared.prompt),
-    (chunk) => receiveChunk(env, run, incoming, chunk)
-  ).pipe(
-    Effect.flatMap(() => {
-      const assembled = Assembly.result(incoming.assembly)
-      return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
-    }),
-    Spans.request(env, run.turn, run.step, prepared.config),
-    Effect.matchEffect({
-      onFailure: (error) =>
-        error._tag === "SessionLogError"
-          ? Effect.fail(logFailure(run.step)(error))
-          : Effect.succeed(Either.left<AiError.AiError>(error)),
-      onSuccess: (assembled) => Effect.succeed(Either.right(assembled))
-    })
+  Effect.zipRight(
+    Effect.yieldNow(),
+    forEachChunk(
+      prepared.config,
+      modelResponse(env, prepared.prompt),
+      (chunk) => receiveChunk(env, run, incoming, chunk)
+    ).pipe(
+      Effect.flatMap(() => {
+        const assembled = Assembly.result(incoming.assembly)
+        return env.traced ? Effect.as(Spans.annotateResponse(env, assembled), assembled) : Effect.succeed(assembled)
+      }),
+      Spans.request(env, run.turn, run.step, prepared.config),
+      Effect.matchEffect({
+        onFailure: (error) =>
+          error._tag === "SessionLogError"
+            ? Effect.fail(logFailure(run.step)(error))
+            : Effect.succeed(Either.left<AiError.AiError>(error)),
+        onSuccess: (assembled) => Effect.succeed(Either.right(assembled))
+      })
+    )
   )
-})
 
 /**
  * Runs `f` on each chunk of the response `open` opens for the request `config`, in order, until it ends; a failure
@@ -289,29 +296,31 @@ interface Reply {
  * finished with one or was stopped by a content filter; R75) or the assistant message to commit. Records the
  * request's reported input tokens, the context estimate's base (R146), and charges a reply to the turn's budgets.
  */
-const assemble = Effect.fnUntraced(function*(
+const assemble = (
   env: Env,
   run: StepRun,
   prepared: Prepared,
   response: Either.Either<Assembly.Assembled, AiError.AiError>
-) {
+): Effect.Effect<Reply | RequestFailed> => {
   if (response._tag === "Left") {
     const error = response.left
-    const failed: RequestFailed = {
-      _tag: "RequestFailed",
-      error,
-      failure: LlmFailure.failureOf(error, yield* Clock.currentTimeMillis)
-    }
-    return failed
+    return Effect.map(
+      Clock.currentTimeMillis,
+      (now): RequestFailed => ({ _tag: "RequestFailed", error, failure: LlmFailure.failureOf(error, now) })
+    )
   }
   const assembled = response.right
+  const reported = reportedFailure(assembled)
+  const answer = reported !== undefined ? requestFailure(reported) : replyOf(run, prepared, assembled)
   const inputTokens = assembled.usage?.inputTokens
   // A reported 0 is taken as not reported: a request always carries some input.
-  if (inputTokens !== undefined && inputTokens > 0) {
-    yield* update(env, (s) => ({ ...s, usage: { inputTokens, messages: prepared.messages } }))
-  }
-  const reported = reportedFailure(assembled)
-  if (reported !== undefined) return requestFailure(reported)
+  return inputTokens !== undefined && inputTokens > 0
+    ? Effect.as(update(env, (s) => ({ ...s, usage: { inputTokens, messages: prepared.messages } })), answer)
+    : Effect.succeed(answer)
+}
+
+/** The reply a response without a failure came to, charged to the turn's budgets (R157). */
+const replyOf = (run: StepRun, prepared: Prepared, assembled: Assembly.Assembled): Reply => {
   const maxTokens = assembled.finishReason === "length"
   // Truncated tool calls are never executed or logged as calls (R52).
   const content: ReadonlyArray<Content.AssistantBlock> = maxTokens
@@ -319,15 +328,14 @@ const assemble = Effect.fnUntraced(function*(
     : assembled.content
   const data = messageData(run, prepared.config, assembled, content)
   Budgets.charge(run.gauge, assembled.usage, prepared.config.model)
-  const reply: Reply = {
+  return {
     _tag: "Reply",
     data,
     trusted: Assembly.isValidMessage(data),
     calls: content.filter((block): block is Content.ToolCallBlock => block.type === "tool-call"),
     maxTokens
   }
-  return reply
-})
+}
 
 /** A failed request for a failure the response reported about itself. */
 const requestFailure = (failure: LlmFailureT.LlmFailure): RequestFailed => ({
@@ -380,15 +388,21 @@ const messageData = (
 /**
  * Commit: a failed request appends the finishing parts held back and goes back to the turn (R75). A reply without
  * calls commits in one critical section (`endReplyStepLocked`); one with calls goes into the first call's section,
- * right before its `tool/call` (ADR 0033), and its step closes once the calls are done (`endToolStepLocked`).
+ * right before its `tool/call` (ADR 0033), and its step closes once the calls are done (`commitCalls`).
  */
-const commit = Effect.fnUntraced(function*(env: Env, run: StepRun, incoming: Incoming, answer: Reply | RequestFailed) {
+const commit = (
+  env: Env,
+  run: StepRun,
+  incoming: Incoming,
+  answer: Reply | RequestFailed
+): Effect.Effect<StepOutcome, TurnFailure> => {
   if (answer._tag === "RequestFailed") {
-    if (incoming.finishing !== undefined) {
-      yield* locked(env, (tx) => appendFinishing(env, tx, run, incoming)).pipe(Effect.mapError(logFailure(run.step)))
-    }
-    const outcome: StepOutcome = answer
-    return outcome
+    return incoming.finishing === undefined
+      ? Effect.succeed(answer)
+      : Effect.as(
+        locked(env, (tx) => appendFinishing(env, tx, run, incoming)).pipe(Effect.mapError(logFailure(run.step))),
+        answer
+      )
   }
   const reply = answer
   // The message cites every chunk: their seqs are known once the finishing parts are appended.
@@ -404,13 +418,17 @@ const commit = Effect.fnUntraced(function*(env: Env, run: StepRun, incoming: Inc
         )
       )
     )
-  if (reply.calls.length === 0) {
-    // One critical section (ADR 0028): nothing can be staged while it holds the lock, so D3 finds nothing D2 left:
-    // the log is the one separate sections give with no send between.
-    return yield* locked(env, (tx) => endReplyStepLocked(env, tx, run, appendMessage, reply.maxTokens)).pipe(
+  // One critical section (ADR 0028): nothing can be staged while it holds the lock, so D3 finds nothing D2 left:
+  // the log is the one separate sections give with no send between.
+  return reply.calls.length === 0
+    ? locked(env, (tx) => endReplyStepLocked(env, tx, run, appendMessage, reply.maxTokens)).pipe(
       Effect.mapError(logFailure(run.step))
     )
-  }
+    : commitCalls(env, run, reply, appendMessage)
+}
+
+/** Commit of a reply with calls: the calls (the first one's section appends the message), then the step's close. */
+const commitCalls = Effect.fnUntraced(function*(env: Env, run: StepRun, reply: Reply, appendMessage: AppendMessage) {
   const { concluded } = yield* runToolCalls(env, {
     turn: run.turn,
     step: run.step,
