@@ -817,6 +817,8 @@ const parkedWaitProblems = (
   parked: ReadonlySet<string>
 ): ReadonlyArray<string> => {
   const out: Array<string> = []
+  // Parked now: a promote makes a parked item steering, a demote a waking queued turn (ADR 0050).
+  const parkedNow = new Set(parked)
   // Outstanding queued items, in FIFO order (acceptance order, as moves and placements change it).
   const outstanding: Array<string> = []
   const leave = (id: string) => {
@@ -829,6 +831,7 @@ const parkedWaitProblems = (
     else if (event.type === "agent/inbox/place") {
       // Promoted: steering now, no longer queued. Demoted: a waking queued turn, last (ADR 0050).
       leave(event.message.id)
+      parkedNow.delete(event.message.id)
       if (event.placement === "queued") outstanding.push(event.message.id)
     } else if (event.type === "agent/inbox/move" && outstanding.includes(event.message.id)) {
       leave(event.message.id)
@@ -836,7 +839,7 @@ const parkedWaitProblems = (
     } else if (event.type === "agent/inbox/dequeue") {
       const id = event.message.id
       const at = outstanding.indexOf(id)
-      if (parked.has(id) && at >= 0 && !outstanding.slice(at + 1).some((behind) => !parked.has(behind))) {
+      if (parkedNow.has(id) && at >= 0 && !outstanding.slice(at + 1).some((behind) => !parkedNow.has(behind))) {
         out.push(`parked item ${id} was claimed with no waking item queued behind it (R31)`)
       }
       leave(id)

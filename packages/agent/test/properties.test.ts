@@ -245,6 +245,27 @@ describe("regressions", () => {
       seed: 0
     }))
 
+  // The durable property's counterexample (seed 1514370368): a parked item promoted to steering, then demoted, is a
+  // waking queued turn (ADR 0050); R31's check took it for parked still and reported its claim as one with no waking
+  // item behind it.
+  it.scoped("R31, ADR 0050: a parked item promoted, then demoted, is claimed as the waking turn it became", () =>
+    check({
+      ops: [
+        { _tag: "busy", kind: "followup", whenBusy: "reject" },
+        { _tag: "send", kind: "park" },
+        { _tag: "change", change: "promote", pick: 0, position: 0 },
+        { _tag: "change", change: "demote", pick: 0, position: 0 }
+      ],
+      replies: [],
+      admission: ["slow"],
+      end: "drain",
+      yieldingStore: false,
+      maxOps: 16,
+      seed: 0,
+      durable: true,
+      resume: "wake"
+    }))
+
   // The interleaving property's counterexample (seed 877521773): steering staged in turn 1 survives the interrupting
   // follow-up's cancel, is edited while that follow-up's admission runs, and must still open turn 2 before the prompt
   // (it was staged before the claim). The edit replaces the outbox item's object; the claim's retained set used to
