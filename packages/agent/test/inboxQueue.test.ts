@@ -1,7 +1,7 @@
 /**
- * The inbox's FIFO of queued turns exists only while it holds any (ADR 0079): the first offer makes the `Queue`, the
- * claim or take that empties it drops it, and the order of what is queued survives both. The functions run as the
- * agent runs them, one at a time (holding its lock).
+ * The inbox's FIFO of queued turns is made by the first offer and kept (ADR 0079): an inbox never offered a turn holds
+ * no `Queue`, later turns make none, and the order of what is queued survives claims, takes and offers back. The
+ * functions run as the agent runs them, one at a time (holding its lock).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, Message } from "@harness/domain"
@@ -17,31 +17,33 @@ const item = (id: string, order: number, wakeup = true): Inbox.QueuedItem => ({
 const claimedId = (claimed: Option.Option<Inbox.QueuedItem>) => Option.getOrUndefined(claimed)?.message.id
 
 describe("the inbox's Queue", () => {
-  it.effect("made by the first offer, dropped by the claim that empties it, made again by the next offer", () =>
+  it.effect("made by the first offer, kept by the claim that empties it and used by the next offer", () =>
     Effect.gen(function*() {
       const inbox = yield* Inbox.make
       assert.isUndefined(inbox.queue)
       assert.isTrue(Option.isNone(yield* Inbox.claim(inbox)))
       assert.isUndefined(inbox.queue)
       yield* Inbox.offer(inbox, item("a", 0))
+      const first = inbox.queue
+      assert.isDefined(first)
       yield* Inbox.offer(inbox, item("b", 1))
-      assert.isDefined(inbox.queue)
       assert.strictEqual(claimedId(yield* Inbox.claim(inbox)), "a")
-      assert.isDefined(inbox.queue)
       assert.strictEqual(claimedId(yield* Inbox.claim(inbox)), "b")
-      assert.isUndefined(inbox.queue)
+      assert.strictEqual(inbox.queue, first)
       assert.strictEqual((yield* Inbox.get(inbox)).queued, 0)
       yield* Inbox.offer(inbox, item("c", 2))
+      assert.strictEqual(inbox.queue, first)
       assert.deepStrictEqual((yield* Inbox.list(inbox, false)).map((i) => i.id), ["c"])
       assert.strictEqual(claimedId(yield* Inbox.claim(inbox)), "c")
-      assert.isUndefined(inbox.queue)
+      assert.strictEqual(inbox.queue, first)
     }))
 
-  it.effect("a parked item keeps it; reads leave the order as it was; a discard or the last withdrawal drops it", () =>
+  it.effect("a parked item stays ahead; reads leave the order as it was; a discard or the last withdrawal empties it", () =>
     Effect.gen(function*() {
       const inbox = yield* Inbox.make
       // Reading an empty inbox makes no Queue.
       assert.deepStrictEqual(yield* Inbox.list(inbox, false), [])
+      assert.deepStrictEqual(yield* Inbox.pendingIds(inbox), [])
       assert.isUndefined(inbox.queue)
       yield* Inbox.offer(inbox, item("p", 0, false))
       yield* Inbox.offer(inbox, item("q", 1))
@@ -51,11 +53,11 @@ describe("the inbox's Queue", () => {
       assert.isTrue(Option.isSome(yield* Inbox.withdraw(inbox, Ids.AgentMessageId.make("q"), false)))
       assert.deepStrictEqual(yield* Inbox.pendingIds(inbox), ["r"])
       assert.isTrue(Option.isSome(yield* Inbox.withdraw(inbox, Ids.AgentMessageId.make("r"), false)))
-      assert.isUndefined(inbox.queue)
+      assert.deepStrictEqual(yield* Inbox.pendingIds(inbox), [])
       yield* Inbox.offer(inbox, item("s", 3, false))
       yield* Inbox.offer(inbox, item("t", 4, false))
       assert.deepStrictEqual((yield* Inbox.discardAll(inbox)).map((m) => m.id), ["s", "t"])
-      assert.isUndefined(inbox.queue)
+      assert.deepStrictEqual(yield* Inbox.pendingIds(inbox), [])
       assert.strictEqual((yield* Inbox.get(inbox)).queued, 0)
     }))
 })

@@ -197,9 +197,9 @@ const view = (
 /** The inbox's two parts: the FIFO of queued turns and the snapshot. */
 export interface Inbox {
   /**
-   * The FIFO of queued turns while it holds any (ADR 0079): made by the offer that finds none, dropped by the claim or
-   * take that empties it, so an idle agent holds no `Queue`. Reached only through {@link takeAll}, {@link offerAll} and
-   * the functions below, holding the agent's lock; set and cleared in synchronous steps.
+   * The FIFO of queued turns, made by the first offer and kept for the agent's life (ADR 0079): an agent that was never
+   * sent a turn holds no `Queue`, and a turn makes none. Reached only through {@link takeAll}, {@link offerAll} and the
+   * functions below, holding the agent's lock; set once, in a synchronous step.
    */
   queue: Queue.Queue<QueuedItem> | undefined
   readonly snapshot: Ref.Ref<Snapshot>
@@ -211,26 +211,21 @@ export const make: Effect.Effect<Inbox> = Effect.map(
   (snapshot): Inbox => ({ queue: undefined, snapshot })
 )
 
-/** The FIFO, made now if the inbox holds none. */
-const queueOf = (inbox: Inbox): Effect.Effect<Queue.Queue<QueuedItem>> =>
-  Effect.suspend(() =>
-    inbox.queue !== undefined
-      ? Effect.succeed(inbox.queue)
-      : Effect.map(Queue.unbounded<QueuedItem>(), (made) => (inbox.queue = made))
-  )
+/** The first offer's `Queue`, made and kept (ADR 0079). */
+const made = (inbox: Inbox): Effect.Effect<Queue.Queue<QueuedItem>> =>
+  Effect.map(Queue.unbounded<QueuedItem>(), (queue) => (inbox.queue = queue))
 
-/** Takes every queued item, in FIFO order, and drops the emptied `Queue`. */
+/** Runs `f` on the FIFO, made now if this is the first offer. */
+const withQueue = <A>(inbox: Inbox, f: (queue: Queue.Queue<QueuedItem>) => Effect.Effect<A>): Effect.Effect<A> =>
+  Effect.suspend(() => inbox.queue !== undefined ? f(inbox.queue) : Effect.flatMap(made(inbox), f))
+
+/** Takes every queued item, in FIFO order. */
 const takeAll = (inbox: Inbox): Effect.Effect<Chunk.Chunk<QueuedItem>> =>
-  Effect.suspend(() => {
-    const queue = inbox.queue
-    if (queue === undefined) return Effect.succeed(Chunk.empty())
-    inbox.queue = undefined
-    return Queue.takeAll(queue)
-  })
+  Effect.suspend(() => inbox.queue === undefined ? Effect.succeed(Chunk.empty()) : Queue.takeAll(inbox.queue))
 
 /** Offers items back in this order (a `Queue` is made only for some). */
 const offerAll = (inbox: Inbox, items: ReadonlyArray<QueuedItem>): Effect.Effect<unknown> =>
-  items.length === 0 ? Effect.void : Effect.flatMap(queueOf(inbox), (queue) => Queue.offerAll(queue, items))
+  items.length === 0 ? Effect.void : withQueue(inbox, (queue) => Queue.offerAll(queue, items))
 
 /** Reads the snapshot. */
 export const get = (inbox: Inbox): Effect.Effect<Snapshot> => Ref.get(inbox.snapshot)
@@ -242,18 +237,15 @@ export const modify = (inbox: Inbox, f: (snapshot: Snapshot) => Snapshot): Effec
 /** Offers a queued turn. */
 export const offer = (inbox: Inbox, item: QueuedItem): Effect.Effect<void> =>
   Effect.zipRight(
-    Effect.flatMap(queueOf(inbox), (queue) => Queue.offer(queue, item)),
+    withQueue(inbox, (queue) => Queue.offer(queue, item)),
     Ref.update(inbox.snapshot, (s) => enqueued(s, item))
   )
 
 /** Claims the head of the FIFO when a waking item is queued (R31: parked items ahead of it run first). */
 export const claim = Effect.fnUntraced(function*(inbox: Inbox) {
-  const { queued, waking } = yield* Ref.get(inbox.snapshot)
   const queue = inbox.queue
-  if (waking === 0 || queue === undefined) return Option.none()
+  if ((yield* Ref.get(inbox.snapshot)).waking === 0 || queue === undefined) return Option.none()
   const item = yield* Queue.poll(queue)
-  // The last queued item: the emptied `Queue` is dropped (ADR 0079).
-  if (queued === 1) inbox.queue = undefined
   if (Option.isSome(item)) yield* Ref.update(inbox.snapshot, (s) => dequeued(s, [item.value]))
   return item
 })
