@@ -44,23 +44,32 @@ export type AppendIn = (
 
 /**
  * One transaction's handle: open from the moment its section starts until it ends (on every exit). Its operations
- * are its own closures, so a destructured handle works.
+ * are getters on its prototype, each read a fresh closure over the handle (as the log's own, ADR 0076): a section
+ * pays only for the operations it reads, and a destructured handle works.
  */
 export class LogTransaction implements Transaction {
   open = true
-  readonly append: Transaction["append"]
-  readonly appendAll: Transaction["appendAll"]
-  readonly appendTrusted: Transaction["appendTrusted"]
+  readonly #appendIn: AppendIn
   constructor(appendIn: AppendIn) {
+    this.#appendIn = appendIn
+  }
+  get append(): Transaction["append"] {
+    const appendIn = this.#appendIn
     // The appended event is the validated copy of `input` with `seq` and `time` added, so its `type` is
     // `input.type`; TypeScript cannot see that through the union, hence the cast.
-    this.append = <E extends SessionEvent.SessionEventInput>(input: E) =>
+    return <E extends SessionEvent.SessionEventInput>(input: E) =>
       Effect.map(appendIn([input], false, this), (events) => events[0]!) as Effect.Effect<
         Extract<SessionEvent.SessionEvent, { readonly type: E["type"] }>,
         SessionLogError
       >
-    this.appendAll = (inputs) => appendIn(inputs, false, this)
-    this.appendTrusted = (inputs) => appendIn(inputs, true, this)
+  }
+  get appendAll(): Transaction["appendAll"] {
+    const appendIn = this.#appendIn
+    return (inputs) => appendIn(inputs, false, this)
+  }
+  get appendTrusted(): Transaction["appendTrusted"] {
+    const appendIn = this.#appendIn
+    return (inputs) => appendIn(inputs, true, this)
   }
 }
 
