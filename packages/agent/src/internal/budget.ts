@@ -8,6 +8,7 @@ import { Cause, Clock, Effect } from "effect"
 import * as Budget from "../Budget.js"
 import type { Env } from "./env.js"
 import { provide } from "./live.js"
+import type { TurnFailure } from "./turnFailure.js"
 import { failTurn } from "./turnFailure.js"
 
 /** One limit: what it bounds, its value, and what was used before the turn (session budgets). */
@@ -37,17 +38,50 @@ export interface Gauge {
 /** The source of the warning the model gets one step before a hard stop (R159). */
 export const warningSource = { kind: "plugin", plugin: "budget" } as const
 
+/** What the turn's `turnBudget` hook added (R160), if it has one. */
+type Extra = Budget.TurnLimits | undefined
+
 /**
  * The gauge of a turn that has just opened (R156–R160): the agent's limits, the session's usage so far (folded from
- * the log only when a session budget is set) and the `turnBudget` hook's limits. A hook failure fails the turn.
+ * the log only when a session budget is set) and the `turnBudget` hook's limits. A hook failure fails the turn. Only
+ * the hook, a session budget (the log) and a deadline (the clock) need an effect; the step cap alone is built as is.
  */
-export const open = Effect.fnUntraced(function*(env: Env, turn: number, trigger: Turn.TurnTrigger) {
+export const open = (env: Env, turn: number, trigger: Turn.TurnTrigger): Effect.Effect<Gauge, TurnFailure> => {
   const options = env.budget
-  const limits: Array<Limit> = [{ budget: "steps", scope: "turn", limit: options.maxSteps, before: 0 }]
+  const plain = env.options.hooks?.turnBudget === undefined && options.maxSessionTokens === undefined &&
+    options.maxSessionCost === undefined && options.turnTimeoutMs === undefined
+  return plain ? Effect.succeed(gaugeOf(options, undefined, noUsage, 0)) : gathered(env, turn, trigger)
+}
+
+/** {@link open} with what its limits need read first: the hook's answer, the session's usage, the clock. */
+const gathered = Effect.fnUntraced(function*(env: Env, turn: number, trigger: Turn.TurnTrigger) {
+  const options = env.budget
   const hook = env.options.hooks?.turnBudget
-  const extra = hook === undefined ? undefined : yield* provide(env, hook({ agent: env.service, turn, trigger })).pipe(
-    Effect.mapErrorCause((cause) => Cause.fail(failTurn(0, "turnBudget hook failed")(cause)))
-  )
+  const extra: Extra = hook === undefined
+    ? undefined
+    : yield* provide(env, hook({ agent: env.service, turn, trigger })).pipe(
+      Effect.mapErrorCause((cause) => Cause.fail(failTurn(0, "turnBudget hook failed")(cause)))
+    )
+  const used = options.maxSessionTokens !== undefined || options.maxSessionCost !== undefined
+    ? Budget.usedBy(yield* env.log.events, options.prices)
+    : noUsage
+  const needsClock = options.turnTimeoutMs !== undefined || extra?.deadline !== undefined
+  return gaugeOf(options, extra, used, needsClock ? yield* Clock.currentTimeMillis : 0)
+})
+
+const noUsage = { tokens: 0, cost: 0 } as const
+
+/** Steps, tokens, cost: the order a check reports them in (R155). */
+const reportOrder = { steps: 0, tokens: 1, cost: 2, deadline: 3 } as const
+
+/** A turn's gauge from its limits' sources, `startedAt` on the clock (0 when no deadline is set). */
+const gaugeOf = (
+  options: Env["budget"],
+  extra: Extra,
+  used: { readonly tokens: number; readonly cost: number },
+  startedAt: number
+): Gauge => {
+  const limits: Array<Limit> = [{ budget: "steps", scope: "turn", limit: options.maxSteps, before: 0 }]
   if (extra?.maxSteps !== undefined) limits.push({ budget: "steps", scope: "turn", limit: extra.maxSteps, before: 0 })
   if (options.maxTurnTokens !== undefined) {
     limits.push({ budget: "tokens", scope: "turn", limit: options.maxTurnTokens, before: 0 })
@@ -55,28 +89,21 @@ export const open = Effect.fnUntraced(function*(env: Env, turn: number, trigger:
   if (extra?.maxTokens !== undefined) {
     limits.push({ budget: "tokens", scope: "turn", limit: extra.maxTokens, before: 0 })
   }
-  if (options.maxSessionTokens !== undefined || options.maxSessionCost !== undefined) {
-    const used = Budget.usedBy(yield* env.log.events, options.prices)
-    if (options.maxSessionTokens !== undefined) {
-      limits.push({ budget: "tokens", scope: "session", limit: options.maxSessionTokens, before: used.tokens })
-    }
-    if (options.maxSessionCost !== undefined) {
-      limits.push({ budget: "cost", scope: "session", limit: options.maxSessionCost, before: used.cost })
-    }
+  if (options.maxSessionTokens !== undefined) {
+    limits.push({ budget: "tokens", scope: "session", limit: options.maxSessionTokens, before: used.tokens })
+  }
+  if (options.maxSessionCost !== undefined) {
+    limits.push({ budget: "cost", scope: "session", limit: options.maxSessionCost, before: used.cost })
   }
   if (extra?.maxCost !== undefined) limits.push({ budget: "cost", scope: "turn", limit: extra.maxCost, before: 0 })
-  // Steps, tokens, cost: the order a check reports them in (R155).
-  const order = { steps: 0, tokens: 1, cost: 2, deadline: 3 }
-  limits.sort((a, b) => order[a.budget] - order[b.budget])
-  const needsClock = options.turnTimeoutMs !== undefined || extra?.deadline !== undefined
-  const startedAt = needsClock ? yield* Clock.currentTimeMillis : 0
+  if (limits.length > 1) limits.sort((a, b) => reportOrder[a.budget] - reportOrder[b.budget])
   const own = options.turnTimeoutMs === undefined ? undefined : startedAt + options.turnTimeoutMs
   const deadline = own === undefined
     ? extra?.deadline
     : extra?.deadline === undefined
     ? own
     : Math.min(own, extra.deadline)
-  const gauge: Gauge = {
+  return {
     limits,
     prices: options.prices,
     deadline,
@@ -88,8 +115,7 @@ export const open = Effect.fnUntraced(function*(env: Env, turn: number, trigger:
     lastCost: 0,
     warned: false
   }
-  return gauge
-})
+}
 
 /** Charges a step's logged usage to the turn (R157). */
 export const charge = (gauge: Gauge, usage: SessionEvent.Usage | undefined, model: string): void => {
