@@ -172,20 +172,6 @@ export const isEntryBySchema = (u: unknown): boolean => {
 /** Whether `u` is a body entry: its common form by hand, anything else by the schema (only the schema on the slow path). */
 const isEntry: (u: unknown) => boolean = slowPath ? isEntryBySchema : (u) => isCommonEntry(u) || isEntryBySchema(u)
 
-/** The message of a version-2 body entry, when it is one (exact: no missing, wrong or extra key). */
-const messageOfEntry = (u: unknown): Prompt.Message | undefined => {
-  if (!isEntry(u)) return undefined
-  const entry = u as Entry
-  switch (entry.k) {
-    case "u":
-      return history.userMessageOf(entry.t)
-    case "a":
-      return history.assistantMessageOf(entry.c, entry.p)
-    case "t":
-      return history.toolMessageOf(entry.i, entry.n, entry.e, entry.r)
-  }
-}
-
 /** The version-2 body entry of an event the history is derived from (`undefined` for any other). */
 export const entryOf = (event: SessionEvent.SessionEvent): Entry | undefined => {
   switch (event.type) {
@@ -327,7 +313,10 @@ const textOfEntry = (entry: Entry): string => {
   }
 }
 
-/** A version-2 body's messages (a JSON array, every entry exact) and its entries rewritten as version 3 (ADR 0080). */
+/**
+ * A version-2 body (a JSON array, every entry exact) rewritten as version 3 (ADR 0080), and its messages read from that
+ * text as a version-3 body's are.
+ */
 const readVersion2 = (
   body: string
 ): Either.Either<{ readonly messages: Array<Prompt.Message>; readonly historyText: string }, string> => {
@@ -339,15 +328,13 @@ const readVersion2 = (
     return Either.left(`its body is not JSON: ${String(error)}`)
   }
   if (!Array.isArray(parsed)) return Either.left("its body is not an array")
-  const messages: Array<Prompt.Message> = []
   const texts: Array<string> = []
   for (let index = 0; index < parsed.length; index++) {
-    const message = messageOfEntry(parsed[index])
-    if (message === undefined) return Either.left(`its body entry ${index} is not a history entry`)
-    messages.push(message)
-    texts.push(textOfEntry(parsed[index] as Entry)) // checked by `messageOfEntry`
+    if (!isEntry(parsed[index])) return Either.left(`its body entry ${index} is not a history entry`)
+    texts.push(textOfEntry(parsed[index] as Entry))
   }
-  return Either.right({ messages, historyText: texts.join("") })
+  const historyText = texts.join("")
+  return Either.map(snapshotBody.readEntries(historyText), (messages) => ({ messages, historyText }))
 }
 
 /**
